@@ -1,0 +1,150 @@
+"""The canonical trace model every format parser produces.
+
+Parsers turn trace files into :class:`Trace` objects; the pipeline counts tokens, runs the
+analysis and writes rows. What a source *provided* is kept apart from what ToolLens *derives*:
+these classes hold only provided facts (plus the raw payload); derived facts live in
+``ingest.analysis`` results.
+
+Example::
+
+    Trace(format="openai_chat", source_file="run.jsonl", source_line=1, messages=[
+        Message(seq=0, role="assistant", tool_calls=[
+            ToolCall(call_index=0, tool_call_id="call_1", name="get_weather",
+                     arguments_raw='{"city":"Paris"}', arguments={"city": "Paris"}),
+        ]),
+        Message(seq=1, role="tool", content="rainy",
+                tool_result=ToolResult(tool_call_id="call_1", name="get_weather")),
+    ])
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+
+class ToolDef(_Model):
+    """A tool the trace declares to the model (OpenAI ``tools``, Anthropic ``tools`` …)."""
+
+    name: str
+    description: str | None = None
+    #: JSON Schema of the arguments, as declared (``parameters`` / ``input_schema``).
+    parameters: Any = None
+
+
+class ToolCall(_Model):
+    """One tool call requested by an assistant message."""
+
+    call_index: int
+    #: The id the source gave the call; may be missing and may be reused within a trace.
+    tool_call_id: str | None = None
+    name: str
+    #: Arguments exactly as provided: the JSON string, or the JSON dump of an object.
+    arguments_raw: str | None = None
+    #: Parsed arguments (``None`` when they did not parse; see ``args_valid``).
+    arguments: Any = None
+    args_valid: bool = True
+    #: Parse error message when ``args_valid`` is false.
+    args_error: str | None = None
+
+
+class ToolResult(_Model):
+    """The provided facts of a Tool Message (the message's ``content`` is the result text)."""
+
+    tool_call_id: str | None = None
+    name: str | None = None
+    #: Explicit error flag given by the source (Anthropic ``is_error``, LangChain
+    #: ``status == "error"``, tau2 ``error``); ``None`` when the source says nothing.
+    explicit_error: bool | None = None
+    #: Where the explicit flag came from, e.g. ``"is_error"`` or ``"status"``.
+    explicit_source: str | None = None
+
+
+class Message(_Model):
+    """One message of a trace; ``seq`` is its position, the only always-available order."""
+
+    seq: int
+    role: Role
+    #: Text content as the model sees it (text parts joined with newlines).
+    content: str = ""
+    timestamp: datetime | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    #: Set when ``role == "tool"``: every Tool Message is its own canonical message
+    #: (an Anthropic user message with three ``tool_result`` blocks becomes three).
+    tool_result: ToolResult | None = None
+    #: Provider-reported usage, verbatim (never summed by us without de-duplication).
+    usage: dict[str, Any] | None = None
+    #: Id the source gave this message (``msg_…``, LangChain ``id``), if any.
+    source_id: str | None = None
+    #: 1-based line of the input file this message came from, when known.
+    source_line: int | None = None
+    #: The raw payload this message was built from, so analysis can be re-run.
+    raw: Any = None
+
+
+class Trace(_Model):
+    """One agent run / conversation."""
+
+    format: str
+    source_file: str
+    #: 1-based line where the trace's first record starts.
+    source_line: int | None = None
+    #: The source's own id for the run (``id``, ``sessionId`` …) when there is one.
+    external_id: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    started_at: datetime | None = None
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tools: list[ToolDef] = Field(default_factory=list)
+    messages: list[Message] = Field(default_factory=list)
+    #: How many input records (lines / array items) this trace was built from.
+    record_count: int = 1
+
+    def dedupe_key(self) -> str:
+        """Identity for de-duplication: the external id when present, else a content hash.
+
+        >>> Trace(format="x", source_file="a", external_id="run-1").dedupe_key()
+        'x:id:run-1'
+        """
+        if self.external_id:
+            return f"{self.format}:id:{self.external_id}"
+        return f"{self.format}:sha256:{content_hash(self)}"
+
+
+def content_hash(trace: Trace) -> str:
+    """SHA-256 of the normalized messages and metadata (independent of file name and line)."""
+    import hashlib
+
+    payload = [
+        trace.metadata,
+        [[m.role, m.content, m.raw] for m in trace.messages],
+    ]
+    data = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+    return hashlib.sha256(data).hexdigest()
+
+
+class Rejected(_Model):
+    """An input record that could not become (part of) a trace: kept, never dropped."""
+
+    source_file: str
+    line: int
+    byte_offset: int
+    #: Short, stable code, e.g. ``malformed_json``, ``invalid_utf8``, ``wrong_shape``.
+    reason: str
+    #: Human-readable detail naming the field, e.g. ``messages[2].role: unknown role 'bot'``.
+    message: str
+    raw: bytes = b""
+
+    def location(self) -> str:
+        """``file:line`` as users see it in error messages."""
+        return f"{self.source_file}:{self.line}"
