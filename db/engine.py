@@ -1,0 +1,110 @@
+"""Engine setup: SQLite by default (a file), PostgreSQL by URL; migrations applied on first use.
+
+``TOOLLENS_DB`` (or ``--db``) takes a file path or any SQLAlchemy URL, for example
+``postgresql+psycopg://postgres@127.0.0.1/toollens``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+#: Where the embedded database lives when nothing else is configured.
+DEFAULT_DB_PATH = "toollens.db"
+
+# SQLite pragmas, each for a reason:
+#: WAL lets the dashboard read while an import writes (readers never block the writer).
+SQLITE_JOURNAL_MODE = "WAL"
+#: Wait this long (ms) for a lock instead of failing at once with "database is locked".
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+#: Foreign keys are off by default in SQLite; ON DELETE CASCADE depends on them.
+SQLITE_FOREIGN_KEYS = "ON"
+#: NORMAL is durable under WAL but for the last transactions on power loss; imports can be re-run.
+SQLITE_SYNCHRONOUS = "NORMAL"
+#: 64 MiB page cache (negative = KiB) keeps indexes of a large store in memory for chart queries.
+SQLITE_CACHE_SIZE_KIB = -65536
+
+
+def resolve_url(db: str | None = None) -> str:
+    """Turn ``--db`` / ``TOOLLENS_DB`` / the default into a SQLAlchemy URL.
+
+    >>> resolve_url("traces.db")
+    'sqlite:///traces.db'
+    >>> resolve_url("postgresql+psycopg://u@h/d")
+    'postgresql+psycopg://u@h/d'
+    """
+    value = db or os.environ.get("TOOLLENS_DB") or DEFAULT_DB_PATH
+    if "://" in value:
+        if value.startswith("postgresql://") or value.startswith("postgres://"):
+            # psycopg 3 is the driver we ship; the bare scheme would ask for psycopg2.
+            value = "postgresql+psycopg://" + value.split("://", 1)[1]
+        return value
+    return f"sqlite:///{Path(value).expanduser()}"
+
+
+def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
+    # Take over transaction control so that writes can start with BEGIN IMMEDIATE (see below).
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA journal_mode={SQLITE_JOURNAL_MODE}")
+    cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cur.execute(f"PRAGMA foreign_keys={SQLITE_FOREIGN_KEYS}")
+    cur.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
+    cur.execute(f"PRAGMA cache_size={SQLITE_CACHE_SIZE_KIB}")
+    cur.close()
+
+
+#: Execution option that marks a connection as a writer (see :func:`writing`).
+WRITE_OPTION = "toollens_write"
+
+
+def _on_sqlite_begin(conn: Any) -> None:
+    # Writers start with BEGIN IMMEDIATE, taking the write lock up front: a deferred transaction
+    # that later tries to write can fail with SQLITE_BUSY at once, an immediate one waits
+    # busy_timeout. Readers keep a deferred BEGIN so they never queue behind an import.
+    if conn.get_execution_options().get(WRITE_OPTION):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        conn.exec_driver_sql("BEGIN")
+
+
+def writing(engine: Engine) -> Any:
+    """A write transaction: ``with writing(engine) as conn: ...`` (BEGIN IMMEDIATE on SQLite)."""
+    return engine.execution_options(**{WRITE_OPTION: True}).begin()
+
+
+def make_engine(db: str | None = None, *, migrate: bool = True) -> Engine:
+    """Create an engine for ``db`` (path or URL) and bring its schema up to date.
+
+    >>> engine = make_engine("sqlite://")  # in memory
+    >>> engine.dialect.name
+    'sqlite'
+    """
+    url = make_url(resolve_url(db))
+    kwargs: dict[str, Any] = {}
+    if url.get_backend_name() == "sqlite":
+        if url.database in (None, "", ":memory:"):
+            # One shared in-memory database for the whole engine.
+            from sqlalchemy.pool import StaticPool
+
+            kwargs["poolclass"] = StaticPool
+            kwargs["connect_args"] = {"check_same_thread": False}
+        else:
+            Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+    elif os.environ.get("TOOLLENS_NULLPOOL"):
+        kwargs["poolclass"] = NullPool
+    engine = create_engine(url, **kwargs)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _on_sqlite_connect)
+        event.listen(engine, "begin", _on_sqlite_begin)
+    if migrate:
+        from db.migrate import upgrade
+
+        upgrade(engine)
+    return engine

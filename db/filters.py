@@ -1,0 +1,104 @@
+"""The shared filters every view applies (time range, import, agent, model, tool).
+
+A :class:`Filters` value is plain data (it round-trips through URL query parameters in the
+dashboard); the ``*_conditions`` helpers turn it into SQL conditions for one table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar, Unpack
+
+from sqlalchemy import ColumnElement, Select, and_, exists, select
+
+from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
+
+#: Any SELECT, whatever its columns; the restrict_* helpers keep the statement's type.
+SelectT = TypeVar("SelectT", bound="Select[Unpack[tuple[Any, ...]]]")
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """What the user narrowed the view to; empty fields mean "all"."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+    import_id: int | None = None
+    agent: str | None = None
+    model: str | None = None
+    tool: str | None = None
+
+    def is_empty(self) -> bool:
+        """True when nothing is filtered."""
+        return all(getattr(self, f) in (None, "") for f in self.__slots__)
+
+
+NO_FILTERS = Filters()
+
+
+def trace_conditions(f: Filters) -> list[ColumnElement[bool]]:
+    """Conditions on ``traces`` (time range by the trace's start, import, agent, model)."""
+    conds: list[ColumnElement[bool]] = []
+    if f.start is not None:
+        conds.append(TraceRow.started_at >= f.start)
+    if f.end is not None:
+        conds.append(TraceRow.started_at < f.end)
+    if f.import_id is not None:
+        conds.append(TraceRow.import_id == f.import_id)
+    if f.agent:
+        conds.append(TraceRow.agent == f.agent)
+    if f.model:
+        conds.append(TraceRow.model == f.model)
+    return conds
+
+
+def _needs_trace_join(f: Filters) -> bool:
+    return any(v not in (None, "") for v in (f.start, f.end, f.import_id, f.agent, f.model))
+
+
+def restrict_results(stmt: SelectT, f: Filters) -> SelectT:
+    """Apply the filters to a statement over ``tool_results``."""
+    if f.tool:
+        stmt = stmt.where(ToolResultRow.tool == f.tool)
+    if _needs_trace_join(f):
+        stmt = stmt.where(
+            exists().where(and_(TraceRow.id == ToolResultRow.trace_id, *trace_conditions(f)))
+        )
+    return stmt
+
+
+def restrict_calls(stmt: SelectT, f: Filters) -> SelectT:
+    """Apply the filters to a statement over ``tool_calls``."""
+    if f.tool:
+        stmt = stmt.where(ToolCallRow.tool_name == f.tool)
+    if _needs_trace_join(f):
+        stmt = stmt.where(
+            exists().where(and_(TraceRow.id == ToolCallRow.trace_id, *trace_conditions(f)))
+        )
+    return stmt
+
+
+def restrict_traces(stmt: SelectT, f: Filters) -> SelectT:
+    """Apply the filters to a statement over ``traces`` (tool: traces that call that tool)."""
+    stmt = stmt.where(*trace_conditions(f))
+    if f.tool:
+        stmt = stmt.where(
+            exists(
+                select(ToolCallRow.id).where(
+                    ToolCallRow.trace_id == TraceRow.id, ToolCallRow.tool_name == f.tool
+                )
+            )
+        )
+    return stmt
+
+
+def restrict_findings(stmt: SelectT, f: Filters) -> SelectT:
+    """Apply the filters to a statement over ``findings``."""
+    if f.tool:
+        stmt = stmt.where(FindingRow.tool == f.tool)
+    if _needs_trace_join(f):
+        stmt = stmt.where(
+            exists().where(and_(TraceRow.id == FindingRow.trace_id, *trace_conditions(f)))
+        )
+    return stmt

@@ -1,0 +1,21 @@
+"""Alembic environment: runs migrations on the engine handed over in ``config.attributes``."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from db.schema import Base
+
+config = context.config
+engine = config.attributes["engine"]
+
+with engine.connect() as connection:
+    context.configure(
+        connection=connection,
+        target_metadata=Base.metadata,
+        render_as_batch=True,  # SQLite needs table copies for ALTER; batch mode does that.
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+    connection.commit()

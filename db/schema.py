@@ -1,0 +1,277 @@
+"""The storage schema: SQLAlchemy 2 typed models for every table ToolLens keeps.
+
+Hot fields (what charts filter and group by) are columns; the long tail is JSON (JSONB on
+PostgreSQL). Keys are integer surrogates; ids that come from trace files (``tool_call_id``,
+``external_id``) are plain indexed columns, never unique, because real traces reuse them.
+Provided facts and derived facts sit side by side but under different names (``explicit_error``
+vs ``status``/``status_source``); ``toollens reanalyze`` rewrites only the derived ones and never
+touches the human corrections (``*_corrected``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+#: Constraint names are stable across dialects, so migrations can refer to them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: JSON everywhere, JSONB on PostgreSQL (indexable, compact, de-duplicated keys).
+JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+
+class UtcTimeStamp(TypeDecorator[datetime]):
+    """Timestamps stored in UTC and always read back timezone-aware.
+
+    SQLite has no time zone support; naive values written there are UTC by convention.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        dict[str, Any]: JsonType,
+        list[Any]: JsonType,
+        Any: JsonType,
+    }
+
+
+class ImportRun(Base):
+    """One run of ``toollens import`` (or an upload, or the demo)."""
+
+    __tablename__ = "imports"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(UtcTimeStamp)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
+    #: ``cli`` | ``upload`` | ``demo`` | ``bench``
+    origin: Mapped[str] = mapped_column(String(20), default="cli")
+    paths: Mapped[list[Any]] = mapped_column(default=list)
+    encoding: Mapped[str] = mapped_column(String(40))
+    files: Mapped[int] = mapped_column(Integer, default=0)
+    records: Mapped[int] = mapped_column(Integer, default=0)
+    traces_imported: Mapped[int] = mapped_column(Integer, default=0)
+    duplicates: Mapped[int] = mapped_column(Integer, default=0)
+    rejected: Mapped[int] = mapped_column(Integer, default=0)
+    messages: Mapped[int] = mapped_column(BigInteger, default=0)
+    seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    #: ``running`` | ``done`` | ``failed``
+    state: Mapped[str] = mapped_column(String(20), default="running")
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class TraceRow(Base):
+    """One agent run / conversation."""
+
+    __tablename__ = "traces"
+    __table_args__ = (Index("ix_traces_started_at", "started_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    import_id: Mapped[int] = mapped_column(ForeignKey("imports.id"), index=True)
+    #: De-duplication identity (format + external id, or a content hash): importing the same
+    #: data twice changes nothing.
+    dedupe_key: Mapped[str] = mapped_column(String(200), unique=True)
+    external_id: Mapped[str | None] = mapped_column(String(400), index=True)
+    #: What the UI and ``toollens pairs`` call the trace: the external id, else a short hash.
+    display_id: Mapped[str] = mapped_column(String(400), index=True)
+    format: Mapped[str] = mapped_column(String(40))
+    source_file: Mapped[str] = mapped_column(Text)
+    source_line: Mapped[int | None] = mapped_column(Integer)
+    agent: Mapped[str | None] = mapped_column(String(200), index=True)
+    model: Mapped[str | None] = mapped_column(String(200), index=True)
+    started_at: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
+    imported_at: Mapped[datetime] = mapped_column(UtcTimeStamp)
+    tags: Mapped[list[Any]] = mapped_column(default=list)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
+    #: Tool definitions the trace declares (name, description, parameters JSON Schema).
+    tools: Mapped[list[Any]] = mapped_column(default=list)
+    #: Input records (lines / array items) the trace was built from.
+    record_count: Mapped[int] = mapped_column(Integer, default=1)
+    message_count: Mapped[int] = mapped_column(Integer, default=0)
+    tool_call_count: Mapped[int] = mapped_column(Integer, default=0)
+    tool_result_count: Mapped[int] = mapped_column(Integer, default=0)
+    error_count: Mapped[int] = mapped_column(Integer, default=0)
+    problem_count: Mapped[int] = mapped_column(Integer, default=0)
+    total_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    tool_result_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    wasted_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    max_occurrence: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class MessageRow(Base):
+    """One message of a trace, in ``seq`` order, with its raw payload."""
+
+    __tablename__ = "messages"
+    __table_args__ = (Index("ix_messages_trace_id_seq", "trace_id", "seq", unique=True),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(20))
+    content: Mapped[str] = mapped_column(Text, default="")
+    timestamp: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
+    tokens: Mapped[int] = mapped_column(Integer, default=0)
+    chars: Mapped[int] = mapped_column(Integer, default=0)
+    bytes: Mapped[int] = mapped_column(Integer, default=0)
+    usage: Mapped[dict[str, Any] | None] = mapped_column()
+    source_id: Mapped[str | None] = mapped_column(String(400))
+    source_line: Mapped[int | None] = mapped_column(Integer)
+    raw: Mapped[Any] = mapped_column()
+
+
+class ToolCallRow(Base):
+    """One tool call and its derived facts (pairing, loop position, schema check)."""
+
+    __tablename__ = "tool_calls"
+    __table_args__ = (
+        Index("ix_tool_calls_trace_id_message_seq", "trace_id", "message_seq", "call_index"),
+        Index("ix_tool_calls_tool_name_pair_state", "tool_name", "pair_state"),
+        Index("ix_tool_calls_occurrence", "occurrence"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"))
+    message_seq: Mapped[int] = mapped_column(Integer)
+    call_index: Mapped[int] = mapped_column(Integer)
+    tool_call_id: Mapped[str | None] = mapped_column(String(400), index=True)
+    tool_name: Mapped[str] = mapped_column(String(400))
+    arguments_raw: Mapped[str | None] = mapped_column(Text)
+    arguments: Mapped[Any] = mapped_column()
+    args_valid: Mapped[bool] = mapped_column(Boolean, default=True)
+    args_error: Mapped[str | None] = mapped_column(Text)
+    timestamp: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
+    # Derived facts.
+    signature: Mapped[str] = mapped_column(String(500))
+    occurrence: Mapped[int] = mapped_column(Integer, default=1)
+    run_length: Mapped[int] = mapped_column(Integer, default=1)
+    retry_after_error: Mapped[bool] = mapped_column(Boolean, default=False)
+    ping_pong: Mapped[bool] = mapped_column(Boolean, default=False)
+    pair_state: Mapped[str] = mapped_column(String(30))
+    pairing_method: Mapped[str | None] = mapped_column(String(20))
+    result_seq: Mapped[int | None] = mapped_column(Integer)
+    name_mismatch: Mapped[bool] = mapped_column(Boolean, default=False)
+    reused_id: Mapped[bool] = mapped_column(Boolean, default=False)
+    schema_issue: Mapped[str | None] = mapped_column(String(60))
+    schema_detail: Mapped[str | None] = mapped_column(Text)
+
+
+class ToolResultRow(Base):
+    """One Tool Message: provided facts, derived facts, and human corrections."""
+
+    __tablename__ = "tool_results"
+    __table_args__ = (
+        Index("ix_tool_results_trace_id_message_seq", "trace_id", "message_seq"),
+        Index("ix_tool_results_tool_status", "tool", "status"),
+        Index("ix_tool_results_error_type", "error_type"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"))
+    message_seq: Mapped[int] = mapped_column(Integer)
+    # Provided facts.
+    tool_call_id: Mapped[str | None] = mapped_column(String(400), index=True)
+    provided_name: Mapped[str | None] = mapped_column(String(400))
+    explicit_error: Mapped[bool | None] = mapped_column(Boolean)
+    explicit_source: Mapped[str | None] = mapped_column(String(40))
+    timestamp: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
+    tokens: Mapped[int] = mapped_column(Integer, default=0)
+    chars: Mapped[int] = mapped_column(Integer, default=0)
+    bytes: Mapped[int] = mapped_column(Integer, default=0)
+    # Derived facts.
+    #: The tool this result belongs to: the paired call's name, else the provided name.
+    tool: Mapped[str] = mapped_column(String(400))
+    status: Mapped[str] = mapped_column(String(20))
+    status_source: Mapped[str] = mapped_column(String(20))
+    error_type: Mapped[str | None] = mapped_column(String(60))
+    rule: Mapped[str | None] = mapped_column(String(60))
+    fingerprint: Mapped[str | None] = mapped_column(String(300), index=True)
+    summary: Mapped[str | None] = mapped_column(Text)
+    suggestion: Mapped[str | None] = mapped_column(Text)
+    suggestion_kind: Mapped[str | None] = mapped_column(String(30))
+    suggestion_detail: Mapped[dict[str, Any] | None] = mapped_column()
+    is_protocol: Mapped[bool] = mapped_column(Boolean, default=False)
+    pair_state: Mapped[str] = mapped_column(String(30))
+    pairing_method: Mapped[str | None] = mapped_column(String(20))
+    call_seq: Mapped[int | None] = mapped_column(Integer)
+    call_index: Mapped[int | None] = mapped_column(Integer)
+    name_mismatch: Mapped[bool] = mapped_column(Boolean, default=False)
+    oversized: Mapped[bool] = mapped_column(Boolean, default=False)
+    verdict: Mapped[str | None] = mapped_column(String(20))
+    verdict_reason: Mapped[str | None] = mapped_column(Text)
+    next_call_succeeded: Mapped[bool | None] = mapped_column(Boolean)
+    # Human corrections (never written by analysis).
+    error_type_corrected: Mapped[str | None] = mapped_column(String(60))
+    verdict_corrected: Mapped[str | None] = mapped_column(String(20))
+    corrected_by: Mapped[str | None] = mapped_column(String(200))
+    corrected_at: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
+
+
+class FindingRow(Base):
+    """One named, countable Tool Message problem (``bare_status``, ``oversized`` …)."""
+
+    __tablename__ = "findings"
+    __table_args__ = (Index("ix_findings_name_tool", "name", "tool"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(60))
+    tool: Mapped[str | None] = mapped_column(String(400))
+    #: Seq of the message the finding is about (the call's or the result's message).
+    message_seq: Mapped[int] = mapped_column(Integer)
+    call_index: Mapped[int | None] = mapped_column(Integer)
+
+
+class RejectedRecord(Base):
+    """An input record that could not be imported, kept with its raw bytes and the reason."""
+
+    __tablename__ = "rejected_records"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    import_id: Mapped[int] = mapped_column(ForeignKey("imports.id"), index=True)
+    source_file: Mapped[str] = mapped_column(Text)
+    line: Mapped[int] = mapped_column(Integer)
+    byte_offset: Mapped[int] = mapped_column(BigInteger)
+    reason: Mapped[str] = mapped_column(String(60), index=True)
+    message: Mapped[str] = mapped_column(Text)
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
