@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar, Unpack
+from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Select, and_, exists, select
 
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
 
 #: Any SELECT, whatever its columns; the restrict_* helpers keep the statement's type.
-SelectT = TypeVar("SelectT", bound="Select[Unpack[tuple[Any, ...]]]")
+SelectT = TypeVar("SelectT", bound="Select[*tuple[Any, ...]]")
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,7 +109,7 @@ def import_paths(
         with writer, _bulk_gc():
             for path, name in zip(paths, names, strict=True):
                 summary.files += 1
-                for item in _parse_file(Path(path), name, fmt_override, summary, progress):
+                for item in parse_file(Path(path), name, fmt_override, summary, progress):
                     writer.add(item)
         summary.seconds = time.perf_counter() - started
         finish_import(
@@ -150,9 +150,15 @@ def _bulk_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _parse_file(
-    path: Path, name: str, fmt: Any, summary: ImportSummary, progress: ProgressFn | None
+def parse_file(
+    path: Path,
+    name: str | None = None,
+    fmt: Any = None,
+    summary: ImportSummary | None = None,
+    progress: ProgressFn | None = None,
 ) -> Iterator[Trace | Rejected]:
+    """Canonical traces and rejections of one file (format sniffed unless ``fmt`` is given)."""
+    name = name or str(path)
     try:
         head = read_head(path)
     except OSError as exc:
@@ -175,7 +181,9 @@ def _parse_file(
         )
         return
     with open_input(path) as stream:
-        records = _counted(iter_records(stream, name), summary, progress)
+        records: Iterable[Record | Rejected] = iter_records(stream, name)
+        if summary is not None:
+            records = _counted(records, summary, progress)
         yield from module.parse(records, name)
 
 

@@ -1,0 +1,57 @@
+# ToolLens — the two commands a fresh machine needs are `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+DEMO_DB ?= .demo/toollens.db
+PORT   ?= 8501
+
+.PHONY: help venv demo serve test test-fast lint format bench bench-ui clean
+
+help:
+	@echo "make demo     set up, import the sample traces into SQLite, open the dashboard"
+	@echo "make test     set up and run the whole test suite"
+	@echo "make lint     ruff check, ruff format --check, mypy on db/ and ingest/"
+	@echo "make bench    import benchmark (SQLite and PostgreSQL)"
+	@echo "make bench-ui dashboard speed benchmark (1M-message store)"
+
+$(BIN)/toollens: pyproject.toml
+	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "ToolLens needs Python 3.11 or newer")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(BIN)/toollens
+
+venv: $(BIN)/toollens
+
+demo: venv
+	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
+	$(BIN)/toollens demo --db $(DEMO_DB)
+	@if [ -d ../shared/realdata ]; then \
+	  $(BIN)/toollens import --db $(DEMO_DB) ../shared/realdata/openai-chat/*.json \
+	    ../shared/realdata/claude-code/*.jsonl ../shared/realdata/openai-legacy/*.json; fi
+	$(BIN)/toollens summary --db $(DEMO_DB)
+	$(BIN)/toollens serve --db $(DEMO_DB) --port $(PORT)
+
+serve: venv
+	$(BIN)/toollens serve --db $(DEMO_DB) --port $(PORT)
+
+test: venv
+	$(BIN)/python -m pytest -n 2 --dist loadfile -q
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy db ingest
+
+format: venv
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: venv
+	$(BIN)/python -m benchmarks.ingest_bench
+
+bench-ui: venv
+	$(BIN)/python -m benchmarks.ui_bench
+
+clean:
+	rm -rf .demo .bench test-artifacts .pytest_cache .mypy_cache .ruff_cache

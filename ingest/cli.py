@@ -1,0 +1,257 @@
+"""The ``toollens`` command line: import, summary, pairs, lint, reanalyze, serve, formats, demo.
+
+Every command is also a library call (``ingest.pipeline.import_paths``, ``db.summary.summarize``
+…); this module only parses arguments, prints, and sets exit codes: 0 success, 1 ``--strict``
+with rejections (or lint over its threshold), 2 usage errors.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+
+from ingest.tokens import DEFAULT_ENCODING, ENCODINGS
+
+app = typer.Typer(
+    name="toollens",
+    help="ToolLens: observability for the Tool Messages of AI agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db", help="SQLite file or SQLAlchemy URL (default: $TOOLLENS_DB or toollens.db)"
+    ),
+]
+#: How many rejections ``import`` prints before it only counts them.
+MAX_PRINTED_REJECTIONS = 20
+
+
+def _engine(db: str | None):  # type: ignore[no-untyped-def]
+    from db.engine import make_engine
+
+    return make_engine(db)
+
+
+def _usage_error(message: str) -> typer.Exit:
+    typer.echo(f"Error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def _spool_stdin() -> Path:
+    import shutil
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(prefix="toollens-stdin-", delete=False) as tmp:
+        shutil.copyfileobj(sys.stdin.buffer, tmp)
+    return Path(tmp.name)
+
+
+@app.command("import")
+def import_command(
+    paths: Annotated[
+        list[Path], typer.Argument(help="Trace files (.json, .jsonl, .gz); - = stdin")
+    ],
+    db: DbOption = None,
+    format_name: Annotated[
+        str | None, typer.Option("--format", help="Skip sniffing: one of `toollens formats`")
+    ] = None,
+    strict: Annotated[bool, typer.Option(help="Exit 1 when any record was rejected")] = False,
+    encoding: Annotated[str, typer.Option(help="Token encoding")] = DEFAULT_ENCODING,
+    workers: Annotated[
+        int | None, typer.Option(help="Tokenizing processes (default: one per core for big inputs)")
+    ] = None,
+) -> None:
+    """Import trace files into the database; prints one summary line."""
+    from tqdm import tqdm
+
+    from ingest.pipeline import UnknownFormatError, import_paths, resolve_format
+
+    if encoding not in ENCODINGS:
+        raise _usage_error(f"unknown encoding {encoding!r}; choose one of {', '.join(ENCODINGS)}")
+    try:
+        resolve_format(format_name)
+    except UnknownFormatError as exc:
+        raise _usage_error(str(exc)) from exc
+    for path in paths:
+        if str(path) != "-" and not path.is_file():
+            raise _usage_error(f"{path}: no such file")
+    # Sniffing reads the head before parsing starts over, which a pipe cannot do: spool it.
+    spooled = _spool_stdin() if any(str(p) == "-" for p in paths) else None
+    real_paths = [spooled if str(p) == "-" and spooled else p for p in paths]
+    total = sum(p.stat().st_size for p in real_paths)
+    bar = tqdm(
+        total=total,
+        unit="B",
+        unit_scale=True,
+        desc="importing",
+        disable=not sys.stderr.isatty(),
+        file=sys.stderr,
+    )
+    engine = _engine(db)
+    try:
+        summary = import_paths(
+            engine,
+            real_paths,
+            format_name=format_name,
+            encoding=encoding,
+            workers=workers,
+            progress=bar.update,
+            display_names=[str(p) for p in paths],
+        )
+    finally:
+        bar.close()
+        if spooled is not None:
+            spooled.unlink(missing_ok=True)
+    for rejected in summary.rejections[:MAX_PRINTED_REJECTIONS]:
+        typer.echo(f"{rejected.location()}: {rejected.reason}: {rejected.message}", err=True)
+    if summary.rejected > MAX_PRINTED_REJECTIONS:
+        more = summary.rejected - MAX_PRINTED_REJECTIONS
+        typer.echo(f"… and {more} more rejected (see the Imports page)", err=True)
+    typer.echo(summary.line())
+    if strict and summary.rejected:
+        raise typer.Exit(1)
+
+
+@app.command("formats")
+def formats_command() -> None:
+    """List the trace formats ToolLens reads."""
+    from ingest import formats
+
+    for module in formats.FORMATS:
+        typer.echo(f"{module.NAME:<18} {module.DESCRIPTION}")
+
+
+@app.command("summary")
+def summary_command(
+    db: DbOption = None,
+    loop_k: Annotated[int, typer.Option("--loop-k", min=2, help="Loop threshold k")] = 3,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Headline figures of the store: pairing, status, error types, tokens, loops, suggestions."""
+    from db.summary import summarize
+
+    data = summarize(_engine(db), loop_k=loop_k)
+    if as_json:
+        typer.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+        return
+    from ingest.report_text import summary_text
+
+    typer.echo(summary_text(data))
+
+
+@app.command("pairs")
+def pairs_command(
+    db: DbOption = None,
+    out_format: Annotated[str, typer.Option("--format", help="jsonl or csv")] = "jsonl",
+) -> None:
+    """One row per call or unpaired result, for notebooks and spreadsheets."""
+    import csv
+
+    from db.export import PAIR_COLUMNS, iter_pairs
+
+    if out_format not in ("jsonl", "csv"):
+        raise _usage_error(f"unknown output format {out_format!r}; use jsonl or csv")
+    engine = _engine(db)
+    out = sys.stdout
+    if out_format == "csv":
+        writer = csv.DictWriter(out, fieldnames=list(PAIR_COLUMNS), lineterminator="\n")
+        writer.writeheader()
+        for row in iter_pairs(engine):
+            writer.writerow(row)
+    else:
+        for row in iter_pairs(engine):
+            out.write(orjson.dumps(row).decode() + "\n")
+
+
+@app.command("lint")
+def lint_command(
+    paths: Annotated[list[Path], typer.Argument(help="Trace files to check")],
+    max_findings: Annotated[
+        int, typer.Option("--max-findings", min=0, help="Exit 1 above this many findings")
+    ] = 0,
+    format_name: Annotated[str | None, typer.Option("--format")] = None,
+    loop_k: Annotated[int, typer.Option("--loop-k", min=2)] = 3,
+) -> None:
+    """Analyze trace files without a database and print findings per tool (a CI gate)."""
+    from ingest.lint import lint_paths
+    from ingest.pipeline import UnknownFormatError
+
+    for path in paths:
+        if not path.is_file():
+            raise _usage_error(f"{path}: no such file")
+    try:
+        report = lint_paths(paths, format_name=format_name, loop_k=loop_k)
+    except UnknownFormatError as exc:
+        raise _usage_error(str(exc)) from exc
+    typer.echo(report.text())
+    if report.total_findings > max_findings:
+        raise typer.Exit(1)
+
+
+@app.command("reanalyze")
+def reanalyze_command(db: DbOption = None) -> None:
+    """Recompute every derived fact from stored traces (after a rule changed); keeps corrections."""
+    from ingest.reanalyze import reanalyze
+
+    count = reanalyze(_engine(db))
+    typer.echo(f"reanalyzed {count} traces")
+
+
+@app.command("serve")
+def serve_command(
+    db: DbOption = None,
+    port: Annotated[int, typer.Option(help="Port")] = 8501,
+    host: Annotated[str, typer.Option(help="Address to bind (default: this machine only)")] = (
+        "127.0.0.1"
+    ),
+) -> None:
+    """Open the dashboard (Streamlit) on http://HOST:PORT."""
+    from db.engine import resolve_url
+
+    url = resolve_url(db)
+    _engine(url).dispose()  # migrate before the first page asks
+    app_path = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(app_path),
+        "--server.address", host, "--server.port", str(port), "--server.headless", "true",
+        "--browser.gatherUsageStats", "false", "--", "--db", url,
+    ]  # fmt: skip
+    typer.echo(f"ToolLens dashboard on http://{host}:{port} (database: {url})")
+    raise typer.Exit(subprocess.call(command, env={**os.environ, "TOOLLENS_DB": url}))
+
+
+@app.command("demo")
+def demo_command(
+    db: DbOption = None,
+    out: Annotated[Path, typer.Option(help="Where to write the generated traces")] = Path(
+        ".demo/traces"
+    ),
+    seed: Annotated[int, typer.Option(help="Scenario seed")] = 7,
+) -> None:
+    """Generate the scenario traces (every situation ToolLens detects) and import them."""
+    from ingest.pipeline import import_paths
+    from ingest.scenarios import generate
+
+    generate(out, seed=seed)
+    files = sorted(p for p in out.iterdir() if p.name != "ground_truth.json")
+    summary = import_paths(_engine(db), files, origin="demo")
+    typer.echo(summary.line())
+
+
+def main() -> None:
+    """Entry point for ``python -m ingest.cli``."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

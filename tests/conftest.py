@@ -1,0 +1,121 @@
+"""Shared fixtures: the real-data folder, and databases (SQLite file and real PostgreSQL).
+
+PostgreSQL tests use ``TOOLLENS_TEST_PG_URL`` (default: the local server at 127.0.0.1:5432,
+database ``test``); each test gets its own schema, dropped afterwards. Without a server they
+skip with the reason, unless ``TOOLLENS_REQUIRE_PG=1`` (set by CI), where a skip would hide a
+failure, so they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
+DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+
+def pytest_report_header() -> list[str]:
+    import sqlalchemy
+    import streamlit
+
+    pg = os.environ.get("TOOLLENS_TEST_PG_URL", DEFAULT_PG_URL)
+    return [
+        f"toollens: sqlalchemy {sqlalchemy.__version__}, streamlit {streamlit.__version__}",
+        f"toollens: PostgreSQL {pg} (required: {bool(os.environ.get('TOOLLENS_REQUIRE_PG'))})",
+        f"toollens: realdata {'found' if REALDATA.is_dir() else 'absent'} at {REALDATA}",
+    ]
+
+
+@pytest.fixture(scope="session")
+def realdata() -> Path:
+    """The folder of real public traces (``../shared/realdata``); skips when absent."""
+    if not REALDATA.is_dir():
+        if os.environ.get("TOOLLENS_REQUIRE_REALDATA"):
+            pytest.fail(f"TOOLLENS_REQUIRE_REALDATA is set but {REALDATA} is missing")
+        pytest.skip(f"../shared/realdata not found (looked in {REALDATA})")
+    return REALDATA
+
+
+def _pg_admin_url() -> str:
+    return os.environ.get("TOOLLENS_TEST_PG_URL", DEFAULT_PG_URL)
+
+
+_pg_problem: str | None = None
+_pg_checked = False
+
+
+def pg_unavailable() -> str | None:
+    """Why PostgreSQL cannot be used (``None`` when it answers)."""
+    global _pg_checked, _pg_problem
+    if not _pg_checked:
+        _pg_checked = True
+        try:
+            engine = sa.create_engine(_pg_admin_url(), connect_args={"connect_timeout": 3})
+            with engine.connect() as conn:
+                conn.execute(sa.text("select 1"))
+            engine.dispose()
+        except Exception as exc:
+            _pg_problem = (
+                f"no PostgreSQL server answers at {_pg_admin_url()}: {exc.__class__.__name__}"
+            )
+    return _pg_problem
+
+
+def _require_pg() -> None:
+    problem = pg_unavailable()
+    if problem is None:
+        return
+    if os.environ.get("TOOLLENS_REQUIRE_PG"):
+        pytest.fail(f"TOOLLENS_REQUIRE_PG is set but {problem}")
+    pytest.skip(f"{problem} (set TOOLLENS_TEST_PG_URL to run the PostgreSQL tests)")
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh, empty schema."""
+    _require_pg()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(_pg_admin_url())
+    with admin.begin() as conn:
+        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    url = sa.engine.make_url(_pg_admin_url()).update_query_dict(
+        {"options": f"-csearch_path={schema}"}
+    )
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as conn:
+            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A SQLite file URL in the test's temporary folder."""
+    return f"sqlite:///{tmp_path / 'toollens.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """The test runs once on SQLite and once on PostgreSQL."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[sa.Engine]:
+    """A migrated engine on each database."""
+    from db.engine import make_engine
+
+    eng = make_engine(db_url)
+    try:
+        yield eng
+    finally:
+        eng.dispose()
