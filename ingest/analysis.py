@@ -1,0 +1,293 @@
+"""Per-trace analysis: one canonical trace (plus token counts) in, all its derived facts out.
+
+``analyze_trace`` joins the pure pieces: content rules for each Tool Message
+(``ingest.content``), pairing (``ingest.pairing``), loop facts (``ingest.loops``), schema checks
+(``ingest.schema_check``) and suggestion verdicts (``ingest.verdicts``), and turns them into the
+``ingest.facts`` contract, findings included:
+
+* per call: ``unparsed_arguments`` (arguments did not parse), ``unknown_tool``,
+  ``arguments_schema_violation``, ``missing_result``, ``name_mismatch``;
+* per result: the content findings, ``oversized`` (tokens above the budget), its pair state when
+  it is not ``paired``, ``name_mismatch``.
+
+Wasted tokens are the tokens of results answering repeats (``occurrence >= 2``) of a signature;
+a ``duplicate_result`` answers nothing new and is not counted there.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ingest.content import analyze_content
+from ingest.facts import (
+    DEFAULT_TOKEN_BUDGET,
+    CallFacts,
+    ContentFacts,
+    ResultFacts,
+    TraceFacts,
+)
+from ingest.loops import Loop, find_loops, loop_facts, signature
+from ingest.model import Message, ToolCall, Trace
+from ingest.pairing import CallPairing, CallRef, PairingResult, ResultPairing, pair_trace
+from ingest.schema_check import SchemaIssue, check_call, compile_tools
+from ingest.verdicts import CallView, NextAction, follow_verdict, next_call_succeeded
+
+
+def _content_facts(
+    trace: Trace, content_facts: Sequence[ContentFacts | None] | None
+) -> dict[int, ContentFacts]:
+    """Content facts of every Tool Message by seq, computing those not given."""
+    if content_facts is not None and len(content_facts) != len(trace.messages):
+        raise ValueError(
+            f"content_facts has {len(content_facts)} entries for {len(trace.messages)} messages"
+        )
+    by_seq: dict[int, ContentFacts] = {}
+    for index, message in enumerate(trace.messages):
+        if message.role != "tool":
+            continue
+        given = content_facts[index] if content_facts is not None else None
+        if given is None:
+            provided = message.tool_result
+            given = analyze_content(
+                message.content,
+                provided.explicit_error if provided else None,
+                provided.explicit_source if provided else None,
+            )
+        by_seq[message.seq] = given
+    return by_seq
+
+
+@dataclass(slots=True)
+class _Timeline:
+    """Where things are in seq order: what the verdict rules look up after each result."""
+
+    messages: list[Message]
+    views: dict[CallRef, CallView]
+    #: Per tool: positions (in ``messages``) and refs of its calls, in call order.
+    tool_positions: dict[str, list[int]] = field(default_factory=dict)
+    tool_refs: dict[str, list[CallRef]] = field(default_factory=dict)
+    #: For each position, the position of the next assistant message after it.
+    next_assistant: list[int | None] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, messages: list[Message], views: dict[CallRef, CallView]) -> _Timeline:
+        timeline = cls(messages=messages, views=views)
+        position_of = {m.seq: position for position, m in enumerate(messages)}
+        for ref, view in views.items():
+            timeline.tool_positions.setdefault(view.name, []).append(position_of[ref[0]])
+            timeline.tool_refs.setdefault(view.name, []).append(ref)
+        timeline.next_assistant = [None] * len(messages)
+        upcoming: int | None = None
+        for position in range(len(messages) - 1, -1, -1):
+            timeline.next_assistant[position] = upcoming
+            if messages[position].role == "assistant":
+                upcoming = position
+        return timeline
+
+    def later_call(self, tool: str | None, position: int) -> CallView | None:
+        """The first call of ``tool`` in a message after ``position``."""
+        positions = self.tool_positions.get(tool or "", [])
+        index = bisect_right(positions, position)
+        return self.views[self.tool_refs[tool or ""][index]] if index < len(positions) else None
+
+    def next_turn(self, position: int) -> NextAction | None:
+        """The next assistant turn after ``position`` (consecutive assistant messages, whose
+        texts and calls together are the model's next action); ``None`` when the trace ends."""
+        start = self.next_assistant[position]
+        if start is None:
+            return None
+        texts: list[str] = []
+        calls: list[CallView] = []
+        cursor = start
+        while cursor < len(self.messages) and self.messages[cursor].role == "assistant":
+            message = self.messages[cursor]
+            if message.content:
+                texts.append(message.content)
+            calls.extend(
+                self.views[(message.seq, c.call_index)]
+                for c in sorted(message.tool_calls, key=lambda c: c.call_index)
+            )
+            cursor += 1
+        after_user = any(
+            m.role == "user" and m.content.strip() for m in self.messages[position + 1 : start]
+        )
+        return NextAction(
+            text="\n".join(texts),
+            calls=calls,
+            timestamp=self.messages[start].timestamp,
+            after_user=after_user,
+        )
+
+
+def _call_findings(call: ToolCall, pairing: CallPairing, issue: SchemaIssue | None) -> list[str]:
+    findings: list[str] = []
+    if not call.args_valid:
+        findings.append("unparsed_arguments")
+    if issue is not None:
+        findings.append(issue.kind)
+    if pairing.pair_state == "missing_result":
+        findings.append("missing_result")
+    if pairing.name_mismatch:
+        findings.append("name_mismatch")
+    return findings
+
+
+def _analyze_calls(
+    trace: Trace, messages: list[Message], pairing: PairingResult, contents: dict[int, ContentFacts]
+) -> tuple[list[CallFacts], dict[CallRef, CallView]]:
+    """Facts of every call in call order, and the view of each call the verdict rules use."""
+    entries = [
+        (message, call)
+        for message in messages
+        for call in sorted(message.tool_calls, key=lambda c: c.call_index)
+    ]
+    refs: list[CallRef] = [(message.seq, call.call_index) for message, call in entries]
+    signatures = [
+        # Arguments flagged invalid are hashed from their raw text, whatever a parser salvaged.
+        signature(call.name, call.arguments if call.args_valid else None, call.arguments_raw)
+        for _, call in entries
+    ]
+    answer_status = {
+        ref: contents[paired.result_seq].status
+        for ref, paired in pairing.calls.items()
+        if paired.result_seq is not None
+    }
+    loops = loop_facts(signatures, [answer_status.get(ref) == "error" for ref in refs])
+    validators = compile_tools(trace.tools) if trace.tools else {}
+    calls: list[CallFacts] = []
+    views: dict[CallRef, CallView] = {}
+    for (message, call), ref, sig, loop in zip(entries, refs, signatures, loops, strict=True):
+        paired = pairing.calls[ref]
+        issue = check_call(call.name, call.arguments, call.args_valid, validators)
+        calls.append(
+            CallFacts(
+                message_seq=message.seq,
+                call_index=call.call_index,
+                signature=sig,
+                occurrence=loop.occurrence,
+                run_length=loop.run_length,
+                retry_after_error=loop.retry_after_error,
+                pair_state=paired.pair_state,
+                pairing_method=paired.pairing_method,
+                result_seq=paired.result_seq,
+                name_mismatch=paired.name_mismatch,
+                reused_id=paired.reused_id,
+                schema_issue=issue.kind if issue else None,
+                schema_detail=issue.detail if issue else None,
+                ping_pong=loop.ping_pong,
+                findings=_call_findings(call, paired, issue),
+            )
+        )
+        views[ref] = CallView(
+            name=call.name,
+            signature=sig,
+            arguments=call.arguments,
+            timestamp=message.timestamp,
+            status=answer_status.get(ref),
+        )
+    return calls, views
+
+
+def _analyze_result(
+    message: Message,
+    position: int,
+    paired: ResultPairing,
+    content: ContentFacts,
+    tokens: int,
+    budget: int,
+    timeline: _Timeline,
+) -> ResultFacts:
+    """Facts of one Tool Message at ``position`` in seq order."""
+    failed = timeline.views[paired.call_ref] if paired.call_ref is not None else None
+    following = timeline.later_call(failed.name if failed else paired.name, position)
+    verdict: str | None = None
+    reason: str | None = None
+    if content.suggestion or content.suggestion_kind:
+        verdict, reason = follow_verdict(
+            content,
+            failed,
+            timeline.next_turn(position),
+            result_time=message.timestamp,
+            later_same_tool=following,
+        )
+    oversized = tokens > budget
+    findings = list(content.findings)
+    if oversized:
+        findings.append("oversized")
+    if paired.pair_state != "paired":
+        findings.append(paired.pair_state)
+    if paired.name_mismatch:
+        findings.append("name_mismatch")
+    return ResultFacts(
+        message_seq=message.seq,
+        content=content,
+        pair_state=paired.pair_state,
+        pairing_method=paired.pairing_method,
+        call_ref=paired.call_ref,
+        name_mismatch=paired.name_mismatch,
+        tokens=tokens,
+        oversized=oversized,
+        verdict=verdict,
+        verdict_reason=reason,
+        next_call_succeeded=next_call_succeeded(following),
+        findings=findings,
+    )
+
+
+def analyze_trace(
+    trace: Trace,
+    tokens: Sequence[int],
+    *,
+    budget: int = DEFAULT_TOKEN_BUDGET,
+    content_facts: Sequence[ContentFacts | None] | None = None,
+) -> TraceFacts:
+    """All derived facts of ``trace``; ``tokens[i]`` is the token count of ``trace.messages[i]``.
+
+    ``content_facts``, aligned with ``trace.messages`` like ``tokens``, supplies precomputed
+    content facts (``None`` entries, and all of them when it is omitted, are computed with
+    ``ingest.content.analyze_content``).
+    """
+    if len(tokens) != len(trace.messages):
+        raise ValueError(f"tokens has {len(tokens)} entries for {len(trace.messages)} messages")
+    tokens_by_seq = {m.seq: count for m, count in zip(trace.messages, tokens, strict=True)}
+    contents = _content_facts(trace, content_facts)
+    pairing = pair_trace(trace)
+    messages = sorted(trace.messages, key=lambda m: m.seq)
+    calls, views = _analyze_calls(trace, messages, pairing, contents)
+    timeline = _Timeline.build(messages, views)
+    results = [
+        _analyze_result(
+            message,
+            position,
+            pairing.results[message.seq],
+            contents[message.seq],
+            tokens_by_seq[message.seq],
+            budget,
+            timeline,
+        )
+        for position, message in enumerate(messages)
+        if message.role == "tool"
+    ]
+    occurrence = {(c.message_seq, c.call_index): c.occurrence for c in calls}
+    wasted = sum(
+        r.tokens
+        for r in results
+        if r.call_ref is not None
+        and r.pair_state != "duplicate_result"
+        and occurrence[r.call_ref] >= 2
+    )
+    return TraceFacts(
+        calls=calls,
+        results=results,
+        total_tokens=sum(tokens),
+        tool_result_tokens=sum(r.tokens for r in results),
+        wasted_tokens=wasted,
+    )
+
+
+def loops_at(facts: TraceFacts, k: int) -> list[Loop]:
+    """Loops of an analyzed trace at threshold ``k``: signatures with ``k`` or more calls, each
+    with all its calls (k is a view setting, so it needs no re-analysis)."""
+    return find_loops([((c.message_seq, c.call_index), c.signature) for c in facts.calls], k)

@@ -1,0 +1,187 @@
+"""Check tool calls against the tools a trace declares (name and JSON Schema of the arguments).
+
+Only traces that declare tools (``trace.tools``) are checked; without declarations nothing can be
+said. For each call:
+
+* a name no declared tool has → ``unknown_tool``;
+* parsed arguments that violate the tool's ``parameters`` schema → ``arguments_schema_violation``
+  with a detail naming each problem (at most three, then ``(+N more)``):
+  ``missing required parameter 'city'``, ``unexpected parameter 'x'`` (only when the schema sets
+  ``additionalProperties: false``), ``parameter 'days' should be integer, got string``,
+  ``parameter 'unit' should be one of 'c', 'f', got 'k'``, else the validator's own message.
+
+Schemas are validated with the draft their ``$schema`` names, Draft 2020-12 when they name none
+(draft-07 and older schemas, common in OpenAI/MCP tool definitions, keep their own semantics).
+A schema that is itself invalid, or whose ``$ref`` cannot be resolved, is treated as *no schema*:
+a bad declaration is the tool author's problem, and must never stop an import. Calls whose
+arguments did not parse are not schema-checked (``unparsed_arguments`` already covers them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from jsonschema import Draft202012Validator, ValidationError
+from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+
+from ingest.model import ToolDef
+
+#: How many schema problems a detail names before summarising the rest.
+MAX_PROBLEMS = 3
+
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"),  # before int: bool is a subclass of int
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+    (type(None), "null"),
+)
+# Problems a user most needs to see first: missing, extra, then mistyped parameters.
+_PRIORITY = {"required": 0, "additionalProperties": 1, "type": 2, "enum": 3}
+
+
+@dataclass(slots=True, frozen=True)
+class SchemaIssue:
+    """One call's schema problem: ``unknown_tool`` or ``arguments_schema_violation``."""
+
+    kind: str
+    detail: str
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a Python value parsed from JSON.
+
+    >>> json_type(True), json_type(3), json_type("3")
+    ('boolean', 'integer', 'string')
+    """
+    for python_type, name in _JSON_TYPES:
+        if isinstance(value, python_type):
+            return name
+    return type(value).__name__
+
+
+def compile_schema(parameters: Any) -> Validator | None:
+    """A validator for a declared ``parameters`` schema, or ``None`` when there is nothing
+    usable to check against (no schema, not an object, invalid schema)."""
+    if isinstance(parameters, str | bytes):
+        # Some sources (OpenInference ``tool.json_schema``) carry the schema as a JSON string.
+        try:
+            parameters = orjson.loads(parameters)
+        except orjson.JSONDecodeError:
+            return None
+    if not isinstance(parameters, dict) or not parameters:
+        return None
+    try:
+        validator_class = validator_for(parameters, default=Draft202012Validator)
+        validator_class.check_schema(parameters)
+    except SchemaError:
+        return None
+    validator: Validator = validator_class(parameters)
+    return validator
+
+
+def compile_tools(tools: Iterable[ToolDef]) -> dict[str, Validator | None]:
+    """Validators of the declared tools by name (``None``: declared without a usable schema).
+
+    A name declared twice keeps its first declaration, as providers reject duplicates anyway.
+    """
+    compiled: dict[str, Validator | None] = {}
+    for tool in tools:
+        if tool.name not in compiled:
+            compiled[tool.name] = compile_schema(tool.parameters)
+    return compiled
+
+
+def _path(error: ValidationError, leaf: str | None = None) -> str:
+    text = ""
+    for part in [*error.absolute_path, *([leaf] if leaf is not None else [])]:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def _describe(error: ValidationError) -> list[str]:
+    """Sentences naming the parameters one validation error is about."""
+    instance = error.instance
+    if error.validator == "required" and isinstance(instance, dict):
+        missing = [name for name in error.validator_value if name not in instance]
+        return [f"missing required parameter '{_path(error, name)}'" for name in missing]
+    if error.validator == "additionalProperties" and isinstance(instance, dict):
+        schema = error.schema if isinstance(error.schema, dict) else {}
+        declared = schema.get("properties", {})
+        patterns = list(schema.get("patternProperties", {}))
+        extras = [
+            name
+            for name in instance
+            if name not in declared and not any(_matches(p, name) for p in patterns)
+        ]
+        if extras:
+            return [f"unexpected parameter '{_path(error, name)}'" for name in extras]
+    where = f"parameter '{_path(error)}'" if error.absolute_path else "arguments"
+    if error.validator == "type":
+        expected = error.validator_value
+        wanted = " or ".join(expected) if isinstance(expected, list) else str(expected)
+        return [f"{where} should be {wanted}, got {json_type(instance)}"]
+    if error.validator == "enum" and isinstance(error.validator_value, list):
+        options = ", ".join(repr(option) for option in error.validator_value)
+        return [f"{where} should be one of {options}, got {instance!r}"]
+    return [f"{where}: {error.message}"]
+
+
+def _matches(pattern: str, name: str) -> bool:
+    try:
+        return re.search(pattern, name) is not None
+    except re.error:
+        return False
+
+
+def violations(validator: Validator, arguments: Any) -> list[str]:
+    """Every problem of ``arguments`` against the schema, most important first (may be empty).
+
+    Resolution failures (an unresolvable ``$ref``) count as no problems: see the module docstring.
+    """
+    try:
+        errors = list(validator.iter_errors(arguments))
+    except Exception:  # jsonschema/referencing raise many types for broken $refs; never crash
+        return []
+    errors.sort(key=lambda e: (_PRIORITY.get(str(e.validator), 9), list(map(str, e.path))))
+    problems: list[str] = []
+    for error in errors:
+        for problem in _describe(error):
+            if problem not in problems:
+                problems.append(problem)
+    return problems
+
+
+def check_call(
+    name: str, arguments: Any, args_valid: bool, tools: Mapping[str, Validator | None]
+) -> SchemaIssue | None:
+    """The schema problem of one call, given the trace's compiled tools (``compile_tools``).
+
+    Returns ``None`` when no tools are declared, when the call is fine, when the tool has no
+    usable schema, or when the arguments did not parse.
+    """
+    if not tools:
+        return None
+    if name not in tools:
+        return SchemaIssue("unknown_tool", f"tool '{name}' is not declared in the trace")
+    validator = tools[name]
+    if validator is None or not args_valid:
+        return None
+    problems = violations(validator, arguments)
+    if not problems:
+        return None
+    detail = "; ".join(problems[:MAX_PROBLEMS])
+    if len(problems) > MAX_PROBLEMS:
+        detail += f" (+{len(problems) - MAX_PROBLEMS} more)"
+    return SchemaIssue("arguments_schema_violation", detail)

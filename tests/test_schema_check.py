@@ -1,0 +1,170 @@
+"""Schema checks of tool calls against the tools a trace declares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ingest.model import ToolDef
+from ingest.schema_check import SchemaIssue, check_call, compile_schema, compile_tools, json_type
+
+WEATHER = ToolDef(
+    name="get_weather",
+    parameters={
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "days": {"type": "integer"},
+            "unit": {"enum": ["c", "f"]},
+        },
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+)
+OPEN = ToolDef(
+    name="search",
+    parameters={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+)
+TOOLS = compile_tools([WEATHER, OPEN])
+
+
+def check(name: str, arguments: Any, args_valid: bool = True) -> SchemaIssue | None:
+    return check_call(name, arguments, args_valid, TOOLS)
+
+
+def violation(detail: str) -> SchemaIssue:
+    return SchemaIssue("arguments_schema_violation", detail)
+
+
+def test_valid_arguments_have_no_issue() -> None:
+    assert check("get_weather", {"city": "Paris", "days": 3, "unit": "c"}) is None
+
+
+def test_a_call_to_an_undeclared_tool_is_unknown_tool() -> None:
+    assert check("get_forecast", {}) == SchemaIssue(
+        "unknown_tool", "tool 'get_forecast' is not declared in the trace"
+    )
+
+
+def test_a_missing_required_parameter_is_named() -> None:
+    assert check("get_weather", {"days": 3}) == violation("missing required parameter 'city'")
+
+
+def test_a_mistyped_parameter_names_expected_and_actual_types() -> None:
+    assert check("get_weather", {"city": "Paris", "days": "3"}) == violation(
+        "parameter 'days' should be integer, got string"
+    )
+
+
+def test_an_extra_parameter_is_named_only_when_additional_properties_are_forbidden() -> None:
+    assert check("get_weather", {"city": "Paris", "country": "FR"}) == violation(
+        "unexpected parameter 'country'"
+    )
+    assert check("search", {"q": "x", "page": 2}) is None
+
+
+def test_an_enum_violation_lists_the_allowed_values() -> None:
+    assert check("get_weather", {"city": "Paris", "unit": "k"}) == violation(
+        "parameter 'unit' should be one of 'c', 'f', got 'k'"
+    )
+
+
+def test_several_problems_are_reported_missing_first_then_extra_then_types() -> None:
+    assert check("get_weather", {"days": "3", "country": "FR"}) == violation(
+        "missing required parameter 'city'; unexpected parameter 'country'; "
+        "parameter 'days' should be integer, got string"
+    )
+
+
+def test_more_than_three_problems_are_summarised() -> None:
+    issue = check("get_weather", {"days": "3", "unit": "k", "a": 1, "b": 2})
+    assert issue == violation(
+        "missing required parameter 'city'; unexpected parameter 'a'; "
+        "unexpected parameter 'b' (+2 more)"
+    )
+
+
+def test_arguments_that_are_not_an_object_are_reported_as_such() -> None:
+    assert check("get_weather", ["Paris"]) == violation("arguments should be object, got array")
+
+
+def test_nested_problems_name_the_path_of_the_parameter() -> None:
+    tools = compile_tools(
+        [
+            ToolDef(
+                name="book",
+                parameters={
+                    "type": "object",
+                    "properties": {
+                        "passengers": {
+                            "type": "array",
+                            "items": {"type": "object", "required": ["dob"]},
+                        }
+                    },
+                },
+            )
+        ]
+    )
+    assert check_call("book", {"passengers": [{"name": "Mia"}]}, True, tools) == violation(
+        "missing required parameter 'passengers[0].dob'"
+    )
+
+
+def test_unparsed_arguments_are_not_schema_checked() -> None:
+    assert check("get_weather", None, args_valid=False) is None
+
+
+def test_nothing_is_checked_when_the_trace_declares_no_tools() -> None:
+    assert check_call("anything", {"x": 1}, True, compile_tools([])) is None
+
+
+def test_draft_07_schemas_are_validated_with_their_own_draft() -> None:
+    validator = compile_schema(
+        {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {"ids": {"type": "array", "items": [{"type": "integer"}]}},
+        }
+    )
+    assert validator is not None
+    assert type(validator).__name__ == "Draft7Validator"
+    # Draft-07 tuple "items": the first element must be an integer.
+    assert check_call("t", {"ids": ["x"]}, True, {"t": validator}) == violation(
+        "parameter 'ids[0]' should be integer, got string"
+    )
+
+
+def test_a_schema_given_as_a_json_string_is_parsed() -> None:
+    tools = compile_tools([ToolDef(name="q", parameters='{"type":"object","required":["sql"]}')])
+    assert check_call("q", {}, True, tools) == violation("missing required parameter 'sql'")
+
+
+def test_an_invalid_schema_means_no_check_instead_of_a_crash() -> None:
+    tools = compile_tools(
+        [
+            ToolDef(name="bad_type", parameters={"type": "objekt"}),
+            ToolDef(name="no_schema", parameters=None),
+            ToolDef(name="broken_json", parameters="{not json"),
+            ToolDef(
+                name="dangling_ref",
+                parameters={"type": "object", "properties": {"x": {"$ref": "#/$defs/gone"}}},
+            ),
+        ]
+    )
+    assert tools["bad_type"] is None
+    assert tools["no_schema"] is None
+    assert tools["broken_json"] is None
+    assert check_call("bad_type", {"x": 1}, True, tools) is None
+    assert check_call("dangling_ref", {"x": 1}, True, tools) is None
+
+
+def test_json_type_names_python_values_the_json_schema_way() -> None:
+    values: list[Any] = [True, 1, 1.5, "s", [], {}, None]
+    assert [json_type(v) for v in values] == [
+        "boolean",
+        "integer",
+        "number",
+        "string",
+        "array",
+        "object",
+        "null",
+    ]

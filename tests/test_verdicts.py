@@ -1,0 +1,241 @@
+"""Suggestion follow-through verdicts: every rule, followed and ignored, with its reason."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ingest.facts import ContentFacts, Status
+from ingest.verdicts import (
+    CallView,
+    NextAction,
+    claims_success,
+    follow_verdict,
+    next_call_succeeded,
+)
+
+T0 = datetime(2025, 7, 17, 16, 49, 29, tzinfo=UTC)
+
+
+def advice(
+    kind: str, suggestion: str = "advice", status: Status = "error", **detail: Any
+) -> ContentFacts:
+    return ContentFacts(
+        status=status,
+        status_source="protocol",
+        error_type="invalid_params",
+        suggestion=suggestion,
+        suggestion_kind=kind,
+        suggestion_detail=detail,
+    )
+
+
+def view(
+    name: str,
+    sig: str | None = None,
+    arguments: Any = None,
+    after: float | None = None,
+    status: str | None = None,
+) -> CallView:
+    return CallView(
+        name=name,
+        signature=sig or f"{name}:0000",
+        arguments=arguments if arguments is not None else {},
+        timestamp=T0 + timedelta(seconds=after) if after is not None else None,
+        status=status,
+    )
+
+
+FAILED = view("get_weather", "get_weather:aaaa", {"town": "Paris"})
+
+
+def test_a_trace_ending_after_the_result_has_no_next_action() -> None:
+    assert follow_verdict(advice("use_instead", tool="x"), FAILED, None) == (
+        "no_next_action",
+        "the trace ends after this result",
+    )
+
+
+def test_claiming_success_right_after_an_error_is_ignored_for_every_kind() -> None:
+    claim = NextAction(text="Your booking has been completed successfully!")
+    for kind in ("use_instead", "missing_param", "ask_user", "protocol", "text"):
+        assert follow_verdict(advice(kind), FAILED, claim) == (
+            "ignored",
+            "next message told the user it succeeded right after an error",
+        )
+
+
+def test_claims_success_does_not_count_admitted_failures() -> None:
+    assert claims_success("Done! The flight is booked.") is True
+    assert claims_success("Sorry, the booking could not be completed.") is False
+    assert claims_success("Which city did you mean?") is False
+
+
+def test_use_instead_is_followed_when_a_next_call_uses_the_suggested_tool() -> None:
+    following = NextAction(calls=[view("get_forecast")])
+    assert follow_verdict(advice("use_instead", tool="get_forecast"), FAILED, following) == (
+        "followed",
+        "next call used the suggested tool get_forecast",
+    )
+
+
+def test_use_instead_is_ignored_when_the_next_call_repeats_the_failing_call() -> None:
+    repeat = NextAction(calls=[view("get_weather", "get_weather:aaaa", after=1.2)])
+    assert follow_verdict(
+        advice("use_instead", tool="get_forecast"), FAILED, repeat, result_time=T0
+    ) == ("ignored", "repeated the identical failing call 1.2 s later")
+
+
+def test_use_instead_is_unclear_when_the_next_call_is_some_other_tool() -> None:
+    other = NextAction(calls=[view("search")])
+    assert follow_verdict(advice("use_instead", tool="get_forecast"), FAILED, other) == (
+        "unclear",
+        "next call search neither follows nor contradicts the suggestion",
+    )
+
+
+def test_missing_param_is_followed_when_the_next_call_supplies_the_parameter() -> None:
+    fixed = NextAction(calls=[view("get_weather", "get_weather:bbbb", {"city": "Paris"})])
+    assert follow_verdict(advice("missing_param", param="city"), FAILED, fixed) == (
+        "followed",
+        "next call get_weather supplied missing parameter 'city'",
+    )
+
+
+def test_missing_param_is_ignored_when_the_identical_failing_call_is_repeated() -> None:
+    repeat = NextAction(calls=[view("get_weather", "get_weather:aaaa", {"town": "Paris"})])
+    assert follow_verdict(advice("missing_param", param="city"), FAILED, repeat) == (
+        "ignored",
+        "repeated the identical failing call",
+    )
+
+
+def test_missing_param_is_unclear_when_the_same_tool_changes_other_arguments() -> None:
+    again = NextAction(calls=[view("get_weather", "get_weather:cccc", {"town": "Lyon"})])
+    assert follow_verdict(advice("missing_param", param="city"), FAILED, again) == (
+        "unclear",
+        "next call get_weather changed its arguments but omits 'city'",
+    )
+
+
+def test_retry_after_is_followed_when_the_retry_waits_the_advised_seconds() -> None:
+    retry = view("get_weather", "get_weather:aaaa", after=7)
+    verdict = follow_verdict(
+        advice("retry_after", seconds=6),
+        FAILED,
+        NextAction(calls=[retry]),
+        result_time=T0,
+        later_same_tool=retry,
+    )
+    assert verdict == ("followed", "retried get_weather 7.0 s later (advised 6 s)")
+
+
+def test_retry_after_is_ignored_when_the_identical_call_comes_sooner() -> None:
+    retry = view("get_weather", "get_weather:aaaa", after=1.2)
+    verdict = follow_verdict(
+        advice("retry_after", seconds=6),
+        FAILED,
+        NextAction(calls=[retry]),
+        result_time=T0,
+        later_same_tool=retry,
+    )
+    assert verdict == ("ignored", "repeated the identical failing call 1.2 s later (advised 6 s)")
+
+
+def test_retry_after_is_unclear_without_timestamps() -> None:
+    retry = view("get_weather", "get_weather:aaaa")
+    verdict = follow_verdict(
+        advice("retry_after", seconds=6), FAILED, NextAction(calls=[retry]), later_same_tool=retry
+    )
+    assert verdict == ("unclear", "no timestamps to measure the wait before retrying get_weather")
+
+
+def test_retry_after_is_unclear_when_the_tool_is_never_called_again() -> None:
+    verdict = follow_verdict(
+        advice("retry_after", seconds=6), FAILED, NextAction(text="Let me check."), result_time=T0
+    )
+    assert verdict == ("unclear", "get_weather was not called again after the advice to wait")
+
+
+def test_ask_user_is_followed_by_a_message_without_tool_calls() -> None:
+    question = NextAction(text="Which city do you mean?")
+    assert follow_verdict(advice("ask_user"), FAILED, question) == (
+        "followed",
+        "next message asked the user without calling a tool",
+    )
+
+
+def test_ask_user_is_ignored_when_the_model_calls_a_tool_instead() -> None:
+    guess = NextAction(text="Let me guess.", calls=[view("search")])
+    assert follow_verdict(advice("ask_user"), FAILED, guess) == (
+        "ignored",
+        "next message called search instead of asking the user",
+    )
+
+
+def test_ask_user_is_followed_when_the_user_spoke_before_the_next_turn() -> None:
+    # Claude Code: "STOP … wait for the user", the user answers, the model then acts on it.
+    instructed = NextAction(calls=[view("Read")], after_user=True)
+    assert follow_verdict(advice("ask_user"), FAILED, instructed) == (
+        "followed",
+        "the model stopped and the user spoke before its next message",
+    )
+
+
+def test_a_success_claim_after_the_user_spoke_is_not_held_against_the_model() -> None:
+    reported = NextAction(text="Excellent! CuPy has been successfully installed.", after_user=True)
+    assert follow_verdict(advice("protocol", "Install it."), FAILED, reported) == (
+        "unclear",
+        "next message made no tool call",
+    )
+
+
+def test_protocol_advice_is_followed_by_a_different_tool_it_names() -> None:
+    named = NextAction(calls=[view("list_cities")])
+    suggestion = "Call list_cities to find valid names."
+    assert follow_verdict(advice("protocol", suggestion), FAILED, named) == (
+        "followed",
+        "next call used list_cities, named in the suggestion",
+    )
+
+
+def test_text_advice_is_followed_by_the_same_tool_with_different_arguments() -> None:
+    changed = NextAction(calls=[view("get_weather", "get_weather:dddd", {"town": "Paris, FR"})])
+    assert follow_verdict(advice("text", "Add the country."), FAILED, changed) == (
+        "followed",
+        "next call get_weather changed its arguments",
+    )
+
+
+def test_protocol_advice_is_ignored_when_the_failing_call_is_repeated() -> None:
+    # A repeat outweighs a changed call made alongside it.
+    both = NextAction(
+        calls=[
+            view("get_weather", "get_weather:dddd", {"town": "Paris, FR"}),
+            view("get_weather", "get_weather:aaaa"),
+        ]
+    )
+    assert follow_verdict(advice("protocol", "Add the country."), FAILED, both) == (
+        "ignored",
+        "repeated the identical failing call",
+    )
+
+
+def test_protocol_advice_is_unclear_when_the_next_message_only_talks() -> None:
+    talk = NextAction(text="I will look into the weather for you.")
+    assert follow_verdict(advice("protocol", "Add the country."), FAILED, talk) == (
+        "unclear",
+        "next message made no tool call",
+    )
+
+
+def test_a_tool_name_inside_a_longer_word_is_not_named_by_the_suggestion() -> None:
+    other = NextAction(calls=[view("list")])
+    assert follow_verdict(advice("protocol", "Use list_cities."), FAILED, other)[0] == "unclear"
+
+
+def test_next_call_succeeded_reads_the_status_of_the_next_call_of_the_tool() -> None:
+    assert next_call_succeeded(view("get_weather", status="success")) is True
+    assert next_call_succeeded(view("get_weather", status="error")) is False
+    assert next_call_succeeded(view("get_weather", status=None)) is False
+    assert next_call_succeeded(None) is None
