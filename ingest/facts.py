@@ -84,7 +84,8 @@ class ContentFacts:
     rule: str | None = None
     summary: str | None = None
     suggestion: str | None = None
-    #: ``protocol`` | ``retry_after`` | ``use_instead`` | ``missing_param`` | ``ask_user`` | ``text``
+    #: ``protocol`` | ``retry_after`` | ``use_instead`` | ``missing_param`` | ``ask_user`` |
+    #: ``text``
     suggestion_kind: str | None = None
     #: Machine-readable details of the suggestion: ``{"seconds": 6}``, ``{"tool": "x"}``,
     #: ``{"param": "city"}``.

@@ -87,6 +87,10 @@ class Message(_Model):
     source_id: str | None = None
     #: 1-based line of the input file this message came from, when known.
     source_line: int | None = None
+    #: Sub-agent thread the message belongs to (Claude Code ``isSidechain`` lines carry the
+    #: sidechain's id); ``None`` is the main conversation. A sub-agent speaking is not the main
+    #: model speaking again, so late results are judged within a branch.
+    branch: str | None = None
     #: The raw payload this message was built from, so analysis can be re-run.
     raw: Any = None
 

@@ -32,6 +32,7 @@ tools too); messages with ``role == "tool"`` are results.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from ingest.facts import PairingMethod, PairState
@@ -84,17 +85,21 @@ class PairingResult:
     results: dict[int, ResultPairing] = field(default_factory=dict)
 
 
-def _turn_counts(messages: list[Message]) -> list[int]:
-    """For each position, how many assistant turns have started at or before it."""
-    counts: list[int] = []
-    started = 0
-    previous_role: str | None = None
-    for message in messages:
-        if message.role == "assistant" and previous_role != "assistant":
-            started += 1
-        counts.append(started)
-        previous_role = message.role
-    return counts
+def _turn_starts(messages: list[Message]) -> dict[str | None, list[int]]:
+    """Per branch, the positions where an assistant turn starts (sorted)."""
+    starts: dict[str | None, list[int]] = {}
+    previous_role: dict[str | None, str] = {}
+    for position, message in enumerate(messages):
+        if message.role == "assistant" and previous_role.get(message.branch) != "assistant":
+            starts.setdefault(message.branch, []).append(position)
+        previous_role[message.branch] = message.role
+    return starts
+
+
+def _spoke_between(starts: list[int], after: int, before: int) -> bool:
+    """Did a turn start at a position strictly between ``after`` and ``before``?"""
+    i = bisect.bisect_right(starts, after)
+    return i < len(starts) and starts[i] < before
 
 
 def _link(call: CallPairing, result: ResultPairing, method: PairingMethod, late: bool) -> None:
@@ -137,7 +142,7 @@ def pair_trace(trace: Trace) -> PairingResult:
     (0, 0)
     """
     messages = sorted(trace.messages, key=lambda m: m.seq)
-    turns = _turn_counts(messages)
+    turns = _turn_starts(messages)
     later_ids: set[str] = {
         call.tool_call_id
         for message in messages
@@ -196,7 +201,9 @@ def pair_trace(trace: Trace) -> PairingResult:
             partner = _position_candidate(open_calls, result.name)
             if partner is None:
                 continue
-        late = position > 0 and turns[position - 1] > turns[call_position[partner.ref]]
+        call_pos = call_position[partner.ref]
+        branch = messages[call_pos].branch
+        late = _spoke_between(turns.get(branch, []), call_pos, position)
         _link(partner, result, method, late)
         open_calls = [c for c in open_calls if c is not partner]
 

@@ -297,3 +297,31 @@ def test_tau_bench_parsed_by_the_openai_chat_format_pairs_the_same_way(realdata:
     assert len(traces) == 200
     assert states == Counter({"paired": 2328})
     assert reused == 73
+
+
+def test_a_sub_agent_speaking_does_not_make_the_main_result_late() -> None:
+    sub_call = call(0, "sub_1", "Read")
+    sub_call_msg = assistant(1, sub_call).model_copy(update={"branch": "side"})
+    sub_result = result(2, "sub_1").model_copy(update={"branch": "side"})
+    sub_text = assistant(3, text="found it").model_copy(update={"branch": "side"})
+    t = trace(
+        assistant(0, call(0, "task_1", "Task")),
+        sub_call_msg,
+        sub_result,
+        sub_text,
+        result(4, "task_1"),
+    )
+    pairing = pair_trace(t)
+    assert pairing.results[4].pair_state == "paired"
+    assert pairing.calls[(0, 0)].pair_state == "paired"
+    assert pairing.results[2].pair_state == "paired"
+
+
+def test_the_main_model_speaking_again_in_its_own_branch_still_makes_a_result_late() -> None:
+    t = trace(
+        assistant(0, call(0, "task_1", "Task")),
+        result(1, "other"),
+        assistant(2, text="still waiting"),
+        result(3, "task_1"),
+    )
+    assert pair_trace(t).results[3].pair_state == "late_result"
