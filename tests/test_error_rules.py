@@ -1,0 +1,380 @@
+"""Text rules: every named rule on a positive example and a near-miss, and the rule order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ingest.error_rules import (
+    DETECTION_RULES,
+    JSON_DETECTION_RULES,
+    NOT_JSON,
+    RULES,
+    SCAN_EDGE,
+    classify_error,
+    detect_error,
+    edge_lines,
+    first_line,
+    is_exception_text,
+    parse_json,
+    scan_window,
+)
+from ingest.facts import ERROR_TYPES
+
+# rule name -> (error type, positive example, near-miss that this rule must not type)
+TYPE_EXAMPLES: dict[str, tuple[str, str, str]] = {
+    "unknown_tool_text": (
+        "unknown_tool",
+        "Error: Tool 'get_wether' not found",
+        "Error: the tool returned no flights",
+    ),
+    "args_json_text": (
+        "invalid_arguments_json",
+        "Error: Failed to parse tool call arguments for 'book'",
+        "JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+    ),
+    "validation_text": (
+        "invalid_params",
+        "search() got an unexpected keyword argument 'query'",
+        "Error: the expected argument order changed",
+    ),
+    "content_filter_text": (
+        "content_filter",
+        "The response was filtered due to the prompt triggering the content management policy.",
+        "Error: filter content by date first",
+    ),
+    "quota_text": (
+        "quota",
+        "You exceeded your current quota, please check your plan and billing details.",
+        "Error: quota field is missing from the project",
+    ),
+    "http_429": ("rate_limit", "HTTP 429 returned by upstream", "Error: found 429 results"),
+    "rate_limit_text": (
+        "rate_limit",
+        "Error: rate limit exceeded for this key",
+        "Error: accurate limit order could not be placed",
+    ),
+    "http_408_504": ("timeout", "504 Gateway Timeout", "Error: flight 504 is full"),
+    "timeout_text": (
+        "timeout",
+        "HTTPConnectionPool(host='x', port=80): Read timed out. (read timeout=30)",
+        "Error: timeout must be a number",
+    ),
+    "http_5xx": ("unavailable", "status_code=503", "Error: 503 seats remain"),
+    "connection_error": (
+        "unavailable",
+        "connect ECONNREFUSED 127.0.0.1:5432",
+        "Error: connection established but the query returned nothing",
+    ),
+    "user_rejected": (
+        "auth",
+        "The user doesn't want to proceed with this tool use. The tool use was rejected.",
+        "Error: the user record is incomplete",
+    ),
+    "http_401_403": ("auth", "Request failed: 403 Forbidden", "Error: room 403 is taken"),
+    "permission_text": (
+        "auth",
+        "Error: permission denied for table bookings",
+        "Error: the permissions report is empty",
+    ),
+    "http_404": ("not_found", "gh: Not Found (HTTP 404)", "Error: 404 is not a valid seat"),
+    "not_found_text": (
+        "not_found",
+        "Error: payment method certificate_7504069 not found",
+        "Error: the search is unfinished",
+    ),
+    "http_409": ("conflict", "HTTP 409: version changed", "Error: order 409 shipped"),
+    "conflict_text": (
+        "conflict",
+        "Error: not enough seats on flight HAT290",
+        "error: conflicting types for 'vsla_conv'",
+    ),
+    "http_400_422": (
+        "invalid_params",
+        "{'statusCode': 400, 'error': 'Bad Request'}",
+        "Error: 400 miles is too far",
+    ),
+    "invalid_value_text": (
+        "invalid_params",
+        "Error: payment amount does not add up, total price is 375, but paid 299",
+        "Error: the validator crashed",
+    ),
+    "traceback": (
+        "tool_exception",
+        'Traceback (most recent call last):\n  File "t.py", line 3, in <module>\n'
+        "KeyError: 'seat'",
+        "Error: see the traceback viewer",
+    ),
+    "crash_text": (
+        "tool_exception",
+        "/bin/bash: line 1: 47003 Segmentation fault      (core dumped) ./tests/run",
+        "Error: the fault report is empty",
+    ),
+}
+
+
+def test_every_type_rule_has_an_example_and_a_taxonomy_type() -> None:
+    assert sorted(TYPE_EXAMPLES) == sorted(rule.name for rule in RULES)
+    assert len({rule.name for rule in RULES}) == len(RULES)
+    assert {rule.error_type for rule in RULES} <= set(ERROR_TYPES)
+    for rule in RULES:
+        assert rule.keywords == tuple(keyword.lower() for keyword in rule.keywords), rule.name
+
+
+@pytest.mark.parametrize("name", sorted(TYPE_EXAMPLES))
+def test_type_rule_matches_its_example(name: str) -> None:
+    error_type, positive, _ = TYPE_EXAMPLES[name]
+    assert classify_error(positive) == (error_type, name)
+
+
+@pytest.mark.parametrize("name", sorted(TYPE_EXAMPLES))
+def test_type_rule_leaves_its_near_miss_alone(name: str) -> None:
+    _, _, near_miss = TYPE_EXAMPLES[name]
+    assert classify_error(near_miss)[1] != name
+
+
+def test_an_error_no_rule_types_is_other() -> None:
+    assert classify_error("Error: something odd happened") == ("other", "unclassified")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # unknown_tool before not_found: the missing thing is the tool.
+        ("Error: Tool 'foo' not found", ("unknown_tool", "unknown_tool_text")),
+        ('{"error": "No such function name: login"}', ("unknown_tool", "unknown_tool_text")),
+        # quota before rate_limit: providers send exhausted quotas as 429 too.
+        ("429: insufficient_quota", ("quota", "quota_text")),
+        # timeout before unavailable: a gateway timeout is a 5xx that is a timeout.
+        ("HTTP 504 Gateway Timeout", ("timeout", "http_408_504")),
+        ("Max retries exceeded: Read timed out.", ("timeout", "timeout_text")),
+        # auth before not_found: GitHub hides missing scopes behind 404.
+        (
+            'gh: Not Found (HTTP 404)\nThis API operation needs the "user" scope.',
+            ("auth", "permission_text"),
+        ),
+        # A traceback is typed by its cause when a rule knows it …
+        (
+            'Traceback (most recent call last):\n  File "c.py", line 9, in get\n'
+            "requests.exceptions.ReadTimeout: Read timed out.",
+            ("timeout", "timeout_text"),
+        ),
+        # … and is a tool exception otherwise.
+        (
+            "Traceback (most recent call last):\n  File \"c.py\", line 9, in get\nKeyError: 'seat'",
+            ("tool_exception", "traceback"),
+        ),
+        # JSONDecodeError counts as bad arguments only when arguments are mentioned.
+        (
+            "json.decoder.JSONDecodeError: Expecting value\nwhile parsing the tool arguments",
+            ("invalid_arguments_json", "args_json_text"),
+        ),
+        (
+            'Traceback (most recent call last):\n  File "api.py", line 4, in fetch\n'
+            "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+            ("tool_exception", "traceback"),
+        ),
+        ("TimeoutError: [Errno 110] Connection timed out", ("timeout", "timeout_text")),
+        (
+            'Exception in thread "main" java.lang.IllegalStateException\n\tat '
+            "com.acme.App.main(App.java:10)",
+            ("tool_exception", "traceback"),
+        ),
+        (
+            "TypeError: x is undefined\n    at run (/app/tool.js:10:5)",
+            ("tool_exception", "traceback"),
+        ),
+    ],
+)
+def test_rule_order_prefers_the_more_specific_type(text: str, expected: tuple[str, str]) -> None:
+    assert classify_error(text) == expected
+
+
+# rule name -> (text that reads as an error by this rule, near-miss that is not an error)
+DETECTION_EXAMPLES: dict[str, tuple[str, str]] = {
+    "bare_error_word": ("  failed. ", "failed attempts: 0"),
+    "error_prefix": ("Error: flight HAT030 not available", "Error rate: 0.2% last week"),
+    "traceback": (
+        'output\nTraceback (most recent call last):\n  File "x.py", line 1\nValueError: bad',
+        'log excerpt\nline 2\nline 3\nTraceback (most recent call last):\n  File "x.py"\n'
+        "KeyError: 'a'\nline 7\nline 8\nline 9\nline 10",
+    ),
+    "crash_text": (
+        "running tests\n/bin/bash: line 1: 47003 Segmentation fault (core dumped) ./t",
+        "notes\nline 2\nline 3\n- the backend test has a segmentation fault\nline 5\nline 6\n"
+        "line 7",
+    ),
+    "http_error_status": ("Request failed with status code 500", "HTTP 200 OK, 404 rows"),
+    "failure_phrase": ("gh: failed to fetch the repository", "The job that failed to run: 0"),
+    "shell_error": (
+        "/bin/bash: line 1: nvcc: command not found",
+        "Files:\n/bin/bash: line 1: nvcc: command not found",
+    ),
+    "exception_text": (
+        "An unexpected exception occurred in the tool",
+        "Flights found:\nno exceptions apply to this fare",
+    ),
+}
+
+
+def test_every_detection_rule_has_an_example() -> None:
+    assert sorted(DETECTION_EXAMPLES) == sorted(rule.name for rule in DETECTION_RULES)
+
+
+@pytest.mark.parametrize("name", sorted(DETECTION_EXAMPLES))
+def test_detection_rule_reads_its_example_as_an_error(name: str) -> None:
+    assert detect_error(DETECTION_EXAMPLES[name][0]) == name
+
+
+@pytest.mark.parametrize("name", sorted(DETECTION_EXAMPLES))
+def test_detection_rule_near_miss_is_not_an_error(name: str) -> None:
+    assert detect_error(DETECTION_EXAMPLES[name][1]) is None
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"error": "No such function name: login", "response": ""}', "json_error_field"),
+        ('{"error": {"code": 429, "message": "slow down"}}', "json_error_field"),
+        ('{"error": true}', "json_error_field"),
+        ('{"status": "error", "message": "boom"}', "json_status_error"),
+        ('{"status": "FAILED"}', "json_status_error"),
+        ('{"statusCode": 404, "body": ""}', "json_status_error"),
+        ('{"ok": false, "error_code": "channel_not_found"}', "json_success_false"),
+        ('{"success": false}', "json_success_false"),
+        # ToolBench observations are cut mid-object; the leading error field still counts.
+        ('{"error": "Message error...", "response": "{\'result\': [', "json_error_field"),
+    ],
+)
+def test_json_rules_read_top_level_keys(content: str, expected: str) -> None:
+    assert expected in JSON_DETECTION_RULES
+    assert detect_error(content) == expected
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"error": "", "response": "[{\\"id\\": 1}]"}',
+        '{"error": null, "data": []}',
+        '{"error": "   "}',
+        '{"error": false}',
+        '{"status": "active", "ok": true}',
+        '{"status": 200}',
+        '{"status": true}',
+        '[{"flight": "HAT030", "status": "error in fare rules"}, {"note": "Error: none"}]',
+        '{"flights": [{"id": "HAT030", "remarks": "Traceback (most recent call last):"}]}',
+        '"All good"',
+    ],
+)
+def test_json_that_only_mentions_errors_inside_its_data_is_not_an_error(content: str) -> None:
+    assert detect_error(content) is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Flight HAT030: departs 08:00, status on time, error margin 2 minutes",
+        "Errors: 0\nWarnings: 2",
+        "Error handling guide\n1. Retry",
+        "Found 404 matching rows",
+        "The previous call failed to find flights, so here are alternatives: HAT031",
+        "Summary of exceptions\nnone",
+        "",
+        "[]",
+    ],
+)
+def test_successful_text_that_mentions_error_words_is_not_an_error(content: str) -> None:
+    assert detect_error(content) is None
+
+
+def test_a_json_encoded_string_is_judged_by_the_text_it_encodes() -> None:
+    assert detect_error('"Error: seat 12A is taken"') == "error_prefix"
+    assert detect_error('"Seat 12A booked"') is None
+
+
+def test_detect_error_can_reuse_an_already_parsed_value() -> None:
+    content = '{"error": "boom"}'
+    assert detect_error(content, parse_json(content)) == "json_error_field"
+    # The given value is what gets judged; the text is not parsed again.
+    assert detect_error(content, {"error": ""}) is None
+    assert detect_error("Error: boom", NOT_JSON) == "error_prefix"
+
+
+def test_parse_json_returns_not_json_for_text_and_broken_json() -> None:
+    assert parse_json(' {"a": [1]}') == {"a": [1]}
+    assert parse_json("[1, 2]") == [1, 2]
+    assert parse_json("Error: x") is NOT_JSON
+    assert parse_json('{"a": ') is NOT_JSON
+    assert parse_json("12") is NOT_JSON
+
+
+def test_scan_window_keeps_short_text_and_both_ends_of_long_text() -> None:
+    assert scan_window("short") == "short"
+    text = "A" * SCAN_EDGE + "M" * 10 + "Z" * SCAN_EDGE
+    window = scan_window(text)
+    assert window == "A" * SCAN_EDGE + "\n" + "Z" * SCAN_EDGE
+    assert scan_window(window) == window
+
+
+def test_a_type_phrase_in_the_middle_of_a_long_text_is_not_scanned() -> None:
+    middle = "x" * SCAN_EDGE + " rate limit exceeded " + "x" * SCAN_EDGE
+    assert classify_error("Error: " + middle) == ("other", "unclassified")
+    assert classify_error("Error: " + middle + " rate limit exceeded") == (
+        "rate_limit",
+        "rate_limit_text",
+    )
+
+
+def test_first_line_skips_blank_lines_and_is_capped() -> None:
+    assert first_line("\n\n   Error: boom  \nnext") == "Error: boom"
+    assert first_line("y" * 2000) == "y" * 500
+
+
+def test_edge_lines_keep_the_first_and_last_non_blank_lines() -> None:
+    text = "\n".join(f"line {number}" for number in range(1, 101))
+    assert edge_lines(text) == "line 1\nline 2\nline 3\nline 98\nline 99\nline 100"
+    assert edge_lines("a\n\n b \n") == "a\n b "
+
+
+def test_exception_text_is_found_anywhere_in_the_window() -> None:
+    assert is_exception_text("ran\nValueError: bad seat\nmore output") is True
+    assert is_exception_text("thread 'main' panicked at src/main.rs:2:5") is True
+    assert is_exception_text("Error: seat taken") is False
+
+
+def _corpus(realdata: Path) -> list[str]:
+    texts: list[str] = []
+    runs = orjson.loads((realdata / "openai-chat" / "tau-bench-gpt-4o-airline.json").read_bytes())
+    texts += [m["content"] or "" for run in runs for m in run["traj"] if m.get("role") == "tool"]
+    for path in sorted((realdata / "claude-code").glob("*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            message = orjson.loads(line).get("message")
+            if isinstance(message, dict) and isinstance(message.get("content"), list):
+                texts += [
+                    block["content"]
+                    for block in message["content"]
+                    if block.get("type") == "tool_result" and isinstance(block.get("content"), str)
+                ]
+    return texts
+
+
+@pytest.mark.realdata
+def test_keyword_prefilter_never_hides_a_regex_match(realdata: Path) -> None:
+    texts = _corpus(realdata) + [
+        example for _, pos, near in TYPE_EXAMPLES.values() for example in (pos, near)
+    ]
+    checked = 0
+    for text in texts:
+        # The first 2 KB of each result keep this exhaustive check quick.
+        window = text[:2048]
+        lowered = window.lower()
+        for rule in RULES:
+            if any(keyword in lowered for keyword in rule.keywords):
+                checked += 1
+            else:
+                # Only texts without a keyword can expose a keyword list that is too short.
+                assert rule.pattern.search(window) is None, (rule.name, text)
+    # Keywords do occur in the corpus, so the prefilter is really exercised.
+    assert checked > 3000
