@@ -156,7 +156,7 @@ def upgrade() -> None:
         sa.Column(
             "raw",
             sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
-            nullable=False,
+            nullable=True,
         ),
         sa.ForeignKeyConstraint(
             ["trace_id"],
@@ -181,7 +181,7 @@ def upgrade() -> None:
         sa.Column(
             "arguments",
             sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
-            nullable=False,
+            nullable=True,
         ),
         sa.Column("args_valid", sa.Boolean(), nullable=False),
         sa.Column("args_error", sa.Text(), nullable=True),
