@@ -1,0 +1,150 @@
+"""Anthropic Messages content blocks -> canonical messages (shared by ``anthropic`` and
+``claude_code``).
+
+A message whose content is a string is one canonical message. A block list splits: every
+``tool_result`` block becomes its own ``role: "tool"`` message, in block order, and the other
+blocks (text, images, ``tool_use`` …) one message of the source role after them, when there are
+any (or when there was no ``tool_result`` at all). ``tool_use`` blocks become the calls of that
+message. Text is what the model reads: ``thinking`` and image blocks add none (they stay in the
+raw payload). Server-side tool blocks (``server_tool_use``, ``web_search_tool_result``,
+``mcp_tool_use`` …) run inside the API call and are answered there, so they are not modelled as
+calls; they stay in the raw payload too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from ingest.formats._common import (
+    ShapeError,
+    canonical_role,
+    json_type,
+    optional_str,
+    parse_arguments,
+    parse_timestamp,
+    required_str,
+    text_of,
+)
+from ingest.model import Message, ToolCall, ToolResult
+
+
+def _unchanged(msg: dict[str, Any]) -> Any:
+    return msg
+
+
+def convert_message(
+    msg: dict[str, Any],
+    path: str,
+    line: int | None,
+    *,
+    wrap: Callable[[dict[str, Any]], Any] = _unchanged,
+    first_call_index: int = 0,
+    timestamp: datetime | None = None,
+    keep_usage: bool = True,
+) -> list[Message]:
+    """Canonical messages of one Anthropic message (see the module docstring).
+
+    ``wrap`` builds each message's raw payload from the (possibly split) source message, so
+    Claude Code can keep its line envelope; ``first_call_index`` continues the call numbering
+    of an API message split over several lines; ``keep_usage=False`` drops usage repeated on
+    such lines.
+    """
+    role = canonical_role(msg.get("role"), f"{path}.role")
+    usage = msg.get("usage") if keep_usage and isinstance(msg.get("usage"), dict) else None
+    common: dict[str, Any] = {
+        "seq": 0,
+        "timestamp": timestamp or parse_timestamp(msg.get("timestamp")),
+        "source_id": optional_str(msg.get("id"), f"{path}.id"),
+        "source_line": line,
+    }
+    content = msg.get("content")
+    if not isinstance(content, list):
+        if content is not None and not isinstance(content, str):
+            raise ShapeError(
+                f"{path}.content: expected a string or an array, got {json_type(content)}"
+            )
+        message = Message(role=role, content=text_of(content), usage=usage, raw=wrap(msg), **common)
+        if role == "tool":
+            message.tool_result = ToolResult(
+                tool_call_id=optional_str(msg.get("tool_call_id"), f"{path}.tool_call_id"),
+                name=optional_str(msg.get("name"), f"{path}.name"),
+            )
+        return [message]
+    results: list[tuple[int, dict[str, Any]]] = []
+    rest: list[Any] = []
+    for index, block in enumerate(content):
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            results.append((index, block))
+        elif isinstance(block, dict | str):
+            rest.append(block)
+        else:
+            raise ShapeError(f"{path}.content[{index}]: expected an object, got {json_type(block)}")
+    split = len(results) + (1 if rest else 0) > 1
+    messages = [
+        Message(
+            role="tool",
+            content=text_of(block.get("content")),
+            tool_result=_tool_result(block, f"{path}.content[{index}]"),
+            raw=wrap({**msg, "content": [block]}) if split else wrap(msg),
+            **common,
+        )
+        for index, block in results
+    ]
+    if rest or not results:
+        messages.append(
+            Message(
+                role=role,
+                content=text_of(rest),
+                tool_calls=_tool_calls(content, path, first_call_index),
+                raw=wrap({**msg, "content": rest}) if split else wrap(msg),
+                **common,
+            )
+        )
+    if usage is not None:
+        messages[0].usage = usage
+    return messages
+
+
+def tool_use_count(msg: dict[str, Any]) -> int:
+    """How many ``tool_use`` blocks a message holds (call numbering across split lines)."""
+    content = msg.get("content")
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_use")
+
+
+def _tool_calls(content: list[Any], path: str, first_call_index: int) -> list[ToolCall]:
+    calls: list[ToolCall] = []
+    for index, block in enumerate(content):
+        if not (isinstance(block, dict) and block.get("type") == "tool_use"):
+            continue
+        block_path = f"{path}.content[{index}]"
+        args = parse_arguments(block.get("input"))
+        calls.append(
+            ToolCall(
+                call_index=first_call_index + len(calls),
+                tool_call_id=optional_str(block.get("id"), f"{block_path}.id"),
+                name=required_str(block.get("name"), f"{block_path}.name"),
+                arguments_raw=args.raw,
+                arguments=args.parsed,
+                args_valid=args.valid,
+                args_error=args.error,
+            )
+        )
+    return calls
+
+
+def _tool_result(block: dict[str, Any], path: str) -> ToolResult:
+    content = block.get("content")
+    if content is not None and not isinstance(content, str | list):
+        raise ShapeError(f"{path}.content: expected a string or an array, got {json_type(content)}")
+    is_error = block.get("is_error")
+    flagged = isinstance(is_error, bool)
+    return ToolResult(
+        tool_call_id=optional_str(block.get("tool_use_id"), f"{path}.tool_use_id"),
+        name=optional_str(block.get("name"), f"{path}.name"),
+        explicit_error=is_error if flagged else None,
+        explicit_source="is_error" if flagged else None,
+    )

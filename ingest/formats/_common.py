@@ -1,0 +1,350 @@
+"""Building blocks shared by the format parsers.
+
+Every parser turns a source message into canonical :class:`~ingest.model.Message` objects with
+the same rules: roles are mapped the same way, text parts are joined the same way, arguments keep
+their raw text beside the parsed JSON, timestamps are read the same way. Shape problems raise
+:class:`ShapeError` deep inside a conversion; the per-record loop turns it into a ``wrong_shape``
+rejection of exactly that record, so no parser ever raises on bad input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
+
+import orjson
+
+from ingest.model import Message, Rejected, Role, ToolDef, Trace
+from ingest.records import Record
+
+#: Source roles and the canonical role each one maps to; anything else is rejected.
+ROLE_MAP: dict[str, Role] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
+
+#: Part types whose ``text`` is what the model reads (OpenAI, Anthropic, Responses).
+TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+
+#: Container fields larger than this (as compact JSON) stay out of ``Trace.metadata``: metadata
+#: is stored per trace and shown in tables, and the big fields (trajectories, search trees) are
+#: either already turned into messages or not about Tool Messages. Sized so that a tau-bench
+#: ``info`` object (task, actions, reward details: up to 5.3 KB) is kept whole.
+METADATA_VALUE_MAX_BYTES = 8192
+
+#: Above this a number is read as unix *milliseconds* (1e11 s is the year 5138).
+_MILLISECONDS_FROM = 1e11
+
+
+class ShapeError(Exception):
+    """A record does not have the shape its format promises; the message names the path."""
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for error messages.
+
+    >>> json_type({}), json_type([]), json_type("x"), json_type(None)
+    ('object', 'array', 'string', 'null')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def expect_object(value: Any, path: str) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else a :class:`ShapeError` naming ``path``."""
+    if not isinstance(value, dict):
+        raise ShapeError(f"{path}: expected an object, got {json_type(value)}")
+    return value
+
+
+def expect_list(value: Any, path: str) -> list[Any]:
+    """``value`` if it is a JSON array, else a :class:`ShapeError` naming ``path``."""
+    if not isinstance(value, list):
+        raise ShapeError(f"{path}: expected an array, got {json_type(value)}")
+    return value
+
+
+def optional_str(value: Any, path: str) -> str | None:
+    """A string field that may be absent; integer ids are accepted and kept as text."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise ShapeError(f"{path}: expected a string, got {json_type(value)}")
+
+
+def required_str(value: Any, path: str) -> str:
+    """A string field that must be present (tool names)."""
+    if value is None:
+        raise ShapeError(f"{path}: missing")
+    text = optional_str(value, path)
+    assert text is not None
+    return text
+
+
+def canonical_role(value: Any, path: str) -> Role:
+    """Map a source role onto system | user | assistant | tool.
+
+    >>> canonical_role("developer", "messages[0].role")
+    'system'
+    """
+    if value is None:
+        raise ShapeError(f"{path}: missing")
+    if isinstance(value, str) and value in ROLE_MAP:
+        return ROLE_MAP[value]
+    raise ShapeError(f"{path}: unknown role {value!r}")
+
+
+def text_of(content: Any) -> str:
+    """Content as the model reads it: strings as they are, text parts joined with newlines.
+
+    ``null`` is ``""``; parts that carry no text (images, files, thinking, tool blocks) are left
+    out (they stay in the raw payload); any other JSON value is shown as compact JSON.
+
+    >>> text_of([{"type": "text", "text": "a"}, {"type": "image"}, "b"])
+    'a\\nb'
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [text for part in content if (text := _part_text(part)) is not None]
+        return "\n".join(texts)
+    return orjson.dumps(content).decode()
+
+
+def _part_text(part: Any) -> str | None:
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, dict):
+        return None
+    kind = part.get("type")
+    if kind == "refusal" and isinstance(part.get("refusal"), str):
+        return str(part["refusal"])
+    text_kind = kind is None or (isinstance(kind, str) and kind in TEXT_PART_TYPES)
+    if text_kind and isinstance(part.get("text"), str):
+        return str(part["text"])
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Arguments:
+    """Tool-call arguments as provided (``raw``) and as parsed."""
+
+    raw: str | None
+    parsed: Any
+    valid: bool = True
+    error: str | None = None
+
+
+def parse_arguments(value: Any) -> Arguments:
+    """Read tool-call arguments: a JSON string is parsed, an object is dumped compactly.
+
+    >>> parse_arguments('{"city": "Paris"}').parsed
+    {'city': 'Paris'}
+    >>> parse_arguments({"city": "Paris"}).raw
+    '{"city":"Paris"}'
+    >>> parse_arguments("{'city'").valid
+    False
+    """
+    if value is None:
+        return Arguments(raw=None, parsed=None)
+    if isinstance(value, str):
+        try:
+            return Arguments(raw=value, parsed=orjson.loads(value))
+        except orjson.JSONDecodeError as exc:
+            return Arguments(raw=value, parsed=None, valid=False, error=f"not valid JSON: {exc}")
+    return Arguments(raw=orjson.dumps(value).decode(), parsed=value)
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """An ISO 8601 string or unix seconds (milliseconds above 1e11) as an aware datetime.
+
+    Unreadable values give ``None``: a bad timestamp is not a reason to lose a message.
+
+    >>> parse_timestamp("2025-07-17T16:49:29.595Z").isoformat()
+    '2025-07-17T16:49:29.595000+00:00'
+    >>> parse_timestamp(0).isoformat()
+    '1970-01-01T00:00:00+00:00'
+    """
+    try:
+        if isinstance(value, str) and value:
+            stamp = datetime.fromisoformat(value)
+            return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            seconds = value / 1000 if value > _MILLISECONDS_FROM else value
+            return datetime.fromtimestamp(seconds, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return None
+
+
+def tool_defs(value: Any, path: str) -> list[ToolDef]:
+    """Declared tools in any common shape.
+
+    OpenAI ``{"type": "function", "function": {name, description, parameters}}`` (and
+    ``custom``), flat ``{name, description, parameters}`` (legacy ``functions``, Responses),
+    Anthropic ``{name, description, input_schema}``; a built-in tool without a name (Responses
+    ``{"type": "web_search"}``) is named after its type.
+    """
+    if value is None:
+        return []
+    defs = []
+    for index, item in enumerate(expect_list(value, path)):
+        item_path = f"{path}[{index}]"
+        spec = expect_object(item, item_path)
+        kind = spec.get("type")
+        name = spec.get("name", kind if isinstance(kind, str) else None)
+        if isinstance(kind, str) and isinstance(spec.get(kind), dict):
+            spec, item_path = spec[kind], f"{item_path}.{kind}"
+            name = spec.get("name")
+        description = spec.get("description")
+        parameters = next(
+            (spec[key] for key in ("parameters", "input_schema", "args_schema") if key in spec),
+            None,
+        )
+        defs.append(
+            ToolDef(
+                name=required_str(name, f"{item_path}.name"),
+                description=description if isinstance(description, str) else None,
+                parameters=parameters,
+            )
+        )
+    return defs
+
+
+def small_metadata(container: dict[str, Any], consumed: Collection[str]) -> dict[str, Any]:
+    """The container's other fields, minus any larger than ``METADATA_VALUE_MAX_BYTES``.
+
+    A ``metadata`` object of the container (OpenAI, Anthropic) is merged in rather than nested;
+    the container's own fields win a name clash. Names of fields left out for size are listed
+    under ``omitted_fields`` so a reader knows they existed.
+
+    >>> small_metadata({"messages": [], "metadata": {"user": "u1"}, "trial": 2}, {"messages"})
+    {'user': 'u1', 'trial': 2}
+    """
+    nested = container.get("metadata")
+    fields = container
+    if isinstance(nested, dict) and "metadata" not in consumed:
+        fields = nested | {k: v for k, v in container.items() if k != "metadata"}
+    metadata: dict[str, Any] = {}
+    omitted = []
+    for key, value in fields.items():
+        if key in consumed:
+            continue
+        size = len(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str))
+        if size > METADATA_VALUE_MAX_BYTES:
+            omitted.append(key)
+        else:
+            metadata[key] = value
+    if omitted:
+        metadata["omitted_fields"] = omitted
+    return metadata
+
+
+def make_trace(messages: list[Message], **fields: Any) -> Trace:
+    """A trace with ``seq`` renumbered 0, 1, … and ``started_at`` defaulting to the first
+    message timestamp."""
+    for seq, message in enumerate(messages):
+        message.seq = seq
+    if fields.get("started_at") is None:
+        fields["started_at"] = next((m.timestamp for m in messages if m.timestamp), None)
+    return Trace(messages=messages, **fields)
+
+
+D = TypeVar("D")
+
+
+@dataclass(frozen=True)
+class MessageListFormat(Generic[D]):
+    """How a format whose files hold conversations or bare messages is read.
+
+    ``convert_item`` turns one source message (at ``path``, from input ``line``) into drafts
+    (for most formats the canonical messages themselves); ``assemble`` turns a conversation's
+    drafts into canonical messages (the Responses format groups items into assistant turns);
+    ``container_trace`` reads a record holding a whole conversation; ``model_hint`` finds the
+    model in the messages when the container does not name it.
+    """
+
+    name: str
+    is_message: Callable[[dict[str, Any]], bool]
+    convert_item: Callable[[dict[str, Any], str, int | None], list[D]]
+    assemble: Callable[[list[D]], list[Message]]
+    container_trace: Callable[[Record], Trace]
+    model_hint: Callable[[list[Message]], str | None]
+
+    def convert_list(self, items: Any, path: str, line: int | None) -> list[Message]:
+        """Canonical messages of one conversation's message list at ``path``."""
+        drafts: list[D] = []
+        for index, item in enumerate(expect_list(items, path)):
+            item_path = f"{path}[{index}]"
+            drafts.extend(self.convert_item(expect_object(item, item_path), item_path, line))
+        return self.assemble(drafts)
+
+
+def parse_message_records(
+    fmt: MessageListFormat[D], records: Iterable[Record | Rejected], source_file: str
+) -> Iterator[Trace | Rejected]:
+    """The record loop of the conversation formats.
+
+    A record holding a conversation object (or an array of messages) becomes one trace; records
+    that are single messages (the items of a top-level JSON array of messages, or JSONL with a
+    message per line) together become ONE trace for the file, yielded at the end. Rejected
+    records pass through; a record that does not fit is rejected alone.
+    """
+    drafts: list[D] = []
+    first_line: int | None = None
+    count = 0
+    for index, record in enumerate(records):
+        if isinstance(record, Rejected):
+            yield record
+            continue
+        value = record.value
+        try:
+            if isinstance(value, dict) and fmt.is_message(value):
+                drafts.extend(fmt.convert_item(value, f"[{index}]", record.line))
+                first_line = record.line if first_line is None else first_line
+                count += 1
+            elif isinstance(value, list):
+                messages = fmt.convert_list(value, "", record.line)
+                yield make_trace(
+                    messages,
+                    format=fmt.name,
+                    source_file=source_file,
+                    source_line=record.line,
+                    model=fmt.model_hint(messages),
+                )
+            elif isinstance(value, dict):
+                yield fmt.container_trace(record)
+            else:
+                raise ShapeError(f"expected an object or an array, got {json_type(value)}")
+        except ShapeError as exc:
+            yield record.reject("wrong_shape", str(exc))
+    if count:
+        messages = fmt.assemble(drafts)
+        yield make_trace(
+            messages,
+            format=fmt.name,
+            source_file=source_file,
+            source_line=first_line,
+            model=fmt.model_hint(messages),
+            record_count=count,
+        )

@@ -1,0 +1,125 @@
+"""OpenAI Chat Completions messages -> canonical messages.
+
+Shared by ``openai_chat`` (conversations, tau-bench, tau2, SWE-agent), ``toolbench`` (legacy
+``function_call`` lists) and ``langchain`` (provider-form ``additional_kwargs.tool_calls``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ingest.formats._common import (
+    ShapeError,
+    canonical_role,
+    expect_list,
+    expect_object,
+    optional_str,
+    parse_arguments,
+    parse_timestamp,
+    required_str,
+    text_of,
+)
+from ingest.model import Message, ToolCall, ToolResult
+
+
+def convert_message(msg: dict[str, Any], path: str, line: int | None) -> list[Message]:
+    """One OpenAI chat message as one canonical message (a list, for the shared record loop).
+
+    Tool calls are read on every non-tool message: tau2's user simulator makes calls too.
+    """
+    role = canonical_role(msg.get("role"), f"{path}.role")
+    usage = msg.get("usage")
+    message = Message(
+        seq=0,
+        role=role,
+        content=text_of(msg.get("content")),
+        timestamp=parse_timestamp(msg.get("timestamp")),
+        usage=usage if isinstance(usage, dict) else None,
+        source_id=optional_str(msg.get("id"), f"{path}.id"),
+        source_line=line,
+        raw=msg,
+    )
+    if role == "tool":
+        message.tool_result = _tool_result(msg, path)
+    else:
+        message.tool_calls = tool_calls(msg, path)
+    return [message]
+
+
+def convert_messages(items: Any, path: str, line: int | None) -> list[Message]:
+    """Every message of an OpenAI message list at ``path`` (seq still to be numbered)."""
+    messages: list[Message] = []
+    for index, item in enumerate(expect_list(items, path)):
+        item_path = f"{path}[{index}]"
+        messages.extend(convert_message(expect_object(item, item_path), item_path, line))
+    return messages
+
+
+def tool_calls(msg: dict[str, Any], path: str) -> list[ToolCall]:
+    """A message's calls: its ``tool_calls`` entries, then a legacy ``function_call``."""
+    calls: list[ToolCall] = []
+    listed = msg.get("tool_calls")
+    if listed is not None:
+        for index, call in enumerate(expect_list(listed, f"{path}.tool_calls")):
+            call_path = f"{path}.tool_calls[{index}]"
+            calls.append(tool_call(expect_object(call, call_path), call_path, index))
+    legacy = msg.get("function_call")
+    if legacy is not None:
+        spec = expect_object(legacy, f"{path}.function_call")
+        calls.append(_function_call(spec, f"{path}.function_call", len(calls), call_id=None))
+    return calls
+
+
+def tool_call(call: dict[str, Any], path: str, call_index: int) -> ToolCall:
+    """One ``tool_calls`` entry: ``function`` (JSON-string or object arguments) or ``custom``."""
+    call_id = optional_str(call.get("id"), f"{path}.id")
+    kind = call.get("type", "function")
+    if kind == "function":
+        spec = expect_object(call.get("function"), f"{path}.function")
+        return _function_call(spec, f"{path}.function", call_index, call_id)
+    if kind == "custom":
+        # Custom tools take free text, not JSON: the text is the arguments, always valid.
+        spec = expect_object(call.get("custom"), f"{path}.custom")
+        text = optional_str(spec.get("input"), f"{path}.custom.input")
+        return ToolCall(
+            call_index=call_index,
+            tool_call_id=call_id,
+            name=required_str(spec.get("name"), f"{path}.custom.name"),
+            arguments_raw=text,
+            arguments=text,
+        )
+    raise ShapeError(f"{path}.type: unknown tool call type {kind!r}")
+
+
+def _function_call(
+    spec: dict[str, Any], path: str, call_index: int, call_id: str | None
+) -> ToolCall:
+    args = parse_arguments(spec.get("arguments"))
+    return ToolCall(
+        call_index=call_index,
+        tool_call_id=call_id,
+        name=required_str(spec.get("name"), f"{path}.name"),
+        arguments_raw=args.raw,
+        arguments=args.parsed,
+        args_valid=args.valid,
+        args_error=args.error,
+    )
+
+
+def _tool_result(msg: dict[str, Any], path: str) -> ToolResult:
+    call_id = optional_str(msg.get("tool_call_id"), f"{path}.tool_call_id")
+    if call_id is None and msg.get("tool_call_ids") is not None:
+        # SWE-agent lists the ids; one observation answers one call, the first one.
+        ids = expect_list(msg["tool_call_ids"], f"{path}.tool_call_ids")
+        call_id = optional_str(ids[0], f"{path}.tool_call_ids[0]") if ids else None
+    if call_id is None and msg.get("role") == "tool":
+        # tau2 puts the id of the answered call in the tool message's own ``id``.
+        call_id = optional_str(msg.get("id"), f"{path}.id")
+    error = msg.get("error")
+    flagged = isinstance(error, bool)
+    return ToolResult(
+        tool_call_id=call_id,
+        name=optional_str(msg.get("name"), f"{path}.name"),
+        explicit_error=error if flagged else None,
+        explicit_source="error" if flagged else None,
+    )

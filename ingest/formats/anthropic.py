@@ -1,0 +1,106 @@
+"""Anthropic Messages API conversations (``tool_use`` / ``tool_result`` content blocks).
+
+Accepted containers (each record is one JSONL line, one top-level array item or one document):
+
+* ``{"messages": [...], "system", "tools", "model", "id", ...}``: one trace per object; a
+  ``system`` prompt (string or text blocks) becomes the first, system, message; ``tools`` in
+  Anthropic form (``name``, ``description``, ``input_schema``) become the tool definitions; the
+  other fields go to the metadata;
+* message objects (a JSON array of messages, or JSONL with one per line): all of a file's
+  message records together are ONE trace; its model is the first assistant message's ``model``;
+* an array of messages on one JSONL line: one trace.
+
+Each ``tool_result`` block becomes its own tool message (``is_error`` is the explicit error
+flag); see ``_anthropic_blocks`` for the exact split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ingest.formats import _anthropic_blocks
+from ingest.formats._common import (
+    MessageListFormat,
+    ShapeError,
+    json_type,
+    make_trace,
+    optional_str,
+    parse_message_records,
+    small_metadata,
+    text_of,
+    tool_defs,
+)
+from ingest.formats._sniffing import claims
+from ingest.model import Message, Rejected, Trace
+from ingest.records import Record
+
+NAME = "anthropic"
+DESCRIPTION = "Anthropic Messages conversations (tool_use / tool_result blocks, is_error)"
+
+_TRACE_FIELDS = {"messages", "system", "tools", "id", "model", "agent"}
+
+
+def sniff(head: bytes) -> bool:
+    """Anthropic keys (``tool_use_id``, ``tool_use``/``tool_result`` blocks, ``input_schema``,
+    ``stop_reason``) outside a Claude Code session or a LangChain dump."""
+    return claims(head, NAME)
+
+
+def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
+    """Traces from Anthropic records; see the module docstring for the accepted shapes."""
+    return parse_message_records(_FORMAT, records, source_file)
+
+
+def _is_message(value: dict[str, Any]) -> bool:
+    return "role" in value and "messages" not in value
+
+
+def _container_trace(record: Record) -> Trace:
+    obj: dict[str, Any] = record.value
+    if "messages" not in obj:
+        raise ShapeError('no message list (expected "messages")')
+    messages = _FORMAT.convert_list(obj["messages"], "messages", record.line)
+    system = obj.get("system")
+    if system is not None:
+        if not isinstance(system, str | list):
+            raise ShapeError(f"system: expected a string or an array, got {json_type(system)}")
+        prompt = Message(
+            seq=0, role="system", content=text_of(system), source_line=record.line, raw=system
+        )
+        messages.insert(0, prompt)
+    model = obj.get("model")
+    agent = obj.get("agent")
+    return make_trace(
+        messages,
+        format=NAME,
+        source_file=record.source_file,
+        source_line=record.line,
+        external_id=optional_str(obj.get("id"), "id"),
+        agent=agent if isinstance(agent, str) else None,
+        model=model if isinstance(model, str) else _model_hint(messages),
+        tools=tool_defs(obj.get("tools"), "tools"),
+        metadata=small_metadata(obj, _TRACE_FIELDS),
+    )
+
+
+def _model_hint(messages: list[Message]) -> str | None:
+    # API responses logged as messages name their model; the first assistant one wins.
+    for message in messages:
+        if message.role == "assistant" and isinstance(message.raw, dict):
+            model = message.raw.get("model")
+            if isinstance(model, str):
+                return model
+    return None
+
+
+_FORMAT: MessageListFormat[Message] = MessageListFormat(
+    name=NAME,
+    is_message=_is_message,
+    convert_item=_anthropic_blocks.convert_message,
+    assemble=list,
+    container_trace=_container_trace,
+    model_hint=_model_hint,
+)
+
+__all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]

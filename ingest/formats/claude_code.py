@@ -1,0 +1,204 @@
+"""Claude Code session JSONL (``~/.claude/projects/<dir>/<sessionId>.jsonl``).
+
+A file is one session and becomes ONE trace holding all its lines (``record_count`` counts
+them all). ``external_id`` is the ``sessionId`` of the first line that has one; ``agent`` is
+``claude-code``; ``model`` is the first assistant message's; ``started_at`` the first timestamp.
+
+* ``user`` / ``assistant`` lines carry an Anthropic ``message``. Claude Code writes one API
+  message over several lines (one content block per line) sharing ``message.id``: each line stays
+  its own canonical message (blocks in order, split as in ``_anthropic_blocks``), but
+  ``call_index`` counts the ``tool_use`` blocks across the lines of one ``message.id``, and the
+  ``usage`` repeated on every such line is kept on the first line's message only, so sums
+  stay right. Its value is the one of the LAST line: Claude Code writes each line while the
+  response still streams, and only ``output_tokens`` changes between them, growing (in the
+  real sessions, first-line values sum to 65,818 output tokens, last-line values to 138,636).
+  ``Message.raw`` is the whole line: ``isSidechain`` (sub-agent lines), ``toolUseResult``,
+  ``uuid``/``parentUuid`` stay with the message.
+* Sidechain lines (``isSidechain: true``, a sub-agent run by the Task tool) are part of the
+  trace, and their messages carry ``Message.branch``: the line's ``agentId`` when it has one
+  (newer versions), else the ``uuid`` of the sidechain's first line, found by following
+  ``parentUuid`` (parallel sub-agents interleave their lines; the parent chain tells them
+  apart). Main-conversation messages have no branch.
+* ``system`` lines (runtime notices such as "Claude Opus 4 limit reached, now using Sonnet 4")
+  become system messages where they occurred: they have a time and a place in the session.
+* ``summary`` lines (session titles written for the resume menu, not part of the conversation)
+  go to ``metadata["summaries"]``; lines of any other ``type`` (newer versions add some) are
+  counted in ``metadata["other_line_types"]`` and kept nowhere else. Neither is ever rejected.
+
+``cwd``, ``version`` and ``gitBranch`` of the first line that has them go to the metadata. A
+file of summary lines only is still one trace, with no messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ingest.formats import _anthropic_blocks
+from ingest.formats._common import (
+    ShapeError,
+    expect_object,
+    json_type,
+    make_trace,
+    parse_timestamp,
+    text_of,
+)
+from ingest.formats._sniffing import claims
+from ingest.model import Message, Rejected, Trace
+from ingest.records import Record
+
+NAME = "claude_code"
+DESCRIPTION = "Claude Code session JSONL (one session per file, lines sharing message.id)"
+
+AGENT = "claude-code"
+SYNTHETIC_MODEL = "<synthetic>"
+#: Branch of a sidechain line that has neither ``agentId`` nor ``uuid`` to name it by.
+SIDECHAIN = "sidechain"
+
+#: Line fields describing the session's environment, kept from the first line that has them.
+_ENVIRONMENT_FIELDS = ("cwd", "version", "gitBranch")
+
+
+def sniff(head: bytes) -> bool:
+    """Claude Code line keys: ``parentUuid`` (conversation lines) or ``leafUuid`` (summary
+    lines, which may be all a file holds)."""
+    return claims(head, NAME)
+
+
+def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
+    """One trace per session file; only a user/assistant line without a usable ``message``
+    (or a line that is not an object) is rejected."""
+    session = _Session(source_file)
+    for record in records:
+        if isinstance(record, Rejected):
+            yield record
+            continue
+        try:
+            session.add(record)
+        except ShapeError as exc:
+            yield record.reject("wrong_shape", str(exc))
+    if session.record_count:
+        yield session.trace()
+
+
+class _Session:
+    """The state of one session file while its lines are read."""
+
+    def __init__(self, source_file: str) -> None:
+        self.source_file = source_file
+        self.messages: list[Message] = []
+        self.record_count = 0
+        self.first_line: int | None = None
+        self.session_id: str | None = None
+        self.model: str | None = None
+        self.environment: dict[str, str] = {}
+        self.summaries: list[str] = []
+        self.other_line_types: dict[str, int] = {}
+        #: ``tool_use`` blocks seen so far per ``message.id`` (call numbering across lines).
+        self.calls_by_message_id: dict[str, int] = {}
+        #: Per ``message.id``, the message that holds the usage of that API message.
+        self.usage_holder: dict[str, Message] = {}
+        #: The branch of every sidechain line read so far, by ``uuid``.
+        self.branch_of_uuid: dict[str, str] = {}
+
+    def add(self, record: Record) -> None:
+        line = record.value
+        if not isinstance(line, dict):
+            raise ShapeError(f"expected a JSON object, got {json_type(line)}")
+        kind = line.get("type")
+        branch = self._branch(line)
+        if kind in ("user", "assistant"):
+            converted = self._api_messages(line, record.line)
+            for message in converted:
+                message.branch = branch
+            self.messages.extend(converted)
+        elif kind == "system":
+            self.messages.append(
+                Message(
+                    seq=0,
+                    role="system",
+                    content=text_of(line.get("content")),
+                    timestamp=parse_timestamp(line.get("timestamp")),
+                    source_line=record.line,
+                    branch=branch,
+                    raw=line,
+                )
+            )
+        elif kind == "summary":
+            if isinstance(line.get("summary"), str):
+                self.summaries.append(line["summary"])
+        else:
+            name = kind if isinstance(kind, str) else json_type(kind)
+            self.other_line_types[name] = self.other_line_types.get(name, 0) + 1
+        if branch is not None and isinstance(line.get("uuid"), str):
+            self.branch_of_uuid[line["uuid"]] = branch
+        self.record_count += 1
+        if self.first_line is None:
+            self.first_line = record.line
+        if self.session_id is None and isinstance(line.get("sessionId"), str):
+            self.session_id = line["sessionId"]
+        for key in _ENVIRONMENT_FIELDS:
+            if key not in self.environment and isinstance(line.get(key), str):
+                self.environment[key] = line[key]
+
+    def _branch(self, line: dict[str, Any]) -> str | None:
+        if line.get("isSidechain") is not True:
+            return None
+        if isinstance(line.get("agentId"), str):
+            return str(line["agentId"])
+        parent = line.get("parentUuid")
+        if isinstance(parent, str) and parent in self.branch_of_uuid:
+            return self.branch_of_uuid[parent]
+        own = line.get("uuid")
+        return own if isinstance(own, str) else SIDECHAIN
+
+    def _api_messages(self, line: dict[str, Any], line_number: int) -> list[Message]:
+        msg = expect_object(line.get("message"), "message")
+        msg_id = msg.get("id") if isinstance(msg.get("id"), str) else None
+        holder = self.usage_holder.get(msg_id) if msg_id else None
+        messages = _anthropic_blocks.convert_message(
+            msg,
+            "message",
+            line_number,
+            wrap=lambda part: line if part is msg else {**line, "message": part},
+            first_call_index=self.calls_by_message_id.get(msg_id, 0) if msg_id else 0,
+            timestamp=parse_timestamp(line.get("timestamp")),
+            keep_usage=holder is None,
+        )
+        # Counters move only once the line converted: a rejected line must not shift them.
+        if msg_id is not None:
+            seen = self.calls_by_message_id.get(msg_id, 0)
+            self.calls_by_message_id[msg_id] = seen + _anthropic_blocks.tool_use_count(msg)
+            usage = msg.get("usage")
+            if holder is not None and isinstance(usage, dict):
+                holder.usage = usage  # a later line of the stream: the more complete count
+            elif holder is None:
+                first = next((m for m in messages if m.usage is not None), None)
+                if first is not None:
+                    self.usage_holder[msg_id] = first
+        model = msg.get("model")
+        # "<synthetic>" marks messages Claude Code wrote itself (API errors), not a model.
+        if self.model is None and isinstance(model, str) and model != SYNTHETIC_MODEL:
+            self.model = model
+        return messages
+
+    def trace(self) -> Trace:
+        metadata: dict[str, Any] = dict(self.environment)
+        if self.summaries:
+            metadata["summaries"] = self.summaries
+        if self.other_line_types:
+            metadata["other_line_types"] = self.other_line_types
+        return make_trace(
+            self.messages,
+            format=NAME,
+            source_file=self.source_file,
+            source_line=self.first_line,
+            external_id=self.session_id,
+            agent=AGENT,
+            model=self.model,
+            metadata=metadata,
+            record_count=self.record_count,
+        )
+
+
+__all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]

@@ -1,0 +1,109 @@
+"""OpenAI Chat Completions message lists (also tau-bench, tau2, SWE-agent and fine-tuning JSONL).
+
+Accepted containers (each record is one JSONL line, one top-level array item or one document):
+
+* an object holding the message list under ``messages``, ``traj`` (tau-bench) or ``history``
+  (SWE-agent ``.traj``): one trace per object. ``id`` becomes the external id, ``model`` and
+  ``agent`` the trace's, ``tools``/``functions`` its tool definitions; the other fields
+  (tau-bench ``task_id``, ``trial``, ``reward``, ``info`` …) go to the metadata;
+* a message object (a JSON array of messages, or JSONL with one message per line): all such
+  records of a file together are ONE trace;
+* an array of messages on one JSONL line: one trace.
+
+Calls come from ``tool_calls`` (``function`` and ``custom``) and legacy ``function_call``;
+results are ``role: "tool"`` (``tool_call_id``; SWE-agent ``tool_call_ids``; tau2 message ``id``
+and ``error: true``) and legacy ``role: "function"`` messages (a name, no id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ingest.formats import _openai_messages
+from ingest.formats._common import (
+    MessageListFormat,
+    ShapeError,
+    make_trace,
+    optional_str,
+    parse_message_records,
+    parse_timestamp,
+    small_metadata,
+    tool_defs,
+)
+from ingest.formats._sniffing import claims
+from ingest.model import Message, Rejected, Trace
+from ingest.records import Record
+
+NAME = "openai_chat"
+DESCRIPTION = "OpenAI Chat Completions messages (tool_calls / role tool; tau-bench, SWE-agent)"
+
+#: Keys that may hold the message list of a conversation object, in the order tried.
+MESSAGE_KEYS = ("messages", "traj", "history")
+
+#: Conversation fields that become Trace fields rather than metadata.
+_TRACE_FIELDS = {"id", "model", "agent", "tools", "functions"}
+
+_TIMESTAMP_KEYS = ("created", "created_at", "timestamp")
+
+
+def sniff(head: bytes) -> bool:
+    """OpenAI chat markers (``tool_call_id``, ``tool_calls``, ``role: "tool"``, ``"content":
+    null`` …) and no marker of a more specific format that also uses them.
+
+    A list of plain user/assistant messages with string content is valid OpenAI *and*
+    Anthropic: that head is ambiguous and not claimed.
+    """
+    return claims(head, NAME)
+
+
+def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
+    """Traces from OpenAI chat records; see the module docstring for the accepted shapes."""
+    return parse_message_records(_FORMAT, records, source_file)
+
+
+def _is_message(value: dict[str, Any]) -> bool:
+    return "role" in value and not any(key in value for key in MESSAGE_KEYS)
+
+
+def _container_trace(record: Record) -> Trace:
+    obj: dict[str, Any] = record.value
+    key = next((k for k in MESSAGE_KEYS if k in obj), None)
+    if key is None:
+        raise ShapeError('no message list (expected "messages", "traj" or "history")')
+    messages = _FORMAT.convert_list(obj[key], key, record.line)
+    stamp_key = next((k for k in _TIMESTAMP_KEYS if k in obj), None)
+    return make_trace(
+        messages,
+        format=NAME,
+        source_file=record.source_file,
+        source_line=record.line,
+        external_id=optional_str(obj.get("id"), "id"),
+        agent=_text_field(obj, "agent"),
+        model=_text_field(obj, "model"),
+        started_at=parse_timestamp(obj.get(stamp_key)) if stamp_key else None,
+        tools=tool_defs(obj.get("tools"), "tools") + tool_defs(obj.get("functions"), "functions"),
+        metadata=small_metadata(obj, _TRACE_FIELDS | {key}),
+    )
+
+
+def _text_field(obj: dict[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _no_model(messages: list[Message]) -> str | None:
+    # Chat messages do not name their model; only the container (or response) does.
+    return None
+
+
+_FORMAT: MessageListFormat[Message] = MessageListFormat(
+    name=NAME,
+    is_message=_is_message,
+    convert_item=_openai_messages.convert_message,
+    assemble=list,
+    container_trace=_container_trace,
+    model_hint=_no_model,
+)
+
+__all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]

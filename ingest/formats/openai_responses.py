@@ -1,0 +1,252 @@
+"""OpenAI Responses API items (``function_call`` / ``function_call_output`` paired on ``call_id``).
+
+Accepted containers (each record is one JSONL line, one top-level array item or one document):
+
+* item objects (a JSON array of items, as the Agents SDK keeps its input list): all of a file's
+  item records together are ONE trace;
+* a response or logged conversation ``{"id", "input": [...], "output": [...], "instructions",
+  "model", "created_at", "usage", "tools", ...}``: one trace per object; ``instructions`` become
+  the first, system, message; a string ``input`` a user message; the response ``usage`` goes to
+  the first assistant message built from ``output`` (the turn it paid for);
+* an array of items on one JSONL line: one trace.
+
+Items become messages like this: ``message`` items and plain ``{"role", "content"}`` inputs are
+messages (``developer`` is system). Consecutive assistant-side items form ONE assistant turn,
+like one Chat Completions assistant message: assistant ``message`` items give its text,
+``function_call`` / ``custom_tool_call`` items its calls (in order), and the items ToolLens
+does not model (``reasoning``; built-in tool calls such as ``web_search_call`` and their
+outputs; ``mcp_*``, ``item_reference`` and ``compaction`` items) add nothing but their raw. The
+turn's ``raw`` is the LIST of its items. So ``reasoning`` items are kept in the raw of the turn
+they open; a turn of reasoning alone is a raw-only assistant message with empty content. An
+item of any other type is rejected. ``function_call_output`` / ``custom_tool_call_output``
+items are tool messages. Calls and results pair on ``call_id``, never on the item ``id``
+(``fc_…``), which stays in the raw items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingest.formats._common import (
+    MessageListFormat,
+    ShapeError,
+    canonical_role,
+    json_type,
+    make_trace,
+    optional_str,
+    parse_arguments,
+    parse_message_records,
+    parse_timestamp,
+    required_str,
+    small_metadata,
+    text_of,
+    tool_defs,
+)
+from ingest.formats._sniffing import claims
+from ingest.model import Message, Rejected, ToolCall, ToolResult, Trace
+from ingest.records import Record
+
+NAME = "openai_responses"
+DESCRIPTION = "OpenAI Responses API items (function_call / function_call_output by call_id)"
+
+_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
+#: Item types that carry no message but belong in a conversation's item list.
+_BOOKKEEPING = frozenset({"reasoning", "item_reference", "compaction"})
+_TRACE_FIELDS = {"id", "input", "output", "instructions", "model", "created_at", "tools"}
+
+
+@dataclass(slots=True)
+class _TurnItem:
+    """An assistant-side item, waiting to be grouped into its assistant turn."""
+
+    item: dict[str, Any]
+    line: int | None
+    text: str = ""
+    calls: list[ToolCall] = field(default_factory=list)
+    source_id: str | None = None
+
+
+_Draft = Message | _TurnItem
+
+
+def sniff(head: bytes) -> bool:
+    """Responses keys and item types: ``call_id``, ``function_call(_output)``,
+    ``input_text``/``output_text`` parts, ``reasoning``, ``"object": "response"``."""
+    return claims(head, NAME)
+
+
+def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
+    """Traces from Responses records; see the module docstring for the accepted shapes."""
+    return parse_message_records(_FORMAT, records, source_file)
+
+
+def _is_message(value: dict[str, Any]) -> bool:
+    return "type" in value or "role" in value
+
+
+def _convert(item: dict[str, Any], path: str, line: int | None) -> list[_Draft]:
+    kind = item.get("type")
+    if kind is None and "role" not in item:
+        raise ShapeError(f'{path}: item has neither "type" nor "role"')
+    if kind is None or kind == "message":
+        return [_message(item, path, line)]
+    if kind == "function_call":
+        args = parse_arguments(item.get("arguments"))
+        call = ToolCall(
+            call_index=0,
+            tool_call_id=optional_str(item.get("call_id"), f"{path}.call_id"),
+            name=required_str(item.get("name"), f"{path}.name"),
+            arguments_raw=args.raw,
+            arguments=args.parsed,
+            args_valid=args.valid,
+            args_error=args.error,
+        )
+        return [_TurnItem(item, line, calls=[call])]
+    if kind == "custom_tool_call":
+        # Custom tools take free text, not JSON: the text is the arguments, always valid.
+        text = optional_str(item.get("input"), f"{path}.input")
+        call = ToolCall(
+            call_index=0,
+            tool_call_id=optional_str(item.get("call_id"), f"{path}.call_id"),
+            name=required_str(item.get("name"), f"{path}.name"),
+            arguments_raw=text,
+            arguments=text,
+        )
+        return [_TurnItem(item, line, calls=[call])]
+    if kind in _OUTPUT_TYPES:
+        result = ToolResult(
+            tool_call_id=optional_str(item.get("call_id"), f"{path}.call_id"),
+            name=optional_str(item.get("name"), f"{path}.name"),
+        )
+        return [
+            Message(
+                seq=0,
+                role="tool",
+                content=text_of(item.get("output")),
+                tool_result=result,
+                source_id=optional_str(item.get("id"), f"{path}.id"),
+                source_line=line,
+                raw=item,
+            )
+        ]
+    if not _is_unmodelled_item_type(kind):
+        raise ShapeError(f"{path}.type: unknown item type {kind!r}")
+    return [_TurnItem(item, line)]
+
+
+def _is_unmodelled_item_type(kind: Any) -> bool:
+    # Built-in tool calls (web_search_call, computer_call …), their outputs, MCP items and
+    # bookkeeping items: the API keeps adding them, so they are matched by their name's shape.
+    if not isinstance(kind, str):
+        return False
+    return kind.endswith(("_call", "_output")) or kind.startswith("mcp_") or kind in _BOOKKEEPING
+
+
+def _message(item: dict[str, Any], path: str, line: int | None) -> _Draft:
+    role = canonical_role(item.get("role"), f"{path}.role")
+    if role == "tool":
+        raise ShapeError(
+            f"{path}.role: {item['role']!r} is not a Responses message role "
+            "(results are function_call_output items)"
+        )
+    source_id = optional_str(item.get("id"), f"{path}.id")
+    text = text_of(item.get("content"))
+    if role == "assistant":
+        return _TurnItem(item, line, text=text, source_id=source_id)
+    return Message(seq=0, role=role, content=text, source_id=source_id, source_line=line, raw=item)
+
+
+def _assemble(drafts: list[_Draft]) -> list[Message]:
+    messages: list[Message] = []
+    turn: list[_TurnItem] = []
+    for draft in drafts:
+        if isinstance(draft, _TurnItem):
+            turn.append(draft)
+            continue
+        if turn:
+            messages.append(_turn_message(turn))
+            turn = []
+        messages.append(draft)
+    if turn:
+        messages.append(_turn_message(turn))
+    return messages
+
+
+def _turn_message(turn: list[_TurnItem]) -> Message:
+    calls = [call for part in turn for call in part.calls]
+    for index, call in enumerate(calls):
+        call.call_index = index
+    return Message(
+        seq=0,
+        role="assistant",
+        content="\n".join(part.text for part in turn if part.text),
+        tool_calls=calls,
+        source_id=next((part.source_id for part in turn if part.source_id), None),
+        source_line=turn[0].line,
+        raw=[part.item for part in turn],
+    )
+
+
+def _container_trace(record: Record) -> Trace:
+    obj: dict[str, Any] = record.value
+    if "input" not in obj and "output" not in obj:
+        raise ShapeError('no item list (expected "input" or "output")')
+    messages = _instructions(obj.get("instructions"), record.line)
+    messages += _items(obj.get("input"), "input", record.line)
+    output = _items(obj.get("output"), "output", record.line)
+    consumed = set(_TRACE_FIELDS)
+    usage = obj.get("usage")
+    first_turn = next((m for m in output if m.role == "assistant"), None)
+    if isinstance(usage, dict) and first_turn is not None:
+        first_turn.usage = usage
+        consumed.add("usage")
+    model = obj.get("model")
+    return make_trace(
+        messages + output,
+        format=NAME,
+        source_file=record.source_file,
+        source_line=record.line,
+        external_id=optional_str(obj.get("id"), "id"),
+        model=model if isinstance(model, str) else None,
+        started_at=parse_timestamp(obj.get("created_at")),
+        tools=tool_defs(obj.get("tools"), "tools"),
+        metadata=small_metadata(obj, consumed),
+    )
+
+
+def _instructions(value: Any, line: int) -> list[Message]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        raw = {"instructions": value}
+        return [Message(seq=0, role="system", content=value, source_line=line, raw=raw)]
+    return _items(value, "instructions", line)
+
+
+def _items(value: Any, path: str, line: int) -> list[Message]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [Message(seq=0, role="user", content=value, source_line=line, raw={path: value})]
+    if not isinstance(value, list):
+        raise ShapeError(f"{path}: expected a string or an array, got {json_type(value)}")
+    return _FORMAT.convert_list(value, path, line)
+
+
+def _no_model(messages: list[Message]) -> str | None:
+    # Items do not name their model; only the response object does.
+    return None
+
+
+_FORMAT: MessageListFormat[_Draft] = MessageListFormat(
+    name=NAME,
+    is_message=_is_message,
+    convert_item=_convert,
+    assemble=_assemble,
+    container_trace=_container_trace,
+    model_hint=_no_model,
+)
+
+__all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]
