@@ -36,10 +36,9 @@ def iter_trace_id_batches(engine: Engine, size: int = 200) -> Iterator[list[int]
 def load_traces(engine: Engine, ids: Sequence[int]) -> list[dict[str, Any]]:
     """Stored traces as dicts: trace fields plus ``messages``, ``calls``, ``results`` lists."""
     with engine.connect() as conn:
-        traces = {
-            row.id: {f: getattr(row, f) for f in TRACE_FIELDS}
-            for row in conn.execute(select(TraceRow).where(TraceRow.id.in_(ids))).scalars()
-        }
+        columns = [getattr(TraceRow, f).label(f) for f in TRACE_FIELDS]
+        stmt = select(*columns).where(TraceRow.id.in_(ids))
+        traces = {row.id: dict(row._mapping) for row in conn.execute(stmt)}
         children: dict[str, dict[int, list[dict[str, Any]]]] = {}
         for name, model, order in (
             ("messages", MessageRow, (MessageRow.seq,)),
