@@ -1,0 +1,216 @@
+"""End to end: files -> `toollens import` -> database, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from typer.testing import CliRunner
+
+from db.engine import make_engine
+from db.schema import RejectedRecord
+from db.summary import summarize
+from ingest.cli import app
+from ingest.pipeline import import_paths
+
+runner = CliRunner()
+
+CONVERSATION = {
+    "id": "conv-1",
+    "model": "gpt-4o",
+    "messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "rainy, 12C"},
+        {"role": "assistant", "content": "It is rainy."},
+    ],
+}
+
+
+def write_jsonl(path: Path, lines: list[bytes]) -> Path:
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def counts(url: str) -> dict[str, int]:
+    engine = make_engine(url)
+    data = summarize(engine)
+    engine.dispose()
+    return {k: data[k] for k in ("traces", "messages", "tool_calls", "tool_results")}
+
+
+def test_reimporting_a_file_changes_nothing(db_url: str, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "a.jsonl", [json.dumps(CONVERSATION).encode()])
+    first = runner.invoke(app, ["import", "--db", db_url, str(path)])
+    assert first.exit_code == 0, first.output
+    assert first.stdout.startswith("1 file, 1 traces imported, 0 duplicates, 0 rejected in ")
+    second = runner.invoke(app, ["import", "--db", db_url, str(path)])
+    assert second.stdout.startswith("1 file, 0 traces imported, 1 duplicates, 0 rejected in ")
+    assert counts(db_url) == {"traces": 1, "messages": 4, "tool_calls": 1, "tool_results": 1}
+
+
+def test_gzip_input_imports_like_plain_input(db_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl.gz"
+    path.write_bytes(gzip.compress(json.dumps(CONVERSATION).encode() + b"\n"))
+    result = runner.invoke(app, ["import", "--db", db_url, str(path)])
+    assert result.exit_code == 0, result.output
+    assert counts(db_url)["tool_results"] == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "reason", "message"),
+    [
+        (
+            b'{"messages": [',
+            "malformed_json",
+            "malformed JSON: unexpected end of data: line 1 column 15 (char 14)",
+        ),
+        (
+            b'{"id": "x", "messages": [{"role": "bot", "content": "hi"}]}',
+            "wrong_shape",
+            "messages[0].role: unknown role 'bot'",
+        ),
+        (
+            b'{"messages": [{"role": "user", "content": "\\ud800"}]}',
+            "lone_surrogate",
+            "unpaired UTF-16 surrogate escape in a string",
+        ),
+        (
+            b'{"messages": [{"role": "user", "content": "caf\xe9"}]}',
+            "invalid_utf8",
+            "invalid UTF-8 at byte 46 of the record",
+        ),
+        (b"42", "not_a_record", "expected a JSON object or array, got number"),
+    ],
+)
+def test_a_bad_record_is_rejected_with_its_line_and_kept(
+    db_url: str, tmp_path: Path, line: bytes, reason: str, message: str
+) -> None:
+    good = json.dumps(CONVERSATION).encode()
+    path = write_jsonl(tmp_path / "mixed.jsonl", [good, line])
+    result = runner.invoke(app, ["import", "--db", db_url, "--strict", str(path)])
+    assert result.exit_code == 1
+    assert f"{path}:2: {reason}: {message}\n" in result.stderr
+    assert "1 traces imported, 0 duplicates, 1 rejected" in result.stdout
+    engine = make_engine(db_url)
+    with engine.connect() as conn:
+        row = conn.execute(sa.select(RejectedRecord)).one()
+    engine.dispose()
+    assert (row.line, row.byte_offset, row.reason, row.raw) == (2, len(good) + 1, reason, line)
+
+
+def test_nul_characters_are_stored_safely(db_url: str, tmp_path: Path) -> None:
+    conv = json.loads(json.dumps(CONVERSATION))
+    conv["messages"][2]["content"] = "bad\u0000byte"
+    path = write_jsonl(tmp_path / "nul.jsonl", [json.dumps(conv).encode()])
+    result = runner.invoke(app, ["import", "--db", db_url, str(path)])
+    assert result.exit_code == 0, result.output
+    assert "1 traces imported" in result.stdout
+
+
+def test_an_unrecognized_file_is_rejected_whole_with_a_hint(db_url: str, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "other.jsonl", [b'{"hello": "world"}'])
+    result = runner.invoke(app, ["import", "--db", db_url, str(path)])
+    assert result.exit_code == 0
+    assert f"{path}:1: unknown_format: could not recognize the trace format; pass --format" in (
+        result.stderr
+    )
+
+
+def test_usage_errors_exit_2_and_name_the_problem(tmp_path: Path) -> None:
+    db = str(tmp_path / "t.db")
+    missing = runner.invoke(app, ["import", "--db", db, str(tmp_path / "nope.jsonl")])
+    assert missing.exit_code == 2
+    assert f"Error: {tmp_path / 'nope.jsonl'}: no such file" in missing.stderr
+    path = write_jsonl(tmp_path / "a.jsonl", [json.dumps(CONVERSATION).encode()])
+    bad_format = runner.invoke(app, ["import", "--db", db, "--format", "xml", str(path)])
+    assert bad_format.exit_code == 2
+    assert "xml" in bad_format.stderr and "openai_chat" in bad_format.stderr
+
+
+def test_formats_lists_every_registered_format() -> None:
+    result = runner.invoke(app, ["formats"])
+    names = [line.split()[0] for line in result.stdout.splitlines()]
+    assert names == [
+        "claude_code",
+        "toolbench",
+        "openai_responses",
+        "anthropic",
+        "langchain",
+        "openai_chat",
+    ]
+
+
+@pytest.mark.realdata
+def test_tau_bench_imports_with_exact_counts_and_pairing(db_url: str, realdata: Path) -> None:
+    engine = make_engine(db_url)
+    summary = import_paths(engine, [realdata / "openai-chat" / "tau-bench-gpt-4o-airline.json"])
+    assert (summary.traces, summary.rejected, summary.records) == (200, 0, 200)
+    data = summarize(engine, loop_k=3)
+    engine.dispose()
+    assert (data["traces"], data["tool_calls"], data["tool_results"]) == (200, 1164, 1164)
+    assert data["pair_states"] == {
+        "paired": 1164,
+        "missing_result": 0,
+        "orphan_result": 0,
+        "duplicate_result": 0,
+        "result_before_call": 0,
+        "late_result": 0,
+    }
+    assert data["reused_id"] == 73
+    assert data["loops"] == {"k": 3, "signatures": 5, "calls": 16}
+    assert data["status"] == {"success": 1091, "error": 73, "partial": 0, "unknown": 0}
+    assert data["error_types"] == {"invalid_params": 28, "conflict": 23, "not_found": 22}
+
+
+@pytest.mark.realdata
+def test_claude_code_sessions_import_with_one_missing_result(db_url: str, realdata: Path) -> None:
+    engine = make_engine(db_url)
+    files = sorted((realdata / "claude-code").glob("*.jsonl"))
+    summary = import_paths(engine, files)
+    assert (summary.files, summary.traces, summary.rejected) == (15, 15, 0)
+    assert summary.records == summary.records_imported == 3096
+    data = summarize(engine)
+    again = import_paths(engine, files)
+    engine.dispose()
+    assert (again.traces, again.duplicates, again.records_duplicate) == (0, 15, 3096)
+    assert (data["traces"], data["tool_calls"], data["tool_results"]) == (15, 1092, 1091)
+    assert data["pair_states"]["paired"] == 1091
+    assert data["pair_states"]["missing_result"] == 1
+    assert data["status"]["error"] == 149
+
+
+@pytest.mark.realdata
+def test_toolbench_answers_import_without_loss_paired_by_position(
+    db_url: str, realdata: Path
+) -> None:
+    engine = make_engine(db_url)
+    summary = import_paths(engine, sorted((realdata / "openai-legacy").glob("*.json")))
+    data = summarize(engine)
+    with engine.connect() as conn:
+        methods = dict(
+            conn.execute(
+                sa.text("SELECT pairing_method, count(*) FROM tool_calls GROUP BY pairing_method")
+            ).all()
+        )
+        unanswered = conn.execute(
+            sa.text("SELECT DISTINCT tool_name FROM tool_calls WHERE pair_state='missing_result'")
+        ).all()
+    engine.dispose()
+    assert (summary.traces, summary.rejected) == (15, 0)
+    assert (data["tool_calls"], data["tool_results"]) == (50, 37)
+    assert methods == {"position": 37, None: 13}
+    assert unanswered == [("Finish",)]
