@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Engine, and_, literal, null, select, union_all
 
 from db.schema import ToolCallRow, ToolResultRow, TraceRow
-from db.summary import effective_error_type, effective_verdict
+from db.summary import effective_error_type, effective_verdict, unpaired_result
 
 #: Columns of ``toollens pairs``, in output order.
 PAIR_COLUMNS: tuple[str, ...] = (
@@ -62,7 +62,7 @@ def pairs_statement() -> Any:
             literal(-1),
         )
         .join(TraceRow, TraceRow.id == r.trace_id)
-        .where(r.call_seq.is_(None))
+        .where(unpaired_result)
     )
     sub = union_all(calls, orphans).subquery()
     return select(*[sub.c[c] for c in PAIR_COLUMNS]).order_by(sub.c.trace_id, sub.c.seq, sub.c.idx)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine, func, or_, select
 
 from db.filters import (
     NO_FILTERS,
@@ -42,6 +42,12 @@ VERDICTS = ("followed", "ignored", "unclear", "no_next_action")
 #: Effective values: a reviewer's correction overrides what the rules derived.
 effective_error_type = func.coalesce(ToolResultRow.error_type_corrected, ToolResultRow.error_type)
 effective_verdict = func.coalesce(ToolResultRow.verdict_corrected, ToolResultRow.verdict)
+#: Results that are not the answer of any call: orphans, second answers (their call is paired
+#: with the first answer), and early results no later call took.
+unpaired_result = or_(
+    ToolResultRow.pair_state.in_(("orphan_result", "duplicate_result")),
+    ToolResultRow.call_seq.is_(None),
+)
 
 
 def percentile(conn: Connection, column: Any, q: float, base: Any) -> int:
@@ -95,11 +101,11 @@ def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS)
             )
         ):
             pair_states[state] = pair_states.get(state, 0) + n
-        # Results that answer no call are problems of their own, counted once each.
+        # Results that are not some call's answer are problems of their own, counted once each.
         for state, n in conn.execute(
             restrict_results(
                 select(ToolResultRow.pair_state, func.count())
-                .where(ToolResultRow.call_seq.is_(None))
+                .where(unpaired_result)
                 .group_by(ToolResultRow.pair_state),
                 f,
             )
