@@ -137,6 +137,9 @@ class TraceRow(Base):
     tool_result_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     wasted_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     max_occurrence: Mapped[int] = mapped_column(Integer, default=0)
+    #: Set when a reviewer marks the trace reviewed (the Review page's queue hides it).
+    reviewed_at: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
+    reviewed_by: Mapped[str | None] = mapped_column(String(200))
 
 
 class MessageRow(Base):
@@ -275,3 +278,34 @@ class RejectedRecord(Base):
     reason: Mapped[str] = mapped_column(String(60), index=True)
     message: Mapped[str] = mapped_column(Text)
     raw: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class AnnotationRow(Base):
+    """A reviewer's note on a trace or on one call/result pair: a label, free text, who, when.
+
+    The target is the trace (``message_seq`` null), a call (``message_seq`` of the assistant
+    message + ``call_index``) or a result that answers no call (its ``message_seq``, no
+    ``call_index``). Each note is its own row, so reviewers writing at the same time never
+    overwrite each other; edits check ``version`` (optimistic concurrency).
+    """
+
+    __tablename__ = "annotations"
+    __table_args__ = (
+        Index("ix_annotations_trace_id_message_seq", "trace_id", "message_seq", "call_index"),
+        Index("ix_annotations_label", "label"),
+        Index("ix_annotations_author", "author"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"))
+    message_seq: Mapped[int | None] = mapped_column(Integer)
+    call_index: Mapped[int | None] = mapped_column(Integer)
+    label: Mapped[str] = mapped_column(String(60))
+    note: Mapped[str] = mapped_column(Text, default="")
+    author: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UtcTimeStamp)
+    updated_at: Mapped[datetime] = mapped_column(UtcTimeStamp)
+    #: Who made the last edit (the author until someone else edits).
+    updated_by: Mapped[str] = mapped_column(String(200))
+    #: Incremented by every edit; an edit based on an older version is a conflict.
+    version: Mapped[int] = mapped_column(Integer, default=1)

@@ -1,4 +1,4 @@
-"""The ``toollens`` command line: import, summary, pairs, lint, reanalyze, serve, formats, demo.
+"""The ``toollens`` command line (import, summary, pairs, export, lint, reanalyze, serve, demo …).
 
 Every command is also a library call (``ingest.pipeline.import_paths``, ``db.summary.summarize``
 …); this module only parses arguments, prints, and sets exit codes: 0 success, 1 ``--strict``
@@ -171,6 +171,36 @@ def pairs_command(
     else:
         for row in iter_pairs(engine):
             out.write(orjson.dumps(row).decode() + "\n")
+
+
+@app.command("export")
+def export_command(
+    trace_id: Annotated[str, typer.Argument(help="The trace's id as the dashboard shows it")],
+    db: DbOption = None,
+    out_format: Annotated[str, typer.Option("--format", help="md, html or json")] = "md",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write to this file (default: standard output)")
+    ] = None,
+    loop_k: Annotated[int, typer.Option("--loop-k", min=2, help="Loop threshold k")] = 3,
+    max_chars: Annotated[
+        int, typer.Option("--max-chars", min=0, help="Characters kept per message (0 = all)")
+    ] = 4000,
+) -> None:
+    """Write the incident report of one trace: figures, flagged pairs, notes, conversation."""
+    from ingest.report import REPORT_FORMATS, UnknownTraceError, build_report, render
+
+    if out_format not in REPORT_FORMATS:
+        raise _usage_error(f"unknown report format {out_format!r}; use md, html or json")
+    try:
+        report = build_report(_engine(db), trace_id, loop_k=loop_k, max_chars=max_chars)
+    except UnknownTraceError as exc:
+        raise _usage_error(f"{exc}; `toollens pairs` lists the trace ids") from exc
+    text = render(report, out_format)
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    out.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {out} ({len(report['flagged'])} flagged pairs)", err=True)
 
 
 @app.command("lint")

@@ -1,0 +1,66 @@
+"""review: annotations, reviewed flag on traces
+
+Revision ID: 0002
+Revises: 0001
+Create Date: 2026-11-30
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0002"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("traces", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("reviewed_at", sa.DateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column("reviewed_by", sa.String(length=200), nullable=True))
+
+    op.create_table(
+        "annotations",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("trace_id", sa.Integer(), nullable=False),
+        sa.Column("message_seq", sa.Integer(), nullable=True),
+        sa.Column("call_index", sa.Integer(), nullable=True),
+        sa.Column("label", sa.String(length=60), nullable=False),
+        sa.Column("note", sa.Text(), nullable=False),
+        sa.Column("author", sa.String(length=200), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("updated_by", sa.String(length=200), nullable=False),
+        sa.Column("version", sa.Integer(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["trace_id"],
+            ["traces.id"],
+            name=op.f("fk_annotations_trace_id_traces"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_annotations")),
+    )
+    with op.batch_alter_table("annotations", schema=None) as batch_op:
+        batch_op.create_index("ix_annotations_author", ["author"], unique=False)
+        batch_op.create_index("ix_annotations_label", ["label"], unique=False)
+        batch_op.create_index(
+            "ix_annotations_trace_id_message_seq",
+            ["trace_id", "message_seq", "call_index"],
+            unique=False,
+        )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("annotations", schema=None) as batch_op:
+        batch_op.drop_index("ix_annotations_trace_id_message_seq")
+        batch_op.drop_index("ix_annotations_label")
+        batch_op.drop_index("ix_annotations_author")
+
+    op.drop_table("annotations")
+    # Not batch mode: on SQLite a batch drop copies ``traces`` and drops the original, and with
+    # foreign keys on that DROP deletes every message, call and result through ON DELETE CASCADE.
+    # SQLite >= 3.35 drops a plain column in place.
+    op.drop_column("traces", "reviewed_by")
+    op.drop_column("traces", "reviewed_at")

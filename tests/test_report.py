@@ -1,0 +1,263 @@
+"""Incident reports: contents, escaping of untrusted content, and ``toollens export``."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+from pathlib import Path
+
+import orjson
+import pytest
+import sqlalchemy as sa
+from incident import UNTRUSTED_ANSWER, UNTRUSTED_USER, import_incident, result_id
+from typer.testing import CliRunner
+
+from db.engine import make_engine
+from db.review import add_annotation, correct_result, mark_reviewed, review_queue
+from ingest.cli import app
+from ingest.pipeline import import_paths
+from ingest.report import UnknownTraceError, build_report, to_html, to_json, to_markdown
+
+T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+HOSTILE_NOTE = "<script>steal()</script> see https://evil.example/a.png url(//x) @import 'y'"
+
+
+@pytest.fixture
+def store(engine: sa.Engine, tmp_path: Path) -> tuple[sa.Engine, dict[str, int]]:
+    """The incident imported into each database."""
+    return engine, import_incident(engine, tmp_path)
+
+
+class _Inventory(HTMLParser):
+    """Every tag, attribute and text run of an HTML document."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: set[str] = set()
+        self.attributes: list[tuple[str, str, str | None]] = []
+        self.styles: list[str] = []
+        self._in_style = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        self.attributes += [(tag, name, value) for name, value in attrs]
+        self._in_style = tag == "style"
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_style = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_style:
+            self.styles.append(data)
+
+
+def assert_self_contained(document: str) -> None:
+    """No script, no external reference of any kind, anywhere in the file."""
+    lowered = document.lower()
+    for needle in ("<script", "<link", "<iframe", "<img", "src=", "href=", "url(", "@import"):
+        assert needle not in lowered, needle
+    assert re.search(r"https?://", lowered) is None
+    inventory = _Inventory()
+    inventory.feed(document)
+    allowed = {
+        "html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "table", "tr",
+        "th", "td", "div", "span", "pre", "b", "section",
+    }  # fmt: skip
+    assert inventory.tags <= allowed
+    assert {name for _, name, _ in inventory.attributes} <= {
+        "lang", "charset", "http-equiv", "content", "name", "class",
+    }  # fmt: skip
+    assert not any("url" in style or "import" in style for style in inventory.styles)
+
+
+def test_the_report_holds_the_key_figures_the_flagged_pairs_and_the_conversation(
+    store: tuple[sa.Engine, dict[str, int]],
+) -> None:
+    engine, _ = store
+    report = build_report(engine, "incident-1", now=T0)
+    assert report["generated_at"] == "2026-11-30T09:00:00+00:00"
+    assert report["trace"]["display_id"] == "incident-1"
+    assert report["figures"] == {
+        "messages": 10, "tool_calls": 4, "tool_results": 3, "errors": 3, "problems": 8,
+        "total_tokens": 68, "tool_result_tokens": 29, "tool_result_share": 0.4265,
+        "wasted_tokens": 16, "max_occurrence": 3, "flagged_pairs": 4, "corrections": 0,
+        "annotations": 0,
+    }  # fmt: skip
+    assert [(p["pair"], p["reasons"]) for p in report["flagged"]] == [
+        ("2:0", ["error: not_found", "ignored suggestion"]),
+        ("4:0", ["retry after error", "error: not_found", "finding: error_without_suggestion"]),
+        (
+            "6:0",
+            [
+                "loop: identical call #3 (k=3)",
+                "retry after error",
+                "error: not_found",
+                "finding: error_without_suggestion",
+            ],
+        ),
+        ("8:0", ["missing_result"]),
+    ]
+    first = report["flagged"][0]
+    assert first["call"]["arguments"] == '{"id":7}'
+    assert first["result"]["suggestion"] == "Use search_orders instead."
+    assert first["result"]["verdict_reason"] == "repeated the identical failing call"
+    conversation = report["conversation"]
+    assert [m["role"] for m in conversation][:4] == ["system", "user", "assistant", "tool"]
+    assert conversation[1]["content"] == UNTRUSTED_USER
+    assert conversation[3]["result"]["pair"] == "2:0"
+    assert conversation[8]["calls"] == [
+        {"pair": "8:0", "tool": "send_email", "arguments": '{"to":"a@b.c"}',
+         "pair_state": "missing_result"},
+    ]  # fmt: skip
+
+
+def test_a_lone_result_is_flagged_under_its_own_seq(
+    store: tuple[sa.Engine, dict[str, int]],
+) -> None:
+    engine, ids = store
+    report = build_report(engine, ids["orphan-3"])
+    assert [(p["pair"], p["reasons"], "call" in p) for p in report["flagged"]] == [
+        ("r1", ["orphan_result"], False)
+    ]
+
+
+def test_notes_corrections_and_the_review_appear_in_the_report(
+    store: tuple[sa.Engine, dict[str, int]],
+) -> None:
+    engine, ids = store
+    trace = ids["incident-1"]
+    add_annotation(engine, trace, label="root-cause", note="ids are ints", author="ana", now=T0)
+    add_annotation(
+        engine, trace, label="tool-bug", note="no 404 advice", author="bo", message_seq=4,
+        call_index=0, now=T0,
+    )  # fmt: skip
+    correct_result(engine, result_id(engine, trace, 3), author="ana", verdict="followed")
+    mark_reviewed(engine, trace, "ana", now=T0)
+    report = build_report(engine, trace)
+    assert [(n["on"], n["label"], n["author"]) for n in report["annotations"]] == [
+        ("trace", "root-cause", "ana"),
+        ("4:0", "tool-bug", "bo"),
+    ]
+    assert (report["figures"]["corrections"], report["figures"]["annotations"]) == (1, 2)
+    first, second = report["flagged"][:2]
+    assert first["reasons"] == ["error: not_found"]  # the corrected verdict is no longer ignored
+    assert (first["result"]["verdict"], first["result"]["verdict_derived"]) == (
+        "followed",
+        "ignored",
+    )
+    assert [n["note"] for n in second["notes"]] == ["no 404 advice"]
+    assert report["trace"]["reviewed_by"] == "ana"
+    md = to_markdown(report)
+    assert "Corrected by `ana`: error type `not_found` → `not_found`, verdict `ignored` → " in md
+    assert "| Reviewed | `2026-11-30T09:00:00+00:00 by ana` |" in md
+
+
+def test_the_html_report_runs_no_script_and_references_nothing_outside_the_file(
+    store: tuple[sa.Engine, dict[str, int]],
+) -> None:
+    engine, ids = store
+    add_annotation(engine, ids["incident-1"], label="root-cause", note=HOSTILE_NOTE, author="ana")
+    document = to_html(build_report(engine, "incident-1"))
+    assert_self_contained(document)
+    # The content is all there, as inert text.
+    assert (
+        "Cancel order 7 &lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; see https&#58;//"
+        in document
+    )
+    assert "&lt;img src&#61;https&#58;//evil.example/pixel.gif&gt;" in document
+    assert (
+        "&lt;script&gt;steal()&lt;/script&gt; see https&#58;//evil.example/a.png url&#40;//x)"
+        in document
+    )
+    assert "&#64;import" in document
+    assert "default-src &#x27;none&#x27;" not in document  # the CSP itself is not escaped
+    assert "content=\"default-src 'none'; style-src 'unsafe-inline'" in document
+
+
+def test_markdown_keeps_trace_content_in_fences_it_cannot_close(
+    store: tuple[sa.Engine, dict[str, int]],
+) -> None:
+    engine, _ = store
+    md = to_markdown(build_report(engine, "incident-1"))
+    assert f"````text\n{UNTRUSTED_ANSWER}\n````" in md
+    assert f"```text\n{UNTRUSTED_USER}\n```" in md
+    assert md.startswith("# Incident report: `incident-1`\n")
+    # Outside the fences every value is a code span: nothing becomes a link or HTML.
+    outside = re.sub(r"(`{3,})text\n.*?\n\1|(`{3,})json\n.*?\n\2", "", md, flags=re.S)
+    assert "http" not in outside
+    assert "<" not in outside
+
+
+def test_the_json_report_is_the_report_dict(store: tuple[sa.Engine, dict[str, int]]) -> None:
+    engine, _ = store
+    report = build_report(engine, "incident-1")
+    assert orjson.loads(to_json(report)) == report
+
+
+def test_long_messages_are_cut_and_say_how_long_they_were(
+    store: tuple[sa.Engine, dict[str, int]],
+) -> None:
+    engine, _ = store
+    report = build_report(engine, "incident-1", max_chars=10)
+    user = report["conversation"][1]
+    assert (user["content"], user["chars"], user["truncated"]) == ("Cancel ord", 73, True)
+    whole = build_report(engine, "incident-1", max_chars=0)["conversation"][1]
+    assert (whole["content"], whole["truncated"]) == (UNTRUSTED_USER, False)
+
+
+def test_an_unknown_trace_has_no_report(store: tuple[sa.Engine, dict[str, int]]) -> None:
+    engine, _ = store
+    with pytest.raises(UnknownTraceError, match="no trace with id 'nope'"):
+        build_report(engine, "nope")
+
+
+def test_export_prints_markdown_and_writes_html_and_json_files(
+    store: tuple[sa.Engine, dict[str, int]], db_url: str, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    printed = runner.invoke(app, ["export", "incident-1", "--db", db_url])
+    assert printed.exit_code == 0
+    assert printed.stdout.startswith("# Incident report: `incident-1`\n")
+    out = tmp_path / "incident.html"
+    wrote = runner.invoke(
+        app, ["export", "incident-1", "--db", db_url, "--format", "html", "--out", str(out)]
+    )
+    assert wrote.exit_code == 0
+    assert wrote.stderr == f"wrote {out} (4 flagged pairs)\n"
+    assert_self_contained(out.read_text(encoding="utf-8"))
+    as_json = runner.invoke(app, ["export", "orphan-3", "--db", db_url, "--format", "json"])
+    assert orjson.loads(as_json.stdout)["figures"]["problems"] == 1
+
+
+def test_export_of_an_unknown_trace_or_format_is_a_usage_error(
+    store: tuple[sa.Engine, dict[str, int]], db_url: str
+) -> None:
+    runner = CliRunner()
+    missing = runner.invoke(app, ["export", "nope", "--db", db_url])
+    assert missing.exit_code == 2
+    assert missing.stderr == (
+        "Error: no trace with id 'nope'; `toollens pairs` lists the trace ids\n"
+    )
+    pdf = runner.invoke(app, ["export", "incident-1", "--db", db_url, "--format", "pdf"])
+    assert pdf.exit_code == 2
+    assert pdf.stderr == "Error: unknown report format 'pdf'; use md, html or json\n"
+
+
+@pytest.mark.realdata
+def test_the_most_severe_tau_bench_trace_exports_with_its_exact_figures(
+    realdata: Path, sqlite_url: str
+) -> None:
+    engine = make_engine(sqlite_url)
+    import_paths(engine, [realdata / "openai-chat" / "tau-bench-gpt-4o-airline.json"])
+    queue = review_queue(engine, limit=2)
+    assert queue[["display_id", "severity", "errors", "loop_calls"]].values.tolist() == [
+        ["05b2b7ef45ce", 12, 5, 7],
+        ["a82b3e581b56", 9, 6, 3],
+    ]
+    report = build_report(engine, "05b2b7ef45ce")
+    figures = report["figures"]
+    assert (figures["messages"], figures["tool_calls"], figures["errors"]) == (62, 23, 5)
+    assert (figures["tool_result_tokens"], figures["flagged_pairs"]) == (3213, 10)
+    assert report["flagged"][-1]["reasons"][0] == "loop: identical call #4 (k=3)"
+    assert_self_contained(to_html(report))
