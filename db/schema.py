@@ -160,7 +160,7 @@ class MessageRow(Base):
     usage: Mapped[dict[str, Any] | None] = mapped_column()
     source_id: Mapped[str | None] = mapped_column(String(400))
     source_line: Mapped[int | None] = mapped_column(Integer)
-    raw: Mapped[Any] = mapped_column()
+    raw: Mapped[Any] = mapped_column(nullable=True)
 
 
 class ToolCallRow(Base):
@@ -180,7 +180,8 @@ class ToolCallRow(Base):
     tool_call_id: Mapped[str | None] = mapped_column(String(400), index=True)
     tool_name: Mapped[str] = mapped_column(String(400))
     arguments_raw: Mapped[str | None] = mapped_column(Text)
-    arguments: Mapped[Any] = mapped_column()
+    #: Parsed arguments; NULL when they did not parse (see ``args_valid``).
+    arguments: Mapped[Any] = mapped_column(nullable=True)
     args_valid: Mapped[bool] = mapped_column(Boolean, default=True)
     args_error: Mapped[str | None] = mapped_column(Text)
     timestamp: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
