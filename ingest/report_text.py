@@ -40,5 +40,6 @@ def summary_text(data: dict[str, Any]) -> str:
             f"suggestions  {s['with_suggestion']} with a suggestion; followed {s['followed']}, "
             f"ignored {s['ignored']} (follow rate {rate_text})",
             f"findings     {_counts(data['findings'])}",
+            f"corrections  {data.get('corrections', 0)} results corrected by reviewers",
         ]
     )
