@@ -1,0 +1,142 @@
+"""Trace input as bytes: files opened (gunzipped by magic bytes), heads peeked, and the buffer
+the streaming reader scans.
+
+:class:`InputBuffer` keeps only the part of the stream a record still needs, knows the absolute
+offset of its first byte, and counts line numbers lazily with ``bytes.count``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+import sys
+import zlib
+from pathlib import Path
+from typing import BinaryIO, cast
+
+GZIP_MAGIC = b"\x1f\x8b"
+#: Bytes read per step; memory stays near this plus the largest record kept.
+CHUNK_SIZE = 1 << 20
+
+#: The first byte that is not JSON whitespace (space, tab, CR, LF).
+NON_WHITESPACE = re.compile(rb"[^ \t\r\n]")
+
+
+def open_input(path: str | Path) -> BinaryIO:
+    """Open a trace file for binary reading, gunzipping it when it starts with ``1f 8b``.
+
+    The gzip magic bytes decide, not the extension. ``"-"`` reads standard input (also
+    gunzipped when compressed). The caller closes the stream (``with open_input(p) as f``).
+    """
+    if str(path) == "-":
+        stdin = cast(io.BufferedReader, sys.stdin.buffer)
+        # peek does not consume: the magic bytes stay in the stream for whoever reads it.
+        if stdin.peek(2)[:2] == GZIP_MAGIC:
+            return cast(BinaryIO, gzip.GzipFile(fileobj=stdin, mode="rb"))
+        return stdin
+    with open(path, "rb") as probe:
+        compressed = probe.read(2) == GZIP_MAGIC
+    if compressed:
+        return cast(BinaryIO, gzip.open(path, "rb"))
+    return open(path, "rb")
+
+
+def read_head(path: str | Path, size: int = 65536) -> bytes:
+    """The first ``size`` decompressed bytes of a file (fewer if it is shorter), for sniffing.
+
+    A compressed file cut short yields the bytes that could be decompressed. For ``"-"`` the
+    head is peeked from standard input without consuming it, so it holds at most what stdin
+    has buffered (8 KiB by default) before decompression.
+    """
+    if str(path) == "-":
+        peeked = cast(io.BufferedReader, sys.stdin.buffer).peek(size)
+        if peeked[:2] != GZIP_MAGIC:
+            return peeked[:size]
+        try:
+            return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(peeked, size)
+        except zlib.error:
+            return b""
+    parts: list[bytes] = []
+    have = 0
+    with open_input(path) as stream:
+        while have < size:
+            try:
+                # read1: a cut-off gzip keeps what was decompressed before the damage.
+                part = cast(io.BufferedIOBase, stream).read1(size - have)
+            except (EOFError, zlib.error, gzip.BadGzipFile):
+                break
+            if not part:
+                break
+            parts.append(part)
+            have += len(part)
+    return b"".join(parts)
+
+
+class InputBuffer:
+    """The part of the stream still needed, its absolute offset, and lazy line counting."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.buf = bytearray()
+        #: Absolute offset of ``buf[0]`` in the stream.
+        self.base = 0
+        #: Line number at absolute offset ``counted`` (newlines before it are counted).
+        self.line = 1
+        self.counted = 0
+        self.eof = False
+        #: Why reading stopped early (a damaged compressed stream), if it did.
+        self.error: str | None = None
+        # Reused for every read: a fresh 1 MiB bytes per read costs page faults each time.
+        self.chunk = bytearray(CHUNK_SIZE)
+        # readinto1 where there is one: a damaged gzip still hands over what it decompressed
+        # before the damage (readinto would lose it all).
+        self.readinto = getattr(stream, "readinto1", None) or getattr(stream, "readinto", None)
+
+    def fill(self) -> bool:
+        """Append the next chunk to ``buf``; False at the end of the input."""
+        if self.eof:
+            return False
+        try:
+            if self.readinto is None:
+                data: bytes | memoryview = self.stream.read(CHUNK_SIZE)
+            else:
+                data = memoryview(self.chunk)[: self.readinto(self.chunk) or 0]
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            self.error = str(exc)
+            data = b""
+        with memoryview(data) as view:
+            self.buf += view
+            self.eof = not view
+        return not self.eof
+
+    def line_at(self, rel: int) -> int:
+        """1-based line of ``buf[rel]``; positions are asked for in increasing order."""
+        start = self.counted - self.base
+        if rel > start:
+            self.line += self.buf.count(b"\n", start, rel)
+            self.counted = self.base + rel
+        return self.line
+
+    def drop(self, rel: int) -> None:
+        """Forget ``buf[:rel]`` (its newlines stay counted)."""
+        if rel > 0:
+            self.line_at(rel)
+            del self.buf[:rel]
+            self.base += rel
+
+    def take(self, start: int, stop: int) -> bytes:
+        """``bytes(buf[start:stop])`` with a single copy."""
+        with memoryview(self.buf) as view:
+            return view[start:stop].tobytes()
+
+    def find_content(self, pos: int) -> int:
+        """Index of the first non-whitespace byte at or after ``pos`` (-1 at end of input)."""
+        while True:
+            found = NON_WHITESPACE.search(self.buf, pos)
+            if found is not None:
+                return found.start()
+            self.drop(len(self.buf))
+            pos = 0
+            if not self.fill():
+                return -1
