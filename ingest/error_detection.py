@@ -1,0 +1,300 @@
+"""Error detection: does a Tool Message's text read as an error at all?
+
+``DETECTION_RULES`` (plus the JSON rules named in ``JSON_DETECTION_RULES``) is an ordered table
+of named, compiled patterns; :func:`detect_error` returns the name of the first that fires, so
+every inferred error can be explained. Which ``error_type`` an error has is decided separately,
+by the type rules in ``ingest.error_rules``, which reuse the traceback, crash and HTTP status
+patterns defined here.
+
+False positives matter more than misses here: a successful result that merely *mentions*
+"error" in its data must stay a success. So detection rules anchor at the start of the text or
+on its first line, or need a marker that only errors carry (``Traceback (most recent call
+last):``, ``HTTP 503``); content that parses as a JSON object or array is judged by its
+top-level keys only, never by words inside its values.
+
+Long content: regexes only look at the first and last 16 KB (:func:`scan_window`). Errors
+announce themselves at the start (``Error: …``) or the end (a traceback's last line), and
+scanning a multi-megabyte file dump would cost more than the whole import of the message.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import orjson
+
+#: Characters kept from each end of a long text before regexes run over it.
+SCAN_EDGE: Final = 16_384
+#: Characters of the start of a text that ``head`` detection rules look at.
+HEAD_CHARS: Final = 500
+
+Region = Literal["first_line", "head", "edges"]
+#: Non-blank lines at each end of a text that ``edges`` detection rules look at.
+EDGE_LINES: Final = 3
+
+
+@dataclass(frozen=True, slots=True)
+class DetectionRule:
+    """A named pattern that marks a text as an error, and which part of the text it reads."""
+
+    name: str
+    pattern: re.Pattern[str]
+    #: ``first_line``: the first non-blank line; ``head``: the first ``HEAD_CHARS`` characters;
+    #: ``edges``: the first and last ``EDGE_LINES`` non-blank lines, where tool runtimes put
+    #: their own messages (a traceback header, an exception's last line, a crash report) while
+    #: the middle is the tool's output and may quote anything.
+    region: Region
+    description: str
+
+
+def scan_window(text: str) -> str:
+    """The part of ``text`` regexes look at: all of it, or its first and last ``SCAN_EDGE`` chars.
+
+    The two ends are joined with a newline so that a line-anchored rule cannot match across the
+    cut. Applying it twice changes nothing.
+
+    >>> len(scan_window("x" * 100_000))
+    32769
+    """
+    if len(text) <= 2 * SCAN_EDGE + 1:
+        return text
+    return text[:SCAN_EDGE] + "\n" + text[-SCAN_EDGE:]
+
+
+_HTTP_MARKER = (
+    r"(?:\bHTTP(?:/\d(?:\.\d)?)?[ :]*(?:error[ :]*)?"
+    r"|\bstatus(?:[ _-]?code)?['\"]?[ \t]*(?:[:=][ \t]*)?['\"]?"
+    # "Error 404" and "error code: 500", but not "Error: 400 miles is too far".
+    r"|\berror[ _-]?code[ :=]*|\berror (?=\d))"
+)
+
+
+def http_status(codes: str, reasons: tuple[str, ...]) -> re.Pattern[str]:
+    """An HTTP status written with a marker ("HTTP 429", "status_code=429") or reason phrase.
+
+    A bare number is never enough: "429 results" or "area code 415" are not HTTP statuses.
+    """
+    phrases = "|".join(re.escape(reason) for reason in reasons)
+    return re.compile(
+        rf"{_HTTP_MARKER}(?:{codes})\b|\b(?:{codes})\s+(?:{phrases})\b", re.IGNORECASE
+    )
+
+
+def rx(pattern: str, flags: int = re.IGNORECASE) -> re.Pattern[str]:
+    """A rule's compiled pattern: case-insensitive unless ``flags`` say otherwise."""
+    return re.compile(pattern, flags)
+
+
+def split_words(keywords: str) -> tuple[str, ...]:
+    """The alternatives of ``"a|b|c"`` as a tuple: how rule tables write word lists."""
+    return tuple(keywords.split("|"))
+
+
+_PY_EXCEPTION_LINE = (
+    # ``ValueError: x`` / ``requests.exceptions.ReadTimeout: x`` at a line start; a plain
+    # ``Error:`` is a message prefix, not an exception class, so it is excluded.
+    r"^(?:[A-Za-z_]\w*\.)*(?!Error\b|Exception\b)[A-Z]\w*(?:Error|Exception)\b(?::|$)"
+)
+#: A traceback header, a stack frame (Python, Java, JavaScript) or an exception line.
+TRACEBACK = re.compile(
+    r"Traceback \(most recent call last\):"
+    r"|^Exception in thread \"[^\"\n]*\""
+    r"|^[ \t]+at [\w$.<>]+\([\w$]+\.(?:java|kt|scala|groovy):\d+\)"
+    r"|^[ \t]+at (?:[^\s()]+ \()?(?:file://|/|[A-Za-z]:\\|node:|<anonymous>)[^\n]*:\d+:\d+\)?$"
+    rf"|{_PY_EXCEPTION_LINE}",
+    re.MULTILINE,
+)
+#: A crashed process: segmentation fault, core dump, Go or Rust panic, fatal runtime error.
+CRASH = rx(
+    r"\bsegmentation fault\b|\bcore dumped\b|\bpanicked at\b|^panic: |\bgoroutine \d+ \[running\]"
+    r"|\bfatal (?:python )?error: (?:runtime|out of memory)",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+_BARE_ERROR_WORDS = r"error|errors|errored|failed|failure|fail"
+
+DETECTION_RULES: tuple[DetectionRule, ...] = (
+    DetectionRule(
+        "bare_error_word",
+        rx(rf"\A\W*(?:{_BARE_ERROR_WORDS})\W*\Z"),
+        "head",
+        'the whole content is "error", "failed" …',
+    ),
+    DetectionRule(
+        "error_prefix",
+        # "Error rate: 2%" or "Error handling docs" start with the word but are not errors.
+        re.compile(
+            r"\A\s*(?:\[?ERROR\]?\b|Error(?!\s+(?:rates?|counts?|budgets?|logs?|handling"
+            r"|analysis|reports?|summary|bars?)\b)\b|error:|(?:fatal|FATAL)(?: error)?:)"
+        ),
+        "head",
+        'the text starts with "Error", "ERROR", "error:" or "fatal:"',
+    ),
+    DetectionRule(
+        "traceback", TRACEBACK, "edges", "a traceback, stack frames or an exception line"
+    ),
+    DetectionRule("crash_text", CRASH, "edges", "segmentation fault, core dump or panic"),
+    DetectionRule(
+        "http_error_status",
+        http_status(
+            r"[45]\d\d",
+            split_words(
+                "Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Method Not Allowed"
+                "|Request Timeout|Conflict|Gone|Unprocessable Entity|Too Many Requests"
+                "|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout"
+            ),
+        ),
+        "head",
+        'an HTTP status >= 400 near the start ("HTTP 503", "status code 500", "404 Not Found")',
+    ),
+    DetectionRule(
+        "failure_phrase",
+        # Verbs of failure open the line, optionally after a "program:" prefix the way
+        # command-line tools report; the phrases after them never describe a successful result.
+        rx(
+            r"\A(?:[\w./ -]{1,60}:\s*)?(?:failed to|failed:|unable to|could not"
+            r"|couldn't|cannot|can't)\b"
+            r"|\b(?:timed out|connection refused|service unavailable|rate limit exceeded"
+            r"|too many requests|quota exceeded|access denied)\b"
+        ),
+        "first_line",
+        'the first line says "failed to", "could not", "timed out", "access denied" …',
+    ),
+    DetectionRule(
+        "shell_error",
+        rx(r"\b(?:command not found|no such file or directory|permission denied)\b"),
+        "first_line",
+        'the first line is a shell error ("command not found", "No such file or directory")',
+    ),
+    DetectionRule(
+        "exception_text",
+        rx(r"\bexception\b"),
+        "first_line",
+        'the first line mentions an "exception"',
+    ),
+)
+
+#: Names of the rules that read content parsed as JSON (only top-level keys count).
+JSON_DETECTION_RULES: tuple[str, ...] = (
+    "json_error_field",
+    "json_status_error",
+    "json_success_false",
+)
+
+_ERROR_STATUS_WORDS = frozenset({"error", "errored", "fail", "failed", "failure"})
+# A truncated or otherwise unparsable object that still opens with a non-empty "error" field
+# (ToolBench observations are cut at 1,024 characters).
+_JSON_ERROR_HEAD = re.compile(r'\A\s*\{\s*"error"\s*:\s*(?:"(?!")|\{\s*")')
+
+#: Returned by :func:`parse_json` for text that is not a JSON document.
+NOT_JSON: Final[Any] = object()
+_NOT_PARSED: Final[Any] = object()
+
+
+def parse_json(text: str) -> Any:
+    """The JSON value of ``text``, or ``NOT_JSON`` when it is not a JSON document.
+
+    >>> parse_json('{"a": 1}')
+    {'a': 1}
+    >>> parse_json("Error: x") is NOT_JSON
+    True
+    """
+    if _head(text)[:1] not in ("{", "[", '"'):
+        return NOT_JSON
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return NOT_JSON
+
+
+def _json_error_rule(value: dict[str, Any]) -> str | None:
+    error = value.get("error")
+    # ToolBench writes {"error": "", "response": …} for every success, so only a non-empty
+    # error counts.
+    if (
+        error is True
+        or (isinstance(error, str) and error.strip())
+        or (isinstance(error, dict | list) and error)
+    ):
+        return "json_error_field"
+    for key in ("status", "statusCode", "status_code"):
+        status = value.get(key)
+        if isinstance(status, str) and status.strip().lower() in _ERROR_STATUS_WORDS:
+            return "json_status_error"
+        if isinstance(status, int) and not isinstance(status, bool) and 400 <= status <= 599:
+            return "json_status_error"
+    if value.get("success") is False or value.get("ok") is False:
+        return "json_success_false"
+    return None
+
+
+def _head(text: str) -> str:
+    # Leading whitespace is skipped within the scanned window only, so a megabyte of blanks
+    # costs no more than 16 KB.
+    return text[:SCAN_EDGE].lstrip()[:HEAD_CHARS]
+
+
+def first_line(text: str) -> str:
+    r"""The first non-blank line of ``text``, stripped and cut to ``HEAD_CHARS`` characters.
+
+    >>> first_line("\n  Error: boom\nmore")
+    'Error: boom'
+    """
+    return _head(text).split("\n", 1)[0].strip()
+
+
+def edge_lines(text: str, count: int = EDGE_LINES) -> str:
+    r"""The first and last ``count`` non-blank lines of ``text`` (all of them if few), joined.
+
+    >>> edge_lines("a\n\nb\nc\nd\ne\nf\ng", 2)
+    'a\nb\nf\ng'
+    """
+    window = scan_window(text)
+    if window.count("\n") < 4 * count:
+        lines = [line for line in window.splitlines() if line.strip()]
+    else:
+        # Only the ends are split, so a 32 KB window does not become thousands of strings.
+        head = [line for line in window[: HEAD_CHARS * count].splitlines() if line.strip()]
+        tail = [line for line in window[-HEAD_CHARS * count :].splitlines() if line.strip()]
+        lines = head[:count] + tail[-count:]
+    if len(lines) > 2 * count:
+        lines = lines[:count] + lines[-count:]
+    # Runtime messages are short; cutting each line keeps a one-line megabyte result cheap.
+    return "\n".join(line[:HEAD_CHARS] for line in lines)
+
+
+def _region(text: str, region: Region) -> str:
+    if region == "first_line":
+        return first_line(text)
+    if region == "head":
+        return _head(text)
+    return edge_lines(text)
+
+
+def detect_error(text: str, parsed: Any = _NOT_PARSED) -> str | None:
+    """Name of the first detection rule by which ``text`` reads as an error, else ``None``.
+
+    ``parsed`` may pass the result of :func:`parse_json` for ``text`` when the caller already
+    has it, so that large JSON content is parsed once.
+
+    >>> detect_error("Error: flight HAT030 not available on date 2024-05-13")
+    'error_prefix'
+    >>> detect_error('{"error": "", "response": "[]"}') is None
+    True
+    """
+    value = parse_json(text) if parsed is _NOT_PARSED else parsed
+    if isinstance(value, dict):
+        return _json_error_rule(value)
+    if isinstance(value, list):
+        return None
+    if isinstance(value, str):
+        # A JSON-encoded string is judged by the text it encodes.
+        text = value
+    elif _JSON_ERROR_HEAD.search(_head(text)):
+        return "json_error_field"
+    for rule in DETECTION_RULES:
+        if rule.pattern.search(_region(text, rule.region)):
+            return rule.name
+    return None
