@@ -6,7 +6,7 @@ two databases; callers ask this module and never test ``dialect.name`` themselve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, assert_never
 
@@ -55,39 +55,50 @@ def bulk_insert(
     SQLite: the DBAPI cursor's ``executemany`` inside the caller's transaction. PostgreSQL:
     ``COPY … FROM STDIN``, about 6x faster than ``executemany`` there.
     """
-    json_idx = [i for i, c in enumerate(columns) if c in json_columns]
+    json_idx = frozenset(i for i, c in enumerate(columns) if c in json_columns)
     kind = name_of(conn)
     if kind == "sqlite":
-        prepared = []
-        for row in rows:
-            values = [_sqlite_value(v) for v in row]
-            for i in json_idx:
-                values[i] = _json_text(values[i])
-            prepared.append(values)
         placeholders = ", ".join("?" for _ in columns)
         sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})"
         raw = conn.connection.driver_connection
         assert raw is not None
         cur = raw.cursor()
         try:
-            cur.executemany(sql, prepared)
+            cur.executemany(sql, _converted(rows, json_idx, _sqlite_value))
         finally:
             cur.close()
     elif kind == "postgresql":
         raw = conn.connection.driver_connection
         assert raw is not None
         with raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as cp:
-            if json_idx:
-                for row in rows:
-                    values = list(row)
-                    for i in json_idx:
-                        values[i] = _json_text(values[i])
-                    cp.write_row(values)
-            else:
-                for row in rows:
-                    cp.write_row(row)
+            for row in _converted(rows, json_idx, None):
+                cp.write_row(row)
     else:
         assert_never(kind)
+
+
+def _converted(
+    rows: Sequence[Sequence[Any]], json_idx: frozenset[int], plain: Callable[[Any], Any] | None
+) -> Sequence[Sequence[Any]]:
+    """``rows`` with JSON columns serialized and, when ``plain`` is given, every column holding
+    a datetime passed through it; columns needing nothing are left alone.
+
+    Works a column at a time: transposing with ``zip`` and testing a column's value types with
+    ``set(map(type, ...))`` run in C, where a per-value Python call cost a quarter of a write.
+    """
+    if not rows or (not json_idx and plain is None):
+        return rows
+    columns = list(zip(*rows, strict=True))
+    changed = False
+    for i, column in enumerate(columns):
+        if i in json_idx:
+            values = column if plain is None else tuple(map(plain, column))
+            columns[i] = tuple(map(_json_text, values))
+            changed = True
+        elif plain is not None and any(issubclass(t, datetime) for t in set(map(type, column))):
+            columns[i] = tuple(map(plain, column))
+            changed = True
+    return list(zip(*columns, strict=True)) if changed else rows
 
 
 def time_bucket(conn: Connection, column: Any, unit: Literal["hour", "day", "week"]) -> Any:

@@ -1,8 +1,8 @@
 """The import pipeline: files -> records -> canonical traces -> tokens -> analysis -> rows.
 
 Every input record ends up exactly once as imported, duplicate or rejected (kept with
-``file:line``, byte offset, reason and raw bytes). Token counting, the dominant cost, runs in
-worker processes while the parent parses, analyzes and writes the previous batch.
+``file:line``, byte offset, reason and raw bytes). Token counting, analysis and row building run
+in worker processes, a batch of traces at a time, while the parent reads, parses and writes.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from db.write import finish_import, start_import, write_rejected, write_traces
+from db.write import TraceRows, finish_import, start_import, write_rejected, write_traces
 from ingest import formats
 from ingest.analysis import analyze_trace
 from ingest.facts import DEFAULT_TOKEN_BUDGET
@@ -197,8 +198,26 @@ def _counted(
         yield item
 
 
+def analyze_batch(batch: Sequence[Trace], encoding: str, budget: int) -> list[TraceRows]:
+    """Token counts, analysis and rows of a batch of traces: the unit of work of a worker.
+
+    Everything per trace that does not need the database happens here, so that with N workers
+    the parent is left with only reading, parsing and writing.
+    """
+    counts = count_many([m.content for t in batch for m in t.messages], encoding)
+    rows: list[TraceRows] = []
+    pos = 0
+    for trace in batch:
+        tokens = counts[pos : pos + len(trace.messages)]
+        pos += len(trace.messages)
+        facts = analyze_trace(trace, tokens, budget=budget)
+        rows.append(build_rows(trace, facts, tokens))
+    return rows
+
+
 class _BatchWriter:
-    """Batches traces; workers count tokens while the previous batch is analyzed and written."""
+    """Batches traces; workers count tokens and analyze batches while the parent parses and
+    writes, so the parent's share (reading, parsing, writing) sets the pace."""
 
     def __init__(
         self,
@@ -215,11 +234,13 @@ class _BatchWriter:
         self.encoding = encoding
         self.budget = budget
         self.pool = ProcessPoolExecutor(workers) if workers > 0 else None
-        self.workers = max(workers, 1)
+        # One batch per worker plus one queued, so no worker idles while the parent writes;
+        # batches are written in submission order, so de-duplication sees the input order.
+        self.max_pending = workers + 1
         self.batch: list[Trace] = []
         self.batch_messages = 0
         self.rejected: list[Rejected] = []
-        self.pending: tuple[list[Trace], list[Future[list[int]]]] | None = None
+        self.pending: deque[Future[list[TraceRows]]] = deque()
 
     def __enter__(self) -> _BatchWriter:
         return self
@@ -252,32 +273,18 @@ class _BatchWriter:
         if not self.batch:
             return
         batch, self.batch, self.batch_messages = self.batch, [], 0
-        texts = [m.content for t in batch for m in t.messages]
-        futures: list[Future[list[int]]] = []
-        if self.pool is not None:
-            step = max(1, -(-len(texts) // self.workers))
-            for i in range(0, len(texts), step):
-                futures.append(self.pool.submit(count_many, texts[i : i + step], self.encoding))
-        else:
-            done: Future[list[int]] = Future()
-            done.set_result(count_many(texts, self.encoding))
-            futures.append(done)
-        # Write the previous batch while the workers count this one.
-        self._drain()
-        self.pending = (batch, futures)
+        if self.pool is None:
+            self._write(analyze_batch(batch, self.encoding, self.budget))
+            return
+        self.pending.append(self.pool.submit(analyze_batch, batch, self.encoding, self.budget))
+        while len(self.pending) > self.max_pending:
+            self._write(self.pending.popleft().result())
 
     def _drain(self) -> None:
-        if self.pending is None:
-            return
-        batch, futures = self.pending
-        self.pending = None
-        counts = [n for f in futures for n in f.result()]
-        rows, pos = [], 0
-        for trace in batch:
-            tokens = counts[pos : pos + len(trace.messages)]
-            pos += len(trace.messages)
-            facts = analyze_trace(trace, tokens, budget=self.budget)
-            rows.append(build_rows(trace, facts, tokens))
+        while self.pending:
+            self._write(self.pending.popleft().result())
+
+    def _write(self, rows: list[TraceRows]) -> None:
         result = write_traces(self.engine, self.import_id, rows)
         self.summary.traces += result.imported
         self.summary.duplicates += result.duplicates

@@ -1,0 +1,1 @@
+"""Benchmarks: ``make bench`` (import speed against a measured ceiling) and friends."""
