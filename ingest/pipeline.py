@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine
 
 from db.write import TraceRows, finish_import, start_import, write_rejected, write_traces
@@ -36,6 +37,9 @@ BATCH_MESSAGES = 5000
 PARALLEL_MIN_BYTES = 4 * 1024 * 1024
 #: Raw bytes kept for a file whose format is not recognized.
 UNKNOWN_FORMAT_KEEP = 1024 * 1024
+#: Deepest JSON nesting accepted. Raw payloads are stored (and hashed) as JSON again, and
+#: orjson refuses to serialize more than 254 levels; the margin covers the wrapping we add.
+MAX_NESTING = 200
 
 ProgressFn = Callable[[int], None]
 
@@ -182,7 +186,7 @@ def parse_file(
         )
         return
     with open_input(path) as stream:
-        records: Iterable[Record | Rejected] = iter_records(stream, name)
+        records: Iterable[Record | Rejected] = iter_records(stream, name, max_depth=MAX_NESTING)
         if summary is not None:
             records = _counted(records, summary, progress)
         yield from module.parse(records, name)
@@ -198,21 +202,38 @@ def _counted(
         yield item
 
 
-def analyze_batch(batch: Sequence[Trace], encoding: str, budget: int) -> list[TraceRows]:
+def analyze_batch(batch: Sequence[Trace], encoding: str, budget: int) -> list[TraceRows | Rejected]:
     """Token counts, analysis and rows of a batch of traces: the unit of work of a worker.
 
     Everything per trace that does not need the database happens here, so that with N workers
-    the parent is left with only reading, parsing and writing.
+    the parent is left with only reading, parsing and writing. A trace the analysis trips over
+    becomes a rejection (``analysis_failed``) instead of stopping the import.
     """
     counts = count_many([m.content for t in batch for m in t.messages], encoding)
-    rows: list[TraceRows] = []
+    rows: list[TraceRows | Rejected] = []
     pos = 0
     for trace in batch:
         tokens = counts[pos : pos + len(trace.messages)]
         pos += len(trace.messages)
-        facts = analyze_trace(trace, tokens, budget=budget)
-        rows.append(build_rows(trace, facts, tokens))
+        try:
+            facts = analyze_trace(trace, tokens, budget=budget)
+            rows.append(build_rows(trace, facts, tokens))
+        except Exception as exc:  # odd data must never stop an import; the trace is kept
+            rows.append(_analysis_failure(trace, exc))
     return rows
+
+
+def _analysis_failure(trace: Trace, exc: Exception) -> Rejected:
+    """A trace the analysis could not handle, as a rejection holding its messages' payloads."""
+    raw = orjson.dumps([m.raw for m in trace.messages], default=str, option=orjson.OPT_NON_STR_KEYS)
+    return Rejected(
+        source_file=trace.source_file,
+        line=trace.source_line or 0,
+        byte_offset=0,
+        reason="analysis_failed",
+        message=f"could not analyze this trace: {exc.__class__.__name__}: {exc}",
+        raw=raw,
+    )
 
 
 class _BatchWriter:
@@ -240,7 +261,7 @@ class _BatchWriter:
         self.batch: list[Trace] = []
         self.batch_messages = 0
         self.rejected: list[Rejected] = []
-        self.pending: deque[Future[list[TraceRows]]] = deque()
+        self.pending: deque[Future[list[TraceRows | Rejected]]] = deque()
 
     def __enter__(self) -> _BatchWriter:
         return self
@@ -284,7 +305,13 @@ class _BatchWriter:
         while self.pending:
             self._write(self.pending.popleft().result())
 
-    def _write(self, rows: list[TraceRows]) -> None:
+    def _write(self, items: list[TraceRows | Rejected]) -> None:
+        rows: list[TraceRows] = []
+        for item in items:
+            if isinstance(item, Rejected):
+                self.add(item)
+            else:
+                rows.append(item)
         result = write_traces(self.engine, self.import_id, rows)
         self.summary.traces += result.imported
         self.summary.duplicates += result.duplicates

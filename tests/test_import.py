@@ -214,3 +214,42 @@ def test_toolbench_answers_import_without_loss_paired_by_position(
     assert (data["tool_calls"], data["tool_results"]) == (50, 37)
     assert methods == {"position": 37, None: 13}
     assert unanswered == [("Finish",)]
+
+
+def test_nesting_deeper_than_storage_allows_is_rejected(tmp_path: Path) -> None:
+    deep = b'{"messages": [{"role": "user", "content": "x", "extra": ' + b"[" * 250 + b"]" * 250
+    path = write_jsonl(tmp_path / "deep.jsonl", [json.dumps(CONVERSATION).encode(), deep + b"}]}"])
+    engine = make_engine(str(tmp_path / "t.db"))
+    summary = import_paths(engine, [path])
+    engine.dispose()
+    assert (summary.traces, summary.rejected) == (1, 1)
+    rejected = summary.rejections[0]
+    assert (rejected.line, rejected.reason, rejected.message) == (
+        2,
+        "too_deep",
+        "nesting deeper than 200 levels",
+    )
+
+
+def test_a_trace_the_analysis_trips_over_is_kept_as_a_rejection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ingest.pipeline
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise ValueError("rule exploded")
+
+    monkeypatch.setattr(ingest.pipeline, "analyze_trace", broken)
+    path = write_jsonl(tmp_path / "a.jsonl", [json.dumps(CONVERSATION).encode()])
+    engine = make_engine(str(tmp_path / "t.db"))
+    summary = import_paths(engine, [path], workers=0)
+    with engine.connect() as conn:
+        row = conn.execute(sa.select(RejectedRecord)).one()
+    engine.dispose()
+    assert (summary.traces, summary.rejected) == (0, 1)
+    assert (row.line, row.reason, row.message) == (
+        1,
+        "analysis_failed",
+        "could not analyze this trace: ValueError: rule exploded",
+    )
+    assert json.loads(row.raw)[0] == {"role": "user", "content": "Weather in Paris?"}
