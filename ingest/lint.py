@@ -66,11 +66,11 @@ class LintReport:
                 self.by_tool[tool][LOOP_FINDING] += 1
         by_seq = {m.seq: m for m in trace.messages}
         for result in facts.results:
-            tool: str | None = names.get(result.call_ref) if result.call_ref else None
-            if tool is None:
+            answered = names.get(result.call_ref) if result.call_ref else None
+            if answered is None:
                 provided = by_seq[result.message_seq].tool_result
-                tool = (provided.name if provided else None) or "(unknown)"
-            self.by_tool[tool].update(result.findings)
+                answered = (provided.name if provided else None) or "(unknown)"
+            self.by_tool[answered].update(result.findings)
 
 
 def lint_paths(
