@@ -1,0 +1,143 @@
+"""Chart builders for the Errors page: pure functions from DataFrames to Plotly figures.
+
+Each error type keeps one color on every chart (the taxonomy's order picks it), so "timeout" in
+the by-tool chart is the same orange as "timeout" over time.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+#: The error-type taxonomy in display order (DESIGN.md); unknown protocol types come after.
+ERROR_TYPE_ORDER: tuple[str, ...] = (
+    "rate_limit",
+    "timeout",
+    "unavailable",
+    "auth",
+    "not_found",
+    "invalid_params",
+    "invalid_arguments_json",
+    "unknown_tool",
+    "tool_exception",
+    "conflict",
+    "quota",
+    "content_filter",
+    "other",
+)
+_PALETTE: tuple[str, ...] = tuple(qualitative.Plotly) + tuple(qualitative.Set2)
+#: Order in which the ways of recognizing an error are shown.
+STATUS_SOURCE_ORDER: tuple[str, ...] = ("explicit", "protocol", "inferred")
+SOURCE_COLORS: dict[str, str] = {
+    "explicit": "#636EFA",
+    "protocol": "#00CC96",
+    "inferred": "#FFA15A",
+}
+
+
+def error_type_color(error_type: str) -> str:
+    """A stable color for an error type: by taxonomy position, else by a hash of the name."""
+    if error_type in ERROR_TYPE_ORDER:
+        return _PALETTE[ERROR_TYPE_ORDER.index(error_type)]
+    return _PALETTE[zlib.crc32(error_type.encode()) % len(_PALETTE)]
+
+
+def ordered_error_types(types: pd.Series) -> list[str]:
+    """The distinct error types of ``types``: taxonomy order first, then others by name."""
+    present = set(types.dropna().astype(str))
+    known = [t for t in ERROR_TYPE_ORDER if t in present]
+    return known + sorted(present - set(known))
+
+
+def error_types_by_tool_chart(df: pd.DataFrame) -> go.Figure:
+    """Stacked horizontal bars: errors per tool, one segment per error type.
+
+    ``df`` has columns ``tool``, ``error_type``, ``errors``; tools are drawn top-down in the
+    order they first appear (the query sorts them by their error total).
+    """
+    tools = list(dict.fromkeys(df["tool"]))
+    fig = go.Figure()
+    for error_type in ordered_error_types(df["error_type"]):
+        part = df[df["error_type"] == error_type]
+        counts = dict(zip(part["tool"], part["errors"], strict=True))
+        fig.add_trace(
+            go.Bar(
+                name=error_type,
+                y=[t for t in tools if t in counts],
+                x=[int(counts[t]) for t in tools if t in counts],
+                orientation="h",
+                marker_color=error_type_color(error_type),
+                hovertemplate="%{y}<br>" + error_type + ": %{x}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="stack",
+        xaxis_title="errors",
+        yaxis={"categoryorder": "array", "categoryarray": tools[::-1], "title": None},
+        legend_title_text="error type",
+        height=max(260, 34 * len(tools) + 120),
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    )
+    return fig
+
+
+def errors_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
+    """Stacked bars: errors per time bucket (or per import), one segment per error type.
+
+    ``df`` has columns ``bucket``, ``error_type``, ``errors``; ``unit`` names the axis
+    (``hour``, ``day`` or ``import``).
+    """
+    buckets = list(dict.fromkeys(df["bucket"]))
+    fig = go.Figure()
+    for error_type in ordered_error_types(df["error_type"]):
+        part = df[df["error_type"] == error_type]
+        fig.add_trace(
+            go.Bar(
+                name=error_type,
+                x=[str(b) for b in part["bucket"]],
+                y=[int(n) for n in part["errors"]],
+                marker_color=error_type_color(error_type),
+            )
+        )
+    fig.update_layout(
+        barmode="stack",
+        xaxis={
+            "type": "category",
+            "categoryorder": "array",
+            "categoryarray": [str(b) for b in buckets],
+            "title": unit,
+        },
+        yaxis_title="errors",
+        legend_title_text="error type",
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    )
+    return fig
+
+
+def error_sources_chart(df: pd.DataFrame) -> go.Figure:
+    """Bars: errors by how they were recognized (explicit flag, protocol, inferred by a rule).
+
+    ``df`` has columns ``status_source``, ``rule``, ``errors``; rules are summed per source.
+    """
+    totals = df.groupby("status_source")["errors"].sum()
+    sources = [s for s in STATUS_SOURCE_ORDER if s in totals.index]
+    sources += sorted(set(totals.index) - set(sources))
+    fig = go.Figure(
+        go.Bar(
+            x=sources,
+            y=[int(totals[s]) for s in sources],
+            text=[int(totals[s]) for s in sources],
+            textposition="auto",
+            marker_color=[SOURCE_COLORS.get(s, "#B6B6B6") for s in sources],
+        )
+    )
+    fig.update_layout(
+        xaxis_title="recognized by",
+        yaxis_title="errors",
+        height=280,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    )
+    return fig

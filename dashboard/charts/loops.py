@@ -1,0 +1,37 @@
+"""Chart builders for the Loops page: pure functions from DataFrames to Plotly figures."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+
+def loops_by_tool_chart(df: pd.DataFrame, k: int) -> go.Figure:
+    """Horizontal bars: looping signatures per tool at threshold ``k``.
+
+    ``df`` has columns ``tool``, ``loops``, ``calls``, ``wasted_tokens``; tools are drawn
+    top-down in ``df`` order (the query sorts by loops).
+    """
+    tools = [str(t) for t in df["tool"]]
+    fig = go.Figure(
+        go.Bar(
+            y=tools,
+            x=[int(n) for n in df["loops"]],
+            orientation="h",
+            marker_color="#AB63FA",
+            customdata=[
+                [int(c), int(w)] for c, w in zip(df["calls"], df["wasted_tokens"], strict=True)
+            ],
+            hovertemplate=(
+                "%{y}<br>loops: %{x}<br>calls: %{customdata[0]}"
+                "<br>wasted tokens: %{customdata[1]}<extra></extra>"
+            ),
+        )
+    )
+    fig.update_layout(
+        xaxis_title=f"signatures repeated ≥ {k} times in a trace",
+        yaxis={"categoryorder": "array", "categoryarray": tools[::-1], "title": None},
+        height=max(240, 34 * len(tools) + 110),
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    )
+    return fig

@@ -1,0 +1,110 @@
+"""Chart builders for the Suggestions page: pure functions from DataFrames to Plotly figures.
+
+A follow rate is never drawn without its counts: every bar carries ``followed/decided`` as text.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+VERDICT_ORDER: tuple[str, ...] = ("followed", "ignored", "unclear", "no_next_action")
+VERDICT_COLORS: dict[str, str] = {
+    "followed": "#00CC96",
+    "ignored": "#EF553B",
+    "unclear": "#B6B6B6",
+    "no_next_action": "#636EFA",
+}
+OUTCOME_COLORS: dict[str, str] = {
+    "recovered": "#00CC96",
+    "not_recovered": "#EF553B",
+    "no_next_call": "#B6B6B6",
+}
+
+
+def rate_label(followed: int, decided: int) -> str:
+    """``"9/12 (75 %)"``, or ``"0 decided"`` when there is no followed or ignored verdict."""
+    if decided == 0:
+        return "0 decided"
+    return f"{followed}/{decided} ({round(100 * followed / decided)} %)"
+
+
+def verdict_chart(df: pd.DataFrame) -> go.Figure:
+    """Stacked bars: results per verdict, one segment per suggestion kind.
+
+    ``df`` has columns ``verdict``, ``suggestion_kind``, ``results``.
+    """
+    present = set(df["verdict"])
+    verdicts = [v for v in VERDICT_ORDER if v in present] + sorted(present - set(VERDICT_ORDER))
+    fig = go.Figure()
+    for kind in sorted(set(df["suggestion_kind"])):
+        part = df[df["suggestion_kind"] == kind]
+        fig.add_trace(
+            go.Bar(name=kind, x=list(part["verdict"]), y=[int(n) for n in part["results"]])
+        )
+    fig.update_layout(
+        barmode="stack",
+        xaxis={"categoryorder": "array", "categoryarray": verdicts, "title": "verdict"},
+        yaxis_title="results with a suggestion",
+        legend_title_text="suggestion kind",
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    )
+    return fig
+
+
+def follow_rate_chart(df: pd.DataFrame, key: str) -> go.Figure:
+    """Horizontal bars: follow rate (%) per ``key`` (``tool`` or ``error_type``) with counts.
+
+    ``df`` has columns ``key``, ``followed``, ``decided``, ``follow_rate``; rows without decided
+    verdicts get an empty bar and the text ``0 decided``.
+    """
+    names = [str(v) for v in df[key]]
+    rates = [None if pd.isna(r) else round(float(r) * 100, 1) for r in df["follow_rate"]]
+    texts = [rate_label(int(f), int(d)) for f, d in zip(df["followed"], df["decided"], strict=True)]
+    fig = go.Figure(
+        go.Bar(
+            y=names,
+            x=[0 if r is None else r for r in rates],
+            orientation="h",
+            text=texts,
+            textposition="outside",
+            marker_color="#00CC96",
+            hovertemplate="%{y}: %{text}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        xaxis={"title": "follow rate (%)", "range": [0, 115]},
+        yaxis={"categoryorder": "array", "categoryarray": names[::-1], "title": None},
+        height=max(240, 34 * len(names) + 110),
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    )
+    return fig
+
+
+def recovery_chart(df: pd.DataFrame) -> go.Figure:
+    """Stacked bars: what followed error results, with vs without a suggestion.
+
+    ``df`` has columns ``group``, ``recovered``, ``not_recovered``, ``no_next_call``.
+    """
+    groups = [str(g) for g in df["group"]]
+    fig = go.Figure()
+    for outcome, label in (
+        ("recovered", "next call of the tool succeeded"),
+        ("not_recovered", "next call failed"),
+        ("no_next_call", "no later call of the tool"),
+    ):
+        fig.add_trace(
+            go.Bar(
+                name=label,
+                x=groups,
+                y=[int(n) for n in df[outcome]],
+                marker_color=OUTCOME_COLORS[outcome],
+            )
+        )
+    fig.update_layout(
+        barmode="stack",
+        xaxis_title=None,
+        yaxis_title="error results",
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    )
+    return fig

@@ -1,0 +1,169 @@
+"""Errors: error types by tool and over time, how errors were recognized, and grouped errors.
+
+Errors are grouped by fingerprint (tool + first line with ids, numbers and quotes masked): one
+row per "same error", with how many traces it hit. Selecting a group lists its occurrences;
+selecting an occurrence opens it on the Trace page. The selected group is the ``fingerprint``
+URL parameter, so a drill-down is a link too.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import render, state, widgets
+from dashboard.charts import errors as charts
+from db.queries import errors as q
+
+FINGERPRINT_PAGE = 25
+OCCURRENCE_PAGE = 50
+TIME_UNITS = ("hour", "day", "import")
+
+OCCURRENCE_COLUMNS = (
+    "trace", "pair", "tool", "error_type", "status_source", "rule", "timestamp", "content",
+)  # fmt: skip
+GENERATION_KEY = "errors_fingerprint_table"
+
+
+def close_drill_down() -> None:
+    """Forget the selected error group (URL and table selection)."""
+    st.session_state[GENERATION_KEY] = st.session_state.get(GENERATION_KEY, 0) + 1
+    st.query_params.pop("fingerprint", None)
+
+
+st.title("Errors")
+if state.store_is_empty():
+    render.empty_store()
+    st.stop()
+
+f = state.filters()
+errors, results = state.query(q.error_totals, f)
+if results == 0:
+    render.no_match()
+    st.stop()
+if errors == 0:
+    st.success(f"No Tool Message has status error among {results:,} results.")
+    st.stop()
+
+sources = state.query(q.error_sources, f)
+by_source = sources.groupby("status_source")["errors"].sum()
+fingerprints_total = state.query(q.count_error_fingerprints, f)
+
+row = st.columns(5)
+row[0].metric("Errors", f"{errors:,}", help="Tool Messages with status error")
+row[1].metric(
+    "Error rate",
+    render.percent_text(errors, results),
+    help=f"{errors:,} of {results:,} Tool Messages",
+)
+row[2].metric(
+    "Explicit",
+    f"{int(by_source.get('explicit', 0)):,}",
+    help="flagged by the source: is_error, status, span status …",
+)
+row[3].metric(
+    "Inferred",
+    f"{int(by_source.get('inferred', 0)) + int(by_source.get('protocol', 0)):,}",
+    help=f"by the Tool Message protocol: {int(by_source.get('protocol', 0)):,}; "
+    "the rest by text rules (Error: …, tracebacks, HTTP codes)",
+)
+row[4].metric("Distinct errors", f"{fingerprints_total:,}", help="error fingerprints")
+
+left, right = st.columns([3, 2])
+with left:
+    st.subheader("Error types by tool")
+    by_tool = state.query(q.error_types_by_tool, f)
+    st.plotly_chart(charts.error_types_by_tool_chart(by_tool), key="errors_by_tool")
+with right:
+    st.subheader("How errors were recognized")
+    st.plotly_chart(charts.error_sources_chart(sources), key="error_sources")
+    st.dataframe(
+        sources,
+        hide_index=True,
+        column_config={
+            "status_source": st.column_config.TextColumn("Recognized by"),
+            "rule": st.column_config.TextColumn("Rule", help="the rule that decided the status"),
+            "errors": st.column_config.NumberColumn("Errors"),
+        },
+    )
+
+st.subheader("Errors over time")
+natural = state.query(q.error_time_unit, f)
+unit = st.segmented_control(
+    "Time axis",
+    TIME_UNITS,
+    default=natural,
+    key="errors_axis",
+    help="import: by the import that brought each trace (for traces without timestamps)",
+)
+unit = unit or natural
+timeline = state.query(q.errors_over_time, f, unit=unit)
+placed = int(timeline["errors"].sum()) if not timeline.empty else 0
+if timeline.empty:
+    st.caption("No error has a timestamp; choose the import axis.")
+else:
+    st.plotly_chart(charts.errors_over_time_chart(timeline, unit), key="errors_over_time")
+if placed < errors and unit != "import":
+    st.caption(
+        f"{errors - placed:,} errors come from traces without timestamps and are not on this "
+        "axis; the import axis shows every error."
+    )
+
+st.subheader("Same error, many traces")
+st.caption("Errors grouped by fingerprint. Select a row to list its occurrences.")
+offset = widgets.page_offset(
+    fingerprints_total, FINGERPRINT_PAGE, key="fp_page", noun="distinct errors"
+)
+groups = state.query(q.error_fingerprints, f, limit=FINGERPRINT_PAGE, offset=offset)
+# A selection is a row number of one page of one table generation: the key changes with the
+# page and when the drill-down is closed, so a stale selection never reopens a group.
+generation = st.session_state.get(GENERATION_KEY, 0)
+event = st.dataframe(
+    groups,
+    hide_index=True,
+    on_select="rerun",
+    selection_mode="single-row",
+    key=f"fingerprints_{offset}_{generation}",
+    column_order=("traces", "errors", "tool", "error_type", "fingerprint", "example"),
+    column_config={
+        "traces": st.column_config.NumberColumn("Traces", help="same error in N traces"),
+        "errors": st.column_config.NumberColumn("Errors"),
+        "tool": st.column_config.TextColumn("Tool"),
+        "error_type": st.column_config.TextColumn("Error type"),
+        "fingerprint": st.column_config.TextColumn("Fingerprint", width="medium"),
+        "example": st.column_config.TextColumn("Example (first occurrence)", width="large"),
+    },
+)
+chosen = event.selection.rows if event is not None else []
+if chosen:
+    st.query_params["fingerprint"] = str(groups.iloc[chosen[0]]["fingerprint"])
+fingerprint = st.query_params.get("fingerprint")
+
+if fingerprint:
+    st.subheader("Occurrences")
+    top = st.columns([5, 1])
+    top[0].code(fingerprint, language=None, wrap_lines=True)
+    top[1].button("Close", key="close_fingerprint", on_click=close_drill_down)
+    count = state.query(q.count_fingerprint_occurrences, fingerprint, f)
+    offset = widgets.page_offset(count, OCCURRENCE_PAGE, key="occ_page", noun="occurrences")
+    found = state.query(
+        q.fingerprint_occurrences, fingerprint, f, limit=OCCURRENCE_PAGE, offset=offset
+    )
+    if count == 0:
+        st.info("This error does not occur under the current filters.")
+    else:
+        st.caption("Select an occurrence to open it in its trace.")
+        widgets.trace_table(
+            found,
+            key="occurrences_table",
+            column_order=OCCURRENCE_COLUMNS,
+            column_config={
+                "trace": st.column_config.TextColumn("Trace"),
+                "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
+                "tool": st.column_config.TextColumn("Tool"),
+                "error_type": st.column_config.TextColumn("Error type"),
+                "status_source": st.column_config.TextColumn("Recognized by"),
+                "rule": st.column_config.TextColumn("Rule"),
+                "timestamp": st.column_config.DatetimeColumn("Time (UTC)"),
+                "content": st.column_config.TextColumn("Tool Message", width="large"),
+            },
+        )

@@ -1,0 +1,80 @@
+"""Imports: the history of imports and the quarantine of rejected records.
+
+Every input record ends up imported, duplicate or rejected; rejected ones are kept with
+``file:line``, the reason and their raw bytes (shown as text, at most 2 KB, never rendered).
+The sidebar's import filter narrows the rejected records to one import.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import render, state, widgets
+from db.queries import imports as q
+
+IMPORT_PAGE = 20
+REJECTED_PAGE = 10
+
+HISTORY_COLUMNS = (
+    "id", "started_at", "origin", "state", "files", "records", "traces_imported",
+    "duplicates", "rejected", "messages", "seconds", "encoding", "paths", "error",
+)  # fmt: skip
+
+st.title("Imports")
+total_imports = state.query(q.count_imports)
+if total_imports == 0:
+    render.empty_store()
+    st.stop()
+
+st.subheader("Import history")
+offset = widgets.page_offset(total_imports, IMPORT_PAGE, key="imports_page", noun="imports")
+history = state.query(q.import_history, limit=IMPORT_PAGE, offset=offset)
+st.dataframe(
+    history,
+    hide_index=True,
+    column_order=HISTORY_COLUMNS,
+    column_config={
+        "id": st.column_config.NumberColumn("Import", format="%d"),
+        "started_at": st.column_config.DatetimeColumn("Started (UTC)", format="YYYY-MM-DD HH:mm"),
+        "origin": st.column_config.TextColumn("Origin"),
+        "state": st.column_config.TextColumn("State"),
+        "files": st.column_config.NumberColumn("Files"),
+        "records": st.column_config.NumberColumn("Records", help="input lines / array items"),
+        "traces_imported": st.column_config.NumberColumn("Traces imported"),
+        "duplicates": st.column_config.NumberColumn("Duplicates", help="already stored"),
+        "rejected": st.column_config.NumberColumn("Rejected"),
+        "messages": st.column_config.NumberColumn("Messages"),
+        "seconds": st.column_config.NumberColumn("Seconds", format="%.2f"),
+        "encoding": st.column_config.TextColumn("Token encoding"),
+        "paths": st.column_config.TextColumn("Files imported", width="large"),
+        "error": st.column_config.TextColumn("Error"),
+    },
+)
+
+import_id = state.filters().import_id
+scope = f"import {import_id}" if import_id is not None else "all imports"
+st.subheader(f"Rejected records ({scope})")
+rejected_total = state.query(q.count_rejected, import_id)
+if rejected_total == 0:
+    st.caption("No record was rejected.")
+else:
+    reasons = state.query(q.rejected_reasons, import_id)
+    st.dataframe(
+        reasons,
+        hide_index=True,
+        column_config={
+            "reason": st.column_config.TextColumn("Reason"),
+            "records": st.column_config.NumberColumn("Records"),
+        },
+    )
+    offset = widgets.page_offset(
+        rejected_total, REJECTED_PAGE, key="rejected_page", noun="rejected records"
+    )
+    records = state.query(q.rejected_records, import_id, limit=REJECTED_PAGE, offset=offset)
+    for record in records.itertuples(index=False):
+        label = f"{record.location} · {record.reason} (import {record.import_id})"
+        with st.expander(render.escape_markdown(label)):
+            st.text(str(record.message))
+            shown = min(int(record.raw_bytes), q.RAW_PREVIEW_BYTES)
+            st.caption(f"Raw input: first {shown:,} of {int(record.raw_bytes):,} bytes")
+            st.code(str(record.raw_preview), language=None, wrap_lines=True)

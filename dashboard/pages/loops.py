@@ -1,0 +1,102 @@
+"""Loops: calls repeated with identical arguments, at an adjustable threshold k.
+
+``occurrence`` (the n-th identical call in its trace) is stored at import, so moving the k slider
+re-filters in SQL without re-importing. k is the shared ``k`` setting (URL parameter).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import render, state, widgets
+from dashboard.charts import loops as charts
+from db.queries import loops as q
+
+LOOP_PAGE = 25
+PING_PONG_TRACES = 20
+
+LOOP_COLUMNS = (
+    "trace", "tool", "arguments", "occurrences", "run_length", "errors", "wasted_tokens", "pair",
+)  # fmt: skip
+
+st.title("Loops")
+if state.store_is_empty():
+    render.empty_store()
+    st.stop()
+
+f = state.filters()
+k = widgets.setting_slider(
+    "Loop threshold k",
+    setting="k",
+    current=state.loop_k(),
+    min_value=2,
+    max_value=10,
+    help="A call signature (tool + identical arguments) repeated k or more times in one trace "
+    "is a loop.",
+)
+totals = state.query(q.loop_totals, k, f)
+ping_pong = state.query(q.ping_pong_calls, f)
+
+row = st.columns(5)
+row[0].metric("Loops", f"{totals['signatures']:,}", help=f"signatures repeated ≥ {k} times")
+row[1].metric("Calls in loops", f"{totals['calls']:,}", help=f"in {totals['traces']:,} traces")
+row[2].metric(
+    "Errors in loops",
+    f"{totals['errors']:,}",
+    help="error results among the calls of looping signatures",
+)
+row[3].metric(
+    "Wasted tokens",
+    f"{totals['wasted_tokens']:,}",
+    help="tokens of the results of repeats after the first call",
+)
+row[4].metric("Ping-pong calls", f"{ping_pong:,}", help="part of an A-B-A-B alternation")
+
+if totals["signatures"] == 0:
+    st.info(f"No call signature repeats {k} or more times in a trace. Lower k to see more.")
+else:
+    st.subheader("Loops per tool")
+    by_tool = state.query(q.loops_by_tool, k, f)
+    st.plotly_chart(charts.loops_by_tool_chart(by_tool, k), key="loops_by_tool")
+
+    st.subheader("Looping calls")
+    st.caption("Select a row to open the loop's first call in its trace.")
+    offset = widgets.page_offset(totals["signatures"], LOOP_PAGE, key="loop_page", noun="loops")
+    loops = state.query(q.loop_signatures, k, f, limit=LOOP_PAGE, offset=offset)
+    widgets.trace_table(
+        loops,
+        key="loops_table",
+        column_order=LOOP_COLUMNS,
+        column_config={
+            "trace": st.column_config.TextColumn("Trace"),
+            "tool": st.column_config.TextColumn("Tool"),
+            "arguments": st.column_config.TextColumn("Arguments", width="large"),
+            "occurrences": st.column_config.NumberColumn("Calls", help="identical calls"),
+            "run_length": st.column_config.NumberColumn(
+                "Longest run", help="identical calls in a row"
+            ),
+            "errors": st.column_config.NumberColumn("Errors"),
+            "wasted_tokens": st.column_config.NumberColumn(
+                "Wasted tokens", help="results of the repeats after the first"
+            ),
+            "pair": st.column_config.TextColumn("First call", help="message seq:call index"),
+        },
+    )
+
+st.subheader("Ping-pong")
+if ping_pong == 0:
+    st.caption("No A-B-A-B alternation between two calls.")
+else:
+    st.caption("Traces alternating between two calls. Select a row to open the first one.")
+    traces = state.query(q.ping_pong_traces, f, limit=PING_PONG_TRACES)
+    widgets.trace_table(
+        traces,
+        key="ping_pong_table",
+        column_order=("trace", "tools", "calls", "pair"),
+        column_config={
+            "trace": st.column_config.TextColumn("Trace"),
+            "tools": st.column_config.TextColumn("Tools"),
+            "calls": st.column_config.NumberColumn("Ping-pong calls"),
+            "pair": st.column_config.TextColumn("First call", help="message seq:call index"),
+        },
+    )

@@ -1,0 +1,120 @@
+"""Suggestions: is the advice inside Tool Messages followed, and does it help?
+
+Follow rate = followed / (followed + ignored), always shown with its counts. Recovery compares
+error results with and without a suggestion: did the next call of the same tool succeed?
+Examples of every verdict link to the two messages the verdict joins.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import render, state, widgets
+from dashboard.charts import suggestions as charts
+from db.queries import suggestions as q
+from db.summary import VERDICTS
+
+EXAMPLES = 10
+VERDICT_HELP = {
+    "followed": "the next action did what the advice said",
+    "ignored": "the next action repeated the failing call or did the opposite",
+    "unclear": "the next action neither follows nor contradicts the advice",
+    "no_next_action": "the trace ended after the result",
+}
+
+EXAMPLE_COLUMNS = (
+    "tool", "error_type", "suggestion", "verdict_reason", "suggestion_kind", "trace", "pair",
+)  # fmt: skip
+
+st.title("Suggestions")
+if state.store_is_empty():
+    render.empty_store()
+    st.stop()
+
+f = state.filters()
+breakdown = state.query(q.verdict_breakdown, f)
+if breakdown.empty:
+    st.info(
+        "No Tool Message under the current filters carries a suggestion (a protocol "
+        "`suggestion` field or a hint such as 'retry after 6s' or 'use X instead')."
+    )
+    st.stop()
+
+per_verdict = breakdown.groupby("verdict")["results"].sum()
+counts = {v: int(per_verdict.get(v, 0)) for v in VERDICTS}
+decided = counts["followed"] + counts["ignored"]
+recovery = state.query(q.recovery_rates, f)
+with_s, without_s = recovery.iloc[0], recovery.iloc[1]
+
+row = st.columns(4)
+row[0].metric("Results with a suggestion", f"{sum(counts.values()):,}")
+row[1].metric(
+    "Follow rate",
+    render.rate_text(counts["followed"], decided),
+    help="followed / (followed + ignored); unclear and no next action are left out",
+)
+for column, group in ((row[2], with_s), (row[3], without_s)):
+    tried = int(group["recovered"]) + int(group["not_recovered"])
+    column.metric(
+        f"Recovery {group['group']}",
+        render.rate_text(int(group["recovered"]), tried),
+        help=f"error results whose next call of the same tool succeeded; {int(group['errors']):,} "
+        f"errors, {int(group['no_next_call']):,} without a later call of their tool",
+    )
+
+left, right = st.columns(2)
+with left:
+    st.subheader("Verdicts")
+    st.plotly_chart(charts.verdict_chart(breakdown), key="verdicts")
+with right:
+    st.subheader("Recovery after an error")
+    st.plotly_chart(charts.recovery_chart(recovery), key="recovery")
+
+st.subheader("Follow rate")
+rate_config = {
+    "suggestions": st.column_config.NumberColumn("Suggestions"),
+    "followed": st.column_config.NumberColumn("Followed"),
+    "ignored": st.column_config.NumberColumn("Ignored"),
+    "unclear": st.column_config.NumberColumn("Unclear"),
+    "no_next_action": st.column_config.NumberColumn("No next action"),
+    "decided": st.column_config.NumberColumn("Decided", help="followed + ignored"),
+    "follow_rate": st.column_config.NumberColumn("Follow rate", format="percent"),
+}
+for tab, key, title in zip(
+    st.tabs(["By tool", "By error type"]),
+    ("tool", "error_type"),
+    ("Tool", "Error type"),
+    strict=True,
+):
+    with tab:
+        rates = state.query(q.follow_rates, f, by=key)
+        st.plotly_chart(charts.follow_rate_chart(rates, key), key=f"follow_{key}")
+        st.dataframe(
+            rates,
+            hide_index=True,
+            column_config={key: st.column_config.TextColumn(title), **rate_config},
+        )
+
+st.subheader("Examples")
+st.caption("Select an example to open the result and the model's next action in the trace.")
+for tab, verdict in zip(st.tabs(list(VERDICTS)), VERDICTS, strict=True):
+    with tab:
+        noun = "result" if counts[verdict] == 1 else "results"
+        st.caption(f"{counts[verdict]:,} {noun}: {VERDICT_HELP[verdict]}.")
+        examples = state.query(q.verdict_examples, verdict, f, limit=EXAMPLES)
+        if examples.empty:
+            continue
+        widgets.trace_table(
+            examples,
+            key=f"examples_{verdict}",
+            column_order=EXAMPLE_COLUMNS,
+            column_config={
+                "tool": st.column_config.TextColumn("Tool"),
+                "error_type": st.column_config.TextColumn("Error type"),
+                "suggestion": st.column_config.TextColumn("Suggestion", width="large"),
+                "verdict_reason": st.column_config.TextColumn("Why", width="large"),
+                "suggestion_kind": st.column_config.TextColumn("Kind"),
+                "trace": st.column_config.TextColumn("Trace"),
+                "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
+            },
+        )

@@ -1,0 +1,109 @@
+"""Tokens: how big Tool Messages are, per tool, against a budget, and per trace.
+
+The distribution per tool is drawn from quantiles computed in SQL (never every row). The budget
+is the shared ``budget`` setting (URL parameter), adjustable here with a slider; results above
+it are counted live, without re-import.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import render, state, widgets
+from dashboard.charts import tokens as charts
+from db.queries import tokens as q
+
+TOP_RESULTS = 50
+BUDGET_MIN, BUDGET_MAX, BUDGET_STEP = 100, 20_000, 100
+
+st.title("Tokens")
+if state.store_is_empty():
+    render.empty_store()
+    st.stop()
+
+f = state.filters()
+encoding = state.query(q.latest_encoding) or state.DEFAULT_ENCODING
+st.caption(f"Token counts: {encoding} (the encoding of the latest import), exact BPE counts.")
+
+budget = widgets.setting_slider(
+    "Token budget per Tool Message",
+    setting="budget",
+    current=state.token_budget(),
+    min_value=BUDGET_MIN,
+    max_value=BUDGET_MAX,
+    step=BUDGET_STEP,
+    help="Results above this many tokens count as over budget (also in the sidebar).",
+)
+over, results = state.query(q.budget_excess, budget, f)
+if results == 0:
+    render.no_match()
+    st.stop()
+share = state.query(q.tool_result_share, f)
+
+row = st.columns(4)
+row[0].metric(
+    "Over budget",
+    f"{over:,}",
+    help=f"Tool Messages above {budget:,} tokens, of {results:,}",
+)
+row[1].metric(
+    "Share over budget", render.percent_text(over, results), help=f"{over:,} of {results:,}"
+)
+row[2].metric("Tool Message tokens", f"{share['tool_result_tokens']:,}")
+row[3].metric(
+    "Of all tokens",
+    render.percent_text(share["tool_result_tokens"], share["total_tokens"]),
+    help=f"{share['tool_result_tokens']:,} of {share['total_tokens']:,} tokens in "
+    f"{share['traces']:,} traces",
+)
+
+st.subheader("Tokens per Tool Message, by tool")
+log_y = st.toggle("Logarithmic axis", key="tokens_log", bind="query-params")
+quantiles = state.query(q.token_quantiles_by_tool, f)
+st.plotly_chart(charts.token_box_chart(quantiles, budget, log_y=log_y), key="token_box")
+if (quantiles["sampled"] < quantiles["results"]).any():
+    st.caption(
+        f"Quantiles of busy tools come from every n-th result (about {q.PER_TOOL_SAMPLE:,} per "
+        "tool); the result counts are exact."
+    )
+with st.expander("Quantiles per tool"):
+    st.dataframe(
+        quantiles,
+        hide_index=True,
+        column_config={
+            "tool": st.column_config.TextColumn("Tool"),
+            "results": st.column_config.NumberColumn("Results"),
+            "sampled": st.column_config.NumberColumn("Sampled", help="results the quantiles use"),
+            "mean": st.column_config.NumberColumn("Mean", format="%.1f"),
+        },
+    )
+
+st.subheader("Share of each trace's tokens taken by tool results")
+histogram = state.query(q.trace_share_histogram, f)
+if int(histogram["traces"].sum()) == 0:
+    st.caption("No trace has token counts.")
+else:
+    st.plotly_chart(charts.trace_share_chart(histogram), key="trace_share")
+
+st.subheader(f"The {TOP_RESULTS} biggest Tool Messages")
+st.caption("Select a row to open it in its trace.")
+biggest = state.query(q.biggest_results, f, limit=TOP_RESULTS)
+widgets.trace_table(
+    biggest,
+    key="biggest_table",
+    column_order=("tokens", "tool", "status", "trace", "pair", "chars", "preview"),
+    column_config={
+        "tokens": st.column_config.ProgressColumn(
+            "Tokens",
+            format="%d",
+            min_value=0,
+            max_value=int(biggest["tokens"].max()) if not biggest.empty else 1,
+        ),
+        "tool": st.column_config.TextColumn("Tool"),
+        "status": st.column_config.TextColumn("Status"),
+        "trace": st.column_config.TextColumn("Trace"),
+        "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
+        "chars": st.column_config.NumberColumn("Chars"),
+        "preview": st.column_config.TextColumn("Start of the content", width="large"),
+    },
+)

@@ -1,0 +1,1 @@
+"""Read queries behind the dashboard pages: each returns a pandas DataFrame or plain values."""

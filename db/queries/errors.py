@@ -1,0 +1,321 @@
+"""Queries behind the Errors page: error types by tool and over time, and grouped errors.
+
+Every figure is aggregated in SQL and uses the effective error type (a reviewer's correction wins
+over the derived one). Fingerprints (tool + normalized first line, computed at import) group "the
+same error" across traces; the drill-down pages through one fingerprint's occurrences.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pandas as pd
+from sqlalchemy import (
+    ColumnElement,
+    Engine,
+    Select,
+    String,
+    and_,
+    case,
+    cast,
+    func,
+    literal,
+    select,
+)
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import aliased
+
+from db import dialect
+from db.filters import NO_FILTERS, Filters, restrict_results
+from db.schema import MessageRow, ToolResultRow, TraceRow
+from db.summary import effective_error_type
+
+TimeUnit = Literal["hour", "day", "import"]
+
+#: The traces table as joined for display columns. An alias, because the shared filters reach
+#: ``traces`` through an EXISTS that must not correlate with a join of the same table.
+TRACE = aliased(TraceRow, name="trace")
+
+#: Label for error results whose type no rule could name.
+UNCLASSIFIED = "(unclassified)"
+#: Characters of a Tool Message shown as an example (enough for one error line and its advice).
+EXAMPLE_CHARS = 300
+
+#: Hour buckets up to this span of time, day buckets beyond it.
+HOURLY_MAX_SECONDS = 3 * 24 * 3600
+
+
+def to_frame(conn: Connection, stmt: Any) -> pd.DataFrame:
+    """Run ``stmt`` and return its rows as a DataFrame with the statement's column names."""
+    result = conn.execute(stmt)
+    return pd.DataFrame(result.all(), columns=list(result.keys()))
+
+
+def result_pair_key() -> ColumnElement[str]:
+    """The ``pair`` URL parameter of a Tool Message, as SQL.
+
+    ``"<call seq>:<call index>"`` when the result answers a call, else ``"r<result seq>"``.
+    """
+    paired = (
+        cast(ToolResultRow.call_seq, String) + literal(":") + cast(ToolResultRow.call_index, String)
+    )
+    return case(
+        (ToolResultRow.call_seq.is_not(None), paired),
+        else_=literal("r") + cast(ToolResultRow.message_seq, String),
+    )
+
+
+def _error_type_label() -> ColumnElement[str]:
+    return func.coalesce(effective_error_type, literal(UNCLASSIFIED))
+
+
+def _is_error() -> ColumnElement[bool]:
+    return ToolResultRow.status == "error"
+
+
+def error_totals(engine: Engine, filters: Filters = NO_FILTERS) -> tuple[int, int]:
+    """(error results, all results) among the filtered Tool Messages."""
+    stmt = restrict_results(
+        select(func.coalesce(func.sum(case((_is_error(), 1), else_=0)), 0), func.count()),
+        filters,
+    )
+    with engine.connect() as conn:
+        errors, results = conn.execute(stmt).one()
+    return int(errors), int(results)
+
+
+def error_types_by_tool(
+    engine: Engine, filters: Filters = NO_FILTERS, *, top_tools: int = 15
+) -> pd.DataFrame:
+    """Errors per (tool, error type) for the ``top_tools`` tools with the most errors.
+
+    Columns: ``tool``, ``error_type``, ``errors``; tools ordered by their error total.
+    """
+    label = _error_type_label()
+    top = restrict_results(
+        select(ToolResultRow.tool)
+        .where(_is_error())
+        .group_by(ToolResultRow.tool)
+        .order_by(func.count().desc(), ToolResultRow.tool)
+        .limit(top_tools),
+        filters,
+    )
+    stmt = restrict_results(
+        select(
+            ToolResultRow.tool.label("tool"),
+            label.label("error_type"),
+            func.count().label("errors"),
+        )
+        .where(_is_error(), ToolResultRow.tool.in_(top))
+        .group_by(ToolResultRow.tool, label)
+        .order_by(ToolResultRow.tool, label),
+        filters,
+    )
+    with engine.connect() as conn:
+        df = to_frame(conn, stmt)
+    if df.empty:
+        return df
+    totals = df.groupby("tool")["errors"].transform("sum")
+    order = df.assign(_total=totals).sort_values(
+        ["_total", "tool", "errors", "error_type"], ascending=[False, True, False, True]
+    )
+    return order.drop(columns="_total").reset_index(drop=True)
+
+
+def _error_time() -> ColumnElement[Any]:
+    # A Tool Message's own timestamp when the format has one, else its trace's start.
+    return func.coalesce(ToolResultRow.timestamp, TRACE.started_at)
+
+
+def error_time_unit(engine: Engine, filters: Filters = NO_FILTERS) -> TimeUnit:
+    """The natural time axis for the errors: hours for a short span, days, or imports.
+
+    Traces without any timestamp (many formats have none) are placed by their import instead.
+    """
+    ts = _error_time()
+    stmt = restrict_results(
+        select(func.min(ts), func.max(ts))
+        .select_from(ToolResultRow)
+        .join(TRACE, TRACE.id == ToolResultRow.trace_id)
+        .where(_is_error()),
+        filters,
+    )
+    with engine.connect() as conn:
+        first, last = conn.execute(stmt).one()
+    if first is None or last is None:
+        return "import"
+    first, last = pd.Timestamp(first), pd.Timestamp(last)
+    return "hour" if (last - first).total_seconds() <= HOURLY_MAX_SECONDS else "day"
+
+
+def errors_over_time(
+    engine: Engine, filters: Filters = NO_FILTERS, *, unit: TimeUnit = "day"
+) -> pd.DataFrame:
+    """Errors per (time bucket, error type).
+
+    Columns: ``bucket`` (``YYYY-MM-DD``, ``YYYY-MM-DD HH:00`` or ``import N``), ``error_type``,
+    ``errors``; sorted by bucket. With ``unit="hour"``/``"day"`` errors without any timestamp
+    are left out; ``unit="import"`` places every error by the import that brought its trace.
+    """
+    label = _error_type_label()
+    with engine.connect() as conn:
+        if unit == "import":
+            bucket: Any = TRACE.import_id
+        else:
+            bucket = dialect.time_bucket(conn, _error_time(), unit)
+        stmt = restrict_results(
+            select(bucket.label("bucket"), label.label("error_type"), func.count().label("errors"))
+            .select_from(ToolResultRow)
+            .join(TRACE, TRACE.id == ToolResultRow.trace_id)
+            .where(_is_error(), bucket.is_not(None))
+            .group_by(bucket, label)
+            .order_by(bucket, label),
+            filters,
+        )
+        df = to_frame(conn, stmt)
+    if unit == "import" and not df.empty:
+        df["bucket"] = "import " + df["bucket"].astype(int).astype(str)
+    return df
+
+
+def error_sources(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Errors by how they were recognized: ``status_source`` and the rule that decided.
+
+    Columns: ``status_source`` (explicit | protocol | inferred), ``rule``, ``errors``; the most
+    frequent first. ``explicit`` errors were flagged by the source (``is_error`` …); ``inferred``
+    ones come from text rules, so their ``rule`` says why.
+    """
+    rule = func.coalesce(ToolResultRow.rule, literal("(none)"))
+    stmt = restrict_results(
+        select(
+            ToolResultRow.status_source.label("status_source"),
+            rule.label("rule"),
+            func.count().label("errors"),
+        )
+        .where(_is_error())
+        .group_by(ToolResultRow.status_source, rule)
+        .order_by(func.count().desc(), ToolResultRow.status_source, rule),
+        filters,
+    )
+    with engine.connect() as conn:
+        return to_frame(conn, stmt)
+
+
+def _fingerprint_groups(filters: Filters) -> Select[*tuple[Any, ...]]:
+    return restrict_results(
+        select(
+            ToolResultRow.fingerprint.label("fingerprint"),
+            func.max(ToolResultRow.tool).label("tool"),
+            func.max(_error_type_label()).label("error_type"),
+            func.count().label("errors"),
+            func.count(ToolResultRow.trace_id.distinct()).label("traces"),
+            func.min(ToolResultRow.id).label("example_id"),
+        )
+        .where(_is_error(), ToolResultRow.fingerprint.is_not(None))
+        .group_by(ToolResultRow.fingerprint),
+        filters,
+    )
+
+
+def count_error_fingerprints(engine: Engine, filters: Filters = NO_FILTERS) -> int:
+    """How many distinct error fingerprints the filtered errors have."""
+    sub = _fingerprint_groups(filters).subquery()
+    with engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(sub)).scalar_one())
+
+
+def error_fingerprints(
+    engine: Engine, filters: Filters = NO_FILTERS, *, limit: int = 50, offset: int = 0
+) -> pd.DataFrame:
+    """One page of error groups, the most frequent first.
+
+    Columns: ``fingerprint``, ``tool``, ``error_type``, ``errors`` (occurrences), ``traces``
+    ("same error in N traces"), ``example`` (the first occurrence's content, at most
+    ``EXAMPLE_CHARS`` characters).
+    """
+    groups = (
+        _fingerprint_groups(filters)
+        .order_by(func.count().desc(), ToolResultRow.fingerprint)
+        .limit(limit)
+        .offset(offset)
+        .subquery()
+    )
+    example = ToolResultRow.__table__.alias("example")
+    stmt = (
+        select(
+            groups.c.fingerprint,
+            groups.c.tool,
+            groups.c.error_type,
+            groups.c.errors,
+            groups.c.traces,
+            func.substr(MessageRow.content, 1, EXAMPLE_CHARS).label("example"),
+        )
+        .select_from(groups)
+        .join(example, example.c.id == groups.c.example_id)
+        .join(
+            MessageRow,
+            and_(
+                MessageRow.trace_id == example.c.trace_id, MessageRow.seq == example.c.message_seq
+            ),
+        )
+        .order_by(groups.c.errors.desc(), groups.c.fingerprint)
+    )
+    with engine.connect() as conn:
+        return to_frame(conn, stmt)
+
+
+def count_fingerprint_occurrences(
+    engine: Engine, fingerprint: str, filters: Filters = NO_FILTERS
+) -> int:
+    """How many filtered error results carry ``fingerprint``."""
+    stmt = restrict_results(
+        select(func.count()).where(_is_error(), ToolResultRow.fingerprint == fingerprint),
+        filters,
+    )
+    with engine.connect() as conn:
+        return int(conn.execute(stmt).scalar_one())
+
+
+def fingerprint_occurrences(
+    engine: Engine,
+    fingerprint: str,
+    filters: Filters = NO_FILTERS,
+    *,
+    limit: int = 50,
+    offset: int = 0,
+) -> pd.DataFrame:
+    """One page of the occurrences of one error fingerprint, in import order.
+
+    Columns: ``trace`` (display id), ``pair`` (URL ``pair`` value), ``message_seq``, ``tool``,
+    ``error_type``, ``status_source``, ``rule``, ``timestamp``, ``content`` (at most
+    ``EXAMPLE_CHARS`` characters).
+    """
+    stmt = restrict_results(
+        select(
+            TRACE.display_id.label("trace"),
+            result_pair_key().label("pair"),
+            ToolResultRow.message_seq.label("message_seq"),
+            ToolResultRow.tool.label("tool"),
+            _error_type_label().label("error_type"),
+            ToolResultRow.status_source.label("status_source"),
+            ToolResultRow.rule.label("rule"),
+            ToolResultRow.timestamp.label("timestamp"),
+            func.substr(MessageRow.content, 1, EXAMPLE_CHARS).label("content"),
+        )
+        .select_from(ToolResultRow)
+        .join(TRACE, TRACE.id == ToolResultRow.trace_id)
+        .join(
+            MessageRow,
+            and_(
+                MessageRow.trace_id == ToolResultRow.trace_id,
+                MessageRow.seq == ToolResultRow.message_seq,
+            ),
+        )
+        .where(_is_error(), ToolResultRow.fingerprint == fingerprint)
+        .order_by(ToolResultRow.id)
+        .limit(limit)
+        .offset(offset),
+        filters,
+    )
+    with engine.connect() as conn:
+        return to_frame(conn, stmt)

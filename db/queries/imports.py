@@ -1,0 +1,102 @@
+"""Queries behind the Imports page: import history and the quarantine of rejected records.
+
+Rejected records keep their raw bytes; only a bounded prefix (``RAW_PREVIEW_BYTES``) is read back
+for display, cut in SQL so that a huge rejected line never travels to the browser.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from sqlalchemy import ColumnElement, Engine, func, select
+
+from db.queries.errors import to_frame
+from db.schema import ImportRun, RejectedRecord
+
+#: Bytes of a rejected record's raw input shown in the UI (decoded with errors="replace").
+RAW_PREVIEW_BYTES = 2048
+
+IMPORT_COLUMNS = (
+    "id", "started_at", "finished_at", "origin", "files", "records", "traces_imported",
+    "duplicates", "rejected", "messages", "seconds", "state", "encoding", "error",
+)  # fmt: skip
+
+
+def count_imports(engine: Engine) -> int:
+    """How many imports the store has recorded."""
+    with engine.connect() as conn:
+        return int(conn.execute(select(func.count(ImportRun.id))).scalar_one())
+
+
+def import_history(engine: Engine, *, limit: int = 50, offset: int = 0) -> pd.DataFrame:
+    """One page of imports, the newest first.
+
+    Columns: ``IMPORT_COLUMNS`` plus ``paths`` (the imported paths joined by ``, ``).
+    """
+    columns = [getattr(ImportRun, c).label(c) for c in IMPORT_COLUMNS]
+    stmt = (
+        select(*columns, ImportRun.paths.label("paths"))
+        .order_by(ImportRun.id.desc())
+        .limit(limit)
+        .offset(offset)
+    )
+    with engine.connect() as conn:
+        df = to_frame(conn, stmt)
+    df["paths"] = df["paths"].map(lambda p: ", ".join(str(x) for x in (p or [])))
+    return df
+
+
+def _rejected_where(import_id: int | None) -> list[ColumnElement[bool]]:
+    return [] if import_id is None else [RejectedRecord.import_id == import_id]
+
+
+def count_rejected(engine: Engine, import_id: int | None = None) -> int:
+    """How many rejected records are kept (for one import, or all)."""
+    stmt = select(func.count(RejectedRecord.id)).where(*_rejected_where(import_id))
+    with engine.connect() as conn:
+        return int(conn.execute(stmt).scalar_one())
+
+
+def rejected_reasons(engine: Engine, import_id: int | None = None) -> pd.DataFrame:
+    """Rejected records per reason, the most frequent first. Columns: ``reason``, ``records``."""
+    stmt = (
+        select(RejectedRecord.reason.label("reason"), func.count().label("records"))
+        .where(*_rejected_where(import_id))
+        .group_by(RejectedRecord.reason)
+        .order_by(func.count().desc(), RejectedRecord.reason)
+    )
+    with engine.connect() as conn:
+        return to_frame(conn, stmt)
+
+
+def rejected_records(
+    engine: Engine, import_id: int | None = None, *, limit: int = 20, offset: int = 0
+) -> pd.DataFrame:
+    """One page of rejected records in file order.
+
+    Columns: ``id``, ``import_id``, ``location`` (``file:line``), ``reason``, ``message``,
+    ``raw_bytes`` (full size), ``raw_preview`` (the first ``RAW_PREVIEW_BYTES`` bytes decoded
+    as UTF-8 with errors replaced).
+    """
+    stmt = (
+        select(
+            RejectedRecord.id.label("id"),
+            RejectedRecord.import_id.label("import_id"),
+            RejectedRecord.source_file.label("source_file"),
+            RejectedRecord.line.label("line"),
+            RejectedRecord.reason.label("reason"),
+            RejectedRecord.message.label("message"),
+            func.length(RejectedRecord.raw).label("raw_bytes"),
+            func.substr(RejectedRecord.raw, 1, RAW_PREVIEW_BYTES).label("raw_head"),
+        )
+        .where(*_rejected_where(import_id))
+        .order_by(RejectedRecord.import_id.desc(), RejectedRecord.source_file, RejectedRecord.line)
+        .limit(limit)
+        .offset(offset)
+    )
+    with engine.connect() as conn:
+        df = to_frame(conn, stmt)
+    df.insert(2, "location", df["source_file"] + ":" + df["line"].astype(str))
+    df["raw_preview"] = df["raw_head"].map(
+        lambda b: bytes(b or b"").decode("utf-8", errors="replace")
+    )
+    return df.drop(columns=["source_file", "line", "raw_head"])

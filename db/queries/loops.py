@@ -1,0 +1,236 @@
+"""Queries behind the Loops page: repeated-call signatures at a threshold k, and ping-pong.
+
+A loop is a (trace, signature) whose calls reach ``occurrence >= k``. ``occurrence`` is stored per
+call at import, so changing k re-filters in SQL without re-importing. Every loop figure counts all
+calls of a looping signature in its trace (as :func:`db.summary.loop_counts` does), and wasted
+tokens are the tokens of the results answering the repeats (``occurrence >= 2``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import Engine, Select, Text, and_, case, cast, func, select
+from sqlalchemy.orm import aliased
+
+from db.filters import NO_FILTERS, Filters, restrict_calls
+from db.queries.errors import TRACE, to_frame
+from db.schema import ToolCallRow, ToolResultRow
+
+#: Characters of a call's arguments shown to identify a loop.
+ARGS_PREVIEW_CHARS = 200
+
+
+def _loop_groups(k: int, filters: Filters) -> Select[*tuple[Any, ...]]:
+    """One row per looping (trace, signature) with its figures, unordered and unpaged."""
+    keys = (
+        restrict_calls(
+            select(ToolCallRow.trace_id, ToolCallRow.signature).where(ToolCallRow.occurrence >= k),
+            filters,
+        )
+        .distinct()
+        .subquery()
+    )
+    result = aliased(ToolResultRow)
+    return (
+        select(
+            ToolCallRow.trace_id.label("trace_id"),
+            ToolCallRow.signature.label("signature"),
+            func.max(ToolCallRow.tool_name).label("tool"),
+            func.count().label("occurrences"),
+            func.max(ToolCallRow.run_length).label("run_length"),
+            func.coalesce(func.sum(case((result.status == "error", 1), else_=0)), 0).label(
+                "errors"
+            ),
+            func.coalesce(
+                func.sum(case((ToolCallRow.occurrence >= 2, result.tokens), else_=0)), 0
+            ).label("wasted_tokens"),
+        )
+        .select_from(ToolCallRow)
+        .join(
+            keys,
+            and_(
+                keys.c.trace_id == ToolCallRow.trace_id,
+                keys.c.signature == ToolCallRow.signature,
+            ),
+        )
+        # The result that answers the call (its pairing is stored on the call at import).
+        .outerjoin(
+            result,
+            and_(
+                result.trace_id == ToolCallRow.trace_id,
+                result.message_seq == ToolCallRow.result_seq,
+            ),
+        )
+        .group_by(ToolCallRow.trace_id, ToolCallRow.signature)
+    )
+
+
+def loop_totals(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> dict[str, int]:
+    """Headline loop figures at ``k``: ``signatures``, ``calls``, ``traces``, ``errors``,
+    ``wasted_tokens``."""
+    groups = _loop_groups(k, filters).subquery()
+    stmt = select(
+        func.count(),
+        func.coalesce(func.sum(groups.c.occurrences), 0),
+        func.count(groups.c.trace_id.distinct()),
+        func.coalesce(func.sum(groups.c.errors), 0),
+        func.coalesce(func.sum(groups.c.wasted_tokens), 0),
+    )
+    with engine.connect() as conn:
+        sigs, calls, traces, errors, wasted = conn.execute(stmt).one()
+    return {
+        "signatures": int(sigs),
+        "calls": int(calls),
+        "traces": int(traces),
+        "errors": int(errors),
+        "wasted_tokens": int(wasted),
+    }
+
+
+def loop_signatures(
+    engine: Engine, k: int, filters: Filters = NO_FILTERS, *, limit: int = 50, offset: int = 0
+) -> pd.DataFrame:
+    """One page of looping signatures at ``k``, the most repeated first.
+
+    Columns: ``trace`` (display id), ``pair`` (URL ``pair`` value of the first call), ``tool``,
+    ``arguments`` (preview of the first call's arguments), ``occurrences``, ``run_length``
+    (longest consecutive run), ``errors`` (error results among the calls), ``wasted_tokens``,
+    ``signature``.
+    """
+    every = _loop_groups(k, filters).subquery()
+    groups = (
+        select(every)
+        .order_by(
+            every.c.occurrences.desc(),
+            every.c.wasted_tokens.desc(),
+            every.c.trace_id,
+            every.c.signature,
+        )
+        .limit(limit)
+        .offset(offset)
+        .subquery()
+    )
+    first = aliased(ToolCallRow)
+    args = func.coalesce(first.arguments_raw, cast(first.arguments, Text))
+    stmt = (
+        select(
+            TRACE.display_id.label("trace"),
+            first.message_seq.label("message_seq"),
+            first.call_index.label("call_index"),
+            groups.c.tool,
+            func.substr(args, 1, ARGS_PREVIEW_CHARS).label("arguments"),
+            groups.c.occurrences,
+            groups.c.run_length,
+            groups.c.errors,
+            groups.c.wasted_tokens,
+            groups.c.signature,
+        )
+        .select_from(groups)
+        .join(TRACE, TRACE.id == groups.c.trace_id)
+        .join(
+            first,
+            and_(
+                first.trace_id == groups.c.trace_id,
+                first.signature == groups.c.signature,
+                first.occurrence == 1,
+            ),
+        )
+        .order_by(
+            groups.c.occurrences.desc(),
+            groups.c.wasted_tokens.desc(),
+            groups.c.trace_id,
+            groups.c.signature,
+        )
+    )
+    with engine.connect() as conn:
+        df = to_frame(conn, stmt)
+    pair = df["message_seq"].astype(str) + ":" + df["call_index"].astype(str)
+    df.insert(1, "pair", pair)
+    return df.drop(columns=["message_seq", "call_index"])
+
+
+def loops_by_tool(
+    engine: Engine, k: int, filters: Filters = NO_FILTERS, *, top_tools: int = 20
+) -> pd.DataFrame:
+    """Loop counts per tool at ``k`` for the ``top_tools`` tools with the most loops.
+
+    Columns: ``tool``, ``loops`` (looping signatures), ``calls``, ``wasted_tokens``.
+    """
+    groups = _loop_groups(k, filters).subquery()
+    stmt = (
+        select(
+            groups.c.tool,
+            func.count().label("loops"),
+            func.sum(groups.c.occurrences).label("calls"),
+            func.sum(groups.c.wasted_tokens).label("wasted_tokens"),
+        )
+        .group_by(groups.c.tool)
+        .order_by(func.count().desc(), func.sum(groups.c.occurrences).desc(), groups.c.tool)
+        .limit(top_tools)
+    )
+    with engine.connect() as conn:
+        return to_frame(conn, stmt)
+
+
+def ping_pong_calls(engine: Engine, filters: Filters = NO_FILTERS) -> int:
+    """How many calls are part of an A-B-A-B ping-pong between two signatures."""
+    stmt = restrict_calls(select(func.count()).where(ToolCallRow.ping_pong.is_(True)), filters)
+    with engine.connect() as conn:
+        return int(conn.execute(stmt).scalar_one())
+
+
+def ping_pong_traces(
+    engine: Engine, filters: Filters = NO_FILTERS, *, limit: int = 20
+) -> pd.DataFrame:
+    """Traces with ping-pong calls, the most first.
+
+    Columns: ``trace`` (display id), ``pair`` (URL ``pair`` value of the first ping-pong call),
+    ``calls``, ``tools`` (``A ↔ B``: the alphabetically first and last tool involved).
+    """
+    groups = (
+        restrict_calls(
+            select(
+                ToolCallRow.trace_id.label("trace_id"),
+                func.count().label("calls"),
+                func.min(ToolCallRow.message_seq).label("first_seq"),
+                func.min(ToolCallRow.tool_name).label("tool_a"),
+                func.max(ToolCallRow.tool_name).label("tool_b"),
+            )
+            .where(ToolCallRow.ping_pong.is_(True))
+            .group_by(ToolCallRow.trace_id),
+            filters,
+        )
+        .order_by(func.count().desc(), ToolCallRow.trace_id)
+        .limit(limit)
+        .subquery()
+    )
+    inner = aliased(ToolCallRow)
+    first_index = (
+        select(func.min(inner.call_index))
+        .where(
+            inner.trace_id == groups.c.trace_id,
+            inner.message_seq == groups.c.first_seq,
+            inner.ping_pong.is_(True),
+        )
+        .scalar_subquery()
+    )
+    stmt = (
+        select(
+            TRACE.display_id.label("trace"),
+            groups.c.first_seq,
+            first_index.label("first_index"),
+            groups.c.calls,
+            groups.c.tool_a,
+            groups.c.tool_b,
+        )
+        .select_from(groups)
+        .join(TRACE, TRACE.id == groups.c.trace_id)
+        .order_by(groups.c.calls.desc(), groups.c.trace_id)
+    )
+    with engine.connect() as conn:
+        df = to_frame(conn, stmt)
+    pair = df["first_seq"].astype(str) + ":" + df["first_index"].astype(str)
+    tools = df["tool_a"].where(df["tool_a"] == df["tool_b"], df["tool_a"] + " ↔ " + df["tool_b"])
+    return pd.DataFrame({"trace": df["trace"], "pair": pair, "calls": df["calls"], "tools": tools})

@@ -1,0 +1,168 @@
+"""Queries behind the Suggestions page: is the advice in Tool Messages followed, and does it help?
+
+Follow rate = followed / (followed + ignored), always returned with its counts so that a rate is
+never shown without the numbers behind it. Verdicts are effective (a reviewer's correction wins).
+Recovery: for error results, did the next call of the same tool succeed
+(``next_call_succeeded``), with versus without a suggestion.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pandas as pd
+from sqlalchemy import ColumnElement, Engine, case, func, literal, select
+
+from db.filters import NO_FILTERS, Filters, restrict_results
+from db.queries.errors import TRACE, result_pair_key, to_frame
+from db.schema import ToolResultRow
+from db.summary import VERDICTS, effective_error_type, effective_verdict
+
+FollowKey = Literal["tool", "error_type"]
+
+#: Label of suggestions on results that carry no error type (partial results, hints on success).
+NO_ERROR_TYPE = "(none)"
+#: Characters of a suggestion shown in the examples.
+SUGGESTION_CHARS = 300
+WITH_SUGGESTION = "with suggestion"
+WITHOUT_SUGGESTION = "without suggestion"
+
+
+def _count_if(cond: ColumnElement[bool]) -> ColumnElement[Any]:
+    return func.coalesce(func.sum(case((cond, 1), else_=0)), 0)
+
+
+def _rate(numerator: pd.Series, denominator: pd.Series) -> pd.Series:
+    # None, not 0, when nothing was decided: "0 %" would claim advice is never followed.
+    return pd.Series(
+        [round(n / d, 4) if d else None for n, d in zip(numerator, denominator, strict=True)],
+        index=numerator.index,
+        dtype="object",
+    )
+
+
+def follow_rates(
+    engine: Engine, filters: Filters = NO_FILTERS, *, by: FollowKey = "tool", limit: int = 30
+) -> pd.DataFrame:
+    """Verdict counts and follow rate per tool or per error type, the most advised first.
+
+    Columns: ``tool`` or ``error_type``, ``suggestions`` (results with a verdict), ``followed``,
+    ``ignored``, ``unclear``, ``no_next_action``, ``decided`` (followed + ignored),
+    ``follow_rate`` (followed / decided, ``None`` when nothing was decided).
+    """
+    key: Any
+    if by == "tool":
+        key = ToolResultRow.tool
+    else:
+        key = func.coalesce(effective_error_type, literal(NO_ERROR_TYPE))
+    counts = [_count_if(effective_verdict == v).label(v) for v in VERDICTS]
+    stmt = restrict_results(
+        select(key.label(by), func.count().label("suggestions"), *counts)
+        .where(effective_verdict.is_not(None))
+        .group_by(key)
+        .order_by(func.count().desc(), key)
+        .limit(limit),
+        filters,
+    )
+    with engine.connect() as conn:
+        df = to_frame(conn, stmt)
+    df["decided"] = df["followed"] + df["ignored"]
+    df["follow_rate"] = _rate(df["followed"], df["decided"])
+    return df
+
+
+def verdict_breakdown(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Results with a verdict by (verdict, suggestion kind).
+
+    Columns: ``verdict``, ``suggestion_kind`` (``protocol``, ``retry_after`` … or ``(none)``),
+    ``results``; in ``VERDICTS`` order, then the most frequent kind first.
+    """
+    kind = func.coalesce(ToolResultRow.suggestion_kind, literal("(none)"))
+    stmt = restrict_results(
+        select(
+            effective_verdict.label("verdict"),
+            kind.label("suggestion_kind"),
+            func.count().label("results"),
+        )
+        .where(effective_verdict.is_not(None))
+        .group_by(effective_verdict, kind),
+        filters,
+    )
+    with engine.connect() as conn:
+        df = to_frame(conn, stmt)
+    order = {v: i for i, v in enumerate(VERDICTS)}
+    df["_order"] = df["verdict"].map(lambda v: order.get(v, len(order)))
+    df = df.sort_values(
+        ["_order", "verdict", "results", "suggestion_kind"], ascending=[True, True, False, True]
+    )
+    return df.drop(columns="_order").reset_index(drop=True)
+
+
+def recovery_rates(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """For error results: did the next call of the same tool succeed, with vs without advice?
+
+    Two rows, ``with suggestion`` then ``without suggestion``. Columns: ``group``, ``errors``,
+    ``recovered``, ``not_recovered``, ``no_next_call``, ``recovery_rate`` (recovered /
+    (recovered + not_recovered), ``None`` when no error was followed by a call of its tool).
+    """
+    has = ToolResultRow.suggestion.is_not(None)
+    nxt = ToolResultRow.next_call_succeeded
+    stmt = restrict_results(
+        select(
+            has.label("has_suggestion"),
+            func.count().label("errors"),
+            _count_if(nxt.is_(True)).label("recovered"),
+            _count_if(nxt.is_(False)).label("not_recovered"),
+            _count_if(nxt.is_(None)).label("no_next_call"),
+        )
+        .where(ToolResultRow.status == "error")
+        .group_by(has),
+        filters,
+    )
+    with engine.connect() as conn:
+        found = {bool(row[0]): row[1:] for row in conn.execute(stmt)}
+    rows = []
+    for flag, group in ((True, WITH_SUGGESTION), (False, WITHOUT_SUGGESTION)):
+        errors, recovered, not_recovered, none = (int(v) for v in found.get(flag, (0, 0, 0, 0)))
+        rows.append(
+            {
+                "group": group,
+                "errors": errors,
+                "recovered": recovered,
+                "not_recovered": not_recovered,
+                "no_next_call": none,
+            }
+        )
+    df = pd.DataFrame(rows)
+    df["recovery_rate"] = _rate(df["recovered"], df["recovered"] + df["not_recovered"])
+    return df
+
+
+def verdict_examples(
+    engine: Engine, verdict: str, filters: Filters = NO_FILTERS, *, limit: int = 10
+) -> pd.DataFrame:
+    """The first ``limit`` results (in import order) whose effective verdict is ``verdict``.
+
+    Columns: ``trace`` (display id), ``pair`` (URL ``pair`` value), ``tool``, ``error_type``,
+    ``suggestion`` (at most ``SUGGESTION_CHARS`` characters), ``suggestion_kind``,
+    ``verdict_reason``.
+    """
+    stmt = restrict_results(
+        select(
+            TRACE.display_id.label("trace"),
+            result_pair_key().label("pair"),
+            ToolResultRow.tool.label("tool"),
+            effective_error_type.label("error_type"),
+            func.substr(ToolResultRow.suggestion, 1, SUGGESTION_CHARS).label("suggestion"),
+            ToolResultRow.suggestion_kind.label("suggestion_kind"),
+            ToolResultRow.verdict_reason.label("verdict_reason"),
+        )
+        .select_from(ToolResultRow)
+        .join(TRACE, TRACE.id == ToolResultRow.trace_id)
+        .where(effective_verdict == verdict)
+        .order_by(ToolResultRow.id)
+        .limit(limit),
+        filters,
+    )
+    with engine.connect() as conn:
+        return to_frame(conn, stmt)
