@@ -1,0 +1,42 @@
+"""ToolLens dashboard entry point.
+
+Run ``streamlit run dashboard/app.py -- --db URL`` (``toollens serve`` does exactly that); without
+``--db`` the database comes from ``TOOLLENS_DB``, else ``toollens.db`` in the working directory.
+This script runs before every page: it sets up the page, the navigation and the shared sidebar
+filters (bound to the URL), then runs the selected page.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import state
+
+st.set_page_config(page_title="ToolLens", page_icon=":material/build:", layout="wide")
+
+PAGES = [
+    st.Page(
+        "pages/overview.py",
+        title="Overview",
+        icon=":material/dashboard:",
+        url_path="overview",
+        default=True,
+    ),
+    st.Page("pages/calls.py", title="Tool calls", icon=":material/table_rows:", url_path="calls"),
+    st.Page("pages/trace.py", title="Trace", icon=":material/forum:", url_path="trace"),
+    st.Page("pages/errors.py", title="Errors", icon=":material/error:", url_path="errors"),
+    st.Page("pages/tokens.py", title="Tokens", icon=":material/data_usage:", url_path="tokens"),
+    st.Page("pages/loops.py", title="Loops", icon=":material/repeat:", url_path="loops"),
+    st.Page(
+        "pages/suggestions.py",
+        title="Suggestions",
+        icon=":material/tips_and_updates:",
+        url_path="suggestions",
+    ),
+    st.Page("pages/imports.py", title="Imports", icon=":material/upload_file:", url_path="imports"),
+    st.Page("pages/review.py", title="Review", icon=":material/rate_review:", url_path="review"),
+]
+
+page = st.navigation(PAGES)
+state.sidebar()
+page.run()

@@ -1,0 +1,1 @@
+"""Chart builders: pure functions from DataFrames to Plotly figures, one module per page."""

@@ -1,0 +1,107 @@
+"""Tool calls: every call beside its Tool Message, filtered, sorted and paged in SQL.
+
+Selecting a row opens that pair on the Trace page. The table's own filters are bound to the URL
+like the shared ones, so a filtered, sorted page is a link too.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import render, state
+from db.queries.pairs import SORT_KEYS, PairQuery, count_pairs, list_pairs, pair_choices
+
+PAGE_SIZE = 100
+
+st.title("Tool calls")
+if state.store_is_empty():
+    render.empty_store()
+    st.stop()
+
+f = state.filters()
+choices = state.query(pair_choices, f)
+
+row = st.columns([2, 2, 2, 2, 3])
+status = row[0].selectbox(
+    "Status", choices["status"], index=None, key="status", bind="query-params", placeholder="Any"
+)
+error_type = row[1].selectbox(
+    "Error type",
+    choices["error_type"],
+    index=None,
+    key="error_type",
+    bind="query-params",
+    placeholder="Any",
+)
+pair_state = row[2].selectbox(
+    "Pair state",
+    choices["pair_state"],
+    index=None,
+    key="pair_state",
+    bind="query-params",
+    placeholder="Any",
+)
+verdict = row[3].selectbox(
+    "Verdict", choices["verdict"], index=None, key="verdict", bind="query-params", placeholder="Any"
+)
+trace_text = row[4].text_input(
+    "Trace id contains", key="q", bind="query-params", placeholder="e.g. orders-7"
+)
+
+row = st.columns([2, 1, 2, 5])
+sort = row[0].selectbox("Sort by", SORT_KEYS, key="sort", bind="query-params")
+descending = row[1].toggle("Descending", key="desc", bind="query-params")
+
+pq = PairQuery(
+    status=status,
+    error_type=error_type,
+    pair_state=pair_state,
+    verdict=verdict,
+    trace=trace_text or None,
+    sort=sort,
+    descending=descending,
+)
+total = state.query(count_pairs, f, pq)
+pages = max(1, -(-total // PAGE_SIZE))
+page = row[2].number_input("Page", min_value=1, value=1, step=1, key="page", bind="query-params")
+page = min(int(page), pages)
+row[3].caption(f"{total:,} rows · page {page:,} of {pages:,} · select a row to open it")
+
+if total == 0:
+    st.info("No tool calls match these filters.")
+    st.stop()
+
+df = state.query(list_pairs, f, pq, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+event = st.dataframe(
+    df,
+    hide_index=True,
+    on_select="rerun",
+    selection_mode="single-row",
+    key="pairs_table",
+    column_order=(
+        "trace",
+        "pair",
+        "tool",
+        "status",
+        "error_type",
+        "pair_state",
+        "tokens",
+        "occurrence",
+        "verdict",
+    ),
+    column_config={
+        "trace": st.column_config.TextColumn("Trace"),
+        "pair": st.column_config.TextColumn("Pair", help="message seq:call index, r = result"),
+        "tool": st.column_config.TextColumn("Tool"),
+        "status": st.column_config.TextColumn("Status"),
+        "error_type": st.column_config.TextColumn("Error type"),
+        "pair_state": st.column_config.TextColumn("Pair state"),
+        "tokens": st.column_config.NumberColumn("Tokens", help="of the Tool Message"),
+        "occurrence": st.column_config.NumberColumn("Occurrence", help="n-th identical call"),
+        "verdict": st.column_config.TextColumn("Verdict"),
+    },
+)
+selected = event.selection.rows if event is not None else []
+if selected:
+    chosen = df.iloc[selected[0]]
+    state.open_trace(str(chosen["trace"]), str(chosen["pair"]))

@@ -1,0 +1,158 @@
+"""Safe rendering of untrusted trace content.
+
+Trace content (message text, tool names, arguments, ids, error messages, file names) is written
+by whoever produced the trace. It is never rendered as HTML, and never as markdown unless every
+markdown character is escaped: ``st.markdown`` without ``unsafe_allow_html`` still renders
+links, images, directives (``:red[…]``), emoji shortcodes and LaTeX. Long content is shown as
+code (``st.code`` renders nothing) with the bulk collapsed in an expander that says its size.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from typing import Literal
+
+import orjson
+import streamlit as st
+
+BadgeKind = Literal["ok", "error", "warning", "info", "muted", "highlight"]
+#: Streamlit badge colors per meaning.
+BADGE_COLORS: dict[str, str] = {
+    "ok": "green",
+    "error": "red",
+    "warning": "orange",
+    "info": "blue",
+    "muted": "gray",
+    "highlight": "violet",
+}
+#: Characters of content shown before the rest is collapsed.
+PREVIEW_CHARS = 1500
+#: Content longer than this is not parsed as JSON for pretty-printing (shown as is).
+PRETTY_MAX_CHARS = 2_000_000
+#: Every ASCII punctuation character may be backslash-escaped in CommonMark; escaping all of
+#: them also defuses GFM autolinks (``www.x.com``, ``a@b.c``) and Streamlit's own syntax.
+_MARKDOWN_SPECIAL = frozenset(string.punctuation)
+EMPTY_STORE_TEXT = (
+    "No traces yet. Import agent traces with `toollens import FILE` (OpenAI, Anthropic, "
+    "LangChain, Claude Code … JSON or JSONL, also .gz), or try `toollens demo`, then reload "
+    "this page."
+)
+NO_MATCH_TEXT = (
+    "No traces match the filters. Widen the time range or clear a filter in the sidebar."
+)
+
+
+def escape_markdown(text: str) -> str:
+    r"""Text that ``st.markdown`` shows literally: every ASCII punctuation character escaped,
+    line breaks turned into spaces (labels are one line).
+
+    >>> print(escape_markdown("[x](y) *a*"))
+    \[x\]\(y\) \*a\*
+    """
+    flat = " ".join(str(text).split())
+    return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in flat)
+
+
+def badge_text(label: str, kind: BadgeKind = "info") -> str:
+    """The markdown of one badge with an escaped label (to combine several on one line)."""
+    return f":{BADGE_COLORS[kind]}-badge[{escape_markdown(label)}]"
+
+
+def badge(label: str, kind: BadgeKind = "info") -> None:
+    """Show one colored badge; the label is untrusted-safe."""
+    st.markdown(badge_text(label, kind))
+
+
+def badges(items: Sequence[tuple[str, BadgeKind]]) -> None:
+    """Show several badges on one line: ``[(label, kind), …]``."""
+    if items:
+        st.markdown(" ".join(badge_text(label, kind) for label, kind in items))
+
+
+def pretty(text: str) -> tuple[str, str | None]:
+    """``(text to show, code language)``: JSON objects and arrays pretty-printed as ``json``,
+    anything else unchanged (language ``None``: plain text)."""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "[") and len(stripped) <= PRETTY_MAX_CHARS:
+        try:
+            value = orjson.loads(stripped)
+        except orjson.JSONDecodeError:
+            return text, None
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode(), "json"
+    return text, None
+
+
+def count_text(n: int, noun: str) -> str:
+    """``"1 token"``, ``"3,210 tokens"``."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def size_text(chars: int, tokens: int | None = None) -> str:
+    """``"12,345 chars, 3,210 tokens"``."""
+    return count_text(chars, "char") + (
+        "" if tokens is None else ", " + count_text(tokens, "token")
+    )
+
+
+def show_content(
+    text: str | None,
+    *,
+    tokens: int | None = None,
+    chars: int | None = None,
+    max_chars: int = PREVIEW_CHARS,
+) -> None:
+    """Show untrusted content as code: pretty JSON when it parses, long content collapsed.
+
+    ``chars`` is the full length when ``text`` was cut short by the query (the expander then
+    says how much is shown).
+    """
+    text = text or ""
+    full = max(chars or 0, len(text))
+    if not text:
+        st.caption("(empty)")
+        return
+    shown, language = pretty(text)
+    if len(shown) <= max_chars and full == len(text):
+        st.code(shown, language=language, wrap_lines=True)
+        return
+    st.code(shown[:max_chars] + "\n…", language=language, wrap_lines=True)
+    label = f"Show all ({size_text(full, tokens)})"
+    if full > len(text):
+        label = f"Show the first {len(text):,} chars ({size_text(full, tokens)})"
+    with st.expander(label):
+        st.code(shown, language=language, wrap_lines=True)
+
+
+def rate_text(numerator: int, denominator: int) -> str:
+    """A rate always with its counts: ``"62% (31 of 50)"``; ``"– (0 of 0)"`` when undefined.
+
+    >>> rate_text(31, 50)
+    '62% (31 of 50)'
+    """
+    if denominator <= 0:
+        return f"– ({numerator} of {denominator})"
+    return f"{numerator / denominator:.0%} ({numerator:,} of {denominator:,})"
+
+
+def percent_text(numerator: int, denominator: int) -> str:
+    """``"44.4%"`` (one decimal), ``"–"`` when the denominator is 0."""
+    if denominator <= 0:
+        return "–"
+    return f"{numerator / denominator:.1%}"
+
+
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th`` … ``11th``, ``21st``."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def empty_store() -> None:
+    """The empty state every page shows when the store holds no trace."""
+    st.info(EMPTY_STORE_TEXT, icon=":material/upload_file:")
+
+
+def no_match() -> None:
+    """The empty state when the filters match nothing."""
+    st.info(NO_MATCH_TEXT, icon=":material/filter_alt_off:")

@@ -1,0 +1,228 @@
+"""Dashboard state: the database, the shared filters kept in the URL, and cached queries.
+
+The URL is the state: the sidebar widgets are bound to query parameters (``start``, ``end``,
+``import``, ``agent``, ``model``, ``tool``, ``k``, ``budget``), so a copied link opens the same
+view; the selected trace and pair travel as ``trace`` and ``pair``. Pages read the filters with
+:func:`filters` and run every query through :func:`query` (cached for a minute, keyed by the
+database URL and the arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, NoReturn, TypeVar
+
+import streamlit as st
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from dashboard.render import escape_markdown
+from db.engine import DEFAULT_DB_PATH, make_engine, resolve_url
+from db.filters import Filters
+from db.queries.traces import filter_choices, import_choices, trace_count
+
+#: Loop threshold k and Tool Message token budget when the URL names none (as in ``ingest``).
+DEFAULT_LOOP_K = 3
+DEFAULT_TOKEN_BUDGET = 2000
+#: Encoding named in the sidebar when the store has no import yet (the importer's default).
+DEFAULT_ENCODING = "o200k_base"
+#: Page files, relative to ``app.py`` (what ``st.switch_page`` takes).
+TRACE_PAGE = "pages/trace.py"
+CALLS_PAGE = "pages/calls.py"
+#: Query parameters bound to the shared sidebar widgets.
+FILTER_PARAMS = ("start", "end", "import", "agent", "model", "tool", "k", "budget")
+
+T = TypeVar("T")
+
+
+def db_url(argv: Sequence[str] | None = None) -> str:
+    """The database URL: ``--db`` after ``--`` on the ``streamlit run`` line, else
+    ``TOOLLENS_DB``, else ``toollens.db`` in the working directory.
+
+    >>> db_url(["--db", "runs.db"])
+    'sqlite:///runs.db'
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--db")
+    known, _ = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+    return resolve_url(known.db or os.environ.get("TOOLLENS_DB") or DEFAULT_DB_PATH)
+
+
+def safe_url(url: str) -> str:
+    """The URL with any password masked, fit to show on screen."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+@st.cache_resource(show_spinner=False)
+def get_engine(url: str) -> Engine:
+    """One engine per database URL for the whole server (migrations applied on first use)."""
+    return make_engine(url)
+
+
+def engine() -> Engine:
+    """The engine of the database this dashboard serves."""
+    return get_engine(db_url())
+
+
+@st.cache_data(ttl=60, max_entries=512, show_spinner=False)
+def _cached_call(
+    url: str, module: str, name: str, args: tuple[Any, ...], kwargs: tuple[tuple[str, Any], ...]
+) -> Any:
+    function = getattr(importlib.import_module(module), name)
+    return function(get_engine(url), *args, **dict(kwargs))
+
+
+def query(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run ``function(engine, *args, **kwargs)`` — a read query from ``db`` — cached for 60 s.
+
+    The cache key is the database URL, the function's name and the arguments (``Filters`` and
+    other dataclasses hash by value), so every view of the same data shares one result.
+    """
+    module = function.__module__
+    if not module.startswith("db."):
+        raise ValueError(f"{module}.{function.__qualname__} is not a db query")
+    result: T = _cached_call(
+        db_url(), module, function.__qualname__, args, tuple(sorted(kwargs.items()))
+    )
+    return result
+
+
+def store_is_empty() -> bool:
+    """True when the database holds no trace at all (pages then show how to import)."""
+    return query(trace_count) == 0
+
+
+def _day_start(value: date | None, days: int = 0) -> datetime | None:
+    if value is None:
+        return None
+    return datetime(value.year, value.month, value.day, tzinfo=UTC) + timedelta(days=days)
+
+
+def filters() -> Filters:
+    """The shared filters as chosen in the sidebar (and therefore in the URL).
+
+    The end date is inclusive for the user, so the filter ends at the next midnight (UTC).
+    """
+    get = st.session_state.get
+    import_id = get("import")
+    return Filters(
+        start=_day_start(get("start")),
+        end=_day_start(get("end"), days=1),
+        import_id=int(import_id) if import_id else None,
+        agent=get("agent") or None,
+        model=get("model") or None,
+        tool=get("tool") or None,
+    )
+
+
+def loop_k() -> int:
+    """The loop threshold k (a signature occurring k or more times in a trace is a loop)."""
+    return int(st.session_state.get("k") or DEFAULT_LOOP_K)
+
+
+def token_budget() -> int:
+    """The token budget one Tool Message should stay within."""
+    return int(st.session_state.get("budget") or DEFAULT_TOKEN_BUDGET)
+
+
+def selected_trace() -> str | None:
+    """The ``trace`` URL parameter (a trace's display id), if any."""
+    return st.query_params.get("trace") or None
+
+
+def selected_pair() -> str | None:
+    """The ``pair`` URL parameter (``"12:0"`` for a call, ``"r12"`` for a lone result)."""
+    return st.query_params.get("pair") or None
+
+
+def select_trace(trace: str | None, pair: str | None = None) -> None:
+    """Put ``trace`` (and ``pair``) in the URL of the current page; ``None`` removes them."""
+    for key, value in (("trace", trace), ("pair", pair)):
+        if value:
+            st.query_params[key] = value
+        elif key in st.query_params:
+            del st.query_params[key]
+
+
+def open_trace(trace: str, pair: str | None = None) -> NoReturn:
+    """Switch to the Trace page showing ``trace`` with ``pair`` selected."""
+    params = {"trace": trace, **({"pair": pair} if pair else {})}
+    st.switch_page(TRACE_PAGE, query_params=params)
+
+
+def _import_caption(imports: Any, value: str | None) -> str | None:
+    row = imports[imports["id"].astype(str) == value]
+    if value is None or row.empty:
+        return None
+    r = row.iloc[0]
+    return f"{r['origin']}, {r['started_at']:%Y-%m-%d %H:%M} UTC, {r['traces_imported']} traces"
+
+
+def sidebar() -> None:
+    """Draw the shared filters and analysis settings in the sidebar, bound to the URL.
+
+    Choices come from small DISTINCT queries; a URL value that is not a current choice is
+    dropped by Streamlit (and so is the filter).
+    """
+    try:
+        choices = query(filter_choices)
+        imports = query(import_choices)
+    except (SQLAlchemyError, OSError) as exc:  # unreachable, or not a ToolLens store
+        st.error(f"Cannot open the database {safe_url(db_url())}: {exc.__class__.__name__}")
+        st.stop()
+    bar = st.sidebar
+    bar.subheader("Filters")
+    left, right = bar.columns(2)
+    left.date_input("From", value=None, key="start", bind="query-params", format="YYYY-MM-DD")
+    right.date_input("To", value=None, key="end", bind="query-params", format="YYYY-MM-DD")
+    # The URL holds what the selectbox shows, so the options are the bare import ids (the
+    # ``import`` parameter is an id) and the details go in a caption below.
+    chosen = bar.selectbox(
+        "Import",
+        [str(i) for i in imports["id"]],
+        index=None,
+        key="import",
+        bind="query-params",
+        placeholder="All imports",
+    )
+    caption = _import_caption(imports, chosen)
+    if caption:
+        bar.caption(escape_markdown(caption))
+    for name, label in (("agent", "Agent"), ("model", "Model"), ("tool", "Tool")):
+        bar.selectbox(
+            label,
+            choices[name],
+            index=None,
+            key=name,
+            bind="query-params",
+            placeholder=f"All {label.lower()}s",
+        )
+    bar.subheader("Analysis")
+    bar.number_input(
+        "Loop threshold k",
+        min_value=2,
+        max_value=1000,
+        value=DEFAULT_LOOP_K,
+        step=1,
+        key="k",
+        bind="query-params",
+        help="A call signature repeated k or more times in one trace is a loop.",
+    )
+    bar.number_input(
+        "Token budget",
+        min_value=1,
+        max_value=10_000_000,
+        value=DEFAULT_TOKEN_BUDGET,
+        step=100,
+        key="budget",
+        bind="query-params",
+        help="Tool Messages above this many tokens count as over budget.",
+    )
+    encoding = str(imports["encoding"].iloc[0]) if not imports.empty else DEFAULT_ENCODING
+    bar.caption(f"Token counts: {encoding}")

@@ -1,0 +1,371 @@
+"""Queries behind the Overview page: small distributions, top problems and the per-tool scorecard
+(the headline figures are :func:`db.summary.summarize`).
+
+Every figure is aggregated in SQL (both dialects) and only the aggregated rows travel to pandas.
+Error types and verdicts are the effective ones (a reviewer's correction wins). Loop figures
+count every call of a (trace, signature) whose occurrence reaches k, as
+:func:`db.summary.loop_counts` does; "over budget" compares tokens with the budget chosen in the
+UI, so changing the budget needs no re-import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import ColumnElement, Connection, Engine, and_, case, func, literal, select
+
+from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_findings, restrict_results
+from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
+from db.summary import VERDICTS, effective_error_type, effective_verdict
+
+#: Lower edges of the token-size histogram; the budget is added as an edge of its own so that
+#: every bar is either wholly within or wholly over budget.
+TOKEN_EDGES: tuple[int, ...] = (0, 100, 250, 500, 1000, 2000, 5000, 10000, 20000)
+#: Occurrences at or above this are drawn as one "N+" bar.
+OCCURRENCE_CAP = 10
+#: Label of error results whose error type is unknown.
+UNCLASSIFIED = "(unclassified)"
+
+SCORECARD_COLUMNS: tuple[str, ...] = (
+    "tool", "calls", "results", "errors", "error_rate", "top_error_type", "p50_tokens",
+    "p95_tokens", "over_budget", "over_budget_rate", "loop_calls", "errors_with_suggestion",
+    "suggestion_rate", "followed", "ignored", "follow_rate", "findings",
+)  # fmt: skip
+
+
+def _frame(conn: Connection, stmt: Any) -> pd.DataFrame:
+    result = conn.execute(stmt)
+    return pd.DataFrame(result.all(), columns=list(result.keys()))
+
+
+def _count_if(cond: ColumnElement[bool]) -> ColumnElement[Any]:
+    return func.coalesce(func.sum(case((cond, 1), else_=0)), 0)
+
+
+def _nearest_rank(n: ColumnElement[Any], num: int, den: int) -> ColumnElement[Any]:
+    # ceil(q * n) in integer arithmetic (no CEIL in every SQLite build); matches
+    # db.summary.percentile's nearest-rank definition.
+    return (n * num + (den - 1)) // den
+
+
+def error_type_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Error results per effective error type, most frequent first: ``error_type``, ``errors``."""
+    label = func.coalesce(effective_error_type, literal(UNCLASSIFIED)).label("error_type")
+    stmt = restrict_results(
+        select(label, func.count().label("errors"))
+        .where(ToolResultRow.status == "error")
+        .group_by(label)
+        .order_by(func.count().desc(), label),
+        filters,
+    )
+    with engine.connect() as conn:
+        return _frame(conn, stmt)
+
+
+def verdict_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Results per effective verdict, in ``VERDICTS`` order (zeros included).
+
+    Columns: ``verdict``, ``results``.
+    """
+    stmt = restrict_results(
+        select(effective_verdict, func.count())
+        .where(effective_verdict.is_not(None))
+        .group_by(effective_verdict),
+        filters,
+    )
+    with engine.connect() as conn:
+        found = {str(v): int(n) for v, n in conn.execute(stmt)}
+    order = list(VERDICTS) + sorted(set(found) - set(VERDICTS))
+    return pd.DataFrame({"verdict": order, "results": [found.get(v, 0) for v in order]})
+
+
+def token_edges(budget: int) -> list[int]:
+    """Histogram edges: :data:`TOKEN_EDGES` plus the budget.
+
+    >>> token_edges(1500)
+    [0, 100, 250, 500, 1000, 1500, 2000, 5000, 10000, 20000]
+    """
+    return sorted({*TOKEN_EDGES, max(1, budget)})
+
+
+def token_histogram(engine: Engine, budget: int, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Tool Messages per token-size bin (every bin present, empty ones with 0).
+
+    Columns: ``bin`` (label such as ``"100–249"`` or ``"20000+"``), ``lower``, ``upper``
+    (exclusive, ``None`` for the last bin), ``results``, ``over_budget`` (the bin lies above the
+    budget, i.e. ``lower > budget``: a result *at* the budget is within it).
+    """
+    edges = token_edges(budget)
+    # Bins are [edge, next edge); the budget edge is shifted by one so that the bin starting
+    # right after it holds exactly the results over budget (tokens > budget).
+    lowers = [e + 1 if e == budget else e for e in edges]
+    index = case(
+        *((ToolResultRow.tokens >= low, i) for i, low in reversed(list(enumerate(lowers)))),
+        else_=0,
+    ).label("i")
+    stmt = restrict_results(select(index, func.count()).group_by(index), filters)
+    with engine.connect() as conn:
+        found = {int(i): int(n) for i, n in conn.execute(stmt)}
+    rows = []
+    for i, low in enumerate(lowers):
+        upper = lowers[i + 1] if i + 1 < len(lowers) else None
+        label = f"{low}+" if upper is None else f"{low}–{upper - 1}"
+        rows.append((label, low, upper, found.get(i, 0), low > budget))
+    return pd.DataFrame(rows, columns=["bin", "lower", "upper", "results", "over_budget"])
+
+
+def occurrence_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Tool calls per occurrence (1st, 2nd … time the same signature appears in its trace).
+
+    Columns: ``occurrence`` (1 … :data:`OCCURRENCE_CAP`, the last one meaning "or more"),
+    ``label`` (``"10+"`` for the cap), ``calls``. Only occurrences that happen are listed.
+    """
+    capped = case(
+        (ToolCallRow.occurrence >= OCCURRENCE_CAP, OCCURRENCE_CAP), else_=ToolCallRow.occurrence
+    ).label("occurrence")
+    stmt = restrict_calls(
+        select(capped, func.count().label("calls")).group_by(capped).order_by(capped), filters
+    )
+    with engine.connect() as conn:
+        df = _frame(conn, stmt)
+    df["label"] = [f"{o}+" if o == OCCURRENCE_CAP else str(o) for o in df["occurrence"].astype(int)]
+    return df[["occurrence", "label", "calls"]]
+
+
+def top_error_fingerprints(
+    engine: Engine, filters: Filters = NO_FILTERS, *, limit: int = 5
+) -> pd.DataFrame:
+    """The most frequent errors ("the same error" = same fingerprint).
+
+    Columns: ``fingerprint``, ``tool``, ``error_type`` (the smallest of the group's effective
+    types: a fingerprint spans two only after a reviewer corrected one of them), ``errors``,
+    ``traces``.
+    """
+    stmt = restrict_results(
+        select(
+            ToolResultRow.fingerprint.label("fingerprint"),
+            func.min(ToolResultRow.tool).label("tool"),
+            func.min(func.coalesce(effective_error_type, literal(UNCLASSIFIED))).label(
+                "error_type"
+            ),
+            func.count().label("errors"),
+            func.count(func.distinct(ToolResultRow.trace_id)).label("traces"),
+        )
+        .where(ToolResultRow.status == "error", ToolResultRow.fingerprint.is_not(None))
+        .group_by(ToolResultRow.fingerprint)
+        .order_by(func.count().desc(), ToolResultRow.fingerprint)
+        .limit(limit),
+        filters,
+    )
+    with engine.connect() as conn:
+        return _frame(conn, stmt)
+
+
+def top_oversized_tools(
+    engine: Engine, budget: int, filters: Filters = NO_FILTERS, *, limit: int = 5
+) -> pd.DataFrame:
+    """Tools whose Tool Messages most often exceed ``budget`` tokens.
+
+    Columns: ``tool``, ``results``, ``over_budget``, ``max_tokens``, ``tokens_over`` (tokens
+    beyond the budget, summed over the oversized results). Tools without oversized results are
+    left out.
+    """
+    over = ToolResultRow.tokens > budget
+    n_over = _count_if(over)
+    stmt = restrict_results(
+        select(
+            ToolResultRow.tool.label("tool"),
+            func.count().label("results"),
+            n_over.label("over_budget"),
+            func.max(ToolResultRow.tokens).label("max_tokens"),
+            func.coalesce(func.sum(case((over, ToolResultRow.tokens - budget), else_=0)), 0).label(
+                "tokens_over"
+            ),
+        )
+        .group_by(ToolResultRow.tool)
+        .having(n_over > 0)
+        .order_by(n_over.desc(), ToolResultRow.tool)
+        .limit(limit),
+        filters,
+    )
+    with engine.connect() as conn:
+        return _frame(conn, stmt)
+
+
+def top_loops(
+    engine: Engine, k: int, filters: Filters = NO_FILTERS, *, limit: int = 5
+) -> pd.DataFrame:
+    """The longest loops: (trace, signature) pairs whose calls reach occurrence ``k``.
+
+    Columns: ``trace`` (display id), ``tool``, ``calls``, ``first_seq`` (the first call's
+    message seq, to open it on the Trace page), ``first_call_index``.
+    """
+    groups = restrict_calls(
+        select(
+            ToolCallRow.trace_id.label("trace_id"),
+            ToolCallRow.signature.label("signature"),
+            func.min(ToolCallRow.tool_name).label("tool"),
+            func.count().label("calls"),
+            func.min(ToolCallRow.message_seq).label("first_seq"),
+        )
+        .group_by(ToolCallRow.trace_id, ToolCallRow.signature)
+        .having(func.max(ToolCallRow.occurrence) >= k),
+        filters,
+    ).subquery()
+    first = select(func.min(ToolCallRow.call_index)).where(
+        ToolCallRow.trace_id == groups.c.trace_id,
+        ToolCallRow.signature == groups.c.signature,
+        ToolCallRow.message_seq == groups.c.first_seq,
+    )
+    stmt = (
+        select(
+            TraceRow.display_id.label("trace"),
+            groups.c.tool,
+            groups.c.calls,
+            groups.c.first_seq,
+            first.scalar_subquery().label("first_call_index"),
+        )
+        .join(TraceRow, TraceRow.id == groups.c.trace_id)
+        .order_by(groups.c.calls.desc(), TraceRow.display_id, groups.c.tool)
+        .limit(limit)
+    )
+    with engine.connect() as conn:
+        return _frame(conn, stmt)
+
+
+def tool_scorecard(
+    engine: Engine, k: int, budget: int, filters: Filters = NO_FILTERS, *, limit: int = 500
+) -> pd.DataFrame:
+    """One row per tool with its quality figures (columns: :data:`SCORECARD_COLUMNS`).
+
+    ``calls`` counts tool calls by name; every other result figure counts Tool Messages by the
+    tool they belong to (the paired call's name, else the provided name). Rates are fractions
+    (``None`` when the denominator is 0): ``error_rate`` = errors / results,
+    ``over_budget_rate`` = results over ``budget`` / results, ``suggestion_rate`` = errors
+    carrying a suggestion / errors, ``follow_rate`` = followed / (followed + ignored).
+    Percentiles are nearest-rank over the tool's Tool Messages. Tools are ordered by calls, then
+    results; at most ``limit`` tools.
+    """
+    f = filters
+    is_error = ToolResultRow.status == "error"
+    results_stmt = restrict_results(
+        select(
+            ToolResultRow.tool.label("tool"),
+            func.count().label("results"),
+            _count_if(is_error).label("errors"),
+            _count_if(ToolResultRow.tokens > budget).label("over_budget"),
+            _count_if(and_(is_error, ToolResultRow.suggestion.is_not(None))).label(
+                "errors_with_suggestion"
+            ),
+            _count_if(effective_verdict == "followed").label("followed"),
+            _count_if(effective_verdict == "ignored").label("ignored"),
+        ).group_by(ToolResultRow.tool),
+        f,
+    )
+    calls_stmt = restrict_calls(
+        select(ToolCallRow.tool_name.label("tool"), func.count().label("calls")).group_by(
+            ToolCallRow.tool_name
+        ),
+        f,
+    )
+    loop_groups = restrict_calls(
+        select(ToolCallRow.tool_name.label("tool"), func.count().label("n"))
+        .group_by(ToolCallRow.trace_id, ToolCallRow.signature, ToolCallRow.tool_name)
+        .having(func.max(ToolCallRow.occurrence) >= k),
+        f,
+    ).subquery()
+    loops_stmt = select(loop_groups.c.tool, func.sum(loop_groups.c.n).label("loop_calls")).group_by(
+        loop_groups.c.tool
+    )
+    findings_stmt = restrict_findings(
+        select(FindingRow.tool.label("tool"), func.count().label("findings"))
+        .where(FindingRow.tool.is_not(None))
+        .group_by(FindingRow.tool),
+        f,
+    )
+    error_label = func.coalesce(effective_error_type, literal(UNCLASSIFIED))
+    types_stmt = restrict_results(
+        select(
+            ToolResultRow.tool.label("tool"),
+            error_label.label("error_type"),
+            func.count().label("n"),
+        )
+        .where(is_error)
+        .group_by(ToolResultRow.tool, error_label),
+        f,
+    )
+    with engine.connect() as conn:
+        results = _frame(conn, results_stmt)
+        calls = _frame(conn, calls_stmt)
+        loops = _frame(conn, loops_stmt)
+        findings = _frame(conn, findings_stmt)
+        types = _frame(conn, types_stmt)
+        quantiles = _frame(conn, _token_quantiles(f))
+    return _assemble_scorecard(results, calls, loops, findings, types, quantiles, limit)
+
+
+def _token_quantiles(f: Filters) -> Any:
+    """Nearest-rank p50 and p95 of tokens per tool, with window functions (both databases)."""
+    ranked = restrict_results(
+        select(
+            ToolResultRow.tool.label("tool"),
+            ToolResultRow.tokens.label("tokens"),
+            func.row_number()
+            .over(partition_by=ToolResultRow.tool, order_by=ToolResultRow.tokens)
+            .label("rn"),
+            func.count().over(partition_by=ToolResultRow.tool).label("n"),
+        ),
+        f,
+    ).subquery()
+    return select(
+        ranked.c.tool,
+        func.max(case((ranked.c.rn == _nearest_rank(ranked.c.n, 1, 2), ranked.c.tokens))).label(
+            "p50_tokens"
+        ),
+        func.max(case((ranked.c.rn == _nearest_rank(ranked.c.n, 19, 20), ranked.c.tokens))).label(
+            "p95_tokens"
+        ),
+    ).group_by(ranked.c.tool)
+
+
+def _rate(numerator: pd.Series, denominator: pd.Series) -> pd.Series:
+    den = denominator.astype(float)
+    return (numerator.astype(float) / den.where(den > 0)).astype(object).where(den > 0, None)
+
+
+def _assemble_scorecard(
+    results: pd.DataFrame,
+    calls: pd.DataFrame,
+    loops: pd.DataFrame,
+    findings: pd.DataFrame,
+    types: pd.DataFrame,
+    quantiles: pd.DataFrame,
+    limit: int,
+) -> pd.DataFrame:
+    """Join the per-tool aggregates (a few rows each) into the scorecard."""
+    top_type = (
+        types.sort_values(["tool", "n", "error_type"], ascending=[True, False, True])
+        .drop_duplicates("tool")
+        .rename(columns={"error_type": "top_error_type"})[["tool", "top_error_type"]]
+    )
+    card = calls.merge(results, on="tool", how="outer")
+    for part in (loops, findings, quantiles, top_type):
+        card = card.merge(part, on="tool", how="left")
+    counts = (
+        "calls", "results", "errors", "over_budget", "errors_with_suggestion", "followed",
+        "ignored", "loop_calls", "findings",
+    )  # fmt: skip
+    for col in counts:
+        card[col] = card[col].fillna(0).astype(int)
+    for col in ("p50_tokens", "p95_tokens"):
+        card[col] = card[col].astype("Int64")
+    card["top_error_type"] = (
+        card["top_error_type"].astype(object).where(card["top_error_type"].notna(), None)
+    )
+    card["error_rate"] = _rate(card["errors"], card["results"])
+    card["over_budget_rate"] = _rate(card["over_budget"], card["results"])
+    card["suggestion_rate"] = _rate(card["errors_with_suggestion"], card["errors"])
+    card["follow_rate"] = _rate(card["followed"], card["followed"] + card["ignored"])
+    card = card.sort_values(["calls", "results", "tool"], ascending=[False, False, True])
+    return card[list(SCORECARD_COLUMNS)].head(limit).reset_index(drop=True)

@@ -1,0 +1,219 @@
+"""The pairs table behind the Tool calls page: every call beside its Tool Message, paged.
+
+One row per tool call (with the result that answers it, if any) plus one row per Tool Message
+that no call shows as its answer (results answering no call, and second answers to an answered
+call). Rows are filtered, sorted and paged in SQL; only one page travels to pandas.
+
+A row's ``pair`` is its address in the trace, the ``pair`` URL parameter of the Trace page:
+``"<message seq>:<call index>"`` for a call, ``"r<message seq>"`` for a Tool Message of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import (
+    ColumnElement,
+    Engine,
+    Integer,
+    Select,
+    and_,
+    cast,
+    func,
+    null,
+    select,
+    union_all,
+)
+
+from db.filters import NO_FILTERS, Filters, trace_conditions
+from db.schema import ToolCallRow, ToolResultRow, TraceRow
+from db.summary import (
+    PAIR_STATES,
+    STATUSES,
+    VERDICTS,
+    effective_error_type,
+    effective_verdict,
+    unpaired_result,
+)
+
+SORT_KEYS: tuple[str, ...] = (
+    "trace", "tool", "status", "error_type", "pair_state", "tokens", "occurrence", "verdict",
+)  # fmt: skip
+#: Columns of :func:`list_pairs`, in display order.
+PAIR_COLUMNS: tuple[str, ...] = (
+    "trace", "pair", "tool", "status", "error_type", "pair_state", "tokens", "occurrence",
+    "verdict", "trace_id", "seq", "call_index", "result_seq",
+)  # fmt: skip
+#: Most distinct error types offered as a filter.
+ERROR_TYPE_CHOICES = 200
+
+
+@dataclass(frozen=True, slots=True)
+class PairQuery:
+    """What the Tool calls page narrows the pairs to, and how it sorts them.
+
+    Empty fields mean "all". ``trace`` matches a part of the trace's display id (any case);
+    ``sort`` is one of :data:`SORT_KEYS`.
+    """
+
+    status: str | None = None
+    error_type: str | None = None
+    pair_state: str | None = None
+    verdict: str | None = None
+    trace: str | None = None
+    sort: str = "trace"
+    descending: bool = False
+
+
+ALL_PAIRS = PairQuery()
+
+
+def _common_conditions(f: Filters, q: PairQuery) -> list[ColumnElement[bool]]:
+    conds = list(trace_conditions(f))
+    if q.trace:
+        conds.append(TraceRow.display_id.icontains(q.trace, autoescape=True))
+    if q.status:
+        conds.append(ToolResultRow.status == q.status)
+    if q.error_type:
+        conds.append(effective_error_type == q.error_type)
+    if q.verdict:
+        conds.append(effective_verdict == q.verdict)
+    return conds
+
+
+def _call_rows(f: Filters, q: PairQuery) -> Select[*tuple[Any, ...]]:
+    """Every call, with the Tool Message that answers it (outer join: unanswered calls too)."""
+    conds = _common_conditions(f, q)
+    if f.tool:
+        conds.append(ToolCallRow.tool_name == f.tool)
+    if q.pair_state:
+        conds.append(ToolCallRow.pair_state == q.pair_state)
+    return (
+        select(
+            ToolCallRow.trace_id.label("trace_id"),
+            TraceRow.display_id.label("trace"),
+            ToolCallRow.message_seq.label("seq"),
+            ToolCallRow.call_index.label("call_index"),
+            ToolCallRow.tool_name.label("tool"),
+            ToolResultRow.status.label("status"),
+            effective_error_type.label("error_type"),
+            ToolCallRow.pair_state.label("pair_state"),
+            ToolResultRow.tokens.label("tokens"),
+            ToolCallRow.occurrence.label("occurrence"),
+            effective_verdict.label("verdict"),
+            ToolResultRow.message_seq.label("result_seq"),
+        )
+        .select_from(ToolCallRow)
+        .join(TraceRow, TraceRow.id == ToolCallRow.trace_id)
+        .outerjoin(
+            ToolResultRow,
+            and_(
+                ToolResultRow.trace_id == ToolCallRow.trace_id,
+                ToolResultRow.message_seq == ToolCallRow.result_seq,
+            ),
+        )
+        .where(*conds)
+    )
+
+
+def _lone_result_rows(f: Filters, q: PairQuery) -> Select[*tuple[Any, ...]]:
+    """Tool Messages no call shows as its answer: orphans, early results, second answers."""
+    conds = _common_conditions(f, q)
+    conds.append(unpaired_result)
+    if f.tool:
+        conds.append(ToolResultRow.tool == f.tool)
+    if q.pair_state:
+        conds.append(ToolResultRow.pair_state == q.pair_state)
+    return (
+        select(
+            ToolResultRow.trace_id.label("trace_id"),
+            TraceRow.display_id.label("trace"),
+            ToolResultRow.message_seq.label("seq"),
+            cast(null(), Integer).label("call_index"),
+            ToolResultRow.tool.label("tool"),
+            ToolResultRow.status.label("status"),
+            effective_error_type.label("error_type"),
+            ToolResultRow.pair_state.label("pair_state"),
+            ToolResultRow.tokens.label("tokens"),
+            cast(null(), Integer).label("occurrence"),
+            effective_verdict.label("verdict"),
+            ToolResultRow.message_seq.label("result_seq"),
+        )
+        .select_from(ToolResultRow)
+        .join(TraceRow, TraceRow.id == ToolResultRow.trace_id)
+        .where(*conds)
+    )
+
+
+def _pairs(f: Filters, q: PairQuery) -> Any:
+    return union_all(_call_rows(f, q), _lone_result_rows(f, q)).subquery("pairs")
+
+
+def count_pairs(engine: Engine, filters: Filters = NO_FILTERS, query: PairQuery = ALL_PAIRS) -> int:
+    """How many rows the pairs table has under ``filters`` and ``query``."""
+    with engine.connect() as conn:
+        return int(
+            conn.execute(select(func.count()).select_from(_pairs(filters, query))).scalar_one()
+        )
+
+
+def list_pairs(
+    engine: Engine,
+    filters: Filters = NO_FILTERS,
+    query: PairQuery = ALL_PAIRS,
+    *,
+    limit: int = 100,
+    offset: int = 0,
+) -> pd.DataFrame:
+    """One page of the pairs table (columns: :data:`PAIR_COLUMNS`).
+
+    Sorted by ``query.sort`` (empty values last, in both directions), then by trace and
+    position. ``sort="trace"`` keeps the import order of traces and the message order inside.
+    """
+    if query.sort not in SORT_KEYS:
+        raise ValueError(f"unknown sort key {query.sort!r} (one of {', '.join(SORT_KEYS)})")
+    pairs = _pairs(filters, query)
+    position = [pairs.c.trace_id, pairs.c.seq, func.coalesce(pairs.c.call_index, -1)]
+    if query.sort == "trace":
+        order = [c.desc() for c in position] if query.descending else position
+    else:
+        column = pairs.c[query.sort]
+        order = [column.is_(None), column.desc() if query.descending else column, *position]
+    stmt = select(pairs).order_by(*order).limit(limit).offset(offset)
+    with engine.connect() as conn:
+        result = conn.execute(stmt)
+        df = pd.DataFrame(result.all(), columns=list(result.keys()))
+    df["pair"] = [
+        f"r{seq}" if pd.isna(idx) else f"{seq}:{int(idx)}"
+        for seq, idx in zip(df["seq"], df["call_index"], strict=True)
+    ]
+    for col in ("call_index", "occurrence", "tokens", "result_seq"):
+        df[col] = df[col].astype("Int64")
+    return df[list(PAIR_COLUMNS)]
+
+
+def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, list[str]]:
+    """Values the pairs filters offer: ``status``, ``error_type`` (those present),
+    ``pair_state`` and ``verdict``."""
+    stmt = (
+        select(effective_error_type)
+        .where(effective_error_type.is_not(None))
+        .distinct()
+        .order_by(effective_error_type)
+        .limit(ERROR_TYPE_CHOICES)
+    )
+    if filters.tool:
+        stmt = stmt.where(ToolResultRow.tool == filters.tool)
+    conds = trace_conditions(filters)
+    if conds:
+        stmt = stmt.join(TraceRow, TraceRow.id == ToolResultRow.trace_id).where(*conds)
+    with engine.connect() as conn:
+        error_types = [str(v) for v in conn.execute(stmt).scalars()]
+    return {
+        "status": list(STATUSES),
+        "error_type": error_types,
+        "pair_state": list(PAIR_STATES),
+        "verdict": list(VERDICTS),
+    }

@@ -1,0 +1,364 @@
+"""Queries behind the Trace page (one conversation rebuilt) and the shared filter choices.
+
+A trace is read in windows of messages (a Claude Code session can hold thousands), with the
+calls made in the window and every Tool Message that answers them, wherever it lies. Message
+content is cut at :data:`CONTENT_CHARS` in SQL so that one giant message never travels whole.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    and_,
+    exists,
+    func,
+    or_,
+    select,
+)
+
+from db.filters import NO_FILTERS, Filters, restrict_traces
+from db.schema import FindingRow, ImportRun, MessageRow, ToolCallRow, ToolResultRow, TraceRow
+from db.summary import effective_error_type, effective_verdict
+
+#: Characters of one message's content read back (the UI says how long the whole content is).
+CONTENT_CHARS = 200_000
+#: Most distinct agents / models / tools offered as filter choices.
+CHOICES_LIMIT = 500
+
+TRACE_LIST_COLUMNS: tuple[str, ...] = (
+    "trace", "id", "agent", "model", "format", "started_at", "messages", "tool_calls", "errors",
+    "problems",
+)  # fmt: skip
+_PAIR_RE = re.compile(r"^(?:(?P<seq>\d+):(?P<index>\d+)|r(?P<result>\d+))$")
+
+
+@dataclass(frozen=True, slots=True)
+class PairRef:
+    """A parsed ``pair`` URL parameter: a call (``seq:index``) or a lone result (``r<seq>``)."""
+
+    seq: int
+    call_index: int | None = None
+
+    @property
+    def is_call(self) -> bool:
+        """True for a call's address, False for a Tool Message's."""
+        return self.call_index is not None
+
+
+def parse_pair(value: str | None) -> PairRef | None:
+    """Parse the ``pair`` URL parameter; ``None`` when absent or malformed.
+
+    >>> parse_pair("12:0")
+    PairRef(seq=12, call_index=0)
+    >>> parse_pair("r7")
+    PairRef(seq=7, call_index=None)
+    """
+    match = _PAIR_RE.match((value or "").strip())
+    if match is None:
+        return None
+    if match["result"] is not None:
+        return PairRef(seq=int(match["result"]))
+    return PairRef(seq=int(match["seq"]), call_index=int(match["index"]))
+
+
+@dataclass(slots=True)
+class TraceWindow:
+    """Part of one trace: messages, the calls among them, and the Tool Messages answering them.
+
+    ``calls`` has the ``tool_calls`` columns; ``results`` has the ``tool_results`` columns with
+    effective ``error_type``/``verdict`` (derived ones as ``derived_error_type`` /
+    ``derived_verdict``) plus the message's ``content``.
+    """
+
+    messages: pd.DataFrame
+    calls: pd.DataFrame
+    results: pd.DataFrame
+    page: int = 0
+    pages: int = 1
+
+
+def _frame(conn: Connection, stmt: Any) -> pd.DataFrame:
+    result = conn.execute(stmt)
+    return pd.DataFrame(result.all(), columns=list(result.keys()))
+
+
+def _content() -> ColumnElement[str]:
+    return func.substr(MessageRow.content, 1, CONTENT_CHARS).label("content")
+
+
+def search_traces(
+    engine: Engine,
+    filters: Filters = NO_FILTERS,
+    *,
+    text: str | None = None,
+    tool: str | None = None,
+    error_type: str | None = None,
+    limit: int = 50,
+) -> pd.DataFrame:
+    """Traces for the picker, most problems first (columns: :data:`TRACE_LIST_COLUMNS`).
+
+    ``text`` matches part of the display id (any case); ``tool``: traces calling that tool;
+    ``error_type``: traces with an error result of that (effective) type.
+    """
+    stmt = restrict_traces(
+        select(
+            TraceRow.display_id.label("trace"),
+            TraceRow.id.label("id"),
+            TraceRow.agent.label("agent"),
+            TraceRow.model.label("model"),
+            TraceRow.format.label("format"),
+            TraceRow.started_at.label("started_at"),
+            TraceRow.message_count.label("messages"),
+            TraceRow.tool_call_count.label("tool_calls"),
+            TraceRow.error_count.label("errors"),
+            TraceRow.problem_count.label("problems"),
+        ),
+        filters,
+    )
+    if text:
+        stmt = stmt.where(TraceRow.display_id.icontains(text.strip(), autoescape=True))
+    if tool:
+        stmt = stmt.where(
+            exists().where(ToolCallRow.trace_id == TraceRow.id, ToolCallRow.tool_name == tool)
+        )
+    if error_type:
+        stmt = stmt.where(
+            exists().where(
+                ToolResultRow.trace_id == TraceRow.id,
+                ToolResultRow.status == "error",
+                effective_error_type == error_type,
+            )
+        )
+    stmt = stmt.order_by(TraceRow.problem_count.desc(), TraceRow.id.desc()).limit(limit)
+    with engine.connect() as conn:
+        return _frame(conn, stmt)
+
+
+def find_trace(engine: Engine, display_id: str) -> dict[str, Any] | None:
+    """The trace with this display id, with ``max_message_tokens`` and ``same_display_id``.
+
+    Display ids are not unique across sources; the first imported trace wins and
+    ``same_display_id`` says how many share the id.
+    """
+    with engine.connect() as conn:
+        row = (
+            conn.execute(
+                select(TraceRow.__table__)
+                .where(TraceRow.display_id == display_id)
+                .order_by(TraceRow.id)
+                .limit(1)
+            )
+            .mappings()
+            .first()
+        )
+        if row is None:
+            return None
+        trace = dict(row)
+        trace["max_message_tokens"] = int(
+            conn.execute(
+                select(func.coalesce(func.max(MessageRow.tokens), 0)).where(
+                    MessageRow.trace_id == trace["id"]
+                )
+            ).scalar_one()
+        )
+        trace["same_display_id"] = int(
+            conn.execute(select(func.count()).where(TraceRow.display_id == display_id)).scalar_one()
+        )
+    return trace
+
+
+def _results_stmt(trace_id: int, where: ColumnElement[bool]) -> Any:
+    return (
+        select(
+            *(c for c in ToolResultRow.__table__.c if c.name not in ("error_type", "verdict")),
+            effective_error_type.label("error_type"),
+            ToolResultRow.error_type.label("derived_error_type"),
+            effective_verdict.label("verdict"),
+            ToolResultRow.verdict.label("derived_verdict"),
+            _content(),
+        )
+        .join(
+            MessageRow,
+            and_(
+                MessageRow.trace_id == ToolResultRow.trace_id,
+                MessageRow.seq == ToolResultRow.message_seq,
+            ),
+        )
+        .where(ToolResultRow.trace_id == trace_id, where)
+        .order_by(ToolResultRow.message_seq)
+    )
+
+
+def _calls_stmt(trace_id: int, where: ColumnElement[bool]) -> Any:
+    return (
+        select(ToolCallRow.__table__)
+        .where(ToolCallRow.trace_id == trace_id, where)
+        .order_by(ToolCallRow.message_seq, ToolCallRow.call_index)
+    )
+
+
+def trace_window(engine: Engine, trace_id: int, *, page: int = 0, size: int = 100) -> TraceWindow:
+    """Messages ``page * size`` … of a trace (in seq order), their calls and the answers.
+
+    ``results`` holds the Tool Messages in the window *and* those answering a call in the
+    window wherever they lie (so a call is always shown beside its result).
+    """
+    with engine.connect() as conn:
+        total = int(
+            conn.execute(select(func.count()).where(MessageRow.trace_id == trace_id)).scalar_one()
+        )
+        pages = max(1, -(-total // size))
+        page = min(max(0, page), pages - 1)
+        messages = _frame(
+            conn,
+            select(
+                MessageRow.seq,
+                MessageRow.role,
+                _content(),
+                MessageRow.timestamp,
+                MessageRow.tokens,
+                MessageRow.chars,
+            )
+            .where(MessageRow.trace_id == trace_id)
+            .order_by(MessageRow.seq)
+            .limit(size)
+            .offset(page * size),
+        )
+        if messages.empty:
+            first, last = 0, -1
+        else:
+            first, last = int(messages["seq"].iloc[0]), int(messages["seq"].iloc[-1])
+        calls = _frame(conn, _calls_stmt(trace_id, ToolCallRow.message_seq.between(first, last)))
+        results = _frame(
+            conn,
+            _results_stmt(
+                trace_id,
+                or_(
+                    ToolResultRow.message_seq.between(first, last),
+                    ToolResultRow.call_seq.between(first, last),
+                    ToolResultRow.message_seq.in_(
+                        [int(s) for s in calls["result_seq"].dropna()] or [-1]
+                    ),
+                ),
+            ),
+        )
+    return TraceWindow(messages=messages, calls=calls, results=results, page=page, pages=pages)
+
+
+def page_of_seq(engine: Engine, trace_id: int, seq: int, *, size: int = 100) -> int:
+    """The window page (see :func:`trace_window`) that shows the message at ``seq``."""
+    with engine.connect() as conn:
+        before = conn.execute(
+            select(func.count()).where(MessageRow.trace_id == trace_id, MessageRow.seq < seq)
+        ).scalar_one()
+    return int(before) // size
+
+
+def pair_detail(engine: Engine, trace_id: int, pair: PairRef) -> TraceWindow:
+    """One pair: the call and every Tool Message answering it, or a lone Tool Message (with
+    the call it answers again, for a duplicate). ``messages`` is empty."""
+    with engine.connect() as conn:
+        if pair.is_call:
+            calls = _frame(
+                conn,
+                _calls_stmt(
+                    trace_id,
+                    and_(
+                        ToolCallRow.message_seq == pair.seq,
+                        ToolCallRow.call_index == pair.call_index,
+                    ),
+                ),
+            )
+            answered = [int(s) for s in calls["result_seq"].dropna()] or [-1]
+            results = _frame(
+                conn,
+                _results_stmt(
+                    trace_id,
+                    or_(
+                        ToolResultRow.message_seq.in_(answered),
+                        and_(
+                            ToolResultRow.call_seq == pair.seq,
+                            ToolResultRow.call_index == pair.call_index,
+                        ),
+                    ),
+                ),
+            )
+        else:
+            results = _frame(conn, _results_stmt(trace_id, ToolResultRow.message_seq == pair.seq))
+            calls = _frame(conn, _calls_stmt(trace_id, ToolCallRow.id < 0))
+            if not results.empty and pd.notna(results["call_seq"].iloc[0]):
+                calls = _frame(
+                    conn,
+                    _calls_stmt(
+                        trace_id,
+                        and_(
+                            ToolCallRow.message_seq == int(results["call_seq"].iloc[0]),
+                            ToolCallRow.call_index == int(results["call_index"].iloc[0]),
+                        ),
+                    ),
+                )
+    return TraceWindow(messages=pd.DataFrame(), calls=calls, results=results)
+
+
+def trace_findings(engine: Engine, trace_id: int) -> pd.DataFrame:
+    """The findings of one trace in message order: ``name``, ``tool``, ``message_seq``,
+    ``call_index``."""
+    stmt = (
+        select(FindingRow.name, FindingRow.tool, FindingRow.message_seq, FindingRow.call_index)
+        .where(FindingRow.trace_id == trace_id)
+        .order_by(FindingRow.message_seq, FindingRow.call_index, FindingRow.name)
+    )
+    with engine.connect() as conn:
+        df = _frame(conn, stmt)
+    df["call_index"] = df["call_index"].astype("Int64")
+    return df
+
+
+def import_choices(engine: Engine, *, limit: int = 200) -> pd.DataFrame:
+    """Recent imports for the import filter: ``id``, ``started_at``, ``origin``,
+    ``traces_imported``, ``state``, ``encoding``; newest first."""
+    stmt = (
+        select(
+            ImportRun.id,
+            ImportRun.started_at,
+            ImportRun.origin,
+            ImportRun.traces_imported,
+            ImportRun.state,
+            ImportRun.encoding,
+        )
+        .order_by(ImportRun.id.desc())
+        .limit(limit)
+    )
+    with engine.connect() as conn:
+        return _frame(conn, stmt)
+
+
+def filter_choices(engine: Engine, *, limit: int = CHOICES_LIMIT) -> dict[str, list[str]]:
+    """Distinct ``agent``, ``model`` and ``tool`` values for the shared filters, sorted."""
+    queries = {
+        "agent": select(TraceRow.agent).where(TraceRow.agent.is_not(None)),
+        "model": select(TraceRow.model).where(TraceRow.model.is_not(None)),
+        "tool": select(ToolCallRow.tool_name),
+    }
+    out: dict[str, list[str]] = {}
+    with engine.connect() as conn:
+        for name, stmt in queries.items():
+            column = stmt.selected_columns[0]
+            out[name] = [
+                str(v)
+                for v in conn.execute(stmt.distinct().order_by(column).limit(limit)).scalars()
+            ]
+    return out
+
+
+def trace_count(engine: Engine) -> int:
+    """How many traces the store holds (the dashboard's "is there any data" check)."""
+    with engine.connect() as conn:
+        return int(conn.execute(select(func.count(TraceRow.id))).scalar_one())

@@ -1,0 +1,184 @@
+"""The dashboard shell (entry script, sidebar filters in the URL, safe rendering) and the Overview
+page, run with Streamlit's AppTest on the fixture store."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from dbfixture import DASHBOARD_APP, build_fixture, open_app
+
+from dashboard import render, state
+from db.engine import make_engine
+from db.filters import Filters
+from db.summary import summarize
+
+
+@pytest.fixture
+def store_url(sqlite_url: str) -> str:
+    engine = make_engine(sqlite_url)
+    build_fixture(engine)
+    engine.dispose()
+    return sqlite_url
+
+
+def _metrics(at: object) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}  # type: ignore[attr-defined]
+
+
+def test_overview_headline_metrics_equal_the_summary(
+    monkeypatch: pytest.MonkeyPatch, store_url: str
+) -> None:
+    at = open_app(monkeypatch, store_url)
+    assert not at.exception
+    summary = summarize(sa.create_engine(store_url))
+    metrics = _metrics(at)
+    assert metrics["Traces"] == str(summary["traces"]) == "3"
+    assert metrics["Tool calls"] == str(summary["tool_calls"]) == "8"
+    assert metrics["Errors"] == str(summary["status"]["error"]) == "4"
+    assert metrics["Error rate"] == "44.4%"
+    problems = sum(n for state, n in summary["pair_states"].items() if state != "paired")
+    assert metrics["Pairing problems"] == str(problems) == "4"
+    assert metrics["Loop calls (k=3)"] == str(summary["loops"]["calls"]) == "3"
+    assert metrics["Suggestions followed"] == "50% (1 of 2)"
+
+
+def test_overview_applies_filters_and_k_from_the_url(
+    monkeypatch: pytest.MonkeyPatch, store_url: str
+) -> None:
+    at = open_app(monkeypatch, store_url, params={"agent": "support-bot", "k": "2"})
+    assert not at.exception
+    assert at.sidebar.selectbox(key="agent").value == "support-bot"
+    metrics = _metrics(at)
+    expected = summarize(
+        sa.create_engine(store_url), loop_k=2, filters=Filters(agent="support-bot")
+    )
+    assert metrics["Traces"] == str(expected["traces"]) == "2"
+    assert metrics["Errors"] == str(expected["status"]["error"]) == "2"
+    assert metrics["Loop calls (k=2)"] == str(expected["loops"]["calls"]) == "3"
+    assert metrics["Pairing problems"] == "1"
+
+
+def test_overview_date_range_is_inclusive_of_the_end_day(
+    monkeypatch: pytest.MonkeyPatch, store_url: str
+) -> None:
+    at = open_app(monkeypatch, store_url, params={"start": "2026-11-02", "end": "2026-11-02"})
+    assert not at.exception
+    assert _metrics(at)["Traces"] == "1"
+
+
+def test_overview_scorecard_lists_every_tool_with_its_follow_rate(
+    monkeypatch: pytest.MonkeyPatch, store_url: str
+) -> None:
+    at = open_app(monkeypatch, store_url)
+    card = next(df.value for df in at.dataframe if "follow" in df.value.columns)
+    assert card["tool"].tolist() == [
+        "get_weather", "lookup_order", "search_docs", "send_email", "send_sms",
+    ]  # fmt: skip
+    assert card["follow"].tolist() == [
+        "100% (1 of 1)", "0% (0 of 1)", "– (0 of 0)", "– (0 of 0)", "– (0 of 0)",
+    ]  # fmt: skip
+
+
+def test_sidebar_names_the_token_encoding(monkeypatch: pytest.MonkeyPatch, store_url: str) -> None:
+    at = open_app(monkeypatch, store_url)
+    assert "Token counts: o200k_base" in [c.value for c in at.sidebar.caption]
+
+
+def test_a_filter_matching_nothing_says_so(monkeypatch: pytest.MonkeyPatch, store_url: str) -> None:
+    at = open_app(monkeypatch, store_url, params={"start": "2030-01-01"})
+    assert not at.exception
+    assert [i.value for i in at.info] == [render.NO_MATCH_TEXT]
+
+
+@pytest.mark.parametrize("page", [None, "pages/calls.py", "pages/trace.py"])
+def test_every_page_explains_how_to_import_when_the_store_is_empty(
+    monkeypatch: pytest.MonkeyPatch, sqlite_url: str, page: str | None
+) -> None:
+    at = open_app(monkeypatch, sqlite_url, page=page)
+    assert not at.exception
+    assert [i.value for i in at.info] == [render.EMPTY_STORE_TEXT]
+    assert "toollens import FILE" in render.EMPTY_STORE_TEXT
+
+
+def test_db_url_comes_from_the_command_line_then_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TOOLLENS_DB", "postgresql://u@h/d")
+    assert state.db_url(["--db", "runs.db"]) == "sqlite:///runs.db"
+    assert state.db_url([]) == "postgresql+psycopg://u@h/d"
+    monkeypatch.delenv("TOOLLENS_DB")
+    assert state.db_url([]) == "sqlite:///toollens.db"
+
+
+def test_safe_url_hides_the_password() -> None:
+    assert state.safe_url("postgresql+psycopg://me:secret@h/d") == "postgresql+psycopg://me:***@h/d"
+
+
+def test_escape_markdown_leaves_no_link_image_or_directive() -> None:
+    hostile = "[click](http://evil.example) ![x](y.png) :red[alarm] <b>hi</b> $x$\nnext"
+    escaped = render.escape_markdown(hostile)
+    assert escaped == (
+        r"\[click\]\(http\:\/\/evil\.example\) \!\[x\]\(y\.png\) \:red\[alarm\] "
+        r"\<b\>hi\<\/b\> \$x\$ next"
+    )
+    # Every punctuation character is escaped, so no markdown syntax survives.
+    assert re.search(r"(?<!\\)[\[\]()<>:!$]", escaped) is None
+
+
+def test_badge_text_escapes_its_label() -> None:
+    assert render.badge_text("a]b", "error") == r":red-badge[a\]b]"
+
+
+def test_rates_are_shown_with_their_counts() -> None:
+    assert render.rate_text(31, 50) == "62% (31 of 50)"
+    assert render.rate_text(0, 0) == "– (0 of 0)"
+    assert render.percent_text(4, 9) == "44.4%"
+    assert render.percent_text(1, 0) == "–"
+
+
+def test_counts_agree_in_number() -> None:
+    assert render.count_text(1, "token") == "1 token"
+    assert render.count_text(3210, "token") == "3,210 tokens"
+    assert render.size_text(12345, 1) == "12,345 chars, 1 token"
+
+
+def test_ordinals_read_naturally() -> None:
+    assert [render.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 101)] == [
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st",
+    ]  # fmt: skip
+
+
+def test_pretty_indents_json_and_leaves_text_alone() -> None:
+    assert render.pretty('{"b":1,"a":[1,2]}') == (
+        '{\n  "b": 1,\n  "a": [\n    1,\n    2\n  ]\n}',
+        "json",
+    )
+    assert render.pretty("Error: {not json") == ("Error: {not json", None)
+    assert render.pretty("{broken") == ("{broken", None)
+
+
+def test_navigation_lists_every_page_file() -> None:
+    listed = re.findall(r'"(pages/\w+\.py)"', DASHBOARD_APP.read_text())
+    on_disk = sorted(f"pages/{p.name}" for p in (DASHBOARD_APP.parent / "pages").glob("*.py"))
+    assert sorted(listed) == on_disk
+    assert len(listed) == len(set(listed))
+
+
+FORBIDDEN_RENDERING = ("unsafe_allow_html=True", "st.html(", "components.html(", "components.v1")
+
+
+def test_the_dashboard_never_renders_html() -> None:
+    sources = sorted(DASHBOARD_APP.parent.rglob("*.py"))
+    assert Path(DASHBOARD_APP) in sources
+    for source in sources:
+        text = source.read_text()
+        for forbidden in (
+            "unsafe_allow_html=True",
+            "st.html(",
+            "components.html(",
+            "components.v1",
+        ):
+            assert forbidden not in text, f"{source.name} uses {forbidden}"
