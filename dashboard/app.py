@@ -16,25 +16,25 @@ st.set_page_config(page_title="ToolLens", page_icon=":material/build:", layout="
 
 PAGES = [
     st.Page(
-        "pages/overview.py",
+        "views/overview.py",
         title="Overview",
         icon=":material/dashboard:",
         url_path="overview",
         default=True,
     ),
-    st.Page("pages/calls.py", title="Tool calls", icon=":material/table_rows:", url_path="calls"),
-    st.Page("pages/trace.py", title="Trace", icon=":material/forum:", url_path="trace"),
-    st.Page("pages/errors.py", title="Errors", icon=":material/error:", url_path="errors"),
-    st.Page("pages/tokens.py", title="Tokens", icon=":material/data_usage:", url_path="tokens"),
-    st.Page("pages/loops.py", title="Loops", icon=":material/repeat:", url_path="loops"),
+    st.Page("views/calls.py", title="Tool calls", icon=":material/table_rows:", url_path="calls"),
+    st.Page("views/trace.py", title="Trace", icon=":material/forum:", url_path="trace"),
+    st.Page("views/errors.py", title="Errors", icon=":material/error:", url_path="errors"),
+    st.Page("views/tokens.py", title="Tokens", icon=":material/data_usage:", url_path="tokens"),
+    st.Page("views/loops.py", title="Loops", icon=":material/repeat:", url_path="loops"),
     st.Page(
-        "pages/suggestions.py",
+        "views/suggestions.py",
         title="Suggestions",
         icon=":material/tips_and_updates:",
         url_path="suggestions",
     ),
-    st.Page("pages/imports.py", title="Imports", icon=":material/upload_file:", url_path="imports"),
-    st.Page("pages/review.py", title="Review", icon=":material/rate_review:", url_path="review"),
+    st.Page("views/imports.py", title="Imports", icon=":material/upload_file:", url_path="imports"),
+    st.Page("views/review.py", title="Review", icon=":material/rate_review:", url_path="review"),
 ]
 
 page = st.navigation(PAGES)

@@ -33,8 +33,8 @@ DEFAULT_TOKEN_BUDGET = 2000
 #: Encoding named in the sidebar when the store has no import yet (the importer's default).
 DEFAULT_ENCODING = "o200k_base"
 #: Page files, relative to ``app.py`` (what ``st.switch_page`` takes).
-TRACE_PAGE = "pages/trace.py"
-CALLS_PAGE = "pages/calls.py"
+TRACE_PAGE = "views/trace.py"
+CALLS_PAGE = "views/calls.py"
 #: Query parameters bound to the shared sidebar widgets.
 FILTER_PARAMS = ("start", "end", "import", "agent", "model", "tool", "k", "budget")
 

@@ -494,12 +494,12 @@ def open_app(
     params: dict[str, str] | None = None,
 ) -> Any:
     """Run the dashboard in ``AppTest`` on ``db_url``, optionally on ``page`` (e.g.
-    ``"pages/trace.py"``) with URL ``params``; caches are cleared first.
+    ``"views/trace.py"``) with URL ``params``; caches are cleared first.
 
-    Streamlit treats an app whose entry script sits beside a ``pages/`` folder as a legacy
-    multipage app until ``st.navigation`` runs, and ``AppTest`` resets that flag before every
-    run, so a page would run *without* the entry script (no sidebar, no filters). The
-    replacement pages manager below clears the flag the way ``st.navigation`` does.
+    The page files live in ``views/`` rather than ``pages/``: Streamlit treats an entry script
+    beside a ``pages/`` folder as a legacy multipage app until ``st.navigation`` runs, so a
+    shared link to a page would run that page without the entry script. The pages manager
+    below still clears that flag the way ``st.navigation`` does, as ``AppTest`` resets it.
     """
     import streamlit as st
     import streamlit.testing.v1.app_test as app_test_module

@@ -93,7 +93,7 @@ def test_a_filter_matching_nothing_says_so(monkeypatch: pytest.MonkeyPatch, stor
     assert [i.value for i in at.info] == [render.NO_MATCH_TEXT]
 
 
-@pytest.mark.parametrize("page", [None, "pages/calls.py", "pages/trace.py"])
+@pytest.mark.parametrize("page", [None, "views/calls.py", "views/trace.py"])
 def test_every_page_explains_how_to_import_when_the_store_is_empty(
     monkeypatch: pytest.MonkeyPatch, sqlite_url: str, page: str | None
 ) -> None:
@@ -161,8 +161,8 @@ def test_pretty_indents_json_and_leaves_text_alone() -> None:
 
 
 def test_navigation_lists_every_page_file() -> None:
-    listed = re.findall(r'"(pages/\w+\.py)"', DASHBOARD_APP.read_text())
-    on_disk = sorted(f"pages/{p.name}" for p in (DASHBOARD_APP.parent / "pages").glob("*.py"))
+    listed = re.findall(r'"(views/\w+\.py)"', DASHBOARD_APP.read_text())
+    on_disk = sorted(f"views/{p.name}" for p in (DASHBOARD_APP.parent / "views").glob("*.py"))
     assert sorted(listed) == on_disk
     assert len(listed) == len(set(listed))
 

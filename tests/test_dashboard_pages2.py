@@ -19,8 +19,8 @@ from db.engine import make_engine
 from db.filters import Filters
 from db.summary import summarize
 
-ERRORS, TOKENS, LOOPS = "pages/errors.py", "pages/tokens.py", "pages/loops.py"
-SUGGESTIONS, IMPORTS = "pages/suggestions.py", "pages/imports.py"
+ERRORS, TOKENS, LOOPS = "views/errors.py", "views/tokens.py", "views/loops.py"
+SUGGESTIONS, IMPORTS = "views/suggestions.py", "views/imports.py"
 RATE_LIMITED = "get_weather: Error: rate limited"
 
 

@@ -24,7 +24,7 @@ from db.review import (
     update_annotation,
 )
 
-REVIEW_PAGE = Path(__file__).resolve().parents[1] / "dashboard" / "pages" / "review.py"
+REVIEW_PAGE = Path(__file__).resolve().parents[1] / "dashboard" / "views" / "review.py"
 
 
 @pytest.fixture
