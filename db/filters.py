@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Select, and_, exists, select
+from sqlalchemy import ColumnElement, Select, exists, select
 
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
 
@@ -57,14 +57,18 @@ def _needs_trace_join(f: Filters) -> bool:
     return any(v not in (None, "") for v in (f.start, f.end, f.import_id, f.agent, f.model))
 
 
+def _trace_ids(f: Filters) -> Select[int]:
+    # An uncorrelated IN (SELECT id …) is evaluated once; a correlated EXISTS ran per row and
+    # cost seconds on a million rows even when the filter matched nothing.
+    return select(TraceRow.id).where(*trace_conditions(f))
+
+
 def restrict_results(stmt: SelectT, f: Filters) -> SelectT:
     """Apply the filters to a statement over ``tool_results``."""
     if f.tool:
         stmt = stmt.where(ToolResultRow.tool == f.tool)
     if _needs_trace_join(f):
-        stmt = stmt.where(
-            exists().where(and_(TraceRow.id == ToolResultRow.trace_id, *trace_conditions(f)))
-        )
+        stmt = stmt.where(ToolResultRow.trace_id.in_(_trace_ids(f)))
     return stmt
 
 
@@ -73,9 +77,7 @@ def restrict_calls(stmt: SelectT, f: Filters) -> SelectT:
     if f.tool:
         stmt = stmt.where(ToolCallRow.tool_name == f.tool)
     if _needs_trace_join(f):
-        stmt = stmt.where(
-            exists().where(and_(TraceRow.id == ToolCallRow.trace_id, *trace_conditions(f)))
-        )
+        stmt = stmt.where(ToolCallRow.trace_id.in_(_trace_ids(f)))
     return stmt
 
 
@@ -98,7 +100,5 @@ def restrict_findings(stmt: SelectT, f: Filters) -> SelectT:
     if f.tool:
         stmt = stmt.where(FindingRow.tool == f.tool)
     if _needs_trace_join(f):
-        stmt = stmt.where(
-            exists().where(and_(TraceRow.id == FindingRow.trace_id, *trace_conditions(f)))
-        )
+        stmt = stmt.where(FindingRow.trace_id.in_(_trace_ids(f)))
     return stmt

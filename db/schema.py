@@ -208,6 +208,9 @@ class ToolResultRow(Base):
         Index("ix_tool_results_trace_id_message_seq", "trace_id", "message_seq"),
         Index("ix_tool_results_tool_status", "tool", "status"),
         Index("ix_tool_results_error_type", "error_type"),
+        # Percentiles and size charts sort by tokens; the index makes them index-only scans.
+        Index("ix_tool_results_tokens", "tokens"),
+        Index("ix_tool_results_tool_tokens", "tool", "tokens"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)

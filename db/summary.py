@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, or_, select
+from sqlalchemy import Connection, Engine, and_, func, or_, select
 
 from db.filters import (
     NO_FILTERS,
@@ -64,68 +64,90 @@ def percentile(conn: Connection, column: Any, q: float, base: Any) -> int:
 
 
 def loop_counts(conn: Connection, k: int, f: Filters = NO_FILTERS) -> tuple[int, int]:
-    """(signatures, calls) of loops at ``k``: signatures occurring >= k times in one trace."""
-    groups = restrict_calls(
-        select(
-            ToolCallRow.trace_id,
-            ToolCallRow.signature,
-            func.count().label("n"),
-        ).group_by(ToolCallRow.trace_id, ToolCallRow.signature),
-        f,
-    ).having(func.max(ToolCallRow.occurrence) >= k)
-    sub = groups.subquery()
-    row = conn.execute(select(func.count(), func.coalesce(func.sum(sub.c.n), 0))).one()
-    return int(row[0]), int(row[1])
+    """(signatures, calls) of loops at ``k``: signatures occurring >= k times in one trace.
+
+    Occurrences of a signature in a trace are numbered 1, 2, … n, so a looping signature has
+    exactly one call with ``occurrence == k``, and its n calls are the n - k + 1 calls with
+    ``occurrence >= k`` plus the k - 1 before them: both figures come off the occurrence index.
+    """
+    row = conn.execute(
+        restrict_calls(
+            select(
+                func.count().filter(ToolCallRow.occurrence == k),
+                func.count().filter(ToolCallRow.occurrence >= k),
+            ).where(ToolCallRow.occurrence >= k),
+            f,
+        )
+    ).one()
+    signatures, late_calls = int(row[0]), int(row[1])
+    return signatures, late_calls + (k - 1) * signatures
+
+
+def _count_if(condition: Any) -> Any:
+    return func.count().filter(condition)
+
+
+def _result_figures(conn: Connection, f: Filters) -> dict[str, Any]:
+    """Everything counted over ``tool_results``, in one pass."""
+    r = ToolResultRow
+    columns = {
+        "tool_results": func.count(),
+        **{f"status_{st}": _count_if(r.status == st) for st in STATUSES},
+        **{
+            f"unpaired_{state}": _count_if(and_(unpaired_result, r.pair_state == state))
+            for state in ("orphan_result", "duplicate_result", "result_before_call")
+        },
+        "name_mismatch": _count_if(r.name_mismatch.is_(True)),
+        "with_suggestion": _count_if(r.suggestion.is_not(None)),
+        "corrections": _count_if(
+            or_(r.error_type_corrected.is_not(None), r.verdict_corrected.is_not(None))
+        ),
+        "token_total": func.coalesce(func.sum(r.tokens), 0),
+        "token_max": func.coalesce(func.max(r.tokens), 0),
+    }
+    row = conn.execute(restrict_results(select(*columns.values()), f)).one()
+    return {name: int(value or 0) for name, value in zip(columns, row, strict=True)}
 
 
 def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS) -> dict[str, Any]:
     """Every headline figure, in the shape of ``toollens summary --json``."""
     f = filters
     with engine.connect() as conn:
-        traces = conn.execute(restrict_traces(select(func.count(TraceRow.id)), f)).scalar_one()
-        trace_ids = restrict_traces(select(TraceRow.id), f)
-        messages = conn.execute(
-            select(func.count(MessageRow.id)).where(MessageRow.trace_id.in_(trace_ids))
-            if not f.is_empty()
-            else select(func.count(MessageRow.id))
-        ).scalar_one()
-        calls = conn.execute(restrict_calls(select(func.count(ToolCallRow.id)), f)).scalar_one()
-        results = conn.execute(
-            restrict_results(select(func.count(ToolResultRow.id)), f)
-        ).scalar_one()
+        # Per-trace counters make trace-level totals one pass over ``traces``.
+        traces, messages = conn.execute(
+            restrict_traces(
+                select(func.count(TraceRow.id), func.coalesce(func.sum(TraceRow.message_count), 0)),
+                Filters(**{**_fields(f), "tool": None}),
+            )
+        ).one()
+        if f.tool:
+            traces = conn.execute(restrict_traces(select(func.count(TraceRow.id)), f)).scalar_one()
+            messages = conn.execute(
+                select(func.count(MessageRow.id)).where(
+                    MessageRow.trace_id.in_(restrict_traces(select(TraceRow.id), f))
+                )
+            ).scalar_one()
+        res = _result_figures(conn, f)
 
         pair_states = dict.fromkeys(PAIR_STATES, 0)
-        for state, n in conn.execute(
+        calls = reused_id = 0
+        for state, n, reused in conn.execute(
             restrict_calls(
-                select(ToolCallRow.pair_state, func.count()).group_by(ToolCallRow.pair_state), f
-            )
-        ):
-            pair_states[state] = pair_states.get(state, 0) + n
-        # Results that are not some call's answer are problems of their own, counted once each.
-        for state, n in conn.execute(
-            restrict_results(
-                select(ToolResultRow.pair_state, func.count())
-                .where(unpaired_result)
-                .group_by(ToolResultRow.pair_state),
+                select(
+                    ToolCallRow.pair_state,
+                    func.count(),
+                    _count_if(ToolCallRow.reused_id.is_(True)),
+                ).group_by(ToolCallRow.pair_state),
                 f,
             )
         ):
             pair_states[state] = pair_states.get(state, 0) + n
+            calls += n
+            reused_id += reused
+        # Results that are not some call's answer are problems of their own, counted once each.
+        for state in ("orphan_result", "duplicate_result", "result_before_call"):
+            pair_states[state] += res[f"unpaired_{state}"]
 
-        name_mismatch = conn.execute(
-            restrict_results(select(func.count()).where(ToolResultRow.name_mismatch.is_(True)), f)
-        ).scalar_one()
-        reused_id = conn.execute(
-            restrict_calls(select(func.count()).where(ToolCallRow.reused_id.is_(True)), f)
-        ).scalar_one()
-
-        status = dict.fromkeys(STATUSES, 0)
-        for st, n in conn.execute(
-            restrict_results(
-                select(ToolResultRow.status, func.count()).group_by(ToolResultRow.status), f
-            )
-        ):
-            status[st] = n
         error_types = {
             et: n
             for et, n in conn.execute(
@@ -139,27 +161,16 @@ def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS)
             )
             if et is not None
         }
-
         token_base = restrict_results(select(ToolResultRow.tokens.label("tokens")), f)
-        total, max_tokens = conn.execute(
-            restrict_results(
-                select(
-                    func.coalesce(func.sum(ToolResultRow.tokens), 0),
-                    func.coalesce(func.max(ToolResultRow.tokens), 0),
-                ),
-                f,
-            )
-        ).one()
         encoding = conn.execute(
             select(ImportRun.encoding).order_by(ImportRun.id.desc()).limit(1)
         ).scalar()
-
         loop_signatures, loop_calls = loop_counts(conn, loop_k, f)
 
-        suggestions: dict[str, int] = {"with_suggestion": 0, **dict.fromkeys(VERDICTS, 0)}
-        suggestions["with_suggestion"] = conn.execute(
-            restrict_results(select(func.count()).where(ToolResultRow.suggestion.is_not(None)), f)
-        ).scalar_one()
+        suggestions: dict[str, int] = {
+            "with_suggestion": res["with_suggestion"],
+            **dict.fromkeys(VERDICTS, 0),
+        }
         for verdict, n in conn.execute(
             restrict_results(
                 select(effective_verdict, func.count())
@@ -183,37 +194,32 @@ def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS)
                 )
             )
         }
-        corrections = conn.execute(
-            restrict_results(
-                select(func.count()).where(
-                    (ToolResultRow.error_type_corrected.is_not(None))
-                    | (ToolResultRow.verdict_corrected.is_not(None))
-                ),
-                f,
-            )
-        ).scalar_one()
         rejected = conn.execute(select(func.count(RejectedRecord.id))).scalar_one()
 
         return {
             "traces": traces,
-            "messages": messages,
+            "messages": int(messages),
             "tool_calls": calls,
-            "tool_results": results,
+            "tool_results": res["tool_results"],
             "pair_states": pair_states,
-            "name_mismatch": name_mismatch,
+            "name_mismatch": res["name_mismatch"],
             "reused_id": reused_id,
-            "status": status,
+            "status": {st: res[f"status_{st}"] for st in STATUSES},
             "error_types": error_types,
             "tokens": {
                 "encoding": encoding or "o200k_base",
-                "tool_result_total": int(total),
+                "tool_result_total": res["token_total"],
                 "p50": percentile(conn, "tokens", 0.50, token_base),
                 "p95": percentile(conn, "tokens", 0.95, token_base),
-                "max": int(max_tokens),
+                "max": res["token_max"],
             },
             "loops": {"k": loop_k, "signatures": loop_signatures, "calls": loop_calls},
             "suggestions": {**suggestions, "follow_rate": follow_rate},
             "findings": findings,
-            "corrections": corrections,
+            "corrections": res["corrections"],
             "rejected_records": rejected,
         }
+
+
+def _fields(f: Filters) -> dict[str, Any]:
+    return {name: getattr(f, name) for name in f.__slots__}
