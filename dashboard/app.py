@@ -2,15 +2,16 @@
 
 Run ``streamlit run dashboard/app.py -- --db URL`` (``toollens serve`` does exactly that); without
 ``--db`` the database comes from ``TOOLLENS_DB``, else ``toollens.db`` in the working directory.
-This script runs before every page: it sets up the page, the navigation and the shared sidebar
-filters (bound to the URL), then runs the selected page.
+This script runs before every page: it sets up the page, the navigation, the shared sidebar
+filters (bound to the URL) and, below them, the reviewer's name that signs notes and
+corrections on every page, then runs the selected page.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import state
+from dashboard import review_ui, state
 
 st.set_page_config(page_title="ToolLens", page_icon=":material/build:", layout="wide")
 
@@ -39,4 +40,5 @@ PAGES = [
 
 page = st.navigation(PAGES)
 state.sidebar()
+review_ui.author_field()
 page.run()

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import orjson
 import pandas as pd
@@ -54,6 +54,10 @@ AS_DERIVED = "(as derived)"
 #: Spreadsheets run cells starting with these as formulas; trace content must not.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 NO_AUTHOR_TEXT = "Enter your name in the sidebar to write notes and corrections."
+#: Most rows a table download holds (a page says so when its filters match more).
+TABLE_DOWNLOAD_MAX_ROWS = 200_000
+#: A table to download, or a function that reads it when the download is clicked.
+TableSource: TypeAlias = pd.DataFrame | Callable[[], pd.DataFrame]
 
 
 def current_author() -> str:
@@ -231,9 +235,12 @@ def report_download(engine: Engine, trace_id: int, loop_k: int = 3) -> None:
     """Download buttons for the trace's incident report (HTML, Markdown, JSON); the report is
     built only when a button is clicked."""
     labels = {"html": "Report (HTML)", "md": "Markdown", "json": "JSON"}
-    for column, fmt in zip(st.columns(3), ("html", "md", "json"), strict=True):
+    # One row of buttons as wide as their labels: equal columns cut "Report (HTML)" short
+    # beside a page header.
+    row = st.container(horizontal=True)
+    for fmt in ("html", "md", "json"):
         assert fmt in REPORT_FORMATS
-        column.download_button(
+        row.download_button(
             labels[fmt],
             data=partial(report_bytes, engine, trace_id, fmt, loop_k),
             file_name=f"toollens-trace-{trace_id}.{fmt}",
@@ -273,18 +280,23 @@ def table_parquet(df: pd.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
-def table_downloads(df: pd.DataFrame, name: str = "toollens-calls") -> None:
-    """CSV and Parquet download buttons for ``df`` (built when clicked)."""
-    for column, (label, make, ext, mime) in zip(
-        st.columns(2),
-        (
-            ("CSV", table_csv, "csv", "text/csv"),
-            ("Parquet", table_parquet, "parquet", "application/vnd.apache.parquet"),
-        ),
-        strict=True,
+def _table_bytes(make: Callable[[pd.DataFrame], bytes], table: TableSource) -> bytes:
+    return make(table() if callable(table) else table)
+
+
+def table_downloads(table: TableSource, name: str = "toollens-calls") -> None:
+    """CSV and Parquet download buttons for a table, built when clicked.
+
+    ``table`` is a DataFrame or a function returning one; a function runs only on a click, so
+    a page can offer every filtered row without reading them on each rerun.
+    """
+    row = st.container(horizontal=True)
+    for label, make, ext, mime in (
+        ("CSV", table_csv, "csv", "text/csv"),
+        ("Parquet", table_parquet, "parquet", "application/vnd.apache.parquet"),
     ):
-        column.download_button(
-            label, data=partial(make, df), file_name=f"{name}.{ext}", mime=mime,
+        row.download_button(
+            label, data=partial(_table_bytes, make, table), file_name=f"{name}.{ext}", mime=mime,
             on_click="ignore", key=f"{name}_{ext}", icon=":material/download:",
         )  # fmt: skip
 

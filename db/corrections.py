@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, func, select, update
 
 from db.annotations import ReviewError, UnknownTargetError, now_or_utc
 from db.engine import writing
+from db.filters import NO_FILTERS, Filters, restrict_results
 from db.schema import ToolResultRow
 from db.summary import VERDICTS
 
@@ -108,3 +109,23 @@ def correct_result(
             )
         )
     return result_review(engine, result_id)
+
+
+def correction_counts(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, int]:
+    """How many values reviewers corrected under ``filters``: ``error_type`` (among error
+    results, the ones the error charts count) and ``verdict`` (suggestion verdicts).
+
+    A result corrected in both fields counts once in each; ``toollens summary``'s
+    ``corrections`` counts it once in all.
+    """
+    r = ToolResultRow
+    stmt = restrict_results(
+        select(
+            func.count(r.error_type_corrected).filter(r.status == "error"),
+            func.count(r.verdict_corrected),
+        ),
+        filters,
+    )
+    with engine.connect() as conn:
+        error_types, verdicts = conn.execute(stmt).one()
+    return {"error_type": int(error_types), "verdict": int(verdicts)}

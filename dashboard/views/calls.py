@@ -1,14 +1,18 @@
 """Tool calls: every call beside its Tool Message, filtered, sorted and paged in SQL.
 
 Selecting a row opens that pair on the Trace page. The table's own filters are bound to the URL
-like the shared ones, so a filtered, sorted page is a link too.
+like the shared ones, so a filtered, sorted page is a link too. The CSV and Parquet downloads
+hold every row the filters match (up to ``review_ui.TABLE_DOWNLOAD_MAX_ROWS``), not just this
+page; they are read from the database only when a download is clicked.
 """
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
-from dashboard import render, state
+from dashboard import render, review_ui, state
 from db.queries.pairs import SORT_KEYS, PairQuery, count_pairs, list_pairs, pair_choices
 
 PAGE_SIZE = 100
@@ -101,6 +105,21 @@ event = st.dataframe(
         "verdict": st.column_config.TextColumn("Verdict"),
     },
 )
+cap = review_ui.TABLE_DOWNLOAD_MAX_ROWS
+# Uncached and run only on a click: the whole filtered table, in the table's order.
+review_ui.table_downloads(
+    partial(list_pairs, state.engine(), f, pq, limit=cap), name="toollens-calls"
+)
+if total > cap:
+    st.caption(
+        f"Downloads hold the first {cap:,} of {total:,} rows, in this order; narrow the "
+        "filters to get the rest."
+    )
+else:
+    st.caption(
+        f"Downloads hold all {render.count_text(total, 'row')} these filters match, not just "
+        "this page."
+    )
 selected = event.selection.rows if event is not None else []
 if selected:
     chosen = df.iloc[selected[0]]

@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard import render, state, widgets
 from dashboard.charts import errors as charts
+from db.corrections import correction_counts
 from db.queries import errors as q
 
 FINGERPRINT_PAGE = 25
@@ -67,6 +68,12 @@ row[3].metric(
     "the rest by text rules (Error: …, tracebacks, HTTP codes)",
 )
 row[4].metric("Distinct errors", f"{fingerprints_total:,}", help="error fingerprints")
+corrected = state.query(correction_counts, f)["error_type"]
+if corrected:
+    st.caption(
+        f"{render.count_text(corrected, 'error type')} corrected by reviewers; the figures "
+        "and charts use the corrected types."
+    )
 
 left, right = st.columns([3, 2])
 with left:

@@ -2,14 +2,16 @@
 
 Every input record ends up imported, duplicate or rejected; rejected ones are kept with
 ``file:line``, the reason and their raw bytes (shown as text, at most 2 KB, never rendered).
-The sidebar's import filter narrows the rejected records to one import.
+The sidebar's import filter narrows the rejected records to one import. At the bottom, trace
+files can be uploaded and imported through the same pipeline as ``toollens import`` — on an
+empty store too, where that is the way in.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import render, state, widgets
+from dashboard import render, review_ui, state, widgets
 from db.queries import imports as q
 
 IMPORT_PAGE = 20
@@ -20,10 +22,20 @@ HISTORY_COLUMNS = (
     "duplicates", "rejected", "messages", "seconds", "encoding", "paths", "error",
 )  # fmt: skip
 
+
+def upload_section() -> None:
+    """The "Upload traces" section (the page's last)."""
+    # An h3 like the subheaders above, written as markdown: the page's subheaders name the
+    # stored imports' sections only.
+    st.markdown("### Upload traces")
+    review_ui.upload_panel(state.engine())
+
+
 st.title("Imports")
 total_imports = state.query(q.count_imports)
 if total_imports == 0:
     render.empty_store()
+    upload_section()
     st.stop()
 
 st.subheader("Import history")
@@ -78,3 +90,5 @@ else:
             shown = min(int(record.raw_bytes), q.RAW_PREVIEW_BYTES)
             st.caption(f"Raw input: first {shown:,} of {int(record.raw_bytes):,} bytes")
             st.code(str(record.raw_preview), language=None, wrap_lines=True)
+
+upload_section()

@@ -11,6 +11,7 @@ import streamlit as st
 
 from dashboard import render, state, widgets
 from dashboard.charts import suggestions as charts
+from db.corrections import correction_counts
 from db.queries import suggestions as q
 from db.summary import VERDICTS
 
@@ -60,6 +61,13 @@ for column, group in ((row[2], with_s), (row[3], without_s)):
         render.rate_text(int(group["recovered"]), tried),
         help=f"error results whose next call of the same tool succeeded; {int(group['errors']):,} "
         f"errors, {int(group['no_next_call']):,} without a later call of their tool",
+    )
+
+corrected = state.query(correction_counts, f)["verdict"]
+if corrected:
+    st.caption(
+        f"{render.count_text(corrected, 'verdict')} corrected by reviewers; the figures and "
+        "charts use the corrected verdicts."
     )
 
 left, right = st.columns(2)

@@ -1,22 +1,25 @@
 """Trace: one conversation rebuilt in order, each tool call beside the Tool Message answering it.
 
 Missing, orphan and duplicate results show where they happen; the pair named in the URL
-(``pair``) is shown first, expanded, under "Selected pair". Long traces are read in windows of
-:data:`WINDOW` messages. All trace content is untrusted and shown as code or escaped text.
+(``pair``) is shown first, expanded, under "Selected pair", with its notes and the form that
+corrects its verdict or error type; every other pair has a Select button and says how many
+notes it carries. Notes on the whole trace, the incident report downloads and the link to this
+view sit at the top. Long traces are read in windows of :data:`WINDOW` messages. All trace
+content is untrusted and shown as code or escaped text.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
-import orjson
-import pandas as pd
 import streamlit as st
 
-from dashboard import render, state
-from dashboard.render import BadgeKind
+from dashboard import render, review_ui, state, trace_blocks
 from db.queries.pairs import pair_choices
 from db.queries.traces import (
+    PairRef,
+    TraceWindow,
     filter_choices,
     find_trace,
     page_of_seq,
@@ -26,189 +29,12 @@ from db.queries.traces import (
     trace_findings,
     trace_window,
 )
+from db.review import trace_annotations
 
 WINDOW = 100
 TRACE_PICKER_COLUMNS = ("trace", "agent", "model", "started_at", "messages", "errors", "problems")
-STATUS_KIND: dict[str, BadgeKind] = {
-    "success": "ok",
-    "error": "error",
-    "partial": "warning",
-    "unknown": "muted",
-}
-VERDICT_KIND: dict[str, BadgeKind] = {
-    "followed": "ok",
-    "ignored": "error",
-    "unclear": "muted",
-    "no_next_action": "muted",
-}
-LONE_RESULT_TEXT = {
-    "orphan_result": "Orphan result: no call in this trace has its id.",
-    "duplicate_result": "Duplicate result: a second answer to the call at {call}.",
-    "result_before_call": "Result before call: it arrived before any call with its id.",
-}
-
-
-def _value(row: Any, key: str) -> Any:
-    value = row.get(key)
-    return (
-        None if value is None or (not isinstance(value, list | dict) and pd.isna(value)) else value
-    )
-
-
-def _call_badges(call: Any, k: int) -> list[tuple[str, BadgeKind]]:
-    items: list[tuple[str, BadgeKind]] = []
-    state_name = str(call["pair_state"])
-    items.append((state_name, "ok" if state_name == "paired" else "error"))
-    occurrence = int(call["occurrence"])
-    if occurrence > 1:
-        items.append(
-            (f"{render.ordinal(occurrence)} time", "error" if occurrence >= k else "warning")
-        )
-    for flag, label in (
-        ("retry_after_error", "retry after error"),
-        ("ping_pong", "ping-pong"),
-        ("reused_id", "reused id"),
-        ("name_mismatch", "name mismatch"),
-    ):
-        if bool(_value(call, flag)):
-            items.append((label, "warning"))
-    if _value(call, "schema_issue"):
-        items.append((str(call["schema_issue"]), "error"))
-    if _value(call, "pairing_method") == "position":
-        items.append(("paired by position", "muted"))
-    return items
-
-
-def _show_call(call: Any, k: int) -> None:
-    st.markdown(
-        f"**{render.escape_markdown(str(call['tool_name']))}** · call "
-        f"{int(call['message_seq'])}:{int(call['call_index'])}"
-    )
-    render.badges(_call_badges(call, k))
-    if _value(call, "tool_call_id"):
-        st.text(f"id: {call['tool_call_id']}")
-    if bool(call["args_valid"]):
-        arguments = _value(call, "arguments")
-        text = orjson.dumps(arguments).decode() if arguments is not None else ""
-        render.show_content(text or str(_value(call, "arguments_raw") or ""))
-    else:
-        st.text(f"Arguments are not valid JSON: {_value(call, 'args_error') or 'parse error'}")
-        render.show_content(str(_value(call, "arguments_raw") or ""))
-    if _value(call, "schema_detail"):
-        st.text(str(call["schema_detail"]))
-
-
-def _source_text(result: Any) -> str:
-    source = str(result["status_source"])
-    rule = _value(result, "rule")
-    if source == "inferred":
-        return f"inferred by rule {rule}" if rule else "inferred"
-    if source == "explicit":
-        return f"explicit ({_value(result, 'explicit_source') or rule or 'flag'})"
-    return source
-
-
-def _show_result(result: Any, budget: int) -> None:
-    status = str(result["status"])
-    tokens = int(result["tokens"])
-    items: list[tuple[str, BadgeKind]] = [(status, STATUS_KIND.get(status, "muted"))]
-    if _value(result, "error_type"):
-        corrected = _value(result, "error_type_corrected") is not None
-        label = str(result["error_type"]) + (" (corrected)" if corrected else "")
-        items.append((label, "error"))
-    items.append((_source_text(result), "muted"))
-    items.append((render.count_text(tokens, "token"), "error" if tokens > budget else "info"))
-    if str(result["pair_state"]) != "paired":
-        items.append((str(result["pair_state"]), "error"))
-    if bool(_value(result, "name_mismatch")):
-        items.append((f"named {_value(result, 'provided_name')}", "warning"))
-    st.markdown(f"Tool Message · seq {int(result['message_seq'])}")
-    render.badges(items)
-    if _value(result, "suggestion"):
-        st.caption("Suggestion")
-        st.text(str(result["suggestion"]))
-        verdict = _value(result, "verdict")
-        if verdict:
-            render.badges([(f"verdict: {verdict}", VERDICT_KIND.get(str(verdict), "muted"))])
-            if _value(result, "verdict_reason"):
-                st.text(str(result["verdict_reason"]))
-    render.show_content(
-        _value(result, "content") or "", tokens=tokens, chars=int(_value(result, "chars") or 0)
-    )
-
-
-def _answers(results: pd.DataFrame, seq: int, index: int) -> list[Any]:
-    if results.empty:
-        return []
-    hits = results[(results["call_seq"] == seq) & (results["call_index"] == index)]
-    return [row for _, row in hits.iterrows()]
-
-
-def _show_pair(call: Any, answers: list[Any], k: int, budget: int) -> None:
-    left, right = st.columns(2)
-    with left:
-        _show_call(call, k)
-    with right:
-        if not answers:
-            st.warning("No result ever came back for this call.", icon=":material/help:")
-        for answer in answers:
-            _show_result(answer, budget)
-
-
-def _show_lone_result(result: Any, budget: int) -> None:
-    call_seq = _value(result, "call_seq")
-    where = f"{int(call_seq)}:{int(result['call_index'])}" if call_seq is not None else "?"
-    text = LONE_RESULT_TEXT.get(str(result["pair_state"]), "Result without a call.")
-    st.warning(text.format(call=where), icon=":material/link_off:")
-    _show_result(result, budget)
-
-
-def _show_message(msg: Any, window: Any, max_tokens: int, k: int, budget: int) -> None:
-    seq = int(msg["seq"])
-    tokens = int(msg["tokens"])
-    with st.container(border=True):
-        head, bar = st.columns([3, 2])
-        stamp = "" if pd.isna(msg["timestamp"]) else f" · {msg['timestamp']:%Y-%m-%d %H:%M:%S}"
-        head.markdown(f"{render.badge_text(str(msg['role']), 'highlight')} **#{seq}**{stamp}")
-        bar.progress(
-            min(1.0, tokens / max_tokens) if max_tokens else 0.0,
-            text=render.count_text(tokens, "token"),
-        )
-        if msg["role"] == "tool":
-            _show_tool_message(seq, window, budget)
-            return
-        if msg["content"]:
-            render.show_content(str(msg["content"]), chars=int(msg["chars"]))
-        calls = window.calls[window.calls["message_seq"] == seq]
-        for _, call in calls.iterrows():
-            _show_pair(call, _answers(window.results, seq, int(call["call_index"])), k, budget)
-
-
-def _show_tool_message(seq: int, window: Any, budget: int) -> None:
-    rows = window.results[window.results["message_seq"] == seq]
-    if rows.empty:
-        st.caption("Tool Message without derived facts.")
-        return
-    result = rows.iloc[0]
-    call_seq = _value(result, "call_seq")
-    lone = call_seq is None or result["pair_state"] == "duplicate_result"
-    if lone:
-        _show_lone_result(result, budget)
-        return
-    call_shown = not window.calls[
-        (window.calls["message_seq"] == call_seq)
-        & (window.calls["call_index"] == result["call_index"])
-    ].empty
-    ref = f"{int(call_seq)}:{int(result['call_index'])}"
-    if not call_shown:
-        st.caption(f"Answers the call {ref} (on another page of this trace).")
-        _show_result(result, budget)
-        return
-    where = "below" if int(call_seq) > seq else "above"
-    note = f"Result of the call {ref}, shown beside it {where}."
-    if result["pair_state"] == "late_result":
-        note += " It arrived late: the model spoke again before it came back."
-    st.caption(note)
+#: Where this page lives when the browser does not say (``url_path`` in ``app.py``).
+PAGE_PATH = "/trace"
 
 
 def _picker(f: Any) -> None:
@@ -241,6 +67,60 @@ def _picker(f: Any) -> None:
             st.rerun()
 
 
+def _share_link() -> str:
+    """This view as a link: the page's address (just its path when the browser has not said)
+    with every URL parameter, so a colleague opens the same trace, pair and filters."""
+    params = {key: st.query_params.get_all(key) for key in st.query_params}
+    query = urlencode(params, doseq=True, safe=":")
+    return f"{st.context.url or PAGE_PATH}" + (f"?{query}" if query else "")
+
+
+def _answer_id(detail: TraceWindow, pair: PairRef) -> int | None:
+    """The stored id of the Tool Message a reviewer corrects for ``pair``: the call's answer,
+    or the lone result itself; None when no result came back."""
+    results = detail.results
+    if results.empty:
+        return None
+    if pair.is_call:
+        answered = detail.calls["result_seq"].dropna()
+        if answered.empty:
+            return None
+        results = results[results["message_seq"] == int(answered.iloc[0])]
+    else:
+        results = results[results["message_seq"] == pair.seq]
+    return None if results.empty else int(results["id"].iloc[0])
+
+
+def _selected_pair(
+    trace_id: int, detail: TraceWindow, pair: PairRef, ctx: trace_blocks.BlockContext
+) -> None:
+    """The selected pair, then its notes (left) and the correction form (right)."""
+    if detail.calls.empty and detail.results.empty:
+        st.caption("This trace has no such pair.")
+        return
+    for _, call in detail.calls.iterrows():
+        answered_by = trace_blocks.answers(
+            detail.results, int(call["message_seq"]), int(call["call_index"])
+        )
+        trace_blocks.show_pair(call, answered_by, ctx, controls=False)
+    if detail.calls.empty:
+        for _, result in detail.results.iterrows():
+            trace_blocks.show_lone_result(result, ctx, controls=False)
+    engine = state.engine()
+    notes, fix = st.columns(2, border=True)
+    with notes:
+        labels = ctx.labels.get((pair.seq, pair.call_index), ())
+        st.caption(f"Notes and labels on this pair ({len(labels)})")
+        review_ui.annotation_panel(engine, trace_id, pair.seq, pair.call_index)
+    with fix:
+        st.caption("Correct what the rules derived")
+        result_id = _answer_id(detail, pair)
+        if result_id is None:
+            st.caption("No Tool Message came back: there is nothing to correct.")
+        else:
+            review_ui.correction_form(engine, result_id)
+
+
 st.title("Trace")
 if state.store_is_empty():
     render.empty_store()
@@ -261,17 +141,38 @@ if trace is None:
 
 k, budget = state.loop_k(), state.token_budget()
 trace_id = int(trace["id"])
-st.subheader(render.escape_markdown(str(trace["display_id"])))
-origin = f"{trace['source_file']}:{trace['source_line']}" if trace["source_line"] else ""
-st.text(
-    " · ".join(
-        str(v)
-        for v in (trace["format"], trace["agent"], trace["model"], trace["started_at"], origin)
-        if v
-    )
+engine = state.engine()
+# Read on every run, not cached: a note just written must show at once. One query for the
+# whole trace; the pair blocks take their counts from it.
+all_notes = trace_annotations(engine, trace_id)
+trace_notes = [n for n in all_notes if n.message_seq is None]
+selected = state.selected_pair()
+ctx = trace_blocks.BlockContext(
+    k=k,
+    budget=budget,
+    trace=str(trace["display_id"]),
+    selected=selected,
+    labels=trace_blocks.notes_by_target(all_notes),
 )
-if trace["same_display_id"] > 1:
-    st.caption(f"{trace['same_display_id']} traces share this id; the first imported is shown.")
+
+head, side = st.columns([3, 2])
+with head:
+    st.subheader(render.escape_markdown(str(trace["display_id"])))
+    origin = f"{trace['source_file']}:{trace['source_line']}" if trace["source_line"] else ""
+    st.text(
+        " · ".join(
+            str(v)
+            for v in (trace["format"], trace["agent"], trace["model"], trace["started_at"], origin)
+            if v
+        )
+    )
+    if trace["same_display_id"] > 1:
+        st.caption(f"{trace['same_display_id']} traces share this id; the first imported is shown.")
+with side:
+    review_ui.report_download(engine, trace_id, loop_k=k)
+    st.caption("Copy link (this trace, pair and filters)")
+    st.code(_share_link(), language=None, wrap_lines=True)
+
 m = st.columns(6)
 m[0].metric("Messages", f"{trace['message_count']:,}")
 m[1].metric("Tool calls", f"{trace['tool_call_count']:,}")
@@ -285,22 +186,27 @@ m[4].metric(
 )
 m[5].metric("Wasted tokens", f"{trace['wasted_tokens']:,}", help="results of repeated calls")
 
+# Keyed, so that the box stays open when its count changes after a note is added.
+with st.expander(
+    f"Notes and labels ({len(trace_notes)})",
+    expanded=bool(trace_notes),
+    key=f"trace_notes_{trace_id}",
+    icon=":material/sticky_note_2:",
+):
+    on_pairs = len(all_notes) - len(trace_notes)
+    if on_pairs:
+        st.caption(f"{render.count_text(on_pairs, 'more note')} on pairs, shown under each pair.")
+    review_ui.annotation_panel(engine, trace_id)
+
 findings = state.query(trace_findings, trace_id)
 with st.expander(f"Findings ({len(findings)})", icon=":material/flag:"):
     st.dataframe(findings, hide_index=True)
 
-pair = parse_pair(state.selected_pair())
+pair = parse_pair(selected)
 if pair is not None:
     detail = state.query(pair_detail, trace_id, pair)
     with st.expander("Selected pair", expanded=True, icon=":material/my_location:"):
-        if detail.calls.empty and detail.results.empty:
-            st.caption("This trace has no such pair.")
-        for _, call in detail.calls.iterrows():
-            answers = _answers(detail.results, int(call["message_seq"]), int(call["call_index"]))
-            _show_pair(call, answers, k, budget)
-        if detail.calls.empty:
-            for _, result in detail.results.iterrows():
-                _show_lone_result(result, budget)
+        _selected_pair(trace_id, detail, pair, ctx)
 
 start_page = state.query(page_of_seq, trace_id, pair.seq, size=WINDOW) if pair else 0
 total_pages = max(1, -(-int(trace["message_count"]) // WINDOW))
@@ -310,11 +216,11 @@ if total_pages > 1:
         min_value=1,
         max_value=total_pages,
         value=min(start_page + 1, total_pages),
-        key=f"window_{trace_id}_{state.selected_pair()}",
+        key=f"window_{trace_id}_{selected}",
     )
 else:
     page = 1
 window = state.query(trace_window, trace_id, page=int(page) - 1, size=WINDOW)
 max_tokens = int(trace["max_message_tokens"])
 for _, message in window.messages.iterrows():
-    _show_message(message, window, max_tokens, k, budget)
+    trace_blocks.show_message(message, window, max_tokens, ctx)

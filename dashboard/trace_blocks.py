@@ -1,0 +1,276 @@
+"""The blocks of the Trace page: messages, each tool call beside its Tool Message, lone results.
+
+Every pair block ends with its review controls: how many notes it carries (with their labels)
+and a "Select" button that puts the pair in the URL (``pair``), where the page shows it first
+with its notes and the correction form. All trace content is untrusted and shown as code or
+escaped text; note labels are escaped too.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pandas as pd
+import streamlit as st
+
+from dashboard import render, state
+from dashboard.render import BadgeKind
+from db.review import Annotation
+
+STATUS_KIND: dict[str, BadgeKind] = {
+    "success": "ok",
+    "error": "error",
+    "partial": "warning",
+    "unknown": "muted",
+}
+VERDICT_KIND: dict[str, BadgeKind] = {
+    "followed": "ok",
+    "ignored": "error",
+    "unclear": "muted",
+    "no_next_action": "muted",
+}
+LONE_RESULT_TEXT = {
+    "orphan_result": "Orphan result: no call in this trace has its id.",
+    "duplicate_result": "Duplicate result: a second answer to the call at {call}.",
+    "result_before_call": "Result before call: it arrived before any call with its id.",
+}
+SELECTED_TEXT = "Selected: its notes and correction are under Selected pair, at the top."
+
+#: What a note is about: (message seq, call index) of a call, (seq, None) of a lone result.
+Target = tuple[int, int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class BlockContext:
+    """What every block of one page run needs: the analysis settings, the trace's display id,
+    the selected pair (URL value) and the labels of the notes on each pair."""
+
+    k: int
+    budget: int
+    trace: str
+    selected: str | None = None
+    labels: Mapping[Target, Sequence[str]] = field(default_factory=dict)
+
+
+def notes_by_target(notes: Iterable[Annotation]) -> dict[Target, list[str]]:
+    """The labels of the notes on each pair (trace-level notes left out), oldest first."""
+    grouped: dict[Target, list[str]] = defaultdict(list)
+    for note in notes:
+        if note.message_seq is not None:
+            grouped[(note.message_seq, note.call_index)].append(note.label)
+    return dict(grouped)
+
+
+def pair_value(seq: int, call_index: int | None) -> str:
+    """The ``pair`` URL value of a call (``"12:0"``) or of a lone Tool Message (``"r12"``)."""
+    return f"r{seq}" if call_index is None else f"{seq}:{call_index}"
+
+
+def notes_text(labels: Sequence[str]) -> str:
+    """``"2 notes: root-cause, tool-bug"`` (each label once), escaped for a caption."""
+    distinct = ", ".join(dict.fromkeys(labels))
+    return render.escape_markdown(f"{render.count_text(len(labels), 'note')}: {distinct}")
+
+
+def _value(row: Any, key: str) -> Any:
+    value = row.get(key)
+    return (
+        None if value is None or (not isinstance(value, list | dict) and pd.isna(value)) else value
+    )
+
+
+def pair_controls(ctx: BlockContext, target: Target) -> None:
+    """The review line under a pair block: its notes count and a Select button (or, for the
+    selected pair, where its review widgets are)."""
+    value = pair_value(*target)
+    labels = ctx.labels.get(target, ())
+    if value == ctx.selected:
+        st.caption(SELECTED_TEXT + (" " + notes_text(labels) if labels else ""))
+        return
+    left, right = st.columns([1, 5], vertical_alignment="center")
+    left.button(
+        "Select",
+        key=f"select_{value}",
+        on_click=state.select_trace,
+        args=(ctx.trace, value),
+        icon=":material/my_location:",
+        type="tertiary",
+        help="Show this pair first, to label it, write a note or correct it",
+    )
+    if labels:
+        right.caption(notes_text(labels))
+
+
+def _call_badges(call: Any, k: int) -> list[tuple[str, BadgeKind]]:
+    items: list[tuple[str, BadgeKind]] = []
+    state_name = str(call["pair_state"])
+    items.append((state_name, "ok" if state_name == "paired" else "error"))
+    occurrence = int(call["occurrence"])
+    if occurrence > 1:
+        items.append(
+            (f"{render.ordinal(occurrence)} time", "error" if occurrence >= k else "warning")
+        )
+    for flag, label in (
+        ("retry_after_error", "retry after error"),
+        ("ping_pong", "ping-pong"),
+        ("reused_id", "reused id"),
+        ("name_mismatch", "name mismatch"),
+    ):
+        if bool(_value(call, flag)):
+            items.append((label, "warning"))
+    if _value(call, "schema_issue"):
+        items.append((str(call["schema_issue"]), "error"))
+    if _value(call, "pairing_method") == "position":
+        items.append(("paired by position", "muted"))
+    return items
+
+
+def _show_call(call: Any, k: int) -> None:
+    st.markdown(
+        f"**{render.escape_markdown(str(call['tool_name']))}** · call "
+        f"{int(call['message_seq'])}:{int(call['call_index'])}"
+    )
+    render.badges(_call_badges(call, k))
+    if _value(call, "tool_call_id"):
+        st.text(f"id: {call['tool_call_id']}")
+    if bool(call["args_valid"]):
+        arguments = _value(call, "arguments")
+        text = orjson.dumps(arguments).decode() if arguments is not None else ""
+        render.show_content(text or str(_value(call, "arguments_raw") or ""))
+    else:
+        st.text(f"Arguments are not valid JSON: {_value(call, 'args_error') or 'parse error'}")
+        render.show_content(str(_value(call, "arguments_raw") or ""))
+    if _value(call, "schema_detail"):
+        st.text(str(call["schema_detail"]))
+
+
+def _source_text(result: Any) -> str:
+    source = str(result["status_source"])
+    rule = _value(result, "rule")
+    if source == "inferred":
+        return f"inferred by rule {rule}" if rule else "inferred"
+    if source == "explicit":
+        return f"explicit ({_value(result, 'explicit_source') or rule or 'flag'})"
+    return source
+
+
+def show_result(result: Any, budget: int) -> None:
+    """One Tool Message: status, effective error type (marked when corrected), how the status
+    was recognized, size, pairing problems, suggestion and verdict, then the content."""
+    status = str(result["status"])
+    tokens = int(result["tokens"])
+    items: list[tuple[str, BadgeKind]] = [(status, STATUS_KIND.get(status, "muted"))]
+    if _value(result, "error_type"):
+        corrected = _value(result, "error_type_corrected") is not None
+        label = str(result["error_type"]) + (" (corrected)" if corrected else "")
+        items.append((label, "error"))
+    items.append((_source_text(result), "muted"))
+    items.append((render.count_text(tokens, "token"), "error" if tokens > budget else "info"))
+    if str(result["pair_state"]) != "paired":
+        items.append((str(result["pair_state"]), "error"))
+    if bool(_value(result, "name_mismatch")):
+        items.append((f"named {_value(result, 'provided_name')}", "warning"))
+    st.markdown(f"Tool Message · seq {int(result['message_seq'])}")
+    render.badges(items)
+    if _value(result, "suggestion"):
+        st.caption("Suggestion")
+        st.text(str(result["suggestion"]))
+        verdict = _value(result, "verdict")
+        if verdict:
+            corrected = _value(result, "verdict_corrected") is not None
+            label = f"verdict: {verdict}" + (" (corrected)" if corrected else "")
+            render.badges([(label, VERDICT_KIND.get(str(verdict), "muted"))])
+            if _value(result, "verdict_reason"):
+                st.text(str(result["verdict_reason"]))
+    render.show_content(
+        _value(result, "content") or "", tokens=tokens, chars=int(_value(result, "chars") or 0)
+    )
+
+
+def answers(results: pd.DataFrame, seq: int, index: int) -> list[Any]:
+    """The Tool Messages answering the call ``seq:index`` (the answer, then any second one)."""
+    if results.empty:
+        return []
+    hits = results[(results["call_seq"] == seq) & (results["call_index"] == index)]
+    return [row for _, row in hits.iterrows()]
+
+
+def show_pair(call: Any, answered_by: list[Any], ctx: BlockContext, controls: bool = True) -> None:
+    """A call on the left, the Tool Message(s) answering it on the right, then the review
+    line (unless ``controls`` is False, as in the Selected pair box)."""
+    left, right = st.columns(2)
+    with left:
+        _show_call(call, ctx.k)
+    with right:
+        if not answered_by:
+            st.warning("No result ever came back for this call.", icon=":material/help:")
+        for answer in answered_by:
+            show_result(answer, ctx.budget)
+    if controls:
+        pair_controls(ctx, (int(call["message_seq"]), int(call["call_index"])))
+
+
+def show_lone_result(result: Any, ctx: BlockContext, controls: bool = True) -> None:
+    """A Tool Message no call shows as its answer, with a warning saying why."""
+    call_seq = _value(result, "call_seq")
+    where = f"{int(call_seq)}:{int(result['call_index'])}" if call_seq is not None else "?"
+    text = LONE_RESULT_TEXT.get(str(result["pair_state"]), "Result without a call.")
+    st.warning(text.format(call=where), icon=":material/link_off:")
+    show_result(result, ctx.budget)
+    if controls:
+        pair_controls(ctx, (int(result["message_seq"]), None))
+
+
+def show_message(msg: Any, window: Any, max_tokens: int, ctx: BlockContext) -> None:
+    """One message of the conversation, with its calls (each beside its answer); a Tool
+    Message answering a call says where that call is shown."""
+    seq = int(msg["seq"])
+    tokens = int(msg["tokens"])
+    with st.container(border=True):
+        head, bar = st.columns([3, 2])
+        stamp = "" if pd.isna(msg["timestamp"]) else f" · {msg['timestamp']:%Y-%m-%d %H:%M:%S}"
+        head.markdown(f"{render.badge_text(str(msg['role']), 'highlight')} **#{seq}**{stamp}")
+        bar.progress(
+            min(1.0, tokens / max_tokens) if max_tokens else 0.0,
+            text=render.count_text(tokens, "token"),
+        )
+        if msg["role"] == "tool":
+            _show_tool_message(seq, window, ctx)
+            return
+        if msg["content"]:
+            render.show_content(str(msg["content"]), chars=int(msg["chars"]))
+        calls = window.calls[window.calls["message_seq"] == seq]
+        for _, call in calls.iterrows():
+            show_pair(call, answers(window.results, seq, int(call["call_index"])), ctx)
+
+
+def _show_tool_message(seq: int, window: Any, ctx: BlockContext) -> None:
+    rows = window.results[window.results["message_seq"] == seq]
+    if rows.empty:
+        st.caption("Tool Message without derived facts.")
+        return
+    result = rows.iloc[0]
+    call_seq = _value(result, "call_seq")
+    lone = call_seq is None or result["pair_state"] == "duplicate_result"
+    if lone:
+        show_lone_result(result, ctx)
+        return
+    call_shown = not window.calls[
+        (window.calls["message_seq"] == call_seq)
+        & (window.calls["call_index"] == result["call_index"])
+    ].empty
+    ref = f"{int(call_seq)}:{int(result['call_index'])}"
+    if not call_shown:
+        st.caption(f"Answers the call {ref} (on another page of this trace).")
+        show_result(result, ctx.budget)
+        pair_controls(ctx, (int(call_seq), int(result["call_index"])))
+        return
+    where = "below" if int(call_seq) > seq else "above"
+    note = f"Result of the call {ref}, shown beside it {where}."
+    if result["pair_state"] == "late_result":
+        note += " It arrived late: the model spoke again before it came back."
+    st.caption(note)
