@@ -35,6 +35,7 @@ DEFAULT_ENCODING = "o200k_base"
 #: Page files, relative to ``app.py`` (what ``st.switch_page`` takes).
 TRACE_PAGE = "views/trace.py"
 CALLS_PAGE = "views/calls.py"
+ERRORS_PAGE = "views/errors.py"
 #: Query parameters bound to the shared sidebar widgets.
 FILTER_PARAMS = ("start", "end", "import", "agent", "model", "tool", "k", "budget")
 

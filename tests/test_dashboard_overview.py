@@ -182,3 +182,31 @@ def test_the_dashboard_never_renders_html() -> None:
             "components.v1",
         ):
             assert forbidden not in text, f"{source.name} uses {forbidden}"
+
+
+def test_selecting_a_loop_on_the_overview_opens_its_first_call(
+    monkeypatch: pytest.MonkeyPatch, store_url: str
+) -> None:
+    at = open_app(monkeypatch, store_url, params={"k": "2"})
+    loops = next(df.value for df in at.dataframe if "calls" in df.value.columns)
+    first = loops.iloc[0]
+    at.session_state["top_loops"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    assert not at.exception
+    assert (at.query_params.get("trace"), at.query_params.get("pair")) == (
+        first["trace"],
+        f"{first['first_seq']}:{first['first_call_index']}",
+    )
+    assert [t.value for t in at.title] == ["Trace"]
+
+
+def test_selecting_an_error_group_on_the_overview_opens_it_on_the_errors_page(
+    monkeypatch: pytest.MonkeyPatch, store_url: str
+) -> None:
+    at = open_app(monkeypatch, store_url)
+    groups = next(df.value for df in at.dataframe if "fingerprint" in df.value.columns)
+    at.session_state["top_errors"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    assert not at.exception
+    assert at.query_params.get("fingerprint") == groups.iloc[0]["fingerprint"]
+    assert [t.value for t in at.title] == ["Errors"]

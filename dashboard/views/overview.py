@@ -76,6 +76,7 @@ with charts_row[3]:
         st.plotly_chart(charts.verdict_chart(verdict_df), key="verdicts")
 
 st.subheader("Top problems")
+st.caption("Select a row to open it: an error group on the Errors page, a loop in its trace.")
 top = st.columns(4)
 with top[0]:
     st.markdown("**Most frequent errors**")
@@ -83,9 +84,17 @@ with top[0]:
     if fingerprints.empty:
         st.caption("No errors.")
     else:
-        st.dataframe(
-            fingerprints, hide_index=True, column_order=("fingerprint", "errors", "traces")
+        picked = st.dataframe(
+            fingerprints,
+            hide_index=True,
+            column_order=("fingerprint", "errors", "traces"),
+            on_select="rerun",
+            selection_mode="single-row",
+            key="top_errors",
         )
+        if picked.selection.rows:
+            chosen = str(fingerprints.iloc[picked.selection.rows[0]]["fingerprint"])
+            st.switch_page(state.ERRORS_PAGE, query_params={"fingerprint": chosen})
 with top[1]:
     st.markdown(f"**Most oversized tools** (> {budget:,} tokens)")
     oversized = state.query(q.top_oversized_tools, budget, f)
@@ -103,7 +112,17 @@ with top[2]:
     if loops.empty:
         st.caption("No loops at this k.")
     else:
-        st.dataframe(loops, hide_index=True, column_order=("trace", "tool", "calls"))
+        picked = st.dataframe(
+            loops,
+            hide_index=True,
+            column_order=("trace", "tool", "calls"),
+            on_select="rerun",
+            selection_mode="single-row",
+            key="top_loops",
+        )
+        if picked.selection.rows:
+            row = loops.iloc[picked.selection.rows[0]]
+            state.open_trace(str(row["trace"]), f"{row['first_seq']}:{row['first_call_index']}")
 with top[3]:
     st.markdown("**Findings**")
     findings = pd.DataFrame(list(summary["findings"].items()), columns=["finding", "count"])
