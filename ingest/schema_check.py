@@ -19,6 +19,7 @@ arguments did not parse are not schema-checked (``unparsed_arguments`` already c
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -79,6 +80,25 @@ def compile_schema(parameters: Any) -> Validator | None:
             return None
     if not isinstance(parameters, dict) or not parameters:
         return None
+    try:
+        key = orjson.dumps(parameters, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return _compile(parameters)
+    return _compile_cached(key)
+
+
+#: Distinct schemas kept compiled. Real traces declare the same few tools in every run, and
+#: compiling (``check_schema`` + validator construction) cost 70% of an import's CPU time.
+SCHEMA_CACHE_SIZE = 1024
+
+
+@functools.lru_cache(maxsize=SCHEMA_CACHE_SIZE)
+def _compile_cached(key: bytes) -> Validator | None:
+    # Validators are immutable, so one per distinct schema can be shared by every trace.
+    return _compile(orjson.loads(key))
+
+
+def _compile(parameters: dict[str, Any]) -> Validator | None:
     try:
         validator_class = validator_for(parameters, default=Draft202012Validator)
         validator_class.check_schema(parameters)
