@@ -29,20 +29,25 @@ def convert_message(msg: dict[str, Any], path: str, line: int | None) -> list[Me
     """
     role = canonical_role(msg.get("role"), f"{path}.role")
     usage = msg.get("usage")
-    message = Message(
+    is_tool = role == "tool"
+    # Read in the order the checks report errors: content, id, then the calls or the result.
+    content = text_of(msg.get("content"))
+    source_id = optional_str(msg.get("id"), f"{path}.id")
+    # Every value below is already checked by the readers above (role, strings, timestamp), so
+    # the models are built without re-validation: this is the hottest loop of the import.
+    message = Message.model_construct(
         seq=0,
         role=role,
-        content=text_of(msg.get("content")),
+        content=content,
         timestamp=parse_timestamp(msg.get("timestamp")),
-        usage=usage if isinstance(usage, dict) else None,
-        source_id=optional_str(msg.get("id"), f"{path}.id"),
+        tool_calls=[] if is_tool else tool_calls(msg, path),
+        tool_result=_tool_result(msg, path) if is_tool else None,
+        usage=dict(usage) if isinstance(usage, dict) else None,
+        source_id=source_id,
         source_line=line,
+        branch=None,
         raw=msg,
     )
-    if role == "tool":
-        message.tool_result = _tool_result(msg, path)
-    else:
-        message.tool_calls = tool_calls(msg, path)
     return [message]
 
 
@@ -81,12 +86,14 @@ def tool_call(call: dict[str, Any], path: str, call_index: int) -> ToolCall:
         # Custom tools take free text, not JSON: the text is the arguments, always valid.
         spec = expect_object(call.get("custom"), f"{path}.custom")
         text = optional_str(spec.get("input"), f"{path}.custom.input")
-        return ToolCall(
+        return ToolCall.model_construct(
             call_index=call_index,
             tool_call_id=call_id,
             name=required_str(spec.get("name"), f"{path}.custom.name"),
             arguments_raw=text,
             arguments=text,
+            args_valid=True,
+            args_error=None,
         )
     raise ShapeError(f"{path}.type: unknown tool call type {kind!r}")
 
@@ -95,7 +102,7 @@ def _function_call(
     spec: dict[str, Any], path: str, call_index: int, call_id: str | None
 ) -> ToolCall:
     args = parse_arguments(spec.get("arguments"))
-    return ToolCall(
+    return ToolCall.model_construct(
         call_index=call_index,
         tool_call_id=call_id,
         name=required_str(spec.get("name"), f"{path}.name"),
@@ -117,7 +124,7 @@ def _tool_result(msg: dict[str, Any], path: str) -> ToolResult:
         call_id = optional_str(msg.get("id"), f"{path}.id")
     error = msg.get("error")
     flagged = isinstance(error, bool)
-    return ToolResult(
+    return ToolResult.model_construct(
         tool_call_id=call_id,
         name=optional_str(msg.get("name"), f"{path}.name"),
         explicit_error=error if flagged else None,
