@@ -16,7 +16,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from sqlalchemy import Engine
@@ -25,14 +25,19 @@ from db.write import TraceRows, finish_import, start_import, write_rejected, wri
 from ingest import formats
 from ingest.analysis import analyze_trace
 from ingest.facts import DEFAULT_TOKEN_BUDGET
+from ingest.formats._common import Deferred
+from ingest.jsonrecord import _replace_nul
 from ingest.jsonstream import iter_records, open_input, read_head
 from ingest.model import Rejected, Trace
 from ingest.records import Record
 from ingest.rows import build_rows
-from ingest.tokens import DEFAULT_ENCODING, count_many
+from ingest.tokens import DEFAULT_ENCODING, count_many, count_tokens
 
 #: Messages per write batch: large enough to amortize a transaction, small enough for memory.
 BATCH_MESSAGES = 5000
+#: Typical bytes per message of a trace file: how a deferred (unparsed) record counts toward
+#: the batch size.
+DEFERRED_BYTES_PER_MESSAGE = 1000
 #: Inputs smaller than this are imported in-process: starting workers costs more than it saves.
 PARALLEL_MIN_BYTES = 4 * 1024 * 1024
 #: Raw bytes kept for a file whose format is not recognized.
@@ -114,7 +119,10 @@ def import_paths(
         with writer, _bulk_gc():
             for path, name in zip(paths, names, strict=True):
                 summary.files += 1
-                for item in parse_file(Path(path), name, fmt_override, summary, progress):
+                items = split_file(
+                    Path(path), name, fmt_override, summary, progress, defer=writer.pool is not None
+                )
+                for item in items:
                     writer.add(item)
         summary.seconds = time.perf_counter() - started
         finish_import(
@@ -163,6 +171,22 @@ def parse_file(
     progress: ProgressFn | None = None,
 ) -> Iterator[Trace | Rejected]:
     """Canonical traces and rejections of one file (format sniffed unless ``fmt`` is given)."""
+    items = split_file(path, name, fmt, summary, progress, defer=False)
+    return cast(Iterator[Trace | Rejected], items)
+
+
+def split_file(
+    path: Path,
+    name: str | None = None,
+    fmt: Any = None,
+    summary: ImportSummary | None = None,
+    progress: ProgressFn | None = None,
+    *,
+    defer: bool = True,
+) -> Iterator[Trace | Rejected | Deferred]:
+    """:func:`parse_file`, except that (with ``defer``) formats that can (``parse_deferred``)
+    leave the records that make a trace on their own unparsed, as :class:`Deferred` items
+    holding only the raw bytes, for the worker processes to parse."""
     name = name or str(path)
     try:
         head = read_head(path)
@@ -189,7 +213,34 @@ def parse_file(
         records: Iterable[Record | Rejected] = iter_records(stream, name, max_depth=MAX_NESTING)
         if summary is not None:
             records = _counted(records, summary, progress)
-        yield from module.parse(records, name)
+        if defer and hasattr(module, "parse_deferred"):
+            yield from _stripped(module.parse_deferred(records, name))
+        else:
+            yield from module.parse(records, name)
+
+
+def _stripped(
+    items: Iterable[Trace | Rejected | Deferred],
+) -> Iterator[Trace | Rejected | Deferred]:
+    # The worker decodes the raw bytes again: far cheaper for the parent than pickling the value.
+    for item in items:
+        if isinstance(item, Deferred):
+            r = item.record
+            item.record = Record(r.source_file, r.line, r.byte_offset, r.raw, None)
+        yield item
+
+
+def _parse_deferred(item: Deferred) -> Trace | Rejected:
+    """What the format's parser makes of a deferred record (decoded again from its raw bytes,
+    exactly as ``ingest.jsonrecord.decode_record`` did)."""
+    record = item.record
+    value = orjson.loads(record.raw)
+    if b"\\u0000" in record.raw:
+        _replace_nul(value)
+    record.value = value
+    module: Any = formats.get_format(item.format)
+    result: Trace | Rejected = module.parse_one(record, item.source_file)
+    return result
 
 
 def _counted(
@@ -202,17 +253,26 @@ def _counted(
         yield item
 
 
-def analyze_batch(batch: Sequence[Trace], encoding: str, budget: int) -> list[TraceRows | Rejected]:
-    """Token counts, analysis and rows of a batch of traces: the unit of work of a worker.
+def analyze_batch(
+    batch: Sequence[Trace | Deferred], encoding: str, budget: int
+) -> list[TraceRows | Rejected]:
+    """Parsing of deferred records, token counts, analysis and rows of a batch of traces: the
+    unit of work of a worker.
 
     Everything per trace that does not need the database happens here, so that with N workers
-    the parent is left with only reading, parsing and writing. A trace the analysis trips over
-    becomes a rejection (``analysis_failed``) instead of stopping the import.
+    the parent is left with only reading, splitting records and writing. A trace the analysis
+    trips over becomes a rejection (``analysis_failed``) instead of stopping the import.
+    Results come back in batch order.
     """
-    counts = count_many([m.content for t in batch for m in t.messages], encoding)
+    parsed = [_parse_deferred(t) if isinstance(t, Deferred) else t for t in batch]
+    traces = [t for t in parsed if isinstance(t, Trace)]
+    counts = count_many([m.content for t in traces for m in t.messages], encoding)
     rows: list[TraceRows | Rejected] = []
     pos = 0
-    for trace in batch:
+    for trace in parsed:
+        if isinstance(trace, Rejected):
+            rows.append(trace)
+            continue
         tokens = counts[pos : pos + len(trace.messages)]
         pos += len(trace.messages)
         try:
@@ -254,11 +314,15 @@ class _BatchWriter:
         self.summary = summary
         self.encoding = encoding
         self.budget = budget
+        if workers > 0:
+            # Loading the BPE ranks costs ~1.4 CPU s; loaded once here, the forked workers
+            # inherit it instead of each loading their own.
+            count_tokens("warm up", encoding)
         self.pool = ProcessPoolExecutor(workers) if workers > 0 else None
         # One batch per worker plus one queued, so no worker idles while the parent writes;
         # batches are written in submission order, so de-duplication sees the input order.
         self.max_pending = workers + 1
-        self.batch: list[Trace] = []
+        self.batch: list[Trace | Deferred] = []
         self.batch_messages = 0
         self.rejected: list[Rejected] = []
         self.pending: deque[Future[list[TraceRows | Rejected]]] = deque()
@@ -276,7 +340,7 @@ class _BatchWriter:
             if self.pool is not None:
                 self.pool.shutdown(cancel_futures=True)
 
-    def add(self, item: Trace | Rejected) -> None:
+    def add(self, item: Trace | Rejected | Deferred) -> None:
         if isinstance(item, Rejected):
             self.summary.rejected += 1
             if len(self.summary.rejections) < 1000:
@@ -286,7 +350,10 @@ class _BatchWriter:
                 self._flush_rejected()
             return
         self.batch.append(item)
-        self.batch_messages += len(item.messages)
+        if isinstance(item, Deferred):
+            self.batch_messages += len(item.record.raw) // DEFERRED_BYTES_PER_MESSAGE + 1
+        else:
+            self.batch_messages += len(item.messages)
         if self.batch_messages >= BATCH_MESSAGES:
             self._submit()
 

@@ -11,6 +11,7 @@ from typing import Any
 from ingest.formats._common import (
     ShapeError,
     canonical_role,
+    construct,
     expect_list,
     expect_object,
     optional_str,
@@ -35,7 +36,8 @@ def convert_message(msg: dict[str, Any], path: str, line: int | None) -> list[Me
     source_id = optional_str(msg.get("id"), f"{path}.id")
     # Every value below is already checked by the readers above (role, strings, timestamp), so
     # the models are built without re-validation: this is the hottest loop of the import.
-    message = Message.model_construct(
+    message = construct(
+        Message,
         seq=0,
         role=role,
         content=content,
@@ -86,7 +88,8 @@ def tool_call(call: dict[str, Any], path: str, call_index: int) -> ToolCall:
         # Custom tools take free text, not JSON: the text is the arguments, always valid.
         spec = expect_object(call.get("custom"), f"{path}.custom")
         text = optional_str(spec.get("input"), f"{path}.custom.input")
-        return ToolCall.model_construct(
+        return construct(
+            ToolCall,
             call_index=call_index,
             tool_call_id=call_id,
             name=required_str(spec.get("name"), f"{path}.custom.name"),
@@ -102,7 +105,8 @@ def _function_call(
     spec: dict[str, Any], path: str, call_index: int, call_id: str | None
 ) -> ToolCall:
     args = parse_arguments(spec.get("arguments"))
-    return ToolCall.model_construct(
+    return construct(
+        ToolCall,
         call_index=call_index,
         tool_call_id=call_id,
         name=required_str(spec.get("name"), f"{path}.name"),
@@ -124,7 +128,8 @@ def _tool_result(msg: dict[str, Any], path: str) -> ToolResult:
         call_id = optional_str(msg.get("id"), f"{path}.id")
     error = msg.get("error")
     flagged = isinstance(error, bool)
-    return ToolResult.model_construct(
+    return construct(
+        ToolResult,
         tool_call_id=call_id,
         name=optional_str(msg.get("name"), f"{path}.name"),
         explicit_error=error if flagged else None,

@@ -21,11 +21,14 @@ from typing import Any
 
 from ingest.formats import _anthropic_blocks
 from ingest.formats._common import (
+    Deferred,
     MessageListFormat,
     ShapeError,
+    defer_message_records,
     json_type,
     make_trace,
     optional_str,
+    parse_independent,
     parse_message_records,
     small_metadata,
     text_of,
@@ -50,6 +53,19 @@ def sniff(head: bytes) -> bool:
 def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
     """Traces from Anthropic records; see the module docstring for the accepted shapes."""
     return parse_message_records(_FORMAT, records, source_file)
+
+
+def parse_deferred(
+    records: Iterable[Record | Rejected], source_file: str
+) -> Iterator[Trace | Rejected | Deferred]:
+    """:func:`parse`, except that records making a trace on their own come back as
+    :class:`Deferred`, for a worker process to finish with :func:`parse_one`."""
+    return defer_message_records(_FORMAT, records, source_file)
+
+
+def parse_one(record: Record, source_file: str) -> Trace | Rejected:
+    """The trace (or rejection) of a record that :func:`parse_deferred` deferred."""
+    return parse_independent(_FORMAT, record, source_file)
 
 
 def _is_message(value: dict[str, Any]) -> bool:
@@ -103,4 +119,4 @@ _FORMAT: MessageListFormat[Message] = MessageListFormat(
     model_hint=_model_hint,
 )
 
-__all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]
+__all__ = ["DESCRIPTION", "NAME", "parse", "parse_deferred", "parse_one", "sniff"]

@@ -26,14 +26,17 @@ from typing import Any
 
 from ingest.formats import _openai_messages
 from ingest.formats._common import (
+    Deferred,
     MessageListFormat,
     ShapeError,
     canonical_role,
+    defer_message_records,
     expect_list,
     expect_object,
     make_trace,
     optional_str,
     parse_arguments,
+    parse_independent,
     parse_message_records,
     parse_timestamp,
     required_str,
@@ -78,6 +81,19 @@ def sniff(head: bytes) -> bool:
 def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
     """Traces from LangChain records; see the module docstring for the accepted shapes."""
     return parse_message_records(_FORMAT, records, source_file)
+
+
+def parse_deferred(
+    records: Iterable[Record | Rejected], source_file: str
+) -> Iterator[Trace | Rejected | Deferred]:
+    """:func:`parse`, except that records making a trace on their own come back as
+    :class:`Deferred`, for a worker process to finish with :func:`parse_one`."""
+    return defer_message_records(_FORMAT, records, source_file)
+
+
+def parse_one(record: Record, source_file: str) -> Trace | Rejected:
+    """The trace (or rejection) of a record that :func:`parse_deferred` deferred."""
+    return parse_independent(_FORMAT, record, source_file)
 
 
 def _is_message(value: dict[str, Any]) -> bool:
@@ -230,4 +246,4 @@ _FORMAT: MessageListFormat[Message] = MessageListFormat(
     model_hint=_model_hint,
 )
 
-__all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]
+__all__ = ["DESCRIPTION", "NAME", "parse", "parse_deferred", "parse_one", "sniff"]
