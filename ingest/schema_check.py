@@ -170,6 +170,8 @@ def violations(validator: Validator, arguments: Any) -> list[str]:
 
     Resolution failures (an unresolvable ``$ref``) count as no problems: see the module docstring.
     """
+    if _plainly_valid(validator, arguments):
+        return []
     try:
         errors = list(validator.iter_errors(arguments))
     except Exception:  # jsonschema/referencing raise many types for broken $refs; never crash
@@ -181,6 +183,116 @@ def violations(validator: Validator, arguments: Any) -> list[str]:
             if problem not in problems:
                 problems.append(problem)
     return problems
+
+
+#: Keys a schema (and each of its properties) may use for the fast check below.
+_SIMPLE_KEYS = frozenset({"type", "properties", "required", "additionalProperties", "$schema"})
+_SIMPLE_PROPERTY_KEYS = frozenset({"type", "enum"})
+_NOTES = frozenset({"description", "title", "examples", "default"})
+_MODERN_DRAFTS = ("draft-06", "draft-07", "2019-09", "2020-12")
+_TYPE_TESTS: dict[str, Any] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+}
+
+
+@dataclass(slots=True, frozen=True)
+class _Plan:
+    """A flat object schema, checked without jsonschema."""
+
+    required: tuple[str, ...]
+    #: Property name -> (allowed type names or None for any, allowed strings or None).
+    properties: dict[str, tuple[tuple[str, ...] | None, frozenset[str] | None]]
+    closed: bool
+
+
+#: Fast-check plans by validator id; the validator is kept in the entry so the id stays its own.
+_PLANS: dict[int, tuple[Validator, _Plan | None]] = {}
+
+
+def _plainly_valid(validator: Validator, arguments: Any) -> bool:
+    """Whether ``arguments`` certainly satisfy a flat object schema (types, required, enums of
+    strings, closed properties). ``False`` means "ask jsonschema", which gives the exact
+    problems: most calls are valid, and jsonschema's generic walk was most of the check's cost.
+    """
+    entry = _PLANS.get(id(validator))
+    if entry is None or entry[0] is not validator:
+        if len(_PLANS) >= 4 * SCHEMA_CACHE_SIZE:
+            _PLANS.clear()
+        entry = (validator, _plan(validator.schema))
+        _PLANS[id(validator)] = entry
+    plan = entry[1]
+    if plan is None or not isinstance(arguments, dict):
+        return False
+    for name in plan.required:
+        if name not in arguments:
+            return False
+    properties = plan.properties
+    for name, value in arguments.items():
+        rule = properties.get(name)
+        if rule is None:
+            if plan.closed:
+                return False
+            continue
+        types, choices = rule
+        if types is not None and not any(_TYPE_TESTS[t](value) for t in types):
+            return False
+        if choices is not None and not (isinstance(value, str) and value in choices):
+            return False
+    return True
+
+
+def _plan(schema: Any) -> _Plan | None:
+    """The fast-check plan of a flat object schema; ``None`` for anything else."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return None
+    if any(key not in _SIMPLE_KEYS and key not in _NOTES for key in schema):
+        return None
+    draft = schema.get("$schema")
+    if draft is not None and not (
+        isinstance(draft, str) and any(d in draft for d in _MODERN_DRAFTS)
+    ):
+        return None
+    required = schema.get("required", [])
+    declared = schema.get("properties", {})
+    extra = schema.get("additionalProperties", True)
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return None
+    if not isinstance(declared, dict) or not isinstance(extra, bool):
+        return None
+    properties: dict[str, tuple[tuple[str, ...] | None, frozenset[str] | None]] = {}
+    for name, prop in declared.items():
+        rule = _property_rule(prop)
+        if rule is None:
+            return None
+        properties[name] = rule
+    return _Plan(tuple(required), properties, closed=not extra)
+
+
+def _property_rule(
+    prop: Any,
+) -> tuple[tuple[str, ...] | None, frozenset[str] | None] | None:
+    if not isinstance(prop, dict):
+        return None
+    if any(key not in _SIMPLE_PROPERTY_KEYS and key not in _NOTES for key in prop):
+        return None
+    kind = prop.get("type")
+    types = (kind,) if isinstance(kind, str) else kind
+    if types is not None and not (
+        isinstance(types, list | tuple) and types and all(t in _TYPE_TESTS for t in types)
+    ):
+        return None
+    choices = prop.get("enum")
+    if choices is not None:
+        if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+            return None
+        choices = frozenset(choices)
+    return (tuple(types) if types is not None else None), choices
 
 
 def check_call(
