@@ -294,7 +294,12 @@ def detect_error(text: str, parsed: Any = _NOT_PARSED) -> str | None:
         text = value
     elif _JSON_ERROR_HEAD.search(_head(text)):
         return "json_error_field"
+    # Several rules look at the same region: cut each region once.
+    regions: dict[str, str] = {}
     for rule in DETECTION_RULES:
-        if rule.pattern.search(_region(text, rule.region)):
+        region = regions.get(rule.region)
+        if region is None:
+            region = regions[rule.region] = _region(text, rule.region)
+        if rule.pattern.search(region):
             return rule.name
     return None
