@@ -9,6 +9,7 @@ code (``st.code`` renders nothing) with the bulk collapsed in an expander that s
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Sequence
 from typing import Literal
@@ -50,8 +51,13 @@ def escape_markdown(text: str) -> str:
     >>> print(escape_markdown("[x](y) *a*"))
     \[x\]\(y\) \*a\*
     """
-    flat = " ".join(str(text).split())
+    flat = _AUTOLINK_START.sub("\u200b", " ".join(str(text).split()))
     return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in flat)
+
+
+#: Where GitHub-flavoured markdown starts an autolink even in escaped text (``https://``,
+#: ``www.``, ``user@host``); an invisible zero-width space there keeps the URL plain text.
+_AUTOLINK_START = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
 
 
 def badge_text(label: str, kind: BadgeKind = "info") -> str:

@@ -275,11 +275,6 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
     assert "Traceback" not in store.server.log()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dashboard.render.escape_markdown leaves URLs to GFM autolinking: a URL in a trace "
-    "id or tool name becomes a clickable link on the Trace page (reported to the lead)",
-)
 def test_urls_in_trace_content_never_become_links(
     browser: Any, hostile_store: HostileStore
 ) -> None:

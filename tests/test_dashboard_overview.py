@@ -121,7 +121,8 @@ def test_escape_markdown_leaves_no_link_image_or_directive() -> None:
     hostile = "[click](http://evil.example) ![x](y.png) :red[alarm] <b>hi</b> $x$\nnext"
     escaped = render.escape_markdown(hostile)
     assert escaped == (
-        r"\[click\]\(http\:\/\/evil\.example\) \!\[x\]\(y\.png\) \:red\[alarm\] "
+        "\\[click\\]\\(http\\:\u200b\\/\\/evil\\.example\\) "
+        r"\!\[x\]\(y\.png\) \:red\[alarm\] "
         r"\<b\>hi\<\/b\> \$x\$ next"
     )
     # Every punctuation character is escaped, so no markdown syntax survives.
@@ -210,3 +211,11 @@ def test_selecting_an_error_group_on_the_overview_opens_it_on_the_errors_page(
     assert not at.exception
     assert at.query_params.get("fingerprint") == groups.iloc[0]["fingerprint"]
     assert [t.value for t in at.title] == ["Errors"]
+
+
+def test_escaped_labels_give_markdown_no_autolink_to_start_from() -> None:
+    text = render.escape_markdown("see https://evil.example and www.evil.com or a@b.com")
+    assert "://" not in text.replace("\\", "")
+    assert "https\\:\u200b\\/\\/evil" in text
+    assert "www\u200b\\.evil" in text
+    assert "a\\@\u200bb" in text
