@@ -8,7 +8,6 @@ with rejections (or lint over its threshold), 2 usage errors.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -254,10 +253,13 @@ def serve_command(
     command = [
         sys.executable, "-m", "streamlit", "run", str(app_path),
         "--server.address", host, "--server.port", str(port), "--server.headless", "true",
-        "--browser.gatherUsageStats", "false", "--", "--db", url,
+        "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
+        "--", "--db", url,
     ]  # fmt: skip
-    typer.echo(f"ToolLens dashboard on http://{host}:{port} (database: {url})")
-    raise typer.Exit(subprocess.call(command, env={**os.environ, "TOOLLENS_DB": url}))
+    typer.echo(f"ToolLens dashboard on http://{host}:{port} (database: {url})", err=True)
+    sys.stdout.flush()
+    # Become the Streamlit server (no child left behind when this process is stopped).
+    os.execve(sys.executable, command, {**os.environ, "TOOLLENS_DB": url})
 
 
 @app.command("demo")
