@@ -9,13 +9,13 @@ from typing import Any
 
 import orjson
 import pytest
+from tau_bench import tau_bench_traces
 
 from ingest.analysis import analyze_trace, loops_at
 from ingest.facts import ContentFacts, TraceFacts
 from ingest.loops import signature
 from ingest.model import Message, ToolCall, ToolDef, ToolResult, Trace
 
-TAU_BENCH = "openai-chat/tau-bench-gpt-4o-airline.json"
 T0 = datetime(2025, 7, 17, 16, 0, 0, tzinfo=UTC)
 OK = ContentFacts(status="success", status_source="inferred")
 FAILED = ContentFacts(status="error", status_source="inferred", error_type="other")
@@ -310,40 +310,6 @@ def test_content_facts_are_computed_when_not_given() -> None:
     facts = analyze_trace(trace, [3, 9])
     assert facts.results[0].content.status == "error"
     assert facts.results[0].content.error_type == "not_found"
-
-
-def tau_bench_traces(realdata: Path) -> list[Trace]:
-    """tau-bench conversations as canonical traces, built by hand from each run's ``traj``."""
-    traces = []
-    for run in orjson.loads((realdata / TAU_BENCH).read_bytes()):
-        messages = []
-        for seq, raw in enumerate(run["traj"]):
-            calls = [
-                ToolCall(
-                    call_index=index,
-                    tool_call_id=tc["id"],
-                    name=tc["function"]["name"],
-                    arguments_raw=tc["function"]["arguments"],
-                    arguments=orjson.loads(tc["function"]["arguments"]),
-                )
-                for index, tc in enumerate(raw.get("tool_calls") or [])
-            ]
-            provided = (
-                ToolResult(tool_call_id=raw["tool_call_id"], name=raw.get("name"))
-                if raw["role"] == "tool"
-                else None
-            )
-            messages.append(
-                Message(
-                    seq=seq,
-                    role=raw["role"],
-                    content=raw.get("content") or "",
-                    tool_calls=calls,
-                    tool_result=provided,
-                )
-            )
-        traces.append(Trace(format="openai_chat", source_file=TAU_BENCH, messages=messages))
-    return traces
 
 
 @pytest.mark.realdata
