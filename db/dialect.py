@@ -11,13 +11,16 @@ from datetime import UTC, datetime
 from typing import Any, Literal, assert_never
 
 import orjson
-from sqlalchemy import Connection, func
+from sqlalchemy import Connection, Engine, Table, func
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import ColumnElement
 
 DialectName = Literal["sqlite", "postgresql"]
+#: Rows SQLite's ANALYZE looks at per index (``PRAGMA analysis_limit``).
+SQLITE_ANALYSIS_LIMIT = 1000
 
 
-def name_of(conn: Connection) -> DialectName:
+def name_of(conn: Connection | Engine) -> DialectName:
     """``sqlite`` or ``postgresql``; anything else is not supported."""
     name = conn.dialect.name
     if name == "sqlite":
@@ -101,6 +104,36 @@ def _converted(
     return list(zip(*columns, strict=True)) if changed else rows
 
 
+def concurrent_writers(conn: Connection | Engine) -> bool:
+    """Whether several processes can usefully write at the same time (PostgreSQL), or writes
+    queue for one lock anyway and are best done in turn (SQLite)."""
+    return name_of(conn) == "postgresql"
+
+
+def insert_new(
+    conn: Connection, table: Table, key: str, rows: Sequence[dict[str, Any]]
+) -> dict[Any, int]:
+    """Insert the ``rows`` whose unique ``key`` is not stored yet; ``{key: id}`` of those
+    inserted. Rows whose key exists (or is being inserted by another transaction, which this
+    one then waits for) are skipped, so concurrent writers never fail on a duplicate.
+
+    On PostgreSQL the rows go in key order: two transactions inserting overlapping keys then
+    take their locks in the same order and cannot deadlock.
+    """
+    if not rows:
+        return {}
+    kind = name_of(conn)
+    if kind == "sqlite":
+        stmt: Any = sqlite.insert(table).on_conflict_do_nothing(index_elements=[key])
+    elif kind == "postgresql":
+        stmt = postgresql.insert(table).on_conflict_do_nothing(index_elements=[key])
+        rows = sorted(rows, key=lambda row: row[key])
+    else:
+        assert_never(kind)
+    returned = conn.execute(stmt.returning(table.c[key], table.c.id), list(rows))
+    return {row_key: row_id for row_key, row_id in returned}
+
+
 def time_bucket(conn: Connection, column: Any, unit: Literal["hour", "day", "week"]) -> Any:
     """An expression truncating a timestamp column to ``unit``, as text ``YYYY-MM-DD[ HH]``."""
     kind = name_of(conn)
@@ -124,12 +157,15 @@ def json_text(conn: Connection, column: Any, key: str) -> ColumnElement[Any]:
     assert_never(kind)
 
 
-def analyze(conn: Connection) -> None:
-    """Refresh the planner's statistics after a large load."""
+def analyze(conn: Connection, tables: Sequence[str]) -> None:
+    """Refresh the planner's statistics of ``tables`` after a large load."""
     kind = name_of(conn)
     if kind == "sqlite":
-        conn.exec_driver_sql("PRAGMA optimize")
+        # A row limit per index keeps this to milliseconds on any size; estimates suffice.
+        conn.exec_driver_sql(f"PRAGMA analysis_limit={SQLITE_ANALYSIS_LIMIT}")
+        for table in tables:
+            conn.exec_driver_sql(f"ANALYZE {table}")
     elif kind == "postgresql":
-        conn.exec_driver_sql("ANALYZE")
+        conn.exec_driver_sql(f"ANALYZE {', '.join(tables)}")
     else:
         assert_never(kind)

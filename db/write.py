@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import Engine, Table, insert, update
 
 from db import dialect
 from db.engine import writing
 from db.schema import ImportRun, RejectedRecord, TraceRow
 
+TRACES = cast(Table, TraceRow.__table__)
 #: Column order of the row tuples callers build (``trace_id`` is prepended by the writer).
 MESSAGE_COLUMNS: tuple[str, ...] = (
     "seq", "role", "content", "timestamp", "tokens", "chars", "bytes",
@@ -112,46 +113,43 @@ class WriteResult:
 def write_traces(engine: Engine, import_id: int, batch: Sequence[TraceRows]) -> WriteResult:
     """Write a batch of traces atomically.
 
-    A trace whose ``dedupe_key`` is already stored (or appears earlier in the batch) is a
-    duplicate and is skipped whole.
+    A trace whose ``dedupe_key`` is already stored (or appears earlier in the batch, or is being
+    written by a concurrent batch that commits) is a duplicate and is skipped whole.
     """
     result = WriteResult()
     if not batch:
         return result
+    # The first occurrence of a key in the batch is the candidate; later ones are duplicates.
+    candidates: dict[str, TraceRows] = {}
+    for rows in batch:
+        key = rows.trace["dedupe_key"]
+        if key in candidates:
+            result.duplicates += 1
+            result.records_duplicate += rows.trace.get("record_count", 1)
+        else:
+            candidates[key] = rows
+    now = datetime.now(UTC)
+    values = [
+        {**rows.trace, "import_id": import_id, "imported_at": now} for rows in candidates.values()
+    ]
     with writing(engine) as conn:
-        keys = [rows.trace["dedupe_key"] for rows in batch]
-        existing = set(
-            conn.execute(select(TraceRow.dedupe_key).where(TraceRow.dedupe_key.in_(keys))).scalars()
-        )
-        fresh: list[TraceRows] = []
-        for rows in batch:
-            key = rows.trace["dedupe_key"]
-            if key in existing:
-                result.duplicates += 1
-                result.records_duplicate += rows.trace.get("record_count", 1)
-                continue
-            existing.add(key)
-            fresh.append(rows)
-            result.imported += 1
-            result.messages += len(rows.messages)
-            result.records_imported += rows.trace.get("record_count", 1)
-        if not fresh:
-            return result
-        now = datetime.now(UTC)
-        values = [{**rows.trace, "import_id": import_id, "imported_at": now} for rows in fresh]
-        returned = conn.execute(
-            insert(TraceRow).returning(
-                TraceRow.id, TraceRow.dedupe_key, sort_by_parameter_order=True
-            ),
-            values,
-        ).all()
-        ids = {key: trace_id for trace_id, key in returned}
+        ids = dialect.insert_new(conn, TRACES, "dedupe_key", values)
+        fresh = [rows for key, rows in candidates.items() if key in ids]
         for table, columns in CHILD_TABLES.items():
             rows_out = _child_rows(table, fresh, ids)
             if rows_out:
                 dialect.bulk_insert(
                     conn, table, ("trace_id", *columns), rows_out, JSON_COLUMNS[table]
                 )
+    for key, rows in candidates.items():
+        records = rows.trace.get("record_count", 1)
+        if key in ids:
+            result.imported += 1
+            result.messages += len(rows.messages)
+            result.records_imported += records
+        else:
+            result.duplicates += 1
+            result.records_duplicate += records
     return result
 
 

@@ -1,12 +1,10 @@
-"""The benchmark workload generator (exact message counts, same bytes for the same seed), and
-the pipeline's worker processes storing exactly what an in-process import stores."""
+"""The benchmark workload generator: exact message counts, same bytes for the same seed."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import orjson
-import pytest
 
 from benchmarks.workload import (
     RESULT_TAIL_MAX,
@@ -14,8 +12,6 @@ from benchmarks.workload import (
     generate_traces,
     write_workload,
 )
-from db.engine import make_engine
-from ingest import pipeline
 
 
 def test_generator_produces_exactly_the_requested_number_of_messages() -> None:
@@ -89,44 +85,3 @@ def test_a_complete_cached_workload_is_reused_and_a_truncated_one_is_rebuilt(
     rebuilt, again = ensure_workload(tmp_path, 800, seed=4)
     assert rebuilt.read_bytes() == original
     assert again == stats
-
-
-def _stored(db_file: Path) -> dict[str, list[tuple[object, ...]]]:
-    engine = make_engine(str(db_file))
-    trace_columns = (
-        "dedupe_key, display_id, message_count, tool_call_count, tool_result_count, "
-        "error_count, problem_count, total_tokens, tool_result_tokens, wasted_tokens"
-    )
-    with engine.connect() as conn:
-        stored = {
-            table: [tuple(r) for r in conn.exec_driver_sql(f"SELECT * FROM {table} ORDER BY id")]
-            for table in ("messages", "tool_calls", "tool_results", "findings")
-        }
-        query = f"SELECT {trace_columns} FROM traces ORDER BY id"
-        stored["traces"] = [tuple(r) for r in conn.exec_driver_sql(query)]
-    engine.dispose()
-    return stored
-
-
-def test_worker_processes_store_exactly_what_an_in_process_import_stores(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "w.jsonl"
-    stats = write_workload(path, 1_500, seed=9, invalid_arguments=0.02)
-    # Small batches, so that several are in flight at once and must be written in order.
-    monkeypatch.setattr(pipeline, "BATCH_MESSAGES", 300)
-    for workers in (0, 2):
-        engine = make_engine(str(tmp_path / f"workers{workers}.db"))
-        summary = pipeline.import_paths(engine, [path], workers=workers)
-        engine.dispose()
-        assert (summary.traces, summary.messages, summary.rejected) == (stats.traces, 1_500, 0)
-    in_process, pooled = _stored(tmp_path / "workers0.db"), _stored(tmp_path / "workers2.db")
-    assert len(pooled["messages"]) == 1_500
-    assert len(pooled["tool_results"]) == stats.tool_messages
-    assert pooled == in_process
-    # Calls whose arguments do not parse are stored too (with NULL parsed arguments).
-    engine = make_engine(str(tmp_path / "workers2.db"))
-    with engine.connect() as conn:
-        query = "SELECT count(*) FROM tool_calls WHERE NOT args_valid AND arguments IS NULL"
-        assert conn.exec_driver_sql(query).scalar_one() == 14
-    engine.dispose()

@@ -234,12 +234,12 @@ def test_nesting_deeper_than_storage_allows_is_rejected(tmp_path: Path) -> None:
 def test_a_trace_the_analysis_trips_over_is_kept_as_a_rejection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ingest.pipeline
+    import ingest.batches
 
     def broken(*_args: object, **_kwargs: object) -> None:
         raise ValueError("rule exploded")
 
-    monkeypatch.setattr(ingest.pipeline, "analyze_trace", broken)
+    monkeypatch.setattr(ingest.batches, "analyze_trace", broken)
     path = write_jsonl(tmp_path / "a.jsonl", [json.dumps(CONVERSATION).encode()])
     engine = make_engine(str(tmp_path / "t.db"))
     summary = import_paths(engine, [path], workers=0)

@@ -1,0 +1,336 @@
+"""Batches of traces: parsed, counted, analyzed and written by worker processes, in input order.
+
+The parent reads files and splits them into records; everything per trace that follows
+(parsing deferred records, token counts, analysis, row building) runs in worker processes, a
+batch of traces at a time. When the database can be opened from another process (a SQLite file
+or PostgreSQL), the worker also writes its batch: the parent then never handles the rows at all
+and the write of one batch overlaps the analysis of the next. On SQLite, which has one writer
+at a time anyway, batches write in submission order (a turn counter shared by the workers), so
+duplicates are recognized exactly as a single process would: the first occurrence in the input
+is the one imported. On PostgreSQL batches write concurrently (each server process uses a core);
+of two batches in flight at once holding the same trace, the one that commits first keeps it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.util
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine
+
+from db import dialect
+from db.engine import make_engine
+from db.write import TraceRows, WriteResult, write_rejected, write_traces
+from ingest import formats
+from ingest.analysis import analyze_trace
+from ingest.formats._common import Deferred
+from ingest.jsonrecord import _replace_nul
+from ingest.model import Rejected, Trace
+from ingest.rows import build_rows
+from ingest.tokens import count_many, count_tokens
+
+#: Messages per write batch: large enough to amortize a transaction, small enough for memory.
+BATCH_MESSAGES = 5000
+#: Typical bytes per message of a trace file: how a deferred (unparsed) record counts toward
+#: the batch size.
+DEFERRED_BYTES_PER_MESSAGE = 1000
+#: Rejections kept in memory before they are written.
+REJECTED_FLUSH = 500
+#: Rejections listed in the summary (all of them are stored).
+SUMMARY_REJECTIONS = 1000
+
+
+@dataclass(slots=True)
+class ImportSummary:
+    """What an import did; ``line()`` is the one-line summary the CLI prints."""
+
+    import_id: int
+    files: int = 0
+    #: Input records read, and how each ended: imported + duplicate + rejected == records.
+    records: int = 0
+    records_imported: int = 0
+    records_duplicate: int = 0
+    traces: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    messages: int = 0
+    seconds: float = 0.0
+    rejections: list[Rejected] = field(default_factory=list)
+
+    def line(self) -> str:
+        """``3 files, 215 traces imported, 0 duplicates, 1 rejected in 1.42 s``."""
+        files = "file" if self.files == 1 else "files"
+        return (
+            f"{self.files} {files}, {self.traces} traces imported, {self.duplicates} duplicates, "
+            f"{self.rejected} rejected in {self.seconds:.2f} s"
+        )
+
+    def add_written(self, result: WriteResult) -> None:
+        """Count what one written batch did."""
+        self.traces += result.imported
+        self.duplicates += result.duplicates
+        self.messages += result.messages
+        self.records_imported += result.records_imported
+        self.records_duplicate += result.records_duplicate
+
+
+def _parse_deferred(item: Deferred) -> Trace | Rejected:
+    """What the format's parser makes of a deferred record (decoded again from its raw bytes,
+    exactly as ``ingest.jsonrecord.decode_record`` did)."""
+    record = item.record
+    value = orjson.loads(record.raw)
+    if b"\\u0000" in record.raw:
+        _replace_nul(value)
+    record.value = value
+    module: Any = formats.get_format(item.format)
+    result: Trace | Rejected = module.parse_one(record, item.source_file)
+    return result
+
+
+def analyze_batch(
+    batch: Sequence[Trace | Deferred], encoding: str, budget: int
+) -> list[TraceRows | Rejected]:
+    """Parsing of deferred records, token counts, analysis and rows of a batch of traces.
+
+    A trace the analysis trips over becomes a rejection (``analysis_failed``) instead of
+    stopping the import. Results come back in batch order.
+    """
+    parsed = [_parse_deferred(t) if isinstance(t, Deferred) else t for t in batch]
+    traces = [t for t in parsed if isinstance(t, Trace)]
+    counts = count_many([m.content for t in traces for m in t.messages], encoding)
+    rows: list[TraceRows | Rejected] = []
+    pos = 0
+    for trace in parsed:
+        if isinstance(trace, Rejected):
+            rows.append(trace)
+            continue
+        tokens = counts[pos : pos + len(trace.messages)]
+        pos += len(trace.messages)
+        try:
+            facts = analyze_trace(trace, tokens, budget=budget)
+            rows.append(build_rows(trace, facts, tokens))
+        except Exception as exc:  # odd data must never stop an import; the trace is kept
+            rows.append(_analysis_failure(trace, exc))
+    return rows
+
+
+def _analysis_failure(trace: Trace, exc: Exception) -> Rejected:
+    """A trace the analysis could not handle, as a rejection holding its messages' payloads."""
+    raw = orjson.dumps([m.raw for m in trace.messages], default=str, option=orjson.OPT_NON_STR_KEYS)
+    return Rejected(
+        source_file=trace.source_file,
+        line=trace.source_line or 0,
+        byte_offset=0,
+        reason="analysis_failed",
+        message=f"could not analyze this trace: {exc.__class__.__name__}: {exc}",
+        raw=raw,
+    )
+
+
+def _split(items: list[TraceRows | Rejected]) -> tuple[list[TraceRows], list[Rejected]]:
+    rows = [i for i in items if isinstance(i, TraceRows)]
+    return rows, [i for i in items if isinstance(i, Rejected)]
+
+
+# ---- worker processes -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _WorkerState:
+    engine: Engine
+    import_id: int
+    #: ``multiprocessing.Value("q")``: the sequence number of the batch allowed to write, or
+    #: ``None`` where batches write concurrently (PostgreSQL).
+    turn: Any
+    turn_changed: Any  # multiprocessing.Condition guarding ``turn``
+
+
+_worker: _WorkerState | None = None
+
+
+def _init_worker(url: str, import_id: int, turn: Any, turn_changed: Any) -> None:
+    global _worker
+    engine = make_engine(url, migrate=False)
+    # Close the connections when the worker exits (PostgreSQL logs abandoned ones).
+    multiprocessing.util.Finalize(None, engine.dispose, exitpriority=10)
+    _worker = _WorkerState(engine, import_id, turn, turn_changed)
+
+
+@contextmanager
+def _turn(state: _WorkerState, seq: int) -> Iterator[None]:
+    """Wait until batch ``seq`` may write; let the next one go afterwards, whatever happened."""
+    if state.turn is None:
+        yield
+        return
+    with state.turn_changed:
+        state.turn_changed.wait_for(lambda: state.turn.value == seq)
+    try:
+        yield
+    finally:
+        with state.turn_changed:
+            state.turn.value = seq + 1
+            state.turn_changed.notify_all()
+
+
+def analyze_and_write(
+    batch: Sequence[Trace | Deferred], seq: int, encoding: str, budget: int
+) -> tuple[WriteResult, list[Rejected]]:
+    """The unit of work of a writing worker: analyze a batch, then write it in its turn."""
+    state = _worker
+    assert state is not None, "worker not initialized"
+    failure: BaseException | None = None
+    try:
+        rows, rejected = _split(analyze_batch(batch, encoding, budget))
+    except BaseException as exc:  # still take (and pass on) the turn, or later batches hang
+        failure = exc
+    with _turn(state, seq):
+        if failure is not None:
+            raise failure
+        return write_traces(state.engine, state.import_id, rows), rejected
+
+
+def _analyze_only(
+    batch: Sequence[Trace | Deferred], seq: int, encoding: str, budget: int
+) -> list[TraceRows | Rejected]:
+    return analyze_batch(batch, encoding, budget)
+
+
+def _separate_process_can_open(engine: Engine) -> bool:
+    # An in-memory SQLite database exists only inside this process.
+    url = engine.url
+    return url.get_backend_name() != "sqlite" or url.database not in (None, "", ":memory:")
+
+
+# ---- the parent's side ------------------------------------------------------------------------
+
+#: What a batch comes back as: rows to write here, or what the worker wrote and rejected.
+_Done = list[TraceRows | Rejected] | tuple[WriteResult, list[Rejected]]
+
+
+class BatchWriter:
+    """Collects traces into batches and has them analyzed and written; collects rejections.
+
+    With ``workers`` > 0 the batches go to a process pool (one batch per worker plus one
+    queued, so no worker idles); with 0 everything happens in this process.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        import_id: int,
+        summary: ImportSummary,
+        encoding: str,
+        budget: int,
+        workers: int,
+    ) -> None:
+        self.engine = engine
+        self.import_id = import_id
+        self.summary = summary
+        self.encoding = encoding
+        self.budget = budget
+        self.pool: ProcessPoolExecutor | None = None
+        self.workers_write = workers > 0 and _separate_process_can_open(engine)
+        if workers > 0:
+            # Loading the BPE ranks costs ~1.4 CPU s; loaded once here, the forked workers
+            # inherit it instead of each loading their own.
+            count_tokens("warm up", encoding)
+            context = multiprocessing.get_context("fork")
+            init: dict[str, Any] = {}
+            if self.workers_write:
+                url = engine.url.render_as_string(hide_password=False)
+                turn, changed = None, None
+                if not dialect.concurrent_writers(engine):
+                    turn, changed = context.Value("q", 0, lock=False), context.Condition()
+                init = {"initializer": _init_worker, "initargs": (url, import_id, turn, changed)}
+            self.pool = ProcessPoolExecutor(workers, mp_context=context, **init)
+        self.max_pending = workers + 1
+        self.seq = 0
+        self.batch: list[Trace | Deferred] = []
+        self.batch_messages = 0
+        self.rejected: list[Rejected] = []
+        self.pending: deque[Future[Any]] = deque()
+
+    def __enter__(self) -> BatchWriter:
+        return self
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        try:
+            if exc_type is None:
+                self._submit()
+                while self.pending:
+                    self._collect(self.pending.popleft().result())
+                self._flush_rejected()
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(cancel_futures=True)
+
+    def add(self, item: Trace | Rejected | Deferred) -> None:
+        """Take one item of a file: a trace, a deferred record or a rejection."""
+        if isinstance(item, Rejected):
+            self._reject(item)
+            return
+        self.batch.append(item)
+        if isinstance(item, Deferred):
+            self.batch_messages += len(item.record.raw) // DEFERRED_BYTES_PER_MESSAGE + 1
+        else:
+            self.batch_messages += len(item.messages)
+        if self.batch_messages >= BATCH_MESSAGES:
+            self._submit()
+
+    def _reject(self, item: Rejected) -> None:
+        self.summary.rejected += 1
+        if len(self.summary.rejections) < SUMMARY_REJECTIONS:
+            self.summary.rejections.append(item)
+        self.rejected.append(item)
+        if len(self.rejected) >= REJECTED_FLUSH:
+            self._flush_rejected()
+
+    def _submit(self) -> None:
+        if not self.batch:
+            return
+        batch, self.batch, self.batch_messages = self.batch, [], 0
+        seq, self.seq = self.seq, self.seq + 1
+        if self.pool is None:
+            self._collect(analyze_batch(batch, self.encoding, self.budget))
+            return
+        work = analyze_and_write if self.workers_write else _analyze_only
+        self.pending.append(self.pool.submit(work, batch, seq, self.encoding, self.budget))
+        while len(self.pending) > self.max_pending:
+            self._collect(self.pending.popleft().result())
+
+    def _collect(self, done: _Done) -> None:
+        if isinstance(done, tuple):
+            result, rejected = done
+        else:
+            rows, rejected = _split(done)
+            result = write_traces(self.engine, self.import_id, rows)
+        self.summary.add_written(result)
+        for item in rejected:
+            self._reject(item)
+
+    def _flush_rejected(self) -> None:
+        if not self.rejected:
+            return
+        write_rejected(
+            self.engine,
+            self.import_id,
+            [
+                {
+                    "source_file": r.source_file,
+                    "line": r.line,
+                    "byte_offset": r.byte_offset,
+                    "reason": r.reason,
+                    "message": r.message,
+                    "raw": r.raw,
+                }
+                for r in self.rejected
+            ],
+        )
+        self.rejected = []
