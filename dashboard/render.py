@@ -148,6 +148,17 @@ def percent_text(numerator: int, denominator: int) -> str:
     return f"{numerator / denominator:.1%}"
 
 
+def humanize(name: str) -> str:
+    """A snake_case name as words for a label: ``"error_without_suggestion"`` →
+    ``"Error without suggestion"``.
+
+    >>> humanize("no_next_action")
+    'No next action'
+    """
+    words = str(name).replace("_", " ").strip()
+    return words[:1].upper() + words[1:]
+
+
 def ordinal(n: int) -> str:
     """``1st``, ``2nd``, ``3rd``, ``4th`` … ``11th``, ``21st``."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")

@@ -1,19 +1,86 @@
-"""Widgets shared by the Errors, Tokens, Loops, Suggestions and Imports pages.
+"""Widgets shared by the pages.
 
-A pager whose page lives in the URL, a table whose selected row opens the Trace page, and a
-slider that mirrors one of the sidebar's analysis settings (``k``, ``budget``) next to the chart
-it drives.
+A pager whose page lives in the URL, a table whose selected row opens the Trace page, a slider
+that mirrors one of the sidebar's analysis settings (``k``, ``budget``) next to the chart it
+drives, and the column formats every table uses: counts with thousands separators, rates as
+percentages with one decimal, a link that opens a pair on the Trace page, and "—" for an empty
+cell (:data:`EMPTY_CELL`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import state
+
+#: What a table shows in a cell without a value (instead of "None").
+EMPTY_CELL = "—"
+#: Path of the Trace page (``url_path`` in ``app.py``), the target of pair links.
+TRACE_PATH = "/trace"
+
+
+#: Pixel heights of a table's header and of one row (Streamlit's defaults), for
+#: :func:`table_height`.
+HEADER_PX, ROW_PX = 38, 35
+
+
+def table_height(rows: int, *, max_rows: int = 12) -> int:
+    """The height that shows ``rows`` rows (at most ``max_rows``, then the table scrolls)
+    without an empty band below them.
+
+    >>> table_height(3)
+    145
+    """
+    return HEADER_PX + ROW_PX * max(1, min(rows, max_rows)) + 2
+
+
+def count_column(label: str, *, help: str | None = None, **kwargs: Any) -> Any:
+    """A number column shown with thousands separators (``12,127``)."""
+    return st.column_config.NumberColumn(label, help=help, format="localized", **kwargs)
+
+
+def percent_column(label: str, *, help: str | None = None, **kwargs: Any) -> Any:
+    """A column of percentages (0–100, see :func:`as_percent`) shown with one decimal."""
+    return st.column_config.NumberColumn(label, help=help, format="%.1f%%", **kwargs)
+
+
+def as_percent(rates: pd.Series) -> pd.Series:
+    """Rates 0–1 as percentages 0–100 (floats; a missing rate stays missing).
+
+    >>> as_percent(pd.Series([0.369906, None])).round(2).tolist()[0]
+    36.99
+    """
+    return pd.to_numeric(rates, errors="coerce").astype(float) * 100
+
+
+def pair_link(trace: str, pair: str | None = None) -> str:
+    """The Trace page's URL of a trace (and pair): ``/trace?trace=demo-1&pair=2:0``.
+
+    Untrusted ids are URL-encoded, so the link can only ever open the Trace page.
+    """
+    params = {"trace": trace, **({"pair": pair} if pair else {})}
+    return f"{TRACE_PATH}?{urlencode(params, safe=':')}"
+
+
+def link_column(label: str = "Open", *, help: str | None = None) -> Any:
+    """A column of :func:`pair_link` URLs, each shown as the word "open"."""
+    return st.column_config.LinkColumn(
+        label, help=help or "open this pair on the Trace page (a new tab)", display_text="open"
+    )
+
+
+def with_links(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (columns ``trace`` and ``pair``) with a ``link`` column of :func:`pair_link`."""
+    links = [
+        pair_link(str(t), str(p) if isinstance(p, str) and p else None)
+        for t, p in zip(df["trace"], df["pair"], strict=True)
+    ]
+    return df.assign(link=links)
 
 
 def page_offset(total: int, page_size: int, *, key: str, noun: str = "rows") -> int:
@@ -41,19 +108,23 @@ def trace_table(
     key: str,
     column_order: Sequence[str],
     column_config: Mapping[str, Any] | None = None,
+    height: int | None = None,
 ) -> None:
     """Show ``df`` (untrusted text stays plain cell text); selecting a row opens its pair.
 
     ``df`` must have the columns ``trace`` (display id) and ``pair`` (URL ``pair`` value).
+    ``height`` defaults to :func:`table_height` of the rows (at most 12, then it scrolls).
     """
     event = st.dataframe(
         df,
         hide_index=True,
+        height=height or table_height(len(df)),
         on_select="rerun",
         selection_mode="single-row",
         key=key,
         column_order=tuple(column_order),
         column_config=dict(column_config or {}),
+        placeholder=EMPTY_CELL,
     )
     selected = event.selection.rows if event is not None else []
     if selected:

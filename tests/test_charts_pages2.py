@@ -44,6 +44,15 @@ def test_an_error_type_has_the_same_color_on_every_chart() -> None:
     assert errors.error_type_color("custom") == errors.error_type_color("custom")
 
 
+def test_every_error_type_of_the_taxonomy_has_a_color_of_its_own() -> None:
+    taxonomy = [errors.error_type_color(t) for t in errors.ERROR_TYPE_ORDER]
+    assert len(set(taxonomy)) == len(errors.ERROR_TYPE_ORDER) == 13
+    # Types outside the taxonomy never take a taxonomy color, and no palette repeats a color.
+    assert errors.error_type_color("payment_declined") in errors.EXTRA_COLORS
+    assert not set(errors.EXTRA_COLORS) & set(taxonomy)
+    assert len(set(errors.EXTRA_COLORS)) == len(errors.EXTRA_COLORS) == 11
+
+
 def test_errors_over_time_keep_the_bucket_order_of_the_query() -> None:
     df = pd.DataFrame(
         {
@@ -92,7 +101,9 @@ def quantiles() -> pd.DataFrame:
 def test_token_box_is_drawn_from_precomputed_quantiles_with_the_budget_line() -> None:
     fig = tokens.token_box_chart(quantiles(), 2000)
     box = fig.data[0]
-    assert box.x == ("get_weather", "lookup")
+    # Horizontal boxes, the first tool on top.
+    assert (box.orientation, box.y) == ("h", ("get_weather", "lookup"))
+    assert fig.layout.yaxis.categoryarray == ("lookup", "get_weather")
     assert (box.lowerfence, box.q1, box.median, box.q3, box.upperfence) == (
         (10, 500),
         (10, 500),
@@ -100,15 +111,29 @@ def test_token_box_is_drawn_from_precomputed_quantiles_with_the_budget_line() ->
         (12, 500),
         (2500, 500),
     )
-    assert [list(c) for c in box.customdata] == [[4, 2500], [1, 500]]
+    assert [list(c) for c in box.customdata] == [[4, 10, 10, 2500, 2500], [1, 500, 500, 500, 500]]
     line = fig.layout.shapes[0]
-    assert (line.y0, line.y1, line.line.dash) == (2000, 2000, "dash")
+    assert (line.x0, line.x1, line.line.dash) == (2000, 2000, "dash")
     assert fig.layout.annotations[0].text == "budget 2,000 tokens"
-    assert fig.layout.yaxis.type == "linear"
 
 
-def test_token_box_can_use_a_log_axis() -> None:
-    assert tokens.token_box_chart(quantiles(), 500, log_y=True).layout.yaxis.type == "log"
+def test_token_box_defaults_to_a_log_axis_with_a_tick_per_decade() -> None:
+    axis = tokens.token_box_chart(quantiles(), 500).layout.xaxis
+    assert (axis.type, axis.dtick, axis.title.text) == (
+        "log",
+        1,
+        "tokens per Tool Message (log scale)",
+    )
+    linear = tokens.token_box_chart(quantiles(), 500, log_x=False).layout.xaxis
+    assert (linear.type, linear.title.text) == ("linear", "tokens per Tool Message")
+
+
+def test_token_box_draws_empty_results_at_1_on_the_log_axis_and_hovers_the_truth() -> None:
+    df = quantiles().assign(min=[0, 500], p25=[0, 500])
+    box = tokens.token_box_chart(df, 500).data[0]
+    assert (box.lowerfence, box.q1) == ((1, 500), (1, 500))
+    assert box.customdata[0][1] == 0  # min as it is
+    assert tokens.token_box_chart(df, 500, log_x=False).data[0].lowerfence == (0, 500)
 
 
 def test_trace_share_bars_are_labelled_with_percent_ranges() -> None:
@@ -127,6 +152,14 @@ def test_loops_by_tool_bars_carry_calls_and_wasted_tokens() -> None:
     assert (bar.y, bar.x) == (("get_weather", "read_file"), (2, 1))
     assert [list(c) for c in bar.customdata] == [[7, 2510], [3, 100]]
     assert fig.layout.xaxis.title.text == "signatures repeated ≥ 3 times in a trace"
+    # Whole loops only: a tick per loop, no 0.5.
+    assert (fig.layout.xaxis.dtick, fig.layout.xaxis.tickformat) == (1, ",d")
+
+
+def test_loops_by_tool_leaves_tick_spacing_to_plotly_for_many_loops() -> None:
+    df = pd.DataFrame({"tool": ["a"], "loops": [40], "calls": [120], "wasted_tokens": [9]})
+    axis = loops.loops_by_tool_chart(df, 3).layout.xaxis
+    assert (axis.dtick, axis.tickformat) == (None, ",d")
 
 
 def test_rate_label_always_shows_the_counts() -> None:

@@ -28,6 +28,10 @@ def _metrics(at: object) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}  # type: ignore[attr-defined]
 
 
+def _deltas(at: object) -> dict[str, str]:
+    return {m.label: m.delta for m in at.metric if m.delta}  # type: ignore[attr-defined]
+
+
 def test_overview_headline_metrics_equal_the_summary(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
@@ -42,7 +46,11 @@ def test_overview_headline_metrics_equal_the_summary(
     problems = sum(n for state, n in summary["pair_states"].items() if state != "paired")
     assert metrics["Pairing problems"] == str(problems) == "4"
     assert metrics["Loop calls (k=3)"] == str(summary["loops"]["calls"]) == "3"
-    assert metrics["Suggestions followed"] == "50% (1 of 2)"
+    assert metrics["Suggestions followed"] == "50.0%"
+    # The counts under the rate: a rate is never shown without them.
+    assert _deltas(at) == {"Suggestions followed": "1 of 2 decided"}
+    # The one result over the 2,000-token budget (weather-1's 3,000-token forecast).
+    assert metrics["Over budget"] == "1"
 
 
 def test_overview_applies_filters_and_k_from_the_url(
@@ -77,9 +85,20 @@ def test_overview_scorecard_lists_every_tool_with_its_follow_rate(
     assert card["tool"].tolist() == [
         "get_weather", "lookup_order", "search_docs", "send_email", "send_sms",
     ]  # fmt: skip
-    assert card["follow"].tolist() == [
-        "100% (1 of 1)", "0% (0 of 1)", "– (0 of 0)", "– (0 of 0)", "– (0 of 0)",
-    ]  # fmt: skip
+    assert card["follow"].tolist() == ["100% (1 of 1)", "0% (0 of 1)", "—", "—", "—"]
+    # Rates as percentages for the one-decimal columns; p50 / p95 tokens in one cell.
+    # send_email's call never got an answer: no error rate, no token figures.
+    assert card["error_pct"].round(1).fillna(-1).tolist() == [33.3, 66.7, 50.0, -1, 0.0]
+    assert card["tokens"].tolist()[2:4] == ["6 / 9", "—"]
+
+
+def test_overview_findings_read_as_words(monkeypatch: pytest.MonkeyPatch, store_url: str) -> None:
+    at = open_app(monkeypatch, store_url)
+    findings = next(df.value for df in at.dataframe if "finding" in df.value.columns)
+    assert findings["finding"].tolist() == [
+        render.humanize(name) for name in summarize(sa.create_engine(store_url))["findings"]
+    ]
+    assert "Error without suggestion" in findings["finding"].tolist()
 
 
 def test_sidebar_names_the_token_encoding(monkeypatch: pytest.MonkeyPatch, store_url: str) -> None:

@@ -14,6 +14,7 @@ import orjson
 import pytest
 from dbfixture import PAGES2_LONG_RAW, build_pages2_database, open_app
 
+from dashboard import widgets
 from dashboard.render import EMPTY_STORE_TEXT, escape_markdown
 from db.engine import make_engine
 from db.filters import Filters
@@ -190,9 +191,12 @@ def test_tokens_page_counts_results_over_the_default_budget(
         "Token counts: cl100k_base (the encoding of the latest import), exact BPE counts."
     )
     box = chart_spec(at, 0)
-    assert box["data"][0]["x"][:3] == ["get_weather", "read_file", "write_file"]
+    assert box["data"][0]["y"][:3] == ["get_weather", "read_file", "write_file"]
     assert box["data"][0]["upperfence"][0] == 2500
-    assert box["layout"]["shapes"][0]["y0"] == 2000
+    assert box["layout"]["shapes"][0]["x0"] == 2000
+    # Logarithmic by default (the toggle is on and the URL says nothing).
+    assert at.toggle(key="tokens_log").value is True
+    assert box["layout"]["xaxis"]["type"] == "log"
     assert chart_spec(at, 1)["data"][0]["y"] == [0, 0, 1, 0, 0, 1, 0, 0, 0, 1]
     biggest = at.dataframe(key="biggest_table").value
     assert list(biggest["tokens"][:2]) == [2500, 500]
@@ -206,7 +210,16 @@ def test_the_budget_comes_from_the_url_even_outside_the_slider_range(
     assert metrics(at)["Over budget"] == "4"
     assert metrics(at)["Share over budget"] == "36.4%"
     assert at.slider(key="budget_slider").value == 100
-    assert chart_spec(at, 0)["layout"]["shapes"][0]["y0"] == 50
+    assert chart_spec(at, 0)["layout"]["shapes"][0]["x0"] == 50
+
+
+def test_the_token_axis_turns_linear_from_the_url(
+    monkeypatch: pytest.MonkeyPatch, store_url: str
+) -> None:
+    at = open_app(monkeypatch, store_url, page=TOKENS, params={"tokens_log": "false"})
+    assert not at.exception
+    assert at.toggle(key="tokens_log").value is False
+    assert chart_spec(at, 0)["layout"]["xaxis"]["type"] == "linear"
 
 
 def test_moving_the_budget_slider_updates_the_url_and_the_count(
@@ -243,7 +256,13 @@ def test_loops_page_at_the_default_k_matches_the_summary(
         "Ping-pong calls": "5",
     }
     assert (loops["signatures"], loops["calls"]) == (2, 6)
-    assert list(at.dataframe(key="loops_table").value["trace"]) == ["run-a", "run-c"]
+    loops_table = at.dataframe(key="loops_table").value
+    assert list(loops_table["trace"]) == ["run-a", "run-c"]
+    # A link per loop to its first call on the Trace page.
+    assert list(loops_table["link"]) == [
+        "/trace?trace=run-a&pair=1:0",
+        "/trace?trace=run-c&pair=1:0",
+    ]
     assert chart_spec(at, 0)["data"][0]["y"] == ["get_weather", "read_file"]
     assert list(at.dataframe(key="ping_pong_table").value["tools"]) == ["read_file ↔ write_file"]
 
@@ -358,3 +377,10 @@ def test_the_import_filter_narrows_the_rejected_records(
     ]
     assert "No record was rejected." in captions(at)
     assert len(at.expander) == 0
+
+
+def test_pair_links_encode_untrusted_ids_and_only_open_the_trace_page() -> None:
+    assert widgets.pair_link("run a&pair=9", "2:0") == "/trace?trace=run+a%26pair%3D9&pair=2:0"
+    assert widgets.pair_link("javascript:alert(1)") == "/trace?trace=javascript:alert%281%29"
+    assert widgets.table_height(3) == 38 + 3 * 35 + 2
+    assert widgets.table_height(50, max_rows=12) == widgets.table_height(12)

@@ -131,7 +131,8 @@ def test_a_reviewer_goes_from_the_overview_to_a_problem_pair_labels_corrects_and
     at = open_app(monkeypatch, sqlite_url)
     assert not at.exception
     assert texts(at, "title") == ["Overview"]
-    assert {m.label: m.value for m in at.metric}["Suggestions followed"] == "0% (0 of 1)"
+    followed = next(m for m in at.metric if m.label == "Suggestions followed")
+    assert (followed.value, followed.delta) == ("0.0%", "0 of 1 decided")
     # The Overview says advice was ignored; the Tool calls page, narrowed to it, opens the pair.
     at.query_params["verdict"] = "ignored"
     at.switch_page(CALLS).run()

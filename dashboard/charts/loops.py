@@ -5,6 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+#: Up to this many loops the count axis has a tick at every whole number.
+INTEGER_TICKS_UP_TO = 12
+
 
 def loops_by_tool_chart(df: pd.DataFrame, k: int) -> go.Figure:
     """Horizontal bars: looping signatures per tool at threshold ``k``.
@@ -13,23 +16,31 @@ def loops_by_tool_chart(df: pd.DataFrame, k: int) -> go.Figure:
     top-down in ``df`` order (the query sorts by loops).
     """
     tools = [str(t) for t in df["tool"]]
+    loops = [int(n) for n in df["loops"]]
     fig = go.Figure(
         go.Bar(
             y=tools,
-            x=[int(n) for n in df["loops"]],
+            x=loops,
             orientation="h",
             marker_color="#AB63FA",
+            text=[f"{n:,}" for n in loops],
+            textposition="auto",
             customdata=[
                 [int(c), int(w)] for c, w in zip(df["calls"], df["wasted_tokens"], strict=True)
             ],
             hovertemplate=(
-                "%{y}<br>loops: %{x}<br>calls: %{customdata[0]}"
-                "<br>wasted tokens: %{customdata[1]}<extra></extra>"
+                "%{y}<br>loops: %{x:,}<br>calls: %{customdata[0]:,}"
+                "<br>wasted tokens: %{customdata[1]:,}<extra></extra>"
             ),
         )
     )
     fig.update_layout(
-        xaxis_title=f"signatures repeated ≥ {k} times in a trace",
+        # Counts of loops: whole numbers only (a tick every loop while they fit).
+        xaxis={
+            "title": f"signatures repeated ≥ {k} times in a trace",
+            "tickformat": ",d",
+            **({"dtick": 1} if max(loops, default=0) <= INTEGER_TICKS_UP_TO else {}),
+        },
         yaxis={"categoryorder": "array", "categoryarray": tools[::-1], "title": None},
         height=max(240, 34 * len(tools) + 110),
         margin={"l": 10, "r": 10, "t": 30, "b": 10},

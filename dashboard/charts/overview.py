@@ -1,17 +1,23 @@
 """Chart builders for the Overview page: pure functions from DataFrames to Plotly figures.
 
-Inputs are the frames of :mod:`db.queries.overview`; nothing here queries or renders. Bars that
-mark a problem (over budget, a loop at k) take the warning color, the rest stay neutral.
+Inputs are the frames of :mod:`db.queries.overview`; nothing here queries or renders. The four
+small charts sit side by side, about 260 px wide each at 1,280–1,440 px: short titles with the
+detail in a subtitle, horizontal bars where the labels are words, compact bin labels. Bars that
+mark a problem (over budget, a loop at k) take the warning color, the rest stay neutral; error
+types keep the colors they have on the Errors page.
 """
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import plotly.graph_objects as go
 
+from dashboard.charts.errors import error_type_color
+
 NEUTRAL = "#4C78A8"
 PROBLEM = "#E45756"
-ERROR = "#E45756"
 VERDICT_COLORS: dict[str, str] = {
     "followed": "#54A24B",
     "ignored": "#E45756",
@@ -22,11 +28,17 @@ VERDICT_COLORS: dict[str, str] = {
 SMALL_HEIGHT = 260
 
 
-def _small_layout(fig: go.Figure, title: str, x_title: str, y_title: str) -> go.Figure:
+def _small_layout(
+    fig: go.Figure, title: str, x_title: str, y_title: str, subtitle: str = ""
+) -> go.Figure:
     fig.update_layout(
-        title={"text": title, "font": {"size": 14}},
+        title={
+            "text": title,
+            "font": {"size": 14},
+            "subtitle": {"text": subtitle, "font": {"size": 11}},
+        },
         height=SMALL_HEIGHT,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        margin={"l": 10, "r": 10, "t": 52 if subtitle else 36, "b": 10},
         showlegend=False,
         xaxis_title=x_title,
         yaxis_title=y_title,
@@ -34,66 +46,137 @@ def _small_layout(fig: go.Figure, title: str, x_title: str, y_title: str) -> go.
     return fig
 
 
+def compact_number(n: float) -> str:
+    """``950`` → ``"950"``, ``1000`` → ``"1k"``, ``2500`` → ``"2.5k"``, ``2_000_000`` → ``"2M"``.
+
+    >>> compact_number(20000)
+    '20k'
+    """
+    for size, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if abs(n) >= size:
+            return f"{n / size:.1f}".rstrip("0").rstrip(".") + suffix
+    return f"{n:g}"
+
+
+def bin_label(lower: float, upper: float | None) -> str:
+    """A short label for the token bin ``[lower, upper)``: ``"<100"``, ``"1k–2k"``, ``"≥20k"``.
+
+    The query's bins end one past the budget (``1000–2000`` is ``[1000, 2001)``), so an upper
+    bound ending in 1 is shown rounded down.
+    """
+    if upper is None or (isinstance(upper, float) and math.isnan(upper)):
+        return f"≥{compact_number(lower)}"
+    top = upper - 1 if upper % 10 == 1 else upper
+    if lower == 0:
+        return f"<{compact_number(top)}"
+    low = lower - 1 if lower % 10 == 1 else lower
+    return f"{compact_number(low)}–{compact_number(top)}"
+
+
 def errors_by_type_chart(df: pd.DataFrame) -> go.Figure:
-    """Horizontal bars of errors per error type (``error_type``, ``errors``), biggest on top."""
+    """Horizontal bars of errors per error type (``error_type``, ``errors``), biggest on top,
+    each in its error type's color."""
     data = df.iloc[::-1]  # Plotly draws the first category at the bottom.
+    types = [str(t) for t in data["error_type"]]
+    errors = [int(n) for n in data["errors"]]
     fig = go.Figure(
         go.Bar(
-            x=data["errors"].tolist(),
-            y=data["error_type"].tolist(),
+            x=errors,
+            y=types,
             orientation="h",
-            marker_color=ERROR,
+            marker_color=[error_type_color(t) for t in types],
             name="errors",
-            hovertemplate="%{y}: %{x} errors<extra></extra>",
+            text=[f"{n:,}" for n in errors],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate="%{y}: %{x:,} errors<extra></extra>",
         )
     )
-    return _small_layout(fig, "Errors by type", "error results", "")
+    # The counts are on the bars; a count axis would crowd the narrow chart.
+    fig.update_xaxes(showticklabels=False, showgrid=False, range=[0, max([*errors, 1]) * 1.25])
+    return _small_layout(fig, "Errors by type", "", "", subtitle="error results, top 10")
 
 
 def token_histogram_chart(df: pd.DataFrame, budget: int) -> go.Figure:
-    """Tool Messages per token-size bin (``bin``, ``results``, ``over_budget``); bins over the
-    budget in the problem color."""
+    """Tool Messages per token-size bin (``bin``, ``lower``, ``upper``, ``results``,
+    ``over_budget``); bins over the budget in the problem color. The axis shows compact bin
+    labels (:func:`bin_label`), the hover the exact bin."""
     colors = [PROBLEM if over else NEUTRAL for over in df["over_budget"]]
     fig = go.Figure(
         go.Bar(
-            x=df["bin"].tolist(),
-            y=df["results"].tolist(),
+            x=[bin_label(lo, up) for lo, up in zip(df["lower"], df["upper"], strict=True)],
+            y=[int(n) for n in df["results"]],
             marker_color=colors,
             name="Tool Messages",
-            hovertemplate="%{x} tokens: %{y} results<extra></extra>",
+            customdata=[str(b) for b in df["bin"]],
+            hovertemplate="%{customdata} tokens: %{y:,} results<extra></extra>",
         )
     )
-    fig.update_xaxes(type="category")
-    return _small_layout(fig, f"Tool Message size (budget {budget:,} tokens)", "tokens", "results")
+    fig.update_xaxes(type="category", tickangle=-45)
+    fig.update_yaxes(tickformat=",d")
+    return _small_layout(
+        fig, "Tool Message size", "", "results", subtitle=f"tokens; red: over {budget:,}"
+    )
 
 
 def occurrence_chart(df: pd.DataFrame, k: int) -> go.Figure:
     """Calls per occurrence (``occurrence``, ``label``, ``calls``); the k-th time and later in
-    the problem color (those repeats make a loop)."""
+    the problem color (those repeats make a loop).
+
+    First calls outnumber repeats by orders of magnitude, so the count axis is logarithmic
+    (decades only) and every bar carries its count; the axis starts below 1 so that a single
+    call still shows as a bar.
+    """
+    calls = [int(n) for n in df["calls"]]
     colors = [PROBLEM if int(o) >= k else NEUTRAL for o in df["occurrence"]]
     fig = go.Figure(
         go.Bar(
-            x=df["label"].tolist(),
-            y=df["calls"].tolist(),
+            x=[str(label) for label in df["label"]],
+            y=calls,
             marker_color=colors,
             name="calls",
-            hovertemplate="%{x}. time: %{y} calls<extra></extra>",
+            text=[f"{n:,}" for n in calls],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate="%{x}. time: %{y:,} calls<extra></extra>",
         )
     )
+    top = math.log10(max([*calls, 1]))
     fig.update_xaxes(type="category")
-    return _small_layout(fig, f"Repeated calls (loop at k = {k})", "same call, n-th time", "calls")
+    fig.update_yaxes(type="log", dtick=1, tickformat=",d", range=[-0.3, top + 0.5])
+    return _small_layout(
+        fig,
+        "Repeats of the same call",
+        "n-th identical call",
+        "calls",
+        subtitle=f"red: loop (k = {k})",
+    )
+
+
+def verdict_label(verdict: str) -> str:
+    """``no_next_action`` → ``no next action``."""
+    return verdict.replace("_", " ")
 
 
 def verdict_chart(df: pd.DataFrame) -> go.Figure:
-    """Suggestion verdicts (``verdict``, ``results``), each verdict in its own color."""
+    """Suggestion verdicts (``verdict``, ``results``) as horizontal bars in ``df`` order from
+    the top, each verdict in its own color and labelled in words."""
+    data = df.iloc[::-1]
+    verdicts = [str(v) for v in data["verdict"]]
+    results = [int(n) for n in data["results"]]
     fig = go.Figure(
         go.Bar(
-            x=df["verdict"].tolist(),
-            y=df["results"].tolist(),
-            marker_color=[VERDICT_COLORS.get(v, NEUTRAL) for v in df["verdict"]],
+            x=results,
+            y=[verdict_label(v) for v in verdicts],
+            orientation="h",
+            marker_color=[VERDICT_COLORS.get(v, NEUTRAL) for v in verdicts],
             name="results",
-            hovertemplate="%{x}: %{y}<extra></extra>",
+            text=[f"{n:,}" for n in results],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:,}<extra></extra>",
         )
     )
-    fig.update_xaxes(type="category")
-    return _small_layout(fig, "Were suggestions followed?", "verdict", "results")
+    fig.update_xaxes(tickformat=",d")
+    return _small_layout(
+        fig, "Were suggestions followed?", "", "", subtitle="results with a suggestion"
+    )

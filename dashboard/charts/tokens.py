@@ -8,44 +8,68 @@ import plotly.graph_objects as go
 BUDGET_COLOR = "#EF553B"
 
 
-def token_box_chart(df: pd.DataFrame, budget: int, *, log_y: bool = False) -> go.Figure:
-    """Box plot of Tool Message tokens per tool from precomputed quantiles, with the budget line.
+#: Where a 0-token quantile sits on a log axis (log 0 is undefined); hovers show the real value.
+LOG_FLOOR = 1
+
+
+def token_box_chart(df: pd.DataFrame, budget: int, *, log_x: bool = True) -> go.Figure:
+    """Horizontal box plot of Tool Message tokens per tool from precomputed quantiles, with the
+    budget as a dashed vertical line; tools top-down in ``df`` order.
 
     ``df`` has columns ``tool``, ``results``, ``min``, ``p25``, ``p50``, ``p75``, ``p95``,
     ``max``, ``mean`` (see ``db.queries.tokens.token_quantiles_by_tool``). Whiskers span min to
-    max; the budget is a dashed horizontal line.
+    max. Sizes span several orders of magnitude, so the token axis is logarithmic unless
+    ``log_x`` is False; on it a quantile of 0 tokens is drawn at :data:`LOG_FLOOR`.
     """
     tools = [str(t) for t in df["tool"]]
+    floor = LOG_FLOOR if log_x else 0
+
+    def values(column: str) -> list[int]:
+        return [max(int(v), floor) for v in df[column]]
+
     fig = go.Figure(
         go.Box(
             name="tokens",
-            x=tools,
-            q1=[int(v) for v in df["p25"]],
-            median=[int(v) for v in df["p50"]],
-            q3=[int(v) for v in df["p75"]],
-            lowerfence=[int(v) for v in df["min"]],
-            upperfence=[int(v) for v in df["max"]],
-            mean=[float(v) for v in df["mean"]],
+            y=tools,
+            q1=values("p25"),
+            median=values("p50"),
+            q3=values("p75"),
+            lowerfence=values("min"),
+            upperfence=values("max"),
+            mean=[max(float(v), floor) for v in df["mean"]],
+            orientation="h",
             boxpoints=False,
-            customdata=[[int(n), int(p)] for n, p in zip(df["results"], df["p95"], strict=True)],
+            customdata=[
+                [int(n), int(a), int(b), int(c), int(d)]
+                for n, a, b, c, d in zip(
+                    df["results"], df["min"], df["p50"], df["p95"], df["max"], strict=True
+                )
+            ],
             hovertemplate=(
-                "%{x}<br>results: %{customdata[0]}<br>median: %{median}<br>"
-                "p95: %{customdata[1]}<br>max: %{upperfence}<extra></extra>"
+                "%{y}<br>results: %{customdata[0]:,}<br>min: %{customdata[1]:,}"
+                "<br>median: %{customdata[2]:,}<br>p95: %{customdata[3]:,}"
+                "<br>max: %{customdata[4]:,}<extra></extra>"
             ),
         )
     )
-    fig.add_hline(
-        y=budget,
+    fig.add_vline(
+        x=budget,
         line_dash="dash",
         line_color=BUDGET_COLOR,
         annotation_text=f"budget {budget:,} tokens",
-        annotation_position="top left",
+        annotation_position="top right",
     )
     fig.update_layout(
         showlegend=False,
-        yaxis={"title": "tokens per Tool Message", "type": "log" if log_y else "linear"},
-        xaxis={"title": None, "categoryorder": "array", "categoryarray": tools},
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={
+            "title": "tokens per Tool Message" + (" (log scale)" if log_x else ""),
+            "type": "log" if log_x else "linear",
+            # On the log axis: a tick per decade (1, 10, 100, 1k …), not 2s and 5s between.
+            **({"dtick": 1, "tickformat": "~s"} if log_x else {"tickformat": ",d"}),
+        },
+        yaxis={"title": None, "categoryorder": "array", "categoryarray": tools[::-1]},
+        height=max(260, 30 * len(tools) + 110),
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
     )
     return fig
 
@@ -66,13 +90,14 @@ def trace_share_chart(df: pd.DataFrame) -> go.Figure:
             x=labels,
             y=[int(n) for n in df["traces"]],
             marker_color="#636EFA",
-            hovertemplate="%{x} of tokens in tool results: %{y} traces<extra></extra>",
+            hovertemplate="%{x} of tokens in tool results: %{y:,} traces<extra></extra>",
         )
     )
     fig.update_layout(
         xaxis={"title": "share of the trace's tokens in Tool Messages", "type": "category"},
-        yaxis_title="traces",
+        yaxis={"title": "traces", "tickformat": ",d"},
         bargap=0.05,
+        height=320,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
     )
     return fig

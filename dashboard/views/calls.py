@@ -12,7 +12,7 @@ from functools import partial
 
 import streamlit as st
 
-from dashboard import render, review_ui, state
+from dashboard import render, review_ui, state, widgets
 from db.queries.pairs import SORT_KEYS, PairQuery, count_pairs, list_pairs, pair_choices
 
 PAGE_SIZE = 100
@@ -52,8 +52,10 @@ trace_text = row[4].text_input(
     "Trace id contains", key="q", bind="query-params", placeholder="e.g. orders-7"
 )
 
-row = st.columns([2, 1, 2, 5])
-sort = row[0].selectbox("Sort by", SORT_KEYS, key="sort", bind="query-params")
+row = st.columns([2, 2, 2, 4], vertical_alignment="bottom")
+sort = row[0].selectbox(
+    "Sort by", SORT_KEYS, key="sort", bind="query-params", format_func=render.humanize
+)
 descending = row[1].toggle("Descending", key="desc", bind="query-params")
 
 pq = PairQuery(
@@ -72,13 +74,19 @@ page = min(int(page), pages)
 row[3].caption(f"{total:,} rows · page {page:,} of {pages:,} · select a row to open it")
 
 if total == 0:
-    st.info("No tool calls match these filters.")
+    st.info(
+        "No tool calls match these filters. Clear a filter above, or widen the time range in "
+        "the sidebar.",
+        icon=":material/filter_alt_off:",
+    )
     st.stop()
 
 df = state.query(list_pairs, f, pq, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
 event = st.dataframe(
     df,
     hide_index=True,
+    height=widgets.table_height(len(df), max_rows=20),
+    placeholder=widgets.EMPTY_CELL,
     on_select="rerun",
     selection_mode="single-row",
     key="pairs_table",
@@ -100,8 +108,8 @@ event = st.dataframe(
         "status": st.column_config.TextColumn("Status"),
         "error_type": st.column_config.TextColumn("Error type"),
         "pair_state": st.column_config.TextColumn("Pair state"),
-        "tokens": st.column_config.NumberColumn("Tokens", help="of the Tool Message"),
-        "occurrence": st.column_config.NumberColumn("Occurrence", help="n-th identical call"),
+        "tokens": widgets.count_column("Tokens", help="of the Tool Message"),
+        "occurrence": widgets.count_column("Occurrence", help="n-th identical call"),
         "verdict": st.column_config.TextColumn("Verdict"),
     },
 )

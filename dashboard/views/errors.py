@@ -86,10 +86,11 @@ with right:
     st.dataframe(
         sources,
         hide_index=True,
+        placeholder=widgets.EMPTY_CELL,
         column_config={
             "status_source": st.column_config.TextColumn("Recognized by"),
             "rule": st.column_config.TextColumn("Rule", help="the rule that decided the status"),
-            "errors": st.column_config.NumberColumn("Errors"),
+            "errors": widgets.count_column("Errors"),
         },
     )
 
@@ -127,13 +128,14 @@ generation = st.session_state.get(GENERATION_KEY, 0)
 event = st.dataframe(
     groups,
     hide_index=True,
+    placeholder=widgets.EMPTY_CELL,
     on_select="rerun",
     selection_mode="single-row",
     key=f"fingerprints_{offset}_{generation}",
     column_order=("traces", "errors", "tool", "error_type", "fingerprint", "example"),
     column_config={
-        "traces": st.column_config.NumberColumn("Traces", help="same error in N traces"),
-        "errors": st.column_config.NumberColumn("Errors"),
+        "traces": widgets.count_column("Traces", help="same error in N traces"),
+        "errors": widgets.count_column("Errors"),
         "tool": st.column_config.TextColumn("Tool"),
         "error_type": st.column_config.TextColumn("Error type"),
         "fingerprint": st.column_config.TextColumn("Fingerprint", width="medium"),

@@ -50,12 +50,12 @@ st.dataframe(
         "started_at": st.column_config.DatetimeColumn("Started (UTC)", format="YYYY-MM-DD HH:mm"),
         "origin": st.column_config.TextColumn("Origin"),
         "state": st.column_config.TextColumn("State"),
-        "files": st.column_config.NumberColumn("Files"),
-        "records": st.column_config.NumberColumn("Records", help="input lines / array items"),
-        "traces_imported": st.column_config.NumberColumn("Traces imported"),
-        "duplicates": st.column_config.NumberColumn("Duplicates", help="already stored"),
-        "rejected": st.column_config.NumberColumn("Rejected"),
-        "messages": st.column_config.NumberColumn("Messages"),
+        "files": widgets.count_column("Files"),
+        "records": widgets.count_column("Records", help="input lines / array items"),
+        "traces_imported": widgets.count_column("Traces imported"),
+        "duplicates": widgets.count_column("Duplicates", help="already stored"),
+        "rejected": widgets.count_column("Rejected"),
+        "messages": widgets.count_column("Messages"),
         "seconds": st.column_config.NumberColumn("Seconds", format="%.2f"),
         "encoding": st.column_config.TextColumn("Token encoding"),
         "paths": st.column_config.TextColumn("Files imported", width="large"),
@@ -76,7 +76,7 @@ else:
         hide_index=True,
         column_config={
             "reason": st.column_config.TextColumn("Reason"),
-            "records": st.column_config.NumberColumn("Records"),
+            "records": widgets.count_column("Records"),
         },
     )
     offset = widgets.page_offset(

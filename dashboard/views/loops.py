@@ -16,7 +16,7 @@ LOOP_PAGE = 25
 PING_PONG_TRACES = 20
 
 LOOP_COLUMNS = (
-    "trace", "tool", "arguments", "occurrences", "run_length", "errors", "wasted_tokens", "pair",
+    "tool", "arguments", "occurrences", "run_length", "errors", "wasted_tokens", "link", "trace",
 )  # fmt: skip
 
 st.title("Loops")
@@ -62,24 +62,25 @@ else:
     st.subheader("Looping calls")
     st.caption("Select a row to open the loop's first call in its trace.")
     offset = widgets.page_offset(totals["signatures"], LOOP_PAGE, key="loop_page", noun="loops")
-    loops = state.query(q.loop_signatures, k, f, limit=LOOP_PAGE, offset=offset)
+    loops = widgets.with_links(state.query(q.loop_signatures, k, f, limit=LOOP_PAGE, offset=offset))
     widgets.trace_table(
         loops,
         key="loops_table",
+        height=widgets.table_height(len(loops), max_rows=LOOP_PAGE),
         column_order=LOOP_COLUMNS,
         column_config={
-            "trace": st.column_config.TextColumn("Trace"),
             "tool": st.column_config.TextColumn("Tool"),
-            "arguments": st.column_config.TextColumn("Arguments", width="large"),
-            "occurrences": st.column_config.NumberColumn("Calls", help="identical calls"),
-            "run_length": st.column_config.NumberColumn(
-                "Longest run", help="identical calls in a row"
+            "arguments": st.column_config.TextColumn(
+                "Arguments", width=260, help="the identical arguments of every call"
             ),
-            "errors": st.column_config.NumberColumn("Errors"),
-            "wasted_tokens": st.column_config.NumberColumn(
-                "Wasted tokens", help="results of the repeats after the first"
+            "occurrences": widgets.count_column("Calls", help="identical calls in the trace"),
+            "run_length": widgets.count_column("Longest run", help="identical calls in a row"),
+            "errors": widgets.count_column("Errors", help="error results among these calls"),
+            "wasted_tokens": widgets.count_column(
+                "Wasted tokens", help="tokens of the results of the repeats after the first"
             ),
-            "pair": st.column_config.TextColumn("First call", help="message seq:call index"),
+            "trace": st.column_config.TextColumn("Trace", width="medium"),
+            "link": widgets.link_column("First call"),
         },
     )
 
@@ -88,15 +89,15 @@ if ping_pong == 0:
     st.caption("No A-B-A-B alternation between two calls.")
 else:
     st.caption("Traces alternating between two calls. Select a row to open the first one.")
-    traces = state.query(q.ping_pong_traces, f, limit=PING_PONG_TRACES)
+    traces = widgets.with_links(state.query(q.ping_pong_traces, f, limit=PING_PONG_TRACES))
     widgets.trace_table(
         traces,
         key="ping_pong_table",
-        column_order=("trace", "tools", "calls", "pair"),
+        column_order=("tools", "calls", "link", "trace"),
         column_config={
-            "trace": st.column_config.TextColumn("Trace"),
-            "tools": st.column_config.TextColumn("Tools"),
-            "calls": st.column_config.NumberColumn("Ping-pong calls"),
-            "pair": st.column_config.TextColumn("First call", help="message seq:call index"),
+            "tools": st.column_config.TextColumn("Tools", width="medium"),
+            "calls": widgets.count_column("Ping-pong calls"),
+            "trace": st.column_config.TextColumn("Trace", width="medium"),
+            "link": widgets.link_column("First call"),
         },
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import render, state
+from dashboard import render, state, widgets
 from dashboard.charts import overview as charts
 from db.queries import overview as q
 from db.summary import summarize
@@ -29,28 +29,40 @@ results = summary["tool_results"]
 verdicts = summary["suggestions"]
 decided = verdicts["followed"] + verdicts["ignored"]
 
-row = st.columns(7)
-row[0].metric("Traces", f"{summary['traces']:,}", help=f"{summary['messages']:,} messages")
-row[1].metric(
+sizes = state.query(q.token_histogram, budget, f)
+over_budget = int(sizes.loc[sizes["over_budget"].astype(bool), "results"].sum())
+
+# Two rows of four: seven figures in one row cut their labels at 1,280 px.
+top_row, bottom_row = st.columns(4, border=True), st.columns(4, border=True)
+top_row[0].metric("Traces", f"{summary['traces']:,}", help=f"{summary['messages']:,} messages")
+top_row[1].metric(
     "Tool calls", f"{summary['tool_calls']:,}", help=f"{results:,} Tool Messages (results)"
 )
-row[2].metric("Errors", f"{errors:,}", help="Tool Messages with status error")
-row[3].metric(
+top_row[2].metric("Errors", f"{errors:,}", help="Tool Messages with status error")
+top_row[3].metric(
     "Error rate", render.percent_text(errors, results), help=f"{errors:,} of {results:,} results"
 )
-row[4].metric(
+bottom_row[0].metric(
     "Pairing problems",
     f"{sum(problems.values()):,}",
-    help=", ".join(f"{name}: {n:,}" for name, n in problems.items()),
+    help=", ".join(f"{name.replace('_', ' ')}: {n:,}" for name, n in problems.items()),
 )
-row[5].metric(
+bottom_row[1].metric(
     f"Loop calls (k={k})",
     f"{summary['loops']['calls']:,}",
     help=f"calls of {summary['loops']['signatures']:,} signatures repeated {k}+ times in a trace",
 )
-row[6].metric(
+bottom_row[2].metric(
+    "Over budget",
+    f"{over_budget:,}",
+    help=f"Tool Messages above {budget:,} tokens ({render.percent_text(over_budget, results)})",
+)
+bottom_row[3].metric(
     "Suggestions followed",
-    render.rate_text(verdicts["followed"], decided),
+    render.percent_text(verdicts["followed"], decided),
+    delta=f"{verdicts['followed']:,} of {decided:,} decided",
+    delta_color="off",
+    delta_arrow="off",
     help="followed / (followed + ignored); "
     f"{verdicts['with_suggestion']:,} results carry a suggestion",
 )
@@ -63,7 +75,6 @@ with charts_row[0]:
     else:
         st.plotly_chart(charts.errors_by_type_chart(by_type.head(10)), key="errors_by_type")
 with charts_row[1]:
-    sizes = state.query(q.token_histogram, budget, f)
     st.plotly_chart(charts.token_histogram_chart(sizes, budget), key="token_sizes")
 with charts_row[2]:
     occurrences = state.query(q.occurrence_histogram, f)
@@ -77,17 +88,25 @@ with charts_row[3]:
 
 st.subheader("Top problems")
 st.caption("Select a row to open it: an error group on the Errors page, a loop in its trace.")
-top = st.columns(4)
-with top[0]:
+# A 2 × 2 grid: four tables side by side cut their columns.
+left, right = st.columns(2)
+with left.container(border=True):
     st.markdown("**Most frequent errors**")
     fingerprints = state.query(q.top_error_fingerprints, f)
     if fingerprints.empty:
-        st.caption("No errors.")
+        st.caption("No errors under these filters.")
     else:
         picked = st.dataframe(
             fingerprints,
             hide_index=True,
-            column_order=("fingerprint", "errors", "traces"),
+            column_order=("errors", "traces", "fingerprint"),
+            column_config={
+                "fingerprint": st.column_config.TextColumn(
+                    "Error", help="tool + first line, ids and numbers masked"
+                ),
+                "errors": widgets.count_column("Errors"),
+                "traces": widgets.count_column("Traces", help="traces it occurs in"),
+            },
             on_select="rerun",
             selection_mode="single-row",
             key="top_errors",
@@ -95,27 +114,39 @@ with top[0]:
         if picked.selection.rows:
             chosen = str(fingerprints.iloc[picked.selection.rows[0]]["fingerprint"])
             st.switch_page(state.ERRORS_PAGE, query_params={"fingerprint": chosen})
-with top[1]:
-    st.markdown(f"**Most oversized tools** (> {budget:,} tokens)")
+with right.container(border=True):
+    st.markdown(f"**Most oversized tools** (over {budget:,} tokens)")
     oversized = state.query(q.top_oversized_tools, budget, f)
     if oversized.empty:
-        st.caption("No Tool Message is over budget.")
+        st.caption(f"No Tool Message is over {budget:,} tokens.")
     else:
         st.dataframe(
             oversized,
             hide_index=True,
             column_order=("tool", "over_budget", "results", "max_tokens"),
+            column_config={
+                "tool": st.column_config.TextColumn("Tool", width="medium"),
+                "over_budget": widgets.count_column("Over budget", help="results over budget"),
+                "results": widgets.count_column("Results"),
+                "max_tokens": widgets.count_column("Largest", help="tokens of the biggest result"),
+            },
         )
-with top[2]:
+left, right = st.columns(2)
+with left.container(border=True):
     st.markdown(f"**Longest loops** (k = {k})")
     loops = state.query(q.top_loops, k, f)
     if loops.empty:
-        st.caption("No loops at this k.")
+        st.caption(f"No call repeats {k} or more times in a trace.")
     else:
         picked = st.dataframe(
             loops,
             hide_index=True,
             column_order=("trace", "tool", "calls"),
+            column_config={
+                "trace": st.column_config.TextColumn("Trace", width="medium"),
+                "tool": st.column_config.TextColumn("Tool"),
+                "calls": widgets.count_column("Calls", help="identical calls in the trace"),
+            },
             on_select="rerun",
             selection_mode="single-row",
             key="top_loops",
@@ -123,54 +154,78 @@ with top[2]:
         if picked.selection.rows:
             row = loops.iloc[picked.selection.rows[0]]
             state.open_trace(str(row["trace"]), f"{row['first_seq']}:{row['first_call_index']}")
-with top[3]:
+with right.container(border=True):
     st.markdown("**Findings**")
     findings = pd.DataFrame(list(summary["findings"].items()), columns=["finding", "count"])
     if findings.empty:
-        st.caption("No findings.")
+        st.caption("No findings: every Tool Message passed the checks.")
     else:
-        st.dataframe(findings.head(8), hide_index=True)
+        findings["finding"] = findings["finding"].map(render.humanize)
+        st.dataframe(
+            findings,
+            hide_index=True,
+            # As tall as the loops table beside it; more findings scroll.
+            height=widgets.table_height(len(findings), max_rows=5),
+            column_config={
+                "finding": st.column_config.TextColumn("Finding", width="large"),
+                "count": widgets.count_column("Count"),
+            },
+        )
 
 st.subheader("Tool scorecard")
 card = state.query(q.tool_scorecard, k, budget, f)
 card = card.assign(
     follow=[
-        render.rate_text(int(a), int(a) + int(b))
+        render.rate_text(int(a), int(a) + int(b)) if int(a) + int(b) else widgets.EMPTY_CELL
         for a, b in zip(card["followed"], card["ignored"], strict=True)
-    ]
+    ],
+    error_pct=widgets.as_percent(card["error_rate"]),
+    over_budget_pct=widgets.as_percent(card["over_budget_rate"]),
+    suggestion_pct=widgets.as_percent(card["suggestion_rate"]),
+    tokens=[
+        widgets.EMPTY_CELL if pd.isna(a) else f"{int(a):,} / {int(b):,}"
+        for a, b in zip(card["p50_tokens"], card["p95_tokens"], strict=True)
+    ],
 )
-percent = "percent"
 st.dataframe(
     card,
     hide_index=True,
+    height=widgets.table_height(len(card), max_rows=20),
+    placeholder=widgets.EMPTY_CELL,
     column_order=(
         "tool",
         "calls",
-        "results",
-        "error_rate",
+        "error_pct",
         "top_error_type",
-        "p50_tokens",
-        "p95_tokens",
-        "over_budget_rate",
+        "tokens",
+        "over_budget_pct",
         "loop_calls",
-        "suggestion_rate",
+        "suggestion_pct",
         "follow",
         "findings",
     ),
     column_config={
-        "tool": st.column_config.TextColumn("Tool", pinned=True),
-        "calls": st.column_config.NumberColumn("Calls"),
-        "results": st.column_config.NumberColumn("Results"),
-        "error_rate": st.column_config.NumberColumn("Error rate", format=percent),
+        "tool": st.column_config.TextColumn("Tool"),
+        "calls": widgets.count_column("Calls", help="results: the Tool Messages that came back"),
+        "error_pct": widgets.percent_column("Error rate", help="error results of all results"),
         "top_error_type": st.column_config.TextColumn("Top error type"),
-        "p50_tokens": st.column_config.NumberColumn("Median tokens"),
-        "p95_tokens": st.column_config.NumberColumn("p95 tokens"),
-        "over_budget_rate": st.column_config.NumberColumn(
-            "Oversized", format=percent, help=f"results over {budget:,} tokens"
+        "tokens": st.column_config.TextColumn(
+            "Tokens p50 / p95",
+            help="median and 95th percentile tokens of its Tool Messages",
+            alignment="right",
         ),
-        "loop_calls": st.column_config.NumberColumn(f"Loop calls (k={k})"),
-        "suggestion_rate": st.column_config.NumberColumn("Errors with suggestion", format=percent),
-        "follow": st.column_config.TextColumn("Follow rate", help="followed of followed+ignored"),
-        "findings": st.column_config.NumberColumn("Findings"),
+        "over_budget_pct": widgets.percent_column(
+            "Over budget", help=f"results over {budget:,} tokens"
+        ),
+        "loop_calls": widgets.count_column(
+            "Loop calls", help=f"calls of a signature repeated {k}+ times in a trace"
+        ),
+        "suggestion_pct": widgets.percent_column(
+            "With advice", help="share of the error results that carry a suggestion"
+        ),
+        "follow": st.column_config.TextColumn(
+            "Advice followed", help="followed of followed + ignored"
+        ),
+        "findings": widgets.count_column("Findings"),
     },
 )

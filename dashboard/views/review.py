@@ -69,14 +69,12 @@ def _queue(engine: Engine, author: str) -> None:
         column_order=QUEUE_COLUMNS,
         column_config={
             "trace": st.column_config.TextColumn("Trace"),
-            "severity": st.column_config.NumberColumn("Severity", help="sum of the problems"),
-            "errors": st.column_config.NumberColumn("Errors"),
-            "pairing": st.column_config.NumberColumn(
-                "Pairing", help="unanswered calls, lone results"
-            ),
-            "loop_calls": st.column_config.NumberColumn("Loop calls", help="calls in loops at k"),
-            "ignored": st.column_config.NumberColumn("Ignored advice"),
-            "notes": st.column_config.NumberColumn("Notes"),
+            "severity": widgets.count_column("Severity", help="sum of the problems"),
+            "errors": widgets.count_column("Errors"),
+            "pairing": widgets.count_column("Pairing", help="unanswered calls, lone results"),
+            "loop_calls": widgets.count_column("Loop calls", help="calls in loops at k"),
+            "ignored": widgets.count_column("Ignored advice"),
+            "notes": widgets.count_column("Notes"),
             "started_at": st.column_config.DatetimeColumn("Started (UTC)"),
             "reviewed_by": st.column_config.TextColumn("Reviewed by"),
         },

@@ -80,13 +80,13 @@ with right:
 
 st.subheader("Follow rate")
 rate_config = {
-    "suggestions": st.column_config.NumberColumn("Suggestions"),
-    "followed": st.column_config.NumberColumn("Followed"),
-    "ignored": st.column_config.NumberColumn("Ignored"),
-    "unclear": st.column_config.NumberColumn("Unclear"),
-    "no_next_action": st.column_config.NumberColumn("No next action"),
-    "decided": st.column_config.NumberColumn("Decided", help="followed + ignored"),
-    "follow_rate": st.column_config.NumberColumn("Follow rate", format="percent"),
+    "suggestions": widgets.count_column("Suggestions"),
+    "followed": widgets.count_column("Followed"),
+    "ignored": widgets.count_column("Ignored"),
+    "unclear": widgets.count_column("Unclear"),
+    "no_next_action": widgets.count_column("No next action"),
+    "decided": widgets.count_column("Decided", help="followed + ignored"),
+    "follow_pct": widgets.percent_column("Follow rate", help="followed / decided"),
 }
 for tab, key, title in zip(
     st.tabs(["By tool", "By error type"]),
@@ -98,14 +98,17 @@ for tab, key, title in zip(
         rates = state.query(q.follow_rates, f, by=key)
         st.plotly_chart(charts.follow_rate_chart(rates, key), key=f"follow_{key}")
         st.dataframe(
-            rates,
+            rates.assign(follow_pct=widgets.as_percent(rates["follow_rate"])),
             hide_index=True,
+            placeholder=widgets.EMPTY_CELL,
+            column_order=(key, *rate_config),
             column_config={key: st.column_config.TextColumn(title), **rate_config},
         )
 
 st.subheader("Examples")
 st.caption("Select an example to open the result and the model's next action in the trace.")
-for tab, verdict in zip(st.tabs(list(VERDICTS)), VERDICTS, strict=True):
+verdict_tabs = st.tabs([f"{render.humanize(v)} ({counts[v]:,})" for v in VERDICTS])
+for tab, verdict in zip(verdict_tabs, VERDICTS, strict=True):
     with tab:
         noun = "result" if counts[verdict] == 1 else "results"
         st.caption(f"{counts[verdict]:,} {noun}: {VERDICT_HELP[verdict]}.")

@@ -58,9 +58,11 @@ row[3].metric(
 )
 
 st.subheader("Tokens per Tool Message, by tool")
-log_y = st.toggle("Logarithmic axis", key="tokens_log", bind="query-params")
+# Sizes span orders of magnitude (a 3-token "ok" beside a 10k-token file), so the axis is
+# logarithmic unless the reader turns it off (``tokens_log=false`` in the URL).
+log_x = st.toggle("Logarithmic axis", value=True, key="tokens_log", bind="query-params")
 quantiles = state.query(q.token_quantiles_by_tool, f)
-st.plotly_chart(charts.token_box_chart(quantiles, budget, log_y=log_y), key="token_box")
+st.plotly_chart(charts.token_box_chart(quantiles, budget, log_x=log_x), key="token_box")
 if (quantiles["sampled"] < quantiles["results"]).any():
     st.caption(
         f"Quantiles of busy tools come from every n-th result (about {q.PER_TOOL_SAMPLE:,} per "
@@ -72,9 +74,15 @@ with st.expander("Quantiles per tool"):
         hide_index=True,
         column_config={
             "tool": st.column_config.TextColumn("Tool"),
-            "results": st.column_config.NumberColumn("Results"),
-            "sampled": st.column_config.NumberColumn("Sampled", help="results the quantiles use"),
-            "mean": st.column_config.NumberColumn("Mean", format="%.1f"),
+            "results": widgets.count_column("Results"),
+            "sampled": widgets.count_column("Sampled", help="results the quantiles use"),
+            "min": widgets.count_column("Min"),
+            "p25": widgets.count_column("25th pct."),
+            "p50": widgets.count_column("Median"),
+            "p75": widgets.count_column("75th pct."),
+            "p95": widgets.count_column("95th pct."),
+            "max": widgets.count_column("Max"),
+            "mean": st.column_config.NumberColumn("Mean", format="%,.1f"),
         },
     )
 
@@ -95,7 +103,7 @@ widgets.trace_table(
     column_config={
         "tokens": st.column_config.ProgressColumn(
             "Tokens",
-            format="%d",
+            format="%,d",
             min_value=0,
             max_value=int(biggest["tokens"].max()) if not biggest.empty else 1,
         ),
@@ -103,7 +111,7 @@ widgets.trace_table(
         "status": st.column_config.TextColumn("Status"),
         "trace": st.column_config.TextColumn("Trace"),
         "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
-        "chars": st.column_config.NumberColumn("Chars"),
+        "chars": widgets.count_column("Chars"),
         "preview": st.column_config.TextColumn("Start of the content", width="large"),
     },
 )
