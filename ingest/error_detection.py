@@ -47,6 +47,16 @@ class DetectionRule:
     #: the middle is the tool's output and may quote anything.
     region: Region
     description: str
+    #: Lowercase literals, every text the pattern matches contains one of them; the regex runs
+    #: only when one occurs in the region (a substring test is ~50x cheaper than a
+    #: case-insensitive alternation). Empty: the regex always runs.
+    keywords: tuple[str, ...] = ()
+
+    def matches(self, region: str, lowered: str) -> bool:
+        """Does the rule fire on ``region`` (``lowered`` is ``region.lower()``)?"""
+        if self.keywords and not any(keyword in lowered for keyword in self.keywords):
+            return False
+        return self.pattern.search(region) is not None
 
 
 def scan_window(text: str) -> str:
@@ -107,6 +117,9 @@ TRACEBACK = re.compile(
     re.MULTILINE,
 )
 #: A crashed process: segmentation fault, core dump, Go or Rust panic, fatal runtime error.
+#: Lowercase literals one of which every traceback / crash match contains.
+TRACEBACK_KEYWORDS = ("traceback", "exception", "error", " at ", "\tat ")
+CRASH_KEYWORDS = ("segmentation", "core dumped", "panic", "goroutine", "fatal")
 CRASH = rx(
     r"\bsegmentation fault\b|\bcore dumped\b|\bpanicked at\b|^panic: |\bgoroutine \d+ \[running\]"
     r"|\bfatal (?:python )?error: (?:runtime|out of memory)",
@@ -114,6 +127,17 @@ CRASH = rx(
 )
 
 _BARE_ERROR_WORDS = r"error|errors|errored|failed|failure|fail"
+_HTTP_ERROR_REASONS = split_words(
+    "Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Method Not Allowed"
+    "|Request Timeout|Conflict|Gone|Unprocessable Entity|Too Many Requests"
+    "|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout"
+)
+_FAILURE_OPENERS = "failed to|failed:|unable to|could not|couldn't|cannot|can't"
+_FAILURE_PHRASES = (
+    "timed out|connection refused|service unavailable|rate limit exceeded|too many requests"
+    "|quota exceeded|access denied"
+)
+_SHELL_ERRORS = "command not found|no such file or directory|permission denied"
 
 DETECTION_RULES: tuple[DetectionRule, ...] = (
     DetectionRule(
@@ -133,46 +157,54 @@ DETECTION_RULES: tuple[DetectionRule, ...] = (
         'the text starts with "Error", "ERROR", "error:" or "fatal:"',
     ),
     DetectionRule(
-        "traceback", TRACEBACK, "edges", "a traceback, stack frames or an exception line"
+        "traceback",
+        TRACEBACK,
+        "edges",
+        "a traceback, stack frames or an exception line",
+        TRACEBACK_KEYWORDS,
     ),
-    DetectionRule("crash_text", CRASH, "edges", "segmentation fault, core dump or panic"),
+    DetectionRule(
+        "crash_text",
+        CRASH,
+        "edges",
+        "segmentation fault, core dump or panic",
+        CRASH_KEYWORDS,
+    ),
     DetectionRule(
         "http_error_status",
         http_status(
             r"[45]\d\d",
-            split_words(
-                "Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Method Not Allowed"
-                "|Request Timeout|Conflict|Gone|Unprocessable Entity|Too Many Requests"
-                "|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Timeout"
-            ),
+            _HTTP_ERROR_REASONS,
         ),
         "head",
         'an HTTP status >= 400 near the start ("HTTP 503", "status code 500", "404 Not Found")',
+        ("http", "status", "error", *(reason.lower() for reason in _HTTP_ERROR_REASONS)),
     ),
     DetectionRule(
         "failure_phrase",
         # Verbs of failure open the line, optionally after a "program:" prefix the way
         # command-line tools report; the phrases after them never describe a successful result.
         rx(
-            r"\A(?:[\w./ -]{1,60}:\s*)?(?:failed to|failed:|unable to|could not"
-            r"|couldn't|cannot|can't)\b"
-            r"|\b(?:timed out|connection refused|service unavailable|rate limit exceeded"
-            r"|too many requests|quota exceeded|access denied)\b"
+            rf"\A(?:[\w./ -]{{1,60}}:\s*)?(?:{_FAILURE_OPENERS})\b"
+            rf"|\b(?:{_FAILURE_PHRASES})\b"
         ),
         "first_line",
         'the first line says "failed to", "could not", "timed out", "access denied" …',
+        split_words(f"{_FAILURE_OPENERS}|{_FAILURE_PHRASES}"),
     ),
     DetectionRule(
         "shell_error",
-        rx(r"\b(?:command not found|no such file or directory|permission denied)\b"),
+        rx(rf"\b(?:{_SHELL_ERRORS})\b"),
         "first_line",
         'the first line is a shell error ("command not found", "No such file or directory")',
+        split_words(_SHELL_ERRORS),
     ),
     DetectionRule(
         "exception_text",
         rx(r"\bexception\b"),
         "first_line",
         'the first line mentions an "exception"',
+        ("exception",),
     ),
 )
 
@@ -295,11 +327,12 @@ def detect_error(text: str, parsed: Any = _NOT_PARSED) -> str | None:
     elif _JSON_ERROR_HEAD.search(_head(text)):
         return "json_error_field"
     # Several rules look at the same region: cut each region once.
-    regions: dict[str, str] = {}
+    regions: dict[str, tuple[str, str]] = {}
     for rule in DETECTION_RULES:
-        region = regions.get(rule.region)
-        if region is None:
-            region = regions[rule.region] = _region(text, rule.region)
-        if rule.pattern.search(region):
+        cut = regions.get(rule.region)
+        if cut is None:
+            region = _region(text, rule.region)
+            cut = regions[rule.region] = (region, region.lower())
+        if rule.matches(*cut):
             return rule.name
     return None

@@ -23,6 +23,7 @@ from typing import Final
 
 from ingest.error_detection import (
     CRASH,
+    CRASH_KEYWORDS,
     DETECTION_RULES,
     EDGE_LINES,
     HEAD_CHARS,
@@ -30,6 +31,7 @@ from ingest.error_detection import (
     NOT_JSON,
     SCAN_EDGE,
     TRACEBACK,
+    TRACEBACK_KEYWORDS,
     DetectionRule,
     Region,
     detect_error,
@@ -97,9 +99,6 @@ def _http_rule(
         keywords = _HTTP_MARKER_WORDS + tuple(reason.lower() for reason in reasons)
     return ErrorRule(name, error_type, http_status(codes, reasons), keywords, description)
 
-
-_TRACEBACK_WORDS = split_words("traceback|exception|error| at |\tat ")
-_CRASH_WORDS = split_words("segmentation|core dumped|panic|goroutine|fatal")
 
 # Order matters: the first match wins, so a rule that is a special case of a later one comes
 # first. Why each block sits where it does:
@@ -322,8 +321,8 @@ RULES: tuple[ErrorRule, ...] = (
         split_words("valid|add up|cannot be used|range|must|wrong|usage:"),
         "an argument value is not acceptable",
     ),
-    ErrorRule("traceback", "tool_exception", TRACEBACK, _TRACEBACK_WORDS, "a raw traceback"),
-    ErrorRule("crash_text", "tool_exception", CRASH, _CRASH_WORDS, "the tool process crashed"),
+    ErrorRule("traceback", "tool_exception", TRACEBACK, TRACEBACK_KEYWORDS, "a raw traceback"),
+    ErrorRule("crash_text", "tool_exception", CRASH, CRASH_KEYWORDS, "the tool process crashed"),
 )
 
 #: Rule name reported by :func:`classify_error` when no rule gives a type.

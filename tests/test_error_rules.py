@@ -7,6 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from ingest.error_detection import _region
 from ingest.error_rules import (
     DETECTION_RULES,
     JSON_DETECTION_RULES,
@@ -378,3 +379,24 @@ def test_keyword_prefilter_never_hides_a_regex_match(realdata: Path) -> None:
                 assert rule.pattern.search(window) is None, (rule.name, text)
     # Keywords do occur in the corpus, so the prefilter is really exercised.
     assert checked > 3000
+
+
+@pytest.mark.realdata
+def test_detection_keywords_never_hide_a_regex_match(realdata: Path) -> None:
+    texts = _corpus(realdata) + [text for pair in DETECTION_EXAMPLES.values() for text in pair]
+    texts += [example for _, pos, near in TYPE_EXAMPLES.values() for example in (pos, near)]
+    guarded = [rule for rule in DETECTION_RULES if rule.keywords]
+    assert [rule.name for rule in guarded] == [
+        "traceback", "crash_text", "http_error_status", "failure_phrase", "shell_error",
+        "exception_text",
+    ]  # fmt: skip
+    checked = 0
+    for text in texts:
+        for rule in guarded:
+            region = _region(text[:2048], rule.region)
+            if any(keyword in region.lower() for keyword in rule.keywords):
+                checked += 1
+            else:
+                assert rule.pattern.search(region) is None, (rule.name, text)
+    # Keywords occur in hundreds of texts, so the guard is really exercised.
+    assert checked > 500
