@@ -241,7 +241,8 @@ def tool_defs(value: Any, path: str) -> list[ToolDef]:
             None,
         )
         defs.append(
-            ToolDef(
+            construct(
+                ToolDef,
                 name=required_str(name, f"{item_path}.name"),
                 description=description if isinstance(description, str) else None,
                 parameters=parameters,
