@@ -27,6 +27,8 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
@@ -169,8 +171,10 @@ class ToolCallRow(Base):
     __tablename__ = "tool_calls"
     __table_args__ = (
         Index("ix_tool_calls_trace_id_message_seq", "trace_id", "message_seq", "call_index"),
-        Index("ix_tool_calls_tool_name_pair_state", "tool_name", "pair_state"),
-        Index("ix_tool_calls_occurrence", "occurrence"),
+        # Per-tool call counts and pair states without reading the table.
+        Index("ix_tool_calls_tool_name_pair_state_reused", "tool_name", "pair_state", "reused_id"),
+        # Loops at any k: the few calls at occurrence >= k, with what loop figures group by.
+        Index("ix_tool_calls_occurrence_tool", "occurrence", "tool_name", "trace_id"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
@@ -206,11 +210,65 @@ class ToolResultRow(Base):
     __tablename__ = "tool_results"
     __table_args__ = (
         Index("ix_tool_results_trace_id_message_seq", "trace_id", "message_seq"),
-        Index("ix_tool_results_tool_status", "tool", "status"),
+        # Status, pairing and name-mismatch counts per tool without reading the table.
+        Index(
+            "ix_tool_results_tool_status_pairing",
+            "tool",
+            "status",
+            "pair_state",
+            "name_mismatch",
+            "call_seq",
+        ),
         Index("ix_tool_results_error_type", "error_type"),
         # Percentiles and size charts sort by tokens; the index makes them index-only scans.
         Index("ix_tool_results_tokens", "tokens"),
         Index("ix_tool_results_tool_tokens", "tool", "tokens"),
+        # Error results (about a tenth) with every column the error charts group by; partial,
+        # so success results cost nothing. ``status`` is listed so that SQLite sees the index
+        # as covering.
+        Index(
+            "ix_tool_results_errors",
+            "fingerprint",
+            "tool",
+            "error_type",
+            "error_type_corrected",
+            "status_source",
+            "rule",
+            "trace_id",
+            "timestamp",
+            "status",
+            sqlite_where=text("status = 'error'"),
+            postgresql_where=text("status = 'error'"),
+        ),
+        # Results with a verdict, by the effective verdict (a correction wins).
+        Index(
+            "ix_tool_results_effective_verdict",
+            func.coalesce(text("verdict_corrected"), text("verdict")),
+            "tool",
+            "trace_id",
+        ),
+        # Results carrying advice (the text itself is not indexed).
+        Index(
+            "ix_tool_results_advised",
+            "tool",
+            "status",
+            "next_call_succeeded",
+            "trace_id",
+            sqlite_where=text("suggestion IS NOT NULL"),
+            postgresql_where=text("suggestion IS NOT NULL"),
+        ),
+        # The few results a reviewer corrected.
+        Index(
+            "ix_tool_results_corrected",
+            "error_type_corrected",
+            "verdict_corrected",
+            "status",
+            "trace_id",
+            sqlite_where=text("error_type_corrected IS NOT NULL OR verdict_corrected IS NOT NULL"),
+            postgresql_where=text(
+                "error_type_corrected IS NOT NULL OR verdict_corrected IS NOT NULL"
+            ),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, func, or_, select
+from sqlalchemy import Connection, Engine, case, func, or_, select
 
 from db.filters import (
     NO_FILTERS,
@@ -87,26 +87,81 @@ def _count_if(condition: Any) -> Any:
     return func.count().filter(condition)
 
 
-def _result_figures(conn: Connection, f: Filters) -> dict[str, Any]:
-    """Everything counted over ``tool_results``, in one pass."""
-    r = ToolResultRow
-    columns = {
-        "tool_results": func.count(),
-        **{f"status_{st}": _count_if(r.status == st) for st in STATUSES},
-        **{
-            f"unpaired_{state}": _count_if(and_(unpaired_result, r.pair_state == state))
-            for state in ("orphan_result", "duplicate_result", "result_before_call")
-        },
-        "name_mismatch": _count_if(r.name_mismatch.is_(True)),
-        "with_suggestion": _count_if(r.suggestion.is_not(None)),
-        "corrections": _count_if(
-            or_(r.error_type_corrected.is_not(None), r.verdict_corrected.is_not(None))
+#: Results a reviewer corrected (the predicate of the partial index that finds them).
+corrected_result = or_(
+    ToolResultRow.error_type_corrected.is_not(None), ToolResultRow.verdict_corrected.is_not(None)
+)
+
+
+def _token_figures(conn: Connection, f: Filters) -> dict[str, int]:
+    """Count, total, max and nearest-rank p50/p95 of result tokens, from one walk of the tokens
+    index: results are counted per token value (values repeat a lot) and the ranks run over
+    those few groups."""
+    hist = restrict_results(
+        select(ToolResultRow.tokens.label("tokens"), func.count().label("n")).group_by(
+            ToolResultRow.tokens
         ),
-        "token_total": func.coalesce(func.sum(r.tokens), 0),
-        "token_max": func.coalesce(func.max(r.tokens), 0),
-    }
-    row = conn.execute(restrict_results(select(*columns.values()), f)).one()
-    return {name: int(value or 0) for name, value in zip(columns, row, strict=True)}
+        f,
+    ).subquery()
+    ranks = select(
+        hist.c.tokens,
+        hist.c.n,
+        func.sum(hist.c.n).over(order_by=hist.c.tokens, rows=(None, 0)).label("cum"),
+        func.sum(hist.c.n).over().label("total"),
+    ).subquery()
+
+    def rank(num: int, den: int) -> Any:
+        # The smallest size whose running count reaches ceil(q * n), q = num / den.
+        return func.min(case((ranks.c.cum * den >= ranks.c.total * num, ranks.c.tokens)))
+
+    row = conn.execute(
+        select(
+            func.coalesce(func.sum(ranks.c.n), 0),
+            func.coalesce(func.sum(ranks.c.tokens * ranks.c.n), 0),
+            func.coalesce(func.max(ranks.c.tokens), 0),
+            rank(1, 2),
+            rank(19, 20),
+        )
+    ).one()
+    names = ("tool_results", "token_total", "token_max", "p50", "p95")
+    return {name: int(value or 0) for name, value in zip(names, row, strict=True)}
+
+
+def _result_figures(conn: Connection, f: Filters) -> dict[str, Any]:
+    """Everything counted over ``tool_results``, each part off the index that holds it."""
+    r = ToolResultRow
+    out: dict[str, Any] = _token_figures(conn, f)
+    # Grouped in the order of the (tool, status, pair_state, name_mismatch, call_seq) index, so
+    # the groups come without a sort and without reading the table.
+    status_rows = conn.execute(
+        restrict_results(
+            select(
+                r.status,
+                r.pair_state,
+                func.count(),
+                _count_if(r.call_seq.is_(None)),
+                _count_if(r.name_mismatch.is_(True)),
+            ).group_by(r.tool, r.status, r.pair_state),
+            f,
+        )
+    ).all()
+    out.update({f"status_{st}": 0 for st in STATUSES})
+    out.update({f"unpaired_{st}": 0 for st in ("orphan_result", "duplicate_result")})
+    out["unpaired_result_before_call"] = out["name_mismatch"] = 0
+    for status, state, n, no_call, mismatch in status_rows:
+        out[f"status_{status}"] = out.get(f"status_{status}", 0) + n
+        out["name_mismatch"] += mismatch
+        if state in ("orphan_result", "duplicate_result"):
+            out[f"unpaired_{state}"] += n
+        elif state == "result_before_call":
+            out["unpaired_result_before_call"] += no_call
+    out["with_suggestion"] = conn.execute(
+        restrict_results(select(func.count()).where(r.suggestion.is_not(None)), f)
+    ).scalar_one()
+    out["corrections"] = conn.execute(
+        restrict_results(select(func.count()).where(corrected_result), f)
+    ).scalar_one()
+    return {name: int(value or 0) for name, value in out.items()}
 
 
 def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS) -> dict[str, Any]:
@@ -137,7 +192,7 @@ def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS)
                     ToolCallRow.pair_state,
                     func.count(),
                     _count_if(ToolCallRow.reused_id.is_(True)),
-                ).group_by(ToolCallRow.pair_state),
+                ).group_by(ToolCallRow.tool_name, ToolCallRow.pair_state),
                 f,
             )
         ):
@@ -161,7 +216,6 @@ def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS)
             )
             if et is not None
         }
-        token_base = restrict_results(select(ToolResultRow.tokens.label("tokens")), f)
         encoding = conn.execute(
             select(ImportRun.encoding).order_by(ImportRun.id.desc()).limit(1)
         ).scalar()
@@ -209,8 +263,8 @@ def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS)
             "tokens": {
                 "encoding": encoding or "o200k_base",
                 "tool_result_total": res["token_total"],
-                "p50": percentile(conn, "tokens", 0.50, token_base),
-                "p95": percentile(conn, "tokens", 0.95, token_base),
+                "p50": res["p50"],
+                "p95": res["p95"],
                 "max": res["token_max"],
             },
             "loops": {"k": loop_k, "signatures": loop_signatures, "calls": loop_calls},

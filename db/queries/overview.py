@@ -13,9 +13,20 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import ColumnElement, Connection, Engine, and_, case, func, literal, select
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Connection,
+    Engine,
+    case,
+    cast,
+    func,
+    literal,
+    select,
+)
 
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_findings, restrict_results
+from db.queries.common import grouping_key, percentile_columns, token_histogram_by_tool
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
 from db.summary import VERDICTS, effective_error_type, effective_verdict
 
@@ -100,11 +111,18 @@ def token_histogram(engine: Engine, budget: int, filters: Filters = NO_FILTERS) 
     # Bins are [edge, next edge); the budget edge is shifted by one so that the bin starting
     # right after it holds exactly the results over budget (tokens > budget).
     lowers = [e + 1 if e == budget else e for e in edges]
+    # Count per token value first (a walk of the tokens index), then bin the few groups.
+    sizes = restrict_results(
+        select(ToolResultRow.tokens.label("tokens"), func.count().label("n")).group_by(
+            ToolResultRow.tokens
+        ),
+        filters,
+    ).subquery()
     index = case(
-        *((ToolResultRow.tokens >= low, i) for i, low in reversed(list(enumerate(lowers)))),
+        *((sizes.c.tokens >= low, i) for i, low in reversed(list(enumerate(lowers)))),
         else_=0,
     ).label("i")
-    stmt = restrict_results(select(index, func.count()).group_by(index), filters)
+    stmt = select(index, func.sum(sizes.c.n)).group_by(index)
     with engine.connect() as conn:
         found = {int(i): int(n) for i, n in conn.execute(stmt)}
     rows = []
@@ -121,11 +139,20 @@ def occurrence_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.Da
     Columns: ``occurrence`` (1 … :data:`OCCURRENCE_CAP`, the last one meaning "or more"),
     ``label`` (``"10+"`` for the cap), ``calls``. Only occurrences that happen are listed.
     """
+    # Count per occurrence off the occurrence index, then cap the few groups.
+    per = restrict_calls(
+        select(ToolCallRow.occurrence.label("occurrence"), func.count().label("n")).group_by(
+            ToolCallRow.occurrence
+        ),
+        filters,
+    ).subquery()
     capped = case(
-        (ToolCallRow.occurrence >= OCCURRENCE_CAP, OCCURRENCE_CAP), else_=ToolCallRow.occurrence
+        (per.c.occurrence >= OCCURRENCE_CAP, OCCURRENCE_CAP), else_=per.c.occurrence
     ).label("occurrence")
-    stmt = restrict_calls(
-        select(capped, func.count().label("calls")).group_by(capped).order_by(capped), filters
+    stmt = (
+        select(capped, cast(func.sum(per.c.n), BigInteger).label("calls"))
+        .group_by(capped)
+        .order_by(capped)
     )
     with engine.connect() as conn:
         df = _frame(conn, stmt)
@@ -172,14 +199,14 @@ def top_oversized_tools(
     left out.
     """
     over = ToolResultRow.tokens > budget
-    n_over = _count_if(over)
+    n_over = func.count().filter(over)
     stmt = restrict_results(
         select(
             ToolResultRow.tool.label("tool"),
             func.count().label("results"),
             n_over.label("over_budget"),
             func.max(ToolResultRow.tokens).label("max_tokens"),
-            func.coalesce(func.sum(case((over, ToolResultRow.tokens - budget), else_=0)), 0).label(
+            func.coalesce(func.sum(ToolResultRow.tokens - budget).filter(over), 0).label(
                 "tokens_over"
             ),
         )
@@ -200,36 +227,48 @@ def top_loops(
 
     Columns: ``trace`` (display id), ``tool``, ``calls``, ``first_seq`` (the first call's
     message seq, to open it on the Trace page), ``first_call_index``.
+
+    Occurrences of a signature in a trace are numbered 1 … n, so a looping signature's calls are
+    found off the occurrence index (``occurrence >= k``) and number ``max(occurrence)``; only the
+    few loops shown look up their first call.
     """
+    trace_key = grouping_key(ToolCallRow.trace_id)
     groups = restrict_calls(
         select(
-            ToolCallRow.trace_id.label("trace_id"),
+            trace_key.label("trace_id"),
             ToolCallRow.signature.label("signature"),
             func.min(ToolCallRow.tool_name).label("tool"),
-            func.count().label("calls"),
-            func.min(ToolCallRow.message_seq).label("first_seq"),
+            func.max(ToolCallRow.occurrence).label("calls"),
         )
-        .group_by(ToolCallRow.trace_id, ToolCallRow.signature)
-        .having(func.max(ToolCallRow.occurrence) >= k),
+        .where(ToolCallRow.occurrence >= k)
+        .group_by(trace_key, ToolCallRow.signature),
         filters,
     ).subquery()
-    first = select(func.min(ToolCallRow.call_index)).where(
-        ToolCallRow.trace_id == groups.c.trace_id,
-        ToolCallRow.signature == groups.c.signature,
-        ToolCallRow.message_seq == groups.c.first_seq,
-    )
-    stmt = (
-        select(
-            TraceRow.display_id.label("trace"),
-            groups.c.tool,
-            groups.c.calls,
-            groups.c.first_seq,
-            first.scalar_subquery().label("first_call_index"),
-        )
+    top = (
+        select(groups, TraceRow.display_id.label("trace"))
         .join(TraceRow, TraceRow.id == groups.c.trace_id)
         .order_by(groups.c.calls.desc(), TraceRow.display_id, groups.c.tool)
         .limit(limit)
+        .subquery()
     )
+    first_seq = (
+        select(func.min(ToolCallRow.message_seq))
+        .where(ToolCallRow.trace_id == top.c.trace_id, ToolCallRow.signature == top.c.signature)
+        .scalar_subquery()
+    )
+    shown = select(top, first_seq.label("first_seq")).subquery()
+    first_index = select(func.min(ToolCallRow.call_index)).where(
+        ToolCallRow.trace_id == shown.c.trace_id,
+        ToolCallRow.signature == shown.c.signature,
+        ToolCallRow.message_seq == shown.c.first_seq,
+    )
+    stmt = select(
+        shown.c.trace,
+        shown.c.tool,
+        shown.c.calls,
+        shown.c.first_seq,
+        first_index.scalar_subquery().label("first_call_index"),
+    ).order_by(shown.c.calls.desc(), shown.c.trace, shown.c.tool)
     with engine.connect() as conn:
         return _frame(conn, stmt)
 
@@ -246,21 +285,46 @@ def tool_scorecard(
     carrying a suggestion / errors, ``follow_rate`` = followed / (followed + ignored).
     Percentiles are nearest-rank over the tool's Tool Messages. Tools are ordered by calls, then
     results; at most ``limit`` tools.
+
+    Each figure is read from the narrowest source that holds it: sizes from a (tool, tokens)
+    count histogram, errors and their types off the errors index, verdicts off the verdict
+    index, loops off the occurrence index.
     """
     f = filters
-    is_error = ToolResultRow.status == "error"
-    results_stmt = restrict_results(
+    ranks = token_histogram_by_tool(f)
+    sizes_stmt = select(
+        ranks.c.tool,
+        cast(func.max(ranks.c.total), BigInteger).label("results"),
+        cast(func.coalesce(func.sum(ranks.c.n).filter(ranks.c.tokens > budget), 0), BigInteger)
+        .label("over_budget"),
+        *percentile_columns(ranks, (("p50_tokens", 1, 2), ("p95_tokens", 19, 20))),
+    ).group_by(ranks.c.tool)  # fmt: skip
+    error_label = func.coalesce(effective_error_type, literal(UNCLASSIFIED))
+    types_stmt = restrict_results(
         select(
             ToolResultRow.tool.label("tool"),
-            func.count().label("results"),
-            _count_if(is_error).label("errors"),
-            _count_if(ToolResultRow.tokens > budget).label("over_budget"),
-            _count_if(and_(is_error, ToolResultRow.suggestion.is_not(None))).label(
-                "errors_with_suggestion"
-            ),
-            _count_if(effective_verdict == "followed").label("followed"),
-            _count_if(effective_verdict == "ignored").label("ignored"),
-        ).group_by(ToolResultRow.tool),
+            error_label.label("error_type"),
+            func.count().label("n"),
+        )
+        .where(ToolResultRow.status == "error")
+        .group_by(ToolResultRow.tool, error_label),
+        f,
+    )
+    tool_key = grouping_key(ToolResultRow.tool)
+    advised_stmt = restrict_results(
+        select(tool_key.label("tool"), func.count().label("errors_with_suggestion"))
+        .where(ToolResultRow.status == "error", ToolResultRow.suggestion.is_not(None))
+        .group_by(tool_key),
+        f,
+    )
+    verdicts_stmt = restrict_results(
+        select(
+            tool_key.label("tool"),
+            func.count().filter(effective_verdict == "followed").label("followed"),
+            func.count().filter(effective_verdict == "ignored").label("ignored"),
+        )
+        .where(effective_verdict.in_(("followed", "ignored")))
+        .group_by(tool_key),
         f,
     )
     calls_stmt = restrict_calls(
@@ -269,64 +333,46 @@ def tool_scorecard(
         ),
         f,
     )
-    loop_groups = restrict_calls(
-        select(ToolCallRow.tool_name.label("tool"), func.count().label("n"))
-        .group_by(ToolCallRow.trace_id, ToolCallRow.signature, ToolCallRow.tool_name)
-        .having(func.max(ToolCallRow.occurrence) >= k),
-        f,
-    ).subquery()
-    loops_stmt = select(loop_groups.c.tool, func.sum(loop_groups.c.n).label("loop_calls")).group_by(
-        loop_groups.c.tool
-    )
-    findings_stmt = restrict_findings(
-        select(FindingRow.tool.label("tool"), func.count().label("findings"))
-        .where(FindingRow.tool.is_not(None))
-        .group_by(FindingRow.tool),
-        f,
-    )
-    error_label = func.coalesce(effective_error_type, literal(UNCLASSIFIED))
-    types_stmt = restrict_results(
+    # A looping signature has one call at occurrence k and n - k + 1 at k or beyond (see
+    # db.summary.loop_counts): its n calls come off the occurrence index.
+    call_key = grouping_key(ToolCallRow.tool_name)
+    loops_stmt = restrict_calls(
         select(
-            ToolResultRow.tool.label("tool"),
-            error_label.label("error_type"),
-            func.count().label("n"),
+            call_key.label("tool"),
+            func.count().filter(ToolCallRow.occurrence == k).label("signatures"),
+            func.count().label("late"),
         )
-        .where(is_error)
-        .group_by(ToolResultRow.tool, error_label),
+        .where(ToolCallRow.occurrence >= k)
+        .group_by(call_key),
+        f,
+    )
+    finding_key = grouping_key(FindingRow.tool)
+    findings_stmt = restrict_findings(
+        select(finding_key.label("tool"), func.count().label("findings"))
+        .where(FindingRow.tool.is_not(None))
+        .group_by(finding_key),
         f,
     )
     with engine.connect() as conn:
-        results = _frame(conn, results_stmt)
-        calls = _frame(conn, calls_stmt)
-        loops = _frame(conn, loops_stmt)
-        findings = _frame(conn, findings_stmt)
+        sizes = _frame(conn, sizes_stmt)
         types = _frame(conn, types_stmt)
-        quantiles = _frame(conn, _token_quantiles(f))
+        advised = _frame(conn, advised_stmt)
+        verdicts = _frame(conn, verdicts_stmt)
+        calls = _frame(conn, calls_stmt)
+        loop_rows = _frame(conn, loops_stmt)
+        findings = _frame(conn, findings_stmt)
+    errors = types.groupby("tool", as_index=False)["n"].sum().rename(columns={"n": "errors"})
+    results = sizes[["tool", "results", "over_budget"]]
+    for part in (errors, advised, verdicts):
+        results = results.merge(part, on="tool", how="left")
+    loops = pd.DataFrame(
+        {
+            "tool": loop_rows["tool"],
+            "loop_calls": loop_rows["late"] + (k - 1) * loop_rows["signatures"],
+        }
+    )
+    quantiles = sizes[["tool", "p50_tokens", "p95_tokens"]]
     return _assemble_scorecard(results, calls, loops, findings, types, quantiles, limit)
-
-
-def _token_quantiles(f: Filters) -> Any:
-    """Nearest-rank p50 and p95 of tokens per tool, with window functions (both databases)."""
-    ranked = restrict_results(
-        select(
-            ToolResultRow.tool.label("tool"),
-            ToolResultRow.tokens.label("tokens"),
-            func.row_number()
-            .over(partition_by=ToolResultRow.tool, order_by=ToolResultRow.tokens)
-            .label("rn"),
-            func.count().over(partition_by=ToolResultRow.tool).label("n"),
-        ),
-        f,
-    ).subquery()
-    return select(
-        ranked.c.tool,
-        func.max(case((ranked.c.rn == _nearest_rank(ranked.c.n, 1, 2), ranked.c.tokens))).label(
-            "p50_tokens"
-        ),
-        func.max(case((ranked.c.rn == _nearest_rank(ranked.c.n, 19, 20), ranked.c.tokens))).label(
-            "p95_tokens"
-        ),
-    ).group_by(ranked.c.tool)
 
 
 def _rate(numerator: pd.Series, denominator: pd.Series) -> pd.Series:

@@ -1,0 +1,86 @@
+"""Covering indexes for the dashboard on large stores (errors, verdicts, advice, corrections,
+per-tool status and pairing, loops, per-tool call counts).
+
+Revision ID: 0004
+Revises: 0003
+Create Date: 2026-11-30
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0004"
+down_revision = "0003"
+branch_labels = None
+depends_on = None
+
+_ERRORS = "status = 'error'"
+_ADVISED = "suggestion IS NOT NULL"
+_CORRECTED = "error_type_corrected IS NOT NULL OR verdict_corrected IS NOT NULL"
+
+
+def _where(predicate: str) -> dict[str, Any]:
+    return {"sqlite_where": sa.text(predicate), "postgresql_where": sa.text(predicate)}
+
+
+def upgrade() -> None:
+    op.drop_index("ix_tool_results_tool_status", table_name="tool_results")
+    op.create_index(
+        "ix_tool_results_tool_status_pairing",
+        "tool_results",
+        ["tool", "status", "pair_state", "name_mismatch", "call_seq"],
+    )
+    op.create_index(
+        "ix_tool_results_errors",
+        "tool_results",
+        ["fingerprint", "tool", "error_type", "error_type_corrected", "status_source", "rule",
+         "trace_id", "timestamp", "status"],
+        **_where(_ERRORS),
+    )  # fmt: skip
+    op.create_index(
+        "ix_tool_results_effective_verdict",
+        "tool_results",
+        [sa.text("coalesce(verdict_corrected, verdict)"), "tool", "trace_id"],
+    )
+    op.create_index(
+        "ix_tool_results_advised",
+        "tool_results",
+        ["tool", "status", "next_call_succeeded", "trace_id"],
+        **_where(_ADVISED),
+    )
+    op.create_index(
+        "ix_tool_results_corrected",
+        "tool_results",
+        ["error_type_corrected", "verdict_corrected", "status", "trace_id"],
+        **_where(_CORRECTED),
+    )
+    op.drop_index("ix_tool_calls_tool_name_pair_state", table_name="tool_calls")
+    op.create_index(
+        "ix_tool_calls_tool_name_pair_state_reused",
+        "tool_calls",
+        ["tool_name", "pair_state", "reused_id"],
+    )
+    op.drop_index("ix_tool_calls_occurrence", table_name="tool_calls")
+    op.create_index(
+        "ix_tool_calls_occurrence_tool", "tool_calls", ["occurrence", "tool_name", "trace_id"]
+    )
+
+
+def downgrade() -> None:
+    op.drop_index("ix_tool_calls_occurrence_tool", table_name="tool_calls")
+    op.create_index("ix_tool_calls_occurrence", "tool_calls", ["occurrence"])
+    op.drop_index("ix_tool_calls_tool_name_pair_state_reused", table_name="tool_calls")
+    op.create_index("ix_tool_calls_tool_name_pair_state", "tool_calls", ["tool_name", "pair_state"])
+    for name in (
+        "ix_tool_results_corrected",
+        "ix_tool_results_advised",
+        "ix_tool_results_effective_verdict",
+        "ix_tool_results_errors",
+        "ix_tool_results_tool_status_pairing",
+    ):
+        op.drop_index(name, table_name="tool_results")
+    op.create_index("ix_tool_results_tool_status", "tool_results", ["tool", "status"])
