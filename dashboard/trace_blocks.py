@@ -38,7 +38,7 @@ LONE_RESULT_TEXT = {
     "duplicate_result": "Duplicate result: a second answer to the call at {call}.",
     "result_before_call": "Result before call: it arrived before any call with its id.",
 }
-SELECTED_TEXT = "Selected: its notes and correction are under Selected pair, at the top."
+SELECTED_TEXT = "Selected: its notes and corrections are at the top, under the selected pair."
 
 #: What a note is about: (message seq, call index) of a call, (seq, None) of a lone result.
 Target = tuple[int, int | None]
@@ -91,8 +91,9 @@ def pair_controls(ctx: BlockContext, target: Target) -> None:
     if value == ctx.selected:
         st.caption(SELECTED_TEXT + (" " + notes_text(labels) if labels else ""))
         return
-    left, right = st.columns([1, 5], vertical_alignment="center")
-    left.button(
+    # A lone button unless there are notes to name beside it: fewer elements per pair.
+    row = st.container(horizontal=True, vertical_alignment="center") if labels else st
+    row.button(
         "Select",
         key=f"select_{value}",
         on_click=state.select_trace,
@@ -102,7 +103,7 @@ def pair_controls(ctx: BlockContext, target: Target) -> None:
         help="Show this pair first, to label it, write a note or correct it",
     )
     if labels:
-        right.caption(notes_text(labels))
+        row.caption(notes_text(labels))
 
 
 def _call_badges(call: Any, k: int) -> list[tuple[str, BadgeKind]]:
@@ -129,14 +130,22 @@ def _call_badges(call: Any, k: int) -> list[tuple[str, BadgeKind]]:
     return items
 
 
-def _show_call(call: Any, k: int) -> None:
-    st.markdown(
+def call_header(call: Any, k: int) -> str:
+    """The markdown of a call's head: tool name, where it is, its id, then its badges (every
+    piece of trace content escaped)."""
+    head = (
         f"**{render.escape_markdown(str(call['tool_name']))}** · call "
         f"{int(call['message_seq'])}:{int(call['call_index'])}"
     )
-    render.badges(_call_badges(call, k))
     if _value(call, "tool_call_id"):
-        st.text(f"id: {call['tool_call_id']}")
+        head += f" · id {render.escape_markdown(str(call['tool_call_id']))}"
+    badges = " ".join(render.badge_text(label, kind) for label, kind in _call_badges(call, k))
+    return head + ("\n\n" + badges if badges else "")
+
+
+def _show_call(call: Any, k: int) -> None:
+    # One markdown element for name, id and badges: a long trace has hundreds of calls.
+    st.markdown(call_header(call, k))
     if bool(call["args_valid"]):
         arguments = _value(call, "arguments")
         text = orjson.dumps(arguments).decode() if arguments is not None else ""
@@ -158,9 +167,44 @@ def _source_text(result: Any) -> str:
     return source
 
 
-def show_result(result: Any, budget: int) -> None:
-    """One Tool Message: status, effective error type (marked when corrected), how the status
-    was recognized, size, pairing problems, suggestion and verdict, then the content."""
+def _seconds_text(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:g} ms"
+    if seconds < 120:
+        return f"{seconds:g} s"
+    return f"{seconds / 60:g} min"
+
+
+def suggestion_text(
+    kind: str | None, sentence: str | None, detail: Mapping[str, Any] | None, content: str
+) -> str:
+    """The advice a Tool Message gives, in a few words, without repeating the message.
+
+    The stored suggestion is the sentence holding the advice, which for a one-line error is the
+    whole message shown right below; so the kinds with a machine-readable detail are said in
+    words, and a free-form hint is shown only when it is not the whole message (``""`` then).
+
+    >>> suggestion_text("retry_after", "Error: 429. Retry after 6s", {"seconds": 6.0}, "")
+    'retry after 6 s'
+    >>> suggestion_text("text", "Read it first.", None, "Not read yet. Read it first.")
+    'Read it first.'
+    """
+    detail = detail or {}
+    if kind == "retry_after" and detail.get("seconds") is not None:
+        return f"retry after {_seconds_text(float(detail['seconds']))}"
+    if kind == "missing_param" and detail.get("param"):
+        return f"supply the parameter {detail['param']}"
+    if kind == "use_instead" and detail.get("tool"):
+        return f"use {detail['tool']} instead"
+    if kind == "ask_user":
+        return "ask the user"
+    advice = (sentence or "").strip()
+    return "" if advice == content.strip() else advice
+
+
+def result_header(result: Any, budget: int) -> str:
+    """The markdown of a Tool Message's head: where it is, then its badges (status, effective
+    error type marked when corrected, how the status was recognized, size, pairing problems)."""
     status = str(result["status"])
     tokens = int(result["tokens"])
     items: list[tuple[str, BadgeKind]] = [(status, STATUS_KIND.get(status, "muted"))]
@@ -174,20 +218,46 @@ def show_result(result: Any, budget: int) -> None:
         items.append((str(result["pair_state"]), "error"))
     if bool(_value(result, "name_mismatch")):
         items.append((f"named {_value(result, 'provided_name')}", "warning"))
-    st.markdown(f"Tool Message · seq {int(result['message_seq'])}")
-    render.badges(items)
-    if _value(result, "suggestion"):
-        st.caption("Suggestion")
-        st.text(str(result["suggestion"]))
-        verdict = _value(result, "verdict")
-        if verdict:
-            corrected = _value(result, "verdict_corrected") is not None
-            label = f"verdict: {verdict}" + (" (corrected)" if corrected else "")
-            render.badges([(label, VERDICT_KIND.get(str(verdict), "muted"))])
-            if _value(result, "verdict_reason"):
-                st.text(str(result["verdict_reason"]))
+    badges = " ".join(render.badge_text(label, kind) for label, kind in items)
+    return f"Tool Message · seq {int(result['message_seq'])}\n\n{badges}"
+
+
+def advice_line(result: Any) -> str | None:
+    """The markdown of the advice badge and the verdict badge of a result with a suggestion
+    (``None`` without one): only the advice, never the message text again."""
+    if not (_value(result, "suggestion") or _value(result, "suggestion_kind")):
+        return None
+    detail = _value(result, "suggestion_detail")
+    advice = suggestion_text(
+        _value(result, "suggestion_kind"),
+        _value(result, "suggestion"),
+        detail if isinstance(detail, dict) else None,
+        str(_value(result, "content") or ""),
+    )
+    items: list[tuple[str, BadgeKind]] = [
+        (f"advice: {advice}" if advice else "advice: the message below", "info")
+    ]
+    verdict = _value(result, "verdict")
+    if verdict:
+        corrected = _value(result, "verdict_corrected") is not None
+        label = f"verdict: {verdict}" + (" (corrected)" if corrected else "")
+        items.append((label, VERDICT_KIND.get(str(verdict), "muted")))
+    return " ".join(render.badge_text(label, kind) for label, kind in items)
+
+
+def show_result(result: Any, budget: int) -> None:
+    """One Tool Message: its head (:func:`result_header`), the advice and verdict
+    (:func:`advice_line`) with the verdict's reason, then the content."""
+    st.markdown(result_header(result, budget))
+    advice = advice_line(result)
+    if advice:
+        st.markdown(advice)
+        if _value(result, "verdict_reason"):
+            st.caption(render.escape_markdown(str(result["verdict_reason"])))
     render.show_content(
-        _value(result, "content") or "", tokens=tokens, chars=int(_value(result, "chars") or 0)
+        _value(result, "content") or "",
+        tokens=int(result["tokens"]),
+        chars=int(_value(result, "chars") or 0),
     )
 
 
@@ -225,19 +295,25 @@ def show_lone_result(result: Any, ctx: BlockContext, controls: bool = True) -> N
         pair_controls(ctx, (int(result["message_seq"]), None))
 
 
-def show_message(msg: Any, window: Any, max_tokens: int, ctx: BlockContext) -> None:
-    """One message of the conversation, with its calls (each beside its answer); a Tool
-    Message answering a call says where that call is shown."""
+def message_header(msg: Any) -> str:
+    """The markdown of a message's head: role badge, ``#seq``, time and size."""
+    seq, tokens = int(msg["seq"]), int(msg["tokens"])
+    stamp = "" if pd.isna(msg["timestamp"]) else f" · {msg['timestamp']:%Y-%m-%d %H:%M:%S}"
+    size = render.badge_text(render.count_text(tokens, "token"), "muted")
+    return f"{render.badge_text(str(msg['role']), 'highlight')} **#{seq}**{stamp} {size}"
+
+
+def show_message(msg: Any, window: Any, ctx: BlockContext) -> None:
+    """One message of the conversation, with its calls (each beside its answer). A Tool
+    Message answering a call shown on this page is a single line saying where it is."""
     seq = int(msg["seq"])
-    tokens = int(msg["tokens"])
+    if msg["role"] == "tool":
+        note = answered_here(seq, window)
+        if note is not None:
+            st.caption(f"#{seq} tool · {render.count_text(int(msg['tokens']), 'token')} · {note}")
+            return
     with st.container(border=True):
-        head, bar = st.columns([3, 2])
-        stamp = "" if pd.isna(msg["timestamp"]) else f" · {msg['timestamp']:%Y-%m-%d %H:%M:%S}"
-        head.markdown(f"{render.badge_text(str(msg['role']), 'highlight')} **#{seq}**{stamp}")
-        bar.progress(
-            min(1.0, tokens / max_tokens) if max_tokens else 0.0,
-            text=render.count_text(tokens, "token"),
-        )
+        st.markdown(message_header(msg))
         if msg["role"] == "tool":
             _show_tool_message(seq, window, ctx)
             return
@@ -248,29 +324,44 @@ def show_message(msg: Any, window: Any, max_tokens: int, ctx: BlockContext) -> N
             show_pair(call, answers(window.results, seq, int(call["call_index"])), ctx)
 
 
+def answered_here(seq: int, window: Any) -> str | None:
+    """For the Tool Message at ``seq``: where its call is shown beside it on this page
+    (``None`` when it is lone, or its call is on another page)."""
+    rows = window.results[window.results["message_seq"] == seq]
+    if rows.empty:
+        return None
+    result = rows.iloc[0]
+    call_seq = _value(result, "call_seq")
+    if call_seq is None or result["pair_state"] == "duplicate_result":
+        return None
+    shown = not window.calls[
+        (window.calls["message_seq"] == call_seq)
+        & (window.calls["call_index"] == result["call_index"])
+    ].empty
+    if not shown:
+        return None
+    where = "below" if int(call_seq) > seq else "above"
+    note = (
+        f"Result of the call {int(call_seq)}:{int(result['call_index'])}, shown beside it {where}."
+    )
+    if result["pair_state"] == "late_result":
+        note += " It arrived late: the model spoke again before it came back."
+    return note
+
+
 def _show_tool_message(seq: int, window: Any, ctx: BlockContext) -> None:
+    """A Tool Message not shown beside its call: a lone result, or the answer to a call on
+    another page."""
     rows = window.results[window.results["message_seq"] == seq]
     if rows.empty:
         st.caption("Tool Message without derived facts.")
         return
     result = rows.iloc[0]
     call_seq = _value(result, "call_seq")
-    lone = call_seq is None or result["pair_state"] == "duplicate_result"
-    if lone:
+    if call_seq is None or result["pair_state"] == "duplicate_result":
         show_lone_result(result, ctx)
         return
-    call_shown = not window.calls[
-        (window.calls["message_seq"] == call_seq)
-        & (window.calls["call_index"] == result["call_index"])
-    ].empty
     ref = f"{int(call_seq)}:{int(result['call_index'])}"
-    if not call_shown:
-        st.caption(f"Answers the call {ref} (on another page of this trace).")
-        show_result(result, ctx.budget)
-        pair_controls(ctx, (int(call_seq), int(result["call_index"])))
-        return
-    where = "below" if int(call_seq) > seq else "above"
-    note = f"Result of the call {ref}, shown beside it {where}."
-    if result["pair_state"] == "late_result":
-        note += " It arrived late: the model spoke again before it came back."
-    st.caption(note)
+    st.caption(f"Answers the call {ref} (on another page of this trace).")
+    show_result(result, ctx.budget)
+    pair_controls(ctx, (int(call_seq), int(result["call_index"])))

@@ -279,7 +279,11 @@ def test_trace_page_puts_the_selected_pair_first(
         "Error: order 7 not found.",
         "ok",
     ]
-    assert r"**lookup\_order** · call 4:0" in [m.value for m in selected.markdown]
+    # Name, place, id and badges in one line of escaped markdown.
+    assert selected.markdown[0].value == (
+        r"**lookup\_order** · call 4:0 · id t3" + "\n\n"
+        r":green-badge[paired] :orange-badge[2nd time] :orange-badge[retry after error]"
+    )
 
 
 def test_trace_page_shows_pairing_problems_where_they_happen(
@@ -292,8 +296,15 @@ def test_trace_page_shows_pairing_problems_where_they_happen(
         "Orphan result: no call in this trace has its id.",
         "Duplicate result: a second answer to the call at 4:0.",
     ]
-    assert "Result of the call 1:0, shown beside it above." in _texts(at, "caption")
-    assert "repeated the identical failing call" in _texts(at, "text")
+    # A Tool Message shown beside its call is one line where it came.
+    assert "#2 tool · 14 tokens · Result of the call 1:0, shown beside it above." in _texts(
+        at, "caption"
+    )
+    # The verdict's reason (escaped), under the advice in a few words.
+    assert r"repeated the identical failing call" in _texts(at, "caption")
+    assert r":blue-badge[advice\: use search\_orders instead] :red-badge[verdict\: ignored]" in (
+        _texts(at, "markdown")
+    )
     assert {m.label: m.value for m in at.metric}["Problems"] == "5"
 
 
@@ -304,8 +315,8 @@ def test_trace_page_marks_late_results_and_corrected_types(
     assert not at.exception
     captions = _texts(at, "caption")
     assert (
-        "Result of the call 1:0, shown beside it above. It arrived late: the model spoke again "
-        "before it came back." in captions
+        "#3 tool · 6 tokens · Result of the call 1:0, shown beside it above. It arrived late: "
+        "the model spoke again before it came back." in captions
     )
     assert any(r":red-badge[invalid\_params \(corrected\)]" in m for m in _texts(at, "markdown"))
     assert "Arguments are not valid JSON: unterminated string at column 7" in _texts(at, "text")

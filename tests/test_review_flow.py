@@ -103,6 +103,11 @@ def expander(at: Any, label: str) -> Any:
     return next(e for e in at.expander if e.label == label)
 
 
+def review_box(at: Any) -> Any:
+    """The expander holding the selected pair's notes and correction form."""
+    return next(e for e in at.expander if e.label.startswith("Notes and corrections on this"))
+
+
 def form_button(at: Any, form: str) -> Any:
     """The submit button of the form ``form``."""
     return next(b for b in at.button if b.form_id == form)
@@ -145,15 +150,16 @@ def test_a_reviewer_goes_from_the_overview_to_a_problem_pair_labels_corrects_and
     assert texts(at, "title") == ["Trace"]
     assert (at.query_params["trace"], at.query_params["pair"]) == ("incident-1", "2:0")
     selected = expander(at, "Selected pair")
-    assert r"**lookup\_order** · call 2:0" in texts(selected, "markdown")
-    assert texts(selected, "caption").count(NO_AUTHOR) == 2  # notes and correction need a name
+    assert texts(selected, "markdown")[0].startswith(r"**lookup\_order** · call 2:0")
+    # The forms are in their own box, closed while the pair has no note.
+    assert review_box(at).label == "Notes and corrections on this pair (0 notes)"
+    assert texts(review_box(at), "caption").count(NO_AUTHOR) == 2  # both need a name
 
     # AppTest reruns the page last named to switch_page (Tool calls); the browser is on Trace.
     at.switch_page(TRACE)
     at.sidebar.text_input[0].input("ana").run()
     add_note_on_page(at, f"notes_{incident}_2_0", "model-bug", NOTE)
-    selected = expander(at, "Selected pair")
-    verdict = next(s for s in selected.selectbox if s.label == "Verdict")
+    verdict = next(s for s in review_box(at).selectbox if s.label == "Verdict")
     assert verdict.format_func(verdict.value) == "as derived: ignored"
     verdict.set_value("followed")
     form_button(at, f"correct_{advice}").click().run()
@@ -173,10 +179,11 @@ def test_a_reviewer_goes_from_the_overview_to_a_problem_pair_labels_corrects_and
     assert (after["suggestions"]["followed"], after["suggestions"]["ignored"]) == (1, 0)
     assert after["suggestions"]["follow_rate"] == 1.0
     # The page shows what is stored: the note as plain text, the verdict marked corrected.
-    selected = expander(at, "Selected pair")
-    assert NOTE in texts(selected, "text")
-    assert "Notes and labels on this pair (1)" in texts(selected, "caption")
-    assert r":green-badge[verdict\: followed \(corrected\)]" in texts(selected, "markdown")
+    assert review_box(at).label == "Notes and corrections on this pair (1 note)"
+    assert NOTE in texts(review_box(at), "text")
+    assert "Notes and labels on this pair (1)" in texts(review_box(at), "caption")
+    advice = texts(expander(at, "Selected pair"), "markdown")[2]
+    assert advice.endswith(r":green-badge[verdict\: followed \(corrected\)]")
 
     link = texts(at, "code")[0]
     assert link == "/trace?trace=incident-1&pair=2:0"
@@ -191,7 +198,7 @@ def test_a_reviewer_goes_from_the_overview_to_a_problem_pair_labels_corrects_and
         monkeypatch, sqlite_url, page=TRACE, params=dict(parse_qsl(urlsplit(link).query))
     )
     assert not shared.exception
-    assert NOTE in texts(expander(shared, "Selected pair"), "text")
+    assert NOTE in texts(review_box(shared), "text")
 
 
 def test_the_trace_page_counts_notes_per_pair_and_any_pair_can_be_selected(
@@ -222,7 +229,9 @@ def test_the_trace_page_counts_notes_per_pair_and_any_pair_can_be_selected(
     assert at.query_params["pair"] == "8:0"
     selected = expander(at, "Selected pair")
     assert texts(selected, "warning") == ["No result ever came back for this call."]
-    assert "No Tool Message came back: there is nothing to correct." in texts(selected, "caption")
+    assert "No Tool Message came back: there is nothing to correct." in texts(
+        review_box(at), "caption"
+    )
     assert [b.key for b in at.button if b.key and b.key.startswith("select_")] == [
         "select_2:0", "select_4:0", "select_6:0",
     ]  # fmt: skip
@@ -239,7 +248,7 @@ def test_a_lone_result_is_annotated_on_its_own_message(
     selected = expander(at, "Selected pair")
     assert texts(selected, "warning") == ["Orphan result: no call in this trace has its id."]
     assert "Nothing to correct: this result is not an error and gives no suggestion." in texts(
-        selected, "caption"
+        review_box(at), "caption"
     )
     at.sidebar.text_input[0].input("ana").run()
     add_note_on_page(at, f"notes_{orphan}_1_None", "tool-bug", "answers a call nobody made")

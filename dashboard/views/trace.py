@@ -4,7 +4,8 @@ Missing, orphan and duplicate results show where they happen; the pair named in 
 (``pair``) is shown first, expanded, under "Selected pair", with its notes and the form that
 corrects its verdict or error type; every other pair has a Select button and says how many
 notes it carries. Notes on the whole trace, the incident report downloads and the link to this
-view sit at the top. Long traces are read in windows of :data:`WINDOW` messages. All trace
+view sit at the top. Long traces are read in pages of :data:`MESSAGES_PER_PAGE` messages; the
+page is in the URL (``mpage``) and, unless the URL names one, is the selected pair's. All trace
 content is untrusted and shown as code or escaped text.
 """
 
@@ -31,7 +32,13 @@ from db.queries.traces import (
 )
 from db.review import trace_annotations
 
-WINDOW = 100
+#: Messages shown per page: a long trace in one page is thousands of elements.
+MESSAGES_PER_PAGE = 40
+#: URL parameter (and widget key) of the messages page.
+PAGE_KEY = "mpage"
+#: Session key of the (trace, pair) the page selector last showed.
+ANCHOR_KEY = "_trace_page_anchor"
+REVIEW_LABEL = "Notes and corrections on this pair"
 TRACE_PICKER_COLUMNS = ("trace", "agent", "model", "started_at", "messages", "errors", "problems")
 #: Where this page lives when the browser does not say (``url_path`` in ``app.py``).
 PAGE_PATH = "/trace"
@@ -91,13 +98,12 @@ def _answer_id(detail: TraceWindow, pair: PairRef) -> int | None:
     return None if results.empty else int(results["id"].iloc[0])
 
 
-def _selected_pair(
-    trace_id: int, detail: TraceWindow, pair: PairRef, ctx: trace_blocks.BlockContext
-) -> None:
-    """The selected pair, then its notes (left) and the correction form (right)."""
+def _selected_pair(detail: TraceWindow, ctx: trace_blocks.BlockContext) -> bool:
+    """The selected pair: the call beside its answers, or the lone Tool Message. False when
+    the trace has no such pair."""
     if detail.calls.empty and detail.results.empty:
         st.caption("This trace has no such pair.")
-        return
+        return False
     for _, call in detail.calls.iterrows():
         answered_by = trace_blocks.answers(
             detail.results, int(call["message_seq"]), int(call["call_index"])
@@ -106,19 +112,66 @@ def _selected_pair(
     if detail.calls.empty:
         for _, result in detail.results.iterrows():
             trace_blocks.show_lone_result(result, ctx, controls=False)
-    engine = state.engine()
-    notes, fix = st.columns(2, border=True)
-    with notes:
-        labels = ctx.labels.get((pair.seq, pair.call_index), ())
-        st.caption(f"Notes and labels on this pair ({len(labels)})")
-        review_ui.annotation_panel(engine, trace_id, pair.seq, pair.call_index)
-    with fix:
-        st.caption("Correct what the rules derived")
-        result_id = _answer_id(detail, pair)
-        if result_id is None:
-            st.caption("No Tool Message came back: there is nothing to correct.")
-        else:
-            review_ui.correction_form(engine, result_id)
+    return True
+
+
+def _review_pair(
+    trace_id: int, detail: TraceWindow, pair: PairRef, ctx: trace_blocks.BlockContext
+) -> None:
+    """The selected pair's notes (left) and the correction form (right), in an expander of
+    their own: the forms are tall, and most visits only read the pair."""
+    labels = ctx.labels.get((pair.seq, pair.call_index), ())
+    with st.expander(
+        f"{REVIEW_LABEL} ({render.count_text(len(labels), 'note')})",
+        expanded=bool(labels),
+        key=f"review_{trace_id}_{pair.seq}_{pair.call_index}",
+        icon=":material/rate_review:",
+    ):
+        engine = state.engine()
+        notes, fix = st.columns(2, border=True)
+        with notes:
+            st.caption(f"Notes and labels on this pair ({len(labels)})")
+            review_ui.annotation_panel(engine, trace_id, pair.seq, pair.call_index)
+        with fix:
+            st.caption("Correct what the rules derived")
+            result_id = _answer_id(detail, pair)
+            if result_id is None:
+                st.caption("No Tool Message came back: there is nothing to correct.")
+            else:
+                review_ui.correction_form(engine, result_id)
+
+
+def _messages_page(trace_id: int, messages: int, pair: PairRef | None) -> int:
+    """Draw the page selector of a long trace (bound to the URL as ``mpage``); return the
+    0-based page to show. Without ``mpage`` in the URL the page is the selected pair's."""
+    pages = max(1, -(-messages // MESSAGES_PER_PAGE))
+    home = state.query(page_of_seq, trace_id, pair.seq, size=MESSAGES_PER_PAGE) if pair else 0
+    if pages == 1:
+        return 0
+    # Another trace or pair than in the last run (the picker, a Select button): go to its
+    # page. The first run keeps what the URL says, so a shared link opens the page it names.
+    anchor = (trace_id, None if pair is None else (pair.seq, pair.call_index))
+    if st.session_state.get(ANCHOR_KEY, anchor) != anchor:
+        st.session_state[PAGE_KEY] = home + 1
+    st.session_state[ANCHOR_KEY] = anchor
+    left, right = st.columns([1, 4], vertical_alignment="bottom")
+    page = left.number_input(
+        "Messages page",
+        min_value=1,
+        max_value=pages,
+        value=home + 1,
+        step=1,
+        key=PAGE_KEY,
+        bind="query-params",
+    )
+    page = min(max(int(page), 1), pages)
+    first = (page - 1) * MESSAGES_PER_PAGE
+    last = min(messages, first + MESSAGES_PER_PAGE)
+    where = " (the selected pair's page)" if pair is not None and page == home + 1 else ""
+    right.caption(
+        f"Messages {first + 1:,}–{last:,} of {messages:,} · page {page:,} of {pages:,}{where}"
+    )
+    return page - 1
 
 
 st.title("Trace")
@@ -206,21 +259,13 @@ pair = parse_pair(selected)
 if pair is not None:
     detail = state.query(pair_detail, trace_id, pair)
     with st.expander("Selected pair", expanded=True, icon=":material/my_location:"):
-        _selected_pair(trace_id, detail, pair, ctx)
+        found = _selected_pair(detail, ctx)
+    if found:
+        _review_pair(trace_id, detail, pair, ctx)
 
-start_page = state.query(page_of_seq, trace_id, pair.seq, size=WINDOW) if pair else 0
-total_pages = max(1, -(-int(trace["message_count"]) // WINDOW))
-if total_pages > 1:
-    page = st.number_input(
-        f"Messages page (of {total_pages}, {WINDOW} messages each)",
-        min_value=1,
-        max_value=total_pages,
-        value=min(start_page + 1, total_pages),
-        key=f"window_{trace_id}_{selected}",
-    )
-else:
-    page = 1
-window = state.query(trace_window, trace_id, page=int(page) - 1, size=WINDOW)
-max_tokens = int(trace["max_message_tokens"])
+page = _messages_page(trace_id, int(trace["message_count"]), pair)
+window = state.query(trace_window, trace_id, page=page, size=MESSAGES_PER_PAGE)
 for _, message in window.messages.iterrows():
-    trace_blocks.show_message(message, window, max_tokens, ctx)
+    trace_blocks.show_message(message, window, ctx)
+if window.pages > 1 and window.page + 1 < window.pages:
+    st.caption(f"Page {window.page + 1:,} of {window.pages:,}: the next page is chosen above.")

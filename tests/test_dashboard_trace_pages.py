@@ -1,0 +1,195 @@
+"""The Trace page reads long conversations in pages of 40 messages, the page in the URL and, by
+default, the page of the selected pair; the blocks say advice in a few words.
+
+Two long traces (101 messages each: a system and a user message, then 49 calls each answered
+right away, then a last answer) are imported from an OpenAI chat file on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+import pytest
+from dbfixture import open_app
+
+from dashboard import trace_blocks
+from db.engine import make_engine
+from ingest.pipeline import import_paths
+
+TRACE = "views/trace.py"
+CALLS = 49
+MESSAGES = 2 + 2 * CALLS + 1
+
+
+def long_trace(trace_id: str) -> dict[str, Any]:
+    """A trace whose call ``i`` sits at seq ``2 + 2i`` and its answer right after it."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You look things up."},
+        {"role": "user", "content": "Look up 49 things."},
+    ]
+    for i in range(CALLS):
+        call_id = f"call_{i}"
+        messages.append({
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{
+                "id": call_id,
+                "type": "function",
+                "function": {"name": "lookup", "arguments": orjson.dumps({"n": i}).decode()},
+            }],
+        })  # fmt: skip
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": f"found {i}"})
+    messages.append({"role": "assistant", "content": "Done."})
+    return {"id": trace_id, "model": "gpt-4o", "messages": messages}
+
+
+@pytest.fixture
+def long_store(db_url: str, tmp_path: Path) -> str:
+    """``long-a`` and ``long-b`` imported into the test database; its URL."""
+    source = tmp_path / "long.jsonl"
+    source.write_bytes(b"".join(orjson.dumps(long_trace(t)) + b"\n" for t in ("long-a", "long-b")))
+    engine = make_engine(db_url)
+    summary = import_paths(engine, [source], origin="cli")
+    engine.dispose()
+    assert (summary.traces, summary.rejected) == (2, 0)
+    return db_url
+
+
+def shown_seqs(at: Any) -> list[int]:
+    """The seq of every message on screen, in order: message heads (``**#12**``) and the
+    one-line Tool Messages shown beside their call (``#13 tool · …``)."""
+    seqs = []
+    for node in at.main:  # every element, depth first
+        value = str(getattr(node, "value", ""))
+        head = re.search(r"\*\*#(\d+)\*\*", value) if node.type == "markdown" else None
+        line = re.match(r"#(\d+) tool · ", value) if node.type == "caption" else None
+        if head or line:
+            seqs.append(int((head or line).group(1)))  # type: ignore[union-attr]
+    return seqs
+
+
+def page_caption(at: Any) -> str:
+    return next(c.value for c in at.caption if str(c.value).startswith("Messages "))
+
+
+def test_a_long_trace_opens_on_its_first_page_of_40_messages(
+    monkeypatch: pytest.MonkeyPatch, long_store: str
+) -> None:
+    at = open_app(monkeypatch, long_store, page=TRACE, params={"trace": "long-a"})
+    assert not at.exception
+    assert shown_seqs(at) == list(range(40))
+    assert at.number_input(key="mpage").value == 1
+    assert page_caption(at) == "Messages 1–40 of 101 · page 1 of 3"
+    assert "mpage" not in at.query_params
+
+
+def test_a_link_to_a_pair_opens_the_page_of_that_pair(
+    monkeypatch: pytest.MonkeyPatch, long_store: str
+) -> None:
+    at = open_app(monkeypatch, long_store, page=TRACE, params={"trace": "long-a", "pair": "60:0"})
+    assert not at.exception
+    # The selected pair first (call and answer), then messages 40–79.
+    assert shown_seqs(at)[-40:] == list(range(40, 80))
+    assert at.number_input(key="mpage").value == 2
+    assert page_caption(at) == "Messages 41–80 of 101 · page 2 of 3 (the selected pair's page)"
+    # The pair's own page is the default: the URL stays as it was sent.
+    assert "mpage" not in at.query_params
+
+
+def test_the_page_in_the_url_wins_over_the_pairs_page(
+    monkeypatch: pytest.MonkeyPatch, long_store: str
+) -> None:
+    params = {"trace": "long-a", "pair": "60:0", "mpage": "3"}
+    at = open_app(monkeypatch, long_store, page=TRACE, params=params)
+    assert not at.exception
+    assert shown_seqs(at)[-21:] == list(range(80, 101))
+    assert page_caption(at) == "Messages 81–101 of 101 · page 3 of 3"
+
+
+def test_a_pair_selected_on_a_later_page_keeps_that_page(
+    monkeypatch: pytest.MonkeyPatch, long_store: str
+) -> None:
+    at = open_app(monkeypatch, long_store, page=TRACE, params={"trace": "long-a"})
+    at.number_input(key="mpage").set_value(3).run()
+    assert not at.exception
+    # (The browser writes a bound widget's value into the URL; tests/test_browser.py checks.)
+    assert shown_seqs(at) == list(range(80, 101))
+    # Selecting a pair on this page shows it first and stays on its page.
+    at.button(key="select_82:0").click().run()
+    assert not at.exception
+    assert at.query_params["pair"] == "82:0"
+    assert at.number_input(key="mpage").value == 3
+    assert shown_seqs(at)[-21:] == list(range(80, 101))
+
+
+def test_opening_another_trace_from_the_picker_starts_on_its_first_page(
+    monkeypatch: pytest.MonkeyPatch, long_store: str
+) -> None:
+    at = open_app(monkeypatch, long_store, page=TRACE, params={"trace": "long-a", "mpage": "3"})
+    assert shown_seqs(at)[0] == 80
+    picker = at.dataframe(key="trace_picker").value
+    row = picker["trace"].tolist().index("long-b")
+    at.session_state["trace_picker"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    at.run()
+    assert not at.exception
+    assert at.query_params["trace"] == "long-b"
+    assert [w.value for w in at.warning] == []  # no Session State API warning either
+    assert at.number_input(key="mpage").value == 1
+    assert shown_seqs(at) == list(range(40))
+
+
+# --- blocks -------------------------------------------------------------------------------
+
+
+def test_advice_is_said_in_a_few_words_and_never_repeats_the_message() -> None:
+    message = "Error: missing required parameter 'date'"
+    assert trace_blocks.suggestion_text("missing_param", message, {"param": "date"}, message) == (
+        "supply the parameter date"
+    )
+    assert (
+        trace_blocks.suggestion_text(
+            "retry_after", "retry after 30s", {"seconds": 30.0}, "HTTP 503; retry after 30s"
+        )
+        == "retry after 30 s"
+    )
+    assert trace_blocks.suggestion_text("retry_after", "wait 250ms", {"seconds": 0.25}, "") == (
+        "retry after 250 ms"
+    )
+    assert trace_blocks.suggestion_text("retry_after", "in 5m", {"seconds": 300.0}, "") == (
+        "retry after 5 min"
+    )
+    assert (
+        trace_blocks.suggestion_text(
+            "use_instead", "use search_flights instead", {"tool": "search_flights"}, "x"
+        )
+        == "use search_flights instead"
+    )
+    assert trace_blocks.suggestion_text("ask_user", "ask the user", None, "x") == "ask the user"
+    hint = "Read it first before writing to it."
+    assert trace_blocks.suggestion_text("text", hint, None, "Not read yet. " + hint) == hint
+    # A hint that is the whole message is not shown twice.
+    assert trace_blocks.suggestion_text("text", hint, None, hint + "\n") == ""
+
+
+def test_the_advice_line_holds_the_advice_and_the_verdict_as_escaped_badges() -> None:
+    result = pd.Series({
+        "suggestion": "Error: order 7 not found. Use search_orders instead.",
+        "suggestion_kind": "use_instead",
+        "suggestion_detail": {"tool": "search_orders"},
+        "content": "Error: order 7 not found. Use search_orders instead.",
+        "verdict": "ignored",
+        "verdict_corrected": None,
+    })  # fmt: skip
+    assert trace_blocks.advice_line(result) == (
+        r":blue-badge[advice\: use search\_orders instead] :red-badge[verdict\: ignored]"
+    )
+    whole = result.copy()
+    whole["suggestion_kind"], whole["suggestion_detail"], whole["verdict"] = "text", None, None
+    assert trace_blocks.advice_line(whole) == r":blue-badge[advice\: the message below]"
+    assert (
+        trace_blocks.advice_line(pd.Series({"suggestion": None, "suggestion_kind": None})) is None
+    )
