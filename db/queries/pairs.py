@@ -27,7 +27,7 @@ from sqlalchemy import (
     union_all,
 )
 
-from db.filters import NO_FILTERS, Filters, trace_conditions
+from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results, trace_conditions
 from db.schema import ToolCallRow, ToolResultRow, TraceRow
 from db.summary import (
     PAIR_STATES,
@@ -70,8 +70,10 @@ class PairQuery:
 ALL_PAIRS = PairQuery()
 
 
-def _common_conditions(f: Filters, q: PairQuery) -> list[ColumnElement[bool]]:
-    conds = list(trace_conditions(f))
+def _common_conditions(f: Filters, q: PairQuery, with_traces: bool) -> list[ColumnElement[bool]]:
+    conds: list[ColumnElement[bool]] = []
+    if with_traces:
+        conds.extend(trace_conditions(f))
     if q.trace:
         conds.append(TraceRow.display_id.icontains(q.trace, autoescape=True))
     if q.status:
@@ -83,9 +85,13 @@ def _common_conditions(f: Filters, q: PairQuery) -> list[ColumnElement[bool]]:
     return conds
 
 
+def _needs_result(q: PairQuery) -> bool:
+    return bool(q.status or q.error_type or q.verdict)
+
+
 def _call_rows(f: Filters, q: PairQuery) -> Select[*tuple[Any, ...]]:
     """Every call, with the Tool Message that answers it (outer join: unanswered calls too)."""
-    conds = _common_conditions(f, q)
+    conds = _common_conditions(f, q, with_traces=True)
     if f.tool:
         conds.append(ToolCallRow.tool_name == f.tool)
     if q.pair_state:
@@ -107,20 +113,22 @@ def _call_rows(f: Filters, q: PairQuery) -> Select[*tuple[Any, ...]]:
         )
         .select_from(ToolCallRow)
         .join(TraceRow, TraceRow.id == ToolCallRow.trace_id)
-        .outerjoin(
-            ToolResultRow,
-            and_(
-                ToolResultRow.trace_id == ToolCallRow.trace_id,
-                ToolResultRow.message_seq == ToolCallRow.result_seq,
-            ),
-        )
+        .outerjoin(ToolResultRow, _answer())
         .where(*conds)
+    )
+
+
+def _answer() -> ColumnElement[bool]:
+    # A call's answer: the Tool Message at its result seq (at most one row per call).
+    return and_(
+        ToolResultRow.trace_id == ToolCallRow.trace_id,
+        ToolResultRow.message_seq == ToolCallRow.result_seq,
     )
 
 
 def _lone_result_rows(f: Filters, q: PairQuery) -> Select[*tuple[Any, ...]]:
     """Tool Messages no call shows as its answer: orphans, early results, second answers."""
-    conds = _common_conditions(f, q)
+    conds = _common_conditions(f, q, with_traces=True)
     conds.append(unpaired_result)
     if f.tool:
         conds.append(ToolResultRow.tool == f.tool)
@@ -147,16 +155,46 @@ def _lone_result_rows(f: Filters, q: PairQuery) -> Select[*tuple[Any, ...]]:
     )
 
 
-def _pairs(f: Filters, q: PairQuery) -> Any:
-    return union_all(_call_rows(f, q), _lone_result_rows(f, q)).subquery("pairs")
+def _count_calls(f: Filters, q: PairQuery) -> Any:
+    """The number of call rows, joining only what the conditions need (the answer join adds
+    no rows: a call has at most one answer)."""
+    stmt = restrict_calls(select(func.count()).select_from(ToolCallRow), f)
+    if q.trace:
+        stmt = stmt.join(TraceRow, TraceRow.id == ToolCallRow.trace_id)
+    if _needs_result(q):
+        stmt = stmt.outerjoin(ToolResultRow, _answer())
+    if q.pair_state:
+        stmt = stmt.where(ToolCallRow.pair_state == q.pair_state)
+    return stmt.where(*_common_conditions(NO_FILTERS, q, with_traces=False))
+
+
+def _count_lone_results(f: Filters, q: PairQuery) -> Any:
+    stmt = restrict_results(select(func.count()).select_from(ToolResultRow), f)
+    if q.trace:
+        stmt = stmt.join(TraceRow, TraceRow.id == ToolResultRow.trace_id)
+    if q.pair_state:
+        stmt = stmt.where(ToolResultRow.pair_state == q.pair_state)
+    return stmt.where(unpaired_result, *_common_conditions(NO_FILTERS, q, with_traces=False))
 
 
 def count_pairs(engine: Engine, filters: Filters = NO_FILTERS, query: PairQuery = ALL_PAIRS) -> int:
     """How many rows the pairs table has under ``filters`` and ``query``."""
+    stmt = select(
+        _count_calls(filters, query).scalar_subquery(),
+        _count_lone_results(filters, query).scalar_subquery(),
+    )
     with engine.connect() as conn:
-        return int(
-            conn.execute(select(func.count()).select_from(_pairs(filters, query))).scalar_one()
-        )
+        calls, lone = conn.execute(stmt).one()
+    return int(calls) + int(lone)
+
+
+def _order(columns: Any, query: PairQuery) -> list[Any]:
+    """``ORDER BY`` of the pairs table over ``columns`` (a subquery's or the union's)."""
+    position = [columns.trace_id, columns.seq, func.coalesce(columns.call_index, -1)]
+    if query.sort == "trace":
+        return [c.desc() for c in position] if query.descending else position
+    column = columns[query.sort]
+    return [column.is_(None), column.desc() if query.descending else column, *position]
 
 
 def list_pairs(
@@ -174,14 +212,16 @@ def list_pairs(
     """
     if query.sort not in SORT_KEYS:
         raise ValueError(f"unknown sort key {query.sort!r} (one of {', '.join(SORT_KEYS)})")
-    pairs = _pairs(filters, query)
-    position = [pairs.c.trace_id, pairs.c.seq, func.coalesce(pairs.c.call_index, -1)]
-    if query.sort == "trace":
-        order = [c.desc() for c in position] if query.descending else position
-    else:
-        column = pairs.c[query.sort]
-        order = [column.is_(None), column.desc() if query.descending else column, *position]
-    stmt = select(pairs).order_by(*order).limit(limit).offset(offset)
+    # The page is among the first ``offset + limit`` rows of each part under the same order, so
+    # each part is cut there before the union is sorted: sorted by trace, the calls part comes
+    # in the order of its (trace_id, message_seq, call_index) index and stops early.
+    first = offset + limit
+    parts = []
+    for rows in (_call_rows(filters, query), _lone_result_rows(filters, query)):
+        part = rows.subquery()
+        parts.append(select(select(part).order_by(*_order(part.c, query)).limit(first).subquery()))
+    pairs = union_all(*parts).subquery("pairs")
+    stmt = select(pairs).order_by(*_order(pairs.c, query)).limit(limit).offset(offset)
     with engine.connect() as conn:
         result = conn.execute(stmt)
         df = pd.DataFrame(result.all(), columns=list(result.keys()))
