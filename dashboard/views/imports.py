@@ -44,6 +44,7 @@ history = state.query(q.import_history, limit=IMPORT_PAGE, offset=offset)
 st.dataframe(
     history,
     hide_index=True,
+    placeholder=widgets.EMPTY_CELL,
     column_order=HISTORY_COLUMNS,
     column_config={
         "id": st.column_config.NumberColumn("Import", format="%d"),
@@ -74,6 +75,7 @@ else:
     st.dataframe(
         reasons,
         hide_index=True,
+        placeholder=widgets.EMPTY_CELL,
         column_config={
             "reason": st.column_config.TextColumn("Reason"),
             "records": widgets.count_column("Records"),

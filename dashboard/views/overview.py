@@ -99,6 +99,7 @@ with left.container(border=True):
         picked = st.dataframe(
             fingerprints,
             hide_index=True,
+            placeholder=widgets.EMPTY_CELL,
             column_order=("errors", "traces", "fingerprint"),
             column_config={
                 "fingerprint": st.column_config.TextColumn(
@@ -123,6 +124,7 @@ with right.container(border=True):
         st.dataframe(
             oversized,
             hide_index=True,
+            placeholder=widgets.EMPTY_CELL,
             column_order=("tool", "over_budget", "results", "max_tokens"),
             column_config={
                 "tool": st.column_config.TextColumn("Tool", width="medium"),
@@ -141,6 +143,7 @@ with left.container(border=True):
         picked = st.dataframe(
             loops,
             hide_index=True,
+            placeholder=widgets.EMPTY_CELL,
             column_order=("trace", "tool", "calls"),
             column_config={
                 "trace": st.column_config.TextColumn("Trace", width="medium"),
@@ -164,6 +167,7 @@ with right.container(border=True):
         st.dataframe(
             findings,
             hide_index=True,
+            placeholder=widgets.EMPTY_CELL,
             # As tall as the loops table beside it; more findings scroll.
             height=widgets.table_height(len(findings), max_rows=5),
             column_config={

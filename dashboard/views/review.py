@@ -75,7 +75,11 @@ def _queue(engine: Engine, author: str) -> None:
             "loop_calls": widgets.count_column("Loop calls", help="calls in loops at k"),
             "ignored": widgets.count_column("Ignored advice"),
             "notes": widgets.count_column("Notes"),
-            "started_at": st.column_config.DatetimeColumn("Started (UTC)"),
+            "agent": st.column_config.TextColumn("Agent"),
+            "model": st.column_config.TextColumn("Model"),
+            "started_at": st.column_config.DatetimeColumn(
+                "Started (UTC)", format="YYYY-MM-DD HH:mm"
+            ),
             "reviewed_by": st.column_config.TextColumn("Reviewed by"),
         },
     )

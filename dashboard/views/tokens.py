@@ -72,6 +72,7 @@ with st.expander("Quantiles per tool"):
     st.dataframe(
         quantiles,
         hide_index=True,
+        placeholder=widgets.EMPTY_CELL,
         column_config={
             "tool": st.column_config.TextColumn("Tool"),
             "results": widgets.count_column("Results"),

@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
+import pandas as pd
 import streamlit as st
 
-from dashboard import render, review_ui, state, trace_blocks
+from dashboard import render, review_ui, state, trace_blocks, widgets
 from db.queries.pairs import pair_choices
 from db.queries.traces import (
     PairRef,
@@ -65,6 +66,21 @@ def _picker(f: Any) -> None:
         selection_mode="single-row",
         key="trace_picker",
         column_order=TRACE_PICKER_COLUMNS,
+        placeholder=widgets.EMPTY_CELL,
+        height=widgets.table_height(len(found), max_rows=8),
+        column_config={
+            "trace": st.column_config.TextColumn("Trace", width="medium"),
+            "agent": st.column_config.TextColumn("Agent"),
+            "model": st.column_config.TextColumn("Model"),
+            "started_at": st.column_config.DatetimeColumn(
+                "Started (UTC)", format="YYYY-MM-DD HH:mm"
+            ),
+            "messages": widgets.count_column("Messages"),
+            "errors": widgets.count_column("Errors"),
+            "problems": widgets.count_column(
+                "Problems", help="errors + pairing problems + loop calls + ignored advice"
+            ),
+        },
     )
     if event is not None and event.selection.rows:
         chosen = str(found.iloc[event.selection.rows[0]]["trace"])
@@ -253,7 +269,27 @@ with st.expander(
 
 findings = state.query(trace_findings, trace_id)
 with st.expander(f"Findings ({len(findings)})", icon=":material/flag:"):
-    st.dataframe(findings, hide_index=True)
+    if findings.empty:
+        st.caption("No findings: every Tool Message of this trace passed the checks.")
+    else:
+        st.dataframe(
+            findings.assign(
+                name=findings["name"].map(render.humanize),
+                pair=[
+                    trace_blocks.pair_value(int(seq), None if pd.isna(i) else int(i))
+                    for seq, i in zip(findings["message_seq"], findings["call_index"], strict=True)
+                ],
+            ),
+            hide_index=True,
+            placeholder=widgets.EMPTY_CELL,
+            height=widgets.table_height(len(findings), max_rows=8),
+            column_order=("name", "tool", "pair"),
+            column_config={
+                "name": st.column_config.TextColumn("Finding", width="medium"),
+                "tool": st.column_config.TextColumn("Tool"),
+                "pair": st.column_config.TextColumn("Where", help="call seq:index, r = result"),
+            },
+        )
 
 pair = parse_pair(selected)
 if pair is not None:

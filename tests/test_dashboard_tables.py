@@ -1,0 +1,69 @@
+"""Every table on every page speaks to people: human column headings (never a raw snake_case
+column name), a dash in empty cells instead of "None", and counts with thousands separators.
+
+The pages run in AppTest on the fixture store, on views that show every table they have
+(a fingerprint drill-down on Errors, a trace with a selected pair, k = 2 on Loops).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from dbfixture import build_fixture, open_app
+
+from db.engine import make_engine
+
+#: (page, URL parameters) that between them draw every table of the dashboard.
+VIEWS: tuple[tuple[str | None, dict[str, str]], ...] = (
+    (None, {"k": "2"}),
+    ("views/calls.py", {}),
+    ("views/trace.py", {}),
+    ("views/trace.py", {"trace": "orders-7", "pair": "4:0"}),
+    ("views/errors.py", {"fingerprint": "lookup_order: Error: order # not found."}),
+    ("views/tokens.py", {}),
+    ("views/loops.py", {"k": "2"}),
+    ("views/suggestions.py", {}),
+    ("views/imports.py", {}),
+    ("views/review.py", {}),
+)
+
+
+@pytest.fixture
+def store_url(sqlite_url: str) -> str:
+    engine = make_engine(sqlite_url)
+    build_fixture(engine)
+    engine.dispose()
+    return sqlite_url
+
+
+def headings(table: Any) -> dict[str, str]:
+    """The heading each shown column of an ``st.dataframe`` gets on screen."""
+    config = json.loads(table.proto.columns or "{}")
+    shown = list(table.proto.column_order) or [str(c) for c in table.value.columns]
+    return {column: config.get(column, {}).get("label") or column for column in shown}
+
+
+@pytest.mark.parametrize(("page", "params"), VIEWS)
+def test_every_table_has_human_headings_and_a_dash_for_empty_cells(
+    monkeypatch: pytest.MonkeyPatch, store_url: str, page: str | None, params: dict[str, str]
+) -> None:
+    at = open_app(monkeypatch, store_url, page=page, params=params)
+    assert not at.exception
+    tables = list(at.dataframe)
+    assert tables, f"{page} shows no table"
+    for table in tables:
+        raw = {column: label for column, label in headings(table).items() if "_" in label}
+        assert raw == {}, f"{page}: {table.key} shows raw column names"
+        assert table.proto.placeholder == "—", f"{page}: {table.key} shows None in empty cells"
+
+
+def test_counts_are_shown_with_thousands_separators(
+    monkeypatch: pytest.MonkeyPatch, store_url: str
+) -> None:
+    at = open_app(monkeypatch, store_url, page="views/tokens.py")
+    biggest = at.dataframe(key="biggest_table")
+    config = json.loads(biggest.proto.columns)
+    assert config["chars"]["type_config"]["format"] == "localized"
+    assert config["tokens"]["type_config"]["format"] == "%,d"
