@@ -30,10 +30,14 @@ def name_of(conn: Connection | Engine) -> DialectName:
     raise ValueError(f"unsupported database dialect {name!r} (use SQLite or PostgreSQL)")
 
 
-def _json_text(value: Any) -> str | None:
-    if value is None:
-        return None
+def json_dumps(value: Any) -> str:
+    """``value`` as JSON text: orjson, several times faster than the standard library, the
+    serializer of every JSON column (the engine's and the bulk writer's)."""
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+
+
+def _json_text(value: Any) -> str | None:
+    return None if value is None else json_dumps(value)
 
 
 def _sqlite_value(value: Any) -> Any:

@@ -10,9 +10,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
+
+from db import dialect
 
 #: Where the embedded database lives when nothing else is configured.
 DEFAULT_DB_PATH = "toollens.db"
@@ -99,7 +102,9 @@ def make_engine(db: str | None = None, *, migrate: bool = True) -> Engine:
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
     elif os.environ.get("TOOLLENS_NULLPOOL"):
         kwargs["poolclass"] = NullPool
-    engine = create_engine(url, **kwargs)
+    engine = create_engine(
+        url, json_serializer=dialect.json_dumps, json_deserializer=orjson.loads, **kwargs
+    )
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _on_sqlite_connect)
         event.listen(engine, "begin", _on_sqlite_begin)
