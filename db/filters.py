@@ -63,21 +63,34 @@ def _trace_ids(f: Filters) -> Select[int]:
     return select(TraceRow.id).where(*trace_conditions(f))
 
 
-def restrict_results(stmt: SelectT, f: Filters) -> SelectT:
-    """Apply the filters to a statement over ``tool_results``."""
+def _trace_key(column: Any, subset: bool) -> Any:
+    # ``trace_id + 0`` has the same value but no index: SQLite then keeps the small covering
+    # index the statement's other conditions pick (errors, verdicts, loops …) and tests each of
+    # its entries against the filtered traces, instead of fetching every row of those traces
+    # from the table through the trace_id index.
+    return column + 0 if subset else column
+
+
+def restrict_results(stmt: SelectT, f: Filters, *, subset: bool = False) -> SelectT:
+    """Apply the filters to a statement over ``tool_results``.
+
+    ``subset``: the statement reads a small indexed subset of the results (errors, verdicts,
+    advice, corrections) that should be filtered where it lies (same rows, another plan).
+    """
     if f.tool:
         stmt = stmt.where(ToolResultRow.tool == f.tool)
     if _needs_trace_join(f):
-        stmt = stmt.where(ToolResultRow.trace_id.in_(_trace_ids(f)))
+        stmt = stmt.where(_trace_key(ToolResultRow.trace_id, subset).in_(_trace_ids(f)))
     return stmt
 
 
-def restrict_calls(stmt: SelectT, f: Filters) -> SelectT:
-    """Apply the filters to a statement over ``tool_calls``."""
+def restrict_calls(stmt: SelectT, f: Filters, *, subset: bool = False) -> SelectT:
+    """Apply the filters to a statement over ``tool_calls`` (``subset``: see
+    :func:`restrict_results`; for the calls at ``occurrence >= k``)."""
     if f.tool:
         stmt = stmt.where(ToolCallRow.tool_name == f.tool)
     if _needs_trace_join(f):
-        stmt = stmt.where(ToolCallRow.trace_id.in_(_trace_ids(f)))
+        stmt = stmt.where(_trace_key(ToolCallRow.trace_id, subset).in_(_trace_ids(f)))
     return stmt
 
 

@@ -236,6 +236,7 @@ class ToolResultRow(Base):
             "rule",
             "trace_id",
             "timestamp",
+            "next_call_succeeded",
             "status",
             sqlite_where=text("status = 'error'"),
             postgresql_where=text("status = 'error'"),

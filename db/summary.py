@@ -77,6 +77,7 @@ def loop_counts(conn: Connection, k: int, f: Filters = NO_FILTERS) -> tuple[int,
                 func.count().filter(ToolCallRow.occurrence >= k),
             ).where(ToolCallRow.occurrence >= k),
             f,
+            subset=True,
         )
     ).one()
     signatures, late_calls = int(row[0]), int(row[1])
@@ -156,10 +157,10 @@ def _result_figures(conn: Connection, f: Filters) -> dict[str, Any]:
         elif state == "result_before_call":
             out["unpaired_result_before_call"] += no_call
     out["with_suggestion"] = conn.execute(
-        restrict_results(select(func.count()).where(r.suggestion.is_not(None)), f)
+        restrict_results(select(func.count()).where(r.suggestion.is_not(None)), f, subset=True)
     ).scalar_one()
     out["corrections"] = conn.execute(
-        restrict_results(select(func.count()).where(corrected_result), f)
+        restrict_results(select(func.count()).where(corrected_result), f, subset=True)
     ).scalar_one()
     return {name: int(value or 0) for name, value in out.items()}
 
@@ -212,6 +213,7 @@ def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS)
                     .group_by(effective_error_type)
                     .order_by(func.count().desc(), effective_error_type),
                     f,
+                    subset=True,
                 )
             )
             if et is not None
@@ -231,6 +233,7 @@ def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS)
                 .where(effective_verdict.is_not(None))
                 .group_by(effective_verdict),
                 f,
+                subset=True,
             )
         ):
             suggestions[verdict] = n

@@ -26,7 +26,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
 from db import dialect
-from db.filters import NO_FILTERS, Filters, restrict_results
+from db.filters import NO_FILTERS, Filters, SelectT, restrict_results
 from db.schema import MessageRow, ToolResultRow, TraceRow
 from db.summary import effective_error_type
 
@@ -73,15 +73,20 @@ def _is_error() -> ColumnElement[bool]:
     return ToolResultRow.status == "error"
 
 
+def _restrict(stmt: SelectT, filters: Filters) -> SelectT:
+    # Every statement here reads error results: filtered where they lie, in the errors index.
+    return restrict_results(stmt, filters, subset=True)
+
+
 def error_totals(engine: Engine, filters: Filters = NO_FILTERS) -> tuple[int, int]:
     """(error results, all results) among the filtered Tool Messages."""
-    stmt = restrict_results(
-        select(func.coalesce(func.sum(case((_is_error(), 1), else_=0)), 0), func.count()),
-        filters,
-    )
+    errors = _restrict(select(func.count()).where(_is_error()), filters)
+    results = restrict_results(select(func.count()).select_from(ToolResultRow), filters)
     with engine.connect() as conn:
-        errors, results = conn.execute(stmt).one()
-    return int(errors), int(results)
+        n_errors, n_results = conn.execute(
+            select(errors.scalar_subquery(), results.scalar_subquery())
+        ).one()
+    return int(n_errors), int(n_results)
 
 
 def error_types_by_tool(
@@ -92,7 +97,7 @@ def error_types_by_tool(
     Columns: ``tool``, ``error_type``, ``errors``; tools ordered by their error total.
     """
     label = _error_type_label()
-    top = restrict_results(
+    top = _restrict(
         select(ToolResultRow.tool)
         .where(_is_error())
         .group_by(ToolResultRow.tool)
@@ -100,7 +105,7 @@ def error_types_by_tool(
         .limit(top_tools),
         filters,
     )
-    stmt = restrict_results(
+    stmt = _restrict(
         select(
             ToolResultRow.tool.label("tool"),
             label.label("error_type"),
@@ -133,7 +138,7 @@ def error_time_unit(engine: Engine, filters: Filters = NO_FILTERS) -> TimeUnit:
     Traces without any timestamp (many formats have none) are placed by their import instead.
     """
     ts = _error_time()
-    stmt = restrict_results(
+    stmt = _restrict(
         select(func.min(ts), func.max(ts))
         .select_from(ToolResultRow)
         .join(TRACE, TRACE.id == ToolResultRow.trace_id)
@@ -163,7 +168,7 @@ def errors_over_time(
             bucket: Any = TRACE.import_id
         else:
             bucket = dialect.time_bucket(conn, _error_time(), unit)
-        stmt = restrict_results(
+        stmt = _restrict(
             select(bucket.label("bucket"), label.label("error_type"), func.count().label("errors"))
             .select_from(ToolResultRow)
             .join(TRACE, TRACE.id == ToolResultRow.trace_id)
@@ -186,7 +191,7 @@ def error_sources(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame
     ones come from text rules, so their ``rule`` says why.
     """
     rule = func.coalesce(ToolResultRow.rule, literal("(none)"))
-    stmt = restrict_results(
+    stmt = _restrict(
         select(
             ToolResultRow.status_source.label("status_source"),
             rule.label("rule"),
@@ -202,7 +207,7 @@ def error_sources(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame
 
 
 def _fingerprint_groups(filters: Filters) -> Select[*tuple[Any, ...]]:
-    return restrict_results(
+    return _restrict(
         select(
             ToolResultRow.fingerprint.label("fingerprint"),
             func.max(ToolResultRow.tool).label("tool"),
@@ -268,7 +273,7 @@ def count_fingerprint_occurrences(
     engine: Engine, fingerprint: str, filters: Filters = NO_FILTERS
 ) -> int:
     """How many filtered error results carry ``fingerprint``."""
-    stmt = restrict_results(
+    stmt = _restrict(
         select(func.count()).where(_is_error(), ToolResultRow.fingerprint == fingerprint),
         filters,
     )
@@ -290,7 +295,7 @@ def fingerprint_occurrences(
     ``error_type``, ``status_source``, ``rule``, ``timestamp``, ``content`` (at most
     ``EXAMPLE_CHARS`` characters).
     """
-    stmt = restrict_results(
+    stmt = _restrict(
         select(
             TRACE.display_id.label("trace"),
             result_pair_key().label("pair"),

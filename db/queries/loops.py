@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine, Select, Text, and_, case, cast, func, select
+from sqlalchemy import Engine, Select, Text, and_, cast, func, select
 from sqlalchemy.orm import aliased
 
 from db.filters import NO_FILTERS, Filters, restrict_calls
+from db.queries.common import grouping_key
 from db.queries.errors import TRACE, to_frame
 from db.schema import ToolCallRow, ToolResultRow
 
@@ -23,47 +24,42 @@ ARGS_PREVIEW_CHARS = 200
 
 
 def _loop_groups(k: int, filters: Filters) -> Select[*tuple[Any, ...]]:
-    """One row per looping (trace, signature) with its figures, unordered and unpaged."""
-    keys = (
-        restrict_calls(
-            select(ToolCallRow.trace_id, ToolCallRow.signature).where(ToolCallRow.occurrence >= k),
-            filters,
-        )
-        .distinct()
-        .subquery()
-    )
+    """One row per looping (trace, signature) with its figures, unordered and unpaged.
+
+    Occurrences of a signature in a trace are numbered 1 … n, so each looping signature has
+    exactly one call at ``occurrence == k``: those few calls (off the occurrence index) are the
+    keys, and each key's calls are read from its trace.
+    """
+    keys = restrict_calls(
+        select(
+            grouping_key(ToolCallRow.trace_id).label("trace_id"),
+            ToolCallRow.signature.label("signature"),
+        ).where(ToolCallRow.occurrence == k),
+        filters,
+        subset=True,
+    ).subquery()
+    call = aliased(ToolCallRow)
     result = aliased(ToolResultRow)
     return (
         select(
-            ToolCallRow.trace_id.label("trace_id"),
-            ToolCallRow.signature.label("signature"),
-            func.max(ToolCallRow.tool_name).label("tool"),
+            keys.c.trace_id,
+            keys.c.signature,
+            func.max(call.tool_name).label("tool"),
             func.count().label("occurrences"),
-            func.max(ToolCallRow.run_length).label("run_length"),
-            func.coalesce(func.sum(case((result.status == "error", 1), else_=0)), 0).label(
-                "errors"
-            ),
-            func.coalesce(
-                func.sum(case((ToolCallRow.occurrence >= 2, result.tokens), else_=0)), 0
-            ).label("wasted_tokens"),
-        )
-        .select_from(ToolCallRow)
-        .join(
-            keys,
-            and_(
-                keys.c.trace_id == ToolCallRow.trace_id,
-                keys.c.signature == ToolCallRow.signature,
+            func.max(call.run_length).label("run_length"),
+            func.count().filter(result.status == "error").label("errors"),
+            func.coalesce(func.sum(result.tokens).filter(call.occurrence >= 2), 0).label(
+                "wasted_tokens"
             ),
         )
+        .select_from(keys)
+        .join(call, and_(call.trace_id == keys.c.trace_id, call.signature == keys.c.signature))
         # The result that answers the call (its pairing is stored on the call at import).
         .outerjoin(
             result,
-            and_(
-                result.trace_id == ToolCallRow.trace_id,
-                result.message_seq == ToolCallRow.result_seq,
-            ),
+            and_(result.trace_id == call.trace_id, result.message_seq == call.result_seq),
         )
-        .group_by(ToolCallRow.trace_id, ToolCallRow.signature)
+        .group_by(keys.c.trace_id, keys.c.signature)
     )
 
 

@@ -15,7 +15,6 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import (
     BigInteger,
-    ColumnElement,
     Connection,
     Engine,
     case,
@@ -50,16 +49,6 @@ def _frame(conn: Connection, stmt: Any) -> pd.DataFrame:
     return pd.DataFrame(result.all(), columns=list(result.keys()))
 
 
-def _count_if(cond: ColumnElement[bool]) -> ColumnElement[Any]:
-    return func.coalesce(func.sum(case((cond, 1), else_=0)), 0)
-
-
-def _nearest_rank(n: ColumnElement[Any], num: int, den: int) -> ColumnElement[Any]:
-    # ceil(q * n) in integer arithmetic (no CEIL in every SQLite build); matches
-    # db.summary.percentile's nearest-rank definition.
-    return (n * num + (den - 1)) // den
-
-
 def error_type_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
     """Error results per effective error type, most frequent first: ``error_type``, ``errors``."""
     label = func.coalesce(effective_error_type, literal(UNCLASSIFIED)).label("error_type")
@@ -69,6 +58,7 @@ def error_type_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
         .group_by(label)
         .order_by(func.count().desc(), label),
         filters,
+        subset=True,
     )
     with engine.connect() as conn:
         return _frame(conn, stmt)
@@ -84,6 +74,7 @@ def verdict_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFram
         .where(effective_verdict.is_not(None))
         .group_by(effective_verdict),
         filters,
+        subset=True,
     )
     with engine.connect() as conn:
         found = {str(v): int(n) for v, n in conn.execute(stmt)}
@@ -184,6 +175,7 @@ def top_error_fingerprints(
         .order_by(func.count().desc(), ToolResultRow.fingerprint)
         .limit(limit),
         filters,
+        subset=True,
     )
     with engine.connect() as conn:
         return _frame(conn, stmt)
@@ -243,6 +235,7 @@ def top_loops(
         .where(ToolCallRow.occurrence >= k)
         .group_by(trace_key, ToolCallRow.signature),
         filters,
+        subset=True,
     ).subquery()
     top = (
         select(groups, TraceRow.display_id.label("trace"))
@@ -309,6 +302,7 @@ def tool_scorecard(
         .where(ToolResultRow.status == "error")
         .group_by(ToolResultRow.tool, error_label),
         f,
+        subset=True,
     )
     tool_key = grouping_key(ToolResultRow.tool)
     advised_stmt = restrict_results(
@@ -316,6 +310,7 @@ def tool_scorecard(
         .where(ToolResultRow.status == "error", ToolResultRow.suggestion.is_not(None))
         .group_by(tool_key),
         f,
+        subset=True,
     )
     verdicts_stmt = restrict_results(
         select(
@@ -326,6 +321,7 @@ def tool_scorecard(
         .where(effective_verdict.in_(("followed", "ignored")))
         .group_by(tool_key),
         f,
+        subset=True,
     )
     calls_stmt = restrict_calls(
         select(ToolCallRow.tool_name.label("tool"), func.count().label("calls")).group_by(
@@ -345,6 +341,7 @@ def tool_scorecard(
         .where(ToolCallRow.occurrence >= k)
         .group_by(call_key),
         f,
+        subset=True,
     )
     finding_key = grouping_key(FindingRow.tool)
     findings_stmt = restrict_findings(

@@ -14,6 +14,7 @@ import pandas as pd
 from sqlalchemy import ColumnElement, Engine, case, func, literal, select
 
 from db.filters import NO_FILTERS, Filters, restrict_results
+from db.queries.common import grouping_key
 from db.queries.errors import TRACE, result_pair_key, to_frame
 from db.schema import ToolResultRow
 from db.summary import VERDICTS, effective_error_type, effective_verdict
@@ -26,10 +27,6 @@ NO_ERROR_TYPE = "(none)"
 SUGGESTION_CHARS = 300
 WITH_SUGGESTION = "with suggestion"
 WITHOUT_SUGGESTION = "without suggestion"
-
-
-def _count_if(cond: ColumnElement[bool]) -> ColumnElement[Any]:
-    return func.coalesce(func.sum(case((cond, 1), else_=0)), 0)
 
 
 def _rate(numerator: pd.Series, denominator: pd.Series) -> pd.Series:
@@ -52,10 +49,10 @@ def follow_rates(
     """
     key: Any
     if by == "tool":
-        key = ToolResultRow.tool
+        key = grouping_key(ToolResultRow.tool)
     else:
         key = func.coalesce(effective_error_type, literal(NO_ERROR_TYPE))
-    counts = [_count_if(effective_verdict == v).label(v) for v in VERDICTS]
+    counts = [func.count().filter(effective_verdict == v).label(v) for v in VERDICTS]
     stmt = restrict_results(
         select(key.label(by), func.count().label("suggestions"), *counts)
         .where(effective_verdict.is_not(None))
@@ -63,6 +60,7 @@ def follow_rates(
         .order_by(func.count().desc(), key)
         .limit(limit),
         filters,
+        subset=True,
     )
     with engine.connect() as conn:
         df = to_frame(conn, stmt)
@@ -87,6 +85,7 @@ def verdict_breakdown(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
         .where(effective_verdict.is_not(None))
         .group_by(effective_verdict, kind),
         filters,
+        subset=True,
     )
     with engine.connect() as conn:
         df = to_frame(conn, stmt)
@@ -105,34 +104,32 @@ def recovery_rates(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFram
     ``recovered``, ``not_recovered``, ``no_next_call``, ``recovery_rate`` (recovered /
     (recovered + not_recovered), ``None`` when no error was followed by a call of its tool).
     """
-    has = ToolResultRow.suggestion.is_not(None)
+    # Every error by the next call's outcome off the errors index, those with advice off the
+    # advice index; the errors without advice are the difference.
     nxt = ToolResultRow.next_call_succeeded
-    stmt = restrict_results(
-        select(
-            has.label("has_suggestion"),
-            func.count().label("errors"),
-            _count_if(nxt.is_(True)).label("recovered"),
-            _count_if(nxt.is_(False)).label("not_recovered"),
-            _count_if(nxt.is_(None)).label("no_next_call"),
+    is_error = ToolResultRow.status == "error"
+
+    def by_outcome(*conds: ColumnElement[bool]) -> Any:
+        key = case((nxt.is_(True), 1), (nxt.is_(False), 0), else_=-1)
+        return restrict_results(
+            select(key, func.count()).where(is_error, *conds).group_by(key), filters, subset=True
         )
-        .where(ToolResultRow.status == "error")
-        .group_by(has),
-        filters,
-    )
+
     with engine.connect() as conn:
-        found = {bool(row[0]): row[1:] for row in conn.execute(stmt)}
-    rows = []
-    for flag, group in ((True, WITH_SUGGESTION), (False, WITHOUT_SUGGESTION)):
-        errors, recovered, not_recovered, none = (int(v) for v in found.get(flag, (0, 0, 0, 0)))
-        rows.append(
-            {
-                "group": group,
-                "errors": errors,
-                "recovered": recovered,
-                "not_recovered": not_recovered,
-                "no_next_call": none,
-            }
-        )
+        every = {int(k): int(n) for k, n in conn.execute(by_outcome())}
+        has = ToolResultRow.suggestion.is_not(None)
+        advised = {int(k): int(n) for k, n in conn.execute(by_outcome(has))}
+    without = {k: every.get(k, 0) - advised.get(k, 0) for k in (1, 0, -1)}
+    rows = [
+        {
+            "group": group,
+            "errors": sum(part.values()),
+            "recovered": part.get(1, 0),
+            "not_recovered": part.get(0, 0),
+            "no_next_call": part.get(-1, 0),
+        }
+        for group, part in ((WITH_SUGGESTION, advised), (WITHOUT_SUGGESTION, without))
+    ]
     df = pd.DataFrame(rows)
     df["recovery_rate"] = _rate(df["recovered"], df["recovered"] + df["not_recovered"])
     return df

@@ -1,23 +1,23 @@
 """Queries behind the Tokens page: Tool Message sizes, the biggest results, budgets, shares.
 
-Distributions are computed in SQL (quantiles with window functions, histogram bins with integer
-arithmetic) so that a store of a million messages ships a few dozen numbers, not every row.
+Distributions are computed in SQL (exact quantiles from per-size counts, histogram bins with
+integer arithmetic) so that a store of a million messages ships a few dozen numbers, not every row.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
-from sqlalchemy import ColumnElement, Engine, and_, case, func, select
+from sqlalchemy import BigInteger, Engine, and_, case, cast, func, select
 
 from db.filters import NO_FILTERS, Filters, restrict_results, restrict_traces
+from db.queries.common import percentile_columns, token_histogram_by_tool
 from db.queries.errors import TRACE, result_pair_key, to_frame
 from db.schema import ImportRun, MessageRow, ToolResultRow, TraceRow
 
 #: Characters of a Tool Message shown beside its size.
 PREVIEW_CHARS = 200
-#: Results per tool the token quantiles are computed from (a systematic sample beyond that).
+#: Kept for callers that name it: quantiles once came from a sample of this many results per
+#: tool; they are exact now (see :func:`token_quantiles_by_tool`).
 PER_TOOL_SAMPLE = 2000
 #: Quantiles reported per tool, as (name, numerator, denominator) of q.
 QUANTILES: tuple[tuple[str, int, int], ...] = (
@@ -38,11 +38,6 @@ def latest_encoding(engine: Engine) -> str | None:
     return str(value) if value is not None else None
 
 
-def _nearest_rank(n: ColumnElement[Any], num: int, den: int) -> ColumnElement[Any]:
-    # ceil(q * n) in integer arithmetic, identical on SQLite and PostgreSQL (no CEIL needed).
-    return (n * num + (den - 1)) // den
-
-
 def token_quantiles_by_tool(
     engine: Engine,
     filters: Filters = NO_FILTERS,
@@ -52,61 +47,34 @@ def token_quantiles_by_tool(
 ) -> pd.DataFrame:
     """Nearest-rank quantiles of Tool Message tokens for the ``top_tools`` most used tools.
 
-    Sorting every result by tool and size costs seconds on a large store, so the quantiles are
-    computed in SQL over a systematic sample of at most about ``per_tool_sample`` results per
-    tool (every n-th result by id); a tool with fewer results is exact.
+    Exact: results are counted per (tool, token count), a walk of the (tool, tokens) index, and
+    the ranks run over those groups (token counts repeat a lot), so every result counts.
+    ``per_tool_sample`` is accepted for compatibility and no longer used (the quantiles used to
+    come from a sample); ``sampled`` always equals ``results``.
 
-    Columns: ``tool``, ``results`` (exact count), ``sampled`` (results the quantiles come
-    from), ``min``, ``p25``, ``p50``, ``p75``, ``p95``, ``max``, ``mean``; tools ordered by
-    their number of results.
+    Columns: ``tool``, ``results``, ``sampled`` (results the quantiles come from), ``min``,
+    ``p25``, ``p50``, ``p75``, ``p95``, ``max``, ``mean``; tools ordered by their number of
+    results.
     """
-    top = restrict_results(
-        select(ToolResultRow.tool, func.count())
-        .group_by(ToolResultRow.tool)
-        .order_by(func.count().desc(), ToolResultRow.tool)
-        .limit(top_tools),
-        filters,
-    )
+    del per_tool_sample
+    ranks = token_histogram_by_tool(filters)
+    results = cast(func.max(ranks.c.total), BigInteger)
+    stmt = select(
+        ranks.c.tool,
+        results.label("results"),
+        results.label("sampled"),
+        func.min(ranks.c.tokens).label("min"),
+        *percentile_columns(ranks, QUANTILES),
+        func.max(ranks.c.tokens).label("max"),
+        (func.sum(ranks.c.tokens * ranks.c.n) * 1.0 / func.max(ranks.c.total)).label("mean"),
+    ).group_by(ranks.c.tool)
     with engine.connect() as conn:
-        counts = {str(tool): int(n) for tool, n in conn.execute(top)}
-        if not counts:
-            return pd.DataFrame(columns=["tool", "results", "sampled", "min", *QUANTILE_NAMES,
-                                         "max", "mean"])  # fmt: skip
-        # Every n-th id of a tool, n chosen per tool: rare tools keep all their results.
-        step = case(
-            {tool: max(1, -(-n // per_tool_sample)) for tool, n in counts.items()},
-            value=ToolResultRow.tool,
-            else_=0,
-        )
-        ranked = restrict_results(
-            select(
-                ToolResultRow.tool.label("tool"),
-                ToolResultRow.tokens.label("tokens"),
-                func.row_number()
-                .over(partition_by=ToolResultRow.tool, order_by=ToolResultRow.tokens)
-                .label("rn"),
-                func.count().over(partition_by=ToolResultRow.tool).label("n"),
-            ).where(ToolResultRow.tool.in_(list(counts)), ToolResultRow.id % step == 0),
-            filters,
-        ).subquery()
-        quantiles = [
-            func.max(
-                case((ranked.c.rn == _nearest_rank(ranked.c.n, num, den), ranked.c.tokens))
-            ).label(name)
-            for name, num, den in QUANTILES
-        ]
-        stmt = select(
-            ranked.c.tool,
-            func.max(ranked.c.n).label("sampled"),
-            func.min(ranked.c.tokens).label("min"),
-            *quantiles,
-            func.max(ranked.c.tokens).label("max"),
-            func.avg(ranked.c.tokens).label("mean"),
-        ).group_by(ranked.c.tool)
         df = to_frame(conn, stmt)
-    df.insert(1, "results", df["tool"].map(counts))
+    if df.empty:
+        return pd.DataFrame(columns=["tool", "results", "sampled", "min", *QUANTILE_NAMES,
+                                     "max", "mean"])  # fmt: skip
     df["mean"] = df["mean"].astype(float).round(1)
-    df = df.sort_values(["results", "tool"], ascending=[False, True])
+    df = df.sort_values(["results", "tool"], ascending=[False, True]).head(top_tools)
     return df.reset_index(drop=True)
 
 

@@ -38,7 +38,7 @@ def upgrade() -> None:
         "ix_tool_results_errors",
         "tool_results",
         ["fingerprint", "tool", "error_type", "error_type_corrected", "status_source", "rule",
-         "trace_id", "timestamp", "status"],
+         "trace_id", "timestamp", "next_call_succeeded", "status"],
         **_where(_ERRORS),
     )  # fmt: skip
     op.create_index(
