@@ -17,6 +17,7 @@ def test_errors_by_type_chart_draws_the_biggest_type_on_top() -> None:
     assert bar.orientation == "h"
     # Plotly draws the first category at the bottom, so the order is reversed.
     assert list(bar.y) == ["rate_limit", "not_found"]
+    assert list(bar.customdata) == ["rate_limit", "not_found"]
     assert list(bar.x) == [1, 2]
     assert list(bar.text) == ["1", "2"]
     assert fig.layout.title.text == "Errors by type"
@@ -111,3 +112,13 @@ def test_small_charts_share_one_height_and_hide_the_legend() -> None:
     fig = charts.verdict_chart(df)
     assert fig.layout.height == charts.SMALL_HEIGHT
     assert fig.layout.showlegend is False
+
+
+def test_long_error_types_are_cut_on_the_axis_and_whole_in_the_hover() -> None:
+    df = pd.DataFrame({"error_type": ["invalid_arguments_json"], "errors": [4]})
+    (bar,) = charts.errors_by_type_chart(df).data
+    assert (list(bar.y), list(bar.customdata)) == (
+        ["invalid_argument…"],
+        ["invalid_arguments_json"],
+    )
+    assert len(bar.y[0]) == charts.LABEL_CHARS

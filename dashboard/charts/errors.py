@@ -164,8 +164,9 @@ def error_sources_chart(df: pd.DataFrame) -> go.Figure:
         go.Bar(
             x=sources,
             y=[int(totals[s]) for s in sources],
-            text=[int(totals[s]) for s in sources],
-            textposition="auto",
+            text=[f"{int(totals[s]):,}" for s in sources],
+            textposition="outside",
+            cliponaxis=False,
             marker_color=[SOURCE_COLORS.get(s, "#B6B6B6") for s in sources],
         )
     )

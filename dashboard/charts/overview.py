@@ -26,6 +26,8 @@ VERDICT_COLORS: dict[str, str] = {
 }
 #: Height of the small overview charts, in pixels.
 SMALL_HEIGHT = 260
+#: Longest category label on a small chart; longer ones are cut (the hover has them whole).
+LABEL_CHARS = 17
 
 
 def _small_layout(
@@ -43,6 +45,8 @@ def _small_layout(
         xaxis_title=x_title,
         yaxis_title=y_title,
     )
+    # Room for the category labels (a fixed 10 px margin cuts them at the left edge).
+    fig.update_yaxes(automargin=True)
     return fig
 
 
@@ -73,6 +77,15 @@ def bin_label(lower: float, upper: float | None) -> str:
     return f"{compact_number(low)}–{compact_number(top)}"
 
 
+def short_label(text: str, limit: int = LABEL_CHARS) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis (axis labels of narrow charts).
+
+    >>> short_label("invalid_arguments_json")
+    'invalid_argument…'
+    """
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def errors_by_type_chart(df: pd.DataFrame) -> go.Figure:
     """Horizontal bars of errors per error type (``error_type``, ``errors``), biggest on top,
     each in its error type's color."""
@@ -82,14 +95,15 @@ def errors_by_type_chart(df: pd.DataFrame) -> go.Figure:
     fig = go.Figure(
         go.Bar(
             x=errors,
-            y=types,
+            y=[short_label(t) for t in types],
+            customdata=types,
             orientation="h",
             marker_color=[error_type_color(t) for t in types],
             name="errors",
             text=[f"{n:,}" for n in errors],
             textposition="outside",
             cliponaxis=False,
-            hovertemplate="%{y}: %{x:,} errors<extra></extra>",
+            hovertemplate="%{customdata}: %{x:,} errors<extra></extra>",
         )
     )
     # The counts are on the bars; a count axis would crowd the narrow chart.

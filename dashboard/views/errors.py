@@ -75,18 +75,21 @@ if corrected:
         "and charts use the corrected types."
     )
 
-left, right = st.columns([3, 2])
+# Full width: beside another chart the tool names and the legend leave the bars no room.
+st.subheader("Error types by tool")
+by_tool = state.query(q.error_types_by_tool, f)
+st.plotly_chart(charts.error_types_by_tool_chart(by_tool), key="errors_by_tool")
+
+st.subheader("How errors were recognized")
+left, right = st.columns([2, 3])
 with left:
-    st.subheader("Error types by tool")
-    by_tool = state.query(q.error_types_by_tool, f)
-    st.plotly_chart(charts.error_types_by_tool_chart(by_tool), key="errors_by_tool")
-with right:
-    st.subheader("How errors were recognized")
     st.plotly_chart(charts.error_sources_chart(sources), key="error_sources")
+with right:
     st.dataframe(
         sources,
         hide_index=True,
         placeholder=widgets.EMPTY_CELL,
+        height=widgets.table_height(len(sources), max_rows=7),
         column_config={
             "status_source": st.column_config.TextColumn("Recognized by"),
             "rule": st.column_config.TextColumn("Rule", help="the rule that decided the status"),

@@ -127,7 +127,7 @@ with right.container(border=True):
             placeholder=widgets.EMPTY_CELL,
             column_order=("tool", "over_budget", "results", "max_tokens"),
             column_config={
-                "tool": st.column_config.TextColumn("Tool", width="medium"),
+                "tool": st.column_config.TextColumn("Tool", width=160),
                 "over_budget": widgets.count_column("Over budget", help="results over budget"),
                 "results": widgets.count_column("Results"),
                 "max_tokens": widgets.count_column("Largest", help="tokens of the biggest result"),
@@ -146,8 +146,9 @@ with left.container(border=True):
             placeholder=widgets.EMPTY_CELL,
             column_order=("trace", "tool", "calls"),
             column_config={
-                "trace": st.column_config.TextColumn("Trace", width="medium"),
-                "tool": st.column_config.TextColumn("Tool"),
+                # Fixed text widths keep the count in view at 1,280 px.
+                "trace": st.column_config.TextColumn("Trace", width=170),
+                "tool": st.column_config.TextColumn("Tool", width=130),
                 "calls": widgets.count_column("Calls", help="identical calls in the trace"),
             },
             on_select="rerun",
