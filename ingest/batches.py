@@ -217,8 +217,8 @@ _Done = list[TraceRows | Rejected] | tuple[WriteResult, list[Rejected]]
 class BatchWriter:
     """Collects traces into batches and has them analyzed and written; collects rejections.
 
-    With ``workers`` > 0 the batches go to a process pool (one batch per worker plus one
-    queued, so no worker idles); with 0 everything happens in this process.
+    With ``workers`` > 0 the batches go to a process pool (two batches per worker in flight,
+    so no worker idles); with 0 everything happens in this process.
     """
 
     def __init__(
@@ -250,7 +250,8 @@ class BatchWriter:
                     turn, changed = context.Value("q", 0, lock=False), context.Condition()
                 init = {"initializer": _init_worker, "initargs": (url, import_id, turn, changed)}
             self.pool = ProcessPoolExecutor(workers, mp_context=context, **init)
-        self.max_pending = workers + 1
+        # Two batches per worker in flight: when one is written, the next is already queued.
+        self.max_pending = 2 * workers
         self.seq = 0
         self.batch: list[Trace | Deferred] = []
         self.batch_messages = 0
