@@ -284,3 +284,60 @@ def chromium_version() -> str:
         return "absent"
     done = subprocess.run([str(CHROMIUM), "--version"], capture_output=True, text=True, timeout=30)
     return done.stdout.strip()
+
+
+#: The documentation screenshots: (file name, URL path and query, viewport height). 1,440 px
+#: wide; each height ends where the page's first story does.
+DOCS_SHOTS: tuple[tuple[str, str, int], ...] = (
+    ("overview", "", 1140),
+    ("trace", "trace?trace=demo-050-protocol_ignored&pair=2:0", 1180),
+    ("errors", "errors", 1150),
+    ("loops", "loops?k=3", 1100),
+    ("tokens", "tokens", 1000),
+    ("suggestions", "suggestions", 1000),
+    ("calls", "calls", 900),
+)
+DOCS_WIDTH = 1440
+
+
+def docs_screenshots(server: Server, folder: Path, names: Sequence[str] = ()) -> list[Path]:
+    """Save :data:`DOCS_SHOTS` (or only ``names``) of the dashboard at ``server`` as PNGs."""
+    from playwright.sync_api import sync_playwright
+
+    saved = []
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            for name, path, height in DOCS_SHOTS:
+                if names and name not in names:
+                    continue
+                context = browser.new_context(viewport={"width": DOCS_WIDTH, "height": height})
+                context.add_init_script(READY_SCRIPT)
+                page = context.new_page()
+                open_page(page, f"{server.url}/{path}")
+                saved.append(folder / f"{name}.png")
+                save_screenshot(page, saved[-1])
+                context.close()
+        finally:
+            browser.close()
+    return saved
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python tests/browser_support.py --db URL [--out docs/screenshots] [NAME …]``: serve the
+    store and save the documentation screenshots (the demo store of ``make demo``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--db", required=True, help="database URL or SQLite file")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
+    parser.add_argument("names", nargs="*", help="only these screenshots")
+    args = parser.parse_args(argv)
+    log = REPO / "test-artifacts" / "docs-screenshots-server.log"
+    with serve_dashboard(args.db, log) as server:
+        for path in docs_screenshots(server, args.out, args.names):
+            print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -285,3 +285,46 @@ def test_urls_in_trace_content_never_become_links(
     tracker_links = page.locator(f'a[href*="127.0.0.1:{hostile_store.tracker.port}"]').count()
     context.close()
     assert tracker_links == 0
+
+
+def test_the_page_of_a_long_trace_goes_into_the_link_and_the_link_opens_it(
+    browser: Any, tmp_path: Path
+) -> None:
+    from test_dashboard_trace_pages import long_trace
+
+    source = tmp_path / "long.jsonl"
+    source.write_bytes(orjson.dumps(long_trace("long-a")) + b"\n")
+    url = f"sqlite:///{tmp_path / 'long.db'}"
+    engine = make_engine(url)
+    assert import_paths(engine, [source], origin="cli").traces == 1
+    engine.dispose()
+    pages = '[data-testid="stCaptionContainer"]'
+    with serve_dashboard(url, tmp_path / "server.log") as server:
+        context = new_context(browser)
+        page = context.new_page()
+        open_page(page, f"{server.url}/trace?trace=long-a&pair=60:0", selector="h3", text="long")
+        assert page.locator(pages, has_text="Messages ").all_text_contents() == [
+            "Messages 41–80 of 101 · page 2 of 3 (the selected pair's page)"
+        ]
+        field = page.get_by_label("Messages page")
+        field.fill("3")
+        field.press("Enter")
+        page.wait_for_function("() => location.search.includes('mpage=3')", timeout=30_000)
+        open_page(page, page.url, selector="h3", text="long")  # wait for the rerun
+        link = page.url
+        context.close()
+
+        # The link opens page 3 in a fresh browser, the selected pair still first.
+        context = new_context(browser)
+        page = context.new_page()
+        open_page(page, link, selector="h3", text="long")
+        save_screenshot(page, SCREENSHOTS / "trace-page-3.png")
+        _assert_page_healthy(page, "Trace")
+        assert page.locator(pages, has_text="Messages ").all_text_contents() == [
+            "Messages 81–101 of 101 · page 3 of 3"
+        ]
+        assert urllib.parse.parse_qs(urllib.parse.urlsplit(link).query) == {
+            "trace": ["long-a"], "pair": ["60:0"], "mpage": ["3"],
+        }  # fmt: skip
+        context.close()
+        assert "Traceback" not in server.log()

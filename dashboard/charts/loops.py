@@ -42,7 +42,7 @@ def loops_by_tool_chart(df: pd.DataFrame, k: int) -> go.Figure:
             **({"dtick": 1} if max(loops, default=0) <= INTEGER_TICKS_UP_TO else {}),
         },
         yaxis={"categoryorder": "array", "categoryarray": tools[::-1], "title": None},
-        height=max(240, 34 * len(tools) + 110),
+        height=max(200, 24 * len(tools) + 90),
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
     )
     return fig
