@@ -18,7 +18,6 @@ from sqlalchemy import (
     ColumnElement,
     Engine,
     Integer,
-    Select,
     and_,
     cast,
     func,
@@ -70,12 +69,8 @@ class PairQuery:
 ALL_PAIRS = PairQuery()
 
 
-def _common_conditions(f: Filters, q: PairQuery, with_traces: bool) -> list[ColumnElement[bool]]:
+def _result_conditions(q: PairQuery) -> list[ColumnElement[bool]]:
     conds: list[ColumnElement[bool]] = []
-    if with_traces:
-        conds.extend(trace_conditions(f))
-    if q.trace:
-        conds.append(TraceRow.display_id.icontains(q.trace, autoescape=True))
     if q.status:
         conds.append(ToolResultRow.status == q.status)
     if q.error_type:
@@ -85,37 +80,48 @@ def _common_conditions(f: Filters, q: PairQuery, with_traces: bool) -> list[Colu
     return conds
 
 
-def _needs_result(q: PairQuery) -> bool:
-    return bool(q.status or q.error_type or q.verdict)
+def _traces_named(q: PairQuery) -> Any:
+    """Ids of the traces whose display id contains ``q.trace`` (any case)."""
+    return select(TraceRow.id).where(TraceRow.display_id.icontains(q.trace, autoescape=True))
 
 
-def _call_rows(f: Filters, q: PairQuery) -> Select[*tuple[Any, ...]]:
-    """Every call, with the Tool Message that answers it (outer join: unanswered calls too)."""
-    conds = _common_conditions(f, q, with_traces=True)
-    if f.tool:
-        conds.append(ToolCallRow.tool_name == f.tool)
-    if q.pair_state:
-        conds.append(ToolCallRow.pair_state == q.pair_state)
-    return (
-        select(
-            ToolCallRow.trace_id.label("trace_id"),
-            TraceRow.display_id.label("trace"),
-            ToolCallRow.message_seq.label("seq"),
-            ToolCallRow.call_index.label("call_index"),
-            ToolCallRow.tool_name.label("tool"),
-            ToolResultRow.status.label("status"),
-            effective_error_type.label("error_type"),
-            ToolCallRow.pair_state.label("pair_state"),
-            ToolResultRow.tokens.label("tokens"),
-            ToolCallRow.occurrence.label("occurrence"),
-            effective_verdict.label("verdict"),
-            ToolResultRow.message_seq.label("result_seq"),
+def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
+    """Every call, with the Tool Message that answers it (outer join: unanswered calls too);
+    ``count``: only the number of those rows (joining the answer only when a condition needs
+    it: a call has at most one answer, so the join adds no rows).
+
+    The trace's display id is joined later, to the rows of one page: a join here lets the
+    planner start from ``traces`` and sort every call.
+    """
+    stmt: Any
+    if count:
+        stmt = select(func.count()).select_from(ToolCallRow)
+        if q.status or q.error_type or q.verdict:
+            stmt = stmt.outerjoin(ToolResultRow, _answer())
+    else:
+        stmt = (
+            select(
+                ToolCallRow.trace_id.label("trace_id"),
+                ToolCallRow.message_seq.label("seq"),
+                ToolCallRow.call_index.label("call_index"),
+                ToolCallRow.tool_name.label("tool"),
+                ToolResultRow.status.label("status"),
+                effective_error_type.label("error_type"),
+                ToolCallRow.pair_state.label("pair_state"),
+                ToolResultRow.tokens.label("tokens"),
+                ToolCallRow.occurrence.label("occurrence"),
+                effective_verdict.label("verdict"),
+                ToolResultRow.message_seq.label("result_seq"),
+            )
+            .select_from(ToolCallRow)
+            .outerjoin(ToolResultRow, _answer())
         )
-        .select_from(ToolCallRow)
-        .join(TraceRow, TraceRow.id == ToolCallRow.trace_id)
-        .outerjoin(ToolResultRow, _answer())
-        .where(*conds)
-    )
+    stmt = restrict_calls(stmt, f).where(*_result_conditions(q))
+    if q.trace:
+        stmt = stmt.where(ToolCallRow.trace_id.in_(_traces_named(q)))
+    if q.pair_state:
+        stmt = stmt.where(ToolCallRow.pair_state == q.pair_state)
+    return stmt
 
 
 def _answer() -> ColumnElement[bool]:
@@ -126,18 +132,14 @@ def _answer() -> ColumnElement[bool]:
     )
 
 
-def _lone_result_rows(f: Filters, q: PairQuery) -> Select[*tuple[Any, ...]]:
+def _lone_result_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
     """Tool Messages no call shows as its answer: orphans, early results, second answers."""
-    conds = _common_conditions(f, q, with_traces=True)
-    conds.append(unpaired_result)
-    if f.tool:
-        conds.append(ToolResultRow.tool == f.tool)
-    if q.pair_state:
-        conds.append(ToolResultRow.pair_state == q.pair_state)
-    return (
-        select(
+    stmt: Any
+    if count:
+        stmt = select(func.count()).select_from(ToolResultRow)
+    else:
+        stmt = select(
             ToolResultRow.trace_id.label("trace_id"),
-            TraceRow.display_id.label("trace"),
             ToolResultRow.message_seq.label("seq"),
             cast(null(), Integer).label("call_index"),
             ToolResultRow.tool.label("tool"),
@@ -149,39 +151,19 @@ def _lone_result_rows(f: Filters, q: PairQuery) -> Select[*tuple[Any, ...]]:
             effective_verdict.label("verdict"),
             ToolResultRow.message_seq.label("result_seq"),
         )
-        .select_from(ToolResultRow)
-        .join(TraceRow, TraceRow.id == ToolResultRow.trace_id)
-        .where(*conds)
-    )
-
-
-def _count_calls(f: Filters, q: PairQuery) -> Any:
-    """The number of call rows, joining only what the conditions need (the answer join adds
-    no rows: a call has at most one answer)."""
-    stmt = restrict_calls(select(func.count()).select_from(ToolCallRow), f)
+    stmt = restrict_results(stmt, f).where(unpaired_result, *_result_conditions(q))
     if q.trace:
-        stmt = stmt.join(TraceRow, TraceRow.id == ToolCallRow.trace_id)
-    if _needs_result(q):
-        stmt = stmt.outerjoin(ToolResultRow, _answer())
-    if q.pair_state:
-        stmt = stmt.where(ToolCallRow.pair_state == q.pair_state)
-    return stmt.where(*_common_conditions(NO_FILTERS, q, with_traces=False))
-
-
-def _count_lone_results(f: Filters, q: PairQuery) -> Any:
-    stmt = restrict_results(select(func.count()).select_from(ToolResultRow), f)
-    if q.trace:
-        stmt = stmt.join(TraceRow, TraceRow.id == ToolResultRow.trace_id)
+        stmt = stmt.where(ToolResultRow.trace_id.in_(_traces_named(q)))
     if q.pair_state:
         stmt = stmt.where(ToolResultRow.pair_state == q.pair_state)
-    return stmt.where(unpaired_result, *_common_conditions(NO_FILTERS, q, with_traces=False))
+    return stmt
 
 
 def count_pairs(engine: Engine, filters: Filters = NO_FILTERS, query: PairQuery = ALL_PAIRS) -> int:
     """How many rows the pairs table has under ``filters`` and ``query``."""
     stmt = select(
-        _count_calls(filters, query).scalar_subquery(),
-        _count_lone_results(filters, query).scalar_subquery(),
+        _call_rows(filters, query, count=True).scalar_subquery(),
+        _lone_result_rows(filters, query, count=True).scalar_subquery(),
     )
     with engine.connect() as conn:
         calls, lone = conn.execute(stmt).one()
@@ -221,7 +203,12 @@ def list_pairs(
         part = rows.subquery()
         parts.append(select(select(part).order_by(*_order(part.c, query)).limit(first).subquery()))
     pairs = union_all(*parts).subquery("pairs")
-    stmt = select(pairs).order_by(*_order(pairs.c, query)).limit(limit).offset(offset)
+    page = select(pairs).order_by(*_order(pairs.c, query)).limit(limit).offset(offset).subquery()
+    stmt = (
+        select(page, TraceRow.display_id.label("trace"))
+        .join(TraceRow, TraceRow.id == page.c.trace_id)
+        .order_by(*_order(page.c, query))
+    )
     with engine.connect() as conn:
         result = conn.execute(stmt)
         df = pd.DataFrame(result.all(), columns=list(result.keys()))
