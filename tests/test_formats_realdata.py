@@ -7,8 +7,12 @@ from pathlib import Path
 import pytest
 from formats_helpers import accounted, records_of
 
+from db.engine import make_engine
+from db.summary import summarize
 from ingest import formats
 from ingest.model import Rejected, Trace
+from ingest.pairing import pair_trace
+from ingest.pipeline import import_paths
 
 # ---------------------------------------------------------------------------------------------
 # Real data (../shared/realdata): exact figures
@@ -18,6 +22,7 @@ REAL_FOLDERS = [
     ("openai-chat", "openai_chat", 200, 1164, 1164),
     ("claude-code", "claude_code", 15, 1092, 1091),
     ("openai-legacy", "toolbench", 15, 50, 37),
+    ("langfuse-export", "langfuse", 15, 14, 14),
 ]
 
 
@@ -55,10 +60,101 @@ def test_every_real_file_is_sniffed_as_its_format(realdata: Path, folder: str, f
         assert getattr(module, "NAME", None) == fmt, path.name
 
 
+# Langfuse exports of 15 agent frameworks, counted by hand from the observations: per file the
+# messages of the rebuilt conversation, tool calls, tool results, results flagged as errors.
+LANGFUSE_FILES = [
+    ("ag2-2026-03-09.json", 5, 1, 1, 0),
+    ("agno-2025-06-11.json", 5, 1, 1, 0),
+    ("autogen-2025-06-06.json", 3, 0, 0, 0),
+    ("beeai-2025-08-01.json", 8, 2, 2, 0),
+    ("google-adk-2025-08-28.json", 5, 1, 1, 0),
+    ("google-gemini-2025-08-01.json", 2, 0, 0, 0),
+    ("google-vertex-tools-langchain-2025-09-19.json", 6, 0, 0, 0),
+    ("koog-2025-08-26.json", 7, 2, 2, 0),
+    ("langgraph-2025-08-22.json", 5, 1, 1, 0),
+    ("llamaindex-2025-06-05.json", 2, 0, 0, 0),
+    ("microsoft-agent-2025-10-14.json", 4, 1, 1, 0),
+    ("openai-agents-2025-09-30.json", 5, 1, 1, 0),
+    ("openai-assistants-2024-05-29.json", 3, 0, 0, 0),
+    ("pydantic-ai-tools-2025-12-04.json", 13, 4, 4, 0),
+    ("pydantic-ai-trace-2025-06-06.json", 3, 0, 0, 0),
+]
+
+
 @pytest.mark.realdata
-def test_langfuse_exports_are_not_claimed_by_any_message_format(realdata: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "messages", "calls", "results", "errors"),
+    LANGFUSE_FILES,
+    ids=[row[0].rsplit("-20", 1)[0] for row in LANGFUSE_FILES],
+)
+def test_each_langfuse_export_gives_one_trace_with_its_calls_paired_to_their_results(
+    realdata: Path, name: str, messages: int, calls: int, results: int, errors: int
+) -> None:
+    path = realdata / "langfuse-export" / name
+    items = list(formats.langfuse.parse(records_of(path), name))
+    assert len(items) == 1 and isinstance(items[0], Trace), items
+    trace = items[0]
+    flagged = [m for m in trace.messages if m.tool_result and m.tool_result.explicit_error]
+    assert len(trace.messages) == messages
+    assert sum(len(m.tool_calls) for m in trace.messages) == calls
+    assert sum(1 for m in trace.messages if m.tool_result is not None) == results
+    assert len(flagged) == errors
+    pairing = pair_trace(trace)
+    assert [c.pair_state for c in pairing.calls.values()] == ["paired"] * calls
+    assert trace.external_id is not None and trace.started_at is not None
+
+
+@pytest.mark.realdata
+def test_langfuse_exports_are_claimed_by_langfuse_alone(realdata: Path) -> None:
     for path in sorted((realdata / "langfuse-export").iterdir()):
-        assert formats.sniff_format(path.read_bytes()[:65536]) is None, path.name
+        head = path.read_bytes()[:65536]
+        assert [m.NAME for m in formats.FORMATS if m.sniff(head)] == ["langfuse"], path.name
+
+
+@pytest.mark.realdata
+def test_langfuse_exports_declare_their_tools_and_keep_them_apart_from_results(
+    realdata: Path,
+) -> None:
+    folder = realdata / "langfuse-export"
+    vertex = "google-vertex-tools-langchain-2025-09-19.json"
+    trace = formats.langfuse.parse_one(next(iter(records_of(folder / vertex))), vertex)
+    assert isinstance(trace, Trace)
+    assert [t.name for t in trace.tools] == [
+        "transition_to_service_a",
+        "transition_to_service_b",
+        "transition_to_service_c",
+        "get_customer_info",
+        "escalate_to_human",
+    ]
+    assert [m.role for m in trace.messages] == [
+        "system",
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+
+
+@pytest.mark.realdata
+def test_all_langfuse_exports_import_into_the_database_with_every_call_paired(
+    db_url: str, realdata: Path
+) -> None:
+    engine = make_engine(db_url)
+    files = sorted((realdata / "langfuse-export").glob("*.json"))
+    summary = import_paths(engine, files)
+    data = summarize(engine)
+    engine.dispose()
+    assert (summary.files, summary.records, summary.traces, summary.rejected) == (15, 15, 15, 0)
+    assert summary.messages == 76
+    assert (data["traces"], data["messages"], data["tool_calls"], data["tool_results"]) == (
+        15,
+        76,
+        14,
+        14,
+    )
+    assert data["pair_states"]["paired"] == 14
+    assert sum(data["pair_states"].values()) == 14
 
 
 @pytest.mark.realdata

@@ -31,6 +31,7 @@ def test_every_format_exposes_a_name_a_one_line_description_sniff_and_parse() ->
 
 def test_format_names_are_listed_most_specific_first() -> None:
     assert formats.format_names() == [
+        "langfuse",
         "claude_code",
         "toolbench",
         "openai_responses",
@@ -48,8 +49,8 @@ def test_get_format_names_the_valid_formats_for_an_unknown_name() -> None:
     with pytest.raises(KeyError) as excinfo:
         formats.get_format("otel")
     assert excinfo.value.args[0] == (
-        "unknown format 'otel' (valid formats: claude_code, toolbench, openai_responses, "
-        "anthropic, langchain, openai_chat)"
+        "unknown format 'otel' (valid formats: langfuse, claude_code, toolbench, "
+        "openai_responses, anthropic, langchain, openai_chat)"
     )
 
 
@@ -67,8 +68,20 @@ SNIFFED: list[tuple[str, bytes, str | None]] = [
         None,
     ),
     (
-        "a Langfuse export embeds chat messages",
+        "a Langfuse export embeds chat messages and is claimed by langfuse",
         b'{"trace": {}, "observations": [{"input": [{"role": "tool", "tool_call_id": 1}]}]}',
+        "langfuse",
+    ),
+    (
+        "a Langfuse export whose trace input pushes the observations out of the head",
+        b'{"trace": {"id": "t", "projectId": "p", "input": "' + b"x" * 70000,
+        "langfuse",
+    ),
+    (
+        "an OTLP export is claimed by no format (not even langfuse)",
+        b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"parentObservationId": null, '
+        b'"attributes": [{"key": "gen_ai.input.messages", "value": {"stringValue": '
+        b'"[{\\"role\\": \\"tool\\"}]"}}]}]}]}]}',
         None,
     ),
     ("system role", b'{"messages": [{"role": "system", "content": "Be brief."}]}', "openai_chat"),

@@ -145,6 +145,7 @@ def test_formats_lists_every_registered_format() -> None:
     result = runner.invoke(app, ["formats"])
     names = [line.split()[0] for line in result.stdout.splitlines()]
     assert names == [
+        "langfuse",
         "claude_code",
         "toolbench",
         "openai_responses",

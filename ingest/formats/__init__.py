@@ -2,8 +2,9 @@
 
 Each format is a module exposing ``NAME``, ``DESCRIPTION``, ``sniff(head) -> bool`` and
 ``parse(records, source_file) -> Iterator[Trace | Rejected]``. :data:`FORMATS` lists them most
-specific first (a Claude Code line holds an Anthropic message, a ToolBench file OpenAI legacy
-messages), which is the order sniffing tries them in.
+specific first (a Langfuse export holds messages of every format, a Claude Code line holds an
+Anthropic message, a ToolBench file OpenAI legacy messages), which is the order sniffing tries
+them in.
 
 Example::
 
@@ -22,12 +23,14 @@ from ingest.formats import (
     anthropic,
     claude_code,
     langchain,
+    langfuse,
     openai_chat,
     openai_responses,
     toolbench,
 )
 
 FORMATS: list[ModuleType] = [
+    langfuse,
     claude_code,
     toolbench,
     openai_responses,

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import re
 
-#: Exports of tracing tools (Langfuse, OTLP) embed messages of every format inside spans and
-#: observations; parsing them as the embedded format would only reject them, so a head showing
-#: one is not claimed by any message format.
+#: Exports of tracing tools embed messages of every format inside spans and observations;
+#: parsing them as the embedded format would only reject them, so a head showing one is claimed
+#: by no message format. OTLP exports (no format reads them yet) are claimed by nobody, Langfuse
+#: exports by ``langfuse`` (``projectId`` comes first in an export, before a large trace input
+#: can push ``observations`` out of the head).
 OBSERVABILITY_EXPORT = "observability_export"
 
 _MARKERS: dict[str, tuple[bytes, ...]] = {
-    OBSERVABILITY_EXPORT: (rb'"observations"\s*:', rb'"resourceSpans"\s*:', rb'"scopeSpans"\s*:'),
+    OBSERVABILITY_EXPORT: (rb'"resourceSpans"\s*:', rb'"scopeSpans"\s*:'),
+    "langfuse": (rb'"observations"\s*:', rb'"parentObservationId"\s*:', rb'"projectId"\s*:'),
     "claude_code": (rb'"parentUuid"\s*:', rb'"leafUuid"\s*:'),
     "toolbench": (
         rb'"answer_generation"\s*:',
@@ -65,13 +68,18 @@ _PATTERNS = {name: re.compile(b"|".join(markers)) for name, markers in _MARKERS.
 #: Formats whose markers, when also present, stop a format from claiming a head: the ones
 #: that embed it, and the ones that are equally specific (Anthropic vs. Responses).
 _OUTRANKED_BY: dict[str, frozenset[str]] = {
-    "claude_code": frozenset(),
-    "toolbench": frozenset({"claude_code"}),
-    "langchain": frozenset({"claude_code", "toolbench"}),
-    "openai_responses": frozenset({"claude_code", "toolbench", "langchain", "anthropic"}),
-    "anthropic": frozenset({"claude_code", "toolbench", "langchain", "openai_responses"}),
+    "langfuse": frozenset(),
+    "claude_code": frozenset({"langfuse"}),
+    "toolbench": frozenset({"langfuse", "claude_code"}),
+    "langchain": frozenset({"langfuse", "claude_code", "toolbench"}),
+    "openai_responses": frozenset(
+        {"langfuse", "claude_code", "toolbench", "langchain", "anthropic"}
+    ),
+    "anthropic": frozenset(
+        {"langfuse", "claude_code", "toolbench", "langchain", "openai_responses"}
+    ),
     "openai_chat": frozenset(
-        {"claude_code", "toolbench", "langchain", "anthropic", "openai_responses"}
+        {"langfuse", "claude_code", "toolbench", "langchain", "anthropic", "openai_responses"}
     ),
 }
 

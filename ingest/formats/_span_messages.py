@@ -1,0 +1,553 @@
+"""Chat messages as tracing spans carry them, in every dialect, read leniently.
+
+An LLM span (a Langfuse GENERATION, an OTel inference span) holds its prompt and its answer in
+whatever shape the instrumentation chose: OpenAI chat messages, OTel GenAI ``parts``, Gemini
+``contents``, Responses items, LangChain dumps, an OpenAI or Gemini response object, a
+``role: text`` transcript string, or flattened attributes (OpenInference
+``llm.input_messages.N.message.*``, legacy ``gen_ai.prompt.N.*``). Each reader here turns one of
+them into :class:`SourceMessage` objects: the canonical messages one source message became, and
+a fingerprint to recognize the same message when a later span sends it again.
+
+Reading is lenient on purpose: a span export mixes many instrumentations, and one odd message
+must not lose the whole trace. What is not understood gives no message (an input position stays
+empty) instead of raising.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ingest.formats._common import ROLE_MAP, ShapeError, parse_arguments, text_of, tool_defs
+from ingest.model import Message, Role, ToolCall, ToolDef, ToolResult
+
+#: Message roles and LangChain message types, with Gemini's ``model``.
+_ROLES: dict[str, Role] = {**ROLE_MAP, "model": "assistant", "ai": "assistant", "human": "user"}
+_LANGCHAIN_CLASSES = {
+    "HumanMessage": "user",
+    "AIMessage": "assistant",
+    "SystemMessage": "system",
+    "ToolMessage": "tool",
+    "FunctionMessage": "tool",
+}
+_RESPONSES_CALLS = ("function_call", "custom_tool_call")
+_RESPONSES_OUTPUTS = ("function_call_output", "custom_tool_call_output")
+_TRANSCRIPT_ROLE = re.compile(r"^(system|developer|user|assistant|tool|human|ai):[ \t]?", re.M)
+
+#: A source message's identity: per canonical message, its role, text, calls and answered id.
+Key = tuple[tuple[str, str, tuple[tuple[str, str | None], ...], str | None], ...]
+#: Input messages by position (OpenInference attributes may skip positions).
+Positioned = dict[int, "SourceMessage"]
+
+
+@dataclass(slots=True)
+class SourceMessage:
+    """One message as a span carried it: the canonical messages it became (an OTel ``user``
+    message with three ``tool_call_response`` parts becomes three tool messages)."""
+
+    messages: list[Message]
+    #: Tool definitions sent as a message (Langfuse's LangChain integration): not a message.
+    tools: list[ToolDef] = field(default_factory=list)
+
+    @property
+    def key(self) -> Key:
+        """What identifies the message when a later span sends it again."""
+        return tuple(
+            (
+                m.role,
+                m.content.strip(),
+                tuple((c.name, c.tool_call_id) for c in m.tool_calls),
+                m.tool_result.tool_call_id if m.tool_result else None,
+            )
+            for m in self.messages
+        )
+
+
+def maybe_json(value: Any) -> Any:
+    """A JSON string attribute parsed (exporters serialize lists and objects), else as is."""
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def dump(value: Any) -> str:
+    """Compact JSON text of a parsed value (integers beyond 64 bits as text)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    except TypeError:
+        import json
+
+        return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def content_text(value: Any) -> str:
+    """What a tool or the model reads: text as is, content parts joined, other JSON dumped.
+
+    >>> content_text([{"type": "text", "text": "a"}]), content_text([{"title": "x"}])
+    ('a', '[{"title":"x"}]')
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(_is_part(p) for p in value):
+        return text_of(value)
+    return dump(value)
+
+
+def call_id(value: Any) -> str | None:
+    """A call id; a list of ids (Microsoft Agent Framework sends ``[run_id, call_id]``) gives
+    its last one, the call's own id."""
+    if isinstance(value, list):
+        ids = [v for v in value if isinstance(v, str | int) and not isinstance(v, bool)]
+        value = ids[-1] if ids else None
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def make_call(index: int, ident: Any, name: Any, arguments: Any) -> ToolCall:
+    """A canonical call; a missing name is ``""`` (the call still counts)."""
+    args = parse_arguments(arguments)
+    return ToolCall(
+        call_index=index,
+        tool_call_id=call_id(ident),
+        name=name if isinstance(name, str) else "",
+        arguments_raw=args.raw,
+        arguments=args.parsed,
+        args_valid=args.valid,
+        args_error=args.error,
+    )
+
+
+def result_message(
+    content: Any, ident: Any, name: Any, raw: Any, error: bool | None = None, source: str = ""
+) -> Message:
+    """A canonical Tool Message."""
+    result = ToolResult(
+        tool_call_id=call_id(ident),
+        name=name if isinstance(name, str) else None,
+        explicit_error=error,
+        explicit_source=source if error is not None else None,
+    )
+    return Message(seq=0, role="tool", content=content_text(content), tool_result=result, raw=raw)
+
+
+# ---------------------------------------------------------------------------------------------
+# One message object
+
+
+def read_message(item: Any) -> SourceMessage | None:
+    """One message object in any dialect; ``None`` when it is not a message."""
+    if not isinstance(item, dict):
+        return None
+    kind = item.get("type")
+    if kind in _RESPONSES_CALLS or kind in _RESPONSES_OUTPUTS:
+        return _responses_item(item)
+    data, role = _unwrap(item)
+    if role is None:
+        inner = data.get("message")
+        return read_message(inner) if isinstance(inner, dict) else None
+    if role == "tool" and _is_definition(data.get("content")):
+        content = data["content"]
+        return SourceMessage(
+            [], tools=definitions(content if isinstance(content, list) else [content])
+        )
+    parts = data.get("parts")
+    if isinstance(parts, list):
+        return SourceMessage(_parts_messages(role, parts, item))
+    return SourceMessage(_chat_messages(role, data, item))
+
+
+def _unwrap(item: dict[str, Any]) -> tuple[dict[str, Any], Role | None]:
+    """The message fields and canonical role of OpenAI, LangChain (``dumpd``,
+    ``messages_to_dict``, ``model_dump``), OTel and Gemini message objects."""
+    data = item
+    name: Any = None
+    if isinstance(item.get("kwargs"), dict):
+        data = item["kwargs"]
+        ident = item.get("id")
+        name = _LANGCHAIN_CLASSES.get(ident[-1]) if isinstance(ident, list) and ident else None
+    elif isinstance(item.get("data"), dict) and "type" in item:
+        data = item["data"]
+        name = item["type"]
+    role = data.get("role", name if name is not None else data.get("type"))
+    if isinstance(role, str):
+        role = role.removesuffix("MessageChunk").removesuffix("Chunk").lower()
+        role = {"aimessage": "ai", "humanmessage": "human", "toolmessage": "tool"}.get(role, role)
+        return data, _ROLES.get(role)
+    return data, None
+
+
+def _is_part(part: Any) -> bool:
+    return isinstance(part, str) or (isinstance(part, dict) and isinstance(part.get("type"), str))
+
+
+def _is_definition(content: Any) -> bool:
+    # {"type": "function", "function": {"name", "parameters"}} without an id: a declared tool.
+    items = content if isinstance(content, list) and content else [content]
+    return all(
+        isinstance(c, dict)
+        and c.get("type") == "function"
+        and isinstance(c.get("function"), dict)
+        and "id" not in c
+        and ("parameters" in c["function"] or "description" in c["function"])
+        for c in items
+    )
+
+
+def _chat_messages(role: Role, data: dict[str, Any], raw: Any) -> list[Message]:
+    """An OpenAI / LangChain / Anthropic-content message (results split into tool messages)."""
+    content = data.get("content")
+    calls: list[ToolCall] = []
+    results: list[Message] = []
+    text: str
+    if isinstance(content, list) and content and all(_is_part(p) for p in content):
+        texts = []
+        for part in content:
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "tool_use":
+                calls.append(
+                    make_call(len(calls), part.get("id"), part.get("name"), part.get("input"))
+                )
+            elif kind == "tool_result":
+                flag = part.get("is_error")
+                error = flag if isinstance(flag, bool) else None
+                ident, body = part.get("tool_use_id"), part.get("content")
+                results.append(result_message(body, ident, None, part, error, "is_error"))
+            elif kind == "function" and isinstance(part.get("function"), dict):
+                # Koog writes an assistant's calls as the content of the message.
+                spec = part["function"]
+                calls.append(
+                    make_call(len(calls), part.get("id"), spec.get("name"), spec.get("arguments"))
+                )
+            else:
+                texts.append(part)
+        text = text_of(texts)
+    else:
+        text = content_text(content)
+    calls += _listed_calls(data, len(calls))
+    if role == "tool" and not calls:
+        status = data.get("status")
+        error = {"error": True, "success": False}.get(status) if isinstance(status, str) else None
+        ident = data.get("tool_call_id", data.get("tool_use_id"))
+        return [result_message(content, ident, data.get("name"), raw, error, "status")]
+    if role == "tool":
+        role = "assistant"  # Koog sends the assistant's calls back with role "tool"
+    if results and not calls and not text:
+        return results
+    message = Message(seq=0, role=role, content=text, tool_calls=calls, raw=raw)
+    return [message, *results]
+
+
+def _listed_calls(data: dict[str, Any], first: int) -> list[ToolCall]:
+    """``tool_calls`` (OpenAI or LangChain form), else ``additional_kwargs.tool_calls``, then a
+    legacy ``function_call`` and LangChain ``invalid_tool_calls``."""
+    listed = data.get("tool_calls")
+    extra = data.get("additional_kwargs")
+    if not listed and isinstance(extra, dict):
+        listed = extra.get("tool_calls")
+    calls: list[ToolCall] = []
+    for call in listed if isinstance(listed, list) else []:
+        if isinstance(call, dict):
+            spec = call.get("function")
+            if not isinstance(spec, dict):
+                spec = call
+            arguments = spec.get("arguments", spec.get("args"))
+            calls.append(make_call(first + len(calls), call.get("id"), spec.get("name"), arguments))
+    legacy = data.get("function_call")
+    if isinstance(legacy, dict):
+        calls.append(
+            make_call(first + len(calls), None, legacy.get("name"), legacy.get("arguments"))
+        )
+    invalid = data.get("invalid_tool_calls")
+    for call in invalid if isinstance(invalid, list) else []:
+        if isinstance(call, dict):
+            bad = make_call(first + len(calls), call.get("id"), call.get("name"), call.get("args"))
+            reason = call.get("error")
+            bad.args_valid = False
+            bad.args_error = reason if isinstance(reason, str) else "listed in invalid_tool_calls"
+            calls.append(bad)
+    return calls
+
+
+def _parts_messages(role: Role, parts: list[Any], raw: Any) -> list[Message]:
+    """An OTel GenAI ``parts`` message or a Gemini content (either naming convention)."""
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[Message] = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        gemini_call = part.get("function_call", part.get("functionCall"))
+        gemini_result = part.get("function_response", part.get("functionResponse"))
+        if kind == "text" or (kind is None and isinstance(part.get("text"), str)):
+            body = part.get("content", part.get("text"))
+            texts.append(body if isinstance(body, str) else content_text(body))
+        elif kind == "tool_call":
+            calls.append(
+                make_call(len(calls), part.get("id"), part.get("name"), part.get("arguments"))
+            )
+        elif kind == "tool_call_response":
+            body = part.get("response", part.get("result"))
+            results.append(result_message(body, part.get("id"), part.get("name"), part))
+        elif isinstance(gemini_call, dict):
+            spec = gemini_call
+            calls.append(make_call(len(calls), spec.get("id"), spec.get("name"), spec.get("args")))
+        elif isinstance(gemini_result, dict):
+            body = gemini_result.get("response")
+            # Gemini's convention: an "error" key in the response reports a failure.
+            failed = isinstance(body, dict) and bool(body.get("error"))
+            error = True if failed else None
+            ident, name = gemini_result.get("id"), gemini_result.get("name")
+            results.append(result_message(body, ident, name, part, error, "response.error"))
+    if role == "tool" and calls:
+        role = "assistant"
+    if results and not calls and not texts:
+        return results
+    return [
+        Message(seq=0, role=role, content="\n".join(texts), tool_calls=calls, raw=raw),
+        *results,
+    ]
+
+
+def _responses_item(item: dict[str, Any]) -> SourceMessage:
+    kind = item.get("type")
+    if kind in _RESPONSES_OUTPUTS:
+        return SourceMessage([result_message(item.get("output"), item.get("call_id"), None, item)])
+    arguments = item.get("arguments", item.get("input"))
+    call = make_call(0, item.get("call_id"), item.get("name"), arguments)
+    return SourceMessage([Message(seq=0, role="assistant", tool_calls=[call], raw=item)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Lists, transcripts, requests and responses
+
+
+def read_list(items: list[Any], first: int = 0) -> Positioned:
+    """Messages of a list by position; tool definitions sent as messages take no position."""
+    out: Positioned = {}
+    position = first
+    for item in items:
+        read = read_message(item)
+        if read is not None and read.tools and not read.messages:
+            continue
+        if read is not None:
+            out[position] = read
+        position += 1
+    return out
+
+
+def transcript(text: str, default: Role) -> list[SourceMessage]:
+    """A ``role: text`` transcript (one line starts each message), else one message.
+
+    >>> [m.messages[0].role for m in transcript("system: Be brief.\\nuser: Hi", "user")]
+    ['system', 'user']
+    """
+    marks = list(_TRANSCRIPT_ROLE.finditer(text))
+    if not marks or marks[0].start() != 0:
+        return [SourceMessage([Message(seq=0, role=default, content=text, raw=text)])]
+    out = []
+    for mark, following in zip(marks, [*marks[1:], None], strict=True):
+        body = text[mark.end() : following.start() if following else len(text)].rstrip("\n")
+        role = _ROLES[mark.group(1)]
+        if role == "tool":
+            out.append(SourceMessage([result_message(body, None, None, body)]))
+        else:
+            out.append(SourceMessage([Message(seq=0, role=role, content=body, raw=body)]))
+    return out
+
+
+def read_input(value: Any) -> Positioned:
+    """The prompt of an LLM span: a message list, a request object, or a transcript."""
+    value = maybe_json(value)
+    if isinstance(value, str):
+        return dict(enumerate(transcript(value, "user")))
+    if isinstance(value, list):
+        return read_list(value)
+    if not isinstance(value, dict):
+        return {}
+    prefix: list[SourceMessage] = []
+    if isinstance(value.get("messages"), list):  # OpenAI / Anthropic requests, graph states
+        prefix, items = _system(value.get("system")), value["messages"]
+    elif "contents" in value:  # Gemini requests
+        config = value.get("config")
+        instruction = config.get("system_instruction") if isinstance(config, dict) else None
+        prefix, items = _system(instruction or value.get("system_instruction")), value["contents"]
+        items = [{"role": "user", "parts": [items]}] if isinstance(items, str) else items
+    elif isinstance(value.get("input"), list | str) and "instructions" in value:  # Responses
+        prefix, items = _system(value.get("instructions")), value["input"]
+        items = [{"role": "user", "content": items}] if isinstance(items, str) else items
+    else:
+        single = read_message(value)
+        return {0: single} if single is not None and single.messages else {}
+    if isinstance(items, dict):
+        items = [items]
+    return read_list(items if isinstance(items, list) else [], len(prefix)) | dict(
+        enumerate(prefix)
+    )
+
+
+def _system(value: Any) -> list[SourceMessage]:
+    if isinstance(value, dict) and isinstance(value.get("parts"), list):
+        value = text_of([p.get("text") for p in value["parts"] if isinstance(p, dict)])
+    if isinstance(value, list):
+        value = text_of(value)
+    if isinstance(value, str) and value:
+        return [SourceMessage([Message(seq=0, role="system", content=value, raw=value)])]
+    return []
+
+
+def read_output(value: Any) -> list[SourceMessage]:
+    """The answer of an LLM span: messages, a response object (OpenAI chat, Responses,
+    Gemini, ADK), a LangChain message, or plain text."""
+    value = maybe_json(value)
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [SourceMessage([Message(seq=0, role="assistant", content=value, raw=value)])]
+    if isinstance(value, list):
+        items = [{"role": "assistant", "content": v} if isinstance(v, str) else v for v in value]
+        return list(read_list(items).values())
+    if not isinstance(value, dict):
+        return []
+    choices, candidates = value.get("choices"), value.get("candidates")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return read_output(choices[0].get("message"))
+    if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
+        return read_output(candidates[0].get("content"))
+    if isinstance(value.get("output"), list) and value.get("object") == "response":
+        return list(read_list(value["output"]).values())
+    if isinstance(value.get("content"), dict):  # ADK LlmResponse
+        return read_output(value["content"])
+    if isinstance(value.get("messages"), list):
+        return read_output(value["messages"])
+    single = read_message(value)
+    return [single] if single is not None and single.messages else []
+
+
+# ---------------------------------------------------------------------------------------------
+# Flattened attributes
+
+
+def _flattened(attrs: dict[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
+    groups: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if key.startswith(prefix):
+            index, _, suffix = key[len(prefix) :].partition(".")
+            if index.isdigit() and suffix:
+                groups.setdefault(int(index), {})[suffix.removeprefix("message.")] = value
+    return groups
+
+
+def _nested(fields: dict[str, Any], prefix: str, strip: str) -> list[dict[str, Any]]:
+    """``tool_calls.0.tool_call.function.name`` style fields as a list of nested objects."""
+    items: dict[int, dict[str, Any]] = {}
+    for key, value in fields.items():
+        if key.startswith(prefix):
+            index, _, rest = key[len(prefix) :].partition(".")
+            if index.isdigit():
+                node = items.setdefault(int(index), {})
+                parts = rest.removeprefix(strip).split(".")
+                for part in parts[:-1]:
+                    node = node.setdefault(part, {})
+                node[parts[-1]] = value
+    return [items[i] for i in sorted(items)]
+
+
+def _attribute_message(fields: dict[str, Any]) -> dict[str, Any]:
+    message = {k: v for k, v in fields.items() if "." not in k}
+    contents = _nested(fields, "contents.", "message_content.")
+    if contents and "content" not in message:
+        message["content"] = [{"type": c.get("type", "text"), **c} for c in contents]
+    calls = _nested(fields, "tool_calls.", "tool_call.")
+    if calls:
+        message["tool_calls"] = calls
+    if "function_call_name" in message:  # OpenInference's legacy function call
+        arguments = message.get("function_call_arguments_json")
+        message["function_call"] = {"name": message["function_call_name"], "arguments": arguments}
+    return message
+
+
+def _attribute_list(attrs: dict[str, Any], prefix: str) -> Positioned:
+    out: Positioned = {}
+    for index, fields in sorted(_flattened(attrs, prefix).items()):
+        read = read_message(_attribute_message(fields))
+        if read is not None and read.messages:
+            out[index] = read
+    return out
+
+
+def attribute_input(attrs: dict[str, Any]) -> Positioned:
+    """The prompt in a span's attributes: OTel ``gen_ai.input.messages`` (with
+    ``gen_ai.system_instructions``), OpenInference ``llm.input_messages.N``, legacy
+    ``gen_ai.prompt.N``, or OpenInference completion ``llm.prompts``."""
+    messages = maybe_json(attrs.get("gen_ai.input.messages"))
+    if isinstance(messages, list):
+        prefix = _system(maybe_json(attrs.get("gen_ai.system_instructions")))
+        return read_list(messages, len(prefix)) | dict(enumerate(prefix))
+    for prefix_key in ("llm.input_messages.", "gen_ai.prompt."):
+        found = _attribute_list(attrs, prefix_key)
+        if found:
+            return found
+    prompts = maybe_json(attrs.get("llm.prompts"))
+    if isinstance(prompts, list):
+        return read_list([{"role": "user", "content": p} for p in prompts if isinstance(p, str)])
+    return {}
+
+
+def attribute_output(attrs: dict[str, Any]) -> list[SourceMessage]:
+    """The answer in a span's attributes (``gen_ai.output.messages``,
+    ``llm.output_messages.N``, legacy ``gen_ai.completion.N``)."""
+    messages = maybe_json(attrs.get("gen_ai.output.messages"))
+    if isinstance(messages, list):
+        return list(read_list(messages).values())
+    for prefix_key in ("llm.output_messages.", "gen_ai.completion."):
+        found = _attribute_list(attrs, prefix_key)
+        if found:
+            return [found[i] for i in sorted(found)]
+    return []
+
+
+def weight(messages: Positioned | list[SourceMessage]) -> int:
+    """How much a reading holds: canonical messages plus calls (the richer reading wins)."""
+    values = messages.values() if isinstance(messages, dict) else messages
+    return sum(len(m.messages) + sum(len(c.tool_calls) for c in m.messages) for m in values)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tool definitions
+
+
+def definitions(items: Any) -> list[ToolDef]:
+    """Declared tools in the shapes spans use (OpenAI, flat, Gemini ``function_declarations``,
+    pydantic-ai ``parameters_json_schema``, BeeAI ``tool.name``); unreadable ones are skipped."""
+    out: list[ToolDef] = []
+    for item in maybe_json(items) if isinstance(maybe_json(items), list) else []:
+        item = maybe_json(item)
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("function_declarations"), list):
+            out += definitions(item["function_declarations"])
+            continue
+        if "tool.name" in item:
+            item = {k.removeprefix("tool."): v for k, v in item.items()}
+        if "parameters_json_schema" in item:
+            item = {**item, "parameters": item["parameters_json_schema"]}
+        try:
+            out += tool_defs([item], "tools")
+        except ShapeError:
+            continue
+    return out

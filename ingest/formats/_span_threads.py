@@ -1,0 +1,294 @@
+"""One conversation from the LLM calls and tool runs of a span tree.
+
+A tracing export holds no conversation, only snapshots of it: every LLM call sends the history
+so far and gets an answer. :func:`assemble` rebuilds the conversation from them:
+
+* **Threads by position.** Message *i* of a call's input is message *i* of its thread; the
+  answer follows the input. A later call whose input starts like the thread's last input and is
+  at least as long continues the thread, and its copy of a message replaces the older one (an
+  answer sent back in the next prompt is the same message, often in a cleaner form). Positions
+  a call's input skips (OpenInference attributes drop messages they cannot flatten) keep what
+  an earlier call's answer put there. A call whose input starts with a message the thread
+  already holds further on (an Assistants-style thread sends only the new messages) continues
+  from there. Anything else starts a new thread: another agent, or a sub-agent.
+* **Tool runs.** A tool span is *represented* when the conversation already holds its call (same
+  call id, else same name) or its result (same id, else same output text); its error flag and
+  the name or id a result lacks are then copied onto that result. A run the conversation does
+  not show becomes a call and its result, inserted at its time in the thread of the last LLM
+  call that started before it.
+* Threads follow each other in time; messages of every thread but the first carry the thread's
+  label as their ``branch``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from ingest.formats._span_messages import (
+    Key,
+    Positioned,
+    SourceMessage,
+    content_text,
+    make_call,
+    result_message,
+)
+from ingest.model import Message, ToolCall
+
+
+@dataclass(slots=True)
+class Source:
+    """An LLM call (or a snapshot of a conversation) as a span recorded it."""
+
+    inputs: Positioned
+    outputs: list[SourceMessage]
+    start: datetime | None
+    end: datetime | None
+    #: Names the thread when the source starts one (the agent span around the call).
+    label: str
+    #: Provider usage of the call, put on the first message of its answer.
+    usage: dict[str, Any] | None = None
+    #: The span's id, the ``source_id`` of the messages of its answer.
+    span_id: str | None = None
+
+
+@dataclass(slots=True)
+class ToolRun:
+    """A tool execution as a span recorded it."""
+
+    name: str
+    call_id: str | None
+    arguments: Any
+    output: Any
+    start: datetime | None
+    end: datetime | None
+    raw: Any
+    #: Explicit failure flag and where it came from (``level``, ``error.type`` …).
+    error: bool | None = None
+    error_source: str | None = None
+    #: The span's id, the ``source_id`` of the call and result messages.
+    span_id: str | None = None
+
+
+@dataclass(slots=True)
+class _Slot:
+    message: SourceMessage
+    time: datetime | None
+
+
+@dataclass(slots=True)
+class _Thread:
+    label: str
+    slots: dict[int, _Slot] = field(default_factory=dict)
+    #: Keys of the positions the last source covered, and how many it covered.
+    last_input: dict[int, Key] = field(default_factory=dict)
+    last_length: int = 0
+    touched: int = 0
+    messages: list[Message] = field(default_factory=list)
+
+
+def _earliest(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None or b is None:
+        return a or b
+    return min(a, b)
+
+
+def _offset(thread: _Thread, inputs: Positioned) -> int | None:
+    """Where ``inputs`` sits in ``thread``: 0 when it continues it, the position of its first
+    message when it repeats the thread's tail, ``None`` when it does not belong there."""
+    keys = {i: m.key for i, m in inputs.items()}
+    length = max(keys) + 1
+    overlap = [i for i in keys if i in thread.last_input]
+    if (
+        overlap
+        and length >= thread.last_length
+        and all(keys[i] == thread.last_input[i] for i in overlap)
+    ):
+        return 0
+    if 0 not in keys or not thread.slots:
+        return None
+    for offset in range(max(thread.slots), 0, -1):
+        slot = thread.slots.get(offset)
+        if slot is None or slot.message.key != keys[0]:
+            continue
+        if all(
+            thread.slots[offset + i].message.key == key
+            for i, key in keys.items()
+            if offset + i in thread.slots
+        ):
+            return offset
+    return None
+
+
+def _place(thread: _Thread, position: int, message: SourceMessage, time: datetime | None) -> None:
+    old = thread.slots.get(position)
+    if old is not None and old.message.key == message.key:
+        time = _earliest(old.time, time)
+        # The usage (and span id) of an LLM call stays with the message it produced, whichever
+        # copy of the message is kept.
+        for before, after in zip(old.message.messages, message.messages, strict=False):
+            after.usage = after.usage or before.usage
+            after.source_id = after.source_id or before.source_id
+    thread.slots[position] = _Slot(message, time)
+
+
+def _apply(thread: _Thread, source: Source, offset: int, order: int) -> None:
+    for index, sent in source.inputs.items():
+        _place(thread, offset + index, sent, source.start)
+    base = offset + max(source.inputs) + 1
+    if source.usage and source.outputs and source.outputs[0].messages:
+        source.outputs[0].messages[0].usage = source.usage
+    for index, said in enumerate(source.outputs):
+        for message in said.messages:
+            message.source_id = message.source_id or source.span_id
+        thread.slots[base + index] = _Slot(said, source.end)
+    thread.last_input = {p: s.message.key for p, s in thread.slots.items() if p < base}
+    thread.last_length = base
+    thread.touched = order
+
+
+def _align(sources: list[Source]) -> tuple[list[_Thread], list[tuple[datetime | None, _Thread]]]:
+    """Threads, and each source's start with the thread it went to."""
+    threads: list[_Thread] = []
+    placed: list[tuple[datetime | None, _Thread]] = []
+    for order, source in enumerate(sources, start=1):
+        if not source.inputs:
+            continue
+        for thread in sorted(threads, key=lambda t: -t.touched):
+            offset = _offset(thread, source.inputs)
+            if offset is not None:
+                break
+        else:
+            thread, offset = _Thread(label=source.label), 0
+            threads.append(thread)
+        _apply(thread, source, offset, order)
+        placed.append((source.start, thread))
+    for thread in threads:
+        for position in sorted(thread.slots):
+            slot = thread.slots[position]
+            for message in slot.message.messages:
+                message.timestamp = message.timestamp or slot.time
+                thread.messages.append(message)
+    return threads, placed
+
+
+def _normalized(value: Any) -> str:
+    text = content_text(value).strip()
+    try:
+        return orjson.dumps(orjson.loads(text), option=orjson.OPT_SORT_KEYS).decode()
+    except (orjson.JSONDecodeError, TypeError):
+        return text
+
+
+class _Claims:
+    """The calls and results of the conversation, each claimed by at most one tool run."""
+
+    def __init__(self, threads: list[_Thread]) -> None:
+        messages = [m for t in threads for m in t.messages]
+        self.calls = [c for m in messages for c in m.tool_calls]
+        self.results = [m for m in messages if m.tool_result is not None]
+        self.call_ids = {c.tool_call_id for c in self.calls if c.tool_call_id}
+        self.taken: set[int] = set()
+
+    def call(self, *, ident: str | None = None, name: str | None = None) -> ToolCall | None:
+        for call in self.calls:
+            if id(call) in self.taken:
+                continue
+            if (ident is not None and call.tool_call_id == ident) or (
+                ident is None and call.name == name
+            ):
+                self.taken.add(id(call))
+                return call
+        return None
+
+    def result(self, *, ident: str | None = None, output: str | None = None) -> Message | None:
+        for message in self.results:
+            provided = message.tool_result
+            if id(message) in self.taken or provided is None:
+                continue
+            if (ident is not None and provided.tool_call_id == ident) or (
+                ident is None
+                and provided.tool_call_id is None
+                and _normalized(message.content) == output
+            ):
+                self.taken.add(id(message))
+                return message
+        return None
+
+    def represent(self, run: ToolRun) -> bool:
+        """Claim the call and result ``run`` shows; enrich the result. False: not shown."""
+        output = _normalized(run.output) if run.output is not None else None
+        call = self.call(ident=run.call_id) if run.call_id else None
+        result = self.result(ident=call.tool_call_id) if call is not None else None
+        if result is None and output is not None:
+            result = self.result(output=output)
+        if call is None:
+            ident = result.tool_result.tool_call_id if result and result.tool_result else None
+            call = self.call(ident=ident) if ident else self.call(name=run.name)
+            if result is None and call is not None and call.tool_call_id:
+                result = self.result(ident=call.tool_call_id)
+        if call is None and result is None:
+            return False
+        if result is not None and result.tool_result is not None:
+            provided = result.tool_result
+            provided.name = provided.name or run.name
+            if provided.tool_call_id is None and run.call_id in self.call_ids:
+                provided.tool_call_id = run.call_id
+            if run.error and provided.explicit_error is None:
+                provided.explicit_error = True
+                provided.explicit_source = run.error_source
+        return True
+
+
+def _pair(run: ToolRun) -> list[Message]:
+    call = make_call(0, run.call_id, run.name, run.arguments)
+    asked = Message(seq=0, role="assistant", tool_calls=[call], timestamp=run.start, raw=run.raw)
+    error = True if run.error else None
+    answer = result_message(
+        run.output, run.call_id, run.name, run.raw, error, run.error_source or ""
+    )
+    answer.timestamp = run.end
+    asked.source_id = answer.source_id = run.span_id
+    return [asked, answer]
+
+
+def _insert(messages: list[Message], pair: list[Message], time: datetime | None) -> None:
+    """Put ``pair`` after the last message that is not later than ``time``."""
+    at = len(messages)
+    if time is not None:
+        earlier = [i for i, m in enumerate(messages) if m.timestamp and m.timestamp <= time]
+        at = earlier[-1] + 1 if earlier else 0
+    messages[at:at] = pair
+
+
+def assemble(sources: list[Source], runs: list[ToolRun]) -> list[Message]:
+    """The conversation of a span tree (see the module docstring); ``seq`` still to number.
+
+    ``sources`` and ``runs`` must be in time order.
+    """
+    threads, placed = _align(sources)
+    claims = _Claims(threads)
+    for run in runs:
+        if claims.represent(run):
+            continue
+        if not threads:
+            threads.append(_Thread(label="tools"))
+        home = threads[0]
+        for start, thread in placed:
+            if start is not None and run.start is not None and start <= run.start:
+                home = thread
+        _insert(home.messages, _pair(run), run.start)
+    messages: list[Message] = []
+    labels: set[str] = set()
+    for index, thread in enumerate(threads):
+        label = thread.label
+        while label in labels:
+            label += "'"
+        labels.add(label)
+        for message in thread.messages:
+            message.branch = label if index else None
+            messages.append(message)
+    return messages
