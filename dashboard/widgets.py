@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import render, state
 
 #: What a table shows in a cell without a value (instead of "None").
 EMPTY_CELL = "—"
@@ -37,6 +37,22 @@ def table_height(rows: int, *, max_rows: int = 12) -> int:
     145
     """
     return HEADER_PX + ROW_PX * max(1, min(rows, max_rows)) + 2
+
+
+def rate_metric(
+    where: Any, label: str, numerator: int, denominator: int, *, of: str = "", help: str = ""
+) -> None:
+    """A rate as a metric in ``where`` (a column): the percentage with one decimal, and its
+    counts under it in grey (``"18 of 25 decided"``), so the rate is never shown alone and
+    the value stays short enough for a quarter of the page."""
+    where.metric(
+        label,
+        render.percent_text(numerator, denominator),
+        delta=f"{numerator:,} of {denominator:,}" + (f" {of}" if of else ""),
+        delta_color="off",
+        delta_arrow="off",
+        help=help or None,
+    )
 
 
 def count_column(label: str, *, help: str | None = None, **kwargs: Any) -> Any:

@@ -5,6 +5,8 @@ Each builder takes the DataFrame its query returns; the assertions read the figu
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from dashboard.charts import errors, loops, suggestions, tokens
@@ -114,7 +116,11 @@ def test_token_box_is_drawn_from_precomputed_quantiles_with_the_budget_line() ->
     assert [list(c) for c in box.customdata] == [[4, 10, 10, 2500, 2500], [1, 500, 500, 500, 500]]
     line = fig.layout.shapes[0]
     assert (line.x0, line.x1, line.line.dash) == (2000, 2000, "dash")
-    assert fig.layout.annotations[0].text == "budget 2,000 tokens"
+    label = fig.layout.annotations[0]
+    # On the log axis the label sits at log10(budget), where the line is.
+    assert (label.text, label.x) == ("budget 2,000 tokens", math.log10(2000))
+    linear = tokens.token_box_chart(quantiles(), 2000, log_x=False).layout.annotations[0]
+    assert linear.x == 2000
 
 
 def test_token_box_defaults_to_a_log_axis_with_a_tick_per_decade() -> None:
@@ -199,6 +205,7 @@ def test_verdict_chart_stacks_suggestion_kinds_in_verdict_order() -> None:
         ("use_instead", ("followed",), (2,)),
     ]
     assert fig.layout.xaxis.categoryarray == ("followed", "ignored", "no_next_action")
+    assert fig.layout.xaxis.ticktext == ("followed", "ignored", "no next action")
 
 
 def test_recovery_chart_stacks_outcomes_per_group() -> None:

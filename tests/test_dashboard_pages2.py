@@ -308,9 +308,15 @@ def test_suggestions_page_shows_rates_with_their_counts(
     assert not at.exception
     assert metrics(at) == {
         "Results with a suggestion": "5",
-        "Follow rate": "50% (2 of 4)",
-        "Recovery with suggestion": "33% (1 of 3)",
-        "Recovery without suggestion": "– (0 of 0)",
+        "Follow rate": "50.0%",
+        "Recovery with suggestion": "33.3%",
+        "Recovery without suggestion": "–",
+    }
+    # Every rate with its counts under it.
+    assert {m.label: m.delta for m in at.metric if m.delta} == {
+        "Follow rate": "2 of 4 decided",
+        "Recovery with suggestion": "1 of 3 retried",
+        "Recovery without suggestion": "0 of 0 retried",
     }
     follow = chart_spec(at, 2)["data"][0]
     assert follow["text"] == ["1/2 (50 %)", "0/1 (0 %)", "1/1 (100 %)"]
@@ -323,7 +329,7 @@ def test_follow_rate_metric_agrees_with_the_summary(
     at = open_app(monkeypatch, store_url, page=SUGGESTIONS, params={"agent": "support"})
     summary = summarize(make_engine(store_url), filters=Filters(agent="support"))["suggestions"]
     assert (summary["followed"], summary["ignored"]) == (2, 1)
-    assert metrics(at)["Follow rate"] == "67% (2 of 3)"
+    assert metrics(at)["Follow rate"] == "66.7%"
 
 
 def test_selecting_an_example_opens_the_result_in_its_trace(

@@ -44,7 +44,14 @@ def verdict_chart(df: pd.DataFrame) -> go.Figure:
         )
     fig.update_layout(
         barmode="stack",
-        xaxis={"categoryorder": "array", "categoryarray": verdicts, "title": "verdict"},
+        xaxis={
+            "categoryorder": "array",
+            "categoryarray": verdicts,
+            "title": "verdict",
+            # The verdicts in words on the axis ("no next action"); the data keeps the names.
+            "tickvals": verdicts,
+            "ticktext": [v.replace("_", " ") for v in verdicts],
+        },
         yaxis_title="results with a suggestion",
         legend_title_text="suggestion kind",
         margin={"l": 10, "r": 10, "t": 30, "b": 10},

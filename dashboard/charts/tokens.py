@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -52,12 +54,18 @@ def token_box_chart(df: pd.DataFrame, budget: int, *, log_x: bool = True) -> go.
             ),
         )
     )
-    fig.add_vline(
-        x=budget,
-        line_dash="dash",
-        line_color=BUDGET_COLOR,
-        annotation_text=f"budget {budget:,} tokens",
-        annotation_position="top right",
+    fig.add_vline(x=budget, line_dash="dash", line_color=BUDGET_COLOR)
+    # Annotations on a log axis take log10 positions (shapes take values): the label of
+    # add_vline would sit at 10^budget, off the chart.
+    fig.add_annotation(
+        x=math.log10(max(budget, 1)) if log_x else budget,
+        y=1,
+        yref="paper",
+        text=f"budget {budget:,} tokens",
+        showarrow=False,
+        xanchor="left",
+        yanchor="bottom",
+        font={"color": BUDGET_COLOR},
     )
     fig.update_layout(
         showlegend=False,

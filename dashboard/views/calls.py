@@ -110,7 +110,7 @@ event = st.dataframe(
         "pair_state": st.column_config.TextColumn("Pair state"),
         "tokens": widgets.count_column("Tokens", help="of the Tool Message"),
         "occurrence": widgets.count_column("Occurrence", help="n-th identical call"),
-        "verdict": st.column_config.TextColumn("Verdict"),
+        "verdict": st.column_config.TextColumn("Verdict", width=110),
     },
 )
 cap = review_ui.TABLE_DOWNLOAD_MAX_ROWS

@@ -57,12 +57,12 @@ bottom_row[2].metric(
     f"{over_budget:,}",
     help=f"Tool Messages above {budget:,} tokens ({render.percent_text(over_budget, results)})",
 )
-bottom_row[3].metric(
+widgets.rate_metric(
+    bottom_row[3],
     "Suggestions followed",
-    render.percent_text(verdicts["followed"], decided),
-    delta=f"{verdicts['followed']:,} of {decided:,} decided",
-    delta_color="off",
-    delta_arrow="off",
+    verdicts["followed"],
+    decided,
+    of="decided",
     help="followed / (followed + ignored); "
     f"{verdicts['with_suggestion']:,} results carry a suggestion",
 )

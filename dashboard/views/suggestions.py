@@ -49,16 +49,22 @@ with_s, without_s = recovery.iloc[0], recovery.iloc[1]
 
 row = st.columns(4)
 row[0].metric("Results with a suggestion", f"{sum(counts.values()):,}")
-row[1].metric(
+widgets.rate_metric(
+    row[1],
     "Follow rate",
-    render.rate_text(counts["followed"], decided),
+    counts["followed"],
+    decided,
+    of="decided",
     help="followed / (followed + ignored); unclear and no next action are left out",
 )
 for column, group in ((row[2], with_s), (row[3], without_s)):
     tried = int(group["recovered"]) + int(group["not_recovered"])
-    column.metric(
+    widgets.rate_metric(
+        column,
         f"Recovery {group['group']}",
-        render.rate_text(int(group["recovered"]), tried),
+        int(group["recovered"]),
+        tried,
+        of="retried",
         help=f"error results whose next call of the same tool succeeded; {int(group['errors']):,} "
         f"errors, {int(group['no_next_call']):,} without a later call of their tool",
     )
