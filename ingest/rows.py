@@ -77,7 +77,11 @@ def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceR
         "started_at": trace.started_at or _first_timestamp(trace),
         "tags": trace.tags,
         "meta": trace.metadata,
-        "tools": [t.model_dump(mode="json") for t in trace.tools],
+        # The fields of ``ToolDef`` (already JSON values): faster than ``model_dump`` per tool.
+        "tools": [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in trace.tools
+        ],
         "record_count": trace.record_count,
         "message_count": len(trace.messages),
         "tool_call_count": len(facts.calls),

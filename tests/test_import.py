@@ -11,9 +11,10 @@ import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from db.engine import make_engine
-from db.schema import RejectedRecord
+from db.schema import RejectedRecord, TraceRow
 from db.summary import summarize
 from ingest.cli import app
+from ingest.model import ToolDef
 from ingest.pipeline import import_paths
 
 runner = CliRunner()
@@ -254,3 +255,28 @@ def test_a_trace_the_analysis_trips_over_is_kept_as_a_rejection(
         "could not analyze this trace: ValueError: rule exploded",
     )
     assert json.loads(row.raw)[0] == {"role": "user", "content": "Weather in Paris?"}
+
+
+def test_stored_tool_definitions_hold_every_field_of_the_declared_tools(tmp_path: Path) -> None:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather now",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+    path = write_jsonl(
+        tmp_path / "a.jsonl", [json.dumps({**CONVERSATION, "tools": [tool]}).encode()]
+    )
+    engine = make_engine(str(tmp_path / "t.db"))
+    import_paths(engine, [path], workers=0)
+    with engine.connect() as conn:
+        stored = conn.execute(sa.select(TraceRow.tools)).scalar_one()
+    engine.dispose()
+    # Every field of the canonical ToolDef, as JSON: a new field must reach the database too.
+    parsed = ToolDef(
+        name="get_weather", description="Weather now", parameters=tool["function"]["parameters"]
+    )
+    assert stored == [parsed.model_dump(mode="json")]
+    assert stored == [{**tool["function"]}]
