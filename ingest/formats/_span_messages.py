@@ -1,16 +1,17 @@
 """Chat messages as tracing spans carry them, in every dialect, read leniently.
 
-An LLM span (a Langfuse GENERATION, an OTel inference span) holds its prompt and its answer in
-whatever shape the instrumentation chose: OpenAI chat messages, OTel GenAI ``parts``, Gemini
-``contents``, Responses items, LangChain dumps, an OpenAI or Gemini response object, a
-``role: text`` transcript string, or flattened attributes (OpenInference
-``llm.input_messages.N.message.*``, legacy ``gen_ai.prompt.N.*``). Each reader here turns one of
-them into :class:`SourceMessage` objects: the canonical messages one source message became, and
-a fingerprint to recognize the same message when a later span sends it again.
+An LLM span (a Langfuse GENERATION, an OTel inference span) holds its prompt and its answer as
+messages in whatever shape the instrumentation chose: OpenAI chat messages, OTel GenAI
+``parts``, Gemini contents, Responses items, LangChain dumps (``dumpd``, ``messages_to_dict``,
+``model_dump``, and the ``{role, content, additional_kwargs}`` form of Langfuse's LangChain
+integration), pydantic-ai events, or a ``role: text`` transcript. :func:`read_message` turns one
+of them into a :class:`SourceMessage`: the canonical messages it became, and a key to recognize
+the same message when a later span sends it again. (``_span_payloads`` finds the messages in a
+span's fields and attributes.)
 
 Reading is lenient on purpose: a span export mixes many instrumentations, and one odd message
-must not lose the whole trace. What is not understood gives no message (an input position stays
-empty) instead of raising.
+must not lose the whole trace. What is not understood gives no message (its input position
+stays empty) instead of raising.
 """
 
 from __future__ import annotations
@@ -368,163 +369,6 @@ def transcript(text: str, default: Role) -> list[SourceMessage]:
         else:
             out.append(SourceMessage([Message(seq=0, role=role, content=body, raw=body)]))
     return out
-
-
-def read_input(value: Any) -> Positioned:
-    """The prompt of an LLM span: a message list, a request object, or a transcript."""
-    value = maybe_json(value)
-    if isinstance(value, str):
-        return dict(enumerate(transcript(value, "user")))
-    if isinstance(value, list):
-        return read_list(value)
-    if not isinstance(value, dict):
-        return {}
-    prefix: list[SourceMessage] = []
-    if isinstance(value.get("messages"), list):  # OpenAI / Anthropic requests, graph states
-        prefix, items = _system(value.get("system")), value["messages"]
-    elif "contents" in value:  # Gemini requests
-        config = value.get("config")
-        instruction = config.get("system_instruction") if isinstance(config, dict) else None
-        prefix, items = _system(instruction or value.get("system_instruction")), value["contents"]
-        items = [{"role": "user", "parts": [items]}] if isinstance(items, str) else items
-    elif isinstance(value.get("input"), list | str) and "instructions" in value:  # Responses
-        prefix, items = _system(value.get("instructions")), value["input"]
-        items = [{"role": "user", "content": items}] if isinstance(items, str) else items
-    else:
-        single = read_message(value)
-        return {0: single} if single is not None and single.messages else {}
-    if isinstance(items, dict):
-        items = [items]
-    return read_list(items if isinstance(items, list) else [], len(prefix)) | dict(
-        enumerate(prefix)
-    )
-
-
-def _system(value: Any) -> list[SourceMessage]:
-    if isinstance(value, dict) and isinstance(value.get("parts"), list):
-        value = text_of([p.get("text") for p in value["parts"] if isinstance(p, dict)])
-    if isinstance(value, list):
-        value = text_of(value)
-    if isinstance(value, str) and value:
-        return [SourceMessage([Message(seq=0, role="system", content=value, raw=value)])]
-    return []
-
-
-def read_output(value: Any) -> list[SourceMessage]:
-    """The answer of an LLM span: messages, a response object (OpenAI chat, Responses,
-    Gemini, ADK), a LangChain message, or plain text."""
-    value = maybe_json(value)
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [SourceMessage([Message(seq=0, role="assistant", content=value, raw=value)])]
-    if isinstance(value, list):
-        items = [{"role": "assistant", "content": v} if isinstance(v, str) else v for v in value]
-        return list(read_list(items).values())
-    if not isinstance(value, dict):
-        return []
-    choices, candidates = value.get("choices"), value.get("candidates")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        return read_output(choices[0].get("message"))
-    if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
-        return read_output(candidates[0].get("content"))
-    if isinstance(value.get("output"), list) and value.get("object") == "response":
-        return list(read_list(value["output"]).values())
-    if isinstance(value.get("content"), dict):  # ADK LlmResponse
-        return read_output(value["content"])
-    if isinstance(value.get("messages"), list):
-        return read_output(value["messages"])
-    single = read_message(value)
-    return [single] if single is not None and single.messages else []
-
-
-# ---------------------------------------------------------------------------------------------
-# Flattened attributes
-
-
-def _flattened(attrs: dict[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
-    groups: dict[int, dict[str, Any]] = {}
-    for key, value in attrs.items():
-        if key.startswith(prefix):
-            index, _, suffix = key[len(prefix) :].partition(".")
-            if index.isdigit() and suffix:
-                groups.setdefault(int(index), {})[suffix.removeprefix("message.")] = value
-    return groups
-
-
-def _nested(fields: dict[str, Any], prefix: str, strip: str) -> list[dict[str, Any]]:
-    """``tool_calls.0.tool_call.function.name`` style fields as a list of nested objects."""
-    items: dict[int, dict[str, Any]] = {}
-    for key, value in fields.items():
-        if key.startswith(prefix):
-            index, _, rest = key[len(prefix) :].partition(".")
-            if index.isdigit():
-                node = items.setdefault(int(index), {})
-                parts = rest.removeprefix(strip).split(".")
-                for part in parts[:-1]:
-                    node = node.setdefault(part, {})
-                node[parts[-1]] = value
-    return [items[i] for i in sorted(items)]
-
-
-def _attribute_message(fields: dict[str, Any]) -> dict[str, Any]:
-    message = {k: v for k, v in fields.items() if "." not in k}
-    contents = _nested(fields, "contents.", "message_content.")
-    if contents and "content" not in message:
-        message["content"] = [{"type": c.get("type", "text"), **c} for c in contents]
-    calls = _nested(fields, "tool_calls.", "tool_call.")
-    if calls:
-        message["tool_calls"] = calls
-    if "function_call_name" in message:  # OpenInference's legacy function call
-        arguments = message.get("function_call_arguments_json")
-        message["function_call"] = {"name": message["function_call_name"], "arguments": arguments}
-    return message
-
-
-def _attribute_list(attrs: dict[str, Any], prefix: str) -> Positioned:
-    out: Positioned = {}
-    for index, fields in sorted(_flattened(attrs, prefix).items()):
-        read = read_message(_attribute_message(fields))
-        if read is not None and read.messages:
-            out[index] = read
-    return out
-
-
-def attribute_input(attrs: dict[str, Any]) -> Positioned:
-    """The prompt in a span's attributes: OTel ``gen_ai.input.messages`` (with
-    ``gen_ai.system_instructions``), OpenInference ``llm.input_messages.N``, legacy
-    ``gen_ai.prompt.N``, or OpenInference completion ``llm.prompts``."""
-    messages = maybe_json(attrs.get("gen_ai.input.messages"))
-    if isinstance(messages, list):
-        prefix = _system(maybe_json(attrs.get("gen_ai.system_instructions")))
-        return read_list(messages, len(prefix)) | dict(enumerate(prefix))
-    for prefix_key in ("llm.input_messages.", "gen_ai.prompt."):
-        found = _attribute_list(attrs, prefix_key)
-        if found:
-            return found
-    prompts = maybe_json(attrs.get("llm.prompts"))
-    if isinstance(prompts, list):
-        return read_list([{"role": "user", "content": p} for p in prompts if isinstance(p, str)])
-    return {}
-
-
-def attribute_output(attrs: dict[str, Any]) -> list[SourceMessage]:
-    """The answer in a span's attributes (``gen_ai.output.messages``,
-    ``llm.output_messages.N``, legacy ``gen_ai.completion.N``)."""
-    messages = maybe_json(attrs.get("gen_ai.output.messages"))
-    if isinstance(messages, list):
-        return list(read_list(messages).values())
-    for prefix_key in ("llm.output_messages.", "gen_ai.completion."):
-        found = _attribute_list(attrs, prefix_key)
-        if found:
-            return [found[i] for i in sorted(found)]
-    return []
-
-
-def weight(messages: Positioned | list[SourceMessage]) -> int:
-    """How much a reading holds: canonical messages plus calls (the richer reading wins)."""
-    values = messages.values() if isinstance(messages, dict) else messages
-    return sum(len(m.messages) + sum(len(c.tool_calls) for c in m.messages) for m in values)
 
 
 # ---------------------------------------------------------------------------------------------

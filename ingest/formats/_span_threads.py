@@ -110,7 +110,9 @@ def _offset(thread: _Thread, inputs: Positioned) -> int | None:
         return 0
     if 0 not in keys or not thread.slots:
         return None
-    for offset in range(max(thread.slots), 0, -1):
+    # Only a repeat of the thread's tail: the input must reach the thread's last message.
+    last = max(thread.slots)
+    for offset in range(last, max(last - length, 0), -1):
         slot = thread.slots.get(offset)
         if slot is None or slot.message.key != keys[0]:
             continue

@@ -12,9 +12,9 @@ The conversation is rebuilt (see ``_span_threads``) from
   operation ``chat``), leaving out those nested in another LLM call (Agno logs each call twice).
   Of a call's ``input``/``output`` and its attributes (``gen_ai.input.messages``,
   ``llm.input_messages.N.message.*``, ``gen_ai.prompt.N.*`` …) the reading with more messages and
-  calls wins, the observation's own fields on a tie (see ``_span_messages`` for the dialects).
-  Its ``usageDetails`` go to the first message of its answer. Calls whose input says nothing
-  readable are left out (BeeAI's streamed chunks);
+  calls wins, the observation's own fields on a tie (``_span_payloads`` and ``_span_messages``
+  read the dialects). Its ``usageDetails`` go to the first message of its answer. Calls whose
+  input says nothing readable are left out (BeeAI's streamed chunks);
 * **conversation snapshots**: pydantic-ai's ``pydantic_ai.all_messages`` and
   ``all_messages_events`` on agent-run spans (the only record of an output tool's result);
 * **tool runs**: TOOL observations, spans of OpenInference kind ``TOOL`` or GenAI operation
@@ -52,15 +52,11 @@ from ingest.formats._common import (
     small_metadata,
 )
 from ingest.formats._sniffing import claims
-from ingest.formats._span_messages import (
+from ingest.formats._span_messages import call_id, definitions, maybe_json, read_list, read_message
+from ingest.formats._span_payloads import (
     attribute_input,
     attribute_output,
-    call_id,
-    definitions,
-    maybe_json,
     read_input,
-    read_list,
-    read_message,
     read_output,
     weight,
 )
