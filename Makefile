@@ -28,7 +28,8 @@ demo: venv
 	$(BIN)/toollens demo --db $(DEMO_DB)
 	@if [ -d ../shared/realdata ]; then \
 	  $(BIN)/toollens import --db $(DEMO_DB) ../shared/realdata/openai-chat/*.json \
-	    ../shared/realdata/claude-code/*.jsonl ../shared/realdata/openai-legacy/*.json; fi
+	    ../shared/realdata/claude-code/*.jsonl ../shared/realdata/openai-legacy/*.json \
+	    ../shared/realdata/langfuse-export/*.json; fi
 	$(BIN)/toollens summary --db $(DEMO_DB)
 	$(BIN)/toollens serve --db $(DEMO_DB) --port $(PORT)
 
