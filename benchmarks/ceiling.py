@@ -1,20 +1,38 @@
 """The ceiling of an import, measured in the same run as the pipeline (``make bench``).
 
-The least work any importer of this workload must do: stream the file, ``orjson.loads`` each
-line, count the tokens of every message (``ingest.tokens.count_many``, single process) and store
-one row per message (trace, seq, role, content, tokens, raw JSON; the column types of the real
-``messages`` table, no secondary indexes) with raw DBAPI ``executemany`` into SQLite (WAL) or
-``COPY`` into PostgreSQL, one transaction per batch of the pipeline's size.
+The least work any importer must do to store what the pipeline stores: stream the file,
+``orjson.loads`` each line, count the tokens of every message (``ingest.tokens.count_many``,
+single process) and write **the same rows the pipeline writes** (traces, messages, tool calls,
+tool results, findings: the column types of the real tables, primary keys only, no secondary
+indexes, constraints or triggers) with raw DBAPI ``executemany`` into SQLite (WAL) or ``COPY``
+into PostgreSQL, one transaction per batch of the pipeline's size.
+
+The values of those rows (status, error type, pairing, loops …) are what the pipeline derives;
+the ceiling takes them from the pipeline's own code (``ingest.batches.analyze_batch``) and
+leaves that time out of its measurement (``exclude``): deriving them is the work the pipeline
+is measured doing, not a floor.
+
+``messages_only``: the narrower ceiling of earlier versions, one row per message (trace, seq,
+role, content, tokens, raw JSON) and nothing else, printed for comparison.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import orjson
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.schema import CreateTable
+
+Exclude = Callable[[], AbstractContextManager[None]]
+#: Tables the pipeline writes per trace, parents first.
+TABLES = ("traces", "messages", "tool_calls", "tool_results", "findings")
 
 
 def _message_text(content: Any) -> str:
@@ -26,70 +44,181 @@ def _message_text(content: Any) -> str:
     return ""
 
 
-def ceiling_batches(path: Path, batch_messages: int) -> Iterator[list[tuple[Any, ...]]]:
-    """Rows ``(trace_no, seq, role, content, tokens, raw_json)`` of the workload, in batches."""
-    from ingest.tokens import count_many
+def _tables(messages_only: bool) -> list[sa.Table]:
+    """The ceiling's tables: the real column types, primary keys only."""
+    from db.schema import Base
 
-    rows: list[tuple[int, int, str, str]] = []
-    texts: list[str] = []
-    with path.open("rb") as stream:
-        for trace_no, line in enumerate(stream, 1):
-            for seq, message in enumerate(orjson.loads(line)["messages"]):
-                texts.append(_message_text(message.get("content")))
-                rows.append((trace_no, seq, message["role"], orjson.dumps(message).decode()))
-            if len(rows) >= batch_messages:
-                yield _with_tokens(rows, texts, count_many(texts))
-                rows, texts = [], []
-    if rows:
-        yield _with_tokens(rows, texts, count_many(texts))
-
-
-def _with_tokens(
-    rows: list[tuple[int, int, str, str]], texts: list[str], counts: list[int]
-) -> list[tuple[Any, ...]]:
+    metadata = sa.MetaData()
+    if messages_only:
+        real = Base.metadata.tables["messages"].c
+        keep = ("id", "trace_id", "seq", "role", "content", "tokens", "raw")
+        return [sa.Table("messages", metadata, *(_plain(real[name]) for name in keep))]
     return [
-        (trace_no, seq, role, text, n, raw)
-        for (trace_no, seq, role, raw), text, n in zip(rows, texts, counts, strict=True)
+        sa.Table(name, metadata, *(_plain(c) for c in Base.metadata.tables[name].c))
+        for name in TABLES
     ]
 
 
-def ceiling_sqlite(path: Path, db_file: Path, batch_messages: int) -> int:
+def _plain(column: sa.Column[Any]) -> sa.Column[Any]:
+    return sa.Column(column.name, column.type, primary_key=column.primary_key)
+
+
+def _ddl(tables: list[sa.Table], dialect: Any) -> list[str]:
+    return [str(CreateTable(table).compile(dialect=dialect)) for table in tables]
+
+
+def ceiling_batches(
+    path: Path, batch_messages: int, exclude: Exclude, messages_only: bool
+) -> Iterator[dict[str, list[tuple[Any, ...]]]]:
+    """Per batch, the rows of each table as tuples in :func:`columns` order."""
+    from ingest.tokens import count_many
+
+    rows = _PipelineRows()
+    lines: list[tuple[int, bytes]] = []
+    texts: list[str] = []
+    values: list[Any] = []
+
+    def batch() -> dict[str, list[tuple[Any, ...]]]:
+        counts = count_many(texts)
+        if messages_only:
+            return {"messages": _message_rows(lines, values, counts)}
+        with exclude():
+            return rows.batch(lines)
+
+    with path.open("rb") as stream:
+        for line_no, line in enumerate(stream, 1):
+            value = orjson.loads(line)
+            values.append(value)
+            lines.append((line_no, line))
+            texts.extend(_message_text(m.get("content")) for m in value["messages"])
+            if len(texts) >= batch_messages:
+                yield batch()
+                lines, texts, values = [], [], []
+    if texts:
+        yield batch()
+
+
+def _message_rows(
+    lines: list[tuple[int, bytes]], values: list[Any], counts: list[int]
+) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    pos = 0
+    for (line_no, _), value in zip(lines, values, strict=True):
+        for seq, message in enumerate(value["messages"]):
+            text = _message_text(message.get("content"))
+            out.append((line_no, seq, message["role"], text, counts[pos], message))
+            pos += 1
+    return out
+
+
+class _PipelineRows:
+    """The rows the pipeline writes for a batch of lines, with trace ids assigned in order."""
+
+    def __init__(self) -> None:
+        self.trace_id = 0
+
+    def batch(self, lines: list[tuple[int, bytes]]) -> dict[str, list[tuple[Any, ...]]]:
+        from db.write import TraceRows
+        from ingest.batches import analyze_batch
+        from ingest.facts import DEFAULT_TOKEN_BUDGET
+        from ingest.formats._common import Deferred
+        from ingest.records import Record
+        from ingest.tokens import DEFAULT_ENCODING
+
+        items = [
+            Deferred("openai_chat", "ceiling", Record("ceiling", n, 0, raw, None))
+            for n, raw in lines
+        ]
+        rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in TABLES}
+        for trace_rows in analyze_batch(items, DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET):
+            assert isinstance(trace_rows, TraceRows), trace_rows
+            assert tuple(trace_rows.trace) == TRACE_KEYS, "build_rows changed its trace keys"
+            self.trace_id += 1
+            rows["traces"].append((self.trace_id, 1, *trace_rows.trace.values()))
+            for table in TABLES[1:]:
+                rows[table].extend((self.trace_id, *r) for r in trace_rows.children(table))
+        return rows
+
+
+def columns(table: str, messages_only: bool) -> tuple[str, ...]:
+    """Column names of the row tuples of ``table``."""
+    from db.write import CHILD_TABLES
+
+    if messages_only:
+        return ("trace_id", "seq", "role", "content", "tokens", "raw")
+    if table == "traces":
+        return ("id", "import_id", *("metadata" if k == "meta" else k for k in TRACE_KEYS))
+    return ("trace_id", *CHILD_TABLES[table])
+
+
+#: Keys of ``TraceRows.trace`` as ``ingest.rows.build_rows`` makes them (``meta`` is the
+#: ``metadata`` column).
+TRACE_KEYS = (
+    "dedupe_key", "external_id", "display_id", "format", "source_file", "source_line", "agent",
+    "model", "started_at", "tags", "meta", "tools", "record_count", "message_count",
+    "tool_call_count", "tool_result_count", "error_count", "problem_count", "total_tokens",
+    "tool_result_tokens", "wasted_tokens", "max_occurrence",
+)  # fmt: skip
+
+
+def _json_indexes(table: str, names: tuple[str, ...]) -> frozenset[int]:
+    from db.write import JSON_COLUMNS
+
+    json_columns = JSON_COLUMNS.get(table, frozenset()) | {"tags", "metadata", "tools"}
+    return frozenset(i for i, c in enumerate(names) if c in json_columns)
+
+
+def ceiling_sqlite(
+    path: Path, db_file: Path, batch_messages: int, exclude: Exclude, messages_only: bool = False
+) -> int:
     """The ceiling on SQLite: raw ``executemany``, one transaction per batch, WAL."""
+    from db.dialect import _converted, _sqlite_value
     from db.engine import SQLITE_JOURNAL_MODE, SQLITE_SYNCHRONOUS
 
     conn = sqlite3.connect(db_file, isolation_level=None)
     conn.execute(f"PRAGMA journal_mode={SQLITE_JOURNAL_MODE}")
     conn.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
-    conn.execute(
-        "CREATE TABLE messages (id INTEGER PRIMARY KEY, trace_id INTEGER, seq INTEGER, "
-        "role VARCHAR(20), content TEXT, tokens INTEGER, raw JSON)"
-    )
-    sql = "INSERT INTO messages (trace_id, seq, role, content, tokens, raw) VALUES (?,?,?,?,?,?)"
+    for ddl in _ddl(_tables(messages_only), sqlite_dialect.dialect()):
+        conn.execute(ddl)
     written = 0
-    for rows in ceiling_batches(path, batch_messages):
+    for batch in ceiling_batches(path, batch_messages, exclude, messages_only):
         conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(sql, rows)
+        for table, rows in batch.items():
+            names = columns(table, messages_only)
+            marks = ", ".join("?" * len(names))
+            sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})"
+            conn.executemany(sql, _converted(rows, _json_indexes(table, names), _sqlite_value))
         conn.execute("COMMIT")
-        written += len(rows)
+        written += len(batch["messages"])
     conn.close()
     return written
 
 
-def ceiling_postgresql(path: Path, conninfo: str, schema: str, batch_messages: int) -> int:
+def ceiling_postgresql(
+    path: Path,
+    conninfo: str,
+    schema: str,
+    batch_messages: int,
+    exclude: Exclude,
+    messages_only: bool = False,
+) -> int:
     """The ceiling on PostgreSQL: ``COPY … FROM STDIN``, one transaction per batch."""
     import psycopg
 
+    from db.dialect import _converted
+
     written = 0
     with psycopg.connect(conninfo, options=f"-csearch_path={schema}") as conn:
-        conn.execute(
-            "CREATE TABLE messages (id BIGSERIAL PRIMARY KEY, trace_id INTEGER, seq INTEGER, "
-            "role VARCHAR(20), content TEXT, tokens INTEGER, raw JSONB)"
-        )
+        for ddl in _ddl(_tables(messages_only), postgresql.dialect()):
+            conn.execute(ddl)
         conn.commit()
-        copy_sql = "COPY messages (trace_id, seq, role, content, tokens, raw) FROM STDIN"
-        for rows in ceiling_batches(path, batch_messages):
-            with conn.transaction(), conn.cursor() as cur, cur.copy(copy_sql) as cp:
-                for row in rows:
-                    cp.write_row(row)
-            written += len(rows)
+        for batch in ceiling_batches(path, batch_messages, exclude, messages_only):
+            with conn.transaction(), conn.cursor() as cur:
+                for table, rows in batch.items():
+                    names = columns(table, messages_only)
+                    copy_sql = f"COPY {table} ({', '.join(names)}) FROM STDIN"
+                    with cur.copy(copy_sql) as cp:
+                        for row in _converted(rows, _json_indexes(table, names), None):
+                            cp.write_row(row)
+            written += len(batch["messages"])
     return written

@@ -2,25 +2,28 @@
 
     python -m benchmarks.ingest_bench [--messages N] [--pg-url URL] [--sqlite-only] [--profile]
 
-The workload (:mod:`benchmarks.workload`, cached in ``.bench/``) is imported twice per database:
+The workload (:mod:`benchmarks.workload`, cached in ``.bench/``) is imported three times per
+database:
 
 * the **ceiling** (:mod:`benchmarks.ceiling`): one process streams the file, ``orjson.loads``
-  each line, counts the tokens of every message and writes one row per message with raw DBAPI
-  ``executemany`` (SQLite, WAL) or ``COPY`` (PostgreSQL), in batches of the pipeline's size;
+  each line, counts the tokens of every message and writes the same rows the pipeline writes
+  (traces, messages, tool calls, tool results, findings) with raw DBAPI ``executemany``
+  (SQLite, WAL) or ``COPY`` (PostgreSQL), in batches of the pipeline's size; the time spent
+  deriving the row values (the pipeline's analysis) is left out;
+* the **messages-only ceiling** (``msgs``): the same, writing one row per message only;
 * the **pipeline**: ``ingest.pipeline.import_paths`` into a fresh, migrated database.
 
 Each run happens in a fresh interpreter, so ``getrusage`` peaks belong to that run alone; a
 thread also samples the RSS of the process and its children every 50 ms. The last line is
-``ingest ratio sqlite=X.XX postgresql=Y.YY`` (pipeline messages/s over ceiling messages/s).
+``ingest ratio sqlite=X.XX postgresql=Y.YY`` (pipeline messages/s over ceiling messages/s); the
+line before it gives the same ratio against the messages-only ceiling.
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
 import gc
 import os
-import pstats
 import resource
 import subprocess
 import sys
@@ -47,6 +50,8 @@ DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 PROFILE_MESSAGES = 50_000
 SAMPLE_SECONDS = 0.05
 DATABASES = ("sqlite", "postgresql")
+#: The measured runs per database: the ceiling, the messages-only ceiling, the pipeline.
+RUN_KINDS = ("ceiling", "msgs", "pipeline")
 
 
 @dataclass(slots=True)
@@ -171,7 +176,7 @@ def _remove_sqlite(db_file: Path) -> None:
 def run_once(
     kind: str, database: str, workload: Path, expected: int, pg_url: str, workers: int | None
 ) -> RunResult:
-    """Measure one import of ``workload``: ``kind`` is ``ceiling`` or ``pipeline``."""
+    """Measure one import of ``workload``: ``kind`` is one of ``RUN_KINDS``."""
     from db.engine import make_engine
     from ingest.pipeline import BATCH_MESSAGES, import_paths
 
@@ -192,16 +197,20 @@ def run_once(
             db_file = BENCH_DIR / f"{kind}.db"
             _remove_sqlite(db_file)
             stack.callback(_remove_sqlite, db_file)
-            if kind == "ceiling":
+            if kind != "pipeline":
                 with measured:
-                    n = ceiling_sqlite(workload, db_file, BATCH_MESSAGES)
+                    n = ceiling_sqlite(
+                        workload, db_file, BATCH_MESSAGES, measured.exclude, kind == "msgs"
+                    )
             else:
                 n = pipeline(str(db_file))
         else:
             conninfo, schema, url = stack.enter_context(pg_schema(pg_url))
-            if kind == "ceiling":
+            if kind != "pipeline":
                 with measured:
-                    n = ceiling_postgresql(workload, conninfo, schema, BATCH_MESSAGES)
+                    n = ceiling_postgresql(
+                        workload, conninfo, schema, BATCH_MESSAGES, measured.exclude, kind == "msgs"
+                    )
             else:
                 n = pipeline(url)
     own, children = _maxrss()
@@ -219,8 +228,9 @@ def run_once(
 
 
 class _Stopwatch:
-    """Wall time and sampled peak RSS of the block it wraps (with the GC paused, as the
-    pipeline does, so the ceiling gets the same advantage)."""
+    """Wall time, CPU time and sampled peak RSS of the block it wraps (with the GC paused, as the
+    pipeline does, so the ceiling gets the same advantage), minus the blocks run under
+    :meth:`exclude`."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
@@ -229,6 +239,18 @@ class _Stopwatch:
         self._memory = PeakMemory()
         self._started = 0.0
         self._cpu = 0.0
+        self._excluded = 0.0
+        self._excluded_cpu = 0.0
+
+    @contextmanager
+    def exclude(self) -> Iterator[None]:
+        """Leave the wall and CPU time of this block out of the measurement."""
+        started, cpu = time.perf_counter(), _cpu_seconds()
+        try:
+            yield
+        finally:
+            self._excluded += time.perf_counter() - started
+            self._excluded_cpu += _cpu_seconds() - cpu
 
     def __enter__(self) -> _Stopwatch:
         gc.collect()
@@ -239,8 +261,8 @@ class _Stopwatch:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.seconds = time.perf_counter() - self._started
-        self.cpu_seconds = _cpu_seconds() - self._cpu
+        self.seconds = time.perf_counter() - self._started - self._excluded
+        self.cpu_seconds = _cpu_seconds() - self._cpu - self._excluded_cpu
         self._memory.__exit__(*exc)
         self.peak_rss = self._memory.peak
         gc.enable()
@@ -306,86 +328,26 @@ def bench(args: Any) -> None:
     )
     print(_HEADER, flush=True)
     ratios: dict[str, str] = {}
+    narrow: dict[str, str] = {}
     for database in DATABASES:
         if database == "postgresql":
             problem = "skipped: --sqlite-only" if args.sqlite_only else pg_problem(args.pg_url)
             if problem is not None:
-                ratios[database] = f"n/a ({problem})"
+                ratios[database] = narrow[database] = f"n/a ({problem})"
                 continue
         try:
-            ceiling = _spawn("ceiling", database, workload, stats, args)
-            print(format_row(ceiling), flush=True)
-            pipeline = _spawn("pipeline", database, workload, stats, args)
-            print(format_row(pipeline), flush=True)
+            runs = {kind: _spawn(kind, database, workload, stats, args) for kind in RUN_KINDS}
         except RunFailed as exc:
             print(f"{database:<11}{exc}", flush=True)
-            ratios[database] = f"n/a ({exc})"
+            ratios[database] = narrow[database] = f"n/a ({exc})"
             continue
-        ratios[database] = f"{pipeline.messages_per_s / ceiling.messages_per_s:.2f}"
+        for run in runs.values():
+            print(format_row(run), flush=True)
+        speed = runs["pipeline"].messages_per_s
+        ratios[database] = f"{speed / runs['ceiling'].messages_per_s:.2f}"
+        narrow[database] = f"{speed / runs['msgs'].messages_per_s:.2f}"
+    print("against the messages-only ceiling: " + ratio_line(narrow), flush=True)
     print(ratio_line(ratios), flush=True)
-
-
-# ---- profile --------------------------------------------------------------------------------
-
-
-def _area(filename: str, name: str) -> str:
-    """Where a profiled function lives: a repo file, a third-party package or a builtin."""
-    if filename == "~":
-        return name
-    path = Path(filename)
-    if "site-packages" in path.parts:
-        return path.parts[path.parts.index("site-packages") + 1]
-    try:
-        return str(path.resolve().relative_to(REPO))
-    except ValueError:
-        return f"stdlib {path.name}"
-
-
-def print_profile(profile: cProfile.Profile, seconds: float, top: int) -> None:
-    """Own time grouped by file/package, then the top functions by own time."""
-    stats = pstats.Stats(profile)
-    raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = stats.stats  # type: ignore[attr-defined]
-    areas: dict[str, float] = {}
-    for (filename, _line, name), (_cc, _nc, tottime, _ct, _callers) in raw.items():
-        key = _area(filename, name)
-        areas[key] = areas.get(key, 0.0) + tottime
-    print(f"  own time by file / package (share of {seconds:.2f} s wall):")
-    for key, own in sorted(areas.items(), key=lambda kv: -kv[1])[:top]:
-        print(f"    {own:7.2f} s {own / seconds:6.1%}  {key}")
-    print("  top functions by own time:")
-    ranked = sorted(raw.items(), key=lambda kv: -kv[1][2])[:top]
-    for (filename, line, name), (_cc, ncalls, tottime, cumtime, _callers) in ranked:
-        where = _area(filename, name) if filename == "~" else f"{_area(filename, name)}:{line}"
-        print(f"    {tottime:7.2f} s {cumtime:7.2f} s cum {ncalls:>9,} calls  {name}  {where}")
-
-
-def profile(args: Any) -> None:
-    """Profile ``import_paths`` (parent process) with workers=0 and workers=2 on SQLite."""
-    from db.engine import make_engine
-    from ingest.pipeline import import_paths
-
-    workload, _ = ensure_workload(BENCH_DIR, args.profile_messages, args.seed)
-    for workers in (0, 2):
-        db_file = BENCH_DIR / f"profile-{workers}.db"
-        _remove_sqlite(db_file)
-        engine = make_engine(str(db_file))
-        prof = cProfile.Profile()
-        own, children = _cpu_split()
-        started = time.perf_counter()
-        prof.enable()
-        summary = import_paths(engine, [workload], workers=workers)
-        prof.disable()
-        seconds = time.perf_counter() - started
-        own_after, children_after = _cpu_split()
-        engine.dispose()
-        _remove_sqlite(db_file)
-        # The profile covers the parent only; the workers' share shows in their CPU time.
-        print(
-            f"profile workers={workers}: {summary.messages:,} messages in {seconds:.2f} s "
-            f"({summary.messages / seconds:,.0f} msgs/s under cProfile); CPU: parent "
-            f"{own_after - own:.1f} s, workers {children_after - children:.1f} s"
-        )
-        print_profile(prof, seconds, args.top)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -402,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile-messages", type=int, default=PROFILE_MESSAGES)
     parser.add_argument("--top", type=int, default=25, help="rows per profile table")
     # One measured run in this process (used by the benchmark itself, one interpreter per run).
-    parser.add_argument("--run", choices=("ceiling", "pipeline"), help=argparse.SUPPRESS)
+    parser.add_argument("--run", choices=RUN_KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--database", choices=DATABASES, help=argparse.SUPPRESS)
     parser.add_argument("--workload", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--expect", type=int, help=argparse.SUPPRESS)
@@ -413,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(orjson.dumps(asdict(result)).decode())
     elif args.profile:
+        from benchmarks.ingest_profile import profile
+
         profile(args)
     else:
         bench(args)
