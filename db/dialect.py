@@ -114,6 +114,19 @@ def concurrent_writers(conn: Connection | Engine) -> bool:
     return name_of(conn) == "postgresql"
 
 
+def reserve_ids(conn: Connection, table: Table, count: int) -> list[int] | None:
+    """``count`` fresh ids of ``table``, increasing, for rows written later in any order; or
+    ``None`` where rows written one batch at a time get increasing ids anyway (SQLite)."""
+    kind = name_of(conn)
+    if kind == "sqlite":
+        return None
+    if kind == "postgresql":
+        sequence = f"pg_get_serial_sequence('{table.name}', 'id')"
+        sql = f"SELECT nextval({sequence}) FROM generate_series(1, {int(count)})"
+        return [int(v) for v in conn.exec_driver_sql(sql).scalars()]
+    assert_never(kind)
+
+
 def insert_new(
     conn: Connection, table: Table, key: str, rows: Sequence[dict[str, Any]]
 ) -> dict[Any, int]:
@@ -122,7 +135,8 @@ def insert_new(
     one then waits for) are skipped, so concurrent writers never fail on a duplicate.
 
     On PostgreSQL the rows go in key order: two transactions inserting overlapping keys then
-    take their locks in the same order and cannot deadlock.
+    take their locks in the same order and cannot deadlock; ids still follow the input order
+    (rows without an ``id`` get one from :func:`reserve_ids` first).
     """
     if not rows:
         return {}
@@ -131,6 +145,9 @@ def insert_new(
         stmt: Any = sqlite.insert(table).on_conflict_do_nothing(index_elements=[key])
     elif kind == "postgresql":
         stmt = postgresql.insert(table).on_conflict_do_nothing(index_elements=[key])
+        if "id" not in rows[0]:  # ids in input order, though the rows go in key order
+            ids = reserve_ids(conn, table, len(rows)) or []
+            rows = [{**row, "id": n} for row, n in zip(rows, ids, strict=True)]
         rows = sorted(rows, key=lambda row: row[key])
     else:
         assert_never(kind)

@@ -110,8 +110,22 @@ class WriteResult:
     records_duplicate: int = 0
 
 
-def write_traces(engine: Engine, import_id: int, batch: Sequence[TraceRows]) -> WriteResult:
-    """Write a batch of traces atomically.
+def reserve_trace_ids(engine: Engine, count: int) -> list[int] | None:
+    """Ids for the next ``count`` traces, in input order, where concurrent writers would
+    otherwise number them in commit order (see :func:`db.dialect.reserve_ids`)."""
+    if count == 0 or not dialect.concurrent_writers(engine):
+        return None
+    with engine.begin() as conn:
+        return dialect.reserve_ids(conn, TRACES, count)
+
+
+def write_traces(
+    engine: Engine,
+    import_id: int,
+    batch: Sequence[TraceRows],
+    ids: Sequence[int] | None = None,
+) -> WriteResult:
+    """Write a batch of traces atomically (``ids``: reserved ids, one per trace of ``batch``).
 
     A trace whose ``dedupe_key`` is already stored (or appears earlier in the batch, or is being
     written by a concurrent batch that commits) is a duplicate and is skipped whole.
@@ -121,29 +135,30 @@ def write_traces(engine: Engine, import_id: int, batch: Sequence[TraceRows]) -> 
         return result
     # The first occurrence of a key in the batch is the candidate; later ones are duplicates.
     candidates: dict[str, TraceRows] = {}
-    for rows in batch:
+    values: list[dict[str, Any]] = []
+    now = datetime.now(UTC)
+    for index, rows in enumerate(batch):
         key = rows.trace["dedupe_key"]
         if key in candidates:
             result.duplicates += 1
             result.records_duplicate += rows.trace.get("record_count", 1)
-        else:
-            candidates[key] = rows
-    now = datetime.now(UTC)
-    values = [
-        {**rows.trace, "import_id": import_id, "imported_at": now} for rows in candidates.values()
-    ]
+            continue
+        candidates[key] = rows
+        values.append({**rows.trace, "import_id": import_id, "imported_at": now})
+        if ids is not None:
+            values[-1]["id"] = ids[index]
     with writing(engine) as conn:
-        ids = dialect.insert_new(conn, TRACES, "dedupe_key", values)
-        fresh = [rows for key, rows in candidates.items() if key in ids]
+        stored = dialect.insert_new(conn, TRACES, "dedupe_key", values)
+        fresh = [rows for key, rows in candidates.items() if key in stored]
         for table, columns in CHILD_TABLES.items():
-            rows_out = _child_rows(table, fresh, ids)
+            rows_out = _child_rows(table, fresh, stored)
             if rows_out:
                 dialect.bulk_insert(
                     conn, table, ("trace_id", *columns), rows_out, JSON_COLUMNS[table]
                 )
     for key, rows in candidates.items():
         records = rows.trace.get("record_count", 1)
-        if key in ids:
+        if key in stored:
             result.imported += 1
             result.messages += len(rows.messages)
             result.records_imported += records

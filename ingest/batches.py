@@ -27,7 +27,13 @@ from sqlalchemy import Engine
 
 from db import dialect
 from db.engine import make_engine
-from db.write import TraceRows, WriteResult, write_rejected, write_traces
+from db.write import (
+    TraceRows,
+    WriteResult,
+    reserve_trace_ids,
+    write_rejected,
+    write_traces,
+)
 from ingest import formats
 from ingest.analysis import analyze_trace
 from ingest.formats._common import Deferred
@@ -134,9 +140,16 @@ def _analysis_failure(trace: Trace, exc: Exception) -> Rejected:
     )
 
 
-def _split(items: list[TraceRows | Rejected]) -> tuple[list[TraceRows], list[Rejected]]:
+def _split(
+    items: list[TraceRows | Rejected], ids: Sequence[int] | None
+) -> tuple[list[TraceRows], list[int] | None, list[Rejected]]:
+    """The rows of ``items`` with their reserved ids (one id per item), and the rejections."""
     rows = [i for i in items if isinstance(i, TraceRows)]
-    return rows, [i for i in items if isinstance(i, Rejected)]
+    rejected = [i for i in items if isinstance(i, Rejected)]
+    if ids is None:
+        return rows, None, rejected
+    row_ids = [n for item, n in zip(items, ids, strict=True) if isinstance(item, TraceRows)]
+    return rows, row_ids, rejected
 
 
 # ---- worker processes -------------------------------------------------------------------------
@@ -180,26 +193,35 @@ def _turn(state: _WorkerState, seq: int) -> Iterator[None]:
 
 
 def analyze_and_write(
-    batch: Sequence[Trace | Deferred], seq: int, encoding: str, budget: int
+    batch: Sequence[Trace | Deferred],
+    seq: int,
+    ids: Sequence[int] | None,
+    encoding: str,
+    budget: int,
 ) -> tuple[WriteResult, list[Rejected]]:
-    """The unit of work of a writing worker: analyze a batch, then write it in its turn."""
+    """The unit of work of a writing worker: analyze a batch, then write it in its turn
+    (``ids``: the trace ids reserved for the batch's items, where writes run concurrently)."""
     state = _worker
     assert state is not None, "worker not initialized"
     failure: BaseException | None = None
     try:
-        rows, rejected = _split(analyze_batch(batch, encoding, budget))
+        rows, row_ids, rejected = _split(analyze_batch(batch, encoding, budget), ids)
     except BaseException as exc:  # still take (and pass on) the turn, or later batches hang
         failure = exc
     with _turn(state, seq):
         if failure is not None:
             raise failure
-        return write_traces(state.engine, state.import_id, rows), rejected
+        return write_traces(state.engine, state.import_id, rows, row_ids), rejected
 
 
 def _analyze_only(
-    batch: Sequence[Trace | Deferred], seq: int, encoding: str, budget: int
-) -> list[TraceRows | Rejected]:
-    return analyze_batch(batch, encoding, budget)
+    batch: Sequence[Trace | Deferred],
+    seq: int,
+    ids: Sequence[int] | None,
+    encoding: str,
+    budget: int,
+) -> tuple[list[TraceRows | Rejected], Sequence[int] | None]:
+    return analyze_batch(batch, encoding, budget), ids
 
 
 def _separate_process_can_open(engine: Engine) -> bool:
@@ -210,8 +232,9 @@ def _separate_process_can_open(engine: Engine) -> bool:
 
 # ---- the parent's side ------------------------------------------------------------------------
 
-#: What a batch comes back as: rows to write here, or what the worker wrote and rejected.
-_Done = list[TraceRows | Rejected] | tuple[WriteResult, list[Rejected]]
+#: What a batch comes back as: what the worker wrote and rejected, or the analyzed items (with
+#: their reserved ids) for this process to write.
+_Done = tuple[WriteResult, list[Rejected]] | tuple[list[TraceRows | Rejected], Sequence[int] | None]
 
 
 class BatchWriter:
@@ -298,20 +321,22 @@ class BatchWriter:
             return
         batch, self.batch, self.batch_messages = self.batch, [], 0
         seq, self.seq = self.seq, self.seq + 1
+        # Trace ids in input order, even where batches commit in another order.
+        ids = reserve_trace_ids(self.engine, len(batch))
         if self.pool is None:
-            self._collect(analyze_batch(batch, self.encoding, self.budget))
+            self._collect(_analyze_only(batch, seq, ids, self.encoding, self.budget))
             return
         work = analyze_and_write if self.workers_write else _analyze_only
-        self.pending.append(self.pool.submit(work, batch, seq, self.encoding, self.budget))
+        self.pending.append(self.pool.submit(work, batch, seq, ids, self.encoding, self.budget))
         while len(self.pending) > self.max_pending:
             self._collect(self.pending.popleft().result())
 
     def _collect(self, done: _Done) -> None:
-        if isinstance(done, tuple):
+        if isinstance(done[0], WriteResult):
             result, rejected = done
         else:
-            rows, rejected = _split(done)
-            result = write_traces(self.engine, self.import_id, rows)
+            rows, row_ids, rejected = _split(*done)
+            result = write_traces(self.engine, self.import_id, rows, row_ids)
         self.summary.add_written(result)
         for item in rejected:
             self._reject(item)

@@ -66,7 +66,10 @@ def test_workers_store_exactly_what_an_in_process_import_stores(
     with engine.connect() as conn:
         query = "SELECT count(*) FROM tool_calls WHERE NOT args_valid AND arguments IS NULL"
         assert conn.exec_driver_sql(query).scalar_one() == 14
+        # Trace ids follow the input order, though PostgreSQL batches commit in any order.
+        lines = conn.exec_driver_sql("SELECT source_line FROM traces ORDER BY id").scalars().all()
     engine.dispose()
+    assert lines == list(range(1, stats.traces + 1))
 
 
 @pytest.mark.usefixtures("small_batches")
@@ -97,11 +100,11 @@ def test_a_batch_that_fails_to_write_fails_the_import_without_hanging(
     write_workload(path, 1_500, seed=2)
     real_write = batches.write_traces
 
-    def failing_later_write(engine: Any, import_id: int, rows: Any) -> Any:
+    def failing_later_write(engine: Any, import_id: int, rows: Any, ids: Any = None) -> Any:
         # Runs in the forked workers, which inherit this patch.
         if rows and rows[0].trace["source_line"] > 30:
             raise RuntimeError("disk on fire")
-        return real_write(engine, import_id, rows)
+        return real_write(engine, import_id, rows, ids)
 
     monkeypatch.setattr(batches, "write_traces", failing_later_write)
     engine = make_engine(db_url)
