@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from dbfixture import build_fixture, open_app
 
+from dashboard.render import NO_MATCH_TEXT
 from db.engine import make_engine
 
 #: (page, URL parameters) that between them draw every table of the dashboard.
@@ -67,3 +68,12 @@ def test_counts_are_shown_with_thousands_separators(
     config = json.loads(biggest.proto.columns)
     assert config["chars"]["type_config"]["format"] == "localized"
     assert config["tokens"]["type_config"]["format"] == "%,d"
+
+
+@pytest.mark.parametrize("page", ["views/errors.py", "views/tokens.py", "views/loops.py", None])
+def test_pages_say_when_the_filters_match_nothing(
+    monkeypatch: pytest.MonkeyPatch, store_url: str, page: str | None
+) -> None:
+    at = open_app(monkeypatch, store_url, page=page, params={"start": "2030-01-01"})
+    assert not at.exception
+    assert [i.value for i in at.info] == [NO_MATCH_TEXT]

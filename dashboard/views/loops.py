@@ -11,6 +11,7 @@ import streamlit as st
 from dashboard import render, state, widgets
 from dashboard.charts import loops as charts
 from db.queries import loops as q
+from db.queries.errors import error_totals
 
 LOOP_PAGE = 25
 PING_PONG_TRACES = 20
@@ -34,6 +35,9 @@ k = widgets.setting_slider(
     help="A call signature (tool + identical arguments) repeated k or more times in one trace "
     "is a loop.",
 )
+if state.query(error_totals, f)[1] == 0:  # no Tool Message under these filters
+    render.no_match()
+    st.stop()
 totals = state.query(q.loop_totals, k, f)
 ping_pong = state.query(q.ping_pong_calls, f)
 

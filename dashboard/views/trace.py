@@ -56,7 +56,9 @@ def _picker(f: Any) -> None:
     )
     found = state.query(search_traces, f, text=text or None, tool=tool, error_type=error_type)
     if found.empty:
-        st.caption("No trace matches.")
+        st.caption(
+            "No trace matches: change the search above, or widen the filters in the sidebar."
+        )
         return
     st.caption(f"{len(found)} traces shown, most problems first (select one to open it)")
     event = st.dataframe(
