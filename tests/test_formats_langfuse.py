@@ -151,6 +151,9 @@ def test_a_second_agent_with_its_own_prompt_follows_as_a_branch_named_by_its_age
         ("user", "Greet Bob.", "critic run"),
         ("assistant", "Good.", "critic run"),
     ]
+    # The user message both agents got is read once but is two messages of the trace.
+    assert [m.seq for m in trace.messages] == [0, 1, 2, 3, 4, 5]
+    assert trace.messages[1] is not trace.messages[4]
 
 
 def test_a_generation_nested_in_another_is_read_once() -> None:

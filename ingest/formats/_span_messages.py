@@ -52,19 +52,28 @@ class SourceMessage:
     messages: list[Message]
     #: Tool definitions sent as a message (Langfuse's LangChain integration): not a message.
     tools: list[ToolDef] = field(default_factory=list)
+    _key: Key | None = field(default=None, repr=False, compare=False)
 
     @property
     def key(self) -> Key:
-        """What identifies the message when a later span sends it again."""
-        return tuple(
-            (
-                m.role,
-                m.content.strip(),
-                tuple((c.name, c.tool_call_id) for c in m.tool_calls),
-                m.tool_result.tool_call_id if m.tool_result else None,
+        """What identifies the message when a later span sends it again (computed once: a
+        conversation is aligned before anything changes its messages)."""
+        if self._key is None:
+            self._key = tuple(
+                (
+                    m.role,
+                    m.content.strip(),
+                    tuple((c.name, c.tool_call_id) for c in m.tool_calls),
+                    m.tool_result.tool_call_id if m.tool_result else None,
+                )
+                for m in self.messages
             )
-            for m in self.messages
-        )
+        return self._key
+
+
+#: Messages already read in one export, by position and raw bytes: every LLM call sends the
+#: whole history again, and reading it once keeps a long run linear in practice.
+Memo = dict[tuple[int, bytes], "SourceMessage | None"]
 
 
 def maybe_json(value: Any) -> Any:
@@ -176,7 +185,8 @@ def _unwrap(item: dict[str, Any]) -> tuple[dict[str, Any], Role | None]:
     if isinstance(item.get("kwargs"), dict):
         data = item["kwargs"]
         ident = item.get("id")
-        name = _LANGCHAIN_CLASSES.get(ident[-1]) if isinstance(ident, list) and ident else None
+        last = ident[-1] if isinstance(ident, list) and ident else None
+        name = _LANGCHAIN_CLASSES.get(last) if isinstance(last, str) else None
     elif isinstance(item.get("data"), dict) and "type" in item:
         data = item["data"]
         name = item["type"]
@@ -337,18 +347,47 @@ def _responses_item(item: dict[str, Any]) -> SourceMessage:
 # Lists, transcripts, requests and responses
 
 
-def read_list(items: list[Any], first: int = 0) -> Positioned:
-    """Messages of a list by position; tool definitions sent as messages take no position."""
+def read_list(items: list[Any], first: int = 0, memo: Memo | None = None) -> Positioned:
+    """Messages of a list by position; tool definitions sent as messages take no position.
+
+    With ``memo``, an item already read at the same position is the same
+    :class:`SourceMessage` object.
+    """
     out: Positioned = {}
     position = first
     for item in items:
-        read = read_message(item)
+        raw = _raw_bytes(item) if memo is not None else None
+        if memo is not None and raw is not None and (position, raw) in memo:
+            read = memo[(position, raw)]
+        else:
+            read = read_message(item)
+            if memo is not None and raw is not None:
+                memo[(position, raw)] = read
         if read is not None and read.tools and not read.messages:
             continue
         if read is not None:
             out[position] = read
         position += 1
     return out
+
+
+def _raw_bytes(item: Any) -> bytes | None:
+    try:
+        return orjson.dumps(item)
+    except TypeError:
+        return None
+
+
+def definition_message(item: Any) -> list[ToolDef]:
+    """The tools a ``role: "tool"`` definition message declares (none for other messages)."""
+    if (
+        isinstance(item, dict)
+        and item.get("role") == "tool"
+        and _is_definition(item.get("content"))
+    ):
+        content = item["content"]
+        return definitions(content if isinstance(content, list) else [content])
+    return []
 
 
 def transcript(text: str, default: Role) -> list[SourceMessage]:

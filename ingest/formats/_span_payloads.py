@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingest.formats._span_messages import (
+    Memo,
     Positioned,
     SourceMessage,
     maybe_json,
@@ -23,13 +24,13 @@ from ingest.formats._span_messages import (
 from ingest.model import Message
 
 
-def read_input(value: Any) -> Positioned:
+def read_input(value: Any, memo: Memo | None = None) -> Positioned:
     """The prompt of an LLM span: a message list, a request object, or a transcript."""
     value = maybe_json(value)
     if isinstance(value, str):
         return dict(enumerate(transcript(value, "user")))
     if isinstance(value, list):
-        return read_list(value)
+        return read_list(value, 0, memo)
     if not isinstance(value, dict):
         return {}
     prefix: list[SourceMessage] = []
@@ -48,7 +49,7 @@ def read_input(value: Any) -> Positioned:
         return {0: single} if single is not None and single.messages else {}
     if isinstance(items, dict):
         items = [items]
-    return read_list(items if isinstance(items, list) else [], len(prefix)) | dict(
+    return read_list(items if isinstance(items, list) else [], len(prefix), memo) | dict(
         enumerate(prefix)
     )
 
@@ -144,25 +145,25 @@ def _attribute_message(fields: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def _attribute_list(attrs: dict[str, Any], prefix: str) -> Positioned:
+def _attribute_list(attrs: dict[str, Any], prefix: str, memo: Memo | None = None) -> Positioned:
     out: Positioned = {}
     for index, fields in sorted(_flattened(attrs, prefix).items()):
-        read = read_message(_attribute_message(fields))
+        read = read_list([_attribute_message(fields)], index, memo).get(index)
         if read is not None and read.messages:
             out[index] = read
     return out
 
 
-def attribute_input(attrs: dict[str, Any]) -> Positioned:
+def attribute_input(attrs: dict[str, Any], memo: Memo | None = None) -> Positioned:
     """The prompt in a span's attributes: OTel ``gen_ai.input.messages`` (with
     ``gen_ai.system_instructions``), OpenInference ``llm.input_messages.N``, legacy
     ``gen_ai.prompt.N``, or OpenInference completion ``llm.prompts``."""
     messages = maybe_json(attrs.get("gen_ai.input.messages"))
     if isinstance(messages, list):
         prefix = _system(maybe_json(attrs.get("gen_ai.system_instructions")))
-        return read_list(messages, len(prefix)) | dict(enumerate(prefix))
+        return read_list(messages, len(prefix), memo) | dict(enumerate(prefix))
     for prefix_key in ("llm.input_messages.", "gen_ai.prompt."):
-        found = _attribute_list(attrs, prefix_key)
+        found = _attribute_list(attrs, prefix_key, memo)
         if found:
             return found
     prompts = maybe_json(attrs.get("llm.prompts"))

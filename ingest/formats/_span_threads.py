@@ -125,8 +125,17 @@ def _offset(thread: _Thread, inputs: Positioned) -> int | None:
     return None
 
 
-def _place(thread: _Thread, position: int, message: SourceMessage, time: datetime | None) -> None:
+def _place(
+    thread: _Thread, position: int, message: SourceMessage, time: datetime | None, placed: set[int]
+) -> None:
     old = thread.slots.get(position)
+    if old is not None and old.message is message:
+        return
+    if id(message) in placed:
+        # One message read once but sent at two places (two agents with the same prompt, a
+        # delta prompt): each place gets its own copy.
+        message = SourceMessage([m.model_copy(deep=True) for m in message.messages])
+    placed.add(id(message))
     if old is not None and old.message.key == message.key:
         time = _earliest(old.time, time)
         # The usage (and span id) of an LLM call stays with the message it produced, whichever
@@ -137,9 +146,9 @@ def _place(thread: _Thread, position: int, message: SourceMessage, time: datetim
     thread.slots[position] = _Slot(message, time)
 
 
-def _apply(thread: _Thread, source: Source, offset: int, order: int) -> None:
+def _apply(thread: _Thread, source: Source, offset: int, order: int, placed: set[int]) -> None:
     for index, sent in source.inputs.items():
-        _place(thread, offset + index, sent, source.start)
+        _place(thread, offset + index, sent, source.start, placed)
     base = offset + max(source.inputs) + 1
     if source.usage and source.outputs and source.outputs[0].messages:
         source.outputs[0].messages[0].usage = source.usage
@@ -156,6 +165,7 @@ def _align(sources: list[Source]) -> tuple[list[_Thread], list[tuple[datetime | 
     """Threads, and each source's start with the thread it went to."""
     threads: list[_Thread] = []
     placed: list[tuple[datetime | None, _Thread]] = []
+    seen: set[int] = set()
     for order, source in enumerate(sources, start=1):
         if not source.inputs:
             continue
@@ -166,7 +176,7 @@ def _align(sources: list[Source]) -> tuple[list[_Thread], list[tuple[datetime | 
         else:
             thread, offset = _Thread(label=source.label), 0
             threads.append(thread)
-        _apply(thread, source, offset, order)
+        _apply(thread, source, offset, order, seen)
         placed.append((source.start, thread))
     for thread in threads:
         for position in sorted(thread.slots):

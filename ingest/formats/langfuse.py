@@ -52,7 +52,14 @@ from ingest.formats._common import (
     small_metadata,
 )
 from ingest.formats._sniffing import claims
-from ingest.formats._span_messages import call_id, definitions, maybe_json, read_list, read_message
+from ingest.formats._span_messages import (
+    Memo,
+    call_id,
+    definition_message,
+    definitions,
+    maybe_json,
+    read_list,
+)
 from ingest.formats._span_payloads import (
     attribute_input,
     attribute_output,
@@ -148,7 +155,7 @@ class _Observation:
         return (
             self.type == "GENERATION"
             or self.attrs.get("openinference.span.kind") == "LLM"
-            or self.attrs.get("gen_ai.operation.name") in _LLM_OPERATIONS
+            or str(self.attrs.get("gen_ai.operation.name")) in _LLM_OPERATIONS
         )
 
 
@@ -210,8 +217,10 @@ def _sources(
 ) -> list[Source]:
     """LLM calls and conversation snapshots, in time order."""
     sources: list[Source] = []
+    memo: Memo = {}
     for obs in llm_calls:
-        from_fields, from_attrs = read_input(obs.raw.get("input")), attribute_input(obs.attrs)
+        from_fields = read_input(obs.raw.get("input"), memo)
+        from_attrs = attribute_input(obs.attrs, memo)
         inputs = from_attrs if weight(from_attrs) > weight(from_fields) else from_fields
         said, said_attrs = read_output(obs.raw.get("output")), attribute_output(obs.attrs)
         outputs = said_attrs if weight(said_attrs) > weight(said) else said
@@ -236,7 +245,7 @@ def _sources(
         for key in _SNAPSHOTS:
             snapshot = maybe_json(obs.attrs.get(key))
             if isinstance(snapshot, list) and snapshot:
-                inputs = read_list(snapshot)
+                inputs = read_list(snapshot, 0, memo)
                 sources.append(Source(inputs, [], obs.end, obs.end, obs.name or key, None, obs.id))
     sources.sort(key=lambda s: (s.start is None, s.start or datetime.min))
     return sources
@@ -357,8 +366,7 @@ def _tool_definitions(
             if isinstance(holder, dict):
                 found += definitions(holder.get("tools"))
         for item in sent if isinstance(sent, list) else []:
-            read = read_message(item)
-            found += read.tools if read is not None else []
+            found += definition_message(item)
     unique: dict[str, ToolDef] = {}
     for tool in found:
         unique.setdefault(tool.name, tool)
