@@ -204,6 +204,12 @@ class _Claims:
         self.results = [m for m in messages if m.tool_result is not None]
         self.call_ids = {c.tool_call_id for c in self.calls if c.tool_call_id}
         self.taken: set[int] = set()
+        self.texts: dict[int, str] = {}
+
+    def _text(self, message: Message) -> str:
+        if id(message) not in self.texts:
+            self.texts[id(message)] = _normalized(message.content)
+        return self.texts[id(message)]
 
     def call(self, *, ident: str | None = None, name: str | None = None) -> ToolCall | None:
         for call in self.calls:
@@ -222,9 +228,7 @@ class _Claims:
             if id(message) in self.taken or provided is None:
                 continue
             if (ident is not None and provided.tool_call_id == ident) or (
-                ident is None
-                and provided.tool_call_id is None
-                and _normalized(message.content) == output
+                ident is None and provided.tool_call_id is None and self._text(message) == output
             ):
                 self.taken.add(id(message))
                 return message
