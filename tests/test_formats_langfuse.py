@@ -247,6 +247,7 @@ def test_messages_an_attribute_prompt_skips_keep_what_the_earlier_answer_said() 
 def test_calls_whose_prompt_is_unreadable_still_give_their_answers() -> None:
     trace = trace_of(gen("g1", 1, {"query": "x"}, "First."), gen("g2", 2, None, "Second."))
     assert shape(trace) == [("assistant", "First.", [], None), ("assistant", "Second.", [], None)]
+    assert [(m.branch, m.source_id) for m in trace.messages] == [(None, "g1"), (None, "g2")]
 
 
 def test_a_pydantic_ai_run_snapshot_adds_the_result_of_its_output_tool() -> None:

@@ -238,9 +238,16 @@ def _sources(
             )
         )
     if sources and not any(s.inputs for s in sources):
-        # No call says what it was asked: each answer on its own is still the conversation.
+        # No call says what it was asked: their answers, one after the other, are still the
+        # conversation (each message keeps the time of its answer).
+        answers = []
         for source in sources:
-            source.inputs, source.outputs = dict(enumerate(source.outputs)), []
+            for answer in source.outputs:
+                for message in answer.messages:
+                    message.timestamp = source.end
+                    message.source_id = source.span_id
+                answers.append(answer)
+        sources = [Source(dict(enumerate(answers)), [], sources[0].start, None, sources[0].label)]
     for obs in observations:
         for key in _SNAPSHOTS:
             snapshot = maybe_json(obs.attrs.get(key))
