@@ -314,6 +314,55 @@ def test_a_failed_tool_run_without_output_shows_its_status_message_as_an_explici
     assert trace.messages[0].tool_calls[0].arguments == {"url": "https://x"}
 
 
+def test_a_failed_last_tool_run_adds_the_result_the_conversation_never_got() -> None:
+    # The tool raised and the agent stopped: no later LLM call sends the result back.
+    call = {"id": "c1", "type": "function", "function": {"name": "pay", "arguments": "{}"}}
+    other = {"id": "c2", "type": "function", "function": {"name": "log", "arguments": "{}"}}
+    asked = {"role": "assistant", "content": None, "tool_calls": [call, other]}
+    trace = trace_of(
+        gen("g1", 1, [USER], [asked]),
+        obs("t2", 1.5, type="TOOL", name="log", output="logged"),
+        obs(
+            "t1",
+            2,
+            type="TOOL",
+            name="pay",
+            level="ERROR",
+            statusMessage="GatewayTimeout",
+            attrs={"gen_ai.tool.call.id": "c1"},
+        ),
+    )
+    assert shape(trace) == [
+        ("user", "Greet Bob.", [], None),
+        ("assistant", "", [("pay", "c1"), ("log", "c2")], None),
+        ("tool", "logged", [], ("c2", "log", None, None)),
+        ("tool", "GatewayTimeout", [], ("c1", "pay", True, "level")),
+    ]
+
+
+def test_a_result_whose_call_no_llm_call_shows_gets_the_call_of_its_tool_run() -> None:
+    answered = {"role": "tool", "tool_call_id": "c9", "content": "42"}
+    trace = trace_of(
+        obs(
+            "t1",
+            0.5,
+            type="TOOL",
+            name="answer",
+            input={"q": "life"},
+            output="42",
+            attrs={"gen_ai.tool.call.id": "c9"},
+        ),
+        gen("g1", 1, [USER, answered], "It is 42."),
+    )
+    assert shape(trace) == [
+        ("user", "Greet Bob.", [], None),
+        ("assistant", "", [("answer", "c9")], None),
+        ("tool", "42", [], ("c9", "answer", None, None)),
+        ("assistant", "It is 42.", [], None),
+    ]
+    assert trace.messages[1].tool_calls[0].arguments == {"q": "life"}
+
+
 def test_error_type_on_a_tool_span_flags_the_result_the_conversation_holds() -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "pay", "arguments": "{}"}}
     asked = {"role": "assistant", "content": None, "tool_calls": [call]}

@@ -12,10 +12,12 @@ so far and gets an answer. :func:`assemble` rebuilds the conversation from them:
   already holds further on (an Assistants-style thread sends only the new messages) continues
   from there. Anything else starts a new thread: another agent, or a sub-agent.
 * **Tool runs.** A tool span is *represented* when the conversation already holds its call (same
-  call id, else same name) or its result (same id, else same output text); its error flag and
-  the name or id a result lacks are then copied onto that result. A run the conversation does
-  not show becomes a call and its result, inserted at its time in the thread of the last LLM
-  call that started before it.
+  call id, else same name) or its result (same id, else same output text, else the first
+  unclaimed result after the call before the model speaks again); its error flag and the name or
+  id a result lacks are then copied onto that result. When the conversation holds only the call
+  (the agent stopped after the tool ran), the run's result is added after it; only the result,
+  the run's call is added before it. A run the conversation does not show at all becomes a call
+  and its result, inserted at its time in the thread of the last LLM call that started before it.
 * Threads follow each other in time; messages of every thread but the first carry the thread's
   label as their ``branch``.
 """
@@ -199,9 +201,18 @@ class _Claims:
     """The calls and results of the conversation, each claimed by at most one tool run."""
 
     def __init__(self, threads: list[_Thread]) -> None:
-        messages = [m for t in threads for m in t.messages]
-        self.calls = [c for m in messages for c in m.tool_calls]
-        self.results = [m for m in messages if m.tool_result is not None]
+        #: Where each call and result is: its thread and its message.
+        self.home: dict[int, tuple[_Thread, Message]] = {}
+        self.calls: list[ToolCall] = []
+        self.results: list[Message] = []
+        for thread in threads:
+            for message in thread.messages:
+                for call in message.tool_calls:
+                    self.calls.append(call)
+                    self.home[id(call)] = (thread, message)
+                if message.tool_result is not None:
+                    self.results.append(message)
+                    self.home[id(message)] = (thread, message)
         self.call_ids = {c.tool_call_id for c in self.calls if c.tool_call_id}
         self.taken: set[int] = set()
         self.texts: dict[int, str] = {}
@@ -234,20 +245,35 @@ class _Claims:
                 return message
         return None
 
-    def represent(self, run: ToolRun) -> bool:
-        """Claim the call and result ``run`` shows; enrich the result. False: not shown."""
+    def result_after(self, call: ToolCall) -> Message | None:
+        """The first unclaimed result after ``call`` and before the model speaks again that
+        may answer it (no id, or its id)."""
+        thread, asked = self.home[id(call)]
+        index = next(i for i, m in enumerate(thread.messages) if m is asked)
+        for message in thread.messages[index + 1 :]:
+            if message.role == "assistant" and not message.tool_calls:
+                break
+            provided = message.tool_result
+            if provided is None or id(message) in self.taken:
+                continue
+            if provided.tool_call_id in (None, call.tool_call_id):
+                self.taken.add(id(message))
+                return message
+        return None
+
+    def claim(self, run: ToolRun) -> tuple[ToolCall | None, Message | None]:
+        """The call and the result of the conversation that ``run`` shows (either may be
+        missing); the result gets the run's error flag and the name or id it lacks."""
         output = _normalized(run.output) if run.output is not None else None
         call = self.call(ident=run.call_id) if run.call_id else None
-        result = self.result(ident=call.tool_call_id) if call is not None else None
+        result = self.result(ident=run.call_id) if run.call_id else None
         if result is None and output is not None:
             result = self.result(output=output)
         if call is None:
             ident = result.tool_result.tool_call_id if result and result.tool_result else None
             call = self.call(ident=ident) if ident else self.call(name=run.name)
-            if result is None and call is not None and call.tool_call_id:
-                result = self.result(ident=call.tool_call_id)
-        if call is None and result is None:
-            return False
+        if result is None and call is not None:
+            result = self.result_after(call)
         if result is not None and result.tool_result is not None:
             provided = result.tool_result
             provided.name = provided.name or run.name
@@ -256,19 +282,21 @@ class _Claims:
             if run.error and provided.explicit_error is None:
                 provided.explicit_error = True
                 provided.explicit_source = run.error_source
-        return True
+        return call, result
 
 
-def _pair(run: ToolRun) -> list[Message]:
-    call = make_call(0, run.call_id, run.name, run.arguments)
+def _asked(run: ToolRun, ident: str | None) -> Message:
+    call = make_call(0, ident, run.name, run.arguments)
     asked = Message(seq=0, role="assistant", tool_calls=[call], timestamp=run.start, raw=run.raw)
+    asked.source_id = run.span_id
+    return asked
+
+
+def _answer(run: ToolRun, ident: str | None) -> Message:
     error = True if run.error else None
-    answer = result_message(
-        run.output, run.call_id, run.name, run.raw, error, run.error_source or ""
-    )
-    answer.timestamp = run.end
-    asked.source_id = answer.source_id = run.span_id
-    return [asked, answer]
+    answer = result_message(run.output, ident, run.name, run.raw, error, run.error_source or "")
+    answer.timestamp, answer.source_id = run.end, run.span_id
+    return answer
 
 
 def _insert(messages: list[Message], pair: list[Message], time: datetime | None) -> None:
@@ -288,15 +316,27 @@ def assemble(sources: list[Source], runs: list[ToolRun]) -> list[Message]:
     threads, placed = _align(sources)
     claims = _Claims(threads)
     for run in runs:
-        if claims.represent(run):
-            continue
-        if not threads:
-            threads.append(_Thread(label="tools"))
-        home = threads[0]
-        for start, thread in placed:
-            if start is not None and run.start is not None and start <= run.start:
-                home = thread
-        _insert(home.messages, _pair(run), run.start)
+        call, result = claims.claim(run)
+        if call is not None and result is None:
+            # The run's result never reached the conversation (the agent stopped after it).
+            thread, asked = claims.home[id(call)]
+            at = next(i for i, m in enumerate(thread.messages) if m is asked) + 1
+            while at < len(thread.messages) and thread.messages[at].role == "tool":
+                at += 1
+            thread.messages.insert(at, _answer(run, call.tool_call_id or run.call_id))
+        elif result is not None and call is None:
+            thread, answer = claims.home[id(result)]
+            at = next(i for i, m in enumerate(thread.messages) if m is answer)
+            ident = result.tool_result.tool_call_id if result.tool_result else None
+            thread.messages.insert(at, _asked(run, ident or run.call_id))
+        elif call is None:
+            if not threads:
+                threads.append(_Thread(label="tools"))
+            home = threads[0]
+            for start, thread in placed:
+                if start is not None and run.start is not None and start <= run.start:
+                    home = thread
+            _insert(home.messages, [_asked(run, run.call_id), _answer(run, run.call_id)], run.start)
     messages: list[Message] = []
     labels: set[str] = set()
     for index, thread in enumerate(threads):
