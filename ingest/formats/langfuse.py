@@ -14,7 +14,8 @@ The conversation is rebuilt (see ``_span_threads``) from
   ``llm.input_messages.N.message.*``, ``gen_ai.prompt.N.*`` …) the reading with more messages and
   calls wins, the observation's own fields on a tie (``_span_payloads`` and ``_span_messages``
   read the dialects). Its ``usageDetails`` go to the first message of its answer. Calls whose
-  input says nothing readable are left out (BeeAI's streamed chunks);
+  input says nothing readable are left out (BeeAI streams its answer as a message per token),
+  unless no call has a readable input: then their answers, in order, are the conversation;
 * **conversation snapshots**: pydantic-ai's ``pydantic_ai.all_messages`` and
   ``all_messages_events`` on agent-run spans (the only record of an output tool's result);
 * **tool runs**: TOOL observations, spans of OpenInference kind ``TOOL`` or GenAI operation
