@@ -36,7 +36,9 @@ from db.write import (
 )
 from ingest import formats
 from ingest.analysis import analyze_trace
-from ingest.formats._common import Deferred
+from ingest.formats._record_loop import (
+    Deferred,
+)
 from ingest.jsonrecord import _replace_nul
 from ingest.model import Rejected, Trace
 from ingest.rows import build_rows

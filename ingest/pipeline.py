@@ -24,7 +24,9 @@ from db.write import finish_import, start_import
 from ingest import formats
 from ingest.batches import BATCH_MESSAGES, BatchWriter, ImportSummary
 from ingest.facts import DEFAULT_TOKEN_BUDGET
-from ingest.formats._common import Deferred
+from ingest.formats._record_loop import (
+    Deferred,
+)
 from ingest.jsonstream import iter_records, open_input, read_head
 from ingest.model import Rejected, Trace
 from ingest.records import Record

@@ -12,7 +12,9 @@ import orjson
 from formats_helpers import only_trace, parse, recs, rejections
 
 from ingest import formats
-from ingest.formats._common import Deferred
+from ingest.formats._record_loop import (
+    Deferred,
+)
 from ingest.model import Message, Trace
 
 TRACE = {"id": "t-1", "projectId": "p", "name": "agent", "timestamp": "2025-01-01T00:00:00Z"}

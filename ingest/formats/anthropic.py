@@ -21,18 +21,20 @@ from typing import Any
 
 from ingest.formats import _anthropic_blocks
 from ingest.formats._common import (
-    Deferred,
-    MessageListFormat,
     ShapeError,
-    defer_message_records,
     json_type,
     make_trace,
     optional_str,
-    parse_independent,
-    parse_message_records,
     small_metadata,
     text_of,
     tool_defs,
+)
+from ingest.formats._record_loop import (
+    Deferred,
+    MessageListFormat,
+    defer_message_records,
+    parse_independent,
+    parse_message_records,
 )
 from ingest.formats._sniffing import claims
 from ingest.model import Message, Rejected, Trace

@@ -26,23 +26,25 @@ from typing import Any
 
 from ingest.formats import _openai_messages
 from ingest.formats._common import (
-    Deferred,
-    MessageListFormat,
     ShapeError,
     canonical_role,
-    defer_message_records,
     expect_list,
     expect_object,
     make_trace,
     optional_str,
     parse_arguments,
-    parse_independent,
-    parse_message_records,
     parse_timestamp,
     required_str,
     small_metadata,
     text_of,
     tool_defs,
+)
+from ingest.formats._record_loop import (
+    Deferred,
+    MessageListFormat,
+    defer_message_records,
+    parse_independent,
+    parse_message_records,
 )
 from ingest.formats._sniffing import claims
 from ingest.model import Message, Rejected, Role, ToolCall, ToolResult, Trace

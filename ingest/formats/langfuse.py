@@ -42,7 +42,6 @@ from datetime import datetime
 from typing import Any
 
 from ingest.formats._common import (
-    Deferred,
     ShapeError,
     expect_list,
     expect_object,
@@ -51,6 +50,9 @@ from ingest.formats._common import (
     optional_str,
     parse_timestamp,
     small_metadata,
+)
+from ingest.formats._record_loop import (
+    Deferred,
 )
 from ingest.formats._sniffing import claims
 from ingest.formats._span_messages import (

@@ -22,17 +22,19 @@ from typing import Any
 
 from ingest.formats import _openai_messages
 from ingest.formats._common import (
-    Deferred,
-    MessageListFormat,
     ShapeError,
-    defer_message_records,
     make_trace,
     optional_str,
-    parse_independent,
-    parse_message_records,
     parse_timestamp,
     small_metadata,
     tool_defs,
+)
+from ingest.formats._record_loop import (
+    Deferred,
+    MessageListFormat,
+    defer_message_records,
+    parse_independent,
+    parse_message_records,
 )
 from ingest.formats._sniffing import claims
 from ingest.model import Message, Rejected, Trace

@@ -30,22 +30,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingest.formats._common import (
-    Deferred,
-    MessageListFormat,
     ShapeError,
     canonical_role,
-    defer_message_records,
     json_type,
     make_trace,
     optional_str,
     parse_arguments,
-    parse_independent,
-    parse_message_records,
     parse_timestamp,
     required_str,
     small_metadata,
     text_of,
     tool_defs,
+)
+from ingest.formats._record_loop import (
+    Deferred,
+    MessageListFormat,
+    defer_message_records,
+    parse_independent,
+    parse_message_records,
 )
 from ingest.formats._sniffing import claims
 from ingest.model import Message, Rejected, ToolCall, ToolResult, Trace

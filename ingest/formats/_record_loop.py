@@ -1,0 +1,137 @@
+"""The record loop of the conversation formats, and deferred records.
+
+A file of a conversation format holds conversations (one per record) or bare messages (that
+together make one conversation). :func:`defer_message_records` walks the records once; a record
+that makes a whole trace on its own can be left unparsed as a :class:`Deferred`, for a worker
+process to finish with the format's ``parse_one`` (:func:`parse_independent`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
+
+from ingest.formats._common import (
+    ShapeError,
+    expect_list,
+    expect_object,
+    json_type,
+    make_trace,
+)
+from ingest.model import Message, Rejected, Trace
+from ingest.records import Record
+
+D = TypeVar("D")
+
+
+@dataclass(frozen=True)
+class MessageListFormat(Generic[D]):
+    """How a format whose files hold conversations or bare messages is read.
+
+    ``convert_item`` turns one source message (at ``path``, from input ``line``) into drafts
+    (for most formats the canonical messages themselves); ``assemble`` turns a conversation's
+    drafts into canonical messages (the Responses format groups items into assistant turns);
+    ``container_trace`` reads a record holding a whole conversation; ``model_hint`` finds the
+    model in the messages when the container does not name it.
+    """
+
+    name: str
+    is_message: Callable[[dict[str, Any]], bool]
+    convert_item: Callable[[dict[str, Any], str, int | None], list[D]]
+    assemble: Callable[[list[D]], list[Message]]
+    container_trace: Callable[[Record], Trace]
+    model_hint: Callable[[list[Message]], str | None]
+
+    def convert_list(self, items: Any, path: str, line: int | None) -> list[Message]:
+        """Canonical messages of one conversation's message list at ``path``."""
+        drafts: list[D] = []
+        for index, item in enumerate(expect_list(items, path)):
+            item_path = f"{path}[{index}]"
+            drafts.extend(self.convert_item(expect_object(item, item_path), item_path, line))
+        return self.assemble(drafts)
+
+
+@dataclass(slots=True)
+class Deferred:
+    """A record that on its own makes a whole trace (or one rejection), left unparsed so that a
+    worker process can parse it with the format's ``parse_one``."""
+
+    format: str
+    source_file: str
+    record: Record
+
+
+def parse_message_records(
+    fmt: MessageListFormat[D], records: Iterable[Record | Rejected], source_file: str
+) -> Iterator[Trace | Rejected]:
+    """The record loop of the conversation formats (see :func:`defer_message_records`)."""
+    return cast(Iterator[Trace | Rejected], defer_message_records(fmt, records, source_file, False))
+
+
+def defer_message_records(
+    fmt: MessageListFormat[D],
+    records: Iterable[Record | Rejected],
+    source_file: str,
+    defer: bool = True,
+) -> Iterator[Trace | Rejected | Deferred]:
+    """The record loop of the conversation formats.
+
+    A record holding a conversation object (or an array of messages) becomes one trace; records
+    that are single messages (the items of a top-level JSON array of messages, or JSONL with a
+    message per line) together become ONE trace for the file, yielded at the end. Rejected
+    records pass through; a record that does not fit is rejected alone. With ``defer``, the
+    records that make a trace on their own are yielded as :class:`Deferred` instead.
+    """
+    drafts: list[D] = []
+    first_line: int | None = None
+    count = 0
+    for index, record in enumerate(records):
+        if isinstance(record, Rejected):
+            yield record
+            continue
+        value = record.value
+        if isinstance(value, dict) and fmt.is_message(value):
+            try:
+                drafts.extend(fmt.convert_item(value, f"[{index}]", record.line))
+            except ShapeError as exc:
+                yield record.reject("wrong_shape", str(exc))
+                continue
+            first_line = record.line if first_line is None else first_line
+            count += 1
+        elif defer:
+            yield Deferred(fmt.name, source_file, record)
+        else:
+            yield parse_independent(fmt, record, source_file)
+    if count:
+        messages = fmt.assemble(drafts)
+        yield make_trace(
+            messages,
+            format=fmt.name,
+            source_file=source_file,
+            source_line=first_line,
+            model=fmt.model_hint(messages),
+            record_count=count,
+        )
+
+
+def parse_independent(
+    fmt: MessageListFormat[D], record: Record, source_file: str
+) -> Trace | Rejected:
+    """The trace of a record that is not a single message (a conversation or a message array)."""
+    value = record.value
+    try:
+        if isinstance(value, list):
+            messages = fmt.convert_list(value, "", record.line)
+            return make_trace(
+                messages,
+                format=fmt.name,
+                source_file=source_file,
+                source_line=record.line,
+                model=fmt.model_hint(messages),
+            )
+        if isinstance(value, dict):
+            return fmt.container_trace(record)
+        raise ShapeError(f"expected an object or an array, got {json_type(value)}")
+    except ShapeError as exc:
+        return record.reject("wrong_shape", str(exc))
