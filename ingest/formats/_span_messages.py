@@ -4,7 +4,7 @@ An LLM span (a Langfuse GENERATION, an OTel inference span) holds its prompt and
 messages in whatever shape the instrumentation chose: OpenAI chat messages, OTel GenAI
 ``parts``, Gemini contents, Responses items, LangChain dumps (``dumpd``, ``messages_to_dict``,
 ``model_dump``, and the ``{role, content, additional_kwargs}`` form of Langfuse's LangChain
-integration), pydantic-ai events, or a ``role: text`` transcript. :func:`read_message` turns one
+integration) or pydantic-ai events. :func:`read_message` turns one
 of them into a :class:`SourceMessage`: the canonical messages it became, and a key to recognize
 the same message when a later span sends it again. (``_span_payloads`` finds the messages in a
 span's fields and attributes.)
@@ -16,7 +16,6 @@ stays empty) instead of raising.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +25,7 @@ from ingest.formats._common import ROLE_MAP, ShapeError, parse_arguments, text_o
 from ingest.model import Message, Role, ToolCall, ToolDef, ToolResult
 
 #: Message roles and LangChain message types, with Gemini's ``model``.
-_ROLES: dict[str, Role] = {**ROLE_MAP, "model": "assistant", "ai": "assistant", "human": "user"}
+ROLES: dict[str, Role] = {**ROLE_MAP, "model": "assistant", "ai": "assistant", "human": "user"}
 _LANGCHAIN_CLASSES = {
     "HumanMessage": "user",
     "AIMessage": "assistant",
@@ -36,7 +35,6 @@ _LANGCHAIN_CLASSES = {
 }
 _RESPONSES_CALLS = ("function_call", "custom_tool_call")
 _RESPONSES_OUTPUTS = ("function_call_output", "custom_tool_call_output")
-_TRANSCRIPT_ROLE = re.compile(r"^(system|developer|user|assistant|tool|human|ai):[ \t]?", re.M)
 
 #: A source message's identity: per canonical message, its role, text, calls and answered id.
 Key = tuple[tuple[str, str, tuple[tuple[str, str | None], ...], str | None], ...]
@@ -166,7 +164,7 @@ def read_message(item: Any) -> SourceMessage | None:
     if role is None:
         inner = data.get("message")
         return read_message(inner) if isinstance(inner, dict) else None
-    if role == "tool" and _is_definition(data.get("content")):
+    if role == "tool" and is_definition(data.get("content")):
         content = data["content"]
         return SourceMessage(
             [], tools=definitions(content if isinstance(content, list) else [content])
@@ -194,7 +192,7 @@ def _unwrap(item: dict[str, Any]) -> tuple[dict[str, Any], Role | None]:
     if isinstance(role, str):
         role = role.removesuffix("MessageChunk").removesuffix("Chunk").lower()
         role = {"aimessage": "ai", "humanmessage": "human", "toolmessage": "tool"}.get(role, role)
-        return data, _ROLES.get(role)
+        return data, ROLES.get(role)
     return data, None
 
 
@@ -202,7 +200,7 @@ def _is_part(part: Any) -> bool:
     return isinstance(part, str) or (isinstance(part, dict) and isinstance(part.get("type"), str))
 
 
-def _is_definition(content: Any) -> bool:
+def is_definition(content: Any) -> bool:
     # {"type": "function", "function": {"name", "parameters"}} without an id: a declared tool.
     items = content if isinstance(content, list) and content else [content]
     return all(
@@ -341,73 +339,6 @@ def _responses_item(item: dict[str, Any]) -> SourceMessage:
     arguments = item.get("arguments", item.get("input"))
     call = make_call(0, item.get("call_id"), item.get("name"), arguments)
     return SourceMessage([Message(seq=0, role="assistant", tool_calls=[call], raw=item)])
-
-
-# ---------------------------------------------------------------------------------------------
-# Lists, transcripts, requests and responses
-
-
-def read_list(items: list[Any], first: int = 0, memo: Memo | None = None) -> Positioned:
-    """Messages of a list by position; tool definitions sent as messages take no position.
-
-    With ``memo``, an item already read at the same position is the same
-    :class:`SourceMessage` object.
-    """
-    out: Positioned = {}
-    position = first
-    for item in items:
-        raw = _raw_bytes(item) if memo is not None else None
-        if memo is not None and raw is not None and (position, raw) in memo:
-            read = memo[(position, raw)]
-        else:
-            read = read_message(item)
-            if memo is not None and raw is not None:
-                memo[(position, raw)] = read
-        if read is not None and read.tools and not read.messages:
-            continue
-        if read is not None:
-            out[position] = read
-        position += 1
-    return out
-
-
-def _raw_bytes(item: Any) -> bytes | None:
-    try:
-        return orjson.dumps(item)
-    except TypeError:
-        return None
-
-
-def definition_message(item: Any) -> list[ToolDef]:
-    """The tools a ``role: "tool"`` definition message declares (none for other messages)."""
-    if (
-        isinstance(item, dict)
-        and item.get("role") == "tool"
-        and _is_definition(item.get("content"))
-    ):
-        content = item["content"]
-        return definitions(content if isinstance(content, list) else [content])
-    return []
-
-
-def transcript(text: str, default: Role) -> list[SourceMessage]:
-    """A ``role: text`` transcript (one line starts each message), else one message.
-
-    >>> [m.messages[0].role for m in transcript("system: Be brief.\\nuser: Hi", "user")]
-    ['system', 'user']
-    """
-    marks = list(_TRANSCRIPT_ROLE.finditer(text))
-    if not marks or marks[0].start() != 0:
-        return [SourceMessage([Message(seq=0, role=default, content=text, raw=text)])]
-    out = []
-    for mark, following in zip(marks, [*marks[1:], None], strict=True):
-        body = text[mark.end() : following.start() if following else len(text)].rstrip("\n")
-        role = _ROLES[mark.group(1)]
-        if role == "tool":
-            out.append(SourceMessage([result_message(body, None, None, body)]))
-        else:
-            out.append(SourceMessage([Message(seq=0, role=role, content=body, raw=body)]))
-    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,18 +10,25 @@ one. Inputs are read by position (see ``_span_threads``), answers as a list.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import orjson
+
 from ingest.formats._span_messages import (
+    ROLES,
     Memo,
     Positioned,
     SourceMessage,
+    definitions,
+    is_definition,
     maybe_json,
-    read_list,
     read_message,
-    transcript,
+    result_message,
 )
-from ingest.model import Message
+from ingest.model import Message, Role, ToolDef
+
+_TRANSCRIPT_ROLE = re.compile(r"^(system|developer|user|assistant|tool|human|ai):[ \t]?", re.M)
 
 
 def read_input(value: Any, memo: Memo | None = None) -> Positioned:
@@ -189,3 +196,66 @@ def weight(messages: Positioned | list[SourceMessage]) -> int:
     """How much a reading holds: canonical messages plus calls (the richer reading wins)."""
     values = messages.values() if isinstance(messages, dict) else messages
     return sum(len(m.messages) + sum(len(c.tool_calls) for c in m.messages) for m in values)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lists and transcripts
+
+
+def read_list(items: list[Any], first: int = 0, memo: Memo | None = None) -> Positioned:
+    """Messages of a list by position; tool definitions sent as messages take no position.
+
+    With ``memo``, an item already read at the same position is the same
+    :class:`SourceMessage` object.
+    """
+    out: Positioned = {}
+    position = first
+    for item in items:
+        raw = _raw_bytes(item) if memo is not None else None
+        if memo is not None and raw is not None and (position, raw) in memo:
+            read = memo[(position, raw)]
+        else:
+            read = read_message(item)
+            if memo is not None and raw is not None:
+                memo[(position, raw)] = read
+        if read is not None and read.tools and not read.messages:
+            continue
+        if read is not None:
+            out[position] = read
+        position += 1
+    return out
+
+
+def _raw_bytes(item: Any) -> bytes | None:
+    try:
+        return orjson.dumps(item)
+    except TypeError:
+        return None
+
+
+def definition_message(item: Any) -> list[ToolDef]:
+    """The tools a ``role: "tool"`` definition message declares (none for other messages)."""
+    if isinstance(item, dict) and item.get("role") == "tool" and is_definition(item.get("content")):
+        content = item["content"]
+        return definitions(content if isinstance(content, list) else [content])
+    return []
+
+
+def transcript(text: str, default: Role) -> list[SourceMessage]:
+    """A ``role: text`` transcript (one line starts each message), else one message.
+
+    >>> [m.messages[0].role for m in transcript("system: Be brief.\\nuser: Hi", "user")]
+    ['system', 'user']
+    """
+    marks = list(_TRANSCRIPT_ROLE.finditer(text))
+    if not marks or marks[0].start() != 0:
+        return [SourceMessage([Message(seq=0, role=default, content=text, raw=text)])]
+    out = []
+    for mark, following in zip(marks, [*marks[1:], None], strict=True):
+        body = text[mark.end() : following.start() if following else len(text)].rstrip("\n")
+        role = ROLES[mark.group(1)]
+        if role == "tool":
+            out.append(SourceMessage([result_message(body, None, None, body)]))
+        else:
+            out.append(SourceMessage([Message(seq=0, role=role, content=body, raw=body)]))
+    return out

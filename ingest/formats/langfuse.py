@@ -58,15 +58,15 @@ from ingest.formats._sniffing import claims
 from ingest.formats._span_messages import (
     Memo,
     call_id,
-    definition_message,
     definitions,
     maybe_json,
-    read_list,
 )
 from ingest.formats._span_payloads import (
     attribute_input,
     attribute_output,
+    definition_message,
     read_input,
+    read_list,
     read_output,
     weight,
 )
