@@ -18,7 +18,7 @@ from db.annotations import ReviewError, UnknownTargetError, now_or_utc
 from db.engine import writing
 from db.filters import NO_FILTERS, Filters, restrict_results
 from db.schema import ToolResultRow
-from db.summary import VERDICTS
+from db.summary import VERDICTS, corrected_result
 
 #: Error types are snake_case; protocol-provided ones are kept verbatim, so any such name goes.
 ERROR_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,59}$")
@@ -119,12 +119,14 @@ def correction_counts(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str
     ``corrections`` counts it once in all.
     """
     r = ToolResultRow
+    # Off the partial index of corrected results (a few rows), filtered where they lie.
     stmt = restrict_results(
         select(
             func.count(r.error_type_corrected).filter(r.status == "error"),
             func.count(r.verdict_corrected),
-        ),
+        ).where(corrected_result),
         filters,
+        subset=True,
     )
     with engine.connect() as conn:
         error_types, verdicts = conn.execute(stmt).one()

@@ -170,11 +170,32 @@ class ToolCallRow(Base):
 
     __tablename__ = "tool_calls"
     __table_args__ = (
-        Index("ix_tool_calls_trace_id_message_seq", "trace_id", "message_seq", "call_index"),
+        # A trace's calls in order; with the columns the filtered per-page counts group by, so
+        # that a filter on traces reads its calls' entries and never the table.
+        Index(
+            "ix_tool_calls_trace_id_message_seq",
+            "trace_id",
+            "message_seq",
+            "call_index",
+            "tool_name",
+            "pair_state",
+            "reused_id",
+            "occurrence",
+        ),
         # Per-tool call counts and pair states without reading the table.
         Index("ix_tool_calls_tool_name_pair_state_reused", "tool_name", "pair_state", "reused_id"),
         # Loops at any k: the few calls at occurrence >= k, with what loop figures group by.
         Index("ix_tool_calls_occurrence_tool", "occurrence", "tool_name", "trace_id"),
+        # The few calls in an A-B-A-B ping-pong.
+        Index(
+            "ix_tool_calls_ping_pong",
+            "trace_id",
+            "message_seq",
+            "call_index",
+            "tool_name",
+            sqlite_where=text("ping_pong = 1"),
+            postgresql_where=text("ping_pong"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
@@ -204,22 +225,29 @@ class ToolCallRow(Base):
     schema_detail: Mapped[str | None] = mapped_column(Text)
 
 
+#: The predicate of the partial verdict index: results with an effective verdict.
+_HAS_VERDICT = "coalesce(verdict_corrected, verdict) IS NOT NULL"
+
+
 class ToolResultRow(Base):
     """One Tool Message: provided facts, derived facts, and human corrections."""
 
     __tablename__ = "tool_results"
     __table_args__ = (
-        Index("ix_tool_results_trace_id_message_seq", "trace_id", "message_seq"),
-        # Status, pairing and name-mismatch counts per tool without reading the table.
+        # A trace's results in order; with the columns the per-page counts read (sizes, status,
+        # pairing, name mismatches), so that a filter on traces reads its results' entries and
+        # never the table, and unfiltered counts scan this index instead of the table.
         Index(
-            "ix_tool_results_tool_status_pairing",
+            "ix_tool_results_trace_id_message_seq",
+            "trace_id",
+            "message_seq",
             "tool",
+            "tokens",
             "status",
             "pair_state",
             "name_mismatch",
             "call_seq",
         ),
-        Index("ix_tool_results_error_type", "error_type"),
         # Percentiles and size charts sort by tokens; the index makes them index-only scans.
         Index("ix_tool_results_tokens", "tokens"),
         Index("ix_tool_results_tool_tokens", "tool", "tokens"),
@@ -241,12 +269,21 @@ class ToolResultRow(Base):
             sqlite_where=text("status = 'error'"),
             postgresql_where=text("status = 'error'"),
         ),
-        # Results with a verdict, by the effective verdict (a correction wins).
+        # Results with a verdict (a few percent), by the effective verdict (a correction wins),
+        # with every column the verdict charts read: the verdict columns themselves are listed so
+        # that SQLite sees the index as covering.
         Index(
             "ix_tool_results_effective_verdict",
             func.coalesce(text("verdict_corrected"), text("verdict")),
             "tool",
             "trace_id",
+            "verdict",
+            "verdict_corrected",
+            "error_type",
+            "error_type_corrected",
+            "suggestion_kind",
+            sqlite_where=text(_HAS_VERDICT),
+            postgresql_where=text(_HAS_VERDICT),
         ),
         # Results carrying advice (the text itself is not indexed).
         Index(
@@ -291,7 +328,8 @@ class ToolResultRow(Base):
     status_source: Mapped[str] = mapped_column(String(20))
     error_type: Mapped[str | None] = mapped_column(String(60))
     rule: Mapped[str | None] = mapped_column(String(60))
-    fingerprint: Mapped[str | None] = mapped_column(String(300), index=True)
+    # Looked up among error results only, in ``ix_tool_results_errors``.
+    fingerprint: Mapped[str | None] = mapped_column(String(300))
     summary: Mapped[str | None] = mapped_column(Text)
     suggestion: Mapped[str | None] = mapped_column(Text)
     suggestion_kind: Mapped[str | None] = mapped_column(String(30))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Engine, case, func, or_, select
+from sqlalchemy import Connection, Engine, and_, case, func, or_, select
 
 from db.filters import (
     NO_FILTERS,
@@ -132,30 +132,28 @@ def _result_figures(conn: Connection, f: Filters) -> dict[str, Any]:
     """Everything counted over ``tool_results``, each part off the index that holds it."""
     r = ToolResultRow
     out: dict[str, Any] = _token_figures(conn, f)
-    # Grouped in the order of the (tool, status, pair_state, name_mismatch, call_seq) index, so
-    # the groups come without a sort and without reading the table.
-    status_rows = conn.execute(
+    # One pass without GROUP BY (statuses and pair states are the few values analysis writes):
+    # under a filter it reads the filtered traces' entries of the trace index and sorts nothing.
+    counts = conn.execute(
         restrict_results(
             select(
-                r.status,
-                r.pair_state,
-                func.count(),
-                _count_if(r.call_seq.is_(None)),
+                *(_count_if(r.status == st) for st in STATUSES),
+                _count_if(r.pair_state == "orphan_result"),
+                _count_if(r.pair_state == "duplicate_result"),
+                _count_if(and_(r.pair_state == "result_before_call", r.call_seq.is_(None))),
                 _count_if(r.name_mismatch.is_(True)),
-            ).group_by(r.tool, r.status, r.pair_state),
+            ),
             f,
         )
-    ).all()
-    out.update({f"status_{st}": 0 for st in STATUSES})
-    out.update({f"unpaired_{st}": 0 for st in ("orphan_result", "duplicate_result")})
-    out["unpaired_result_before_call"] = out["name_mismatch"] = 0
-    for status, state, n, no_call, mismatch in status_rows:
-        out[f"status_{status}"] = out.get(f"status_{status}", 0) + n
-        out["name_mismatch"] += mismatch
-        if state in ("orphan_result", "duplicate_result"):
-            out[f"unpaired_{state}"] += n
-        elif state == "result_before_call":
-            out["unpaired_result_before_call"] += no_call
+    ).one()
+    names = (
+        *(f"status_{st}" for st in STATUSES),
+        "unpaired_orphan_result",
+        "unpaired_duplicate_result",
+        "unpaired_result_before_call",
+        "name_mismatch",
+    )
+    out.update(zip(names, counts, strict=True))
     out["with_suggestion"] = conn.execute(
         restrict_results(select(func.count()).where(r.suggestion.is_not(None)), f, subset=True)
     ).scalar_one()
@@ -185,21 +183,18 @@ def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS)
             ).scalar_one()
         res = _result_figures(conn, f)
 
-        pair_states = dict.fromkeys(PAIR_STATES, 0)
-        calls = reused_id = 0
-        for state, n, reused in conn.execute(
+        # One pass without GROUP BY over the pair states analysis writes (see above).
+        calls, reused_id, *per_state = conn.execute(
             restrict_calls(
                 select(
-                    ToolCallRow.pair_state,
                     func.count(),
                     _count_if(ToolCallRow.reused_id.is_(True)),
-                ).group_by(ToolCallRow.tool_name, ToolCallRow.pair_state),
+                    *(_count_if(ToolCallRow.pair_state == state) for state in PAIR_STATES),
+                ),
                 f,
             )
-        ):
-            pair_states[state] = pair_states.get(state, 0) + n
-            calls += n
-            reused_id += reused
+        ).one()
+        pair_states = {state: int(n) for state, n in zip(PAIR_STATES, per_state, strict=True)}
         # Results that are not some call's answer are problems of their own, counted once each.
         for state in ("orphan_result", "duplicate_result", "result_before_call"):
             pair_states[state] += res[f"unpaired_{state}"]
@@ -256,11 +251,11 @@ def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS)
         return {
             "traces": traces,
             "messages": int(messages),
-            "tool_calls": calls,
+            "tool_calls": int(calls),
             "tool_results": res["tool_results"],
             "pair_states": pair_states,
             "name_mismatch": res["name_mismatch"],
-            "reused_id": reused_id,
+            "reused_id": int(reused_id),
             "status": {st: res[f"status_{st}"] for st in STATUSES},
             "error_types": error_types,
             "tokens": {

@@ -67,7 +67,11 @@ def token_histogram_by_tool(f: Filters) -> Any:
         func.sum(hist.c.n)
         .over(partition_by=hist.c.tool, order_by=hist.c.tokens, rows=(None, 0))
         .label("cum"),
-        func.sum(hist.c.n).over(partition_by=hist.c.tool).label("total"),
+        # The same partition and order as the running count (the whole partition as its frame):
+        # both windows come from one sort.
+        func.sum(hist.c.n)
+        .over(partition_by=hist.c.tool, order_by=hist.c.tokens, rows=(None, None))
+        .label("total"),
     ).subquery("token_ranks")
 
 

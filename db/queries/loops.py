@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine, Select, Text, and_, cast, func, select
+from sqlalchemy import Engine, Select, Text, and_, cast, func, select, true
 from sqlalchemy.orm import aliased
 
 from db.filters import NO_FILTERS, Filters, restrict_calls
@@ -172,7 +172,7 @@ def loops_by_tool(
 
 def ping_pong_calls(engine: Engine, filters: Filters = NO_FILTERS) -> int:
     """How many calls are part of an A-B-A-B ping-pong between two signatures."""
-    stmt = restrict_calls(select(func.count()).where(ToolCallRow.ping_pong.is_(True)), filters)
+    stmt = restrict_calls(select(func.count()).where(ToolCallRow.ping_pong == true()), filters)
     with engine.connect() as conn:
         return int(conn.execute(stmt).scalar_one())
 
@@ -194,7 +194,7 @@ def ping_pong_traces(
                 func.min(ToolCallRow.tool_name).label("tool_a"),
                 func.max(ToolCallRow.tool_name).label("tool_b"),
             )
-            .where(ToolCallRow.ping_pong.is_(True))
+            .where(ToolCallRow.ping_pong == true())
             .group_by(ToolCallRow.trace_id),
             filters,
         )
@@ -208,7 +208,7 @@ def ping_pong_traces(
         .where(
             inner.trace_id == groups.c.trace_id,
             inner.message_seq == groups.c.first_seq,
-            inner.ping_pong.is_(True),
+            inner.ping_pong == true(),
         )
         .scalar_subquery()
     )

@@ -17,7 +17,7 @@ from sqlalchemy import (
     BigInteger,
     Connection,
     Engine,
-    case,
+    and_,
     cast,
     func,
     literal,
@@ -102,20 +102,18 @@ def token_histogram(engine: Engine, budget: int, filters: Filters = NO_FILTERS) 
     # Bins are [edge, next edge); the budget edge is shifted by one so that the bin starting
     # right after it holds exactly the results over budget (tokens > budget).
     lowers = [e + 1 if e == budget else e for e in edges]
-    # Count per token value first (a walk of the tokens index), then bin the few groups.
-    sizes = restrict_results(
-        select(ToolResultRow.tokens.label("tokens"), func.count().label("n")).group_by(
-            ToolResultRow.tokens
-        ),
-        filters,
-    ).subquery()
-    index = case(
-        *((sizes.c.tokens >= low, i) for i, low in reversed(list(enumerate(lowers)))),
-        else_=0,
-    ).label("i")
-    stmt = select(index, func.sum(sizes.c.n)).group_by(index)
+    # One pass without GROUP BY, a count per bin: unfiltered a scan of the tokens index, under a
+    # filter the filtered traces' entries of the trace index (nothing to sort either way).
+    tokens = ToolResultRow.tokens
+    bins = [
+        func.count().filter(
+            tokens >= low if i + 1 == len(lowers) else and_(tokens >= low, tokens < lowers[i + 1])
+        )
+        for i, low in enumerate(lowers)
+    ]
     with engine.connect() as conn:
-        found = {int(i): int(n) for i, n in conn.execute(stmt)}
+        row = conn.execute(restrict_results(select(*bins), filters)).one()
+    found = {i: int(n) for i, n in enumerate(row)}
     rows = []
     for i, low in enumerate(lowers):
         upper = lowers[i + 1] if i + 1 < len(lowers) else None
@@ -130,23 +128,15 @@ def occurrence_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.Da
     Columns: ``occurrence`` (1 … :data:`OCCURRENCE_CAP`, the last one meaning "or more"),
     ``label`` (``"10+"`` for the cap), ``calls``. Only occurrences that happen are listed.
     """
-    # Count per occurrence off the occurrence index, then cap the few groups.
-    per = restrict_calls(
-        select(ToolCallRow.occurrence.label("occurrence"), func.count().label("n")).group_by(
-            ToolCallRow.occurrence
-        ),
-        filters,
-    ).subquery()
-    capped = case(
-        (per.c.occurrence >= OCCURRENCE_CAP, OCCURRENCE_CAP), else_=per.c.occurrence
-    ).label("occurrence")
-    stmt = (
-        select(capped, cast(func.sum(per.c.n), BigInteger).label("calls"))
-        .group_by(capped)
-        .order_by(capped)
-    )
+    # One pass without GROUP BY, a count per occurrence (the last one "or more"): unfiltered off
+    # the occurrence index, under a filter the filtered traces' entries of the trace index.
+    occurrence = ToolCallRow.occurrence
+    counts = [func.count().filter(occurrence == o) for o in range(1, OCCURRENCE_CAP)]
+    counts.append(func.count().filter(occurrence >= OCCURRENCE_CAP))
     with engine.connect() as conn:
-        df = _frame(conn, stmt)
+        row = conn.execute(restrict_calls(select(*counts), filters)).one()
+    found = [(o, int(n)) for o, n in enumerate(row, start=1) if n]
+    df = pd.DataFrame(found, columns=["occurrence", "calls"]).astype("int64")
     df["label"] = [f"{o}+" if o == OCCURRENCE_CAP else str(o) for o in df["occurrence"].astype(int)]
     return df[["occurrence", "label", "calls"]]
 

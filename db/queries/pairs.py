@@ -26,7 +26,7 @@ from sqlalchemy import (
     union_all,
 )
 
-from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results, trace_conditions
+from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.schema import ToolCallRow, ToolResultRow, TraceRow
 from db.summary import (
     PAIR_STATES,
@@ -224,18 +224,17 @@ def list_pairs(
 def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, list[str]]:
     """Values the pairs filters offer: ``status``, ``error_type`` (those present),
     ``pair_state`` and ``verdict``."""
-    stmt = (
+    # Only error results have an error type: the distinct ones come off the errors index,
+    # filtered where they lie.
+    stmt = restrict_results(
         select(effective_error_type)
-        .where(effective_error_type.is_not(None))
+        .where(ToolResultRow.status == "error", effective_error_type.is_not(None))
         .distinct()
         .order_by(effective_error_type)
-        .limit(ERROR_TYPE_CHOICES)
+        .limit(ERROR_TYPE_CHOICES),
+        filters,
+        subset=True,
     )
-    if filters.tool:
-        stmt = stmt.where(ToolResultRow.tool == filters.tool)
-    conds = trace_conditions(filters)
-    if conds:
-        stmt = stmt.join(TraceRow, TraceRow.id == ToolResultRow.trace_id).where(*conds)
     with engine.connect() as conn:
         error_types = [str(v) for v in conn.execute(stmt).scalars()]
     return {
