@@ -144,7 +144,17 @@ def verdict_examples(
     ``suggestion`` (at most ``SUGGESTION_CHARS`` characters), ``suggestion_kind``,
     ``verdict_reason``.
     """
-    stmt = restrict_results(
+    # Pick the ids first, off the verdict index and filtered where it lies, then read the
+    # columns of those few rows only.
+    top = (
+        restrict_results(
+            select(ToolResultRow.id).where(effective_verdict == verdict), filters, subset=True
+        )
+        .order_by(ToolResultRow.id)
+        .limit(limit)
+        .subquery()
+    )
+    stmt = (
         select(
             TRACE.display_id.label("trace"),
             result_pair_key().label("pair"),
@@ -154,12 +164,10 @@ def verdict_examples(
             ToolResultRow.suggestion_kind.label("suggestion_kind"),
             ToolResultRow.verdict_reason.label("verdict_reason"),
         )
-        .select_from(ToolResultRow)
+        .select_from(top)
+        .join(ToolResultRow, ToolResultRow.id == top.c.id)
         .join(TRACE, TRACE.id == ToolResultRow.trace_id)
-        .where(effective_verdict == verdict)
         .order_by(ToolResultRow.id)
-        .limit(limit),
-        filters,
     )
     with engine.connect() as conn:
         return to_frame(conn, stmt)
