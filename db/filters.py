@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Select, exists, select
+from sqlalchemy import ColumnElement, Select, String, exists, literal, select
 
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
 
@@ -71,6 +71,12 @@ def _trace_key(column: Any, subset: bool) -> Any:
     return column + 0 if subset else column
 
 
+def _tool_key(column: Any, subset: bool) -> Any:
+    # ``tool || ''``, likewise: the partial indexes hold the tool, so the tool filter is tested
+    # there instead of reading every result of the tool from the table through the tool index.
+    return column.op("||")(literal("", String)) if subset else column
+
+
 def restrict_results(stmt: SelectT, f: Filters, *, subset: bool = False) -> SelectT:
     """Apply the filters to a statement over ``tool_results``.
 
@@ -78,7 +84,7 @@ def restrict_results(stmt: SelectT, f: Filters, *, subset: bool = False) -> Sele
     advice, corrections) that should be filtered where it lies (same rows, another plan).
     """
     if f.tool:
-        stmt = stmt.where(ToolResultRow.tool == f.tool)
+        stmt = stmt.where(_tool_key(ToolResultRow.tool, subset) == f.tool)
     if _needs_trace_join(f):
         stmt = stmt.where(_trace_key(ToolResultRow.trace_id, subset).in_(_trace_ids(f)))
     return stmt
@@ -88,7 +94,7 @@ def restrict_calls(stmt: SelectT, f: Filters, *, subset: bool = False) -> Select
     """Apply the filters to a statement over ``tool_calls`` (``subset``: see
     :func:`restrict_results`; for the calls at ``occurrence >= k``)."""
     if f.tool:
-        stmt = stmt.where(ToolCallRow.tool_name == f.tool)
+        stmt = stmt.where(_tool_key(ToolCallRow.tool_name, subset) == f.tool)
     if _needs_trace_join(f):
         stmt = stmt.where(_trace_key(ToolCallRow.trace_id, subset).in_(_trace_ids(f)))
     return stmt

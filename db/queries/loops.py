@@ -172,7 +172,10 @@ def loops_by_tool(
 
 def ping_pong_calls(engine: Engine, filters: Filters = NO_FILTERS) -> int:
     """How many calls are part of an A-B-A-B ping-pong between two signatures."""
-    stmt = restrict_calls(select(func.count()).where(ToolCallRow.ping_pong == true()), filters)
+    # Off the small partial index of ping-pong calls, filtered where it lies.
+    stmt = restrict_calls(
+        select(func.count()).where(ToolCallRow.ping_pong == true()), filters, subset=True
+    )
     with engine.connect() as conn:
         return int(conn.execute(stmt).scalar_one())
 
@@ -197,6 +200,7 @@ def ping_pong_traces(
             .where(ToolCallRow.ping_pong == true())
             .group_by(ToolCallRow.trace_id),
             filters,
+            subset=True,
         )
         .order_by(func.count().desc(), ToolCallRow.trace_id)
         .limit(limit)
