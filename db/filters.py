@@ -57,6 +57,16 @@ def _needs_trace_join(f: Filters) -> bool:
     return any(v not in (None, "") for v in (f.start, f.end, f.import_id, f.agent, f.model))
 
 
+def narrows_traces(f: Filters) -> bool:
+    """True when the filters pick traces (time range, import, agent, model).
+
+    A statement then reads the picked traces' entries of a trace index, in trace order: a
+    GROUP BY there must sort them, where counts without GROUP BY need no sort. Unfiltered, an
+    index on the grouped column gives the groups in order, which is cheaper still.
+    """
+    return _needs_trace_join(f)
+
+
 def _trace_ids(f: Filters) -> Select[int]:
     # An uncorrelated IN (SELECT id …) is evaluated once; a correlated EXISTS ran per row and
     # cost seconds on a million rows even when the filter matched nothing.

@@ -13,6 +13,7 @@ from sqlalchemy import Connection, Engine, and_, case, func, or_, select
 from db.filters import (
     NO_FILTERS,
     Filters,
+    narrows_traces,
     restrict_calls,
     restrict_findings,
     restrict_results,
@@ -183,18 +184,36 @@ def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS)
             ).scalar_one()
         res = _result_figures(conn, f)
 
-        # One pass without GROUP BY over the pair states analysis writes (see above).
-        calls, reused_id, *per_state = conn.execute(
-            restrict_calls(
-                select(
-                    func.count(),
-                    _count_if(ToolCallRow.reused_id.is_(True)),
-                    *(_count_if(ToolCallRow.pair_state == state) for state in PAIR_STATES),
-                ),
-                f,
-            )
-        ).one()
-        pair_states = {state: int(n) for state, n in zip(PAIR_STATES, per_state, strict=True)}
+        if narrows_traces(f):
+            # One pass without GROUP BY over the pair states analysis writes (see above).
+            calls, reused_id, *per_state = conn.execute(
+                restrict_calls(
+                    select(
+                        func.count(),
+                        _count_if(ToolCallRow.reused_id.is_(True)),
+                        *(_count_if(ToolCallRow.pair_state == state) for state in PAIR_STATES),
+                    ),
+                    f,
+                )
+            ).one()
+            pair_states = dict(zip(PAIR_STATES, (int(n) for n in per_state), strict=True))
+        else:
+            # Grouped in the order of the (tool_name, pair_state, reused_id) index: no sort.
+            pair_states = dict.fromkeys(PAIR_STATES, 0)
+            calls = reused_id = 0
+            for state, n, reused in conn.execute(
+                restrict_calls(
+                    select(
+                        ToolCallRow.pair_state,
+                        func.count(),
+                        _count_if(ToolCallRow.reused_id.is_(True)),
+                    ).group_by(ToolCallRow.tool_name, ToolCallRow.pair_state),
+                    f,
+                )
+            ):
+                pair_states[state] = pair_states.get(state, 0) + n
+                calls += n
+                reused_id += reused
         # Results that are not some call's answer are problems of their own, counted once each.
         for state in ("orphan_result", "duplicate_result", "result_before_call"):
             pair_states[state] += res[f"unpaired_{state}"]

@@ -18,13 +18,21 @@ from sqlalchemy import (
     Connection,
     Engine,
     and_,
+    case,
     cast,
     func,
     literal,
     select,
 )
 
-from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_findings, restrict_results
+from db.filters import (
+    NO_FILTERS,
+    Filters,
+    narrows_traces,
+    restrict_calls,
+    restrict_findings,
+    restrict_results,
+)
 from db.queries.common import grouping_key, percentile_columns, token_histogram_by_tool
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
 from db.summary import VERDICTS, effective_error_type, effective_verdict
@@ -102,18 +110,34 @@ def token_histogram(engine: Engine, budget: int, filters: Filters = NO_FILTERS) 
     # Bins are [edge, next edge); the budget edge is shifted by one so that the bin starting
     # right after it holds exactly the results over budget (tokens > budget).
     lowers = [e + 1 if e == budget else e for e in edges]
-    # One pass without GROUP BY, a count per bin: unfiltered a scan of the tokens index, under a
-    # filter the filtered traces' entries of the trace index (nothing to sort either way).
     tokens = ToolResultRow.tokens
-    bins = [
-        func.count().filter(
-            tokens >= low if i + 1 == len(lowers) else and_(tokens >= low, tokens < lowers[i + 1])
-        )
-        for i, low in enumerate(lowers)
-    ]
     with engine.connect() as conn:
-        row = conn.execute(restrict_results(select(*bins), filters)).one()
-    found = {i: int(n) for i, n in enumerate(row)}
+        if narrows_traces(filters):
+            # Under a trace filter: one pass without GROUP BY (a count per bin) over the filtered
+            # traces' entries of the trace index; nothing to sort.
+            bins = [
+                func.count().filter(
+                    tokens >= low
+                    if i + 1 == len(lowers)
+                    else and_(tokens >= low, tokens < lowers[i + 1])
+                )
+                for i, low in enumerate(lowers)
+            ]
+            row = conn.execute(restrict_results(select(*bins), filters)).one()
+            found = {i: int(n) for i, n in enumerate(row)}
+        else:
+            # Count per token value first (a walk of the tokens index), then bin the few groups.
+            sizes = restrict_results(
+                select(tokens.label("tokens"), func.count().label("n")).group_by(tokens), filters
+            ).subquery()
+            index = case(
+                *((sizes.c.tokens >= low, i) for i, low in reversed(list(enumerate(lowers)))),
+                else_=0,
+            ).label("i")
+            found = {
+                int(i): int(n)
+                for i, n in conn.execute(select(index, func.sum(sizes.c.n)).group_by(index))
+            }
     rows = []
     for i, low in enumerate(lowers):
         upper = lowers[i + 1] if i + 1 < len(lowers) else None
@@ -128,15 +152,32 @@ def occurrence_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.Da
     Columns: ``occurrence`` (1 … :data:`OCCURRENCE_CAP`, the last one meaning "or more"),
     ``label`` (``"10+"`` for the cap), ``calls``. Only occurrences that happen are listed.
     """
-    # One pass without GROUP BY, a count per occurrence (the last one "or more"): unfiltered off
-    # the occurrence index, under a filter the filtered traces' entries of the trace index.
     occurrence = ToolCallRow.occurrence
-    counts = [func.count().filter(occurrence == o) for o in range(1, OCCURRENCE_CAP)]
-    counts.append(func.count().filter(occurrence >= OCCURRENCE_CAP))
-    with engine.connect() as conn:
-        row = conn.execute(restrict_calls(select(*counts), filters)).one()
-    found = [(o, int(n)) for o, n in enumerate(row, start=1) if n]
-    df = pd.DataFrame(found, columns=["occurrence", "calls"]).astype("int64")
+    if narrows_traces(filters):
+        # Under a trace filter: one pass without GROUP BY (a count per occurrence, the last one
+        # "or more") over the filtered traces' entries of the trace index; nothing to sort.
+        counts = [func.count().filter(occurrence == o) for o in range(1, OCCURRENCE_CAP)]
+        counts.append(func.count().filter(occurrence >= OCCURRENCE_CAP))
+        with engine.connect() as conn:
+            row = conn.execute(restrict_calls(select(*counts), filters)).one()
+        found = [(o, int(n)) for o, n in enumerate(row, start=1) if n]
+        df = pd.DataFrame(found, columns=["occurrence", "calls"]).astype("int64")
+    else:
+        # Count per occurrence off the occurrence index, then cap the few groups.
+        per = restrict_calls(
+            select(occurrence.label("occurrence"), func.count().label("n")).group_by(occurrence),
+            filters,
+        ).subquery()
+        capped = case(
+            (per.c.occurrence >= OCCURRENCE_CAP, OCCURRENCE_CAP), else_=per.c.occurrence
+        ).label("occurrence")
+        stmt = (
+            select(capped, cast(func.sum(per.c.n), BigInteger).label("calls"))
+            .group_by(capped)
+            .order_by(capped)
+        )
+        with engine.connect() as conn:
+            df = _frame(conn, stmt)
     df["label"] = [f"{o}+" if o == OCCURRENCE_CAP else str(o) for o in df["occurrence"].astype(int)]
     return df[["occurrence", "label", "calls"]]
 
