@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, case, func, or_, select
+from sqlalchemy import Connection, Engine, and_, func, or_, select
 
 from db.filters import (
     NO_FILTERS,
@@ -19,6 +19,7 @@ from db.filters import (
     restrict_results,
     restrict_traces,
 )
+from db.queries.histograms import token_figures, tool_token_counts
 from db.schema import (
     FindingRow,
     ImportRun,
@@ -95,49 +96,16 @@ corrected_result = or_(
 )
 
 
-def _token_figures(conn: Connection, f: Filters) -> dict[str, int]:
-    """Count, total, max and nearest-rank p50/p95 of result tokens, from one walk of the tokens
-    index: results are counted per token value (values repeat a lot) and the ranks run over
-    those few groups."""
-    hist = restrict_results(
-        select(ToolResultRow.tokens.label("tokens"), func.count().label("n")).group_by(
-            ToolResultRow.tokens
-        ),
-        f,
-    ).subquery()
-    ranks = select(
-        hist.c.tokens,
-        hist.c.n,
-        func.sum(hist.c.n).over(order_by=hist.c.tokens, rows=(None, 0)).label("cum"),
-        func.sum(hist.c.n).over().label("total"),
-    ).subquery()
-
-    def rank(num: int, den: int) -> Any:
-        # The smallest size whose running count reaches ceil(q * n), q = num / den.
-        return func.min(case((ranks.c.cum * den >= ranks.c.total * num, ranks.c.tokens)))
-
-    row = conn.execute(
-        select(
-            func.coalesce(func.sum(ranks.c.n), 0),
-            func.coalesce(func.sum(ranks.c.tokens * ranks.c.n), 0),
-            func.coalesce(func.max(ranks.c.tokens), 0),
-            rank(1, 2),
-            rank(19, 20),
-        )
-    ).one()
-    names = ("tool_results", "token_total", "token_max", "p50", "p95")
-    return {name: int(value or 0) for name, value in zip(names, row, strict=True)}
-
-
 def _result_figures(conn: Connection, f: Filters) -> dict[str, Any]:
     """Everything counted over ``tool_results``, each part off the index that holds it."""
     r = ToolResultRow
-    out: dict[str, Any] = _token_figures(conn, f)
+    out: dict[str, Any] = {}
     # One pass without GROUP BY (statuses and pair states are the few values analysis writes):
     # under a filter it reads the filtered traces' entries of the trace index and sorts nothing.
     counts = conn.execute(
         restrict_results(
             select(
+                func.count(),
                 *(_count_if(r.status == st) for st in STATUSES),
                 _count_if(r.pair_state == "orphan_result"),
                 _count_if(r.pair_state == "duplicate_result"),
@@ -148,6 +116,7 @@ def _result_figures(conn: Connection, f: Filters) -> dict[str, Any]:
         )
     ).one()
     names = (
+        "tool_results",
         *(f"status_{st}" for st in STATUSES),
         "unpaired_orphan_result",
         "unpaired_duplicate_result",
@@ -165,7 +134,24 @@ def _result_figures(conn: Connection, f: Filters) -> dict[str, Any]:
 
 
 def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS) -> dict[str, Any]:
-    """Every headline figure, in the shape of ``toollens summary --json``."""
+    """Every headline figure, in the shape of ``toollens summary --json``: the
+    :func:`summary_counts` with the token figures of the (tool, tokens) histogram."""
+    summary = summary_counts(engine, loop_k=loop_k, filters=filters)
+    sizes = token_figures(tool_token_counts(engine, filters))
+    summary["tokens"].update(
+        tool_result_total=sizes["token_total"],
+        p50=sizes["p50"],
+        p95=sizes["p95"],
+        max=sizes["token_max"],
+    )
+    return summary
+
+
+def summary_counts(
+    engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS
+) -> dict[str, Any]:
+    """The headline figures but the token sizes (``tokens`` holds only the encoding): what
+    the Overview shows, which reads the sizes off its cached (tool, tokens) histogram."""
     f = filters
     with engine.connect() as conn:
         # Per-trace counters make trace-level totals one pass over ``traces``.
@@ -277,13 +263,7 @@ def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS)
             "reused_id": int(reused_id),
             "status": {st: res[f"status_{st}"] for st in STATUSES},
             "error_types": error_types,
-            "tokens": {
-                "encoding": encoding or "o200k_base",
-                "tool_result_total": res["token_total"],
-                "p50": res["p50"],
-                "p95": res["p95"],
-                "max": res["token_max"],
-            },
+            "tokens": {"encoding": encoding or "o200k_base"},
             "loops": {"k": loop_k, "signatures": loop_signatures, "calls": loop_calls},
             "suggestions": {**suggestions, "follow_rate": follow_rate},
             "findings": findings,

@@ -9,8 +9,9 @@ import sqlalchemy as sa
 from dbfixture import build_fixture
 
 from db.filters import Filters
+from db.queries import histograms
 from db.queries import overview as q
-from db.summary import summarize
+from db.summary import summarize, summary_counts
 
 
 @pytest.fixture
@@ -174,3 +175,35 @@ def test_empty_store_gives_empty_frames(engine: sa.Engine) -> None:
     assert q.error_type_counts(engine).empty
     assert q.occurrence_histogram(engine).empty
     assert q.token_histogram(engine, 2000)["results"].sum() == 0
+
+
+def test_size_figures_derive_from_one_histogram(store: sa.Engine) -> None:
+    counts = histograms.tool_token_counts(store)
+    assert counts[counts["tool"] == "get_weather"].to_dict("records") == [
+        {"tool": "get_weather", "tokens": 12, "results": 1},
+        {"tool": "get_weather", "tokens": 15, "results": 1},
+        {"tool": "get_weather", "tokens": 3000, "results": 1},
+    ]
+    assert histograms.size_bins(counts, 10).equals(q.token_histogram(store, 10))
+    assert histograms.oversized_tools(counts, 10).equals(q.top_oversized_tools(store, 10))
+    card = q.scorecard(q.scorecard_counts(store, 3), counts, 10)
+    assert card.equals(q.tool_scorecard(store, 3, 10))
+    summary = summarize(store)
+    assert histograms.token_figures(counts) == {
+        "tool_results": summary["tool_results"],
+        "token_total": summary["tokens"]["tool_result_total"],
+        "token_max": summary["tokens"]["max"],
+        "p50": summary["tokens"]["p50"],
+        "p95": summary["tokens"]["p95"],
+    }
+    assert summary_counts(store) == {**summary, "tokens": {"encoding": "o200k_base"}}
+
+
+def test_size_figures_of_no_results_are_empty_or_zero(engine: sa.Engine) -> None:
+    counts = histograms.tool_token_counts(engine)
+    assert counts.empty
+    assert histograms.token_figures(counts) == dict.fromkeys(
+        ("tool_results", "token_total", "token_max", "p50", "p95"), 0
+    )
+    assert histograms.tool_sizes(counts, 10).empty
+    assert histograms.oversized_tools(counts, 10).empty

@@ -7,8 +7,9 @@ import streamlit as st
 
 from dashboard import render, state, widgets
 from dashboard.charts import overview as charts
+from db.queries import histograms
 from db.queries import overview as q
-from db.summary import summarize
+from db.summary import summary_counts
 
 st.title("Overview")
 if state.store_is_empty():
@@ -18,7 +19,7 @@ if state.store_is_empty():
 f = state.filters()
 k = state.loop_k()
 budget = state.token_budget()
-summary = state.query(summarize, loop_k=k, filters=f)
+summary = state.query(summary_counts, loop_k=k, filters=f)
 if summary["traces"] == 0:
     render.no_match()
     st.stop()
@@ -29,7 +30,9 @@ results = summary["tool_results"]
 verdicts = summary["suggestions"]
 decided = verdicts["followed"] + verdicts["ignored"]
 
-sizes = state.query(q.token_histogram, budget, f)
+# One (tool, tokens) histogram per filter set: every size figure below derives from it.
+token_counts = state.query(histograms.tool_token_counts, f)
+sizes = histograms.size_bins(token_counts, budget)
 over_budget = int(sizes.loc[sizes["over_budget"].astype(bool), "results"].sum())
 
 # Two rows of four: seven figures in one row cut their labels at 1,280 px.
@@ -117,7 +120,7 @@ with left.container(border=True):
             st.switch_page(state.ERRORS_PAGE, query_params={"fingerprint": chosen})
 with right.container(border=True):
     st.markdown(f"**Most oversized tools** (over {budget:,} tokens)")
-    oversized = state.query(q.top_oversized_tools, budget, f)
+    oversized = histograms.oversized_tools(token_counts, budget)
     if oversized.empty:
         st.caption(f"No Tool Message is over {budget:,} tokens.")
     else:
@@ -178,7 +181,7 @@ with right.container(border=True):
         )
 
 st.subheader("Tool scorecard")
-card = state.query(q.tool_scorecard, k, budget, f)
+card = q.scorecard(state.query(q.scorecard_counts, k, f), token_counts, budget)
 card = card.assign(
     follow=[
         render.rate_text(int(a), int(a) + int(b)) if int(a) + int(b) else widgets.EMPTY_CELL

@@ -17,7 +17,6 @@ from sqlalchemy import (
     BigInteger,
     Connection,
     Engine,
-    and_,
     case,
     cast,
     func,
@@ -33,13 +32,15 @@ from db.filters import (
     restrict_findings,
     restrict_results,
 )
-from db.queries.common import grouping_key, percentile_columns, token_histogram_by_tool
+from db.queries import histograms
+from db.queries.common import grouping_key
+from db.queries.histograms import oversized_tools, size_bins, tool_sizes, tool_token_counts
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
 from db.summary import VERDICTS, effective_error_type, effective_verdict
 
-#: Lower edges of the token-size histogram; the budget is added as an edge of its own so that
-#: every bar is either wholly within or wholly over budget.
-TOKEN_EDGES: tuple[int, ...] = (0, 100, 250, 500, 1000, 2000, 5000, 10000, 20000)
+#: The size bins' edges (see :mod:`db.queries.histograms`).
+TOKEN_EDGES = histograms.TOKEN_EDGES
+token_edges = histograms.token_edges
 #: Occurrences at or above this are drawn as one "N+" bar.
 OCCURRENCE_CAP = 10
 #: Label of error results whose error type is unknown.
@@ -49,6 +50,10 @@ SCORECARD_COLUMNS: tuple[str, ...] = (
     "tool", "calls", "results", "errors", "error_rate", "top_error_type", "p50_tokens",
     "p95_tokens", "over_budget", "over_budget_rate", "loop_calls", "errors_with_suggestion",
     "suggestion_rate", "followed", "ignored", "follow_rate", "findings",
+)  # fmt: skip
+#: Counts of :func:`scorecard_counts` (besides ``tool`` and ``top_error_type``).
+_COUNT_COLUMNS = (
+    "calls", "errors", "errors_with_suggestion", "followed", "ignored", "loop_calls", "findings",
 )  # fmt: skip
 
 
@@ -90,60 +95,10 @@ def verdict_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFram
     return pd.DataFrame({"verdict": order, "results": [found.get(v, 0) for v in order]})
 
 
-def token_edges(budget: int) -> list[int]:
-    """Histogram edges: :data:`TOKEN_EDGES` plus the budget.
-
-    >>> token_edges(1500)
-    [0, 100, 250, 500, 1000, 1500, 2000, 5000, 10000, 20000]
-    """
-    return sorted({*TOKEN_EDGES, max(1, budget)})
-
-
 def token_histogram(engine: Engine, budget: int, filters: Filters = NO_FILTERS) -> pd.DataFrame:
-    """Tool Messages per token-size bin (every bin present, empty ones with 0).
-
-    Columns: ``bin`` (label such as ``"100–249"`` or ``"20000+"``), ``lower``, ``upper``
-    (exclusive, ``None`` for the last bin), ``results``, ``over_budget`` (the bin lies above the
-    budget, i.e. ``lower > budget``: a result *at* the budget is within it).
-    """
-    edges = token_edges(budget)
-    # Bins are [edge, next edge); the budget edge is shifted by one so that the bin starting
-    # right after it holds exactly the results over budget (tokens > budget).
-    lowers = [e + 1 if e == budget else e for e in edges]
-    tokens = ToolResultRow.tokens
-    with engine.connect() as conn:
-        if narrows_traces(filters):
-            # Under a trace filter: one pass without GROUP BY (a count per bin) over the filtered
-            # traces' entries of the trace index; nothing to sort.
-            bins = [
-                func.count().filter(
-                    tokens >= low
-                    if i + 1 == len(lowers)
-                    else and_(tokens >= low, tokens < lowers[i + 1])
-                )
-                for i, low in enumerate(lowers)
-            ]
-            row = conn.execute(restrict_results(select(*bins), filters)).one()
-            found = {i: int(n) for i, n in enumerate(row)}
-        else:
-            # Count per token value first (a walk of the tokens index), then bin the few groups.
-            sizes = restrict_results(
-                select(tokens.label("tokens"), func.count().label("n")).group_by(tokens), filters
-            ).subquery()
-            index = case(
-                *((sizes.c.tokens >= low, i) for i, low in reversed(list(enumerate(lowers)))),
-                else_=0,
-            ).label("i")
-            found = {
-                int(i): int(n)
-                for i, n in conn.execute(select(index, func.sum(sizes.c.n)).group_by(index))
-            }
-    rows = []
-    for i, low in enumerate(lowers):
-        upper = lowers[i + 1] if i + 1 < len(lowers) else None
-        label = f"{low}+" if upper is None else f"{low}–{upper - 1}"
-        rows.append((label, low, upper, found.get(i, 0), low > budget))
-    return pd.DataFrame(rows, columns=["bin", "lower", "upper", "results", "over_budget"])
+    """Tool Messages per token-size bin: :func:`db.queries.histograms.size_bins` of the
+    filtered results."""
+    return size_bins(tool_token_counts(engine, filters), budget)
 
 
 def occurrence_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
@@ -215,32 +170,9 @@ def top_error_fingerprints(
 def top_oversized_tools(
     engine: Engine, budget: int, filters: Filters = NO_FILTERS, *, limit: int = 5
 ) -> pd.DataFrame:
-    """Tools whose Tool Messages most often exceed ``budget`` tokens.
-
-    Columns: ``tool``, ``results``, ``over_budget``, ``max_tokens``, ``tokens_over`` (tokens
-    beyond the budget, summed over the oversized results). Tools without oversized results are
-    left out.
-    """
-    over = ToolResultRow.tokens > budget
-    n_over = func.count().filter(over)
-    stmt = restrict_results(
-        select(
-            ToolResultRow.tool.label("tool"),
-            func.count().label("results"),
-            n_over.label("over_budget"),
-            func.max(ToolResultRow.tokens).label("max_tokens"),
-            func.coalesce(func.sum(ToolResultRow.tokens - budget).filter(over), 0).label(
-                "tokens_over"
-            ),
-        )
-        .group_by(ToolResultRow.tool)
-        .having(n_over > 0)
-        .order_by(n_over.desc(), ToolResultRow.tool)
-        .limit(limit),
-        filters,
-    )
-    with engine.connect() as conn:
-        return _frame(conn, stmt)
+    """Tools whose Tool Messages most often exceed ``budget`` tokens: see
+    :func:`db.queries.histograms.oversized_tools`."""
+    return oversized_tools(tool_token_counts(engine, filters), budget, limit=limit)
 
 
 def top_loops(
@@ -308,21 +240,23 @@ def tool_scorecard(
     ``over_budget_rate`` = results over ``budget`` / results, ``suggestion_rate`` = errors
     carrying a suggestion / errors, ``follow_rate`` = followed / (followed + ignored).
     Percentiles are nearest-rank over the tool's Tool Messages. Tools are ordered by calls, then
-    results; at most ``limit`` tools.
+    results; at most ``limit`` tools. :func:`scorecard_counts` and
+    :func:`db.queries.histograms.tool_token_counts` are the two sources (see :func:`scorecard`).
+    """
+    counts = scorecard_counts(engine, k, filters)
+    return scorecard(counts, tool_token_counts(engine, filters), budget, limit=limit)
 
-    Each figure is read from the narrowest source that holds it: sizes from a (tool, tokens)
-    count histogram, errors and their types off the errors index, verdicts off the verdict
-    index, loops off the occurrence index.
+
+def scorecard_counts(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """The scorecard's figures that do not depend on sizes, one row per tool that has calls,
+    errors, verdicts or findings under ``filters``.
+
+    Columns: ``tool``, ``calls``, ``errors``, ``errors_with_suggestion``, ``followed``,
+    ``ignored``, ``loop_calls``, ``findings`` (``NaN`` where the tool has none) and
+    ``top_error_type``. Each is read from the narrowest source that holds it: errors and their
+    types off the errors index, verdicts off the verdict index, loops off the occurrence index.
     """
     f = filters
-    ranks = token_histogram_by_tool(f)
-    sizes_stmt = select(
-        ranks.c.tool,
-        cast(func.max(ranks.c.total), BigInteger).label("results"),
-        cast(func.coalesce(func.sum(ranks.c.n).filter(ranks.c.tokens > budget), 0), BigInteger)
-        .label("over_budget"),
-        *percentile_columns(ranks, (("p50_tokens", 1, 2), ("p95_tokens", 19, 20))),
-    ).group_by(ranks.c.tool)  # fmt: skip
     error_label = func.coalesce(effective_error_type, literal(UNCLASSIFIED))
     types_stmt = restrict_results(
         select(
@@ -382,25 +316,28 @@ def tool_scorecard(
         f,
     )
     with engine.connect() as conn:
-        sizes = _frame(conn, sizes_stmt)
         types = _frame(conn, types_stmt)
-        advised = _frame(conn, advised_stmt)
-        verdicts = _frame(conn, verdicts_stmt)
-        calls = _frame(conn, calls_stmt)
+        parts = [_frame(conn, stmt) for stmt in (advised_stmt, verdicts_stmt, calls_stmt)]
         loop_rows = _frame(conn, loops_stmt)
-        findings = _frame(conn, findings_stmt)
-    errors = types.groupby("tool", as_index=False)["n"].sum().rename(columns={"n": "errors"})
-    results = sizes[["tool", "results", "over_budget"]]
-    for part in (errors, advised, verdicts):
-        results = results.merge(part, on="tool", how="left")
-    loops = pd.DataFrame(
-        {
-            "tool": loop_rows["tool"],
-            "loop_calls": loop_rows["late"] + (k - 1) * loop_rows["signatures"],
-        }
+        parts.append(_frame(conn, findings_stmt))
+    parts.append(types.groupby("tool", as_index=False)["n"].sum().rename(columns={"n": "errors"}))
+    parts.append(
+        pd.DataFrame(
+            {
+                "tool": loop_rows["tool"],
+                "loop_calls": loop_rows["late"] + (k - 1) * loop_rows["signatures"],
+            }
+        )
     )
-    quantiles = sizes[["tool", "p50_tokens", "p95_tokens"]]
-    return _assemble_scorecard(results, calls, loops, findings, types, quantiles, limit)
+    parts.append(
+        types.sort_values(["tool", "n", "error_type"], ascending=[True, False, True])
+        .drop_duplicates("tool")
+        .rename(columns={"error_type": "top_error_type"})[["tool", "top_error_type"]]
+    )
+    card = pd.DataFrame({"tool": pd.Series([], dtype=object)})
+    for part in parts:
+        card = card.merge(part, on="tool", how="outer")
+    return card[["tool", *_COUNT_COLUMNS, "top_error_type"]]
 
 
 def _rate(numerator: pd.Series, denominator: pd.Series) -> pd.Series:
@@ -408,29 +345,18 @@ def _rate(numerator: pd.Series, denominator: pd.Series) -> pd.Series:
     return (numerator.astype(float) / den.where(den > 0)).astype(object).where(den > 0, None)
 
 
-def _assemble_scorecard(
-    results: pd.DataFrame,
-    calls: pd.DataFrame,
-    loops: pd.DataFrame,
-    findings: pd.DataFrame,
-    types: pd.DataFrame,
-    quantiles: pd.DataFrame,
-    limit: int,
+def scorecard(
+    counts: pd.DataFrame, token_counts: pd.DataFrame, budget: int, *, limit: int = 500
 ) -> pd.DataFrame:
-    """Join the per-tool aggregates (a few rows each) into the scorecard."""
-    top_type = (
-        types.sort_values(["tool", "n", "error_type"], ascending=[True, False, True])
-        .drop_duplicates("tool")
-        .rename(columns={"error_type": "top_error_type"})[["tool", "top_error_type"]]
-    )
-    card = calls.merge(results, on="tool", how="outer")
-    for part in (loops, findings, quantiles, top_type):
-        card = card.merge(part, on="tool", how="left")
-    counts = (
-        "calls", "results", "errors", "over_budget", "errors_with_suggestion", "followed",
-        "ignored", "loop_calls", "findings",
-    )  # fmt: skip
-    for col in counts:
+    """The scorecard (see :func:`tool_scorecard`) from :func:`scorecard_counts` and the
+    (tool, tokens) histogram :func:`db.queries.histograms.tool_token_counts`, for ``budget``.
+
+    Its tools are those with calls or results (a tool with only findings is left out).
+    """
+    sizes = tool_sizes(token_counts, budget)
+    card = counts.merge(sizes, on="tool", how="outer")
+    card = card[card["calls"].notna() | card["results"].notna()]
+    for col in (*_COUNT_COLUMNS, "results", "over_budget"):
         card[col] = card[col].fillna(0).astype(int)
     for col in ("p50_tokens", "p95_tokens"):
         card[col] = card[col].astype("Int64")

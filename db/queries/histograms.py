@@ -1,0 +1,155 @@
+"""The (tool, tokens) count histogram of the Tool Messages and the size figures derived from it.
+
+One statement counts the filtered results per (tool, token size): token sizes repeat a lot, so
+it has a few tens of thousands of rows for a million results, and it does not depend on the
+token budget. Every size figure of the Overview and of ``toollens summary`` is derived from it
+in Python, exactly: the size bins, the most oversized tools, each tool's results, results over
+budget and nearest-rank p50/p95, and the overall count, total, maximum and p50/p95. The
+dashboard caches the histogram once per filter set and derives the rest for any budget.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Engine, func, select
+
+from db.filters import NO_FILTERS, Filters, restrict_results
+from db.schema import ToolResultRow
+
+#: Lower edges of the token-size histogram; the budget is added as an edge of its own so that
+#: every bar is either wholly within or wholly over budget.
+TOKEN_EDGES: tuple[int, ...] = (0, 100, 250, 500, 1000, 2000, 5000, 10000, 20000)
+#: Columns of :func:`tool_token_counts`.
+COUNT_COLUMNS = ("tool", "tokens", "results")
+
+
+def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Tool Messages per (tool, tokens), ordered by tool and tokens.
+
+    Columns: ``tool``, ``tokens``, ``results`` (how many of the tool's results have that size).
+    Unfiltered the grouping walks the (tool, tokens) index; under a filter it sorts the filtered
+    traces' entries of the trace index once.
+    """
+    r = ToolResultRow
+    stmt = restrict_results(
+        select(r.tool, r.tokens, func.count())
+        .group_by(r.tool, r.tokens)
+        .order_by(r.tool, r.tokens),
+        filters,
+    )
+    with engine.connect() as conn:
+        rows = conn.execute(stmt).all()
+    # Column by column: pandas probes every row object it is given for named-tuple fields, which
+    # costs SQLAlchemy rows an exception each (a third of a second for 50,000 rows).
+    columns = list(zip(*rows, strict=True)) if rows else [(), (), ()]
+    return pd.DataFrame(
+        {
+            "tool": pd.Series(columns[0], dtype=object),
+            "tokens": pd.Series(columns[1], dtype="int64"),
+            "results": pd.Series(columns[2], dtype="int64"),
+        }
+    )
+
+
+def _nearest_rank(counts: pd.DataFrame, by: str | None, num: int, den: int) -> pd.Series:
+    """The nearest-rank percentile ``q = num / den`` of tokens (per ``by`` group, or overall as
+    one row): the smallest size whose running count reaches ``ceil(q * n)``. ``counts`` is
+    ordered by (``by``,) tokens."""
+    n = counts["results"]
+    if by is None:
+        cum, total = n.cumsum(), n.sum()
+        reached = counts.loc[cum * den >= total * num, "tokens"]
+        return pd.Series([reached.min()])
+    group = n.groupby(counts[by], sort=False)
+    cum, total = group.cumsum(), group.transform("sum")
+    reached = counts.loc[cum * den >= total * num]
+    return reached.groupby(by, sort=False)["tokens"].min()
+
+
+def token_figures(counts: pd.DataFrame) -> dict[str, int]:
+    """Count, total, maximum and nearest-rank p50/p95 of the sizes (0 when there is none).
+
+    Keys: ``tool_results``, ``token_total``, ``token_max``, ``p50``, ``p95``.
+    """
+    if counts.empty:
+        return dict.fromkeys(("tool_results", "token_total", "token_max", "p50", "p95"), 0)
+    by_size = counts.groupby("tokens", as_index=False)["results"].sum().sort_values("tokens")
+    return {
+        "tool_results": int(by_size["results"].sum()),
+        "token_total": int((by_size["tokens"] * by_size["results"]).sum()),
+        "token_max": int(by_size["tokens"].max()),
+        "p50": int(_nearest_rank(by_size, None, 1, 2).iloc[0]),
+        "p95": int(_nearest_rank(by_size, None, 19, 20).iloc[0]),
+    }
+
+
+def tool_sizes(counts: pd.DataFrame, budget: int) -> pd.DataFrame:
+    """Per tool with results: ``tool``, ``results``, ``over_budget`` (results with more than
+    ``budget`` tokens), ``p50_tokens``, ``p95_tokens`` (nearest rank)."""
+    over = counts["results"].where(counts["tokens"] > budget, 0)
+    sizes = (
+        counts.assign(over_budget=over)
+        .groupby("tool", as_index=False, sort=False)[["results", "over_budget"]]
+        .sum()
+    )
+    for name, num, den in (("p50_tokens", 1, 2), ("p95_tokens", 19, 20)):
+        sizes[name] = sizes["tool"].map(_nearest_rank(counts, "tool", num, den))
+    return sizes.astype({"results": "int64", "over_budget": "int64"})
+
+
+def token_edges(budget: int) -> list[int]:
+    """Histogram edges: :data:`TOKEN_EDGES` plus the budget.
+
+    >>> token_edges(1500)
+    [0, 100, 250, 500, 1000, 1500, 2000, 5000, 10000, 20000]
+    """
+    return sorted({*TOKEN_EDGES, max(1, budget)})
+
+
+def size_bins(counts: pd.DataFrame, budget: int) -> pd.DataFrame:
+    """Tool Messages per token-size bin (every bin present, empty ones with 0).
+
+    Columns: ``bin`` (label such as ``"100–249"`` or ``"20000+"``), ``lower``, ``upper``
+    (exclusive, ``None`` for the last bin), ``results``, ``over_budget`` (the bin lies above the
+    budget, i.e. ``lower > budget``: a result *at* the budget is within it).
+    """
+    # Bins are [edge, next edge); the budget edge is shifted by one so that the bin starting
+    # right after it holds exactly the results over budget (tokens > budget).
+    lowers = [e + 1 if e == budget else e for e in token_edges(budget)]
+    index = np.searchsorted(np.asarray(lowers), counts["tokens"].to_numpy(), side="right") - 1
+    per_bin = np.bincount(
+        index.clip(0), weights=counts["results"].to_numpy(), minlength=len(lowers)
+    )
+    rows = []
+    for i, low in enumerate(lowers):
+        upper = lowers[i + 1] if i + 1 < len(lowers) else None
+        label = f"{low}+" if upper is None else f"{low}–{upper - 1}"
+        rows.append((label, low, upper, int(per_bin[i]), low > budget))
+    return pd.DataFrame(rows, columns=["bin", "lower", "upper", "results", "over_budget"])
+
+
+def oversized_tools(counts: pd.DataFrame, budget: int, *, limit: int = 5) -> pd.DataFrame:
+    """Tools whose Tool Messages most often exceed ``budget`` tokens.
+
+    Columns: ``tool``, ``results``, ``over_budget``, ``max_tokens``, ``tokens_over`` (tokens
+    beyond the budget, summed over the oversized results). Tools without oversized results are
+    left out; the most oversized first, then by tool.
+    """
+    over = counts["tokens"] > budget
+    df = counts.assign(
+        over_budget=counts["results"].where(over, 0),
+        tokens_over=((counts["tokens"] - budget) * counts["results"]).where(over, 0),
+    )
+    per_tool = df.groupby("tool", as_index=False).agg(
+        results=("results", "sum"),
+        over_budget=("over_budget", "sum"),
+        max_tokens=("tokens", "max"),
+        tokens_over=("tokens_over", "sum"),
+    )
+    top = per_tool[per_tool["over_budget"] > 0].sort_values(
+        ["over_budget", "tool"], ascending=[False, True]
+    )
+    columns = ["tool", "results", "over_budget", "max_tokens", "tokens_over"]
+    top = top[columns].head(limit).reset_index(drop=True)
+    return top.astype(dict.fromkeys(columns[1:], "int64"))
