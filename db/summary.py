@@ -19,7 +19,7 @@ from db.filters import (
     restrict_results,
     restrict_traces,
 )
-from db.queries.histograms import token_figures, tool_token_counts
+from db.queries.histograms import token_counts, token_figures
 from db.schema import (
     FindingRow,
     ImportRun,
@@ -135,9 +135,9 @@ def _result_figures(conn: Connection, f: Filters) -> dict[str, Any]:
 
 def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS) -> dict[str, Any]:
     """Every headline figure, in the shape of ``toollens summary --json``: the
-    :func:`summary_counts` with the token figures of the (tool, tokens) histogram."""
+    :func:`summary_counts` with the token figures of the size histogram."""
     summary = summary_counts(engine, loop_k=loop_k, filters=filters)
-    sizes = token_figures(tool_token_counts(engine, filters))
+    sizes = token_figures(token_counts(engine, filters))
     summary["tokens"].update(
         tool_result_total=sizes["token_total"],
         p50=sizes["p50"],

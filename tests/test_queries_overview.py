@@ -196,12 +196,16 @@ def test_size_figures_derive_from_one_histogram(store: sa.Engine) -> None:
         "p50": summary["tokens"]["p50"],
         "p95": summary["tokens"]["p95"],
     }
+    assert histograms.token_figures(histograms.token_counts(store)) == histograms.token_figures(
+        counts
+    )
     assert summary_counts(store) == {**summary, "tokens": {"encoding": "o200k_base"}}
 
 
 def test_size_figures_of_no_results_are_empty_or_zero(engine: sa.Engine) -> None:
     counts = histograms.tool_token_counts(engine)
     assert counts.empty
+    assert histograms.token_counts(engine).empty
     assert histograms.token_figures(counts) == dict.fromkeys(
         ("tool_results", "token_total", "token_max", "p50", "p95"), 0
     )

@@ -52,6 +52,26 @@ def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
     )
 
 
+def token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Tool Messages per token size, ordered by tokens (columns ``tokens``, ``results``): the
+    histogram of all tools together, fewer rows when only :func:`token_figures` are needed."""
+    stmt = restrict_results(
+        select(ToolResultRow.tokens, func.count())
+        .group_by(ToolResultRow.tokens)
+        .order_by(ToolResultRow.tokens),
+        filters,
+    )
+    with engine.connect() as conn:
+        rows = conn.execute(stmt).all()
+    columns = list(zip(*rows, strict=True)) if rows else [(), ()]
+    return pd.DataFrame(
+        {
+            "tokens": pd.Series(columns[0], dtype="int64"),
+            "results": pd.Series(columns[1], dtype="int64"),
+        }
+    )
+
+
 def _nearest_rank(counts: pd.DataFrame, by: str | None, num: int, den: int) -> pd.Series:
     """The nearest-rank percentile ``q = num / den`` of tokens (per ``by`` group, or overall as
     one row): the smallest size whose running count reaches ``ceil(q * n)``. ``counts`` is
@@ -68,7 +88,8 @@ def _nearest_rank(counts: pd.DataFrame, by: str | None, num: int, den: int) -> p
 
 
 def token_figures(counts: pd.DataFrame) -> dict[str, int]:
-    """Count, total, maximum and nearest-rank p50/p95 of the sizes (0 when there is none).
+    """Count, total, maximum and nearest-rank p50/p95 of the sizes (0 when there is none), from
+    :func:`tool_token_counts` or :func:`token_counts`.
 
     Keys: ``tool_results``, ``token_total``, ``token_max``, ``p50``, ``p95``.
     """
