@@ -3,8 +3,9 @@
 Trace content (message text, tool names, arguments, ids, error messages, file names) is written
 by whoever produced the trace. It is never rendered as HTML, and never as markdown unless every
 markdown character is escaped: ``st.markdown`` without ``unsafe_allow_html`` still renders
-links, images, directives (``:red[…]``), emoji shortcodes and LaTeX. Long content is shown as
-code (``st.code`` renders nothing) with the bulk collapsed in an expander that says its size.
+links, images, directives (``:red[…]``), emoji shortcodes and LaTeX. Content is shown as plain
+text (``st.text``) or, when it is JSON, as code (``st.code``); neither renders anything. Long
+content is cut, the rest in an expander that says its size.
 """
 
 from __future__ import annotations
@@ -107,11 +108,16 @@ def show_content(
     tokens: int | None = None,
     chars: int | None = None,
     max_chars: int = PREVIEW_CHARS,
+    key: str | None = None,
 ) -> None:
-    """Show untrusted content as code: pretty JSON when it parses, long content collapsed.
+    """Show untrusted content: JSON objects and arrays pretty-printed as code, anything else
+    as plain text (``st.text``: a code block per message costs the browser about four times
+    as much); long content cut to ``max_chars``, all of it in a "Show all" expander.
 
     ``chars`` is the full length when ``text`` was cut short by the query (the expander then
-    says how much is shown).
+    says how much is shown). With a ``key`` the expander draws its content only while open
+    (opening it reruns the page): a closed expander's content is still sent to the browser
+    and laid out there.
     """
     text = text or ""
     full = max(chars or 0, len(text))
@@ -120,14 +126,26 @@ def show_content(
         return
     shown, language = pretty(text)
     if len(shown) <= max_chars and full == len(text):
-        st.code(shown, language=language, wrap_lines=True)
+        _content_block(shown, language)
         return
-    st.code(shown[:max_chars] + "\n…", language=language, wrap_lines=True)
+    _content_block(shown[:max_chars] + "\n…", language)
     label = f"Show all ({size_text(full, tokens)})"
     if full > len(text):
         label = f"Show the first {len(text):,} chars ({size_text(full, tokens)})"
-    with st.expander(label):
-        st.code(shown, language=language, wrap_lines=True)
+    if key is None:
+        with st.expander(label):
+            _content_block(shown, language)
+        return
+    with st.expander(label, key=key, on_change="rerun") as whole:
+        if whole.open:
+            _content_block(shown, language)
+
+
+def _content_block(text: str, language: str | None) -> None:
+    if language is None:
+        st.text(text)
+    else:
+        st.code(text, language=language, wrap_lines=True)
 
 
 def rate_text(numerator: int, denominator: int) -> str:

@@ -2,8 +2,8 @@
 
 Every pair block ends with its review controls: how many notes it carries (with their labels)
 and a "Select" button that puts the pair in the URL (``pair``), where the page shows it first
-with its notes and the correction form. All trace content is untrusted and shown as code or
-escaped text; note labels are escaped too.
+with its notes and the correction form. All trace content is untrusted and shown as plain text,
+code or escaped markdown; note labels are escaped too.
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ LONE_RESULT_TEXT = {
     "result_before_call": "Result before call: it arrived before any call with its id.",
 }
 SELECTED_TEXT = "Selected: its notes and corrections are at the top, under the selected pair."
+#: Said once above the messages instead of a tooltip on every Select button (a tooltip per
+#: button costs the browser about as much as the button).
+SELECT_HINT = "Select shows a pair first, to label it, write a note or correct it."
 
 #: What a note is about: (message seq, call index) of a call, (seq, None) of a lone result.
 Target = tuple[int, int | None]
@@ -54,6 +57,40 @@ class BlockContext:
     trace: str
     selected: str | None = None
     labels: Mapping[Target, Sequence[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PageRows:
+    """One page's calls and Tool Messages as plain rows, looked up by place: the calls each
+    message seq makes, the Tool Message at each seq, the answers to each call (seq, index).
+    Filtering DataFrames per message cost more server time than drawing the page."""
+
+    calls_at: Mapping[int, Sequence[Mapping[str, Any]]]
+    result_at: Mapping[int, Mapping[str, Any]]
+    answers_to: Mapping[tuple[int, int], Sequence[Mapping[str, Any]]]
+
+    @classmethod
+    def of(cls, calls: pd.DataFrame, results: pd.DataFrame) -> PageRows:
+        """The lookups of a page's ``calls`` and ``results`` frames (rows keep frame order)."""
+        calls_at: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
+        for call in calls.to_dict("records"):
+            calls_at[int(call["message_seq"])].append(call)
+        result_at: dict[int, Mapping[str, Any]] = {}
+        answers_to: dict[tuple[int, int], list[Mapping[str, Any]]] = defaultdict(list)
+        for result in results.to_dict("records"):
+            result_at.setdefault(int(result["message_seq"]), result)
+            if _value(result, "call_seq") is not None:
+                key = (int(result["call_seq"]), int(result["call_index"]))
+                answers_to[key].append(result)
+        return cls(dict(calls_at), result_at, dict(answers_to))
+
+    def answers(self, seq: int, index: int) -> Sequence[Mapping[str, Any]]:
+        """The Tool Messages answering the call ``seq:index`` (empty when none)."""
+        return self.answers_to.get((seq, index), ())
+
+    def shows_call(self, seq: int, index: int) -> bool:
+        """True when the call ``seq:index`` is on this page."""
+        return any(int(c["call_index"]) == index for c in self.calls_at.get(seq, ()))
 
 
 def notes_by_target(notes: Iterable[Annotation]) -> dict[Target, list[str]]:
@@ -100,7 +137,6 @@ def pair_controls(ctx: BlockContext, target: Target) -> None:
         args=(ctx.trace, value),
         icon=":material/my_location:",
         type="tertiary",
-        help="Show this pair first, to label it, write a note or correct it",
     )
     if labels:
         row.caption(notes_text(labels))
@@ -143,16 +179,23 @@ def call_header(call: Any, k: int) -> str:
     return head + ("\n\n" + badges if badges else "")
 
 
-def _show_call(call: Any, k: int) -> None:
+def content_key(ctx: BlockContext, box: str, seq: int, part: str) -> str:
+    """The key of a content block's "Show all" expander: ``box`` ``"sel"`` (Selected pair) or
+    ``"page"``, ``part`` ``"args0"`` (arguments of call 0) or ``"text"``."""
+    return f"all_{box}_{ctx.trace}_{seq}_{part}"
+
+
+def _show_call(call: Any, ctx: BlockContext, box: str) -> None:
     # One markdown element for name, id and badges: a long trace has hundreds of calls.
-    st.markdown(call_header(call, k))
+    st.markdown(call_header(call, ctx.k))
+    key = content_key(ctx, box, int(call["message_seq"]), f"args{int(call['call_index'])}")
     if bool(call["args_valid"]):
         arguments = _value(call, "arguments")
         text = orjson.dumps(arguments).decode() if arguments is not None else ""
-        render.show_content(text or str(_value(call, "arguments_raw") or ""))
+        render.show_content(text or str(_value(call, "arguments_raw") or ""), key=key)
     else:
         st.text(f"Arguments are not valid JSON: {_value(call, 'args_error') or 'parse error'}")
-        render.show_content(str(_value(call, "arguments_raw") or ""))
+        render.show_content(str(_value(call, "arguments_raw") or ""), key=key)
     if _value(call, "schema_detail"):
         st.text(str(call["schema_detail"]))
 
@@ -245,10 +288,10 @@ def advice_line(result: Any) -> str | None:
     return " ".join(render.badge_text(label, kind) for label, kind in items)
 
 
-def show_result(result: Any, budget: int) -> None:
+def show_result(result: Any, ctx: BlockContext, box: str) -> None:
     """One Tool Message: its head (:func:`result_header`), the advice and verdict
     (:func:`advice_line`) with the verdict's reason, then the content."""
-    st.markdown(result_header(result, budget))
+    st.markdown(result_header(result, ctx.budget))
     advice = advice_line(result)
     if advice:
         st.markdown(advice)
@@ -258,28 +301,24 @@ def show_result(result: Any, budget: int) -> None:
         _value(result, "content") or "",
         tokens=int(result["tokens"]),
         chars=int(_value(result, "chars") or 0),
+        key=content_key(ctx, box, int(result["message_seq"]), "text"),
     )
 
 
-def answers(results: pd.DataFrame, seq: int, index: int) -> list[Any]:
-    """The Tool Messages answering the call ``seq:index`` (the answer, then any second one)."""
-    if results.empty:
-        return []
-    hits = results[(results["call_seq"] == seq) & (results["call_index"] == index)]
-    return [row for _, row in hits.iterrows()]
-
-
-def show_pair(call: Any, answered_by: list[Any], ctx: BlockContext, controls: bool = True) -> None:
+def show_pair(
+    call: Any, answered_by: Sequence[Any], ctx: BlockContext, controls: bool = True
+) -> None:
     """A call on the left, the Tool Message(s) answering it on the right, then the review
     line (unless ``controls`` is False, as in the Selected pair box)."""
+    box = "page" if controls else "sel"
     left, right = st.columns(2)
     with left:
-        _show_call(call, ctx.k)
+        _show_call(call, ctx, box)
     with right:
         if not answered_by:
             st.warning("No result ever came back for this call.", icon=":material/help:")
         for answer in answered_by:
-            show_result(answer, ctx.budget)
+            show_result(answer, ctx, box)
     if controls:
         pair_controls(ctx, (int(call["message_seq"]), int(call["call_index"])))
 
@@ -290,7 +329,7 @@ def show_lone_result(result: Any, ctx: BlockContext, controls: bool = True) -> N
     where = f"{int(call_seq)}:{int(result['call_index'])}" if call_seq is not None else "?"
     text = LONE_RESULT_TEXT.get(str(result["pair_state"]), "Result without a call.")
     st.warning(text.format(call=where), icon=":material/link_off:")
-    show_result(result, ctx.budget)
+    show_result(result, ctx, "page" if controls else "sel")
     if controls:
         pair_controls(ctx, (int(result["message_seq"]), None))
 
@@ -303,42 +342,37 @@ def message_header(msg: Any) -> str:
     return f"{render.badge_text(str(msg['role']), 'highlight')} **#{seq}**{stamp} {size}"
 
 
-def show_message(msg: Any, window: Any, ctx: BlockContext) -> None:
+def show_message(msg: Any, rows: PageRows, ctx: BlockContext) -> None:
     """One message of the conversation, with its calls (each beside its answer). A Tool
     Message answering a call shown on this page is a single line saying where it is."""
     seq = int(msg["seq"])
     if msg["role"] == "tool":
-        note = answered_here(seq, window)
+        note = answered_here(seq, rows)
         if note is not None:
             st.caption(f"#{seq} tool · {render.count_text(int(msg['tokens']), 'token')} · {note}")
             return
     with st.container(border=True):
         st.markdown(message_header(msg))
         if msg["role"] == "tool":
-            _show_tool_message(seq, window, ctx)
+            _show_tool_message(seq, rows, ctx)
             return
         if msg["content"]:
-            render.show_content(str(msg["content"]), chars=int(msg["chars"]))
-        calls = window.calls[window.calls["message_seq"] == seq]
-        for _, call in calls.iterrows():
-            show_pair(call, answers(window.results, seq, int(call["call_index"])), ctx)
+            key = content_key(ctx, "page", seq, "text")
+            render.show_content(str(msg["content"]), chars=int(msg["chars"]), key=key)
+        for call in rows.calls_at.get(seq, ()):
+            show_pair(call, rows.answers(seq, int(call["call_index"])), ctx)
 
 
-def answered_here(seq: int, window: Any) -> str | None:
+def answered_here(seq: int, rows: PageRows) -> str | None:
     """For the Tool Message at ``seq``: where its call is shown beside it on this page
     (``None`` when it is lone, or its call is on another page)."""
-    rows = window.results[window.results["message_seq"] == seq]
-    if rows.empty:
+    result = rows.result_at.get(seq)
+    if result is None:
         return None
-    result = rows.iloc[0]
     call_seq = _value(result, "call_seq")
     if call_seq is None or result["pair_state"] == "duplicate_result":
         return None
-    shown = not window.calls[
-        (window.calls["message_seq"] == call_seq)
-        & (window.calls["call_index"] == result["call_index"])
-    ].empty
-    if not shown:
+    if not rows.shows_call(int(call_seq), int(result["call_index"])):
         return None
     where = "below" if int(call_seq) > seq else "above"
     note = (
@@ -349,19 +383,18 @@ def answered_here(seq: int, window: Any) -> str | None:
     return note
 
 
-def _show_tool_message(seq: int, window: Any, ctx: BlockContext) -> None:
+def _show_tool_message(seq: int, rows: PageRows, ctx: BlockContext) -> None:
     """A Tool Message not shown beside its call: a lone result, or the answer to a call on
     another page."""
-    rows = window.results[window.results["message_seq"] == seq]
-    if rows.empty:
+    result = rows.result_at.get(seq)
+    if result is None:
         st.caption("Tool Message without derived facts.")
         return
-    result = rows.iloc[0]
     call_seq = _value(result, "call_seq")
     if call_seq is None or result["pair_state"] == "duplicate_result":
         show_lone_result(result, ctx)
         return
     ref = f"{int(call_seq)}:{int(result['call_index'])}"
     st.caption(f"Answers the call {ref} (on another page of this trace).")
-    show_result(result, ctx.budget)
+    show_result(result, ctx, "page")
     pair_controls(ctx, (int(call_seq), int(result["call_index"])))

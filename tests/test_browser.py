@@ -304,27 +304,27 @@ def test_the_page_of_a_long_trace_goes_into_the_link_and_the_link_opens_it(
         page = context.new_page()
         open_page(page, f"{server.url}/trace?trace=long-a&pair=60:0", selector="h3", text="long")
         assert page.locator(pages, has_text="Messages ").all_text_contents() == [
-            "Messages 41–80 of 101 · page 2 of 3 (the selected pair's page)"
+            "Messages 61–80 of 101 · page 4 of 6 (the selected pair's page)"
         ]
         field = page.get_by_label("Messages page")
-        field.fill("3")
+        field.fill("6")
         field.press("Enter")
-        page.wait_for_function("() => location.search.includes('mpage=3')", timeout=30_000)
+        page.wait_for_function("() => location.search.includes('mpage=6')", timeout=30_000)
         open_page(page, page.url, selector="h3", text="long")  # wait for the rerun
         link = page.url
         context.close()
 
-        # The link opens page 3 in a fresh browser, the selected pair still first.
+        # The link opens page 6 in a fresh browser, the selected pair still first.
         context = new_context(browser)
         page = context.new_page()
         open_page(page, link, selector="h3", text="long")
-        save_screenshot(page, SCREENSHOTS / "trace-page-3.png")
+        save_screenshot(page, SCREENSHOTS / "trace-page-6.png")
         _assert_page_healthy(page, "Trace")
         assert page.locator(pages, has_text="Messages ").all_text_contents() == [
-            "Messages 81–101 of 101 · page 3 of 3"
+            "Messages 101–101 of 101 · page 6 of 6"
         ]
         assert urllib.parse.parse_qs(urllib.parse.urlsplit(link).query) == {
-            "trace": ["long-a"], "pair": ["60:0"], "mpage": ["3"],
+            "trace": ["long-a"], "pair": ["60:0"], "mpage": ["6"],
         }  # fmt: skip
         context.close()
         assert "Traceback" not in server.log()

@@ -1,4 +1,4 @@
-"""The Trace page reads long conversations in pages of 40 messages, the page in the URL and, by
+"""The Trace page reads long conversations in pages of 20 messages, the page in the URL and, by
 default, the page of the selected pair; the blocks say advice in a few words.
 
 Two long traces (101 messages each: a system and a user message, then 49 calls each answered
@@ -14,10 +14,12 @@ from typing import Any
 import orjson
 import pandas as pd
 import pytest
-from dbfixture import open_app
+from dbfixture import BIG_RESULT, build_fixture, open_app
+from streamlit.testing.v1 import AppTest
 
-from dashboard import trace_blocks
+from dashboard import render, trace_blocks
 from db.engine import make_engine
+from db.queries.traces import find_trace
 from ingest.pipeline import import_paths
 
 TRACE = "views/trace.py"
@@ -76,14 +78,14 @@ def page_caption(at: Any) -> str:
     return next(c.value for c in at.caption if str(c.value).startswith("Messages "))
 
 
-def test_a_long_trace_opens_on_its_first_page_of_40_messages(
+def test_a_long_trace_opens_on_its_first_page_of_20_messages(
     monkeypatch: pytest.MonkeyPatch, long_store: str
 ) -> None:
     at = open_app(monkeypatch, long_store, page=TRACE, params={"trace": "long-a"})
     assert not at.exception
-    assert shown_seqs(at) == list(range(40))
+    assert shown_seqs(at) == list(range(20))
     assert at.number_input(key="mpage").value == 1
-    assert page_caption(at) == "Messages 1–40 of 101 · page 1 of 3"
+    assert page_caption(at) == "Messages 1–20 of 101 · page 1 of 6"
     assert "mpage" not in at.query_params
 
 
@@ -92,10 +94,10 @@ def test_a_link_to_a_pair_opens_the_page_of_that_pair(
 ) -> None:
     at = open_app(monkeypatch, long_store, page=TRACE, params={"trace": "long-a", "pair": "60:0"})
     assert not at.exception
-    # The selected pair first (call and answer), then messages 40–79.
-    assert shown_seqs(at)[-40:] == list(range(40, 80))
-    assert at.number_input(key="mpage").value == 2
-    assert page_caption(at) == "Messages 41–80 of 101 · page 2 of 3 (the selected pair's page)"
+    # The selected pair first (call and answer), then messages 60–79.
+    assert shown_seqs(at)[-20:] == list(range(60, 80))
+    assert at.number_input(key="mpage").value == 4
+    assert page_caption(at) == "Messages 61–80 of 101 · page 4 of 6 (the selected pair's page)"
     # The pair's own page is the default: the URL stays as it was sent.
     assert "mpage" not in at.query_params
 
@@ -103,34 +105,38 @@ def test_a_link_to_a_pair_opens_the_page_of_that_pair(
 def test_the_page_in_the_url_wins_over_the_pairs_page(
     monkeypatch: pytest.MonkeyPatch, long_store: str
 ) -> None:
-    params = {"trace": "long-a", "pair": "60:0", "mpage": "3"}
+    params = {"trace": "long-a", "pair": "60:0", "mpage": "6"}
     at = open_app(monkeypatch, long_store, page=TRACE, params=params)
     assert not at.exception
-    assert shown_seqs(at)[-21:] == list(range(80, 101))
-    assert page_caption(at) == "Messages 81–101 of 101 · page 3 of 3"
+    assert shown_seqs(at)[-1:] == [100]
+    assert page_caption(at) == "Messages 101–101 of 101 · page 6 of 6"
 
 
 def test_a_pair_selected_on_a_later_page_keeps_that_page(
     monkeypatch: pytest.MonkeyPatch, long_store: str
 ) -> None:
     at = open_app(monkeypatch, long_store, page=TRACE, params={"trace": "long-a"})
-    at.number_input(key="mpage").set_value(3).run()
+    at.number_input(key="mpage").set_value(5).run()
     assert not at.exception
     # (The browser writes a bound widget's value into the URL; tests/test_browser.py checks.)
-    assert shown_seqs(at) == list(range(80, 101))
+    assert shown_seqs(at) == list(range(80, 100))
     # Selecting a pair on this page shows it first and stays on its page.
     at.button(key="select_82:0").click().run()
     assert not at.exception
     assert at.query_params["pair"] == "82:0"
-    assert at.number_input(key="mpage").value == 3
-    assert shown_seqs(at)[-21:] == list(range(80, 101))
+    assert at.number_input(key="mpage").value == 5
+    assert shown_seqs(at)[-20:] == list(range(80, 100))
 
 
 def test_opening_another_trace_from_the_picker_starts_on_its_first_page(
     monkeypatch: pytest.MonkeyPatch, long_store: str
 ) -> None:
     at = open_app(monkeypatch, long_store, page=TRACE, params={"trace": "long-a", "mpage": "3"})
-    assert shown_seqs(at)[0] == 80
+    assert shown_seqs(at)[0] == 40
+    # With a trace shown, the closed "Find a trace" box draws nothing until it is opened.
+    assert [d.key for d in at.dataframe] == []
+    at.session_state["trace_finder"] = True  # opens it (its key in views/trace.py)
+    at.run()
     picker = at.dataframe(key="trace_picker").value
     row = picker["trace"].tolist().index("long-b")
     at.session_state["trace_picker"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
@@ -139,7 +145,7 @@ def test_opening_another_trace_from_the_picker_starts_on_its_first_page(
     assert at.query_params["trace"] == "long-b"
     assert [w.value for w in at.warning] == []  # no Session State API warning either
     assert at.number_input(key="mpage").value == 1
-    assert shown_seqs(at) == list(range(40))
+    assert shown_seqs(at) == list(range(20))
 
 
 # --- blocks -------------------------------------------------------------------------------
@@ -193,3 +199,95 @@ def test_the_advice_line_holds_the_advice_and_the_verdict_as_escaped_badges() ->
     assert (
         trace_blocks.advice_line(pd.Series({"suggestion": None, "suggestion_kind": None})) is None
     )
+
+
+# --- what the browser is spared -----------------------------------------------------------
+
+
+@pytest.fixture
+def fixture_url(db_url: str) -> str:
+    """The dashboard fixture store (``tests/dbfixture.py``) in the test database; its URL."""
+    engine = make_engine(db_url)
+    build_fixture(engine)
+    engine.dispose()
+    return db_url
+
+
+def test_page_rows_look_up_calls_and_answers_by_place() -> None:
+    calls = pd.DataFrame({"message_seq": [2, 2, 5], "call_index": [0, 1, 0], "tool": list("abc")})
+    results = pd.DataFrame({
+        "message_seq": [3, 4, 6, 7, 9],
+        "call_seq": [2.0, 2.0, None, 2.0, 8.0],
+        "call_index": [0.0, 1.0, None, 0.0, 0.0],
+        "pair_state": ["paired", "paired", "orphan_result", "duplicate_result", "paired"],
+    })  # fmt: skip
+    rows = trace_blocks.PageRows.of(calls, results)
+    assert {seq: [c["tool"] for c in cs] for seq, cs in rows.calls_at.items()} == {
+        2: ["a", "b"], 5: ["c"],
+    }  # fmt: skip
+    assert [r["message_seq"] for r in rows.answers(2, 0)] == [3, 7]
+    assert (rows.answers(5, 0), sorted(rows.result_at)) == ((), [3, 4, 6, 7, 9])
+    assert (rows.shows_call(2, 1), rows.shows_call(5, 1), rows.shows_call(8, 0)) == (
+        True, False, False,
+    )  # fmt: skip
+    assert trace_blocks.answered_here(4, rows) == "Result of the call 2:1, shown beside it above."
+    # A lone result, a duplicate answer and the answer to a call on another page stand alone.
+    assert [trace_blocks.answered_here(seq, rows) for seq in (6, 7, 9, 5)] == [None] * 4
+
+
+def test_content_is_plain_text_unless_it_is_json() -> None:
+    def page() -> None:
+        from dashboard import render
+
+        render.show_content('{"a": [1, 2]}')
+        render.show_content("Error: <b>no</b> [x](y)\n  at line 2")
+
+    at = AppTest.from_function(page).run()
+    assert [c.value for c in at.code] == ['{\n  "a": [\n    1,\n    2\n  ]\n}']
+    assert [t.value for t in at.text] == ["Error: <b>no</b> [x](y)\n  at line 2"]
+    assert [m.value for m in at.markdown] == []
+
+
+def test_a_long_result_draws_its_whole_content_only_once_show_all_is_opened(
+    monkeypatch: pytest.MonkeyPatch, fixture_url: str
+) -> None:
+    at = open_app(monkeypatch, fixture_url, page=TRACE, params={"trace": "weather-1"})
+    label = f"Show all ({len(BIG_RESULT):,} chars, 3,000 tokens)"
+    pretty = render.pretty(BIG_RESULT)[0]
+    assert pretty[: render.PREVIEW_CHARS] + "\n…" in [c.value for c in at.code]
+    assert [c.value for c in next(e for e in at.expander if e.label == label).code] == []
+    ctx = trace_blocks.BlockContext(k=3, budget=2000, trace="weather-1")
+    at.session_state[trace_blocks.content_key(ctx, "page", 7, "text")] = True
+    at.run()
+    assert not at.exception
+    assert [c.value for c in next(e for e in at.expander if e.label == label).code] == [pretty]
+
+
+def test_select_buttons_have_no_tooltip_and_the_page_says_once_what_select_does(
+    monkeypatch: pytest.MonkeyPatch, fixture_url: str
+) -> None:
+    at = open_app(monkeypatch, fixture_url, page=TRACE, params={"trace": "orders-7"})
+    selects = [b for b in at.button if b.key and b.key.startswith("select_")]
+    assert [(b.key, b.help) for b in selects] == [
+        ("select_1:0", ""), ("select_1:1", ""), ("select_r3", ""), ("select_4:0", ""),
+        ("select_r6", ""),
+    ]  # fmt: skip
+    assert [c.value for c in at.caption].count(trace_blocks.SELECT_HINT) == 1
+
+
+def test_the_findings_box_draws_its_table_only_when_opened(
+    monkeypatch: pytest.MonkeyPatch, fixture_url: str
+) -> None:
+    engine = make_engine(fixture_url)
+    trace = find_trace(engine, "weather-1")
+    engine.dispose()
+    assert trace is not None
+    at = open_app(monkeypatch, fixture_url, page=TRACE, params={"trace": "weather-1"})
+    assert [e.label for e in at.expander if e.label.startswith("Findings")] == ["Findings (1)"]
+    assert len(at.dataframe) == 0
+    at.session_state[f"findings_{trace['id']}"] = True
+    at.run()
+    assert not at.exception
+    assert at.dataframe[0].value[["name", "tool", "pair"]].values.tolist() == [
+        ["Oversized", "get_weather", "r7"]
+    ]

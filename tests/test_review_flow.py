@@ -108,6 +108,14 @@ def review_box(at: Any) -> Any:
     return next(e for e in at.expander if e.label.startswith("Notes and corrections on this"))
 
 
+def open_review_box(at: Any, trace_id: int, seq: int, call_index: int | None) -> None:
+    """Open the selected pair's review box as a click would (its forms are drawn only while
+    it is open) and rerun."""
+    at.session_state[f"review_{trace_id}_{seq}_{call_index}"] = True
+    at.run()
+    assert not at.exception
+
+
 def form_button(at: Any, form: str) -> Any:
     """The submit button of the form ``form``."""
     return next(b for b in at.button if b.form_id == form)
@@ -151,12 +159,14 @@ def test_a_reviewer_goes_from_the_overview_to_a_problem_pair_labels_corrects_and
     assert (at.query_params["trace"], at.query_params["pair"]) == ("incident-1", "2:0")
     selected = expander(at, "Selected pair")
     assert texts(selected, "markdown")[0].startswith(r"**lookup\_order** · call 2:0")
-    # The forms are in their own box, closed while the pair has no note.
+    # The forms are in their own box, closed while the pair has no note, and drawn only open.
     assert review_box(at).label == "Notes and corrections on this pair (0 notes)"
-    assert texts(review_box(at), "caption").count(NO_AUTHOR) == 2  # both need a name
+    assert texts(review_box(at), "caption") == []
 
     # AppTest reruns the page last named to switch_page (Tool calls); the browser is on Trace.
     at.switch_page(TRACE)
+    open_review_box(at, incident, 2, 0)
+    assert texts(review_box(at), "caption").count(NO_AUTHOR) == 2  # both need a name
     at.sidebar.text_input[0].input("ana").run()
     add_note_on_page(at, f"notes_{incident}_2_0", "model-bug", NOTE)
     verdict = next(s for s in review_box(at).selectbox if s.label == "Verdict")
@@ -229,6 +239,7 @@ def test_the_trace_page_counts_notes_per_pair_and_any_pair_can_be_selected(
     assert at.query_params["pair"] == "8:0"
     selected = expander(at, "Selected pair")
     assert texts(selected, "warning") == ["No result ever came back for this call."]
+    open_review_box(at, incident, 8, 0)
     assert "No Tool Message came back: there is nothing to correct." in texts(
         review_box(at), "caption"
     )
@@ -247,6 +258,7 @@ def test_a_lone_result_is_annotated_on_its_own_message(
     assert not at.exception
     selected = expander(at, "Selected pair")
     assert texts(selected, "warning") == ["Orphan result: no call in this trace has its id."]
+    open_review_box(at, orphan, 1, None)
     assert "Nothing to correct: this result is not an error and gives no suggestion." in texts(
         review_box(at), "caption"
     )

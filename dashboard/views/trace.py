@@ -7,6 +7,10 @@ notes it carries. Notes on the whole trace, the incident report downloads and th
 view sit at the top. Long traces are read in pages of :data:`MESSAGES_PER_PAGE` messages; the
 page is in the URL (``mpage``) and, unless the URL names one, is the selected pair's. All trace
 content is untrusted and shown as code or escaped text.
+
+The browser lays out everything sent to it, closed boxes included, so the boxes with forms or
+tables (Find a trace once a trace is shown, Notes, Findings, the review box, Show all) draw
+their content only while open: opening one reruns the page.
 """
 
 from __future__ import annotations
@@ -33,14 +37,17 @@ from db.queries.traces import (
 )
 from db.review import trace_annotations
 
-#: Messages shown per page: a long trace in one page is thousands of elements.
-MESSAGES_PER_PAGE = 40
+#: Messages shown per page: a long trace in one page is thousands of elements, and the time
+#: a page takes to show in the browser grows with its elements.
+MESSAGES_PER_PAGE = 20
 #: URL parameter (and widget key) of the messages page.
 PAGE_KEY = "mpage"
 #: Session key of the (trace, pair) the page selector last showed.
 ANCHOR_KEY = "_trace_page_anchor"
 REVIEW_LABEL = "Notes and corrections on this pair"
 TRACE_PICKER_COLUMNS = ("trace", "agent", "model", "started_at", "messages", "errors", "problems")
+#: Widget key of the "Find a trace" box (Session State holds whether it is open).
+FINDER_KEY = "trace_finder"
 #: Where this page lives when the browser does not say (``url_path`` in ``app.py``).
 PAGE_PATH = "/trace"
 
@@ -122,13 +129,12 @@ def _selected_pair(detail: TraceWindow, ctx: trace_blocks.BlockContext) -> bool:
     if detail.calls.empty and detail.results.empty:
         st.caption("This trace has no such pair.")
         return False
-    for _, call in detail.calls.iterrows():
-        answered_by = trace_blocks.answers(
-            detail.results, int(call["message_seq"]), int(call["call_index"])
-        )
+    rows = trace_blocks.PageRows.of(detail.calls, detail.results)
+    for call in detail.calls.to_dict("records"):
+        answered_by = rows.answers(int(call["message_seq"]), int(call["call_index"]))
         trace_blocks.show_pair(call, answered_by, ctx, controls=False)
     if detail.calls.empty:
-        for _, result in detail.results.iterrows():
+        for result in detail.results.to_dict("records"):
             trace_blocks.show_lone_result(result, ctx, controls=False)
     return True
 
@@ -137,14 +143,18 @@ def _review_pair(
     trace_id: int, detail: TraceWindow, pair: PairRef, ctx: trace_blocks.BlockContext
 ) -> None:
     """The selected pair's notes (left) and the correction form (right), in an expander of
-    their own: the forms are tall, and most visits only read the pair."""
+    their own: the forms are tall, and most visits only read the pair, so they are drawn only
+    while the box is open."""
     labels = ctx.labels.get((pair.seq, pair.call_index), ())
     with st.expander(
         f"{REVIEW_LABEL} ({render.count_text(len(labels), 'note')})",
         expanded=bool(labels),
-        key=f"review_{trace_id}_{pair.seq}_{pair.call_index}",
+        key=review_key(trace_id, pair),
         icon=":material/rate_review:",
-    ):
+        on_change="rerun",
+    ) as box:
+        if not box.open:
+            return
         engine = state.engine()
         notes, fix = st.columns(2, border=True)
         with notes:
@@ -157,6 +167,12 @@ def _review_pair(
                 st.caption("No Tool Message came back: there is nothing to correct.")
             else:
                 review_ui.correction_form(engine, result_id)
+
+
+def review_key(trace_id: int, pair: PairRef) -> str:
+    """The widget key of the selected pair's review box (Session State holds whether it is
+    open)."""
+    return f"review_{trace_id}_{pair.seq}_{pair.call_index}"
 
 
 def _messages_page(trace_id: int, messages: int, pair: PairRef | None) -> int:
@@ -199,8 +215,16 @@ if state.store_is_empty():
 
 filters = state.filters()
 display_id = state.selected_trace()
-with st.expander("Find a trace", expanded=display_id is None, icon=":material/search:"):
-    _picker(filters)
+# Drawn only while open (its queries and table cost more than the page once a trace is shown).
+with st.expander(
+    "Find a trace",
+    expanded=display_id is None,
+    key=FINDER_KEY,
+    icon=":material/search:",
+    on_change="rerun",
+) as finder:
+    if finder.open:
+        _picker(filters)
 if display_id is None:
     st.info("Pick a trace above, or open one from the Tool calls page.")
     st.stop()
@@ -257,21 +281,31 @@ m[4].metric(
 )
 m[5].metric("Wasted tokens", f"{trace['wasted_tokens']:,}", help="results of repeated calls")
 
-# Keyed, so that the box stays open when its count changes after a note is added.
+# The boxes below draw their content only while open: a closed box's content is still laid
+# out by the browser (a form, a table). Open by default when there are notes to read.
 with st.expander(
     f"Notes and labels ({len(trace_notes)})",
     expanded=bool(trace_notes),
     key=f"trace_notes_{trace_id}",
     icon=":material/sticky_note_2:",
-):
+    on_change="rerun",
+) as notes_box:
     on_pairs = len(all_notes) - len(trace_notes)
     if on_pairs:
         st.caption(f"{render.count_text(on_pairs, 'more note')} on pairs, shown under each pair.")
-    review_ui.annotation_panel(engine, trace_id)
+    if notes_box.open:
+        review_ui.annotation_panel(engine, trace_id)
 
 findings = state.query(trace_findings, trace_id)
-with st.expander(f"Findings ({len(findings)})", icon=":material/flag:"):
-    if findings.empty:
+with st.expander(
+    f"Findings ({len(findings)})",
+    key=f"findings_{trace_id}",
+    icon=":material/flag:",
+    on_change="rerun",
+) as findings_box:
+    if not findings_box.open:
+        pass
+    elif findings.empty:
         st.caption("No findings: every Tool Message of this trace passed the checks.")
     else:
         st.dataframe(
@@ -303,7 +337,10 @@ if pair is not None:
 
 page = _messages_page(trace_id, int(trace["message_count"]), pair)
 window = state.query(trace_window, trace_id, page=page, size=MESSAGES_PER_PAGE)
-for _, message in window.messages.iterrows():
-    trace_blocks.show_message(message, window, ctx)
+rows = trace_blocks.PageRows.of(window.calls, window.results)
+if not window.calls.empty:
+    st.caption(trace_blocks.SELECT_HINT)
+for message in window.messages.to_dict("records"):
+    trace_blocks.show_message(message, rows, ctx)
 if window.pages > 1 and window.page + 1 < window.pages:
     st.caption(f"Page {window.page + 1:,} of {window.pages:,}: the next page is chosen above.")
