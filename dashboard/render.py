@@ -183,6 +183,11 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
+def show_error(exc: Exception) -> None:
+    """An error box with the exception's message (escaped: it may quote trace content)."""
+    st.error(escape_markdown(str(exc)), icon=":material/error:")
+
+
 def empty_store() -> None:
     """The empty state every page shows when the store holds no trace."""
     st.info(EMPTY_STORE_TEXT, icon=":material/upload_file:")

@@ -74,13 +74,21 @@ def as_percent(rates: pd.Series) -> pd.Series:
     return pd.to_numeric(rates, errors="coerce").astype(float) * 100
 
 
+def app_path(path: str) -> str:
+    """``path`` of this dashboard under the server's base path (``server.baseUrlPath``, as
+    when served behind a proxy at ``/toollens/``): ``"/trace"`` → ``"/toollens/trace"``."""
+    base = str(st.get_option("server.baseUrlPath") or "").strip("/")
+    return f"/{base}{path}" if base else path
+
+
 def pair_link(trace: str, pair: str | None = None) -> str:
-    """The Trace page's URL of a trace (and pair): ``/trace?trace=demo-1&pair=2:0``.
+    """The Trace page's URL of a trace (and pair): ``/trace?trace=demo-1&pair=2:0``, under the
+    server's base path if it has one (:func:`app_path`).
 
     Untrusted ids are URL-encoded, so the link can only ever open the Trace page.
     """
     params = {"trace": trace, **({"pair": pair} if pair else {})}
-    return f"{TRACE_PATH}?{urlencode(params, safe=':')}"
+    return f"{app_path(TRACE_PATH)}?{urlencode(params, safe=':')}"
 
 
 def link_column(label: str = "Open", *, help: str | None = None) -> Any:

@@ -2,7 +2,8 @@
 column name), a dash in empty cells instead of "None", and counts with thousands separators.
 
 The pages run in AppTest on the fixture store, on views that show every table they have
-(a fingerprint drill-down on Errors, a trace with a selected pair, k = 2 on Loops).
+(a fingerprint drill-down on Errors, a trace with a selected pair and its Findings box open,
+k = 2 on Loops).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dbfixture import build_fixture, open_app
 
 from dashboard.render import NO_MATCH_TEXT
 from db.engine import make_engine
+from db.queries.traces import find_trace
 
 #: (page, URL parameters) that between them draw every table of the dashboard.
 VIEWS: tuple[tuple[str | None, dict[str, str]], ...] = (
@@ -52,6 +54,14 @@ def test_every_table_has_human_headings_and_a_dash_for_empty_cells(
 ) -> None:
     at = open_app(monkeypatch, store_url, page=page, params=params)
     assert not at.exception
+    if "trace" in params:  # the Findings box draws its table only when opened
+        engine = make_engine(store_url)
+        trace = find_trace(engine, params["trace"])
+        engine.dispose()
+        assert trace is not None
+        at.session_state[f"findings_{trace['id']}"] = True
+        at.run()
+        assert not at.exception
     tables = list(at.dataframe)
     assert tables, f"{page} shows no table"
     for table in tables:

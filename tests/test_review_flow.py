@@ -26,7 +26,7 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.media_file_storage import MediaFileStorage
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
-from dashboard import review_ui
+from dashboard import files_ui, review_ui
 from db.corrections import correction_counts
 from db.engine import make_engine
 from db.filters import Filters
@@ -299,7 +299,7 @@ def test_a_download_over_the_row_cap_holds_the_first_rows_and_says_so(
     downloads: Downloads,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(review_ui, "TABLE_DOWNLOAD_MAX_ROWS", 2)
+    monkeypatch.setattr(files_ui, "TABLE_DOWNLOAD_MAX_ROWS", 2)
     at = open_app(monkeypatch, sqlite_url, page=CALLS)
     assert not at.exception
     assert (

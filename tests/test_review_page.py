@@ -14,7 +14,7 @@ import streamlit as st
 from incident import import_incident, result_id
 from streamlit.testing.v1 import AppTest
 
-from dashboard.review_ui import table_csv, table_parquet
+from dashboard.files_ui import table_csv, table_parquet
 from db.engine import make_engine
 from db.review import (
     add_annotation,
@@ -57,12 +57,14 @@ def review_page() -> AppTest:
 
 
 def widget_app(url: str, widget: str, *args: object) -> None:
-    """A one-widget app: the author field and ``review_ui.<widget>(engine, *args)``."""
-    from dashboard import review_ui
+    """A one-widget app: the author field and ``<widget>(engine, *args)`` of ``review_ui`` or
+    ``files_ui``."""
+    from dashboard import files_ui, review_ui
     from dashboard.state import get_engine
 
     review_ui.author_field()
-    getattr(review_ui, widget)(get_engine(url), *args)
+    draw = getattr(review_ui, widget, None) or getattr(files_ui, widget)
+    draw(get_engine(url), *args)
 
 
 def widget(url: str, name: str, *args: Any) -> AppTest:
@@ -271,9 +273,9 @@ def table_app() -> None:
     """An app showing the table download buttons for a small table."""
     import pandas as pd
 
-    from dashboard import review_ui
+    from dashboard import files_ui
 
-    review_ui.table_downloads(pd.DataFrame({"tool": ["get"], "tokens": [3]}))
+    files_ui.table_downloads(pd.DataFrame({"tool": ["get"], "tokens": [3]}))
 
 
 def test_table_downloads_defuse_formulas_and_keep_json_cells_as_text() -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 import sqlalchemy as sa
 import streamlit as st
 from incident import incident_bytes
 from streamlit.testing.v1 import AppTest
 
-from dashboard.review_ui import UploadTooLargeError, import_uploaded, upload_limit_mb
+from dashboard.files_ui import UploadTooLargeError, import_uploaded, upload_limit_mb
 from db.engine import make_engine
 from db.schema import ImportRun, RejectedRecord, TraceRow
 
@@ -33,10 +34,10 @@ def engine(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[sa.Engi
 
 def upload_app(url: str) -> None:
     """The upload panel on its own."""
-    from dashboard import review_ui
+    from dashboard import files_ui
     from dashboard.state import get_engine
 
-    review_ui.upload_panel(get_engine(url))
+    files_ui.upload_panel(get_engine(url))
 
 
 def stored(engine: sa.Engine) -> tuple[list[tuple[object, ...]], list[str], list[str]]:
@@ -112,6 +113,12 @@ def test_uploading_on_the_page_imports_shows_the_summary_and_the_rejected_record
         ["broken.jsonl:2", "malformed_json"]
     ]
     assert rejected["message"][0].startswith("malformed JSON: unexpected end of data")
+    # Human headings, as in every other table (tests/test_dashboard_tables.py).
+    config = orjson.loads(at.dataframe[0].proto.columns)
+    assert {column: config[column]["label"] for column in rejected.columns} == {
+        "location": "Where", "reason": "Reason", "message": "Message",
+    }  # fmt: skip
+    assert at.dataframe[0].proto.placeholder == "—"
     assert stored(engine) == (
         [("upload", ["runs.jsonl", "broken.jsonl"], 3, 1)],
         ["runs.jsonl"],

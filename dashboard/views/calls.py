@@ -2,7 +2,7 @@
 
 Selecting a row opens that pair on the Trace page. The table's own filters are bound to the URL
 like the shared ones, so a filtered, sorted page is a link too. The CSV and Parquet downloads
-hold every row the filters match (up to ``review_ui.TABLE_DOWNLOAD_MAX_ROWS``), not just this
+hold every row the filters match (up to ``files_ui.TABLE_DOWNLOAD_MAX_ROWS``), not just this
 page; they are read from the database only when a download is clicked.
 """
 
@@ -12,7 +12,7 @@ from functools import partial
 
 import streamlit as st
 
-from dashboard import render, review_ui, state, widgets
+from dashboard import files_ui, render, state, widgets
 from db.queries.pairs import SORT_KEYS, PairQuery, count_pairs, list_pairs, pair_choices
 
 PAGE_SIZE = 100
@@ -113,9 +113,9 @@ event = st.dataframe(
         "verdict": st.column_config.TextColumn("Verdict", width=110),
     },
 )
-cap = review_ui.TABLE_DOWNLOAD_MAX_ROWS
+cap = files_ui.TABLE_DOWNLOAD_MAX_ROWS
 # Uncached and run only on a click: the whole filtered table, in the table's order.
-review_ui.table_downloads(
+files_ui.table_downloads(
     partial(list_pairs, state.engine(), f, pq, limit=cap), name="toollens-calls"
 )
 if total > cap:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import render, review_ui, state, widgets
+from dashboard import files_ui, render, state, widgets
 from db.queries import imports as q
 
 IMPORT_PAGE = 20
@@ -28,7 +28,7 @@ def upload_section() -> None:
     # An h3 like the subheaders above, written as markdown: the page's subheaders name the
     # stored imports' sections only.
     st.markdown("### Upload traces")
-    review_ui.upload_panel(state.engine())
+    files_ui.upload_panel(state.engine())
 
 
 st.title("Imports")

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from dashboard import render, review_ui, state, trace_blocks, widgets
+from dashboard import files_ui, render, review_ui, state, trace_blocks, widgets
 from db.queries.pairs import pair_choices
 from db.queries.traces import (
     PairRef,
@@ -104,7 +104,7 @@ def _share_link() -> str:
     with every URL parameter, so a colleague opens the same trace, pair and filters."""
     params = {key: st.query_params.get_all(key) for key in st.query_params}
     query = urlencode(params, doseq=True, safe=":")
-    return f"{st.context.url or PAGE_PATH}" + (f"?{query}" if query else "")
+    return f"{st.context.url or widgets.app_path(PAGE_PATH)}" + (f"?{query}" if query else "")
 
 
 def _answer_id(detail: TraceWindow, pair: PairRef) -> int | None:
@@ -264,7 +264,7 @@ with head:
     if trace["same_display_id"] > 1:
         st.caption(f"{trace['same_display_id']} traces share this id; the first imported is shown.")
 with side:
-    review_ui.report_download(engine, trace_id, loop_k=k)
+    files_ui.report_download(engine, trace_id, loop_k=k)
     st.caption("Copy link (this trace, pair and filters)")
     st.code(_share_link(), language=None, wrap_lines=True)
 
