@@ -39,8 +39,7 @@ LONE_RESULT_TEXT = {
     "result_before_call": "Result before call: it arrived before any call with its id.",
 }
 SELECTED_TEXT = "Selected: its notes and corrections are at the top, under the selected pair."
-#: Said once above the messages instead of a tooltip on every Select button (a tooltip per
-#: button costs the browser about as much as the button).
+#: Said once above the messages: a tooltip on every Select button costs the browser time.
 SELECT_HINT = "Select shows a pair first, to label it, write a note or correct it."
 
 #: What a note is about: (message seq, call index) of a call, (seq, None) of a lone result.
@@ -329,7 +328,8 @@ def show_lone_result(result: Any, ctx: BlockContext, controls: bool = True) -> N
     where = f"{int(call_seq)}:{int(result['call_index'])}" if call_seq is not None else "?"
     text = LONE_RESULT_TEXT.get(str(result["pair_state"]), "Result without a call.")
     st.warning(text.format(call=where), icon=":material/link_off:")
-    show_result(result, ctx, "page" if controls else "sel")
+    # A duplicate answer is also shown beside its call: its own box keeps the keys apart.
+    show_result(result, ctx, "lone" if controls else "sel")
     if controls:
         pair_controls(ctx, (int(result["message_seq"]), None))
 

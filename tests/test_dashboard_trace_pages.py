@@ -291,3 +291,31 @@ def test_the_findings_box_draws_its_table_only_when_opened(
     assert at.dataframe[0].value[["name", "tool", "pair"]].values.tolist() == [
         ["Oversized", "get_weather", "r7"]
     ]
+
+
+def test_a_long_duplicate_answer_shows_beside_its_call_and_on_its_own(
+    monkeypatch: pytest.MonkeyPatch, db_url: str, tmp_path: Path
+) -> None:
+    long_text = "line of output\n" * 200
+    call = {"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}}
+    trace = {
+        "id": "dup-1",
+        "messages": [
+            {"role": "user", "content": "Run it."},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": long_text},
+            {"role": "tool", "tool_call_id": "c1", "content": long_text},
+        ],
+    }
+    source = tmp_path / "dup.jsonl"
+    source.write_bytes(orjson.dumps(trace) + b"\n")
+    engine = make_engine(db_url)
+    assert import_paths(engine, [source], origin="cli").traces == 1
+    engine.dispose()
+    at = open_app(monkeypatch, db_url, page=TRACE, params={"trace": "dup-1"})
+    assert not at.exception
+    label = f"Show all ({len(long_text):,} chars, "
+    # Both answers beside the call, then the duplicate on its own: three boxes, three keys.
+    assert [e.label.startswith(label) for e in at.expander].count(True) == 3
+    duplicate = "Duplicate result: a second answer to the call at 1:0."
+    assert [w.value for w in at.warning] == [duplicate]
