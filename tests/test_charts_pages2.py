@@ -157,6 +157,8 @@ def test_loops_by_tool_bars_carry_calls_and_wasted_tokens() -> None:
     bar = fig.data[0]
     assert (bar.y, bar.x) == (("get_weather", "read_file"), (2, 1))
     assert [list(c) for c in bar.customdata] == [[7, 2510], [3, 100]]
+    # Counts stay upright in thin bars (Plotly would turn them sideways).
+    assert (bar.text, bar.textangle) == (("2", "1"), 0)
     assert fig.layout.xaxis.title.text == "signatures repeated ≥ 3 times in a trace"
     # Whole loops only: a tick per loop, no 0.5.
     assert (fig.layout.xaxis.dtick, fig.layout.xaxis.tickformat) == (1, ",d")

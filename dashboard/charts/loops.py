@@ -25,6 +25,8 @@ def loops_by_tool_chart(df: pd.DataFrame, k: int) -> go.Figure:
             marker_color="#AB63FA",
             text=[f"{n:,}" for n in loops],
             textposition="auto",
+            # Plotly turns a label that does not fit a thin bar sideways; keep counts upright.
+            textangle=0,
             customdata=[
                 [int(c), int(w)] for c, w in zip(df["calls"], df["wasted_tokens"], strict=True)
             ],
