@@ -119,3 +119,16 @@ def engine(db_url: str) -> Iterator[sa.Engine]:
         yield eng
     finally:
         eng.dispose()
+
+
+@pytest.fixture
+def store_url(sqlite_url: str) -> str:
+    """A SQLite file holding the dashboard fixture store (``tests/dbfixture.py``); its URL."""
+    from dbfixture import build_fixture
+
+    from db.engine import make_engine
+
+    engine = make_engine(sqlite_url)
+    build_fixture(engine)
+    engine.dispose()
+    return sqlite_url

@@ -10,7 +10,6 @@ import pytest
 import sqlalchemy as sa
 from dbfixture import BIG_RESULT, UNTRUSTED, build_fixture, open_app
 
-from db.engine import make_engine
 from db.filters import Filters
 from db.queries import traces as tq
 from db.queries.pairs import PairQuery, count_pairs, list_pairs, pair_choices
@@ -215,14 +214,6 @@ def test_filter_choices_are_the_distinct_values(store: sa.Engine) -> None:
 
 
 # --- pages --------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def store_url(sqlite_url: str) -> str:
-    engine = make_engine(sqlite_url)
-    build_fixture(engine)
-    engine.dispose()
-    return sqlite_url
 
 
 def _texts(at: Any, *kinds: str) -> list[str]:

@@ -8,20 +8,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dbfixture import DASHBOARD_APP, build_fixture, open_app
+from dbfixture import DASHBOARD_APP, open_app
 
 from dashboard import render, state
-from db.engine import make_engine
 from db.filters import Filters
 from db.summary import summarize
-
-
-@pytest.fixture
-def store_url(sqlite_url: str) -> str:
-    engine = make_engine(sqlite_url)
-    build_fixture(engine)
-    engine.dispose()
-    return sqlite_url
 
 
 def _metrics(at: object) -> dict[str, str]:

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 import pytest
-from dbfixture import build_fixture, open_app
+from dbfixture import open_app
 
 from dashboard.render import NO_MATCH_TEXT
 from db.engine import make_engine
@@ -31,14 +31,6 @@ VIEWS: tuple[tuple[str | None, dict[str, str]], ...] = (
     ("views/imports.py", {}),
     ("views/review.py", {}),
 )
-
-
-@pytest.fixture
-def store_url(sqlite_url: str) -> str:
-    engine = make_engine(sqlite_url)
-    build_fixture(engine)
-    engine.dispose()
-    return sqlite_url
 
 
 def headings(table: Any) -> dict[str, str]:

@@ -301,11 +301,24 @@ def _tool_run(obs: _Observation) -> ToolRun | None:
         result = _first(attrs, _RESULT_KEYS, output)
     if result is None and error:
         result = obs.raw.get("statusMessage")
+    arguments = _first(attrs, _ARGUMENT_KEYS, obs.raw.get("input"))
+    return _run(obs, name, call_id(ident), arguments, result, error, source)
+
+
+def _run(
+    obs: _Observation,
+    name: str,
+    ident: str | None,
+    arguments: Any,
+    output: Any,
+    error: bool | None,
+    source: str | None,
+) -> ToolRun:
     return ToolRun(
         name=name,
-        call_id=call_id(ident),
-        arguments=_first(attrs, _ARGUMENT_KEYS, obs.raw.get("input")),
-        output=result,
+        call_id=ident,
+        arguments=arguments,
+        output=output,
         start=obs.start,
         end=obs.end,
         raw=obs.raw,
@@ -336,19 +349,10 @@ def _tool_runs(observations: list[_Observation]) -> list[ToolRun]:
     for obs in steps.values():
         attrs = obs.attrs
         error, source = _error(obs)
-        run = ToolRun(
-            name=str(attrs["tool.name"]),
-            call_id=None,
-            arguments=attrs["tool.parameters"],
-            output=attrs["output.value"],
-            start=obs.start,
-            end=obs.end,
-            raw=obs.raw,
-            error=error,
-            error_source=source,
-            span_id=obs.id,
+        name = str(attrs["tool.name"])
+        runs.append(
+            _run(obs, name, None, attrs["tool.parameters"], attrs["output.value"], error, source)
         )
-        runs.append(run)
     runs.sort(key=lambda r: (r.start is None, r.start or datetime.min))
     return runs
 
