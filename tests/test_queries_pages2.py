@@ -132,24 +132,23 @@ def test_fingerprint_occurrences_respect_the_shared_filters(store: sa.Engine) ->
 def test_token_quantiles_per_tool_are_nearest_rank_computed_in_sql(store: sa.Engine) -> None:
     df = tokens.token_quantiles_by_tool(store)
     assert rows(df)[:3] == [
-        ("get_weather", 4, 4, 10, 10, 10, 12, 2500, 2500, 633.0),
-        ("read_file", 2, 2, 100, 100, 100, 100, 100, 100, 100.0),
-        ("write_file", 2, 2, 40, 40, 40, 40, 40, 40, 40.0),
+        ("get_weather", 4, 10, 10, 10, 12, 2500, 2500, 633.0),
+        ("read_file", 2, 100, 100, 100, 100, 100, 100, 100.0),
+        ("write_file", 2, 40, 40, 40, 40, 40, 40, 40.0),
     ]
     assert list(df["tool"]) == [
         "get_weather", "read_file", "write_file", "(unknown)", "lookup", "search",
     ]  # fmt: skip
 
 
-def test_token_quantiles_of_a_busy_tool_use_every_result(store: sa.Engine) -> None:
-    # The quantiles are exact: a small per_tool_sample (once a sampling cap) changes nothing.
-    df = tokens.token_quantiles_by_tool(store, Filters(tool="get_weather"), per_tool_sample=2)
-    assert rows(df) == [("get_weather", 4, 4, 10, 10, 10, 12, 2500, 2500, 633.0)]
+def test_token_quantiles_of_one_tool_use_every_result(store: sa.Engine) -> None:
+    df = tokens.token_quantiles_by_tool(store, Filters(tool="get_weather"))
+    assert rows(df) == [("get_weather", 4, 10, 10, 10, 12, 2500, 2500, 633.0)]
 
 
 def test_token_quantiles_of_an_empty_selection_are_an_empty_frame(store: sa.Engine) -> None:
     df = tokens.token_quantiles_by_tool(store, Filters(agent="nobody"))
-    assert df.empty and list(df.columns)[:3] == ["tool", "results", "sampled"]
+    assert df.empty and list(df.columns)[:3] == ["tool", "results", "min"]
 
 
 def test_budget_excess_counts_results_strictly_above_the_budget(store: sa.Engine) -> None:

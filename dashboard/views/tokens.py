@@ -63,11 +63,6 @@ st.subheader("Tokens per Tool Message, by tool")
 log_x = st.toggle("Logarithmic axis", value=True, key="tokens_log", bind="query-params")
 quantiles = state.query(q.token_quantiles_by_tool, f)
 st.plotly_chart(charts.token_box_chart(quantiles, budget, log_x=log_x), key="token_box")
-if (quantiles["sampled"] < quantiles["results"]).any():
-    st.caption(
-        f"Quantiles of busy tools come from every n-th result (about {q.PER_TOOL_SAMPLE:,} per "
-        "tool); the result counts are exact."
-    )
 with st.expander("Quantiles per tool"):
     st.dataframe(
         quantiles,
@@ -76,7 +71,6 @@ with st.expander("Quantiles per tool"):
         column_config={
             "tool": st.column_config.TextColumn("Tool"),
             "results": widgets.count_column("Results"),
-            "sampled": widgets.count_column("Sampled", help="results the quantiles use"),
             "min": widgets.count_column("Min"),
             "p25": widgets.count_column("25th pct."),
             "p50": widgets.count_column("Median"),

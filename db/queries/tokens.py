@@ -16,9 +16,6 @@ from db.schema import ImportRun, MessageRow, ToolResultRow, TraceRow
 
 #: Characters of a Tool Message shown beside its size.
 PREVIEW_CHARS = 200
-#: Kept for callers that name it: quantiles once came from a sample of this many results per
-#: tool; they are exact now (see :func:`token_quantiles_by_tool`).
-PER_TOOL_SAMPLE = 2000
 #: Quantiles reported per tool, as (name, numerator, denominator) of q.
 QUANTILES: tuple[tuple[str, int, int], ...] = (
     ("p25", 1, 4),
@@ -43,26 +40,20 @@ def token_quantiles_by_tool(
     filters: Filters = NO_FILTERS,
     *,
     top_tools: int = 15,
-    per_tool_sample: int = PER_TOOL_SAMPLE,
 ) -> pd.DataFrame:
     """Nearest-rank quantiles of Tool Message tokens for the ``top_tools`` most used tools.
 
     Exact: results are counted per (tool, token count), a walk of the (tool, tokens) index, and
     the ranks run over those groups (token counts repeat a lot), so every result counts.
-    ``per_tool_sample`` is accepted for compatibility and no longer used (the quantiles used to
-    come from a sample); ``sampled`` always equals ``results``.
 
-    Columns: ``tool``, ``results``, ``sampled`` (results the quantiles come from), ``min``,
-    ``p25``, ``p50``, ``p75``, ``p95``, ``max``, ``mean``; tools ordered by their number of
-    results.
+    Columns: ``tool``, ``results``, ``min``, ``p25``, ``p50``, ``p75``, ``p95``, ``max``,
+    ``mean``; tools ordered by their number of results.
     """
-    del per_tool_sample
     ranks = token_histogram_by_tool(filters)
     results = cast(func.max(ranks.c.total), BigInteger)
     stmt = select(
         ranks.c.tool,
         results.label("results"),
-        results.label("sampled"),
         func.min(ranks.c.tokens).label("min"),
         *percentile_columns(ranks, QUANTILES),
         func.max(ranks.c.tokens).label("max"),
@@ -71,8 +62,7 @@ def token_quantiles_by_tool(
     with engine.connect() as conn:
         df = to_frame(conn, stmt)
     if df.empty:
-        return pd.DataFrame(columns=["tool", "results", "sampled", "min", *QUANTILE_NAMES,
-                                     "max", "mean"])  # fmt: skip
+        return pd.DataFrame(columns=["tool", "results", "min", *QUANTILE_NAMES, "max", "mean"])
     df["mean"] = df["mean"].astype(float).round(1)
     df = df.sort_values(["results", "tool"], ascending=[False, True]).head(top_tools)
     return df.reset_index(drop=True)
