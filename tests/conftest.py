@@ -124,11 +124,6 @@ def engine(db_url: str) -> Iterator[sa.Engine]:
 @pytest.fixture
 def store_url(sqlite_url: str) -> str:
     """A SQLite file holding the dashboard fixture store (``tests/dbfixture.py``); its URL."""
-    from dbfixture import build_fixture
+    from dbfixture import fixture_store
 
-    from db.engine import make_engine
-
-    engine = make_engine(sqlite_url)
-    build_fixture(engine)
-    engine.dispose()
-    return sqlite_url
+    return fixture_store(sqlite_url)

@@ -449,6 +449,14 @@ def _apply_corrections(engine: Engine) -> None:
         )
 
 
+def fixture_store(url: str) -> str:
+    """:func:`build_fixture` into the database at ``url``; the URL, for pages opened on it."""
+    engine = make_engine(url)
+    build_fixture(engine)
+    engine.dispose()
+    return url
+
+
 def build_fixture(engine: Engine) -> tuple[int, int]:
     """Write the fixture store (two imports, three traces, one rejected record) into ``engine``.
 

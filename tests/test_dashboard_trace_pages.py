@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pandas as pd
 import pytest
-from dbfixture import BIG_RESULT, build_fixture, open_app
+from dbfixture import BIG_RESULT, fixture_store, open_app
 from streamlit.testing.v1 import AppTest
 
 from dashboard import render, trace_blocks
@@ -207,10 +207,7 @@ def test_the_advice_line_holds_the_advice_and_the_verdict_as_escaped_badges() ->
 @pytest.fixture
 def fixture_url(db_url: str) -> str:
     """The dashboard fixture store (``tests/dbfixture.py``) in the test database; its URL."""
-    engine = make_engine(db_url)
-    build_fixture(engine)
-    engine.dispose()
-    return db_url
+    return fixture_store(db_url)
 
 
 def test_page_rows_look_up_calls_and_answers_by_place() -> None:
