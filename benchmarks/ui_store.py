@@ -95,33 +95,10 @@ ERRORS: dict[str, tuple[int, tuple[str, ...], str, str | None]] = {
 SOURCES = (("explicit", 20), ("protocol", 15), ("inferred", 65))
 VERDICTS = (("followed", 45), ("ignored", 30), ("unclear", 10))
 _WORDS = [
-    "flight",
-    "booking",
-    "passenger",
-    "order",
-    "user",
-    "account",
-    "city",
-    "weather",
-    "file",
-    "path",
-    "query",
-    "table",
-    "column",
-    "result",
-    "record",
-    "status",
-    "payment",
-    "refund",
-    "invoice",
-    "token",
-    "model",
-    "agent",
-    "tool",
-    "request",
-    "response",
-    "value",
-]
+    "flight", "booking", "passenger", "order", "user", "account", "city", "weather", "file",
+    "path", "query", "table", "column", "result", "record", "status", "payment", "refund",
+    "invoice", "token", "model", "agent", "tool", "request", "response", "value",
+]  # fmt: skip
 
 
 def _corpus(rng: random.Random) -> str:
