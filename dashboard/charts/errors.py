@@ -11,22 +11,10 @@ import zlib
 import pandas as pd
 import plotly.graph_objects as go
 
+from ingest.facts import ERROR_TYPES
+
 #: The error-type taxonomy in display order (DESIGN.md); unknown protocol types come after.
-ERROR_TYPE_ORDER: tuple[str, ...] = (
-    "rate_limit",
-    "timeout",
-    "unavailable",
-    "auth",
-    "not_found",
-    "invalid_params",
-    "invalid_arguments_json",
-    "unknown_tool",
-    "tool_exception",
-    "conflict",
-    "quota",
-    "content_filter",
-    "other",
-)
+ERROR_TYPE_ORDER: tuple[str, ...] = ERROR_TYPES
 #: One distinct color per taxonomy type (Tableau 20 hues): transient failures warm, caller
 #: mistakes green/blue, tool faults red, "other" grey. Together with :data:`EXTRA_COLORS` no
 #: color is used twice, so a chart with every type and several unknown ones stays readable.
