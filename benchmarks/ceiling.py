@@ -31,6 +31,9 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.schema import CreateTable
 
 Exclude = Callable[[], AbstractContextManager[None]]
+#: Per table of a batch: the column names, and the rows as tuples in that order.
+Batch = dict[str, tuple[tuple[str, ...], list[tuple[Any, ...]]]]
+MESSAGES_ONLY_COLUMNS = ("trace_id", "seq", "role", "content", "tokens", "raw")
 #: Tables the pipeline writes per trace, parents first.
 TABLES = ("traces", "messages", "tool_calls", "tool_results", "findings")
 
@@ -51,7 +54,7 @@ def _tables(messages_only: bool) -> list[sa.Table]:
     metadata = sa.MetaData()
     if messages_only:
         real = Base.metadata.tables["messages"].c
-        keep = ("id", "trace_id", "seq", "role", "content", "tokens", "raw")
+        keep = ("id", *MESSAGES_ONLY_COLUMNS)
         return [sa.Table("messages", metadata, *(_plain(real[name]) for name in keep))]
     return [
         sa.Table(name, metadata, *(_plain(c) for c in Base.metadata.tables[name].c))
@@ -69,8 +72,8 @@ def _ddl(tables: list[sa.Table], dialect: Any) -> list[str]:
 
 def ceiling_batches(
     path: Path, batch_messages: int, exclude: Exclude, messages_only: bool
-) -> Iterator[dict[str, list[tuple[Any, ...]]]]:
-    """Per batch, the rows of each table as tuples in :func:`columns` order."""
+) -> Iterator[Batch]:
+    """Per batch, the column names and rows of each table."""
     from ingest.tokens import count_many
 
     rows = _PipelineRows()
@@ -78,10 +81,10 @@ def ceiling_batches(
     texts: list[str] = []
     values: list[Any] = []
 
-    def batch() -> dict[str, list[tuple[Any, ...]]]:
+    def batch() -> Batch:
         counts = count_many(texts)
         if messages_only:
-            return {"messages": _message_rows(lines, values, counts)}
+            return {"messages": (MESSAGES_ONLY_COLUMNS, _message_rows(lines, values, counts))}
         with exclude():
             return rows.batch(lines)
 
@@ -117,13 +120,12 @@ class _PipelineRows:
     def __init__(self) -> None:
         self.trace_id = 0
 
-    def batch(self, lines: list[tuple[int, bytes]]) -> dict[str, list[tuple[Any, ...]]]:
-        from db.write import TraceRows
+    def batch(self, lines: list[tuple[int, bytes]]) -> Batch:
+        from db.schema import TraceRow
+        from db.write import CHILD_TABLES, TraceRows
         from ingest.batches import analyze_batch
         from ingest.facts import DEFAULT_TOKEN_BUDGET
-        from ingest.formats._record_loop import (
-            Deferred,
-        )
+        from ingest.formats._record_loop import Deferred
         from ingest.records import Record
         from ingest.tokens import DEFAULT_ENCODING
 
@@ -132,35 +134,20 @@ class _PipelineRows:
             for n, raw in lines
         ]
         rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in TABLES}
+        trace_keys: tuple[str, ...] = ()
         for trace_rows in analyze_batch(items, DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET):
             assert isinstance(trace_rows, TraceRows), trace_rows
-            assert tuple(trace_rows.trace) == TRACE_KEYS, "build_rows changed its trace keys"
+            trace_keys = tuple(trace_rows.trace)
             self.trace_id += 1
             rows["traces"].append((self.trace_id, 1, *trace_rows.trace.values()))
             for table in TABLES[1:]:
                 rows[table].extend((self.trace_id, *r) for r in trace_rows.children(table))
-        return rows
-
-
-def columns(table: str, messages_only: bool) -> tuple[str, ...]:
-    """Column names of the row tuples of ``table``."""
-    from db.write import CHILD_TABLES
-
-    if messages_only:
-        return ("trace_id", "seq", "role", "content", "tokens", "raw")
-    if table == "traces":
-        return ("id", "import_id", *("metadata" if k == "meta" else k for k in TRACE_KEYS))
-    return ("trace_id", *CHILD_TABLES[table])
-
-
-#: Keys of ``TraceRows.trace`` as ``ingest.rows.build_rows`` makes them (``meta`` is the
-#: ``metadata`` column).
-TRACE_KEYS = (
-    "dedupe_key", "external_id", "display_id", "format", "source_file", "source_line", "agent",
-    "model", "started_at", "tags", "meta", "tools", "record_count", "message_count",
-    "tool_call_count", "tool_result_count", "error_count", "problem_count", "total_tokens",
-    "tool_result_tokens", "wasted_tokens", "max_occurrence",
-)  # fmt: skip
+        # The trace dicts name attributes (``meta``); the table names columns (``metadata``).
+        attrs = TraceRow.__mapper__.attrs
+        trace_columns = tuple(attrs[key].columns[0].name for key in trace_keys)
+        names = {table: ("trace_id", *CHILD_TABLES[table]) for table in TABLES[1:]}
+        names["traces"] = ("id", "import_id", *trace_columns)
+        return {table: (names[table], rows[table]) for table in TABLES}
 
 
 def _json_indexes(table: str, names: tuple[str, ...]) -> frozenset[int]:
@@ -185,13 +172,12 @@ def ceiling_sqlite(
     written = 0
     for batch in ceiling_batches(path, batch_messages, exclude, messages_only):
         conn.execute("BEGIN IMMEDIATE")
-        for table, rows in batch.items():
-            names = columns(table, messages_only)
+        for table, (names, rows) in batch.items():
             marks = ", ".join("?" * len(names))
             sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})"
             conn.executemany(sql, _converted(rows, _json_indexes(table, names), _sqlite_value))
         conn.execute("COMMIT")
-        written += len(batch["messages"])
+        written += len(batch["messages"][1])
     conn.close()
     return written
 
@@ -216,11 +202,10 @@ def ceiling_postgresql(
         conn.commit()
         for batch in ceiling_batches(path, batch_messages, exclude, messages_only):
             with conn.transaction(), conn.cursor() as cur:
-                for table, rows in batch.items():
-                    names = columns(table, messages_only)
+                for table, (names, rows) in batch.items():
                     copy_sql = f"COPY {table} ({', '.join(names)}) FROM STDIN"
                     with cur.copy(copy_sql) as cp:
                         for row in _converted(rows, _json_indexes(table, names), None):
                             cp.write_row(row)
-            written += len(batch["messages"])
+            written += len(batch["messages"][1])
     return written
