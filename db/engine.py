@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import NullPool
 
 from db import dialect
@@ -81,6 +81,12 @@ def writing(engine: Engine) -> Any:
     return engine.execution_options(**{WRITE_OPTION: True}).begin()
 
 
+def other_processes_can_open(url: URL) -> bool:
+    """Whether another process can open the database at ``url``: not an in-memory SQLite one,
+    which exists only inside the process that made it."""
+    return url.get_backend_name() != "sqlite" or url.database not in (None, "", ":memory:")
+
+
 def make_engine(db: str | None = None, *, migrate: bool = True) -> Engine:
     """Create an engine for ``db`` (path or URL) and bring its schema up to date.
 
@@ -91,14 +97,14 @@ def make_engine(db: str | None = None, *, migrate: bool = True) -> Engine:
     url = make_url(resolve_url(db))
     kwargs: dict[str, Any] = {}
     if url.get_backend_name() == "sqlite":
-        if url.database in (None, "", ":memory:"):
+        if not other_processes_can_open(url):
             # One shared in-memory database for the whole engine.
             from sqlalchemy.pool import StaticPool
 
             kwargs["poolclass"] = StaticPool
             kwargs["connect_args"] = {"check_same_thread": False}
         else:
-            Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            Path(url.database or "").expanduser().parent.mkdir(parents=True, exist_ok=True)
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
     elif os.environ.get("TOOLLENS_NULLPOOL"):
         kwargs["poolclass"] = NullPool

@@ -26,7 +26,7 @@ import orjson
 from sqlalchemy import Engine
 
 from db import dialect
-from db.engine import make_engine
+from db.engine import make_engine, other_processes_can_open
 from db.write import (
     TraceRows,
     WriteResult,
@@ -226,12 +226,6 @@ def _analyze_only(
     return analyze_batch(batch, encoding, budget), ids
 
 
-def _separate_process_can_open(engine: Engine) -> bool:
-    # An in-memory SQLite database exists only inside this process.
-    url = engine.url
-    return url.get_backend_name() != "sqlite" or url.database not in (None, "", ":memory:")
-
-
 # ---- the parent's side ------------------------------------------------------------------------
 
 #: What a batch comes back as: what the worker wrote and rejected, or the analyzed items (with
@@ -261,7 +255,7 @@ class BatchWriter:
         self.encoding = encoding
         self.budget = budget
         self.pool: ProcessPoolExecutor | None = None
-        self.workers_write = workers > 0 and _separate_process_can_open(engine)
+        self.workers_write = workers > 0 and other_processes_can_open(engine.url)
         if workers > 0:
             # Loading the BPE ranks costs ~1.4 CPU s; loaded once here, the forked workers
             # inherit it instead of each loading their own.
