@@ -192,10 +192,11 @@ def test_a_sub_agent_keeps_its_paired_results_through_reanalyze(
     engine = make_engine(db_url)
     try:
         import_paths(engine, [realdata / SUB_AGENT_SESSION], workers=0)
-        imported = _pair_states(engine)
+        before, imported = _snapshot(engine), _pair_states(engine)
         reanalyze(engine)
-        again = _pair_states(engine)
+        after, again = _snapshot(engine), _pair_states(engine)
     finally:
         engine.dispose()
     assert again == imported
+    assert after == before
     assert Counter(state for *_, state in imported) == {"paired": 208 + 208}
