@@ -121,8 +121,8 @@ class _PipelineRows:
         self.trace_id = 0
 
     def batch(self, lines: list[tuple[int, bytes]]) -> Batch:
-        from db.schema import TraceRow
-        from db.write import CHILD_TABLES, TraceRows
+        from db.records import CHILD_COLUMNS, TraceRecord
+        from db.write import TraceRows
         from ingest.batches import analyze_batch
         from ingest.facts import DEFAULT_TOKEN_BUDGET
         from ingest.formats._record_loop import Deferred
@@ -134,27 +134,21 @@ class _PipelineRows:
             for n, raw in lines
         ]
         rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in TABLES}
-        trace_keys: tuple[str, ...] = ()
         for trace_rows in analyze_batch(items, DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET):
             assert isinstance(trace_rows, TraceRows), trace_rows
-            trace_keys = tuple(trace_rows.trace)
             self.trace_id += 1
-            rows["traces"].append((self.trace_id, 1, *trace_rows.trace.values()))
+            rows["traces"].append((self.trace_id, 1, *trace_rows.trace))
             for table in TABLES[1:]:
                 rows[table].extend((self.trace_id, *r) for r in trace_rows.children(table))
-        # The trace dicts name attributes (``meta``); the table names columns (``metadata``).
-        attrs = TraceRow.__mapper__.attrs
-        trace_columns = tuple(attrs[key].columns[0].name for key in trace_keys)
-        names = {table: ("trace_id", *CHILD_TABLES[table]) for table in TABLES[1:]}
-        names["traces"] = ("id", "import_id", *trace_columns)
+        names = {table: ("trace_id", *CHILD_COLUMNS[table]) for table in TABLES[1:]}
+        names["traces"] = ("id", "import_id", *TraceRecord._fields)
         return {table: (names[table], rows[table]) for table in TABLES}
 
 
 def _json_indexes(table: str, names: tuple[str, ...]) -> frozenset[int]:
-    from db.write import JSON_COLUMNS
+    from db.records import JSON_COLUMNS
 
-    json_columns = JSON_COLUMNS.get(table, frozenset()) | {"tags", "metadata", "tools"}
-    return frozenset(i for i, c in enumerate(names) if c in json_columns)
+    return frozenset(i for i, c in enumerate(names) if c in JSON_COLUMNS[table])
 
 
 def ceiling_sqlite(

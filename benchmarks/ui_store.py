@@ -37,6 +37,13 @@ from sqlalchemy import Engine, select
 
 from db.dialect import analyze
 from db.engine import make_engine
+from db.records import (
+    FindingRecord,
+    MessageRecord,
+    ToolCallRecord,
+    ToolResultRecord,
+    TraceRecord,
+)
 from db.schema import ImportRun
 from db.write import TraceRows, finish_import, start_import, write_traces
 from ingest.pipeline import ANALYZED_TABLES
@@ -122,8 +129,10 @@ def store_marker(engine: Engine) -> str | None:
 class _Trace:
     """One conversation being generated: its rows and running facts."""
 
-    rows: TraceRows
     t: datetime
+    messages: list[MessageRecord] = field(default_factory=list)
+    tool_results: list[ToolResultRecord] = field(default_factory=list)
+    findings: list[FindingRecord] = field(default_factory=list)
     seq: int = 0
     #: Tool call rows, mutable until the trace is finished (result seq, pair state, run length).
     calls: list[list[Any]] = field(default_factory=list)
@@ -164,19 +173,22 @@ class StoreGenerator:
 
     def _message(self, tr: _Trace, role: str, content: str, tokens: int) -> int:
         seq = tr.seq
-        tr.rows.messages.append(
-            (seq, role, content, tr.t, tokens, len(content), len(content), None, None, None, None)
-        )
+        tr.messages.append(
+            MessageRecord(
+                seq, role, content, tr.t, tokens, len(content), len(content), None, None, None,
+                None, None,
+            )
+        )  # fmt: skip
         tr.seq += 1
         tr.t += timedelta(seconds=self.rng.randint(1, 9))
         return seq
 
-    def trace(self, index: int, messages: int) -> TraceRows:
-        """The rows of trace number ``index`` with about ``messages`` messages."""
+    def trace(self, index: int, messages: int) -> tuple[int, TraceRows]:
+        """The import (week) and rows of trace number ``index``, of about ``messages`` messages."""
         rng = self.rng
         start = T0 + timedelta(seconds=rng.uniform(0, DAYS * 86_400))
         agent = rng.choice(AGENTS)
-        tr = _Trace(TraceRows(trace={}), start)
+        tr = _Trace(start)
         self._message(tr, "system", self._text(600), rng.randint(500, 1_500))
         self._message(tr, "user", self._text(rng.randint(40, 400)), rng.randint(10, 120))
         loop_at = rng.randrange(2, max(3, messages - 4)) if rng.random() < 0.06 else -1
@@ -221,7 +233,7 @@ class StoreGenerator:
             "paired", "id", None, False, False, None, None,
         ]  # fmt: skip
         if not valid:
-            tr.rows.findings.append(("unparsed_arguments", tool, seq, index))
+            tr.findings.append(FindingRecord("unparsed_arguments", tool, seq, index))
         tr.calls.append(call)
         return call
 
@@ -230,7 +242,7 @@ class StoreGenerator:
         seq, index, call_id, tool, signature = call[0], call[1], call[2], call[3], call[9]
         if rng.random() < 0.01:  # never answered
             call[14], call[15] = "missing_result", None
-            tr.rows.findings.append(("missing_result", tool, seq, index))
+            tr.findings.append(FindingRecord("missing_result", tool, seq, index))
             return
         rate, median = self.tool_facts[tool]
         looping = tr.counts[signature] > 1
@@ -246,15 +258,16 @@ class StoreGenerator:
         protocol = not bare and rng.random() < 0.15
         result_seq = self._message(tr, "tool", content, tokens)
         oversized = tokens > BUDGET
-        tr.rows.tool_results.append(
-            (result_seq, call_id, tool, None, None, tr.t, tokens, len(content), len(content),
+        tr.tool_results.append(
+            ToolResultRecord(
+             result_seq, call_id, tool, None, None, tr.t, tokens, len(content), len(content),
              tool, "success", "protocol" if protocol else "inferred", None,
              "protocol" if protocol else "no_error_signal", None, None, None, None, None,
              protocol, "paired", "id", seq, index, False, oversized, None, None, None)
         )  # fmt: skip
         for name, present in (("bare_status", bare), ("oversized", oversized)):
             if present:
-                tr.rows.findings.append((name, tool, result_seq, None))
+                tr.findings.append(FindingRecord(name, tool, result_seq, None))
 
     def _error_result(
         self, tr: _Trace, call: list[Any], seq: int, index: int, call_id: str, tool: str
@@ -279,32 +292,34 @@ class StoreGenerator:
             succeeded = rng.random() < 0.4
         result_seq = self._message(tr, "tool", content, tokens)
         tr.errors += 1
-        tr.rows.tool_results.append(
-            (result_seq, call_id, tool, source == "explicit", "is_error" if source == "explicit"
-             else None, tr.t, tokens, len(content), len(content), tool, "error", source,
+        tr.tool_results.append(
+            ToolResultRecord(
+             result_seq, call_id, tool, source == "explicit",
+             "is_error" if source == "explicit" else None, tr.t, tokens, len(content),
+             len(content), tool, "error", source,
              error_type, "protocol" if source == "protocol" else rule,
              error_fingerprint(tool, content), content if source == "protocol" else None,
              suggestion, kind if suggestion else None, None, source == "protocol", "paired",
              "id", seq, index, False, False, verdict, reason, succeeded)
         )  # fmt: skip
         if suggestion is None:
-            tr.rows.findings.append(("error_without_suggestion", tool, result_seq, None))
+            tr.findings.append(FindingRecord("error_without_suggestion", tool, result_seq, None))
         if error_type == "tool_exception":
-            tr.rows.findings.append(("raw_exception", tool, result_seq, None))
+            tr.findings.append(FindingRecord("raw_exception", tool, result_seq, None))
 
     def _orphan(self, tr: _Trace) -> None:
         if self.rng.random() >= 0.005:
             return
         seq = self._message(tr, "tool", "stray result", 3)
-        tr.rows.tool_results.append(
-            (seq, "call_lost", None, None, None, tr.t, 3, 12, 12, "(unknown)", "success",
+        tr.tool_results.append(
+            ToolResultRecord(
+             seq, "call_lost", None, None, None, tr.t, 3, 12, 12, "(unknown)", "success",
              "inferred", None, "no_error_signal", None, None, None, None, None, False,
              "orphan_result", None, None, None, False, False, None, None, None)
         )  # fmt: skip
-        tr.rows.findings.append(("orphan_result", "(unknown)", seq, None))
+        tr.findings.append(FindingRecord("orphan_result", "(unknown)", seq, None))
 
-    def _finish(self, tr: _Trace, index: int, agent: str) -> TraceRows:
-        rows = tr.rows
+    def _finish(self, tr: _Trace, index: int, agent: str) -> tuple[int, TraceRows]:
         calls = tr.calls
         # Run lengths: consecutive calls with one signature form a run.
         start = 0
@@ -313,42 +328,44 @@ class StoreGenerator:
                 for j in range(start, i):
                     calls[j][11] = i - start
                 start = i
-        rows.tool_calls = [tuple(c) for c in calls]
+        tool_calls = [ToolCallRecord(*c) for c in calls]
         looping = {sig for sig, n in tr.counts.items() if n >= 3}
-        tokens_by_seq = {m[0]: m[4] for m in rows.messages}
-        wasted = sum(tokens_by_seq[c[16]] for c in rows.tool_calls if c[10] > 1 and c[16])
-        pairing = sum(1 for c in rows.tool_calls if c[14] != "paired")
-        pairing += sum(1 for r in rows.tool_results if r[22] is None)
-        ignored = sum(1 for r in rows.tool_results if r[26] == "ignored")
-        loop_calls = sum(1 for c in rows.tool_calls if c[9] in looping)
-        started: datetime = rows.messages[0][3]
+        tokens_by_seq = {m.seq: m.tokens for m in tr.messages}
+        wasted = sum(
+            tokens_by_seq[c.result_seq] for c in tool_calls if c.occurrence > 1 and c.result_seq
+        )
+        pairing = sum(1 for c in tool_calls if c.pair_state != "paired")
+        pairing += sum(1 for r in tr.tool_results if r.call_seq is None)
+        ignored = sum(1 for r in tr.tool_results if r.verdict == "ignored")
+        loop_calls = sum(1 for c in tool_calls if c.signature in looping)
+        started = tr.messages[0].timestamp
+        assert started is not None
         week = min(IMPORTS - 1, int((started - T0).total_seconds() // (DAYS * 86_400 / IMPORTS)))
-        rows.trace = {
-            "dedupe_key": f"uibench:{index}", "external_id": f"run-{index:06d}",
-            "display_id": f"run-{index:06d}", "format": FORMATS[index % len(FORMATS)],
-            "source_file": f"{agent}/week-{week}.jsonl", "source_line": index + 1,
-            "agent": agent, "model": self.rng.choices(MODELS, MODEL_WEIGHTS)[0],
-            "started_at": started, "tags": [], "meta": {}, "tools": [], "record_count": 1,
-            "message_count": len(rows.messages), "tool_call_count": len(rows.tool_calls),
-            "tool_result_count": len(rows.tool_results), "error_count": tr.errors,
-            "problem_count": tr.errors + pairing + loop_calls + ignored,
-            "total_tokens": sum(tokens_by_seq.values()),
-            "tool_result_tokens": sum(r[6] for r in rows.tool_results),
-            "wasted_tokens": wasted, "max_occurrence": max(tr.counts.values(), default=0),
-            "_import": week,
-        }  # fmt: skip
-        return rows
+        trace = TraceRecord(
+            dedupe_key=f"uibench:{index}", external_id=f"run-{index:06d}",
+            display_id=f"run-{index:06d}", format=FORMATS[index % len(FORMATS)],
+            source_file=f"{agent}/week-{week}.jsonl", source_line=index + 1,
+            agent=agent, model=self.rng.choices(MODELS, MODEL_WEIGHTS)[0],
+            started_at=started, tags=[], metadata={}, tools=[], record_count=1,
+            message_count=len(tr.messages), tool_call_count=len(tool_calls),
+            tool_result_count=len(tr.tool_results), error_count=tr.errors,
+            problem_count=tr.errors + pairing + loop_calls + ignored,
+            total_tokens=sum(tokens_by_seq.values()),
+            tool_result_tokens=sum(r.tokens for r in tr.tool_results),
+            wasted_tokens=wasted, max_occurrence=max(tr.counts.values(), default=0),
+        )  # fmt: skip
+        return week, TraceRows(trace, tr.messages, tool_calls, tr.tool_results, tr.findings)
 
-    def traces(self, messages: int) -> Iterator[TraceRows]:
-        """Traces until ``messages`` messages have been generated."""
+    def traces(self, messages: int) -> Iterator[tuple[int, TraceRows]]:
+        """Traces with their import (week) until ``messages`` messages have been generated."""
         made = index = 0
         while made < messages:
             size = int(self.rng.lognormvariate(math.log(22), 0.6))
             size = max(4, min(160, size, messages - made + 1))
-            rows = self.trace(index, size)
+            week, rows = self.trace(index, size)
             made += len(rows.messages)
             index += 1
-            yield rows
+            yield week, rows
 
 
 def build_store(path: Path, messages: int, seed: int, progress: bool = True) -> None:
@@ -367,8 +384,7 @@ def build_store(path: Path, messages: int, seed: int, progress: bool = True) -> 
     batches: dict[int, list[TraceRows]] = {week: [] for week in range(IMPORTS)}
     counts, traces = Counter[int](), Counter[int]()
     written = 0
-    for rows in StoreGenerator(seed).traces(messages):
-        week = rows.trace.pop("_import")
+    for week, rows in StoreGenerator(seed).traces(messages):
         batches[week].append(rows)
         counts[week] += len(rows.messages)
         traces[week] += 1

@@ -162,6 +162,8 @@ class MessageRow(Base):
     usage: Mapped[dict[str, Any] | None] = mapped_column()
     source_id: Mapped[str | None] = mapped_column(String(400))
     source_line: Mapped[int | None] = mapped_column(Integer)
+    #: Sub-agent thread (Claude Code side chain, Langfuse thread); NULL: the main conversation.
+    branch: Mapped[str | None] = mapped_column(String(400))
     raw: Mapped[Any] = mapped_column(nullable=True)
 
 

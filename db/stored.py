@@ -1,4 +1,4 @@
-"""Read stored traces back as plain data, and replace their derived facts (``reanalyze``).
+"""Read stored traces back as their row contracts, and replace their derived facts (``reanalyze``).
 
 Human corrections (``error_type_corrected``, ``verdict_corrected`` …) survive a replacement:
 they are read before the derived rows are rewritten and put back on the same Tool Message.
@@ -8,21 +8,41 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, delete, select, update
+from sqlalchemy import Connection, Engine, Table, delete, select, update
 
 from db import dialect
 from db.engine import writing
+from db.records import (
+    CHILD_COLUMNS,
+    JSON_COLUMNS,
+    MessageRecord,
+    ToolCallRecord,
+    ToolResultRecord,
+    TraceRecord,
+)
 from db.schema import FindingRow, MessageRow, ToolCallRow, ToolResultRow, TraceRow
-from db.write import CHILD_TABLES, JSON_COLUMNS, TraceRows
+from db.write import TraceRows
 
-#: Columns of a stored trace that rebuild the canonical trace (provided facts only).
-TRACE_FIELDS = (
-    "id", "format", "source_file", "source_line", "external_id", "agent", "model",
-    "started_at", "tags", "meta", "tools", "record_count",
-)  # fmt: skip
 CORRECTION_FIELDS = ("error_type_corrected", "verdict_corrected", "corrected_by", "corrected_at")
+#: The per-trace figures derived by analysis (rewritten by :func:`replace_derived`).
+AGGREGATES = (
+    "error_count", "problem_count", "total_tokens", "tool_result_tokens", "wasted_tokens",
+    "max_occurrence", "tool_call_count", "tool_result_count",
+)  # fmt: skip
+
+
+@dataclass(slots=True)
+class StoredTrace:
+    """A stored trace as its row contracts: what the import wrote, read back."""
+
+    id: int
+    trace: TraceRecord
+    messages: list[MessageRecord]
+    calls: list[ToolCallRecord]
+    results: list[ToolResultRecord]
 
 
 def iter_trace_id_batches(engine: Engine, size: int = 200) -> Iterator[list[int]]:
@@ -33,30 +53,53 @@ def iter_trace_id_batches(engine: Engine, size: int = 200) -> Iterator[list[int]
         yield ids[i : i + size]
 
 
-def load_traces(engine: Engine, ids: Sequence[int]) -> list[dict[str, Any]]:
-    """Stored traces as dicts: trace fields plus ``messages``, ``calls``, ``results`` lists."""
+def _children(
+    conn: Connection, table: Table, fields: tuple[str, ...], ids: Sequence[int], order: list[str]
+) -> dict[int, list[tuple[Any, ...]]]:
+    """The rows of a child table for ``ids``, grouped by trace, as tuples in ``fields`` order."""
+    stmt = (
+        select(table.c.trace_id, *[table.c[f] for f in fields])
+        .where(table.c.trace_id.in_(ids))
+        .order_by(table.c.trace_id, *[table.c[c] for c in order])
+    )
+    grouped: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
+    for row in conn.execute(stmt):
+        grouped[row[0]].append(tuple(row[1:]))
+    return grouped
+
+
+def load_traces(engine: Engine, ids: Sequence[int]) -> list[StoredTrace]:
+    """The stored traces ``ids`` (in that order) with their messages, calls and results."""
+    traces_table = cast(Table, TraceRow.__table__)
     with engine.connect() as conn:
-        columns = [getattr(TraceRow, f).label(f) for f in TRACE_FIELDS]
-        stmt = select(*columns).where(TraceRow.id.in_(ids))
-        traces = {row.id: dict(row._mapping) for row in conn.execute(stmt)}
-        children: dict[str, dict[int, list[dict[str, Any]]]] = {}
-        for name, model, order in (
-            ("messages", MessageRow, (MessageRow.seq,)),
-            ("calls", ToolCallRow, (ToolCallRow.message_seq, ToolCallRow.call_index)),
-            ("results", ToolResultRow, (ToolResultRow.message_seq,)),
-        ):
-            grouped: dict[int, list[dict[str, Any]]] = defaultdict(list)
-            stmt = select(model.__table__).where(model.trace_id.in_(ids)).order_by(*order)
-            for row in conn.execute(stmt).mappings():
-                grouped[row["trace_id"]].append(dict(row))
-            children[name] = grouped
-    out = []
-    for trace_id in ids:
-        trace = traces[trace_id]
-        for name in ("messages", "calls", "results"):
-            trace[name] = children[name].get(trace_id, [])
-        out.append(trace)
-    return out
+        stmt = select(traces_table.c.id, *[traces_table.c[f] for f in TraceRecord._fields]).where(
+            traces_table.c.id.in_(ids)
+        )
+        traces = {row[0]: TraceRecord(*row[1:]) for row in conn.execute(stmt)}
+        messages = _children(
+            conn, cast(Table, MessageRow.__table__), MessageRecord._fields, ids, ["seq"]
+        )
+        calls = _children(
+            conn,
+            cast(Table, ToolCallRow.__table__),
+            ToolCallRecord._fields,
+            ids,
+            ["message_seq", "call_index"],
+        )
+        results = _children(
+            conn, cast(Table, ToolResultRow.__table__), ToolResultRecord._fields, ids,
+            ["message_seq"],
+        )  # fmt: skip
+    return [
+        StoredTrace(
+            id=trace_id,
+            trace=traces[trace_id],
+            messages=[MessageRecord(*r) for r in messages.get(trace_id, [])],
+            calls=[ToolCallRecord(*r) for r in calls.get(trace_id, [])],
+            results=[ToolResultRecord(*r) for r in results.get(trace_id, [])],
+        )
+        for trace_id in ids
+    ]
 
 
 def _corrections(conn: Connection, ids: Sequence[int]) -> dict[tuple[int, int], dict[str, Any]]:
@@ -80,21 +123,17 @@ def replace_derived(engine: Engine, batch: Sequence[tuple[int, TraceRows]]) -> N
         kept = _corrections(conn, ids)
         for model in (FindingRow, ToolResultRow, ToolCallRow):
             conn.execute(delete(model).where(model.trace_id.in_(ids)))
-        for table, columns in CHILD_TABLES.items():
+        for table, columns in CHILD_COLUMNS.items():
             if table == "messages":
                 continue
             rows = [(tid, *row) for tid, tr in batch for row in tr.children(table)]
             if rows:
                 dialect.bulk_insert(conn, table, ("trace_id", *columns), rows, JSON_COLUMNS[table])
-        aggregates = (
-            "error_count", "problem_count", "total_tokens", "tool_result_tokens",
-            "wasted_tokens", "max_occurrence", "tool_call_count", "tool_result_count",
-        )  # fmt: skip
         for trace_id, tr in batch:
             conn.execute(
                 update(TraceRow)
                 .where(TraceRow.id == trace_id)
-                .values({a: tr.trace[a] for a in aggregates})
+                .values({a: getattr(tr.trace, a) for a in AGGREGATES})
             )
         for (trace_id, seq), values in kept.items():
             conn.execute(

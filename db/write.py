@@ -17,57 +17,32 @@ from sqlalchemy import Engine, Table, insert, update
 
 from db import dialect
 from db.engine import writing
+from db.records import (
+    CHILD_COLUMNS,
+    JSON_COLUMNS,
+    FindingRecord,
+    MessageRecord,
+    ToolCallRecord,
+    ToolResultRecord,
+    TraceRecord,
+)
 from db.schema import ImportRun, RejectedRecord, TraceRow
 
 TRACES = cast(Table, TraceRow.__table__)
-#: Column order of the row tuples callers build (``trace_id`` is prepended by the writer).
-MESSAGE_COLUMNS: tuple[str, ...] = (
-    "seq", "role", "content", "timestamp", "tokens", "chars", "bytes",
-    "usage", "source_id", "source_line", "raw",
-)  # fmt: skip
-TOOL_CALL_COLUMNS: tuple[str, ...] = (
-    "message_seq", "call_index", "tool_call_id", "tool_name", "arguments_raw", "arguments",
-    "args_valid", "args_error", "timestamp", "signature", "occurrence", "run_length",
-    "retry_after_error", "ping_pong", "pair_state", "pairing_method", "result_seq",
-    "name_mismatch", "reused_id", "schema_issue", "schema_detail",
-)  # fmt: skip
-TOOL_RESULT_COLUMNS: tuple[str, ...] = (
-    "message_seq", "tool_call_id", "provided_name", "explicit_error", "explicit_source",
-    "timestamp", "tokens", "chars", "bytes", "tool", "status", "status_source", "error_type",
-    "rule", "fingerprint", "summary", "suggestion", "suggestion_kind", "suggestion_detail",
-    "is_protocol", "pair_state", "pairing_method", "call_seq", "call_index", "name_mismatch",
-    "oversized", "verdict", "verdict_reason", "next_call_succeeded",
-)  # fmt: skip
-FINDING_COLUMNS: tuple[str, ...] = ("name", "tool", "message_seq", "call_index")
-
-#: Columns holding JSON, per table (serialized by the writer for the raw paths).
-JSON_COLUMNS: dict[str, frozenset[str]] = {
-    "messages": frozenset({"usage", "raw"}),
-    "tool_calls": frozenset({"arguments"}),
-    "tool_results": frozenset({"suggestion_detail"}),
-    "findings": frozenset(),
-}
-CHILD_TABLES: dict[str, tuple[str, ...]] = {
-    "messages": MESSAGE_COLUMNS,
-    "tool_calls": TOOL_CALL_COLUMNS,
-    "tool_results": TOOL_RESULT_COLUMNS,
-    "findings": FINDING_COLUMNS,
-}
 
 
 @dataclass(slots=True)
 class TraceRows:
-    """Everything stored for one trace, as plain values (built by ``ingest``)."""
+    """Everything stored for one trace, as row contracts (built by ``ingest``)."""
 
-    #: Column values of the ``traces`` row, without ``id`` and ``import_id``.
-    trace: dict[str, Any]
-    messages: list[tuple[Any, ...]] = field(default_factory=list)
-    tool_calls: list[tuple[Any, ...]] = field(default_factory=list)
-    tool_results: list[tuple[Any, ...]] = field(default_factory=list)
-    findings: list[tuple[Any, ...]] = field(default_factory=list)
+    trace: TraceRecord
+    messages: list[MessageRecord] = field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    tool_results: list[ToolResultRecord] = field(default_factory=list)
+    findings: list[FindingRecord] = field(default_factory=list)
 
     def children(self, table: str) -> list[tuple[Any, ...]]:
-        """The child rows for ``table`` (one of ``CHILD_TABLES``)."""
+        """The child rows for ``table`` (one of :data:`db.records.CHILD_COLUMNS`)."""
         rows: list[tuple[Any, ...]] = getattr(self, table)
         return rows
 
@@ -138,26 +113,26 @@ def write_traces(
     values: list[dict[str, Any]] = []
     now = datetime.now(UTC)
     for index, rows in enumerate(batch):
-        key = rows.trace["dedupe_key"]
+        key = rows.trace.dedupe_key
         if key in candidates:
             result.duplicates += 1
-            result.records_duplicate += rows.trace.get("record_count", 1)
+            result.records_duplicate += rows.trace.record_count
             continue
         candidates[key] = rows
-        values.append({**rows.trace, "import_id": import_id, "imported_at": now})
+        values.append({**rows.trace._asdict(), "import_id": import_id, "imported_at": now})
         if ids is not None:
             values[-1]["id"] = ids[index]
     with writing(engine) as conn:
         stored = dialect.insert_new(conn, TRACES, "dedupe_key", values)
         fresh = [rows for key, rows in candidates.items() if key in stored]
-        for table, columns in CHILD_TABLES.items():
+        for table, columns in CHILD_COLUMNS.items():
             rows_out = _child_rows(table, fresh, stored)
             if rows_out:
                 dialect.bulk_insert(
                     conn, table, ("trace_id", *columns), rows_out, JSON_COLUMNS[table]
                 )
     for key, rows in candidates.items():
-        records = rows.trace.get("record_count", 1)
+        records = rows.trace.record_count
         if key in stored:
             result.imported += 1
             result.messages += len(rows.messages)
@@ -173,7 +148,7 @@ def _child_rows(
 ) -> list[tuple[Any, ...]]:
     out: list[tuple[Any, ...]] = []
     for rows in fresh:
-        trace_id = ids[rows.trace["dedupe_key"]]
+        trace_id = ids[rows.trace.dedupe_key]
         out.extend((trace_id, *row) for row in rows.children(table))
     return out
 

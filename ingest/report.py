@@ -207,7 +207,9 @@ def build_report(
         corrected = "result" in pair and pair["result"]["corrected_by"] is not None
         pair["flagged"] = bool(pair["reasons"] or pair["notes"] or corrected)
     flagged = [p for p in pairs if p["flagged"]]
-    header_out = {k: _native(v) for k, v in header.items() if k not in ("meta", "tools", "tags")}
+    # The trace's own metadata stays in (as stored, a JSON object); tool definitions and tags
+    # are not part of an incident report.
+    header_out = {k: _native(v) for k, v in header.items() if k not in ("tools", "tags")}
     total, results_tokens = int(header["total_tokens"]), int(header["tool_result_tokens"])
     return {
         "report": "toollens incident report",

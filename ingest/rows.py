@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime
 
+from db.records import (
+    FindingRecord,
+    MessageRecord,
+    ToolCallRecord,
+    ToolResultRecord,
+    TraceRecord,
+)
 from db.write import TraceRows
 from ingest.facts import DEFAULT_LOOP_K, ResultFacts, TraceFacts
 from ingest.model import Message, Trace
@@ -42,66 +50,76 @@ def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceR
     key = trace.dedupe_key()
     by_seq = {m.seq: m for m in trace.messages}
     calls = {(c.message_seq, c.call_index): c for c in facts.calls}
-    rows = TraceRows(trace={})
-    for message, n_tokens in zip(trace.messages, tokens, strict=True):
-        rows.messages.append(_message_row(message, n_tokens))
+    messages = [_message_row(m, n) for m, n in zip(trace.messages, tokens, strict=True)]
+    tool_calls: list[ToolCallRecord] = []
+    findings: list[FindingRecord] = []
     for message in trace.messages:
         for call in message.tool_calls:
             cf = calls[(message.seq, call.call_index)]
-            rows.tool_calls.append(
-                (
-                    message.seq, call.call_index, call.tool_call_id, call.name,
-                    call.arguments_raw, call.arguments, call.args_valid, call.args_error,
-                    message.timestamp, cf.signature, cf.occurrence, cf.run_length,
-                    cf.retry_after_error, cf.ping_pong, cf.pair_state, cf.pairing_method,
-                    cf.result_seq, cf.name_mismatch, cf.reused_id, cf.schema_issue,
-                    cf.schema_detail,
+            tool_calls.append(
+                ToolCallRecord(
+                    message_seq=message.seq, call_index=call.call_index,
+                    tool_call_id=call.tool_call_id, tool_name=call.name,
+                    arguments_raw=call.arguments_raw, arguments=call.arguments,
+                    args_valid=call.args_valid, args_error=call.args_error,
+                    timestamp=message.timestamp, signature=cf.signature,
+                    occurrence=cf.occurrence, run_length=cf.run_length,
+                    retry_after_error=cf.retry_after_error, ping_pong=cf.ping_pong,
+                    pair_state=cf.pair_state, pairing_method=cf.pairing_method,
+                    result_seq=cf.result_seq, name_mismatch=cf.name_mismatch,
+                    reused_id=cf.reused_id, schema_issue=cf.schema_issue,
+                    schema_detail=cf.schema_detail,
                 )
             )  # fmt: skip
-            rows.findings.extend((f, call.name, message.seq, call.call_index) for f in cf.findings)
+            findings.extend(
+                FindingRecord(f, call.name, message.seq, call.call_index) for f in cf.findings
+            )
+    tool_results: list[ToolResultRecord] = []
     for rf in facts.results:
         message = by_seq[rf.message_seq]
         tool = _result_tool(message, rf, by_seq)
-        rows.tool_results.append(_result_row(message, rf, tool))
-        rows.findings.extend((f, tool, rf.message_seq, None) for f in rf.findings)
+        tool_results.append(_result_row(message, rf, tool))
+        findings.extend(FindingRecord(f, tool, rf.message_seq, None) for f in rf.findings)
     errors = sum(1 for r in facts.results if r.content.status == "error")
-    rows.trace = {
-        "dedupe_key": key,
-        "external_id": trace.external_id,
-        "display_id": display_id(trace, key),
-        "format": trace.format,
-        "source_file": trace.source_file,
-        "source_line": trace.source_line,
-        "agent": trace.agent,
-        "model": trace.model,
-        "started_at": trace.started_at or _first_timestamp(trace),
-        "tags": trace.tags,
-        "meta": trace.metadata,
+    record = TraceRecord(
+        dedupe_key=key,
+        external_id=trace.external_id,
+        display_id=display_id(trace, key),
+        format=trace.format,
+        source_file=trace.source_file,
+        source_line=trace.source_line,
+        agent=trace.agent,
+        model=trace.model,
+        started_at=trace.started_at or _first_timestamp(trace),
+        tags=trace.tags,
+        metadata=trace.metadata,
         # The fields of ``ToolDef`` (already JSON values): faster than ``model_dump`` per tool.
-        "tools": [
+        tools=[
             {"name": t.name, "description": t.description, "parameters": t.parameters}
             for t in trace.tools
         ],
-        "record_count": trace.record_count,
-        "message_count": len(trace.messages),
-        "tool_call_count": len(facts.calls),
-        "tool_result_count": len(facts.results),
-        "error_count": errors,
-        "problem_count": _problem_count(facts, errors),
-        "total_tokens": facts.total_tokens,
-        "tool_result_tokens": facts.tool_result_tokens,
-        "wasted_tokens": facts.wasted_tokens,
-        "max_occurrence": max((c.occurrence for c in calls.values()), default=0),
-    }
-    return rows
+        record_count=trace.record_count,
+        message_count=len(trace.messages),
+        tool_call_count=len(facts.calls),
+        tool_result_count=len(facts.results),
+        error_count=errors,
+        problem_count=_problem_count(facts, errors),
+        total_tokens=facts.total_tokens,
+        tool_result_tokens=facts.tool_result_tokens,
+        wasted_tokens=facts.wasted_tokens,
+        max_occurrence=max((c.occurrence for c in calls.values()), default=0),
+    )
+    return TraceRows(record, messages, tool_calls, tool_results, findings)
 
 
-def _message_row(message: Message, n_tokens: int) -> tuple[object, ...]:
+def _message_row(message: Message, n_tokens: int) -> MessageRecord:
     content = message.content
-    return (
-        message.seq, message.role, content, message.timestamp, n_tokens, len(content),
-        len(content.encode("utf-8", "surrogatepass")), message.usage, message.source_id,
-        message.source_line, message.raw,
+    return MessageRecord(
+        seq=message.seq, role=message.role, content=content, timestamp=message.timestamp,
+        tokens=n_tokens, chars=len(content),
+        bytes=len(content.encode("utf-8", "surrogatepass")), usage=message.usage,
+        source_id=message.source_id, source_line=message.source_line, branch=message.branch,
+        raw=message.raw,
     )  # fmt: skip
 
 
@@ -116,7 +134,7 @@ def _result_tool(message: Message, rf: ResultFacts, by_seq: dict[int, Message]) 
     return provided or "(unknown)"
 
 
-def _result_row(message: Message, rf: ResultFacts, tool: str) -> tuple[object, ...]:
+def _result_row(message: Message, rf: ResultFacts, tool: str) -> ToolResultRecord:
     cf = rf.content
     provided = message.tool_result
     content = message.content
@@ -124,19 +142,24 @@ def _result_row(message: Message, rf: ResultFacts, tool: str) -> tuple[object, .
     if cf.status == "error":
         fingerprint = error_fingerprint(tool, cf.summary or content)
     call_seq, call_index = rf.call_ref if rf.call_ref else (None, None)
-    return (
-        message.seq, provided.tool_call_id if provided else None,
-        provided.name if provided else None, provided.explicit_error if provided else None,
-        provided.explicit_source if provided else None, message.timestamp, rf.tokens,
-        len(content), len(content.encode("utf-8", "surrogatepass")), tool, cf.status,
-        cf.status_source, cf.error_type, cf.rule, fingerprint, cf.summary, cf.suggestion,
-        cf.suggestion_kind, cf.suggestion_detail or None, cf.is_protocol, rf.pair_state,
-        rf.pairing_method, call_seq, call_index, rf.name_mismatch, rf.oversized, rf.verdict,
-        rf.verdict_reason, rf.next_call_succeeded,
+    return ToolResultRecord(
+        message_seq=message.seq, tool_call_id=provided.tool_call_id if provided else None,
+        provided_name=provided.name if provided else None,
+        explicit_error=provided.explicit_error if provided else None,
+        explicit_source=provided.explicit_source if provided else None,
+        timestamp=message.timestamp, tokens=rf.tokens, chars=len(content),
+        bytes=len(content.encode("utf-8", "surrogatepass")), tool=tool, status=cf.status,
+        status_source=cf.status_source, error_type=cf.error_type, rule=cf.rule,
+        fingerprint=fingerprint, summary=cf.summary, suggestion=cf.suggestion,
+        suggestion_kind=cf.suggestion_kind, suggestion_detail=cf.suggestion_detail or None,
+        is_protocol=cf.is_protocol, pair_state=rf.pair_state, pairing_method=rf.pairing_method,
+        call_seq=call_seq, call_index=call_index, name_mismatch=rf.name_mismatch,
+        oversized=rf.oversized, verdict=rf.verdict, verdict_reason=rf.verdict_reason,
+        next_call_succeeded=rf.next_call_succeeded,
     )  # fmt: skip
 
 
-def _first_timestamp(trace: Trace) -> object:
+def _first_timestamp(trace: Trace) -> datetime | None:
     return next((m.timestamp for m in trace.messages if m.timestamp is not None), None)
 
 

@@ -12,19 +12,22 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import orjson
 import pytest
 from sqlalchemy import Engine, select, update
 
 from db.engine import make_engine, writing
+from db.records import (
+    FindingRecord,
+    MessageRecord,
+    ToolCallRecord,
+    ToolResultRecord,
+    TraceRecord,
+)
 from db.schema import ToolResultRow, TraceRow
 from db.write import (
-    FINDING_COLUMNS,
-    MESSAGE_COLUMNS,
-    TOOL_CALL_COLUMNS,
-    TOOL_RESULT_COLUMNS,
     TraceRows,
     finish_import,
     start_import,
@@ -43,8 +46,15 @@ ORDER_ADVICE = "Error: order 7 not found. Use search_orders instead."
 BAD_JSON = "Error: arguments are not valid JSON"
 
 
-def _row(columns: tuple[str, ...], values: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(values.get(c) for c in columns)
+R = TypeVar("R", bound=tuple[Any, ...])
+
+
+def _row(record: type[R], values: dict[str, Any]) -> R:
+    """A row contract from the values given; the fields left out are NULL."""
+    fields: tuple[str, ...] = record._fields  # type: ignore[attr-defined]
+    unknown = set(values) - set(fields)
+    assert not unknown, f"not fields of {record.__name__}: {unknown}"
+    return cast(R, cast(Any, record)(*(values.get(f) for f in fields)))
 
 
 def _signature(name: str, arguments: Any) -> str:
@@ -52,10 +62,10 @@ def _signature(name: str, arguments: Any) -> str:
     return f"{name}:{hashlib.sha1(canonical).hexdigest()[:16]}"
 
 
-def message(seq: int, role: str, content: str, tokens: int, ts: datetime | None) -> tuple[Any, ...]:
+def message(seq: int, role: str, content: str, tokens: int, ts: datetime | None) -> MessageRecord:
     """A ``messages`` row tuple."""
     return _row(
-        MESSAGE_COLUMNS,
+        MessageRecord,
         {
             "seq": seq,
             "role": role,
@@ -71,7 +81,7 @@ def message(seq: int, role: str, content: str, tokens: int, ts: datetime | None)
 
 def call(
     seq: int, index: int, name: str, arguments: Any, tool_call_id: str, **facts: Any
-) -> tuple[Any, ...]:
+) -> ToolCallRecord:
     """A ``tool_calls`` row tuple; ``facts`` override the derived defaults (a paired call)."""
     values: dict[str, Any] = {
         "message_seq": seq,
@@ -92,10 +102,10 @@ def call(
         "reused_id": False,
         **facts,
     }
-    return _row(TOOL_CALL_COLUMNS, values)
+    return _row(ToolCallRecord, values)
 
 
-def result(seq: int, tool: str, tokens: int, content: str, **facts: Any) -> tuple[Any, ...]:
+def result(seq: int, tool: str, tokens: int, content: str, **facts: Any) -> ToolResultRecord:
     """A ``tool_results`` row tuple; ``facts`` override the defaults (a paired success)."""
     values: dict[str, Any] = {
         "message_seq": seq,
@@ -112,22 +122,31 @@ def result(seq: int, tool: str, tokens: int, content: str, **facts: Any) -> tupl
         "oversized": False,
         **facts,
     }
-    return _row(TOOL_RESULT_COLUMNS, values)
+    return _row(ToolResultRecord, values)
 
 
-def _trace(display_id: str, **values: Any) -> dict[str, Any]:
-    return {
-        "dedupe_key": f"fixture:{display_id}",
-        "external_id": display_id,
-        "display_id": display_id,
-        "source_file": f"{display_id}.jsonl",
-        "source_line": 1,
-        "tags": [],
-        "meta": {},
-        "tools": [],
-        "record_count": 1,
+#: What the ``traces`` table would default to, for the values a fixture trace leaves out.
+_TRACE_DEFAULTS: dict[str, Any] = {
+    "tags": [], "metadata": {}, "tools": [], "record_count": 1, "message_count": 0,
+    "tool_call_count": 0, "tool_result_count": 0, "error_count": 0, "problem_count": 0,
+    "total_tokens": 0, "tool_result_tokens": 0, "wasted_tokens": 0, "max_occurrence": 0,
+}  # fmt: skip
+
+
+def trace_record(**values: Any) -> TraceRecord:
+    """A ``traces`` row contract: ``values`` over the table's defaults."""
+    return _row(TraceRecord, {**_TRACE_DEFAULTS, **values})
+
+
+def _trace(display_id: str, **values: Any) -> TraceRecord:
+    return trace_record(
+        dedupe_key=f"fixture:{display_id}",
+        external_id=display_id,
+        display_id=display_id,
+        source_file=f"{display_id}.jsonl",
+        source_line=1,
         **values,
-    }
+    )
 
 
 def fixture_traces() -> tuple[list[TraceRows], list[TraceRows]]:
@@ -226,7 +245,7 @@ def fixture_traces() -> tuple[list[TraceRows], list[TraceRows]]:
             ),
         ],
         findings=[
-            _row(FINDING_COLUMNS, {"name": "oversized", "tool": "get_weather", "message_seq": 7})
+            _row(FindingRecord, {"name": "oversized", "tool": "get_weather", "message_seq": 7})
         ],
     )
     t = T0 + timedelta(days=1, hours=-1)
@@ -343,7 +362,7 @@ def fixture_traces() -> tuple[list[TraceRows], list[TraceRows]]:
             ),
         ],
         findings=[
-            _row(FINDING_COLUMNS, {"name": n, "tool": tool, "message_seq": s, "call_index": i})
+            _row(FindingRecord, {"name": n, "tool": tool, "message_seq": s, "call_index": i})
             for n, tool, s, i in (
                 ("missing_result", "send_email", 1, 1),
                 ("orphan_result", "send_sms", 3, None),
@@ -428,7 +447,7 @@ def fixture_traces() -> tuple[list[TraceRows], list[TraceRows]]:
         ],
         findings=[
             _row(
-                FINDING_COLUMNS,
+                FindingRecord,
                 {"name": n, "tool": "search_docs", "message_seq": s, "call_index": 0},
             )
             for n, s in (("late_result", 1), ("unparsed_arguments", 4))
@@ -560,7 +579,7 @@ PAGES2_CONFLICT = "Error: conflict, file changed. Missing required parameter mod
 
 def _pages2_error(
     seq: int, tool: str, tokens: int, content: str, call_seq: int, **facts: Any
-) -> tuple[Any, ...]:
+) -> ToolResultRecord:
     return result(
         seq, tool, tokens, content, tool_call_id=f"call_{call_seq}", status="error",
         call_seq=call_seq, call_index=0, **facts,
@@ -569,23 +588,21 @@ def _pages2_error(
 
 def _pages2_trace(key: str, import_rows: TraceRows, **values: Any) -> TraceRows:
     results = import_rows.tool_results
-    status = TOOL_RESULT_COLUMNS.index("status")
-    tokens = TOOL_RESULT_COLUMNS.index("tokens")
-    import_rows.trace = {
-        "dedupe_key": f"pages2:{key}",
-        "external_id": key,
-        "display_id": key,
-        "format": "openai_chat",
-        "source_file": f"{key}.jsonl",
-        "source_line": 1,
-        "message_count": len(import_rows.messages),
-        "tool_call_count": len(import_rows.tool_calls),
-        "tool_result_count": len(results),
-        "error_count": sum(1 for r in results if r[status] == "error"),
-        "total_tokens": sum(m[MESSAGE_COLUMNS.index("tokens")] for m in import_rows.messages),
-        "tool_result_tokens": sum(r[tokens] for r in results),
+    import_rows.trace = trace_record(
+        dedupe_key=f"pages2:{key}",
+        external_id=key,
+        display_id=key,
+        format="openai_chat",
+        source_file=f"{key}.jsonl",
+        source_line=1,
+        message_count=len(import_rows.messages),
+        tool_call_count=len(import_rows.tool_calls),
+        tool_result_count=len(results),
+        error_count=sum(1 for r in results if r.status == "error"),
+        total_tokens=sum(m.tokens for m in import_rows.messages),
+        tool_result_tokens=sum(r.tokens for r in results),
         **values,
-    }
+    )
     return import_rows
 
 
@@ -597,7 +614,7 @@ def _pages2_run_a() -> TraceRows:
              "explicit_error": True, "explicit_source": "is_error",
              "fingerprint": "get_weather: Error: rate limited",
              "suggestion": "retry after 6s", "suggestion_kind": "retry_after"}  # fmt: skip
-    rows = TraceRows(trace={})
+    rows = TraceRows(trace_record())  # its trace row comes from _pages2_trace
     rows.messages = [
         message(0, "user", "Weather in Paris?", 1000, t),
         message(1, "assistant", "", 20, t + s),
@@ -626,7 +643,7 @@ def _pages2_run_a() -> TraceRows:
         result(6, "get_weather", 2500, "sunny " * 500, tool_call_id="call_5", call_seq=5,
                call_index=0, timestamp=t + 12 * s, oversized=True),
     ]  # fmt: skip
-    rows.findings = [("oversized", "get_weather", 6, None)]
+    rows.findings = [FindingRecord("oversized", "get_weather", 6, None)]
     return _pages2_trace(
         "run-a", rows, agent="support", model="gpt-4o", started_at=t, wasted_tokens=2510,
         max_occurrence=3,
@@ -636,7 +653,7 @@ def _pages2_run_a() -> TraceRows:
 def _pages2_run_b() -> TraceRows:
     t, s = datetime(2025, 1, 2, 9, 0, tzinfo=UTC), timedelta(seconds=1)
     no_match = "Error: no match for 'x'. Use lookup instead."
-    rows = TraceRows(trace={})
+    rows = TraceRows(trace_record())  # its trace row comes from _pages2_trace
     rows.messages = [
         message(0, "user", "Find x, then the weather in Rome", 900, t),
         message(1, "assistant", "", 20, t + s),
@@ -682,7 +699,7 @@ def _pages2_run_c() -> TraceRows:
                 "suggestion_kind": "missing_param"}  # fmt: skip
     results = {2: ("contents of a", 100), 4: (PAGES2_CONFLICT, 40), 6: ("contents of a", 100),
                8: (PAGES2_CONFLICT, 40), 10: ("stray result", 5)}  # fmt: skip
-    rows = TraceRows(trace={})
+    rows = TraceRows(trace_record())  # its trace row comes from _pages2_trace
     rows.messages = [message(0, "user", "Fix the file", 10, None)]
     for seq in range(1, 11):
         text, tokens = results.get(seq, ("", 0))
@@ -712,8 +729,8 @@ def _pages2_run_c() -> TraceRows:
                pair_state="orphan_result", pairing_method=None),
     ]  # fmt: skip
     rows.findings = [
-        ("missing_result", "read_file", 9, 0),
-        ("orphan_result", "(unknown)", 10, None),
+        FindingRecord("missing_result", "read_file", 9, 0),
+        FindingRecord("orphan_result", "(unknown)", 10, None),
     ]
     return _pages2_trace(
         "run-c", rows, agent="coder", model="claude", started_at=None, wasted_tokens=140,

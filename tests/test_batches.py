@@ -102,7 +102,7 @@ def test_a_batch_that_fails_to_write_fails_the_import_without_hanging(
 
     def failing_later_write(engine: Any, import_id: int, rows: Any, ids: Any = None) -> Any:
         # Runs in the forked workers, which inherit this patch.
-        if rows and rows[0].trace["source_line"] > 30:
+        if rows and rows[0].trace.source_line > 30:
             raise RuntimeError("disk on fire")
         return real_write(engine, import_id, rows, ids)
 

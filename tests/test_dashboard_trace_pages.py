@@ -316,3 +316,25 @@ def test_a_long_duplicate_answer_shows_beside_its_call_and_on_its_own(
     assert [e.label.startswith(label) for e in at.expander].count(True) == 3
     duplicate = "Duplicate result: a second answer to the call at 1:0."
     assert [w.value for w in at.warning] == [duplicate]
+
+
+def test_the_trace_metadata_shows_as_json_when_its_box_is_opened(
+    monkeypatch: pytest.MonkeyPatch, db_url: str
+) -> None:
+    source = Path(__file__).parent / "golden" / "openai_chat" / "conversations" / "input.jsonl"
+    engine = make_engine(db_url)
+    import_paths(engine, [source], workers=0)
+    trace = find_trace(engine, "conv-weather-1")
+    engine.dispose()
+    assert trace is not None
+    at = open_app(monkeypatch, db_url, page=TRACE, params={"trace": "conv-weather-1"})
+    label = "Trace metadata (2 fields)"
+    assert [e.label for e in at.expander if e.label.startswith("Trace metadata")] == [label]
+    assert len(at.json) == 0
+    at.session_state[f"trace_metadata_{trace['id']}"] = True
+    at.run()
+    assert not at.exception
+    box = next(e for e in at.expander if e.label == label)
+    assert [orjson.loads(j.value) for j in box.json] == [{"user": "u-17", "env": "staging"}]
+    # Untrusted text is never rendered as markdown there.
+    assert len(box.markdown) == 0

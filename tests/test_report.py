@@ -261,3 +261,17 @@ def test_the_most_severe_tau_bench_trace_exports_with_its_exact_figures(
     assert (figures["tool_result_tokens"], figures["flagged_pairs"]) == (3213, 10)
     assert report["flagged"][-1]["reasons"][0] == "loop: identical call #4 (k=3)"
     assert_self_contained(to_html(report))
+
+
+def test_the_json_export_carries_the_trace_metadata_as_imported(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    source = Path(__file__).parent / "golden" / "openai_chat" / "conversations" / "input.jsonl"
+    import_paths(engine, [source], workers=0)
+    url = engine.url.render_as_string(hide_password=False)
+    result = CliRunner().invoke(app, ["export", "conv-weather-1", "--db", url, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    trace = orjson.loads(result.stdout)["trace"]
+    assert trace["display_id"] == "conv-weather-1"
+    assert trace["metadata"] == {"user": "u-17", "env": "staging"}
+    assert "tools" not in trace and "tags" not in trace

@@ -327,6 +327,22 @@ with st.expander(
             },
         )
 
+# What the source said about the run (user, environment, run info …), exactly as imported: a
+# JSON viewer, never markdown, because it is untrusted text.
+metadata = trace["metadata"] or {}
+with st.expander(
+    f"Trace metadata ({render.count_text(len(metadata), 'field')})",
+    key=f"trace_metadata_{trace_id}",
+    icon=":material/data_object:",
+    on_change="rerun",
+) as metadata_box:
+    if not metadata_box.open:
+        pass
+    elif not metadata:
+        st.caption("The source gave this trace no metadata.")
+    else:
+        st.json(metadata, expanded=2)
+
 pair = parse_pair(selected)
 if pair is not None:
     detail = state.query(pair_detail, trace_id, pair)

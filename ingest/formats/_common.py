@@ -194,19 +194,23 @@ def parse_arguments(value: Any) -> Arguments:
 
 
 def parse_timestamp(value: Any) -> datetime | None:
-    """An ISO 8601 string or unix seconds (milliseconds above 1e11) as an aware datetime.
+    """An ISO 8601 string or unix seconds (milliseconds above 1e11) as a UTC datetime.
 
-    Unreadable values give ``None``: a bad timestamp is not a reason to lose a message.
+    Unreadable values give ``None``: a bad timestamp is not a reason to lose a message. Other
+    zones are converted to UTC, as the store keeps them, so that a stored trace is the parsed
+    one (the source's own text stays in the raw payload).
 
     >>> parse_timestamp("2025-07-17T16:49:29.595Z").isoformat()
     '2025-07-17T16:49:29.595000+00:00'
+    >>> parse_timestamp("2024-06-10T06:13:20+02:00").isoformat()
+    '2024-06-10T04:13:20+00:00'
     >>> parse_timestamp(0).isoformat()
     '1970-01-01T00:00:00+00:00'
     """
     try:
         if isinstance(value, str) and value:
             stamp = datetime.fromisoformat(value)
-            return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+            return stamp.astimezone(UTC) if stamp.tzinfo else stamp.replace(tzinfo=UTC)
         if isinstance(value, int | float) and not isinstance(value, bool):
             seconds = value / 1000 if value > _MILLISECONDS_FROM else value
             return datetime.fromtimestamp(seconds, tz=UTC)

@@ -1,0 +1,148 @@
+"""The row contracts between ``ingest`` and ``db``: one named tuple per table row.
+
+``ingest.rows`` builds these, :mod:`db.write` stores them and :mod:`db.stored` reads them back.
+Field names are the table's column names and the column lists of the writers are the tuples'
+``_fields``, so a field cannot be misnamed or left out without mypy or the contract test saying
+so. They stay tuples because ``executemany`` and ``COPY`` take tuples as they are.
+
+Surrogate keys (``id``), the parent key (``trace_id``, ``import_id``), the import time and the
+reviewers' columns (``reviewed_*``, ``*_corrected``) are not part of a contract: the writer adds
+the first ones and ``import`` never writes the others.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, NamedTuple
+
+
+class TraceRecord(NamedTuple):
+    """A ``traces`` row: the trace's provided facts and its per-trace aggregates."""
+
+    dedupe_key: str
+    external_id: str | None
+    display_id: str
+    format: str
+    source_file: str
+    source_line: int | None
+    agent: str | None
+    model: str | None
+    started_at: datetime | None
+    tags: list[Any]
+    metadata: dict[str, Any]
+    #: Tool definitions: ``{"name", "description", "parameters"}`` per tool.
+    tools: list[Any]
+    record_count: int
+    message_count: int
+    tool_call_count: int
+    tool_result_count: int
+    error_count: int
+    problem_count: int
+    total_tokens: int
+    tool_result_tokens: int
+    wasted_tokens: int
+    max_occurrence: int
+
+
+class MessageRecord(NamedTuple):
+    """A ``messages`` row (without ``trace_id``)."""
+
+    seq: int
+    role: str
+    content: str
+    timestamp: datetime | None
+    tokens: int
+    chars: int
+    bytes: int
+    usage: dict[str, Any] | None
+    source_id: str | None
+    source_line: int | None
+    branch: str | None
+    raw: Any
+
+
+class ToolCallRecord(NamedTuple):
+    """A ``tool_calls`` row (without ``trace_id``): provided facts, then derived ones."""
+
+    message_seq: int
+    call_index: int
+    tool_call_id: str | None
+    tool_name: str
+    arguments_raw: str | None
+    arguments: Any
+    args_valid: bool
+    args_error: str | None
+    timestamp: datetime | None
+    signature: str
+    occurrence: int
+    run_length: int
+    retry_after_error: bool
+    ping_pong: bool
+    pair_state: str
+    pairing_method: str | None
+    result_seq: int | None
+    name_mismatch: bool
+    reused_id: bool
+    schema_issue: str | None
+    schema_detail: str | None
+
+
+class ToolResultRecord(NamedTuple):
+    """A ``tool_results`` row (without ``trace_id`` and the human corrections)."""
+
+    message_seq: int
+    tool_call_id: str | None
+    provided_name: str | None
+    explicit_error: bool | None
+    explicit_source: str | None
+    timestamp: datetime | None
+    tokens: int
+    chars: int
+    bytes: int
+    tool: str
+    status: str
+    status_source: str
+    error_type: str | None
+    rule: str | None
+    fingerprint: str | None
+    summary: str | None
+    suggestion: str | None
+    suggestion_kind: str | None
+    suggestion_detail: dict[str, Any] | None
+    is_protocol: bool
+    pair_state: str
+    pairing_method: str | None
+    call_seq: int | None
+    call_index: int | None
+    name_mismatch: bool
+    oversized: bool
+    verdict: str | None
+    verdict_reason: str | None
+    next_call_succeeded: bool | None
+
+
+class FindingRecord(NamedTuple):
+    """A ``findings`` row (without ``trace_id``)."""
+
+    name: str
+    tool: str | None
+    message_seq: int
+    call_index: int | None
+
+
+#: The child tables of a trace, in writing order, with their columns: their contract's fields.
+CHILD_COLUMNS: dict[str, tuple[str, ...]] = {
+    "messages": MessageRecord._fields,
+    "tool_calls": ToolCallRecord._fields,
+    "tool_results": ToolResultRecord._fields,
+    "findings": FindingRecord._fields,
+}
+
+#: Columns holding JSON, per table (serialized by the writers of the raw paths).
+JSON_COLUMNS: dict[str, frozenset[str]] = {
+    "traces": frozenset({"tags", "metadata", "tools"}),
+    "messages": frozenset({"usage", "raw"}),
+    "tool_calls": frozenset({"arguments"}),
+    "tool_results": frozenset({"suggestion_detail"}),
+    "findings": frozenset(),
+}

@@ -1,0 +1,70 @@
+"""Rebuild the canonical trace from its stored rows: the inverse of ``ingest.rows.build_rows``
+for every provided fact.
+
+This is the one place that turns stored rows back into an :class:`ingest.model.Trace`;
+``toollens reanalyze`` runs the analysis on what it returns, and ``tests/test_roundtrip.py``
+holds it to "stored equals parsed", field for field.
+"""
+
+from __future__ import annotations
+
+from db.stored import StoredTrace
+from ingest.model import Message, ToolCall, ToolDef, ToolResult, Trace
+
+
+def trace_from_stored(stored: StoredTrace) -> tuple[Trace, list[int]]:
+    """The canonical trace of a stored trace, and its messages' stored token counts."""
+    calls: dict[int, list[ToolCall]] = {}
+    for c in stored.calls:
+        calls.setdefault(c.message_seq, []).append(
+            ToolCall(
+                call_index=c.call_index,
+                tool_call_id=c.tool_call_id,
+                name=c.tool_name,
+                arguments_raw=c.arguments_raw,
+                arguments=c.arguments,
+                args_valid=c.args_valid,
+                args_error=c.args_error,
+            )
+        )
+    results = {
+        r.message_seq: ToolResult(
+            tool_call_id=r.tool_call_id,
+            name=r.provided_name,
+            explicit_error=r.explicit_error,
+            explicit_source=r.explicit_source,
+        )
+        for r in stored.results
+    }
+    messages = [
+        Message(
+            seq=m.seq,
+            role=m.role,
+            content=m.content,
+            timestamp=m.timestamp,
+            tool_calls=calls.get(m.seq, []),
+            tool_result=results.get(m.seq),
+            usage=m.usage,
+            source_id=m.source_id,
+            source_line=m.source_line,
+            branch=m.branch,
+            raw=m.raw,
+        )
+        for m in stored.messages
+    ]
+    t = stored.trace
+    trace = Trace(
+        format=t.format,
+        source_file=t.source_file,
+        source_line=t.source_line,
+        external_id=t.external_id,
+        agent=t.agent,
+        model=t.model,
+        started_at=t.started_at,
+        tags=t.tags or [],
+        metadata=t.metadata or {},
+        tools=[ToolDef(**tool) for tool in t.tools or []],
+        messages=messages,
+        record_count=t.record_count,
+    )
+    return trace, [m.tokens for m in stored.messages]
