@@ -143,6 +143,7 @@ def _watched(
 __all__ = [
     "MAX_NESTING",
     "UNKNOWN_FORMAT_KEEP",
+    "RecordHook",
     "UnknownFormatError",
     "finish_deferred",
     "read_file",
