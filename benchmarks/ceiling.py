@@ -125,7 +125,7 @@ class _PipelineRows:
         from db.write import TraceRows
         from ingest.batches import analyze_batch
         from ingest.facts import DEFAULT_TOKEN_BUDGET
-        from ingest.formats._record_loop import Deferred
+        from ingest.formats.base import Deferred
         from ingest.records import Record
         from ingest.tokens import DEFAULT_ENCODING
 

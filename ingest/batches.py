@@ -34,13 +34,10 @@ from db.write import (
     write_rejected,
     write_traces,
 )
-from ingest import formats
 from ingest.analysis import analyze_trace
-from ingest.formats._record_loop import (
-    Deferred,
-)
-from ingest.jsonrecord import _replace_nul
+from ingest.formats.base import Deferred
 from ingest.model import Rejected, Trace
+from ingest.reading import finish_deferred
 from ingest.rows import build_rows
 from ingest.tokens import count_many, count_tokens
 
@@ -89,19 +86,6 @@ class ImportSummary:
         self.records_duplicate += result.records_duplicate
 
 
-def _parse_deferred(item: Deferred) -> Trace | Rejected:
-    """What the format's parser makes of a deferred record (decoded again from its raw bytes,
-    exactly as ``ingest.jsonrecord.decode_record`` did)."""
-    record = item.record
-    value = orjson.loads(record.raw)
-    if b"\\u0000" in record.raw:
-        _replace_nul(value)
-    record.value = value
-    module: Any = formats.get_format(item.format)
-    result: Trace | Rejected = module.parse_one(record, item.source_file)
-    return result
-
-
 def analyze_batch(
     batch: Sequence[Trace | Deferred], encoding: str, budget: int
 ) -> list[TraceRows | Rejected]:
@@ -110,7 +94,7 @@ def analyze_batch(
     A trace the analysis trips over becomes a rejection (``analysis_failed``) instead of
     stopping the import. Results come back in batch order.
     """
-    parsed = [_parse_deferred(t) if isinstance(t, Deferred) else t for t in batch]
+    parsed = [finish_deferred(t) if isinstance(t, Deferred) else t for t in batch]
     traces = [t for t in parsed if isinstance(t, Trace)]
     counts = count_many([m.content for t in traces for m in t.messages], encoding)
     rows: list[TraceRows | Rejected] = []

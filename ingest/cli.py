@@ -73,7 +73,8 @@ def import_command(
     """Import trace files into the database; prints one summary line."""
     from tqdm import tqdm
 
-    from ingest.pipeline import UnknownFormatError, import_paths, resolve_format
+    from ingest.pipeline import import_paths
+    from ingest.reading import UnknownFormatError, resolve_format
 
     if encoding not in ENCODINGS:
         raise _usage_error(f"unknown encoding {encoding!r}; choose one of {', '.join(ENCODINGS)}")
@@ -126,8 +127,8 @@ def formats_command() -> None:
     """List the trace formats ToolLens reads."""
     from ingest import formats
 
-    for module in formats.FORMATS:
-        typer.echo(f"{module.NAME:<18} {module.DESCRIPTION}")
+    for fmt in formats.FORMATS:
+        typer.echo(f"{fmt.name:<18} {fmt.description}")
 
 
 @app.command("summary")
@@ -208,12 +209,14 @@ def lint_command(
     max_findings: Annotated[
         int, typer.Option("--max-findings", min=0, help="Exit 1 above this many findings")
     ] = 0,
-    format_name: Annotated[str | None, typer.Option("--format")] = None,
+    format_name: Annotated[
+        str | None, typer.Option("--format", help="Skip sniffing: one of `toollens formats`")
+    ] = None,
     loop_k: Annotated[int, typer.Option("--loop-k", min=2)] = 3,
 ) -> None:
     """Analyze trace files without a database and print findings per tool (a CI gate)."""
     from ingest.lint import lint_paths
-    from ingest.pipeline import UnknownFormatError
+    from ingest.reading import UnknownFormatError
 
     for path in paths:
         if not path.is_file():

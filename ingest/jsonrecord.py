@@ -69,7 +69,7 @@ def decode_record(
     if len(raw) > limits.max_record_bytes:
         return too_large(raw[: limits.max_record_bytes], len(raw), line, offset, limits)
     try:
-        value = orjson.loads(raw)
+        value = decode_value(raw)
     except orjson.JSONDecodeError as exc:
         reason, message = _diagnose(raw, str(exc), unclosed_is_truncated, limits)
         return reject(limits, reason, message, line, offset, raw)
@@ -86,9 +86,22 @@ def decode_record(
     if not isinstance(value, dict | list):
         message = f"expected a JSON object or array, got {_JSON_TYPES[type(value)]}"
         return reject(limits, "not_a_record", message, line, offset, raw)
-    if b"\\u0000" in raw:
-        _replace_nul(value)
     return Record(limits.source_file, line, offset, raw, value)
+
+
+def decode_value(raw: bytes) -> Any:
+    """The JSON value of a record's bytes, U+0000 in its keys and strings replaced by U+FFFD
+    (``orjson.JSONDecodeError`` if they are not JSON). The one decoding of record bytes: the
+    reader's, and a worker's for a record the parent left undecoded (a deferred record).
+
+    >>> decode_value(b'{"a\\u0000": ["x\\u0000y", 1]}')
+    {'a\ufffd': ['x\ufffdy', 1]}
+    """
+    value = orjson.loads(raw)
+    # Only an escaped NUL can put one in a decoded string: one bytes scan saves the walk.
+    if b"\\u0000" in raw and isinstance(value, dict | list):
+        _replace_nul(value)
+    return value
 
 
 def _diagnose(

@@ -22,12 +22,8 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from ingest.bytestream import (
-    CHUNK_SIZE,
-    GZIP_MAGIC,
     NON_WHITESPACE,
     InputBuffer,
-    open_input,
-    read_head,
 )
 from ingest.jsonrecord import (
     ESCAPED_QUOTE,
@@ -41,9 +37,6 @@ from ingest.jsonrecord import (
 )
 from ingest.model import Rejected
 from ingest.records import Record
-
-# Opening and reading inputs moved to ``ingest.bytestream``; callers import them from here.
-__all__ = ["CHUNK_SIZE", "GZIP_MAGIC", "UTF8_BOM", "iter_records", "open_input", "read_head"]
 
 UTF8_BOM = b"\xef\xbb\xbf"
 

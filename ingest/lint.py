@@ -14,7 +14,7 @@ from pathlib import Path
 from ingest.analysis import analyze_trace
 from ingest.facts import DEFAULT_LOOP_K
 from ingest.model import Rejected, Trace
-from ingest.pipeline import parse_file, resolve_format
+from ingest.reading import read_file, resolve_format
 from ingest.tokens import count_many
 
 #: The finding name lint adds for calls that belong to a loop at k.
@@ -80,7 +80,7 @@ def lint_paths(
     fmt = resolve_format(format_name)
     report = LintReport()
     for path in paths:
-        for item in parse_file(path, str(path), fmt):
+        for item in read_file(path, str(path), fmt):
             if isinstance(item, Rejected):
                 report.rejected.append(item)
             else:

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from benchmarks.workload import generate_traces, write_workload
 from db.engine import make_engine
 from db.schema import Base, ImportRun, TraceRow
-from ingest import batches, pipeline
+from ingest import batches, formats, pipeline
 
 
 def _stored(url: str) -> dict[str, list[tuple[object, ...]]]:
@@ -70,6 +70,28 @@ def test_workers_store_exactly_what_an_in_process_import_stores(
         lines = conn.exec_driver_sql("SELECT source_line FROM traces ORDER BY id").scalars().all()
     engine.dispose()
     assert lines == list(range(1, stats.traces + 1))
+
+
+def test_workers_finish_the_deferred_records_of_every_format_as_one_process_reads_them(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    # Every golden case: conversation formats and one-trace-per-record formats (Langfuse,
+    # ToolBench) defer records to the workers; Claude Code sessions are parsed in the parent.
+    golden = sorted(Path(__file__).parent.glob("golden/*/*/input.json*"))
+    names = [f"{p.parent.parent.name}/{p.parent.name}/{p.name}" for p in golden]
+    urls = [sqlite_url.replace("toollens.db", f"{w}.db") for w in (0, 2)]
+    for workers, url in zip((0, 2), urls, strict=True):
+        engine = make_engine(url)
+        summary = pipeline.import_paths(engine, golden, workers=workers, display_names=names)
+        engine.dispose()
+        assert (summary.files, summary.rejected) == (len(golden), 0)
+    in_process, pooled = (_stored(url) for url in urls)
+    assert pooled == in_process
+    engine = make_engine(urls[1])
+    with engine.connect() as conn:
+        stored = conn.exec_driver_sql("SELECT DISTINCT format FROM traces").scalars().all()
+    engine.dispose()
+    assert sorted(stored) == sorted(formats.format_names())
 
 
 @pytest.mark.usefixtures("small_batches")

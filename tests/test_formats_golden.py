@@ -49,8 +49,8 @@ def test_golden_fixture_parses_to_its_expected_canonical_output(case: Path) -> N
 def test_golden_fixture_is_sniffed_as_its_format(case: Path) -> None:
     head = next(case.glob("input.json*")).read_bytes()[:65536]
     module = formats.sniff_format(head)
-    assert getattr(module, "NAME", None) == case.parent.name
-    assert [m.NAME for m in formats.FORMATS if m.sniff(head)] == [case.parent.name]
+    assert getattr(module, "name", None) == case.parent.name
+    assert [f.name for f in formats.claimants(head)] == [case.parent.name]
 
 
 @pytest.mark.parametrize("case", GOLDEN_CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -79,7 +79,7 @@ def test_incoming_rejections_pass_through_unchanged_in_every_format() -> None:
 
 def test_claude_code_messages_keep_the_whole_line_as_raw() -> None:
     source = GOLDEN / "claude_code" / "session" / "input.jsonl"
-    trace = only_trace(list(formats.claude_code.parse(records_of(source), source.name)))
+    trace = only_trace(list(formats.claude_code.FORMAT.parse(records_of(source), source.name)))
     error_result = trace.messages[5]
     assert error_result.raw["toolUseResult"] == "Error: File does not exist."
     assert error_result.raw["uuid"] == "u-3"

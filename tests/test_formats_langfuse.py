@@ -12,9 +12,7 @@ import orjson
 from formats_helpers import only_trace, parse, recs, rejections
 
 from ingest import formats
-from ingest.formats._record_loop import (
-    Deferred,
-)
+from ingest.formats.base import Deferred
 from ingest.model import Message, Trace
 
 TRACE = {"id": "t-1", "projectId": "p", "name": "agent", "timestamp": "2025-01-01T00:00:00Z"}
@@ -554,10 +552,12 @@ def test_records_that_are_not_exports_are_rejected_naming_the_problem() -> None:
     ]
 
 
-def test_parse_deferred_leaves_every_export_to_a_worker_and_parse_one_finishes_it() -> None:
+def test_split_leaves_every_export_to_a_worker_and_parse_one_finishes_it() -> None:
     records = recs(export(gen("g1", 1, [USER], "Hi.")))
-    deferred = list(formats.langfuse.parse_deferred(iter(records), "t.jsonl"))
+    fmt = formats.langfuse.FORMAT
+    assert fmt.split is not None and fmt.parse_one is not None
+    deferred = list(fmt.split(iter(records), "t.jsonl"))
     assert [type(d) for d in deferred] == [Deferred]
     assert isinstance(deferred[0], Deferred)
-    finished = formats.langfuse.parse_one(deferred[0].record, "t.jsonl")
+    finished = fmt.parse_one(deferred[0].record, "t.jsonl")
     assert finished == only_trace(parse("langfuse", records))

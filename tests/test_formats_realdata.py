@@ -57,7 +57,7 @@ def test_real_traces_give_the_known_counts_of_traces_calls_and_results(
 def test_every_real_file_is_sniffed_as_its_format(realdata: Path, folder: str, fmt: str) -> None:
     for path in sorted((realdata / folder).iterdir()):
         module = formats.sniff_format(path.read_bytes()[:65536])
-        assert getattr(module, "NAME", None) == fmt, path.name
+        assert getattr(module, "name", None) == fmt, path.name
 
 
 # Langfuse exports of 15 agent frameworks, counted by hand from the observations: per file the
@@ -91,7 +91,7 @@ def test_each_langfuse_export_gives_one_trace_with_its_calls_paired_to_their_res
     realdata: Path, name: str, messages: int, calls: int, results: int, errors: int
 ) -> None:
     path = realdata / "langfuse-export" / name
-    items = list(formats.langfuse.parse(records_of(path), name))
+    items = list(formats.langfuse.FORMAT.parse(records_of(path), name))
     assert len(items) == 1 and isinstance(items[0], Trace), items
     trace = items[0]
     flagged = [m for m in trace.messages if m.tool_result and m.tool_result.explicit_error]
@@ -108,7 +108,7 @@ def test_each_langfuse_export_gives_one_trace_with_its_calls_paired_to_their_res
 def test_langfuse_exports_are_claimed_by_langfuse_alone(realdata: Path) -> None:
     for path in sorted((realdata / "langfuse-export").iterdir()):
         head = path.read_bytes()[:65536]
-        assert [m.NAME for m in formats.FORMATS if m.sniff(head)] == ["langfuse"], path.name
+        assert [f.name for f in formats.claimants(head)] == ["langfuse"], path.name
 
 
 @pytest.mark.realdata
@@ -117,7 +117,7 @@ def test_langfuse_exports_declare_their_tools_and_keep_them_apart_from_results(
 ) -> None:
     folder = realdata / "langfuse-export"
     vertex = "google-vertex-tools-langchain-2025-09-19.json"
-    trace = formats.langfuse.parse_one(next(iter(records_of(folder / vertex))), vertex)
+    trace = next(formats.langfuse.FORMAT.parse(records_of(folder / vertex), vertex))
     assert isinstance(trace, Trace)
     assert [t.name for t in trace.tools] == [
         "transition_to_service_a",

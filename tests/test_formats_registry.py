@@ -1,57 +1,164 @@
-"""Format registry: one module per format in ``ingest/formats``, and sniffing by the head."""
+"""Format registry: one declared format per module in ``ingest/formats``; sniffing by the head."""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ingest import formats
+from ingest.formats._sniffing import Sniffing
+from ingest.formats.base import TraceFormat
+from ingest.model import Rejected, Trace
+from ingest.records import Record
 
 FORMATS_DIR = Path(formats.__file__).parent
+GOLDEN = Path(__file__).parent / "golden"
+#: Modules of ``ingest/formats`` that hold no format: the interface every format declares.
+NOT_FORMATS = {"base"}
 
 # ---------------------------------------------------------------------------------------------
-# The registry and sniffing
+# The registry
 
 
-def test_the_registry_lists_every_format_module_in_the_folder() -> None:
-    in_folder = sorted(p.stem for p in FORMATS_DIR.glob("*.py") if not p.stem.startswith("_"))
-    registered = sorted(module.__name__.rsplit(".", 1)[1] for module in formats.FORMATS)
-    assert registered == in_folder
-    assert [m.__name__.rsplit(".", 1)[1] for m in formats.FORMATS] == formats.format_names()
+def format_modules() -> list[str]:
+    return sorted(
+        p.stem
+        for p in FORMATS_DIR.glob("*.py")
+        if not p.stem.startswith("_") and p.stem not in NOT_FORMATS
+    )
 
 
-def test_every_format_exposes_a_name_a_one_line_description_sniff_and_parse() -> None:
-    for module in formats.FORMATS:
-        assert isinstance(module.NAME, str) and module.NAME
-        assert isinstance(module.DESCRIPTION, str) and module.DESCRIPTION
-        assert "\n" not in module.DESCRIPTION
-        assert callable(module.sniff) and callable(module.parse)
+def test_the_registry_holds_the_format_of_every_module_in_the_folder_once() -> None:
+    declared = [importlib.import_module(f"ingest.formats.{m}").FORMAT for m in format_modules()]
+    assert all(isinstance(fmt, TraceFormat) for fmt in declared)
+    assert [fmt.name for fmt in declared] == format_modules()  # a module is named after its format
+    assert sorted(formats.REGISTRY, key=lambda f: f.name) == declared
+    assert sorted(formats.FORMATS, key=lambda f: f.name) == declared
+    assert formats.format_names() == [fmt.name for fmt in formats.FORMATS]
 
 
-def test_format_names_are_listed_most_specific_first() -> None:
-    assert formats.format_names() == [
-        "langfuse",
-        "claude_code",
-        "toolbench",
-        "openai_responses",
-        "anthropic",
-        "langchain",
-        "openai_chat",
-    ]
+def test_every_registered_format_has_a_golden_folder_with_a_case() -> None:
+    for name in formats.format_names():
+        cases = [c for c in (GOLDEN / name).glob("*/input.json*")]
+        assert cases, f"tests/golden/{name}/<case>/input.json(l) is missing"
 
 
-def test_get_format_returns_the_module_by_name() -> None:
-    assert formats.get_format("toolbench") is formats.toolbench
+def test_sniffing_tries_every_container_before_the_formats_it_embeds() -> None:
+    position = {name: i for i, name in enumerate(formats.format_names())}
+    pairs = [(fmt.name, inner) for fmt in formats.FORMATS for inner in fmt.embeds]
+    assert ("claude_code", "anthropic") in pairs and ("langfuse", "langchain") in pairs
+    assert all(position[outer] < position[inner] for outer, inner in pairs)
+
+
+def test_get_format_returns_the_declared_format_by_name() -> None:
+    assert formats.get_format("toolbench") is formats.toolbench.FORMAT
 
 
 def test_get_format_names_the_valid_formats_for_an_unknown_name() -> None:
     with pytest.raises(KeyError) as excinfo:
         formats.get_format("otel")
-    assert excinfo.value.args[0] == (
-        "unknown format 'otel' (valid formats: langfuse, claude_code, toolbench, "
-        "openai_responses, anthropic, langchain, openai_chat)"
+    valid = ", ".join(formats.format_names())
+    assert excinfo.value.args[0] == f"unknown format 'otel' (valid formats: {valid})"
+
+
+# ---------------------------------------------------------------------------------------------
+# What a format declares, and what sniffing derives from it
+
+
+def no_traces(records: object, source_file: str) -> Iterator[Trace | Rejected]:
+    return iter(())
+
+
+def declared(name: str, marker: bytes, embeds: frozenset[str] = frozenset()) -> TraceFormat:
+    return TraceFormat(
+        name=name, description=f"{name} files", markers=(marker,), parse=no_traces, embeds=embeds
     )
+
+
+GEMINI = declared("gemini", rb'"functionCall"\s*:')
+GEMINI_HEAD = b'{"contents": [{"parts": [{"functionCall": {"name": "f"}}]}]}'
+
+
+def test_a_new_format_is_sniffed_from_its_own_markers_alone() -> None:
+    sniffing = Sniffing.of([*formats.REGISTRY, GEMINI])
+    assert sniffing.claimants(GEMINI_HEAD) == [GEMINI]
+    assert [f.name for f in sniffing.order][-1] == "gemini"  # no format embeds it
+
+
+def test_a_container_takes_a_head_showing_an_embedded_format_and_goes_first() -> None:
+    export = declared("export", rb'"spans"\s*:', frozenset({"gemini"}))
+    sniffing = Sniffing.of([GEMINI, export])
+    assert [f.name for f in sniffing.order] == ["export", "gemini"]
+    assert sniffing.claimants(b'{"spans": [' + GEMINI_HEAD + b"]}") == [export]
+    assert sniffing.claimants(GEMINI_HEAD) == [GEMINI]
+
+
+def test_formats_that_do_not_embed_each_other_leave_a_head_showing_both_to_nobody() -> None:
+    other = declared("other", rb'"other"\s*:')
+    sniffing = Sniffing.of([GEMINI, other])
+    assert sniffing.claimants(b'{"other": 1, "x": ' + GEMINI_HEAD + b"}") == []
+
+
+def test_a_format_embedded_through_another_never_claims_the_outer_head() -> None:
+    middle = declared("middle", rb'"middle"\s*:', frozenset({"gemini"}))
+    outer = declared("outer", rb'"outer"\s*:', frozenset({"middle"}))
+    sniffing = Sniffing.of([GEMINI, middle, outer])
+    assert [f.name for f in sniffing.order] == ["outer", "middle", "gemini"]
+    assert sniffing.claimants(b'{"outer": 1, "x": ' + GEMINI_HEAD + b"}") == [outer]
+
+
+@pytest.mark.parametrize(
+    ("registered", "message"),
+    [
+        ([GEMINI, GEMINI], "formats registered twice: gemini"),
+        (
+            [declared("outer", rb'"o"', frozenset({"gemini", "otlp"}))],
+            "format outer embeds unknown formats: gemini, otlp",
+        ),
+        (
+            [declared("a", rb'"a"', frozenset({"b"})), declared("b", rb'"b"', frozenset({"a"}))],
+            "formats embed each other in a cycle among: a, b",
+        ),
+    ],
+    ids=["duplicate", "unknown embeds", "cycle"],
+)
+def test_a_registry_that_cannot_be_sniffed_is_refused(
+    registered: list[TraceFormat], message: str
+) -> None:
+    with pytest.raises(ValueError) as excinfo:
+        Sniffing.of(registered)
+    assert str(excinfo.value) == message
+
+
+def never_called(record: Record, source_file: str) -> Trace | Rejected:
+    raise AssertionError("never called")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"parse_one": never_called}, "format x: split and parse_one come together"),
+        ({"markers": ()}, "format x: no markers, so it could never be sniffed"),
+        ({"description": "two\nlines"}, "format x: the description must be one non-empty line"),
+        ({"name": "X-1"}, "format name 'X-1' is not a lowercase identifier"),
+        ({"embeds": frozenset({"x"})}, "format x cannot embed itself"),
+    ],
+    ids=["parse_one without split", "no markers", "two lines", "bad name", "embeds itself"],
+)
+def test_a_format_declaration_is_checked_when_it_is_made(
+    fields: dict[str, object], message: str
+) -> None:
+    base: dict[str, object] = {"name": "x", "description": "x", "markers": (b"x",)}
+    with pytest.raises(ValueError) as excinfo:
+        TraceFormat(parse=no_traces, **{**base, **fields})  # type: ignore[arg-type]
+    assert str(excinfo.value) == message
+
+
+# ---------------------------------------------------------------------------------------------
+# Sniffing the registered formats
 
 
 SNIFFED: list[tuple[str, bytes, str | None]] = [
@@ -127,6 +234,6 @@ SNIFFED: list[tuple[str, bytes, str | None]] = [
 def test_sniffing_claims_only_heads_that_one_format_explains(
     head: bytes, expected: str | None
 ) -> None:
-    module = formats.sniff_format(head)
-    assert (module.NAME if module else None) == expected
-    assert [m.NAME for m in formats.FORMATS if m.sniff(head)] == ([expected] if expected else [])
+    fmt = formats.sniff_format(head)
+    assert (fmt.name if fmt else None) == expected
+    assert [f.name for f in formats.claimants(head)] == ([expected] if expected else [])

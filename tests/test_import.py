@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from db.engine import make_engine
 from db.schema import RejectedRecord, TraceRow
 from db.summary import summarize
+from ingest import formats
 from ingest.cli import app
 from ingest.model import ToolDef
 from ingest.pipeline import import_paths
@@ -142,17 +143,14 @@ def test_usage_errors_exit_2_and_name_the_problem(tmp_path: Path) -> None:
     assert "xml" in bad_format.stderr and "openai_chat" in bad_format.stderr
 
 
-def test_formats_lists_every_registered_format() -> None:
+def test_formats_lists_every_registered_format_with_its_description() -> None:
     result = runner.invoke(app, ["formats"])
-    names = [line.split()[0] for line in result.stdout.splitlines()]
-    assert names == [
+    rows = [line.split(None, 1) for line in result.stdout.splitlines()]
+    assert [name for name, _ in rows] == formats.format_names()
+    assert [text for _, text in rows] == [fmt.description for fmt in formats.FORMATS]
+    assert rows[0] == [
         "langfuse",
-        "claude_code",
-        "toolbench",
-        "openai_responses",
-        "anthropic",
-        "langchain",
-        "openai_chat",
+        "Langfuse trace exports (observations with OTel GenAI / OpenInference attributes)",
     ]
 
 

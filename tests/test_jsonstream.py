@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.jsonstream import CHUNK_SIZE, iter_records, open_input, read_head
+from ingest.bytestream import CHUNK_SIZE, open_input, read_head
+from ingest.jsonstream import iter_records
 from ingest.model import Rejected
 from ingest.records import Record
 

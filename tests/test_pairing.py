@@ -249,7 +249,7 @@ def test_tau_bench_parsed_by_the_openai_chat_format_pairs_the_same_way(realdata:
 
     runs = orjson.loads((realdata / TAU_BENCH).read_bytes())
     records = [Record(TAU_BENCH, i + 1, 0, orjson.dumps(run), run) for i, run in enumerate(runs)]
-    traces = [t for t in openai_chat.parse(records, TAU_BENCH) if isinstance(t, Trace)]
+    traces = [t for t in openai_chat.FORMAT.parse(records, TAU_BENCH) if isinstance(t, Trace)]
     states: Counter[str] = Counter()
     reused = 0
     for item in traces:

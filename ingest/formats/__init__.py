@@ -1,23 +1,21 @@
-"""The format registry: every input format ToolLens reads, built from ONE list.
+"""The format registry: every input format ToolLens reads, in ONE list.
 
-Each format is a module exposing ``NAME``, ``DESCRIPTION``, ``sniff(head) -> bool`` and
-``parse(records, source_file) -> Iterator[Trace | Rejected]``. :data:`FORMATS` lists them most
-specific first (a Langfuse export holds messages of every format, a Claude Code line holds an
-Anthropic message, a ToolBench file OpenAI legacy messages), which is the order sniffing tries
-them in.
+Each format module declares one :class:`~ingest.formats.base.TraceFormat` (``FORMAT``): its
+name, a one-line description, the markers that show it in a file's first bytes, the formats it
+embeds, and its parser. :data:`REGISTRY` lists them; :data:`FORMATS` is the same formats in
+sniffing order (every container before the formats it embeds), derived in
+``ingest.formats._sniffing`` together with which format claims a head.
 
 Example::
 
     >>> from ingest import formats
-    >>> formats.sniff_format(b'{"messages": [{"role": "tool", "tool_call_id": "c1"}]}').NAME
+    >>> formats.sniff_format(b'{"messages": [{"role": "tool", "tool_call_id": "c1"}]}').name
     'openai_chat'
     >>> formats.sniff_format(b'{"hello": "world"}') is None
     True
 """
 
 from __future__ import annotations
-
-from types import ModuleType
 
 from ingest.formats import (
     anthropic,
@@ -28,29 +26,38 @@ from ingest.formats import (
     openai_responses,
     toolbench,
 )
+from ingest.formats._sniffing import Sniffing
+from ingest.formats.base import TraceFormat
 
-FORMATS: list[ModuleType] = [
-    langfuse,
-    claude_code,
-    toolbench,
-    openai_responses,
-    anthropic,
-    langchain,
-    openai_chat,
-]
+#: Every format ToolLens reads, one line per format module (the order only breaks ties in
+#: :data:`FORMATS`; precedence comes from what each format embeds).
+REGISTRY: tuple[TraceFormat, ...] = (
+    langfuse.FORMAT,
+    claude_code.FORMAT,
+    toolbench.FORMAT,
+    langchain.FORMAT,
+    openai_responses.FORMAT,
+    anthropic.FORMAT,
+    openai_chat.FORMAT,
+)
 
-_BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
+_SNIFFING = Sniffing.of(REGISTRY)
+
+#: The registered formats in sniffing order: every container before the formats it embeds.
+FORMATS: tuple[TraceFormat, ...] = _SNIFFING.order
+
+_BY_NAME: dict[str, TraceFormat] = {fmt.name: fmt for fmt in FORMATS}
 
 
 def format_names() -> list[str]:
     """Names of all formats, in sniffing order (for ``--format`` and ``toollens formats``)."""
-    return [module.NAME for module in FORMATS]
+    return [fmt.name for fmt in FORMATS]
 
 
-def get_format(name: str) -> ModuleType:
-    """The format module called ``name``; ``KeyError`` naming the valid ones otherwise.
+def get_format(name: str) -> TraceFormat:
+    """The format called ``name``; ``KeyError`` naming the valid ones otherwise.
 
-    >>> get_format("anthropic").NAME
+    >>> get_format("anthropic").name
     'anthropic'
     """
     try:
@@ -60,16 +67,19 @@ def get_format(name: str) -> ModuleType:
         raise KeyError(f"unknown format {name!r} (valid formats: {valid})") from None
 
 
-def sniff_format(head: bytes) -> ModuleType | None:
-    """The first format (in :data:`FORMATS` order) that claims the first bytes of a file.
+def claimants(head: bytes) -> list[TraceFormat]:
+    """The formats that claim ``head``: one, or none when the head is unknown or ambiguous."""
+    return _SNIFFING.claimants(head)
+
+
+def sniff_format(head: bytes) -> TraceFormat | None:
+    """The format that claims the first bytes of a file, or ``None``.
 
     ``head`` is up to 64 KiB of the decompressed file. A head that is ambiguous (e.g. plain
     user/assistant messages valid in several formats) or unknown gives ``None``.
     """
-    for module in FORMATS:
-        if module.sniff(head):
-            return module
-    return None
+    found = claimants(head)
+    return found[0] if found else None
 
 
-__all__ = ["FORMATS", "format_names", "get_format", "sniff_format"]
+__all__ = ["FORMATS", "REGISTRY", "claimants", "format_names", "get_format", "sniff_format"]

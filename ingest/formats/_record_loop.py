@@ -1,15 +1,20 @@
-"""The record loop of the conversation formats, and deferred records.
+"""The record loops formats share, and the :class:`TraceFormat` each builds from one.
 
 A file of a conversation format holds conversations (one per record) or bare messages (that
 together make one conversation). :func:`defer_message_records` walks the records once; a record
 that makes a whole trace on its own can be left unparsed as a :class:`Deferred`, for a worker
 process to finish with the format's ``parse_one`` (:func:`parse_independent`).
+:func:`message_list_format` turns a :class:`MessageListFormat` into its ``TraceFormat``.
+
+A file of an export format (Langfuse, ToolBench) holds one trace per record:
+:func:`trace_per_record_format` builds its ``TraceFormat`` from the function reading one record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Generic, TypeVar, cast
 
 from ingest.formats._common import (
@@ -19,6 +24,7 @@ from ingest.formats._common import (
     json_type,
     make_trace,
 )
+from ingest.formats.base import Deferred, TraceFormat
 from ingest.model import Message, Rejected, Trace
 from ingest.records import Record
 
@@ -50,16 +56,6 @@ class MessageListFormat(Generic[D]):
             item_path = f"{path}[{index}]"
             drafts.extend(self.convert_item(expect_object(item, item_path), item_path, line))
         return self.assemble(drafts)
-
-
-@dataclass(slots=True)
-class Deferred:
-    """A record that on its own makes a whole trace (or one rejection), left unparsed so that a
-    worker process can parse it with the format's ``parse_one``."""
-
-    format: str
-    source_file: str
-    record: Record
 
 
 def parse_message_records(
@@ -135,3 +131,62 @@ def parse_independent(
         raise ShapeError(f"expected an object or an array, got {json_type(value)}")
     except ShapeError as exc:
         return record.reject("wrong_shape", str(exc))
+
+
+def message_list_format(
+    reader: MessageListFormat[D],
+    *,
+    description: str,
+    markers: tuple[bytes, ...],
+    embeds: Collection[str] = (),
+) -> TraceFormat:
+    """The :class:`TraceFormat` of a conversation format read by ``reader``: its records go
+    through :func:`defer_message_records`, deferred ones through :func:`parse_independent`."""
+    return TraceFormat(
+        name=reader.name,
+        description=description,
+        markers=markers,
+        embeds=frozenset(embeds),
+        parse=partial(parse_message_records, reader),
+        split=partial(defer_message_records, reader),
+        parse_one=partial(parse_independent, reader),
+    )
+
+
+def trace_per_record_format(
+    name: str,
+    read: Callable[[Record], Trace],
+    *,
+    description: str,
+    markers: tuple[bytes, ...],
+    embeds: Collection[str] = (),
+) -> TraceFormat:
+    """The :class:`TraceFormat` of a format whose every record is one trace, made by ``read``
+    (which raises ``ShapeError`` for a record that is not one: that record is rejected)."""
+
+    def parse_one(record: Record, source_file: str) -> Trace | Rejected:
+        try:
+            return read(record)
+        except ShapeError as exc:
+            return record.reject("wrong_shape", str(exc))
+
+    def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
+        for record in records:
+            yield record if isinstance(record, Rejected) else parse_one(record, source_file)
+
+    def split(
+        records: Iterable[Record | Rejected], source_file: str
+    ) -> Iterator[Trace | Rejected | Deferred]:
+        # Every record is a whole trace: all of them go to the workers.
+        for record in records:
+            yield record if isinstance(record, Rejected) else Deferred(name, source_file, record)
+
+    return TraceFormat(
+        name=name,
+        description=description,
+        markers=markers,
+        embeds=frozenset(embeds),
+        parse=parse,
+        split=split,
+        parse_one=parse_one,
+    )

@@ -1,104 +1,105 @@
-"""Format evidence in the first bytes of a file, and which format may claim a head.
-
-Markers are JSON *keys* (or a key with a telling value) matched on the raw bytes: inside a JSON
-string every quote is escaped, so a marker never matches text that merely mentions it (a tool
-result quoting ``"tool_use"`` reads ``\\"tool_use\\"``). This works on a head cut anywhere,
-where a JSON parser would fail.
+"""Which format claims the first bytes of a file, derived from what the formats declare.
 
 Formats nest: LangChain messages carry OpenAI ``tool_calls`` and Anthropic blocks, Claude Code
-lines carry Anthropic messages, ToolBench files carry OpenAI legacy messages. A format claims a
-head when its own markers are present and no marker of a format that *contains* it (or that it
-cannot be told apart from) is; everything else is ambiguous or unknown and nobody claims it.
+lines carry Anthropic messages, ToolBench files carry OpenAI legacy messages, Langfuse exports
+carry messages of every conversation format. Each :class:`~ingest.formats.base.TraceFormat`
+says which formats it ``embeds``; from that alone:
+
+* a format *explains* a head when its own markers occur in it and every other format whose
+  markers occur there is one it embeds (directly or through a format it embeds); the one format
+  that explains a head claims it. Formats that neither embed the other (Anthropic and Responses)
+  explain nothing together: such a head is ambiguous and claimed by nobody, as is a head with
+  no markers (plain user/assistant messages are valid in several formats);
+* sniffing tries containers before the formats they embed (:attr:`Sniffing.order`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-#: Exports of tracing tools embed messages of every format inside spans and observations;
-#: parsing them as the embedded format would only reject them, so a head showing one is claimed
-#: by no message format. OTLP exports (no format reads them yet) are claimed by nobody, Langfuse
-#: exports by ``langfuse`` (``projectId`` comes first in an export, before a large trace input
-#: can push ``observations`` out of the head).
-OBSERVABILITY_EXPORT = "observability_export"
+from ingest.formats.base import TraceFormat
 
-_MARKERS: dict[str, tuple[bytes, ...]] = {
-    OBSERVABILITY_EXPORT: (rb'"resourceSpans"\s*:', rb'"scopeSpans"\s*:'),
-    "langfuse": (rb'"observations"\s*:', rb'"parentObservationId"\s*:', rb'"projectId"\s*:'),
-    "claude_code": (rb'"parentUuid"\s*:', rb'"leafUuid"\s*:'),
-    "toolbench": (
-        rb'"answer_generation"\s*:',
-        rb'"train_messages"\s*:',
-        rb'"observation_code"\s*:',
-    ),
-    "langchain": (
-        rb'"lc"\s*:\s*1\b',
-        rb'"type"\s*:\s*"constructor"',
-        rb'"additional_kwargs"\s*:',
-        rb'"response_metadata"\s*:',
-        rb'"usage_metadata"\s*:',
-        rb'"invalid_tool_calls"\s*:',
-        rb'"tool_call_chunks"\s*:',
-        rb'"type"\s*:\s*"(?:human|ai)"',
-    ),
-    "anthropic": (
-        rb'"tool_use_id"\s*:',
-        rb'"type"\s*:\s*"(?:tool_use|tool_result|thinking|redacted_thinking)"',
-        rb'"input_schema"\s*:',
-        rb'"stop_reason"\s*:',
-    ),
-    "openai_responses": (
-        rb'"call_id"\s*:',
-        rb'"type"\s*:\s*"(?:function_call|function_call_output|custom_tool_call'
-        rb'|custom_tool_call_output|input_text|output_text|reasoning)"',
-        rb'"object"\s*:\s*"response"',
-    ),
-    "openai_chat": (
-        rb'"tool_call_id"\s*:',
-        rb'"tool_call_ids"\s*:',
-        rb'"tool_calls"\s*:',
-        rb'"function_call"\s*:',
-        rb'"role"\s*:\s*"(?:tool|function|system|developer)"',
-        rb'"content"\s*:\s*null',
-    ),
-}
-
-_PATTERNS = {name: re.compile(b"|".join(markers)) for name, markers in _MARKERS.items()}
-
-#: Formats whose markers, when also present, stop a format from claiming a head: the ones
-#: that embed it, and the ones that are equally specific (Anthropic vs. Responses).
-_OUTRANKED_BY: dict[str, frozenset[str]] = {
-    "langfuse": frozenset(),
-    "claude_code": frozenset({"langfuse"}),
-    "toolbench": frozenset({"langfuse", "claude_code"}),
-    "langchain": frozenset({"langfuse", "claude_code", "toolbench"}),
-    "openai_responses": frozenset(
-        {"langfuse", "claude_code", "toolbench", "langchain", "anthropic"}
-    ),
-    "anthropic": frozenset(
-        {"langfuse", "claude_code", "toolbench", "langchain", "openai_responses"}
-    ),
-    "openai_chat": frozenset(
-        {"langfuse", "claude_code", "toolbench", "langchain", "anthropic", "openai_responses"}
-    ),
-}
+#: Exports of tracing tools that no format reads yet (OTLP JSON) embed messages of every
+#: format inside their spans; parsing them as the embedded format would only reject them, so a
+#: head showing these keys is claimed by nobody.
+UNREAD_EXPORT_MARKERS = re.compile(rb'"resourceSpans"\s*:|"scopeSpans"\s*:')
 
 
-def evidence(head: bytes) -> set[str]:
-    """Names of the formats whose markers occur in ``head``.
+@dataclass(frozen=True)
+class Sniffing:
+    """The sniffing order and precedence of a list of formats (see the module docstring)."""
 
-    >>> sorted(evidence(b'[{"role": "tool", "tool_call_id": "call_1", "content": "ok"}]'))
-    ['openai_chat']
-    """
-    return {name for name, pattern in _PATTERNS.items() if pattern.search(head)}
+    #: Every format, each container before the formats it embeds (list order breaks ties).
+    order: tuple[TraceFormat, ...]
+    #: Format name -> every format it embeds, directly or through another.
+    embedded: Mapping[str, frozenset[str]]
+
+    @classmethod
+    def of(cls, formats: Sequence[TraceFormat]) -> Sniffing:
+        """The sniffing of ``formats``; ``ValueError`` for a duplicate name, an ``embeds`` naming
+        no listed format, or formats embedding each other in a cycle.
+
+        >>> from ingest.formats import anthropic, claude_code
+        >>> [f.name for f in Sniffing.of([anthropic.FORMAT, claude_code.FORMAT]).order]
+        ['claude_code', 'anthropic']
+        """
+        names = [f.name for f in formats]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"formats registered twice: {', '.join(duplicates)}")
+        for fmt in formats:
+            unknown = sorted(fmt.embeds - set(names))
+            if unknown:
+                raise ValueError(f"format {fmt.name} embeds unknown formats: {', '.join(unknown)}")
+        return cls(order=_containers_first(formats), embedded=_closure(formats))
+
+    def claimants(self, head: bytes) -> list[TraceFormat]:
+        """The formats that explain ``head`` (at most one; see the module docstring).
+
+        >>> from ingest.formats import anthropic, claude_code
+        >>> sniffing = Sniffing.of([anthropic.FORMAT, claude_code.FORMAT])
+        >>> [f.name for f in sniffing.claimants(b'{"parentUuid":null,"message":'
+        ...                                      b'{"content":[{"type":"tool_use"}]}}')]
+        ['claude_code']
+        """
+        if UNREAD_EXPORT_MARKERS.search(head):
+            return []
+        found = [fmt for fmt in self.order if fmt.shows_markers(head)]
+        shown = {fmt.name for fmt in found}
+        return [fmt for fmt in found if shown - {fmt.name} <= self.embedded[fmt.name]]
 
 
-def claims(head: bytes, name: str) -> bool:
-    """Whether format ``name`` may claim ``head``: its markers and none that outrank it.
+def _closure(formats: Sequence[TraceFormat]) -> dict[str, frozenset[str]]:
+    """Format name -> the formats it embeds directly or transitively."""
+    direct = {fmt.name: fmt.embeds for fmt in formats}
+    closure: dict[str, frozenset[str]] = {}
+    for name in direct:
+        seen: set[str] = set()
+        stack = list(direct[name])
+        while stack:
+            inner = stack.pop()
+            if inner not in seen:
+                seen.add(inner)
+                stack.extend(direct[inner])
+        closure[name] = frozenset(seen)
+    return closure
 
-    >>> claims(b'{"type":"assistant","parentUuid":null,"message":{"content":'
-    ...        b'[{"type":"tool_use"}]}}', "anthropic")
-    False
-    """
-    found = evidence(head)
-    return name in found and not found & (_OUTRANKED_BY[name] | {OBSERVABILITY_EXPORT})
+
+def _containers_first(formats: Sequence[TraceFormat]) -> tuple[TraceFormat, ...]:
+    """``formats`` ordered so that every container comes before what it embeds; otherwise in
+    list order (a stable topological sort)."""
+    waiting = list(formats)
+    placed: list[TraceFormat] = []
+    while waiting:
+        # The first waiting format that no waiting format embeds; a cycle leaves none.
+        ready = next(
+            (f for f in waiting if not any(f.name in other.embeds for other in waiting)), None
+        )
+        if ready is None:
+            names = ", ".join(f.name for f in waiting)
+            raise ValueError(f"formats embed each other in a cycle among: {names}")
+        placed.append(ready)
+        waiting.remove(ready)
+    return tuple(placed)

@@ -16,7 +16,6 @@ flag); see ``_anthropic_blocks`` for the exact split.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ingest.formats import _anthropic_blocks
@@ -29,45 +28,13 @@ from ingest.formats._common import (
     text_of,
     tool_defs,
 )
-from ingest.formats._record_loop import (
-    Deferred,
-    MessageListFormat,
-    defer_message_records,
-    parse_independent,
-    parse_message_records,
-)
-from ingest.formats._sniffing import claims
-from ingest.model import Message, Rejected, Trace
+from ingest.formats._record_loop import MessageListFormat, message_list_format
+from ingest.model import Message, Trace
 from ingest.records import Record
 
 NAME = "anthropic"
-DESCRIPTION = "Anthropic Messages conversations (tool_use / tool_result blocks, is_error)"
 
 _TRACE_FIELDS = {"messages", "system", "tools", "id", "model", "agent"}
-
-
-def sniff(head: bytes) -> bool:
-    """Anthropic keys (``tool_use_id``, ``tool_use``/``tool_result`` blocks, ``input_schema``,
-    ``stop_reason``) outside a Claude Code session or a LangChain dump."""
-    return claims(head, NAME)
-
-
-def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
-    """Traces from Anthropic records; see the module docstring for the accepted shapes."""
-    return parse_message_records(_FORMAT, records, source_file)
-
-
-def parse_deferred(
-    records: Iterable[Record | Rejected], source_file: str
-) -> Iterator[Trace | Rejected | Deferred]:
-    """:func:`parse`, except that records making a trace on their own come back as
-    :class:`Deferred`, for a worker process to finish with :func:`parse_one`."""
-    return defer_message_records(_FORMAT, records, source_file)
-
-
-def parse_one(record: Record, source_file: str) -> Trace | Rejected:
-    """The trace (or rejection) of a record that :func:`parse_deferred` deferred."""
-    return parse_independent(_FORMAT, record, source_file)
 
 
 def _is_message(value: dict[str, Any]) -> bool:
@@ -78,7 +45,7 @@ def _container_trace(record: Record) -> Trace:
     obj: dict[str, Any] = record.value
     if "messages" not in obj:
         raise ShapeError('no message list (expected "messages")')
-    messages = _FORMAT.convert_list(obj["messages"], "messages", record.line)
+    messages = _READER.convert_list(obj["messages"], "messages", record.line)
     system = obj.get("system")
     if system is not None:
         if not isinstance(system, str | list):
@@ -112,7 +79,7 @@ def _model_hint(messages: list[Message]) -> str | None:
     return None
 
 
-_FORMAT: MessageListFormat[Message] = MessageListFormat(
+_READER: MessageListFormat[Message] = MessageListFormat(
     name=NAME,
     is_message=_is_message,
     convert_item=_anthropic_blocks.convert_message,
@@ -121,4 +88,19 @@ _FORMAT: MessageListFormat[Message] = MessageListFormat(
     model_hint=_model_hint,
 )
 
-__all__ = ["DESCRIPTION", "NAME", "parse", "parse_deferred", "parse_one", "sniff"]
+#: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
+FORMAT = message_list_format(
+    _READER,
+    description="Anthropic Messages conversations (tool_use / tool_result blocks, is_error)",
+    markers=(
+        rb'"tool_use_id"\s*:',
+        rb'"type"\s*:\s*"(?:tool_use|tool_result|thinking|redacted_thinking)"',
+        rb'"input_schema"\s*:',
+        rb'"stop_reason"\s*:',
+    ),
+    # Anthropic logs share the chat shape: a ``role: "system"`` message put first, ``"content":
+    # null`` … are OpenAI chat markers that must not take an Anthropic file away.
+    embeds=("openai_chat",),
+)
+
+__all__ = ["FORMAT", "NAME"]

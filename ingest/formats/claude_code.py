@@ -43,12 +43,11 @@ from ingest.formats._common import (
     parse_timestamp,
     text_of,
 )
-from ingest.formats._sniffing import claims
+from ingest.formats.base import TraceFormat
 from ingest.model import Message, Rejected, Trace
 from ingest.records import Record
 
 NAME = "claude_code"
-DESCRIPTION = "Claude Code session JSONL (one session per file, lines sharing message.id)"
 
 AGENT = "claude-code"
 SYNTHETIC_MODEL = "<synthetic>"
@@ -57,12 +56,6 @@ SIDECHAIN = "sidechain"
 
 #: Line fields describing the session's environment, kept from the first line that has them.
 _ENVIRONMENT_FIELDS = ("cwd", "version", "gitBranch")
-
-
-def sniff(head: bytes) -> bool:
-    """Claude Code line keys: ``parentUuid`` (conversation lines) or ``leafUuid`` (summary
-    lines, which may be all a file holds)."""
-    return claims(head, NAME)
 
 
 def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
@@ -201,4 +194,15 @@ class _Session:
         )
 
 
-__all__ = ["DESCRIPTION", "NAME", "parse", "sniff"]
+#: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
+FORMAT = TraceFormat(
+    name=NAME,
+    description="Claude Code session JSONL (one session per file, lines sharing message.id)",
+    # ``parentUuid`` is on every conversation line, ``leafUuid`` on summary lines (which may be
+    # all a file holds).
+    markers=(rb'"parentUuid"\s*:', rb'"leafUuid"\s*:'),
+    embeds=frozenset({"anthropic"}),
+    parse=parse,
+)
+
+__all__ = ["AGENT", "FORMAT", "NAME", "SIDECHAIN", "SYNTHETIC_MODEL"]

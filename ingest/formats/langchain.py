@@ -21,7 +21,6 @@ apart; an AI message from before ``tool_calls`` existed is read from its provide
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ingest.formats import _openai_messages
@@ -39,19 +38,11 @@ from ingest.formats._common import (
     text_of,
     tool_defs,
 )
-from ingest.formats._record_loop import (
-    Deferred,
-    MessageListFormat,
-    defer_message_records,
-    parse_independent,
-    parse_message_records,
-)
-from ingest.formats._sniffing import claims
-from ingest.model import Message, Rejected, Role, ToolCall, ToolResult, Trace
+from ingest.formats._record_loop import MessageListFormat, message_list_format
+from ingest.model import Message, Role, ToolCall, ToolResult, Trace
 from ingest.records import Record
 
 NAME = "langchain"
-DESCRIPTION = "LangChain / LangGraph messages (messages_to_dict, dumpd, state dumps)"
 
 _TYPE_ROLES: dict[str, Role] = {
     "human": "user",
@@ -72,30 +63,6 @@ _CLASS_TYPES = {
 #: Where a state object may hold its messages: a state, a StateSnapshot, a checkpoint.
 _HOLDERS = (None, "values", "channel_values")
 _STATUS_ERROR = {"error": True, "success": False}
-
-
-def sniff(head: bytes) -> bool:
-    """LangChain keys (``lc``, ``additional_kwargs``, ``response_metadata``,
-    ``invalid_tool_calls`` …) or ``"type": "human" | "ai"``."""
-    return claims(head, NAME)
-
-
-def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
-    """Traces from LangChain records; see the module docstring for the accepted shapes."""
-    return parse_message_records(_FORMAT, records, source_file)
-
-
-def parse_deferred(
-    records: Iterable[Record | Rejected], source_file: str
-) -> Iterator[Trace | Rejected | Deferred]:
-    """:func:`parse`, except that records making a trace on their own come back as
-    :class:`Deferred`, for a worker process to finish with :func:`parse_one`."""
-    return defer_message_records(_FORMAT, records, source_file)
-
-
-def parse_one(record: Record, source_file: str) -> Trace | Rejected:
-    """The trace (or rejection) of a record that :func:`parse_deferred` deferred."""
-    return parse_independent(_FORMAT, record, source_file)
 
 
 def _is_message(value: dict[str, Any]) -> bool:
@@ -210,7 +177,7 @@ def _container_trace(record: Record) -> Trace:
     else:
         raise ShapeError('no message list (expected "messages")')
     path = "messages" if holder_key is None else f"{holder_key}.messages"
-    messages = _FORMAT.convert_list(holder["messages"], path, record.line)
+    messages = _READER.convert_list(holder["messages"], path, record.line)
     fields = {k: v for k, v in obj.items() if k != holder_key} | holder
     return make_trace(
         messages,
@@ -239,7 +206,7 @@ def _model_hint(messages: list[Message]) -> str | None:
     return None
 
 
-_FORMAT: MessageListFormat[Message] = MessageListFormat(
+_READER: MessageListFormat[Message] = MessageListFormat(
     name=NAME,
     is_message=_is_message,
     convert_item=_convert,
@@ -248,4 +215,22 @@ _FORMAT: MessageListFormat[Message] = MessageListFormat(
     model_hint=_model_hint,
 )
 
-__all__ = ["DESCRIPTION", "NAME", "parse", "parse_deferred", "parse_one", "sniff"]
+#: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
+FORMAT = message_list_format(
+    _READER,
+    description="LangChain / LangGraph messages (messages_to_dict, dumpd, state dumps)",
+    markers=(
+        rb'"lc"\s*:\s*1\b',
+        rb'"type"\s*:\s*"constructor"',
+        rb'"additional_kwargs"\s*:',
+        rb'"response_metadata"\s*:',
+        rb'"usage_metadata"\s*:',
+        rb'"invalid_tool_calls"\s*:',
+        rb'"tool_call_chunks"\s*:',
+        rb'"type"\s*:\s*"(?:human|ai)"',
+    ),
+    # AIMessages carry OpenAI ``tool_calls`` and, as content blocks, Anthropic and Responses items.
+    embeds=("openai_chat", "anthropic", "openai_responses"),
+)
+
+__all__ = ["FORMAT", "NAME"]

@@ -36,7 +36,6 @@ other small fields go to the metadata.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -51,10 +50,7 @@ from ingest.formats._common import (
     parse_timestamp,
     small_metadata,
 )
-from ingest.formats._record_loop import (
-    Deferred,
-)
-from ingest.formats._sniffing import claims
+from ingest.formats._record_loop import trace_per_record_format
 from ingest.formats._span_messages import (
     Memo,
     call_id,
@@ -71,11 +67,10 @@ from ingest.formats._span_payloads import (
     weight,
 )
 from ingest.formats._span_threads import Source, ToolRun, assemble
-from ingest.model import Rejected, ToolDef, Trace
+from ingest.model import ToolDef, Trace
 from ingest.records import Record
 
 NAME = "langfuse"
-DESCRIPTION = "Langfuse trace exports (observations with OTel GenAI / OpenInference attributes)"
 
 #: Trace fields that become Trace fields (or are the conversation) rather than metadata.
 _TRACE_FIELDS = {"id", "name", "timestamp", "tags", "input", "output", "observations"}
@@ -95,34 +90,6 @@ _RESULT_KEYS = (
     "output.value",
 )
 _JSON_SCHEMA_KEY = re.compile(r"llm\.tools\.(\d+)\.tool\.json_schema")
-
-
-def sniff(head: bytes) -> bool:
-    """Langfuse keys (``observations``, ``parentObservationId``, ``projectId``) outside an OTLP
-    export."""
-    return claims(head, NAME)
-
-
-def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
-    """One trace per export record; a record that is not an export is rejected."""
-    for record in records:
-        yield record if isinstance(record, Rejected) else parse_one(record, source_file)
-
-
-def parse_deferred(
-    records: Iterable[Record | Rejected], source_file: str
-) -> Iterator[Trace | Rejected | Deferred]:
-    """:func:`parse`, leaving every export (a whole trace) for a worker's :func:`parse_one`."""
-    for record in records:
-        yield record if isinstance(record, Rejected) else Deferred(NAME, source_file, record)
-
-
-def parse_one(record: Record, source_file: str) -> Trace | Rejected:
-    """The trace of one export record, or its ``wrong_shape`` rejection."""
-    try:
-        return _export_trace(record)
-    except ShapeError as exc:
-        return record.reject("wrong_shape", str(exc))
 
 
 @dataclass(slots=True)
@@ -387,4 +354,16 @@ def _tool_definitions(
     return list(unique.values())
 
 
-__all__ = ["DESCRIPTION", "NAME", "parse", "parse_deferred", "parse_one", "sniff"]
+#: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
+FORMAT = trace_per_record_format(
+    NAME,
+    _export_trace,
+    description="Langfuse trace exports (observations with OTel GenAI / OpenInference attributes)",
+    # ``projectId`` comes first in an export, before a large trace input can push
+    # ``observations`` out of the head.
+    markers=(rb'"observations"\s*:', rb'"parentObservationId"\s*:', rb'"projectId"\s*:'),
+    # Observations hold what each LLM call sent and got back, in any conversation format.
+    embeds=("openai_chat", "anthropic", "openai_responses", "langchain"),
+)
+
+__all__ = ["FORMAT", "NAME"]

@@ -17,7 +17,6 @@ and ``error: true``) and legacy ``role: "function"`` messages (a name, no id).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ingest.formats import _openai_messages
@@ -29,19 +28,11 @@ from ingest.formats._common import (
     small_metadata,
     tool_defs,
 )
-from ingest.formats._record_loop import (
-    Deferred,
-    MessageListFormat,
-    defer_message_records,
-    parse_independent,
-    parse_message_records,
-)
-from ingest.formats._sniffing import claims
-from ingest.model import Message, Rejected, Trace
+from ingest.formats._record_loop import MessageListFormat, message_list_format
+from ingest.model import Message, Trace
 from ingest.records import Record
 
 NAME = "openai_chat"
-DESCRIPTION = "OpenAI Chat Completions messages (tool_calls / role tool; tau-bench, SWE-agent)"
 
 #: Keys that may hold the message list of a conversation object, in the order tried.
 MESSAGE_KEYS = ("messages", "traj", "history")
@@ -50,34 +41,6 @@ MESSAGE_KEYS = ("messages", "traj", "history")
 _TRACE_FIELDS = {"id", "model", "agent", "tools", "functions"}
 
 _TIMESTAMP_KEYS = ("created", "created_at", "timestamp")
-
-
-def sniff(head: bytes) -> bool:
-    """OpenAI chat markers (``tool_call_id``, ``tool_calls``, ``role: "tool"``, ``"content":
-    null`` …) and no marker of a more specific format that also uses them.
-
-    A list of plain user/assistant messages with string content is valid OpenAI *and*
-    Anthropic: that head is ambiguous and not claimed.
-    """
-    return claims(head, NAME)
-
-
-def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
-    """Traces from OpenAI chat records; see the module docstring for the accepted shapes."""
-    return parse_message_records(_FORMAT, records, source_file)
-
-
-def parse_deferred(
-    records: Iterable[Record | Rejected], source_file: str
-) -> Iterator[Trace | Rejected | Deferred]:
-    """:func:`parse`, except that records making a trace on their own come back as
-    :class:`Deferred`, for a worker process to finish with :func:`parse_one`."""
-    return defer_message_records(_FORMAT, records, source_file)
-
-
-def parse_one(record: Record, source_file: str) -> Trace | Rejected:
-    """The trace (or rejection) of a record that :func:`parse_deferred` deferred."""
-    return parse_independent(_FORMAT, record, source_file)
 
 
 def _is_message(value: dict[str, Any]) -> bool:
@@ -89,7 +52,7 @@ def _container_trace(record: Record) -> Trace:
     key = next((k for k in MESSAGE_KEYS if k in obj), None)
     if key is None:
         raise ShapeError('no message list (expected "messages", "traj" or "history")')
-    messages = _FORMAT.convert_list(obj[key], key, record.line)
+    messages = _READER.convert_list(obj[key], key, record.line)
     stamp_key = next((k for k in _TIMESTAMP_KEYS if k in obj), None)
     return make_trace(
         messages,
@@ -115,7 +78,7 @@ def _no_model(messages: list[Message]) -> str | None:
     return None
 
 
-_FORMAT: MessageListFormat[Message] = MessageListFormat(
+_READER: MessageListFormat[Message] = MessageListFormat(
     name=NAME,
     is_message=_is_message,
     convert_item=_openai_messages.convert_message,
@@ -124,4 +87,18 @@ _FORMAT: MessageListFormat[Message] = MessageListFormat(
     model_hint=_no_model,
 )
 
-__all__ = ["DESCRIPTION", "NAME", "parse", "parse_deferred", "parse_one", "sniff"]
+#: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
+FORMAT = message_list_format(
+    _READER,
+    description="OpenAI Chat Completions messages (tool_calls / role tool; tau-bench, SWE-agent)",
+    markers=(
+        rb'"tool_call_id"\s*:',
+        rb'"tool_call_ids"\s*:',
+        rb'"tool_calls"\s*:',
+        rb'"function_call"\s*:',
+        rb'"role"\s*:\s*"(?:tool|function|system|developer)"',
+        rb'"content"\s*:\s*null',
+    ),
+)
+
+__all__ = ["FORMAT", "NAME"]

@@ -25,7 +25,6 @@ items are tool messages. Calls and results pair on ``call_id``, never on the ite
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,19 +41,11 @@ from ingest.formats._common import (
     text_of,
     tool_defs,
 )
-from ingest.formats._record_loop import (
-    Deferred,
-    MessageListFormat,
-    defer_message_records,
-    parse_independent,
-    parse_message_records,
-)
-from ingest.formats._sniffing import claims
-from ingest.model import Message, Rejected, ToolCall, ToolResult, Trace
+from ingest.formats._record_loop import MessageListFormat, message_list_format
+from ingest.model import Message, ToolCall, ToolResult, Trace
 from ingest.records import Record
 
 NAME = "openai_responses"
-DESCRIPTION = "OpenAI Responses API items (function_call / function_call_output by call_id)"
 
 _OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 #: Item types that carry no message but belong in a conversation's item list.
@@ -74,30 +65,6 @@ class _TurnItem:
 
 
 _Draft = Message | _TurnItem
-
-
-def sniff(head: bytes) -> bool:
-    """Responses keys and item types: ``call_id``, ``function_call(_output)``,
-    ``input_text``/``output_text`` parts, ``reasoning``, ``"object": "response"``."""
-    return claims(head, NAME)
-
-
-def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
-    """Traces from Responses records; see the module docstring for the accepted shapes."""
-    return parse_message_records(_FORMAT, records, source_file)
-
-
-def parse_deferred(
-    records: Iterable[Record | Rejected], source_file: str
-) -> Iterator[Trace | Rejected | Deferred]:
-    """:func:`parse`, except that records making a trace on their own come back as
-    :class:`Deferred`, for a worker process to finish with :func:`parse_one`."""
-    return defer_message_records(_FORMAT, records, source_file)
-
-
-def parse_one(record: Record, source_file: str) -> Trace | Rejected:
-    """The trace (or rejection) of a record that :func:`parse_deferred` deferred."""
-    return parse_independent(_FORMAT, record, source_file)
 
 
 def _is_message(value: dict[str, Any]) -> bool:
@@ -250,7 +217,7 @@ def _items(value: Any, path: str, line: int) -> list[Message]:
         return [Message(seq=0, role="user", content=value, source_line=line, raw={path: value})]
     if not isinstance(value, list):
         raise ShapeError(f"{path}: expected a string or an array, got {json_type(value)}")
-    return _FORMAT.convert_list(value, path, line)
+    return _READER.convert_list(value, path, line)
 
 
 def _no_model(messages: list[Message]) -> str | None:
@@ -258,7 +225,7 @@ def _no_model(messages: list[Message]) -> str | None:
     return None
 
 
-_FORMAT: MessageListFormat[_Draft] = MessageListFormat(
+_READER: MessageListFormat[_Draft] = MessageListFormat(
     name=NAME,
     is_message=_is_message,
     convert_item=_convert,
@@ -267,4 +234,18 @@ _FORMAT: MessageListFormat[_Draft] = MessageListFormat(
     model_hint=_no_model,
 )
 
-__all__ = ["DESCRIPTION", "NAME", "parse", "parse_deferred", "parse_one", "sniff"]
+#: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
+FORMAT = message_list_format(
+    _READER,
+    description="OpenAI Responses API items (function_call / function_call_output by call_id)",
+    markers=(
+        rb'"call_id"\s*:',
+        rb'"type"\s*:\s*"(?:function_call|function_call_output|custom_tool_call'
+        rb'|custom_tool_call_output|input_text|output_text|reasoning)"',
+        rb'"object"\s*:\s*"response"',
+    ),
+    # Responses input lists hold chat-style messages too (``role: "system"``, ``"developer"``).
+    embeds=("openai_chat",),
+)
+
+__all__ = ["FORMAT", "NAME"]

@@ -13,7 +13,6 @@ becomes a trace: its ``query`` as a single user message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ingest.formats._common import (
@@ -26,33 +25,14 @@ from ingest.formats._common import (
     tool_defs,
 )
 from ingest.formats._openai_messages import convert_messages
-from ingest.formats._sniffing import claims
-from ingest.model import Message, Rejected, Trace
+from ingest.formats._record_loop import trace_per_record_format
+from ingest.model import Message, Trace
 from ingest.records import Record
 
 NAME = "toolbench"
-DESCRIPTION = "ToolBench DFS answer files (answer_generation.train_messages, legacy function_call)"
 
 _SEARCH_FIELDS = {"answer_generation", "tree", "compare_candidates"}
 _ANSWER_FIELDS = {"train_messages", "function"}
-
-
-def sniff(head: bytes) -> bool:
-    """ToolBench keys: ``answer_generation``, ``train_messages`` or the tree's
-    ``observation_code`` (the tree comes first in the file and can fill the whole head)."""
-    return claims(head, NAME)
-
-
-def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
-    """One trace per ToolBench answer document; anything else is rejected."""
-    for record in records:
-        if isinstance(record, Rejected):
-            yield record
-            continue
-        try:
-            yield _answer_trace(record)
-        except ShapeError as exc:
-            yield record.reject("wrong_shape", str(exc))
 
 
 def _answer_trace(record: Record) -> Trace:
@@ -86,3 +66,22 @@ def _query_message(answer: dict[str, Any], line: int) -> Message:
             'answer_generation: neither "train_messages" nor a "query" string to build a trace from'
         )
     return Message(seq=0, role="user", content=query, source_line=line, raw={"query": query})
+
+
+#: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
+FORMAT = trace_per_record_format(
+    NAME,
+    _answer_trace,
+    description=(
+        "ToolBench DFS answer files (answer_generation.train_messages, legacy function_call)"
+    ),
+    # The search tree comes first in a file and can fill the whole head: ``observation_code``.
+    markers=(
+        rb'"answer_generation"\s*:',
+        rb'"train_messages"\s*:',
+        rb'"observation_code"\s*:',
+    ),
+    embeds=("openai_chat",),
+)
+
+__all__ = ["FORMAT", "NAME"]

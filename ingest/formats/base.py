@@ -1,0 +1,95 @@
+"""What a trace format is: one :class:`TraceFormat` per format module, declared once.
+
+A format names itself, says in one line what it reads, gives the JSON keys that show it in the
+first bytes of a file (``markers``), names the formats whose messages its files may hold
+(``embeds``), and parses records into canonical traces. The registry (``ingest.formats``) is a
+list of these objects; sniffing derives its order and its precedence from ``embeds``.
+
+A format that can leave whole-trace records unparsed for a worker process (a *deferred* record,
+:class:`Deferred`) also gives ``split`` (``parse`` that defers) and ``parse_one`` (which finishes
+one deferred record).
+
+Example::
+
+    >>> fmt = TraceFormat(
+    ...     name="demo",
+    ...     description="Demo traces",
+    ...     markers=(rb'"demo_messages"\\s*:',),
+    ...     parse=lambda records, source_file: iter(()),
+    ... )
+    >>> fmt.shows_markers(b'{"demo_messages": []}'), fmt.shows_markers(b'{"messages": []}')
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from ingest.model import Rejected, Trace
+from ingest.records import Record
+
+#: Records (or the reader's rejections) of one file in, its traces and rejections out.
+Parse = Callable[[Iterable[Record | Rejected], str], Iterator[Trace | Rejected]]
+
+
+@dataclass(slots=True)
+class Deferred:
+    """A record that on its own makes a whole trace (or one rejection), left unparsed so that a
+    worker process can parse it with the format's ``parse_one``."""
+
+    format: str
+    source_file: str
+    record: Record
+
+
+#: :data:`Parse`, except that records making a trace on their own come back as :class:`Deferred`.
+Split = Callable[[Iterable[Record | Rejected], str], Iterator[Trace | Rejected | Deferred]]
+#: The trace (or rejection) of one record that ``split`` deferred.
+ParseOne = Callable[[Record, str], Trace | Rejected]
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class TraceFormat:
+    """One input format, as its module declares it.
+
+    ``markers`` are regular expressions (bytes) of JSON *keys*, or a key with a telling value,
+    matched on the raw head of a file: inside a JSON string every quote is escaped, so a marker
+    never matches text that merely mentions it, and the match works on a head cut anywhere.
+    ``embeds`` names the formats whose messages a file of this one may hold (a Claude Code line
+    holds an Anthropic message): their markers showing too does not stop this format from
+    claiming a head, and they never claim a head showing this format's markers.
+    """
+
+    name: str
+    description: str
+    markers: tuple[bytes, ...]
+    parse: Parse
+    embeds: frozenset[str] = frozenset()
+    split: Split | None = None
+    parse_one: ParseOne | None = None
+    _pattern: re.Pattern[bytes] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not _NAME.fullmatch(self.name):
+            raise ValueError(f"format name {self.name!r} is not a lowercase identifier")
+        if not self.description or "\n" in self.description:
+            raise ValueError(f"format {self.name}: the description must be one non-empty line")
+        if not self.markers:
+            raise ValueError(f"format {self.name}: no markers, so it could never be sniffed")
+        if self.name in self.embeds:
+            raise ValueError(f"format {self.name} cannot embed itself")
+        if (self.split is None) != (self.parse_one is None):
+            raise ValueError(f"format {self.name}: split and parse_one come together")
+        # Frozen: the compiled markers are set once here, the only write.
+        object.__setattr__(self, "_pattern", re.compile(b"|".join(self.markers)))
+
+    def shows_markers(self, head: bytes) -> bool:
+        """Whether one of this format's markers occurs in ``head``."""
+        return self._pattern.search(head) is not None
+
+
+__all__ = ["Deferred", "Parse", "ParseOne", "Split", "TraceFormat"]

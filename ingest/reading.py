@@ -1,0 +1,152 @@
+"""Reading trace files: files in, canonical traces and rejections out; no database.
+
+Resolves ``--format NAME`` or sniffs each file's format from its head, streams its records
+(``ingest.jsonstream``) and parses them with the format. Every record ends up in a trace or a
+rejection with ``file:line``. ``toollens import`` (``ingest.pipeline``), ``toollens lint``
+(``ingest.lint``) and the dashboard's upload (through the pipeline) all read files here; only
+the import goes on to write what it read.
+
+Records that make a whole trace on their own may be left unparsed (:func:`split_file` with
+``defer``), as :class:`~ingest.formats.base.Deferred` items holding only their raw bytes: a
+worker process finishes them with :func:`finish_deferred`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import cast
+
+from ingest import formats
+from ingest.bytestream import open_input, read_head
+from ingest.formats.base import Deferred, TraceFormat
+from ingest.jsonrecord import decode_value
+from ingest.jsonstream import iter_records
+from ingest.model import Rejected, Trace
+from ingest.records import Record
+
+#: Raw bytes kept for a file whose format is not recognized.
+UNKNOWN_FORMAT_KEEP = 1024 * 1024
+#: Deepest JSON nesting accepted. Raw payloads are stored (and hashed) as JSON again, and
+#: orjson refuses to serialize more than 254 levels; the margin covers the wrapping we add.
+MAX_NESTING = 200
+
+#: Called with every record (or reader rejection) of a file as it is read (for counts, progress).
+RecordHook = Callable[[Record | Rejected], None]
+
+
+class UnknownFormatError(ValueError):
+    """Raised for ``--format NAME`` when NAME is not a known format (a usage error)."""
+
+
+def resolve_format(name: str | None) -> TraceFormat | None:
+    """The format for ``--format NAME`` (``None`` means sniff per file).
+
+    >>> resolve_format("anthropic").name, resolve_format(None)
+    ('anthropic', None)
+    """
+    if name is None:
+        return None
+    try:
+        return formats.get_format(name)
+    except KeyError as exc:
+        raise UnknownFormatError(str(exc.args[0]) if exc.args else str(exc)) from exc
+
+
+def read_file(
+    path: Path,
+    name: str | None = None,
+    fmt: TraceFormat | None = None,
+    on_record: RecordHook | None = None,
+) -> Iterator[Trace | Rejected]:
+    """Canonical traces and rejections of one file (format sniffed unless ``fmt`` is given).
+
+    ``name`` is the file name the traces and rejections carry (default: ``path``).
+    """
+    items = split_file(path, name, fmt, on_record, defer=False)
+    return cast(Iterator[Trace | Rejected], items)
+
+
+def split_file(
+    path: Path,
+    name: str | None = None,
+    fmt: TraceFormat | None = None,
+    on_record: RecordHook | None = None,
+    *,
+    defer: bool = True,
+) -> Iterator[Trace | Rejected | Deferred]:
+    """:func:`read_file`, except that (with ``defer``) formats that can (``split``) leave the
+    records that make a trace on their own unparsed, as :class:`Deferred` items holding only
+    the raw bytes, for :func:`finish_deferred` in a worker process."""
+    name = name or str(path)
+    try:
+        head = read_head(path)
+    except OSError as exc:
+        yield Rejected(
+            source_file=name, line=0, byte_offset=0, reason="unreadable_file", message=str(exc)
+        )
+        return
+    chosen = fmt or formats.sniff_format(head)
+    if chosen is None:
+        if not head.strip():
+            return  # an empty file holds no records: nothing to import, nothing lost
+        yield Rejected(
+            source_file=name,
+            line=1,
+            byte_offset=0,
+            reason="unknown_format",
+            message="could not recognize the trace format; pass --format NAME "
+            f"(one of: {', '.join(formats.format_names())})",
+            raw=head[:UNKNOWN_FORMAT_KEEP],
+        )
+        return
+    with open_input(path) as stream:
+        records: Iterable[Record | Rejected] = iter_records(stream, name, max_depth=MAX_NESTING)
+        if on_record is not None:
+            records = _watched(records, on_record)
+        if defer and chosen.split is not None:
+            yield from _stripped(chosen.split(records, name))
+        else:
+            yield from chosen.parse(records, name)
+
+
+def finish_deferred(item: Deferred) -> Trace | Rejected:
+    """The trace (or rejection) of a deferred record, decoded again from its raw bytes exactly
+    as the reader decoded it (:func:`ingest.jsonrecord.decode_value`)."""
+    record = item.record
+    record.value = decode_value(record.raw)
+    parse_one = formats.get_format(item.format).parse_one
+    # Only formats with ``split`` defer records, and those have ``parse_one`` (TraceFormat checks).
+    assert parse_one is not None, f"format {item.format} defers records it cannot finish"
+    return parse_one(record, item.source_file)
+
+
+def _stripped(
+    items: Iterable[Trace | Rejected | Deferred],
+) -> Iterator[Trace | Rejected | Deferred]:
+    # The worker decodes the raw bytes again: far cheaper for the parent than pickling the value.
+    for item in items:
+        if isinstance(item, Deferred):
+            r = item.record
+            item.record = Record(r.source_file, r.line, r.byte_offset, r.raw, None)
+        yield item
+
+
+def _watched(
+    items: Iterable[Record | Rejected], on_record: RecordHook
+) -> Iterator[Record | Rejected]:
+    for item in items:
+        on_record(item)
+        yield item
+
+
+__all__ = [
+    "MAX_NESTING",
+    "UNKNOWN_FORMAT_KEEP",
+    "RecordHook",
+    "UnknownFormatError",
+    "finish_deferred",
+    "read_file",
+    "resolve_format",
+    "split_file",
+]
