@@ -23,7 +23,8 @@ from db.engine import make_engine
 from db.schema import Base
 from db.stored import iter_trace_id_batches, load_traces
 from ingest.model import Trace
-from ingest.pipeline import import_paths, parse_file
+from ingest.pipeline import import_paths
+from ingest.reading import read_file
 from ingest.reanalyze import reanalyze
 from ingest.rebuild import trace_from_stored
 
@@ -45,7 +46,7 @@ def _parsed_traces(paths: list[Path]) -> dict[str, Trace]:
     """The traces the import parses from ``paths`` (as it names them), the first of each key."""
     out: dict[str, Trace] = {}
     for path in paths:
-        for item in parse_file(path, str(path)):
+        for item in read_file(path, str(path)):
             if isinstance(item, Trace):
                 out.setdefault(item.dedupe_key(), item)
     return out
