@@ -122,12 +122,11 @@ class _PipelineRows:
 
     def batch(self, lines: list[tuple[int, bytes]]) -> Batch:
         from db.schema import TraceRow
+        from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
         from db.write import CHILD_TABLES, TraceRows
         from ingest.batches import analyze_batch
-        from ingest.facts import DEFAULT_TOKEN_BUDGET
         from ingest.formats._record_loop import Deferred
         from ingest.records import Record
-        from ingest.tokens import DEFAULT_ENCODING
 
         items = [
             Deferred("openai_chat", "ceiling", Record("ceiling", n, 0, raw, None))

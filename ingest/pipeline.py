@@ -20,17 +20,16 @@ from sqlalchemy import Engine
 
 from db import dialect
 from db.engine import writing
+from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
 from db.write import finish_import, start_import
 from ingest import formats
 from ingest.batches import BATCH_MESSAGES, BatchWriter, ImportSummary
-from ingest.facts import DEFAULT_TOKEN_BUDGET
 from ingest.formats._record_loop import (
     Deferred,
 )
 from ingest.jsonstream import iter_records, open_input, read_head
 from ingest.model import Rejected, Trace
 from ingest.records import Record
-from ingest.tokens import DEFAULT_ENCODING
 
 __all__ = ["BATCH_MESSAGES", "ImportSummary", "import_paths", "parse_file", "split_file"]
 

@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import Engine
 
 from db.stored import iter_trace_id_batches, load_traces, replace_derived
+from db.vocabulary import DEFAULT_TOKEN_BUDGET
 from ingest.analysis import analyze_trace
-from ingest.facts import DEFAULT_TOKEN_BUDGET
 from ingest.model import Message, ToolCall, ToolDef, ToolResult, Trace
 from ingest.rows import build_rows
 

@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 
 from db.queries.traces import trace_findings, trace_window
 from db.review import trace_annotations, trace_header
-from ingest.facts import DEFAULT_LOOP_K
+from db.vocabulary import DEFAULT_LOOP_K
 from ingest.report_html import CSP, figures_lines, to_html
 
 # The HTML renderer moved to ``ingest.report_html``; callers import it from here.

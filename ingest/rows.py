@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from db.vocabulary import DEFAULT_LOOP_K
 from db.write import TraceRows
-from ingest.facts import DEFAULT_LOOP_K, ResultFacts, TraceFacts
+from ingest.facts import ResultFacts, TraceFacts
 from ingest.model import Message, Trace
 
 # Variable parts of error messages that would split one error into many fingerprints.

@@ -13,7 +13,7 @@ from dashboard import render, state, widgets
 from dashboard.charts import suggestions as charts
 from db.corrections import correction_counts
 from db.queries import suggestions as q
-from db.summary import VERDICTS
+from db.vocabulary import VERDICTS
 
 EXAMPLES = 10
 VERDICT_HELP = {

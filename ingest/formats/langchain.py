@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from db.vocabulary import Role
 from ingest.formats import _openai_messages
 from ingest.formats._common import (
     ShapeError,
@@ -47,7 +48,7 @@ from ingest.formats._record_loop import (
     parse_message_records,
 )
 from ingest.formats._sniffing import claims
-from ingest.model import Message, Rejected, Role, ToolCall, ToolResult, Trace
+from ingest.model import Message, Rejected, ToolCall, ToolResult, Trace
 from ingest.records import Record
 
 NAME = "langchain"
