@@ -17,6 +17,10 @@ from typing import Final, Literal, get_args
 Status = Literal["success", "error", "partial", "unknown"]
 STATUSES: Final[tuple[Status, ...]] = get_args(Status)
 
+#: The statuses a structured Tool Message (the protocol, ``ingest.protocol``) may state.
+ProtocolStatus = Literal["success", "error", "partial"]
+PROTOCOL_STATUSES: Final[tuple[ProtocolStatus, ...]] = get_args(ProtocolStatus)
+
 #: Which step decided the status: an explicit flag, the structured protocol, or a text rule.
 StatusSource = Literal["explicit", "protocol", "inferred"]
 STATUS_SOURCES: Final[tuple[StatusSource, ...]] = get_args(StatusSource)
