@@ -112,3 +112,21 @@ def test_every_word_of_the_vocabulary_and_any_error_type_is_accepted(engine: sa.
         }
     assert counted == {"tool_results": 4 + 3 + 6 + 2 + 4 + 14, "tool_calls": 6 + 3,
                        "messages": 4, "findings": 14}  # fmt: skip
+
+
+def test_the_vocabulary_holds_the_sets_of_the_design_in_display_order() -> None:
+    from db import vocabulary as v
+
+    assert v.STATUSES == ("success", "error", "partial", "unknown")
+    assert v.STATUS_SOURCES == ("explicit", "protocol", "inferred")
+    assert v.PAIR_STATES == ("paired", "missing_result", "orphan_result", "duplicate_result",
+                             "result_before_call", "late_result")  # fmt: skip
+    assert v.PAIRING_METHODS == ("id", "position")
+    assert v.VERDICTS == ("followed", "ignored", "unclear", "no_next_action")
+    assert v.ERROR_TYPES[:2] == ("rate_limit", "timeout") and len(v.ERROR_TYPES) == 13
+    assert v.ERROR_TYPES[-1] == "other"
+    # Every pairing problem is a finding of its own.
+    assert set(v.PAIR_STATES) - {"paired"} <= set(v.FINDING_KINDS)
+    assert set(v.PROTOCOL_STATUSES) < set(v.STATUSES)
+    assert (v.DEFAULT_LOOP_K, v.DEFAULT_TOKEN_BUDGET, v.DEFAULT_ENCODING) == (3, 2000, "o200k_base")
+    assert v.ENCODINGS == ("o200k_base", "cl100k_base")
