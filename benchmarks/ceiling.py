@@ -122,12 +122,11 @@ class _PipelineRows:
 
     def batch(self, lines: list[tuple[int, bytes]]) -> Batch:
         from db.records import CHILD_COLUMNS, TraceRecord
+        from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
         from db.write import TraceRows
         from ingest.batches import analyze_batch
-        from ingest.facts import DEFAULT_TOKEN_BUDGET
         from ingest.formats.base import Deferred
         from ingest.records import Record
-        from ingest.tokens import DEFAULT_ENCODING
 
         items = [
             Deferred("openai_chat", "ceiling", Record("ceiling", n, 0, raw, None))

@@ -45,6 +45,7 @@ from db.records import (
     TraceRecord,
 )
 from db.schema import ImportRun
+from db.vocabulary import DEFAULT_ENCODING
 from db.write import TraceRows, finish_import, start_import, write_traces
 from ingest.pipeline import ANALYZED_TABLES
 from ingest.rows import error_fingerprint
@@ -376,7 +377,7 @@ def build_store(path: Path, messages: int, seed: int, progress: bool = True) -> 
     engine = make_engine(f"sqlite:///{partial}")
     imports = [
         start_import(
-            engine, origin="bench", encoding="o200k_base",
+            engine, origin="bench", encoding=DEFAULT_ENCODING,
             paths=[marker(messages, seed) if week == 0 else f"week-{week}.jsonl"],
         )
         for week in range(IMPORTS)

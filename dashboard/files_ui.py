@@ -24,6 +24,7 @@ from sqlalchemy import Engine
 
 from dashboard.render import escape_markdown, show_error
 from dashboard.widgets import EMPTY_CELL
+from db.vocabulary import DEFAULT_LOOP_K
 from ingest.pipeline import ImportSummary, import_paths
 from ingest.report import MIME_TYPES, REPORT_FORMATS, build_report, render
 
@@ -43,12 +44,12 @@ REJECTED_COLUMNS = {
 TableSource: TypeAlias = pd.DataFrame | Callable[[], pd.DataFrame]
 
 
-def report_bytes(engine: Engine, trace_id: int, fmt: str, loop_k: int = 3) -> bytes:
+def report_bytes(engine: Engine, trace_id: int, fmt: str, loop_k: int = DEFAULT_LOOP_K) -> bytes:
     """The incident report of a trace in ``fmt`` (``md``, ``html``, ``json``), as UTF-8."""
     return render(build_report(engine, trace_id, loop_k=loop_k), fmt).encode("utf-8")
 
 
-def report_download(engine: Engine, trace_id: int, loop_k: int = 3) -> None:
+def report_download(engine: Engine, trace_id: int, loop_k: int = DEFAULT_LOOP_K) -> None:
     """Download buttons for the trace's incident report (HTML, Markdown, JSON); the report is
     built only when a button is clicked."""
     labels = {"html": "Report (HTML)", "md": "Markdown", "json": "JSON"}

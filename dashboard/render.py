@@ -13,21 +13,12 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Sequence
-from typing import Literal
 
 import orjson
 import streamlit as st
 
-BadgeKind = Literal["ok", "error", "warning", "info", "muted", "highlight"]
-#: Streamlit badge colors per meaning.
-BADGE_COLORS: dict[str, str] = {
-    "ok": "green",
-    "error": "red",
-    "warning": "orange",
-    "info": "blue",
-    "muted": "gray",
-    "highlight": "violet",
-}
+from dashboard.palette import BadgeColor
+
 #: Characters of content shown before the rest is collapsed.
 PREVIEW_CHARS = 1500
 #: Content longer than this is not parsed as JSON for pretty-printing (shown as is).
@@ -61,20 +52,21 @@ def escape_markdown(text: str) -> str:
 _AUTOLINK_START = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)", re.IGNORECASE)
 
 
-def badge_text(label: str, kind: BadgeKind = "info") -> str:
-    """The markdown of one badge with an escaped label (to combine several on one line)."""
-    return f":{BADGE_COLORS[kind]}-badge[{escape_markdown(label)}]"
+def badge_text(label: str, color: BadgeColor) -> str:
+    """The markdown of one badge with an escaped label (to combine several on one line); the
+    color comes from :mod:`dashboard.palette` (a value's own color, or a tone's)."""
+    return f":{color}-badge[{escape_markdown(label)}]"
 
 
-def badge(label: str, kind: BadgeKind = "info") -> None:
+def badge(label: str, color: BadgeColor) -> None:
     """Show one colored badge; the label is untrusted-safe."""
-    st.markdown(badge_text(label, kind))
+    st.markdown(badge_text(label, color))
 
 
-def badges(items: Sequence[tuple[str, BadgeKind]]) -> None:
-    """Show several badges on one line: ``[(label, kind), …]``."""
+def badges(items: Sequence[tuple[str, BadgeColor]]) -> None:
+    """Show several badges on one line: ``[(label, color), …]``."""
     if items:
-        st.markdown(" ".join(badge_text(label, kind) for label, kind in items))
+        st.markdown(" ".join(badge_text(label, color) for label, color in items))
 
 
 def pretty(text: str) -> tuple[str, str | None]:

@@ -17,6 +17,7 @@ import streamlit as st
 from sqlalchemy import Engine
 from streamlit.errors import StreamlitDuplicateElementKey
 
+from dashboard.palette import TONE
 from dashboard.render import badge_text, escape_markdown, show_error
 from db.review import (
     MAX_NOTE_CHARS,
@@ -31,8 +32,7 @@ from db.review import (
     result_review,
     update_annotation,
 )
-from db.summary import VERDICTS
-from ingest.facts import ERROR_TYPES
+from db.vocabulary import ERROR_TYPES, VERDICTS
 
 #: Session key holding the reviewer's name across pages.
 AUTHOR_KEY = "toollens_author"
@@ -73,7 +73,7 @@ def _note_header(note: Annotation) -> str:
     stamp = f"{note.author} · {note.created_at:%Y-%m-%d %H:%M} UTC"
     if note.version > 1:
         stamp += f" · edited by {note.updated_by} {note.updated_at:%Y-%m-%d %H:%M}"
-    return f"{badge_text(note.label, 'highlight')} {escape_markdown(stamp)}"
+    return f"{badge_text(note.label, TONE['highlight'])} {escape_markdown(stamp)}"
 
 
 def _edit_note(

@@ -26,12 +26,8 @@ from dashboard.render import escape_markdown
 from db.engine import DEFAULT_DB_PATH, make_engine, resolve_url
 from db.filters import Filters
 from db.queries.traces import filter_choices, import_choices, trace_count
+from db.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, DEFAULT_TOKEN_BUDGET
 
-#: Loop threshold k and Tool Message token budget when the URL names none (as in ``ingest``).
-DEFAULT_LOOP_K = 3
-DEFAULT_TOKEN_BUDGET = 2000
-#: Encoding named in the sidebar when the store has no import yet (the importer's default).
-DEFAULT_ENCODING = "o200k_base"
 #: Page files, relative to ``app.py`` (what ``st.switch_page`` takes).
 TRACE_PAGE = "views/trace.py"
 CALLS_PAGE = "views/calls.py"

@@ -17,22 +17,10 @@ import orjson
 import pandas as pd
 import streamlit as st
 
-from dashboard import render, state
-from dashboard.render import BadgeKind
+from dashboard import palette, render, state
+from dashboard.palette import TONE, BadgeColor
 from db.review import Annotation
 
-STATUS_KIND: dict[str, BadgeKind] = {
-    "success": "ok",
-    "error": "error",
-    "partial": "warning",
-    "unknown": "muted",
-}
-VERDICT_KIND: dict[str, BadgeKind] = {
-    "followed": "ok",
-    "ignored": "error",
-    "unclear": "muted",
-    "no_next_action": "muted",
-}
 LONE_RESULT_TEXT = {
     "orphan_result": "Orphan result: no call in this trace has its id.",
     "duplicate_result": "Duplicate result: a second answer to the call at {call}.",
@@ -141,14 +129,17 @@ def pair_controls(ctx: BlockContext, target: Target) -> None:
         row.caption(notes_text(labels))
 
 
-def _call_badges(call: Any, k: int) -> list[tuple[str, BadgeKind]]:
-    items: list[tuple[str, BadgeKind]] = []
+def _call_badges(call: Any, k: int) -> list[tuple[str, BadgeColor]]:
+    items: list[tuple[str, BadgeColor]] = []
     state_name = str(call["pair_state"])
-    items.append((state_name, "ok" if state_name == "paired" else "error"))
+    items.append((state_name, palette.badge("pair_state", state_name)))
     occurrence = int(call["occurrence"])
     if occurrence > 1:
         items.append(
-            (f"{render.ordinal(occurrence)} time", "error" if occurrence >= k else "warning")
+            (
+                f"{render.ordinal(occurrence)} time",
+                TONE["error"] if occurrence >= k else TONE["warning"],
+            )
         )
     for flag, label in (
         ("retry_after_error", "retry after error"),
@@ -157,11 +148,11 @@ def _call_badges(call: Any, k: int) -> list[tuple[str, BadgeKind]]:
         ("name_mismatch", "name mismatch"),
     ):
         if bool(_value(call, flag)):
-            items.append((label, "warning"))
+            items.append((label, TONE["warning"]))
     if _value(call, "schema_issue"):
-        items.append((str(call["schema_issue"]), "error"))
+        items.append((str(call["schema_issue"]), TONE["error"]))
     if _value(call, "pairing_method") == "position":
-        items.append(("paired by position", "muted"))
+        items.append(("paired by position", TONE["muted"]))
     return items
 
 
@@ -174,7 +165,7 @@ def call_header(call: Any, k: int) -> str:
     )
     if _value(call, "tool_call_id"):
         head += f" · id {render.escape_markdown(str(call['tool_call_id']))}"
-    badges = " ".join(render.badge_text(label, kind) for label, kind in _call_badges(call, k))
+    badges = " ".join(render.badge_text(label, color) for label, color in _call_badges(call, k))
     return head + ("\n\n" + badges if badges else "")
 
 
@@ -249,18 +240,21 @@ def result_header(result: Any, budget: int) -> str:
     error type marked when corrected, how the status was recognized, size, pairing problems)."""
     status = str(result["status"])
     tokens = int(result["tokens"])
-    items: list[tuple[str, BadgeKind]] = [(status, STATUS_KIND.get(status, "muted"))]
+    items: list[tuple[str, BadgeColor]] = [(status, palette.badge("status", status))]
     if _value(result, "error_type"):
+        error_type = str(result["error_type"])
         corrected = _value(result, "error_type_corrected") is not None
-        label = str(result["error_type"]) + (" (corrected)" if corrected else "")
-        items.append((label, "error"))
-    items.append((_source_text(result), "muted"))
-    items.append((render.count_text(tokens, "token"), "error" if tokens > budget else "info"))
-    if str(result["pair_state"]) != "paired":
-        items.append((str(result["pair_state"]), "error"))
+        label = error_type + (" (corrected)" if corrected else "")
+        items.append((label, palette.badge("error_type", error_type)))
+    items.append((_source_text(result), TONE["muted"]))
+    tokens_tone = TONE["error"] if tokens > budget else TONE["info"]
+    items.append((render.count_text(tokens, "token"), tokens_tone))
+    pair_state = str(result["pair_state"])
+    if pair_state != "paired":
+        items.append((pair_state, palette.badge("pair_state", pair_state)))
     if bool(_value(result, "name_mismatch")):
-        items.append((f"named {_value(result, 'provided_name')}", "warning"))
-    badges = " ".join(render.badge_text(label, kind) for label, kind in items)
+        items.append((f"named {_value(result, 'provided_name')}", TONE["warning"]))
+    badges = " ".join(render.badge_text(label, color) for label, color in items)
     return f"Tool Message · seq {int(result['message_seq'])}\n\n{badges}"
 
 
@@ -276,15 +270,15 @@ def advice_line(result: Any) -> str | None:
         detail if isinstance(detail, dict) else None,
         str(_value(result, "content") or ""),
     )
-    items: list[tuple[str, BadgeKind]] = [
-        (f"advice: {advice}" if advice else "advice: the message below", "info")
+    items: list[tuple[str, BadgeColor]] = [
+        (f"advice: {advice}" if advice else "advice: the message below", TONE["info"])
     ]
     verdict = _value(result, "verdict")
     if verdict:
         corrected = _value(result, "verdict_corrected") is not None
         label = f"verdict: {verdict}" + (" (corrected)" if corrected else "")
-        items.append((label, VERDICT_KIND.get(str(verdict), "muted")))
-    return " ".join(render.badge_text(label, kind) for label, kind in items)
+        items.append((label, palette.badge("verdict", str(verdict))))
+    return " ".join(render.badge_text(label, color) for label, color in items)
 
 
 def show_result(result: Any, ctx: BlockContext, box: str) -> None:
@@ -338,8 +332,8 @@ def message_header(msg: Any) -> str:
     """The markdown of a message's head: role badge, ``#seq``, time and size."""
     seq, tokens = int(msg["seq"]), int(msg["tokens"])
     stamp = "" if pd.isna(msg["timestamp"]) else f" · {msg['timestamp']:%Y-%m-%d %H:%M:%S}"
-    size = render.badge_text(render.count_text(tokens, "token"), "muted")
-    return f"{render.badge_text(str(msg['role']), 'highlight')} **#{seq}**{stamp} {size}"
+    size = render.badge_text(render.count_text(tokens, "token"), TONE["muted"])
+    return f"{render.badge_text(str(msg['role']), TONE['highlight'])} **#{seq}**{stamp} {size}"
 
 
 def show_message(msg: Any, rows: PageRows, ctx: BlockContext) -> None:

@@ -18,7 +18,8 @@ from db.annotations import ReviewError, UnknownTargetError, now_or_utc
 from db.engine import writing
 from db.filters import NO_FILTERS, Filters, restrict_results
 from db.schema import ToolResultRow
-from db.summary import VERDICTS, corrected_result
+from db.summary import corrected_result
+from db.vocabulary import VERDICTS
 
 #: Error types are snake_case; protocol-provided ones are kept verbatim, so any such name goes.
 ERROR_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,59}$")

@@ -44,6 +44,7 @@ from db.engine import writing
 from db.filters import NO_FILTERS, Filters, restrict_traces
 from db.schema import AnnotationRow, ToolCallRow, ToolResultRow, TraceRow
 from db.summary import effective_verdict
+from db.vocabulary import DEFAULT_LOOP_K
 
 __all__ = [
     "ANNOTATION_COLUMNS",
@@ -139,7 +140,7 @@ def review_queue(
     filters: Filters = NO_FILTERS,
     problem: Problem | None = None,
     include_reviewed: bool = False,
-    loop_k: int = 3,
+    loop_k: int = DEFAULT_LOOP_K,
     limit: int = 100,
     offset: int = 0,
 ) -> pd.DataFrame:
@@ -225,7 +226,7 @@ def queue_size(
     filters: Filters = NO_FILTERS,
     problem: Problem | None = None,
     include_reviewed: bool = False,
-    loop_k: int = 3,
+    loop_k: int = DEFAULT_LOOP_K,
 ) -> int:
     """How many traces :func:`review_queue` would list over all pages."""
     sub = _queue_statement(filters, problem, include_reviewed, loop_k).subquery()

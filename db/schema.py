@@ -10,6 +10,7 @@ touches the human corrections (``*_corrected``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -17,6 +18,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    CheckConstraint,
     DateTime,
     Float,
     ForeignKey,
@@ -34,6 +36,16 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from db.vocabulary import (
+    FINDING_KINDS,
+    PAIR_STATES,
+    PAIRING_METHODS,
+    ROLES,
+    STATUS_SOURCES,
+    STATUSES,
+    VERDICTS,
+)
+
 #: Constraint names are stable across dialects, so migrations can refer to them.
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -45,6 +57,18 @@ NAMING_CONVENTION = {
 
 #: JSON everywhere, JSONB on PostgreSQL (indexable, compact, de-duplicated keys).
 JsonType = JSON().with_variant(JSONB(), "postgresql")
+
+
+def _one_of(column: str, values: Sequence[str]) -> CheckConstraint:
+    """A CHECK that ``column`` holds one of ``values``, named ``ck_<table>_<column>`` by the
+    naming convention. A NULL passes (SQL: ``NULL IN (…)`` is not false), so nullable columns
+    stay nullable.
+
+    >>> str(_one_of("status", ("success", "error")).sqltext)
+    "status IN ('success', 'error')"
+    """
+    listed = ", ".join("'" + value.replace("'", "''") + "'" for value in values)
+    return CheckConstraint(f"{column} IN ({listed})", name=column)
 
 
 class UtcTimeStamp(TypeDecorator[datetime]):
@@ -148,7 +172,10 @@ class MessageRow(Base):
     """One message of a trace, in ``seq`` order, with its raw payload."""
 
     __tablename__ = "messages"
-    __table_args__ = (Index("ix_messages_trace_id_seq", "trace_id", "seq", unique=True),)
+    __table_args__ = (
+        Index("ix_messages_trace_id_seq", "trace_id", "seq", unique=True),
+        _one_of("role", ROLES),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"))
@@ -198,6 +225,8 @@ class ToolCallRow(Base):
             sqlite_where=text("ping_pong = 1"),
             postgresql_where=text("ping_pong"),
         ),
+        _one_of("pair_state", PAIR_STATES),
+        _one_of("pairing_method", PAIRING_METHODS),
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
@@ -309,6 +338,14 @@ class ToolResultRow(Base):
                 "error_type_corrected IS NOT NULL OR verdict_corrected IS NOT NULL"
             ),
         ),
+        # The closed sets of db.vocabulary. error_type has no CHECK: a protocol-provided
+        # error type is kept verbatim, so its set is open.
+        _one_of("status", STATUSES),
+        _one_of("status_source", STATUS_SOURCES),
+        _one_of("pair_state", PAIR_STATES),
+        _one_of("pairing_method", PAIRING_METHODS),
+        _one_of("verdict", VERDICTS),
+        _one_of("verdict_corrected", VERDICTS),
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
@@ -357,7 +394,10 @@ class FindingRow(Base):
     """One named, countable Tool Message problem (``bare_status``, ``oversized`` …)."""
 
     __tablename__ = "findings"
-    __table_args__ = (Index("ix_findings_name_tool", "name", "tool"),)
+    __table_args__ = (
+        Index("ix_findings_name_tool", "name", "tool"),
+        _one_of("name", FINDING_KINDS),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)

@@ -29,17 +29,7 @@ from db.schema import (
     ToolResultRow,
     TraceRow,
 )
-
-PAIR_STATES = (
-    "paired",
-    "missing_result",
-    "orphan_result",
-    "duplicate_result",
-    "result_before_call",
-    "late_result",
-)
-STATUSES = ("success", "error", "partial", "unknown")
-VERDICTS = ("followed", "ignored", "unclear", "no_next_action")
+from db.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, PAIR_STATES, STATUSES, VERDICTS
 
 #: Effective values: a reviewer's correction overrides what the rules derived.
 effective_error_type = func.coalesce(ToolResultRow.error_type_corrected, ToolResultRow.error_type)
@@ -133,7 +123,9 @@ def _result_figures(conn: Connection, f: Filters) -> dict[str, Any]:
     return {name: int(value or 0) for name, value in out.items()}
 
 
-def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS) -> dict[str, Any]:
+def summarize(
+    engine: Engine, *, loop_k: int = DEFAULT_LOOP_K, filters: Filters = NO_FILTERS
+) -> dict[str, Any]:
     """Every headline figure, in the shape of ``toollens summary --json``: the
     :func:`summary_counts` with the token figures of the size histogram."""
     summary = summary_counts(engine, loop_k=loop_k, filters=filters)
@@ -148,7 +140,7 @@ def summarize(engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS)
 
 
 def summary_counts(
-    engine: Engine, *, loop_k: int = 3, filters: Filters = NO_FILTERS
+    engine: Engine, *, loop_k: int = DEFAULT_LOOP_K, filters: Filters = NO_FILTERS
 ) -> dict[str, Any]:
     """The headline figures but the token sizes (``tokens`` holds only the encoding): what
     the Overview shows, which reads the sizes off its cached (tool, tokens) histogram."""
@@ -182,7 +174,9 @@ def summary_counts(
                     f,
                 )
             ).one()
-            pair_states = dict(zip(PAIR_STATES, (int(n) for n in per_state), strict=True))
+            pair_states: dict[str, int] = dict(
+                zip(PAIR_STATES, (int(n) for n in per_state), strict=True)
+            )
         else:
             # Grouped in the order of the (tool_name, pair_state, reused_id) index: no sort.
             pair_states = dict.fromkeys(PAIR_STATES, 0)
@@ -263,7 +257,7 @@ def summary_counts(
             "reused_id": int(reused_id),
             "status": {st: res[f"status_{st}"] for st in STATUSES},
             "error_types": error_types,
-            "tokens": {"encoding": encoding or "o200k_base"},
+            "tokens": {"encoding": encoding or DEFAULT_ENCODING},
             "loops": {"k": loop_k, "signatures": loop_signatures, "calls": loop_calls},
             "suggestions": {**suggestions, "follow_rate": follow_rate},
             "findings": findings,

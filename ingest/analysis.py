@@ -20,9 +20,9 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from db.vocabulary import DEFAULT_TOKEN_BUDGET, Verdict
 from ingest.content import analyze_content
 from ingest.facts import (
-    DEFAULT_TOKEN_BUDGET,
     CallFacts,
     ContentFacts,
     ResultFacts,
@@ -202,7 +202,7 @@ def _analyze_result(
     """Facts of one Tool Message at ``position`` in seq order."""
     failed = timeline.views[paired.call_ref] if paired.call_ref is not None else None
     following = timeline.later_call(failed.name if failed else paired.name, position)
-    verdict: str | None = None
+    verdict: Verdict | None = None
     reason: str | None = None
     if content.suggestion or content.suggestion_kind:
         verdict, reason = follow_verdict(

@@ -15,7 +15,7 @@ from typing import Annotated
 import orjson
 import typer
 
-from ingest.tokens import DEFAULT_ENCODING, ENCODINGS
+from db.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, ENCODINGS
 
 app = typer.Typer(
     name="toollens",
@@ -134,7 +134,9 @@ def formats_command() -> None:
 @app.command("summary")
 def summary_command(
     db: DbOption = None,
-    loop_k: Annotated[int, typer.Option("--loop-k", min=2, help="Loop threshold k")] = 3,
+    loop_k: Annotated[
+        int, typer.Option("--loop-k", min=2, help="Loop threshold k")
+    ] = DEFAULT_LOOP_K,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Headline figures of the store: pairing, status, error types, tokens, loops, suggestions."""
@@ -181,7 +183,9 @@ def export_command(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write to this file (default: standard output)")
     ] = None,
-    loop_k: Annotated[int, typer.Option("--loop-k", min=2, help="Loop threshold k")] = 3,
+    loop_k: Annotated[
+        int, typer.Option("--loop-k", min=2, help="Loop threshold k")
+    ] = DEFAULT_LOOP_K,
     max_chars: Annotated[
         int, typer.Option("--max-chars", min=0, help="Characters kept per message (0 = all)")
     ] = 4000,
@@ -212,7 +216,7 @@ def lint_command(
     format_name: Annotated[
         str | None, typer.Option("--format", help="Skip sniffing: one of `toollens formats`")
     ] = None,
-    loop_k: Annotated[int, typer.Option("--loop-k", min=2)] = 3,
+    loop_k: Annotated[int, typer.Option("--loop-k", min=2)] = DEFAULT_LOOP_K,
 ) -> None:
     """Analyze trace files without a database and print findings per tool (a CI gate)."""
     from ingest.lint import lint_paths

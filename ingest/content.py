@@ -31,7 +31,7 @@ runtime failed to render (``undefined``, ``[object Object]``, ``NaN``, ``<corout
 ``<… object at 0x…>``), rule ``unrendered_object``. The text then describes the tool runtime's
 bug, not the tool's outcome.
 
-**Findings** (content only, in ``ingest.facts.FINDINGS`` order):
+**Findings** (content only, in ``db.vocabulary.FINDING_KINDS`` order):
 
 * ``bare_status`` — the content, trimmed and without quotes or final punctuation, is one of
   ``BARE_WORDS`` or is empty, or it is a JSON object whose single status-like key (``status``,
@@ -64,6 +64,7 @@ from typing import Any, Final
 
 import orjson
 
+from db.vocabulary import FINDING_KINDS, Status, StatusSource
 from ingest.error_rules import (
     HEAD_CHARS,
     NOT_JSON,
@@ -74,7 +75,7 @@ from ingest.error_rules import (
     parse_json,
     scan_window,
 )
-from ingest.facts import FINDINGS, ContentFacts, Status, StatusSource
+from ingest.facts import ContentFacts
 from ingest.protocol import ToolMessage, protocol_from_object
 from ingest.suggestions import extract_suggestion
 
@@ -324,4 +325,4 @@ def _findings(
         marked = explicit_error is True or (protocol is not None and protocol.status == "error")
         if marked and (bare or (protocol is not None and _protocol_is_empty(parsed))):
             found.add("empty_marked_error")
-    return [name for name in FINDINGS if name in found]
+    return [name for name in FINDING_KINDS if name in found]

@@ -2,73 +2,23 @@
 
 Everything here is computed by pure functions (``ingest.content`` for one result's text,
 ``ingest.analysis`` for a whole trace) and stored beside the provided facts, so that
-``toollens reanalyze`` can recompute it from the raw payloads when a rule improves.
+``toollens reanalyze`` can recompute it from the raw payloads when a rule improves. The closed sets
+of values they take (statuses, pair states, verdicts …) are in ``db.vocabulary``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Status = Literal["success", "error", "partial", "unknown"]
-StatusSource = Literal["explicit", "protocol", "inferred"]
-PairState = Literal[
-    "paired",
-    "missing_result",
-    "orphan_result",
-    "duplicate_result",
-    "result_before_call",
-    "late_result",
-]
-PairingMethod = Literal["id", "position"]
-Verdict = Literal["followed", "ignored", "unclear", "no_next_action"]
-
-PAIR_STATES: tuple[str, ...] = (
-    "paired",
-    "missing_result",
-    "orphan_result",
-    "duplicate_result",
-    "result_before_call",
-    "late_result",
+from db.vocabulary import (
+    PairingMethod,
+    PairState,
+    Status,
+    StatusSource,
+    SuggestionKind,
+    Verdict,
 )
-STATUSES: tuple[str, ...] = ("success", "error", "partial", "unknown")
-VERDICTS: tuple[str, ...] = ("followed", "ignored", "unclear", "no_next_action")
-ERROR_TYPES: tuple[str, ...] = (
-    "rate_limit",
-    "timeout",
-    "unavailable",
-    "auth",
-    "not_found",
-    "invalid_params",
-    "invalid_arguments_json",
-    "unknown_tool",
-    "tool_exception",
-    "conflict",
-    "quota",
-    "content_filter",
-    "other",
-)
-FINDINGS: tuple[str, ...] = (
-    "bare_status",
-    "raw_exception",
-    "error_without_suggestion",
-    "empty_marked_error",
-    "name_mismatch",
-    "oversized",
-    "unparsed_arguments",
-    "unknown_tool",
-    "arguments_schema_violation",
-    "missing_result",
-    "orphan_result",
-    "duplicate_result",
-    "result_before_call",
-    "late_result",
-)
-
-#: Default token budget for one Tool Message; results above it get the ``oversized`` finding.
-DEFAULT_TOKEN_BUDGET = 2000
-#: Default loop threshold k: a signature occurring k or more times in a trace is a loop.
-DEFAULT_LOOP_K = 3
 
 
 @dataclass(slots=True)
@@ -77,16 +27,14 @@ class ContentFacts:
 
     status: Status
     status_source: StatusSource
-    #: Taxonomy value (``ERROR_TYPES``) or a protocol-provided value kept verbatim.
+    #: Taxonomy value (``db.vocabulary.ERROR_TYPES``) or a protocol-provided value kept verbatim.
     error_type: str | None = None
     #: Name of the rule that decided status/error type, e.g. ``http_429`` or ``is_error``;
     #: shown to users as the reason for an inferred value.
     rule: str | None = None
     summary: str | None = None
     suggestion: str | None = None
-    #: ``protocol`` | ``retry_after`` | ``use_instead`` | ``missing_param`` | ``ask_user`` |
-    #: ``text``
-    suggestion_kind: str | None = None
+    suggestion_kind: SuggestionKind | None = None
     #: Machine-readable details of the suggestion: ``{"seconds": 6}``, ``{"tool": "x"}``,
     #: ``{"param": "city"}``.
     suggestion_detail: dict[str, Any] = field(default_factory=dict)
@@ -108,8 +56,8 @@ class CallFacts:
     occurrence: int
     run_length: int
     retry_after_error: bool
-    pair_state: str
-    pairing_method: str | None
+    pair_state: PairState
+    pairing_method: PairingMethod | None
     #: Seq of the Tool Message paired with this call (``None`` when unanswered).
     result_seq: int | None
     name_mismatch: bool = False
@@ -128,14 +76,14 @@ class ResultFacts:
 
     message_seq: int
     content: ContentFacts
-    pair_state: str
-    pairing_method: str | None
+    pair_state: PairState
+    pairing_method: PairingMethod | None
     #: (message seq, call index) of the call it answers, when paired.
     call_ref: tuple[int, int] | None
     name_mismatch: bool = False
     tokens: int = 0
     oversized: bool = False
-    verdict: str | None = None
+    verdict: Verdict | None = None
     verdict_reason: str | None = None
     #: Did the next call of the same tool (after this result) succeed? ``None``: no such call.
     next_call_succeeded: bool | None = None

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from db.vocabulary import DEFAULT_LOOP_K
 from ingest.analysis import analyze_trace
-from ingest.facts import DEFAULT_LOOP_K
 from ingest.model import Rejected, Trace
 from ingest.reading import read_file, resolve_format
 from ingest.tokens import count_many

@@ -20,12 +20,12 @@ Example::
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-Role = Literal["system", "user", "assistant", "tool"]
+from db.vocabulary import Role
 
 
 class _Model(BaseModel):

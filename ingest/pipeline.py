@@ -19,13 +19,12 @@ from sqlalchemy import Engine
 
 from db import dialect
 from db.engine import writing
+from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
 from db.write import finish_import, start_import
 from ingest.batches import BATCH_MESSAGES, BatchWriter, ImportSummary
-from ingest.facts import DEFAULT_TOKEN_BUDGET
 from ingest.model import Rejected
 from ingest.reading import RecordHook, resolve_format, split_file
 from ingest.records import Record
-from ingest.tokens import DEFAULT_ENCODING
 
 __all__ = ["BATCH_MESSAGES", "ImportSummary", "import_paths"]
 

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-#: Values of ``status`` that make a JSON object a protocol message.
-PROTOCOL_STATUSES: tuple[str, ...] = ("success", "error", "partial")
+from db.vocabulary import PROTOCOL_STATUSES, ProtocolStatus
+
 #: Where the published schema lives, relative to the repository root.
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "docs" / "tool-message-protocol.schema.json"
 SCHEMA_ID = "https://github.com/toollens/toollens/blob/main/docs/tool-message-protocol.schema.json"
@@ -44,7 +44,7 @@ class ToolMessage(BaseModel):
     # ``status`` plus their own fields, and those should still be read as structured.
     model_config = ConfigDict(extra="ignore", title="ToolMessage")
 
-    status: Literal["success", "error", "partial"] = Field(description="Outcome of the tool call.")
+    status: ProtocolStatus = Field(description="Outcome of the tool call.")
     summary: str | None = Field(None, description="One line for the model saying what happened.")
     data: Any = Field(None, description="Details of the result (any JSON value).")
     error_type: str | None = Field(
@@ -89,8 +89,8 @@ def protocol_from_object(value: Any) -> ToolMessage | None:
     """The protocol message in an already-parsed JSON value, or ``None`` when it is not one.
 
     A value is a protocol message when it is an object whose ``status`` is one of
-    ``PROTOCOL_STATUSES`` (case-sensitive: the protocol is a contract, ``"OK"`` is not a status)
-    and whose known fields have the right types.
+    ``db.vocabulary.PROTOCOL_STATUSES`` (case-sensitive: the protocol is a contract, ``"OK"`` is
+    not a status) and whose known fields have the right types.
 
     >>> protocol_from_object({"status": "partial", "data": [1]}).status
     'partial'

@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 
 from db.queries.traces import trace_findings, trace_window
 from db.review import trace_annotations, trace_header
-from ingest.facts import DEFAULT_LOOP_K
+from db.vocabulary import DEFAULT_LOOP_K, PAIR_STATES
 from ingest.report_html import CSP, figures_lines, to_html
 
 # The HTML renderer moved to ``ingest.report_html``; callers import it from here.
@@ -46,8 +46,12 @@ REPORT_VERSION = 1
 REPORT_FORMATS = ("md", "html", "json")
 MIME_TYPES = {"md": "text/markdown", "html": "text/html", "json": "application/json"}
 #: Findings already said by the pair's own reasons.
-_SAID = {"missing_result", "orphan_result", "duplicate_result", "result_before_call",
-         "late_result", "name_mismatch", "oversized", "unparsed_arguments"}  # fmt: skip
+_SAID = {
+    *(state for state in PAIR_STATES if state != "paired"),
+    "name_mismatch",
+    "oversized",
+    "unparsed_arguments",
+}
 
 
 class UnknownTraceError(LookupError):

@@ -13,8 +13,9 @@ from db.records import (
     ToolResultRecord,
     TraceRecord,
 )
+from db.vocabulary import DEFAULT_LOOP_K
 from db.write import TraceRows
-from ingest.facts import DEFAULT_LOOP_K, ResultFacts, TraceFacts
+from ingest.facts import ResultFacts, TraceFacts
 from ingest.model import Message, Trace
 
 # Variable parts of error messages that would split one error into many fingerprints.

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
+from db.vocabulary import SuggestionKind
 from ingest.error_rules import scan_window
 
 #: Longest suggestion sentence kept; longer ones are cut with an ellipsis.
@@ -39,7 +40,7 @@ class Suggestion(NamedTuple):
     """One extracted suggestion and the name of the pattern that found it."""
 
     sentence: str
-    kind: str
+    kind: SuggestionKind
     detail: dict[str, Any]
     pattern: str
 
@@ -49,7 +50,7 @@ class SuggestionPattern:
     """A named pattern for one way of phrasing advice."""
 
     name: str
-    kind: str
+    kind: SuggestionKind
     pattern: re.Pattern[str]
     #: Lowercase literals; every text the pattern matches contains one of them (a cheap
     #: substring test decides whether the regex runs at all).
@@ -285,7 +286,7 @@ def find_suggestion(text: str) -> Suggestion | None:
     return None
 
 
-def extract_suggestion(text: str) -> tuple[str, str, dict[str, Any]] | None:
+def extract_suggestion(text: str) -> tuple[str, SuggestionKind, dict[str, Any]] | None:
     """``(sentence, kind, detail)`` of the advice in ``text``, or ``None`` when there is none.
 
     Kinds and details: ``retry_after`` ``{"seconds": float}``, ``use_instead``

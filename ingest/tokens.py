@@ -12,9 +12,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Protocol
 
-#: The encoding of GPT-4o and newer OpenAI models; the default everywhere in ToolLens.
-DEFAULT_ENCODING = "o200k_base"
-ENCODINGS: tuple[str, ...] = ("o200k_base", "cl100k_base")
+from db.vocabulary import DEFAULT_ENCODING, ENCODINGS
 
 
 class _Counter(Protocol):

@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ingest.facts import ContentFacts, Verdict
+from db.vocabulary import Verdict
+from ingest.facts import ContentFacts
 
 
 @dataclass(slots=True, frozen=True)

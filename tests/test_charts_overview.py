@@ -6,8 +6,8 @@ import math
 
 import pandas as pd
 
+from dashboard import palette
 from dashboard.charts import overview as charts
-from dashboard.charts.errors import error_type_color
 
 
 def test_errors_by_type_chart_draws_the_biggest_type_on_top() -> None:
@@ -23,8 +23,8 @@ def test_errors_by_type_chart_draws_the_biggest_type_on_top() -> None:
     assert fig.layout.title.text == "Errors by type"
     # Each type in the color it has on the Errors page.
     assert list(bar.marker.color) == [
-        error_type_color("rate_limit"),
-        error_type_color("not_found"),
+        palette.color("error_type", "rate_limit"),
+        palette.color("error_type", "not_found"),
     ]
 
 
@@ -45,7 +45,7 @@ def test_token_histogram_chart_colors_the_bins_over_budget() -> None:
     assert list(bar.customdata) == ["0–99", "1000–2000", "2001–4999", "20000+"]
     assert list(bar.y) == [8, 0, 1, 2]
     assert list(bar.marker.color) == [
-        charts.NEUTRAL, charts.NEUTRAL, charts.PROBLEM, charts.PROBLEM,
+        palette.NEUTRAL, palette.NEUTRAL, palette.PROBLEM, palette.PROBLEM,
     ]  # fmt: skip
     assert fig.layout.title.text == "Tool Message size"
     assert fig.layout.title.subtitle.text == "tokens; red: over 2,000"
@@ -70,10 +70,10 @@ def test_occurrence_chart_colors_repeats_from_k_on() -> None:
     assert list(bar.x) == ["1", "2", "3", "10+"]
     assert list(bar.y) == [5, 2, 1, 4]
     assert list(bar.marker.color) == [
-        charts.NEUTRAL,
-        charts.NEUTRAL,
-        charts.PROBLEM,
-        charts.PROBLEM,
+        palette.NEUTRAL,
+        palette.NEUTRAL,
+        palette.PROBLEM,
+        palette.PROBLEM,
     ]
     assert fig.layout.title.text == "Repeats of the same call"
     assert fig.layout.title.subtitle.text == "red: loop (k = 3)"
@@ -100,10 +100,10 @@ def test_verdict_chart_gives_each_verdict_its_color() -> None:
     assert list(bar.y) == ["no next action", "unclear", "ignored", "followed"]
     assert list(bar.x) == [0, 1, 1, 1]
     assert list(bar.marker.color) == [
-        charts.VERDICT_COLORS["no_next_action"],
-        charts.VERDICT_COLORS["unclear"],
-        charts.VERDICT_COLORS["ignored"],
-        charts.VERDICT_COLORS["followed"],
+        palette.color("verdict", "no_next_action"),
+        palette.color("verdict", "unclear"),
+        palette.color("verdict", "ignored"),
+        palette.color("verdict", "followed"),
     ]
 
 

@@ -9,6 +9,7 @@ import math
 
 import pandas as pd
 
+from dashboard import palette
 from dashboard.charts import errors, loops, suggestions, tokens
 
 
@@ -39,20 +40,14 @@ def test_an_error_type_has_the_same_color_on_every_chart() -> None:
         pd.DataFrame({"bucket": ["d1", "d1"], "error_type": ["auth", "timeout"], "errors": [1, 1]}),
         "day",
     )
-    timeout = errors.error_type_color("timeout")
+    timeout = palette.color("error_type", "timeout")
     assert by_tool.data[0].marker.color == timeout
-    assert [t.marker.color for t in over_time.data] == [timeout, errors.error_type_color("auth")]
-    assert errors.error_type_color("auth") != timeout
-    assert errors.error_type_color("custom") == errors.error_type_color("custom")
-
-
-def test_every_error_type_of_the_taxonomy_has_a_color_of_its_own() -> None:
-    taxonomy = [errors.error_type_color(t) for t in errors.ERROR_TYPE_ORDER]
-    assert len(set(taxonomy)) == len(errors.ERROR_TYPE_ORDER) == 13
-    # Types outside the taxonomy never take a taxonomy color, and no palette repeats a color.
-    assert errors.error_type_color("payment_declined") in errors.EXTRA_COLORS
-    assert not set(errors.EXTRA_COLORS) & set(taxonomy)
-    assert len(set(errors.EXTRA_COLORS)) == len(errors.EXTRA_COLORS) == 11
+    assert [t.marker.color for t in over_time.data] == [
+        timeout,
+        palette.color("error_type", "auth"),
+    ]
+    assert palette.color("error_type", "auth") != timeout
+    assert palette.color("error_type", "custom") == palette.color("error_type", "custom")
 
 
 def test_errors_over_time_keep_the_bucket_order_of_the_query() -> None:

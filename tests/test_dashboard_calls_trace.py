@@ -307,7 +307,7 @@ def test_trace_page_marks_late_results_and_corrected_types(
         "#3 tool · 6 tokens · Result of the call 1:0, shown beside it above. It arrived late: "
         "the model spoke again before it came back." in captions
     )
-    assert any(r":red-badge[invalid\_params \(corrected\)]" in m for m in _texts(at, "markdown"))
+    assert any(r":blue-badge[invalid\_params \(corrected\)]" in m for m in _texts(at, "markdown"))
     assert "Arguments are not valid JSON: unterminated string at column 7" in _texts(at, "text")
 
 

@@ -140,7 +140,7 @@ def test_escape_markdown_leaves_no_link_image_or_directive() -> None:
 
 
 def test_badge_text_escapes_its_label() -> None:
-    assert render.badge_text("a]b", "error") == r":red-badge[a\]b]"
+    assert render.badge_text("a]b", "red") == r":red-badge[a\]b]"
 
 
 def test_rates_are_shown_with_their_counts() -> None:

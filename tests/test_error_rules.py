@@ -7,6 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from db.vocabulary import ERROR_TYPES
 from ingest.error_detection import _region
 from ingest.error_rules import (
     DETECTION_RULES,
@@ -22,7 +23,6 @@ from ingest.error_rules import (
     parse_json,
     scan_window,
 )
-from ingest.facts import ERROR_TYPES
 
 # rule name -> (error type, positive example, near-miss that this rule must not type)
 TYPE_EXAMPLES: dict[str, tuple[str, str, str]] = {

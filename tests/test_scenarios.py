@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from db.vocabulary import ERROR_TYPES, PAIR_STATES, STATUSES, VERDICTS
 from ingest import formats
 from ingest.analysis import analyze_trace, loops_at
-from ingest.facts import ERROR_TYPES, PAIR_STATES, STATUSES, VERDICTS
 from ingest.jsonstream import iter_records
 from ingest.model import Trace
 from ingest.scenarios import CATALOGUE, FORMATS, GroundTruth, build_scenarios, generate

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ingest.facts import ContentFacts, Status
+from db.vocabulary import Status
+from ingest.facts import ContentFacts
 from ingest.verdicts import (
     CallView,
     NextAction,

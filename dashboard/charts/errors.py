@@ -1,43 +1,17 @@
 """Chart builders for the Errors page: pure functions from DataFrames to Plotly figures.
 
-Each error type keeps one color on every chart (the taxonomy's order picks it), so "timeout" in
-the by-tool chart is the same orange as "timeout" over time.
+Each error type keeps its one color (:mod:`dashboard.palette`) on every chart, so "timeout" in
+the by-tool chart is the same orange as "timeout" over time and on the Overview.
 """
 
 from __future__ import annotations
 
-import zlib
-
 import pandas as pd
 import plotly.graph_objects as go
 
-from ingest.facts import ERROR_TYPES
+from dashboard import palette
+from db.vocabulary import ERROR_TYPES, STATUS_SOURCES
 
-#: The error-type taxonomy in display order (DESIGN.md); unknown protocol types come after.
-ERROR_TYPE_ORDER: tuple[str, ...] = ERROR_TYPES
-#: One distinct color per taxonomy type (Tableau 20 hues): transient failures warm, caller
-#: mistakes green/blue, tool faults red, "other" grey. Together with :data:`EXTRA_COLORS` no
-#: color is used twice, so a chart with every type and several unknown ones stays readable.
-ERROR_TYPE_COLORS: dict[str, str] = {
-    "rate_limit": "#F28E2B",
-    "timeout": "#FFBE7D",
-    "unavailable": "#B6992D",
-    "auth": "#B07AA1",
-    "not_found": "#4E79A7",
-    "invalid_params": "#59A14F",
-    "invalid_arguments_json": "#8CD17D",
-    "unknown_tool": "#86BCB6",
-    "tool_exception": "#E15759",
-    "conflict": "#FF9D9A",
-    "quota": "#D4A6C8",
-    "content_filter": "#9D7660",
-    "other": "#BAB0AC",
-}
-#: Colors for error types outside the taxonomy (protocol types), picked by a hash of the name.
-EXTRA_COLORS: tuple[str, ...] = (
-    "#499894", "#A0CBE8", "#F1CE63", "#79706E", "#D37295", "#2F4B7C", "#A05195",
-    "#FABFD2", "#D7B5A6", "#665191", "#17BECF",
-)  # fmt: skip
 #: A horizontal legend above the plot, entries in the order the traces were added.
 TOP_LEGEND: dict[str, object] = {
     "orientation": "h",
@@ -48,28 +22,12 @@ TOP_LEGEND: dict[str, object] = {
     "yanchor": "bottom",
     "title": {"text": ""},
 }
-#: Order in which the ways of recognizing an error are shown.
-STATUS_SOURCE_ORDER: tuple[str, ...] = ("explicit", "protocol", "inferred")
-SOURCE_COLORS: dict[str, str] = {
-    "explicit": "#636EFA",
-    "protocol": "#00CC96",
-    "inferred": "#FFA15A",
-}
-
-
-def error_type_color(error_type: str) -> str:
-    """A stable color for an error type on every chart: the taxonomy's own color, else one of
-    :data:`EXTRA_COLORS` by a hash of the name (never a taxonomy color)."""
-    known = ERROR_TYPE_COLORS.get(error_type)
-    if known is not None:
-        return known
-    return EXTRA_COLORS[zlib.crc32(error_type.encode()) % len(EXTRA_COLORS)]
 
 
 def ordered_error_types(types: pd.Series) -> list[str]:
     """The distinct error types of ``types``: taxonomy order first, then others by name."""
     present = set(types.dropna().astype(str))
-    known = [t for t in ERROR_TYPE_ORDER if t in present]
+    known = [t for t in ERROR_TYPES if t in present]
     return known + sorted(present - set(known))
 
 
@@ -90,7 +48,7 @@ def error_types_by_tool_chart(df: pd.DataFrame) -> go.Figure:
                 y=[t for t in tools if t in counts],
                 x=[int(counts[t]) for t in tools if t in counts],
                 orientation="h",
-                marker_color=error_type_color(error_type),
+                marker_color=palette.color("error_type", error_type),
                 hovertemplate="%{y}<br>" + error_type + ": %{x}<extra></extra>",
             )
         )
@@ -122,7 +80,7 @@ def errors_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
                 name=error_type,
                 x=[str(b) for b in part["bucket"]],
                 y=[int(n) for n in part["errors"]],
-                marker_color=error_type_color(error_type),
+                marker_color=palette.color("error_type", error_type),
             )
         )
     fig.update_layout(
@@ -146,7 +104,7 @@ def error_sources_chart(df: pd.DataFrame) -> go.Figure:
     ``df`` has columns ``status_source``, ``rule``, ``errors``; rules are summed per source.
     """
     totals = df.groupby("status_source")["errors"].sum()
-    sources = [s for s in STATUS_SOURCE_ORDER if s in totals.index]
+    sources = [s for s in STATUS_SOURCES if s in totals.index]
     sources += sorted(set(totals.index) - set(sources))
     fig = go.Figure(
         go.Bar(
@@ -155,7 +113,7 @@ def error_sources_chart(df: pd.DataFrame) -> go.Figure:
             text=[f"{int(totals[s]):,}" for s in sources],
             textposition="outside",
             cliponaxis=False,
-            marker_color=[SOURCE_COLORS.get(s, "#B6B6B6") for s in sources],
+            marker_color=[palette.color("status_source", s) for s in sources],
         )
     )
     fig.update_layout(

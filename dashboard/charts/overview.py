@@ -14,16 +14,8 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.charts.errors import error_type_color
+from dashboard import palette
 
-NEUTRAL = "#4C78A8"
-PROBLEM = "#E45756"
-VERDICT_COLORS: dict[str, str] = {
-    "followed": "#54A24B",
-    "ignored": "#E45756",
-    "unclear": "#B8B8B8",
-    "no_next_action": "#79706E",
-}
 #: Height of the small overview charts, in pixels.
 SMALL_HEIGHT = 260
 #: Longest category label on a small chart; longer ones are cut (the hover has them whole).
@@ -98,7 +90,7 @@ def errors_by_type_chart(df: pd.DataFrame) -> go.Figure:
             y=[short_label(t) for t in types],
             customdata=types,
             orientation="h",
-            marker_color=[error_type_color(t) for t in types],
+            marker_color=[palette.color("error_type", t) for t in types],
             name="errors",
             text=[f"{n:,}" for n in errors],
             textposition="outside",
@@ -115,7 +107,7 @@ def token_histogram_chart(df: pd.DataFrame, budget: int) -> go.Figure:
     """Tool Messages per token-size bin (``bin``, ``lower``, ``upper``, ``results``,
     ``over_budget``); bins over the budget in the problem color. The axis shows compact bin
     labels (:func:`bin_label`), the hover the exact bin."""
-    colors = [PROBLEM if over else NEUTRAL for over in df["over_budget"]]
+    colors = [palette.PROBLEM if over else palette.NEUTRAL for over in df["over_budget"]]
     fig = go.Figure(
         go.Bar(
             x=[bin_label(lo, up) for lo, up in zip(df["lower"], df["upper"], strict=True)],
@@ -142,7 +134,7 @@ def occurrence_chart(df: pd.DataFrame, k: int) -> go.Figure:
     call still shows as a bar.
     """
     calls = [int(n) for n in df["calls"]]
-    colors = [PROBLEM if int(o) >= k else NEUTRAL for o in df["occurrence"]]
+    colors = [palette.PROBLEM if int(o) >= k else palette.NEUTRAL for o in df["occurrence"]]
     fig = go.Figure(
         go.Bar(
             x=[str(label) for label in df["label"]],
@@ -183,7 +175,7 @@ def verdict_chart(df: pd.DataFrame) -> go.Figure:
             x=results,
             y=[verdict_label(v) for v in verdicts],
             orientation="h",
-            marker_color=[VERDICT_COLORS.get(v, NEUTRAL) for v in verdicts],
+            marker_color=[palette.color("verdict", v) for v in verdicts],
             name="results",
             text=[f"{n:,}" for n in results],
             textposition="auto",

@@ -8,17 +8,14 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-VERDICT_ORDER: tuple[str, ...] = ("followed", "ignored", "unclear", "no_next_action")
-VERDICT_COLORS: dict[str, str] = {
-    "followed": "#00CC96",
-    "ignored": "#EF553B",
-    "unclear": "#B6B6B6",
-    "no_next_action": "#636EFA",
-}
+from dashboard import palette
+from db.vocabulary import VERDICTS
+
+#: What followed an error: the next call's status colors (no later call: grey).
 OUTCOME_COLORS: dict[str, str] = {
-    "recovered": "#00CC96",
-    "not_recovered": "#EF553B",
-    "no_next_call": "#B6B6B6",
+    "recovered": palette.color("status", "success"),
+    "not_recovered": palette.color("status", "error"),
+    "no_next_call": palette.GRAY.hex,
 }
 
 
@@ -35,7 +32,7 @@ def verdict_chart(df: pd.DataFrame) -> go.Figure:
     ``df`` has columns ``verdict``, ``suggestion_kind``, ``results``.
     """
     present = set(df["verdict"])
-    verdicts = [v for v in VERDICT_ORDER if v in present] + sorted(present - set(VERDICT_ORDER))
+    verdicts = [v for v in VERDICTS if v in present] + sorted(present - set(VERDICTS))
     fig = go.Figure()
     for kind in sorted(set(df["suggestion_kind"])):
         part = df[df["suggestion_kind"] == kind]
@@ -75,7 +72,7 @@ def follow_rate_chart(df: pd.DataFrame, key: str) -> go.Figure:
             orientation="h",
             text=texts,
             textposition="outside",
-            marker_color="#00CC96",
+            marker_color=palette.color("verdict", "followed"),
             hovertemplate="%{y}: %{text}<extra></extra>",
         )
     )

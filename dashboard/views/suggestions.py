@@ -13,10 +13,10 @@ from dashboard import render, state, widgets
 from dashboard.charts import suggestions as charts
 from db.corrections import correction_counts
 from db.queries import suggestions as q
-from db.summary import VERDICTS
+from db.vocabulary import VERDICTS, Verdict
 
 EXAMPLES = 10
-VERDICT_HELP = {
+VERDICT_HELP: dict[Verdict, str] = {
     "followed": "the next action did what the advice said",
     "ignored": "the next action repeated the failing call or did the opposite",
     "unclear": "the next action neither follows nor contradicts the advice",

@@ -12,6 +12,7 @@ import streamlit as st
 from dashboard import render, state, widgets
 from dashboard.charts import tokens as charts
 from db.queries import tokens as q
+from db.vocabulary import DEFAULT_ENCODING
 
 TOP_RESULTS = 50
 BUDGET_MIN, BUDGET_MAX, BUDGET_STEP = 100, 20_000, 100
@@ -22,7 +23,7 @@ if state.store_is_empty():
     st.stop()
 
 f = state.filters()
-encoding = state.query(q.latest_encoding) or state.DEFAULT_ENCODING
+encoding = state.query(q.latest_encoding) or DEFAULT_ENCODING
 st.caption(f"Token counts: {encoding} (the encoding of the latest import), exact BPE counts.")
 
 budget = widgets.setting_slider(

@@ -36,7 +36,8 @@ from db.queries import histograms
 from db.queries.common import grouping_key
 from db.queries.histograms import oversized_tools, size_bins, tool_sizes, tool_token_counts
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
-from db.summary import VERDICTS, effective_error_type, effective_verdict
+from db.summary import effective_error_type, effective_verdict
+from db.vocabulary import VERDICTS
 
 #: The size bins' edges (see :mod:`db.queries.histograms`).
 TOKEN_EDGES = histograms.TOKEN_EDGES

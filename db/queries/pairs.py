@@ -28,14 +28,8 @@ from sqlalchemy import (
 
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.schema import ToolCallRow, ToolResultRow, TraceRow
-from db.summary import (
-    PAIR_STATES,
-    STATUSES,
-    VERDICTS,
-    effective_error_type,
-    effective_verdict,
-    unpaired_result,
-)
+from db.summary import effective_error_type, effective_verdict, unpaired_result
+from db.vocabulary import PAIR_STATES, STATUSES, VERDICTS
 
 SORT_KEYS: tuple[str, ...] = (
     "trace", "tool", "status", "error_type", "pair_state", "tokens", "occurrence", "verdict",

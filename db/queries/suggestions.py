@@ -17,7 +17,8 @@ from db.filters import NO_FILTERS, Filters, restrict_results
 from db.queries.common import grouping_key
 from db.queries.errors import TRACE, result_pair_key, to_frame
 from db.schema import ToolResultRow
-from db.summary import VERDICTS, effective_error_type, effective_verdict
+from db.summary import effective_error_type, effective_verdict
+from db.vocabulary import VERDICTS
 
 FollowKey = Literal["tool", "error_type"]
 

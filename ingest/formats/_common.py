@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel
 
-from ingest.model import Message, Role, ToolDef, Trace
+from db.vocabulary import Role
+from ingest.model import Message, ToolDef, Trace
 
 #: Source roles and the canonical role each one maps to; anything else is rejected.
 ROLE_MAP: dict[str, Role] = {

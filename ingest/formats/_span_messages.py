@@ -21,8 +21,9 @@ from typing import Any
 
 import orjson
 
+from db.vocabulary import Role
 from ingest.formats._common import ROLE_MAP, ShapeError, parse_arguments, text_of, tool_defs
-from ingest.model import Message, Role, ToolCall, ToolDef, ToolResult
+from ingest.model import Message, ToolCall, ToolDef, ToolResult
 
 #: Message roles and LangChain message types, with Gemini's ``model``.
 ROLES: dict[str, Role] = {**ROLE_MAP, "model": "assistant", "ai": "assistant", "human": "user"}

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from db.vocabulary import Role
 from ingest.formats._span_messages import (
     ROLES,
     Memo,
@@ -26,7 +27,7 @@ from ingest.formats._span_messages import (
     read_message,
     result_message,
 )
-from ingest.model import Message, Role, ToolDef
+from ingest.model import Message, ToolDef
 
 _TRANSCRIPT_ROLE = re.compile(r"^(system|developer|user|assistant|tool|human|ai):[ \t]?", re.M)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from db.vocabulary import Role
 from ingest.formats import _openai_messages
 from ingest.formats._common import (
     ShapeError,
@@ -39,7 +40,7 @@ from ingest.formats._common import (
     tool_defs,
 )
 from ingest.formats._record_loop import MessageListFormat, message_list_format
-from ingest.model import Message, Role, ToolCall, ToolResult, Trace
+from ingest.model import Message, ToolCall, ToolResult, Trace
 from ingest.records import Record
 
 NAME = "langchain"

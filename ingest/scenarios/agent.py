@@ -19,12 +19,13 @@ from typing import Any, Literal
 
 import orjson
 
+from db.vocabulary import Role
+
 FORMATS: tuple[str, ...] = ("openai_chat", "anthropic", "langchain")
 #: Formats that declare the tools (so schema checks apply) and that give results a tool name.
 DECLARES_TOOLS: frozenset[str] = frozenset({"openai_chat", "anthropic"})
 NAMES_RESULTS: frozenset[str] = frozenset({"openai_chat", "langchain"})
 
-Role = Literal["system", "user", "assistant", "tool"]
 #: How an error is signalled: only by its text, by an explicit flag *and* its text, only by the
 #: explicit flag (text alone reads as success), or by the structured Tool Message protocol.
 Channel = Literal["text", "flagged", "explicit_only", "protocol"]

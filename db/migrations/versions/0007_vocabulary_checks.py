@@ -1,0 +1,98 @@
+"""CHECK constraints on the closed-set columns: statuses, status sources, pair states, pairing
+methods, verdicts, finding kinds and message roles (``db.vocabulary``).
+
+``error_type`` gets none: a protocol-provided error type is kept verbatim, so its set is open.
+The values are written out here, not imported, so this migration means the same thing after the
+vocabulary grows (growing it takes a migration of its own). On SQLite a constraint can only come
+with a new table, so ``batch_alter_table`` copies each table; SQLite's reflection cannot read the
+expression index on the effective verdict, so that index is created again as 0005 made it.
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-12-01
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0007"
+down_revision = "0006"
+branch_labels = None
+depends_on = None
+
+_STATUSES = ("success", "error", "partial", "unknown")
+_STATUS_SOURCES = ("explicit", "protocol", "inferred")
+_PAIR_STATES = (
+    "paired", "missing_result", "orphan_result", "duplicate_result", "result_before_call",
+    "late_result",
+)  # fmt: skip
+_PAIRING_METHODS = ("id", "position")
+_VERDICTS = ("followed", "ignored", "unclear", "no_next_action")
+_FINDING_KINDS = (
+    "bare_status", "raw_exception", "error_without_suggestion", "empty_marked_error",
+    "name_mismatch", "oversized", "unparsed_arguments", "unknown_tool",
+    "arguments_schema_violation", "missing_result", "orphan_result", "duplicate_result",
+    "result_before_call", "late_result",
+)  # fmt: skip
+_ROLES = ("system", "user", "assistant", "tool")
+
+#: (table, column, allowed values); the constraint is named ``ck_<table>_<column>``.
+_CHECKS: tuple[tuple[str, str, Sequence[str]], ...] = (
+    ("messages", "role", _ROLES),
+    ("tool_calls", "pair_state", _PAIR_STATES),
+    ("tool_calls", "pairing_method", _PAIRING_METHODS),
+    ("tool_results", "status", _STATUSES),
+    ("tool_results", "status_source", _STATUS_SOURCES),
+    ("tool_results", "pair_state", _PAIR_STATES),
+    ("tool_results", "pairing_method", _PAIRING_METHODS),
+    ("tool_results", "verdict", _VERDICTS),
+    ("tool_results", "verdict_corrected", _VERDICTS),
+    ("findings", "name", _FINDING_KINDS),
+)
+_VERDICT = "coalesce(verdict_corrected, verdict)"
+
+
+def _tables() -> list[str]:
+    return list(dict.fromkeys(table for table, _, _ in _CHECKS))
+
+
+def _recreate_verdict_index() -> None:
+    op.create_index(
+        "ix_tool_results_effective_verdict",
+        "tool_results",
+        [sa.text(_VERDICT), "tool", "trace_id", "verdict", "verdict_corrected", "error_type",
+         "error_type_corrected", "suggestion_kind"],
+        sqlite_where=sa.text(f"{_VERDICT} IS NOT NULL"),
+        postgresql_where=sa.text(f"{_VERDICT} IS NOT NULL"),
+    )  # fmt: skip
+
+
+def upgrade() -> None:
+    sqlite = op.get_bind().dialect.name == "sqlite"
+    if sqlite:
+        op.drop_index("ix_tool_results_effective_verdict", table_name="tool_results")
+    for table in _tables():
+        with op.batch_alter_table(table) as batch_op:
+            for name, column, values in ((t, c, v) for t, c, v in _CHECKS if t == table):
+                listed = ", ".join(f"'{value}'" for value in values)
+                batch_op.create_check_constraint(
+                    op.f(f"ck_{name}_{column}"), f"{column} IN ({listed})"
+                )
+    if sqlite:
+        _recreate_verdict_index()
+
+
+def downgrade() -> None:
+    sqlite = op.get_bind().dialect.name == "sqlite"
+    if sqlite:
+        op.drop_index("ix_tool_results_effective_verdict", table_name="tool_results")
+    for table in _tables():
+        with op.batch_alter_table(table) as batch_op:
+            for name, column, _ in ((t, c, v) for t, c, v in _CHECKS if t == table):
+                batch_op.drop_constraint(op.f(f"ck_{name}_{column}"), type_="check")
+    if sqlite:
+        _recreate_verdict_index()
