@@ -31,6 +31,7 @@ def test_every_format_exposes_a_name_a_one_line_description_sniff_and_parse() ->
 
 def test_format_names_are_listed_most_specific_first() -> None:
     assert formats.format_names() == [
+        "otlp",
         "langfuse",
         "claude_code",
         "toolbench",
@@ -49,7 +50,7 @@ def test_get_format_names_the_valid_formats_for_an_unknown_name() -> None:
     with pytest.raises(KeyError) as excinfo:
         formats.get_format("otel")
     assert excinfo.value.args[0] == (
-        "unknown format 'otel' (valid formats: langfuse, claude_code, toolbench, "
+        "unknown format 'otel' (valid formats: otlp, langfuse, claude_code, toolbench, "
         "openai_responses, anthropic, langchain, openai_chat)"
     )
 
@@ -78,11 +79,11 @@ SNIFFED: list[tuple[str, bytes, str | None]] = [
         "langfuse",
     ),
     (
-        "an OTLP export is claimed by no format (not even langfuse)",
+        "an OTLP export is claimed by otlp alone (not by langfuse)",
         b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"parentObservationId": null, '
         b'"attributes": [{"key": "gen_ai.input.messages", "value": {"stringValue": '
         b'"[{\\"role\\": \\"tool\\"}]"}}]}]}]}]}',
-        None,
+        "otlp",
     ),
     ("system role", b'{"messages": [{"role": "system", "content": "Be brief."}]}', "openai_chat"),
     (

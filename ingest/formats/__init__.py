@@ -26,10 +26,12 @@ from ingest.formats import (
     langfuse,
     openai_chat,
     openai_responses,
+    otlp,
     toolbench,
 )
 
 FORMATS: list[ModuleType] = [
+    otlp,
     langfuse,
     claude_code,
     toolbench,

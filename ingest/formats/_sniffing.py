@@ -17,13 +17,13 @@ import re
 
 #: Exports of tracing tools embed messages of every format inside spans and observations;
 #: parsing them as the embedded format would only reject them, so a head showing one is claimed
-#: by no message format. OTLP exports (no format reads them yet) are claimed by nobody, Langfuse
-#: exports by ``langfuse`` (``projectId`` comes first in an export, before a large trace input
-#: can push ``observations`` out of the head).
-OBSERVABILITY_EXPORT = "observability_export"
+#: by no message format. OTLP exports are claimed by ``otlp`` alone, Langfuse exports by
+#: ``langfuse`` (``projectId`` comes first in an export, before a large trace input can push
+#: ``observations`` out of the head).
+SPAN_EXPORT = "otlp"
 
 _MARKERS: dict[str, tuple[bytes, ...]] = {
-    OBSERVABILITY_EXPORT: (rb'"resourceSpans"\s*:', rb'"scopeSpans"\s*:'),
+    SPAN_EXPORT: (rb'"resourceSpans"\s*:', rb'"scopeSpans"\s*:'),
     "langfuse": (rb'"observations"\s*:', rb'"parentObservationId"\s*:', rb'"projectId"\s*:'),
     "claude_code": (rb'"parentUuid"\s*:', rb'"leafUuid"\s*:'),
     "toolbench": (
@@ -68,6 +68,7 @@ _PATTERNS = {name: re.compile(b"|".join(markers)) for name, markers in _MARKERS.
 #: Formats whose markers, when also present, stop a format from claiming a head: the ones
 #: that embed it, and the ones that are equally specific (Anthropic vs. Responses).
 _OUTRANKED_BY: dict[str, frozenset[str]] = {
+    SPAN_EXPORT: frozenset(),
     "langfuse": frozenset(),
     "claude_code": frozenset({"langfuse"}),
     "toolbench": frozenset({"langfuse", "claude_code"}),
@@ -101,4 +102,4 @@ def claims(head: bytes, name: str) -> bool:
     False
     """
     found = evidence(head)
-    return name in found and not found & (_OUTRANKED_BY[name] | {OBSERVABILITY_EXPORT})
+    return name in found and not found & (_OUTRANKED_BY[name] | ({SPAN_EXPORT} - {name}))
