@@ -245,3 +245,48 @@ def otlp_json(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
                     if key in span:
                         span[key] = base64.b64decode(span[key]).hex()
     return value
+
+
+#: The calls of :func:`openinference_run` and the results the store must pair them with:
+#: (tool, call id, arguments, pair state, result content, status, explicit error).
+OPENINFERENCE_PAIRS = [
+    ("get_weather", "call_weather_1", WEATHER_ARGS, "paired", WEATHER_RESULT, "success", None),
+    ("get_forecast", "call_forecast_2", FORECAST_ARGS, "paired", FORECAST_ERROR, "error", True),
+]
+
+
+def stored_pairs(engine: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """Per stored trace (by external id): its calls with their paired results, in order."""
+    import sqlalchemy as sa
+
+    from db.schema import MessageRow, ToolCallRow, ToolResultRow, TraceRow
+
+    query = (
+        sa.select(
+            TraceRow.external_id,
+            ToolCallRow.tool_name,
+            ToolCallRow.tool_call_id,
+            ToolCallRow.arguments_raw,
+            ToolCallRow.pair_state,
+            MessageRow.content,
+            ToolResultRow.status,
+            ToolResultRow.explicit_error,
+        )
+        .join(TraceRow, TraceRow.id == ToolCallRow.trace_id)
+        .join(
+            ToolResultRow,
+            (ToolResultRow.trace_id == ToolCallRow.trace_id)
+            & (ToolResultRow.message_seq == ToolCallRow.result_seq),
+        )
+        .join(
+            MessageRow,
+            (MessageRow.trace_id == ToolResultRow.trace_id)
+            & (MessageRow.seq == ToolResultRow.message_seq),
+        )
+        .order_by(TraceRow.external_id, ToolCallRow.message_seq, ToolCallRow.call_index)
+    )
+    found: dict[str, list[tuple[Any, ...]]] = {}
+    with engine.connect() as conn:
+        for external_id, *pair in conn.execute(query):
+            found.setdefault(external_id, []).append(tuple(pair))
+    return found
