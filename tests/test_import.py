@@ -146,6 +146,7 @@ def test_formats_lists_every_registered_format() -> None:
     result = runner.invoke(app, ["formats"])
     names = [line.split()[0] for line in result.stdout.splitlines()]
     assert names == [
+        "otlp",
         "langfuse",
         "claude_code",
         "toolbench",

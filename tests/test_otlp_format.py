@@ -3,10 +3,15 @@ the receiver relies on (the same trace, assembled again with more spans, keeps i
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from formats_helpers import parse, recs
+from otlp_agent import OPENINFERENCE_PAIRS, stored_pairs
+from typer.testing import CliRunner
 
+from db.engine import make_engine
+from ingest.cli import app
 from ingest.formats.otlp import trace_of
 from ingest.model import Rejected, Trace
 from ingest.otlp_decode import OtlpSpan, SpanEvent
@@ -115,3 +120,15 @@ def test_a_trace_assembled_again_with_more_spans_keeps_its_identity_and_grows() 
     )
     assert first.dedupe_key() == grown.dedupe_key() == f"otlp:id:{TRACE}"
     assert (len(first.messages), len(grown.messages)) == (2, 4)
+
+
+def test_toollens_import_sniffs_a_collector_file_as_otlp_and_stores_its_pairs(
+    db_url: str,
+) -> None:
+    path = Path(__file__).parent / "golden" / "otlp" / "openinference_sdk" / "input.jsonl"
+    result = CliRunner().invoke(app, ["import", "--db", db_url, str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("1 file, 1 traces imported, 0 duplicates, 0 rejected in ")
+    engine = make_engine(db_url)
+    assert stored_pairs(engine) == {"000000000000000000000000000000a2": OPENINFERENCE_PAIRS}
+    engine.dispose()
