@@ -269,6 +269,55 @@ def serve_command(
     os.execve(sys.executable, command, {**os.environ, "TOOLLENS_DB": url})
 
 
+@app.command("receive")
+def receive_command(
+    db: DbOption = None,
+    host: Annotated[str, typer.Option(help="Address to bind (default: this machine only)")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="Port (OTLP/HTTP default)")] = 4318,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="TOOLLENS_OTLP_TOKEN",
+            help="Bearer token exporters must send (required off loopback)",
+        ),
+    ] = None,
+    spool: Annotated[
+        Path | None,
+        typer.Option(help="Spool directory (default: next to the SQLite file)"),
+    ] = None,
+    max_body_mib: Annotated[
+        float, typer.Option(help="Largest accepted body, decompressed, in MiB")
+    ] = 20,
+    quiet_seconds: Annotated[
+        float, typer.Option(help="Store a trace once it got no new span for this long")
+    ] = 1.0,
+) -> None:
+    """Receive live traces over OTLP/HTTP (POST /v1/traces) and store them as they arrive."""
+    from db.engine import resolve_url
+    from ingest.otlp_receiver import ReceiverConfigError, ReceiverSettings, check_bind, serve
+    from ingest.otlp_spool import default_spool_dir
+
+    try:
+        check_bind(host, token)
+    except ReceiverConfigError as exc:
+        raise _usage_error(str(exc)) from exc
+    url = resolve_url(db)
+    settings = ReceiverSettings(
+        spool_dir=spool or default_spool_dir(url),
+        token=token,
+        max_body_bytes=int(max_body_mib * 1024 * 1024),
+        quiet_seconds=quiet_seconds,
+    )
+    typer.echo(
+        f"ToolLens OTLP receiver on http://{host}:{port}/v1/traces "
+        f"(database: {url}, spool: {settings.spool_dir})",
+        err=True,
+    )
+    serve(_engine(url), settings, host=host, port=port)
+
+
 @app.command("demo")
 def demo_command(
     db: DbOption = None,

@@ -185,11 +185,11 @@ SNIFFED: list[tuple[str, bytes, str | None]] = [
         "langfuse",
     ),
     (
-        "an OTLP export is claimed by no format (not even langfuse)",
+        "an OTLP export is claimed by otlp alone (not by langfuse)",
         b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"parentObservationId": null, '
         b'"attributes": [{"key": "gen_ai.input.messages", "value": {"stringValue": '
         b'"[{\\"role\\": \\"tool\\"}]"}}]}]}]}]}',
-        None,
+        "otlp",
     ),
     ("system role", b'{"messages": [{"role": "system", "content": "Be brief."}]}', "openai_chat"),
     (

@@ -149,8 +149,8 @@ def test_formats_lists_every_registered_format_with_its_description() -> None:
     assert [name for name, _ in rows] == formats.format_names()
     assert [text for _, text in rows] == [fmt.description for fmt in formats.FORMATS]
     assert rows[0] == [
-        "langfuse",
-        "Langfuse trace exports (observations with OTel GenAI / OpenInference attributes)",
+        "otlp",
+        "OpenTelemetry OTLP JSON exports (GenAI / OpenInference spans, Collector file lines)",
     ]
 
 

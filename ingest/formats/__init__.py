@@ -24,6 +24,7 @@ from ingest.formats import (
     langfuse,
     openai_chat,
     openai_responses,
+    otlp,
     toolbench,
 )
 from ingest.formats._sniffing import Sniffing
@@ -32,6 +33,7 @@ from ingest.formats.base import TraceFormat
 #: Every format ToolLens reads, one line per format module (the order only breaks ties in
 #: :data:`FORMATS`; precedence comes from what each format embeds).
 REGISTRY: tuple[TraceFormat, ...] = (
+    otlp.FORMAT,
     langfuse.FORMAT,
     claude_code.FORMAT,
     toolbench.FORMAT,

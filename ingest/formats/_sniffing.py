@@ -15,16 +15,10 @@ says which formats it ``embeds``; from that alone:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ingest.formats.base import TraceFormat
-
-#: Exports of tracing tools that no format reads yet (OTLP JSON) embed messages of every
-#: format inside their spans; parsing them as the embedded format would only reject them, so a
-#: head showing these keys is claimed by nobody.
-UNREAD_EXPORT_MARKERS = re.compile(rb'"resourceSpans"\s*:|"scopeSpans"\s*:')
 
 
 @dataclass(frozen=True)
@@ -64,8 +58,6 @@ class Sniffing:
         ...                                      b'{"content":[{"type":"tool_use"}]}}')]
         ['claude_code']
         """
-        if UNREAD_EXPORT_MARKERS.search(head):
-            return []
         found = [fmt for fmt in self.order if fmt.shows_markers(head)]
         shown = {fmt.name for fmt in found}
         return [fmt for fmt in found if shown - {fmt.name} <= self.embedded[fmt.name]]

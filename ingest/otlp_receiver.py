@@ -1,0 +1,242 @@
+"""The OTLP/HTTP trace receiver (``toollens receive``): ``POST /v1/traces``.
+
+It speaks what the OpenTelemetry exporters send (OTLP/HTTP spec): bodies in
+``application/x-protobuf`` or ``application/json``, optionally ``Content-Encoding: gzip``,
+answered in the request's content type with an ``ExportTraceServiceResponse``:
+
+* ``200`` once the spans are durable in the :class:`~ingest.otlp_spool.Spool`, with
+  ``partial_success`` (``rejected_spans``, ``error_message``) when some spans could not be used
+  (no valid trace or span id);
+* ``400`` for a body that is not an OTLP export (or not valid gzip), ``415`` for another
+  content type, ``413`` when the body, *decompressed*, exceeds the limit: gzip is inflated
+  incrementally with a bounded output, so a gzip bomb is refused after ``limit`` bytes, never
+  inflated whole;
+* ``503`` with ``Retry-After`` while the spans waiting to be stored exceed the high-water mark
+  (the exporter retries later, its spans are not lost);
+* ``401`` without the bearer token, when one is set.
+
+Spans are then grouped into traces and stored by :class:`~ingest.otlp_assembler.TraceAssembler`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import zlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceResponse,
+)
+from sqlalchemy import Engine
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ingest.model import Trace
+from ingest.otlp_assembler import DEFAULT_QUIET_SECONDS, RECEIVER_SOURCE, TraceAssembler
+from ingest.otlp_decode import DecodedExport, OtlpDecodeError, decode_json, decode_protobuf
+from ingest.otlp_spool import Spool
+
+DEFAULT_HOST = "127.0.0.1"
+#: The OTLP/HTTP default port.
+DEFAULT_PORT = 4318
+DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
+#: Backlog (spool bytes not yet stored) above which exports are refused with 503.
+DEFAULT_HIGH_WATER_BYTES = 256 * 1024 * 1024
+RETRY_AFTER_SECONDS = 5
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+_CHUNK = 64 * 1024
+
+
+class BodyTooLarge(Exception):
+    """The (decompressed) body exceeds the receiver's limit."""
+
+
+class ReceiverConfigError(ValueError):
+    """The receiver was asked to start in a way that is not safe (e.g. open without a token)."""
+
+
+@dataclass(slots=True)
+class ReceiverSettings:
+    """How the receiver runs (the options of ``toollens receive``)."""
+
+    spool_dir: Path
+    token: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    high_water_bytes: int = DEFAULT_HIGH_WATER_BYTES
+    quiet_seconds: float = DEFAULT_QUIET_SECONDS
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to listen beyond this machine without a token (anyone could write traces).
+
+    >>> check_bind("127.0.0.1", None)
+    >>> check_bind("0.0.0.0", "s3cret")  # with a token any address will do
+    """
+    if token:
+        return
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback:
+        raise ReceiverConfigError(
+            f"refusing to listen on {host} without a token: set --token or "
+            "TOOLLENS_OTLP_TOKEN, or bind to 127.0.0.1"
+        )
+
+
+def inflate_gzip(body: bytes, limit: int) -> bytes:
+    """``body`` gunzipped; :class:`BodyTooLarge` as soon as the output would pass ``limit``
+    (never more than ``limit + 1`` bytes are produced), ``zlib.error`` if it is not gzip."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = bytearray()
+    data = body
+    while True:
+        out += inflater.decompress(data, limit + 1 - len(out))
+        if len(out) > limit:
+            raise BodyTooLarge(f"decompressed body exceeds {limit} bytes")
+        data = inflater.unconsumed_tail
+        if not data:
+            break
+    out += inflater.flush()
+    if len(out) > limit:
+        raise BodyTooLarge(f"decompressed body exceeds {limit} bytes")
+    if not inflater.eof:
+        raise zlib.error("truncated gzip stream")
+    return bytes(out)
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise BodyTooLarge(f"body exceeds {limit} bytes")
+    return bytes(body)
+
+
+def _answer(export: DecodedExport | None, content_type: str) -> Response:
+    reply = ExportTraceServiceResponse()
+    if export is not None and export.rejected:
+        reply.partial_success.rejected_spans = export.rejected
+        reply.partial_success.error_message = "; ".join(export.errors[:10])
+    if content_type == JSON:
+        return Response(json_format.MessageToJson(reply, indent=None), media_type=JSON)
+    return Response(reply.SerializeToString(), media_type=PROTOBUF)
+
+
+def _error(status: int, message: str, **headers: str) -> Response:
+    # OTLP/HTTP error bodies are a google.rpc.Status; its message is what exporters log, and
+    # a plain text body carries it just as well for both content types.
+    return Response(message + "\n", status_code=status, media_type="text/plain", headers=headers)
+
+
+def create_app(settings: ReceiverSettings, store: Callable[[list[Trace]], None]) -> Starlette:
+    """The receiver's ASGI app; ``store`` writes assembled traces (see :func:`store_into`)."""
+    spool = Spool(settings.spool_dir)
+    assembler = TraceAssembler(store, quiet_seconds=settings.quiet_seconds)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        spool.open()
+        # Everything acknowledged before the last stop (or crash) is assembled again; traces
+        # stored already are recognized as such by the store.
+        replayed = list(spool.replay())
+        assembler.add(replayed)
+        assembler.flush(everything=True)
+        assembler.start()
+        try:
+            yield
+        finally:
+            assembler.stop()
+            spool.close()
+
+    async def export_traces(request: Request) -> Response:
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if settings.token and not hmac.compare_digest(
+            request.headers.get("authorization", "").encode(),
+            f"Bearer {settings.token}".encode(),
+        ):
+            return _error(401, "missing or wrong bearer token")
+        if content_type not in (PROTOBUF, JSON):
+            return _error(415, f"unsupported content type {content_type!r}")
+        if assembler.pending_bytes > settings.high_water_bytes:
+            return _error(
+                503,
+                "receiver backlog over its high-water mark; retry later",
+                **{"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+        limit = settings.max_body_bytes
+        encoding = request.headers.get("content-encoding", "identity").strip().lower()
+        try:
+            body = await _read_body(request, limit)
+            if encoding == "gzip":
+                body = inflate_gzip(body, limit)
+            elif encoding not in ("identity", ""):
+                return _error(400, f"unsupported content encoding {encoding!r}")
+            export = decode_protobuf(body) if content_type == PROTOBUF else decode_json(body)
+        except BodyTooLarge as exc:
+            return _error(413, str(exc))
+        except zlib.error as exc:
+            return _error(400, f"body is not valid gzip: {exc}")
+        except OtlpDecodeError as exc:
+            return _error(400, str(exc))
+        fresh = assembler.fresh(export.spans)
+        written = await run_in_threadpool(spool.append, fresh)
+        assembler.add(fresh, spooled_bytes=written)
+        return _answer(export, content_type)
+
+    app = Starlette(
+        routes=[Route("/v1/traces", export_traces, methods=["POST"])], lifespan=lifespan
+    )
+    app.state.assembler = assembler
+    return app
+
+
+def store_into(engine: Engine) -> Callable[[list[Trace]], None]:
+    """A ``store`` writing traces through the import pipeline, one import run per batch."""
+    from ingest.pipeline import import_traces
+
+    def store(traces: list[Trace]) -> None:
+        import_traces(engine, traces, origin="otlp", source=RECEIVER_SOURCE)
+
+    return store
+
+
+def serve(
+    engine: Engine,
+    settings: ReceiverSettings,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+) -> None:
+    """Run the receiver until interrupted (the library form of ``toollens receive``)."""
+    import uvicorn
+
+    check_bind(host, settings.token)
+    app = create_app(settings, store_into(engine))
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_PORT",
+    "BodyTooLarge",
+    "ReceiverConfigError",
+    "ReceiverSettings",
+    "check_bind",
+    "create_app",
+    "inflate_gzip",
+    "serve",
+    "store_into",
+]

@@ -1,0 +1,293 @@
+"""The OTLP/HTTP receiver, started for real on a free loopback port, fed by the real
+OpenTelemetry SDK exporter and by hand-made requests."""
+
+from __future__ import annotations
+
+import gzip
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import pytest
+import sqlalchemy as sa
+import uvicorn
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otlp_agent import OPENINFERENCE_PAIRS, openinference_run, provider, stored_pairs
+from typer.testing import CliRunner
+
+from db.engine import make_engine
+from db.schema import ImportRun, TraceRow
+from ingest.cli import app as cli
+from ingest.otlp_receiver import ReceiverSettings, create_app, store_into
+
+TRACE = "000000000000000000000000000000a2"
+
+
+@dataclass
+class Running:
+    url: str
+    engine: sa.Engine
+    app: object
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> ReceiverSettings:
+    return ReceiverSettings(spool_dir=tmp_path / "spool", quiet_seconds=0.2)
+
+
+@contextmanager
+def running(settings: ReceiverSettings, db_url: str) -> Iterator[Running]:
+    """The receiver served by uvicorn in a thread until the block ends (then stopped, which
+    stores what it still holds)."""
+    engine = make_engine(db_url)
+    app = create_app(settings, store_into(engine))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started
+    try:
+        yield Running(f"http://127.0.0.1:{port}/v1/traces", engine, app)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        engine.dispose()
+
+
+@pytest.fixture
+def receiver(settings: ReceiverSettings, sqlite_url: str) -> Iterator[Running]:
+    with running(settings, sqlite_url) as started:
+        yield started
+
+
+def post(url: str, body: bytes, **headers: str) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def wait_for(check, seconds: float = 10.0):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
+
+
+def count(engine: sa.Engine, table: type) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
+
+
+def sdk_request() -> bytes:
+    exporter = InMemorySpanExporter()
+    openinference_run(provider(exporter))
+    return encode_spans(exporter.get_finished_spans()).SerializeToString()
+
+
+def test_spans_sent_by_the_sdk_exporter_become_a_stored_trace_with_paired_results(
+    receiver: Running,
+) -> None:
+    exporter = OTLPSpanExporter(endpoint=receiver.url)
+    # One export per ended span: the receiver assembles the trace across requests.
+    openinference_run(provider(exporter))
+    pairs = wait_for(lambda: stored_pairs(receiver.engine).get(TRACE))
+    assert pairs == OPENINFERENCE_PAIRS
+    with receiver.engine.connect() as conn:
+        row = conn.execute(sa.select(TraceRow.format, TraceRow.source_file)).one()
+    assert tuple(row) == ("otlp", "otlp-receiver")
+
+
+def test_a_duplicate_delivery_changes_nothing(receiver: Running) -> None:
+    body = sdk_request()
+    status, _, _ = post(receiver.url, body, **{"Content-Type": "application/x-protobuf"})
+    assert status == 200
+    assert wait_for(lambda: stored_pairs(receiver.engine).get(TRACE)) == OPENINFERENCE_PAIRS
+    runs = count(receiver.engine, ImportRun)
+    status, _, _ = post(receiver.url, body, **{"Content-Type": "application/x-protobuf"})
+    assert status == 200
+    time.sleep(0.6)
+    assert (count(receiver.engine, ImportRun), count(receiver.engine, TraceRow)) == (runs, 1)
+    assert receiver.app.state.assembler.dirty_traces == 0  # type: ignore[attr-defined]
+
+
+def test_a_gzipped_json_export_is_accepted_and_answered_in_json(receiver: Running) -> None:
+    from otlp_agent import otlp_json
+
+    exporter = InMemorySpanExporter()
+    openinference_run(provider(exporter))
+    body = gzip.compress(orjson.dumps(otlp_json(exporter.get_finished_spans())))
+    status, headers, reply = post(
+        receiver.url, body, **{"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    )
+    assert (status, headers["content-type"], reply) == (200, "application/json", b"{}")
+    assert wait_for(lambda: stored_pairs(receiver.engine).get(TRACE)) == OPENINFERENCE_PAIRS
+
+
+PARTIAL = orjson.dumps(
+    {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            {"traceId": "ab" * 16, "spanId": "0000000000000001", "name": "ok"},
+                            {"traceId": "", "spanId": "0000000000000002", "name": "orphan"},
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
+)
+
+
+def test_unusable_spans_are_reported_as_partial_success_in_json(receiver: Running) -> None:
+    status, _, reply = post(receiver.url, PARTIAL, **{"Content-Type": "application/json"})
+    assert status == 200
+    assert orjson.loads(reply) == {
+        "partialSuccess": {"rejectedSpans": "1", "errorMessage": "span 'orphan': invalid trace id"}
+    }
+
+
+def test_unusable_spans_are_reported_as_partial_success_in_protobuf(receiver: Running) -> None:
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    json_format.ParseDict(
+        {
+            "resourceSpans": [
+                {
+                    "scopeSpans": [
+                        {"spans": [{"traceId": "", "spanId": "AAAAAAAAAAE=", "name": "orphan"}]}
+                    ]
+                }
+            ]
+        },
+        request,
+    )
+    status, headers, reply = post(
+        receiver.url, request.SerializeToString(), **{"Content-Type": "application/x-protobuf"}
+    )
+    answer = ExportTraceServiceResponse()
+    answer.ParseFromString(reply)
+    assert (status, headers["content-type"]) == (200, "application/x-protobuf")
+    assert (answer.partial_success.rejected_spans, answer.partial_success.error_message) == (
+        1,
+        "span 'orphan': invalid trace id",
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "message"),
+    [
+        (
+            b"\xff\xff\xff\xff",
+            {"Content-Type": "application/x-protobuf"},
+            400,
+            b"not an OTLP protobuf ExportTraceServiceRequest",
+        ),
+        (b"[]", {"Content-Type": "application/json"}, 400, b"expected an OTLP export object"),
+        (
+            b"not gzip",
+            {"Content-Type": "application/json", "Content-Encoding": "gzip"},
+            400,
+            b"body is not valid gzip",
+        ),
+        (
+            b"{}",
+            {"Content-Type": "application/json", "Content-Encoding": "br"},
+            400,
+            b"unsupported content encoding 'br'",
+        ),
+        (b"{}", {"Content-Type": "text/plain"}, 415, b"unsupported content type 'text/plain'"),
+    ],
+)
+def test_bodies_that_are_not_otlp_exports_are_refused(
+    receiver: Running, body: bytes, headers: dict[str, str], status: int, message: bytes
+) -> None:
+    got, _, reply = post(receiver.url, body, **headers)
+    assert got == status
+    assert reply.startswith(message)
+
+
+def test_a_gzip_bomb_is_refused_with_413(receiver: Running) -> None:
+    bomb = gzip.compress(b"\0" * (21 * 1024 * 1024))
+    assert len(bomb) < 30_000
+    status, _, reply = post(
+        receiver.url, bomb, **{"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    )
+    assert (status, reply) == (413, b"decompressed body exceeds 20971520 bytes\n")
+
+
+def test_a_plain_body_over_the_limit_is_refused_with_413(tmp_path: Path, sqlite_url: str) -> None:
+    small = ReceiverSettings(spool_dir=tmp_path / "spool", max_body_bytes=100)
+    with running(small, sqlite_url) as receiver:
+        reply = post(receiver.url, b"x" * 101, **{"Content-Type": "application/json"})
+    assert (reply[0], reply[2]) == (413, b"body exceeds 100 bytes\n")
+
+
+def test_with_a_token_only_requests_bearing_it_are_accepted(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    guarded = ReceiverSettings(spool_dir=tmp_path / "spool", token="s3cret")
+    headers = {"Content-Type": "application/json"}
+    with running(guarded, sqlite_url) as receiver:
+        refused = post(receiver.url, PARTIAL, **headers)
+        wrong = post(receiver.url, PARTIAL, **headers, Authorization="Bearer nope")
+        accepted = post(receiver.url, PARTIAL, **headers, Authorization="Bearer s3cret")
+    assert (refused[0], refused[2]) == (401, b"missing or wrong bearer token\n")
+    assert (wrong[0], accepted[0]) == (401, 200)
+
+
+def test_over_the_high_water_mark_exports_are_refused_with_retry_after(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    # Nothing gets stored during the test (quiet for an hour): the backlog only grows.
+    backlogged = ReceiverSettings(
+        spool_dir=tmp_path / "spool", high_water_bytes=0, quiet_seconds=3600
+    )
+    headers = {"Content-Type": "application/x-protobuf"}
+    with running(backlogged, sqlite_url) as receiver:
+        first = post(receiver.url, sdk_request(), **headers)
+        second = post(receiver.url, sdk_request(), **headers)
+        assert stored_pairs(receiver.engine) == {}
+    assert first[0] == 200
+    assert (second[0], second[1]["retry-after"]) == (503, "5")
+    # Stopping the receiver stored what it held.
+    engine = make_engine(sqlite_url)
+    assert stored_pairs(engine) == {TRACE: OPENINFERENCE_PAIRS}
+    engine.dispose()
+
+
+def test_receive_refuses_to_listen_beyond_loopback_without_a_token(sqlite_url: str) -> None:
+    result = CliRunner().invoke(cli, ["receive", "--db", sqlite_url, "--host", "0.0.0.0"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: refusing to listen on 0.0.0.0 without a token: set --token or "
+        "TOOLLENS_OTLP_TOKEN, or bind to 127.0.0.1\n"
+    )
