@@ -7,21 +7,19 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ingest.error_detection import _region
-from ingest.error_rules import (
+from ingest.error_detection import (
     DETECTION_RULES,
     JSON_DETECTION_RULES,
     NOT_JSON,
-    RULES,
     SCAN_EDGE,
-    classify_error,
+    _region,
     detect_error,
     edge_lines,
     first_line,
-    is_exception_text,
     parse_json,
     scan_window,
 )
+from ingest.error_rules import RULES, classify_error, is_exception_text
 from ingest.facts import ERROR_TYPES
 
 # rule name -> (error type, positive example, near-miss that this rule must not type)
