@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlalchemy import Engine, and_, literal, null, select, union_all
 
+from db.queries.common import effective_error_type, effective_verdict, unpaired_result
 from db.schema import ToolCallRow, ToolResultRow, TraceRow
-from db.summary import effective_error_type, effective_verdict, unpaired_result
 
 #: Columns of ``toollens pairs``, in output order.
 PAIR_COLUMNS: tuple[str, ...] = (

@@ -42,8 +42,8 @@ from db.corrections import (
 )
 from db.engine import writing
 from db.filters import NO_FILTERS, Filters, restrict_traces
+from db.queries.common import effective_verdict
 from db.schema import AnnotationRow, ToolCallRow, ToolResultRow, TraceRow
-from db.summary import effective_verdict
 
 __all__ = [
     "ANNOTATION_COLUMNS",

@@ -27,15 +27,10 @@ from sqlalchemy import (
 )
 
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
+from db.planner import restrict_results_in_index
+from db.queries.common import effective_error_type, effective_verdict, unpaired_result
 from db.schema import ToolCallRow, ToolResultRow, TraceRow
-from db.summary import (
-    PAIR_STATES,
-    STATUSES,
-    VERDICTS,
-    effective_error_type,
-    effective_verdict,
-    unpaired_result,
-)
+from db.summary import PAIR_STATES, STATUSES, VERDICTS
 
 SORT_KEYS: tuple[str, ...] = (
     "trace", "tool", "status", "error_type", "pair_state", "tokens", "occurrence", "verdict",
@@ -226,14 +221,13 @@ def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, lis
     ``pair_state`` and ``verdict``."""
     # Only error results have an error type: the distinct ones come off the errors index,
     # filtered where they lie.
-    stmt = restrict_results(
+    stmt = restrict_results_in_index(
         select(effective_error_type)
         .where(ToolResultRow.status == "error", effective_error_type.is_not(None))
         .distinct()
         .order_by(effective_error_type)
         .limit(ERROR_TYPE_CHOICES),
         filters,
-        subset=True,
     )
     with engine.connect() as conn:
         error_types = [str(v) for v in conn.execute(stmt).scalars()]
