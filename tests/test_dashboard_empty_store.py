@@ -1,0 +1,23 @@
+"""Every analysis page on an empty store explains how to import."""
+
+from pathlib import Path
+
+import pytest
+from dbfixture import open_app
+
+from dashboard.render import EMPTY_STORE_TEXT
+
+ERRORS = "views/errors.py"
+TOKENS = "views/tokens.py"
+LOOPS = "views/loops.py"
+SUGGESTIONS = "views/suggestions.py"
+IMPORTS = "views/imports.py"
+
+
+@pytest.mark.parametrize("page", [ERRORS, TOKENS, LOOPS, SUGGESTIONS, IMPORTS])
+def test_every_page_explains_how_to_import_when_the_store_is_empty(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, page: str
+) -> None:
+    at = open_app(monkeypatch, f"sqlite:///{tmp_path / 'empty.db'}", page=page)
+    assert not at.exception
+    assert [i.value for i in at.info] == [EMPTY_STORE_TEXT]
