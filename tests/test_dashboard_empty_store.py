@@ -5,13 +5,14 @@ from pathlib import Path
 import pytest
 from dbfixture import open_app
 
+from dashboard import pages
 from dashboard.render import EMPTY_STORE_TEXT
 
-ERRORS = "views/errors.py"
-TOKENS = "views/tokens.py"
-LOOPS = "views/loops.py"
-SUGGESTIONS = "views/suggestions.py"
-IMPORTS = "views/imports.py"
+ERRORS = pages.ERRORS.script
+TOKENS = pages.TOKENS.script
+LOOPS = pages.LOOPS.script
+SUGGESTIONS = pages.SUGGESTIONS.script
+IMPORTS = pages.IMPORTS.script
 
 
 @pytest.mark.parametrize("page", [ERRORS, TOKENS, LOOPS, SUGGESTIONS, IMPORTS])

@@ -10,10 +10,11 @@ import pytest
 from dbfixture import open_app
 from page_support import assert_opened, captions, chart_spec, metrics, select_row
 
+from dashboard import pages
 from db.engine import make_engine
 from db.summary import summarize
 
-ERRORS = "views/errors.py"
+ERRORS = pages.ERRORS.script
 RATE_LIMITED = "get_weather: Error: rate limited"
 
 

@@ -10,9 +10,10 @@ import pytest
 from dbfixture import PAGES2_LONG_RAW, open_app
 from page_support import captions
 
+from dashboard import pages
 from dashboard.render import escape_markdown
 
-IMPORTS = "views/imports.py"
+IMPORTS = pages.IMPORTS.script
 
 
 def test_imports_page_lists_history_and_rejected_records_as_plain_text(

@@ -10,10 +10,11 @@ import pytest
 from dbfixture import open_app
 from page_support import assert_opened, chart_spec, metrics, select_row
 
+from dashboard import pages
 from db.engine import make_engine
 from db.summary import summarize
 
-LOOPS = "views/loops.py"
+LOOPS = pages.LOOPS.script
 
 
 def test_loops_page_at_the_default_k_matches_the_summary(

@@ -10,11 +10,12 @@ import pytest
 from dbfixture import open_app
 from page_support import assert_opened, chart_spec, metrics, select_row
 
+from dashboard import pages
 from db.engine import make_engine
 from db.filters import Filters
 from db.summary import summarize
 
-SUGGESTIONS = "views/suggestions.py"
+SUGGESTIONS = pages.SUGGESTIONS.script
 
 
 def test_suggestions_page_shows_rates_with_their_counts(

@@ -10,7 +10,9 @@ import pytest
 from dbfixture import open_app
 from page_support import assert_opened, captions, chart_spec, metrics, select_row
 
-TOKENS = "views/tokens.py"
+from dashboard import pages
+
+TOKENS = pages.TOKENS.script
 
 
 def test_tokens_page_counts_results_over_the_default_budget(

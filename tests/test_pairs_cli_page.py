@@ -18,6 +18,7 @@ import pytest
 from dbfixture import fixture_store, open_app
 from typer.testing import CliRunner
 
+from dashboard import pages
 from db.engine import make_engine
 from db.queries.pairs import PAIR_COLUMNS, POSITION_COLUMNS, count_pairs, list_pairs
 from ingest.cli import app
@@ -75,6 +76,6 @@ def test_the_cli_jsonl_keeps_the_pages_types(pairs_store: str) -> None:
 def test_the_page_shows_the_cli_columns_in_the_cli_order(
     monkeypatch: pytest.MonkeyPatch, sqlite_url: str
 ) -> None:
-    at = open_app(monkeypatch, fixture_store(sqlite_url), page="views/calls.py")
+    at = open_app(monkeypatch, fixture_store(sqlite_url), page=pages.CALLS.script)
     assert not at.exception
     assert list(at.dataframe[0].proto.column_order) == list(PAIR_COLUMNS)
