@@ -19,7 +19,7 @@ import streamlit as st
 
 from dashboard import render, state
 from dashboard.render import BadgeKind
-from db.review import Annotation
+from db.annotations import Annotation
 
 STATUS_KIND: dict[str, BadgeKind] = {
     "success": "ok",

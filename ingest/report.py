@@ -19,8 +19,9 @@ import orjson
 import pandas as pd
 from sqlalchemy import Engine
 
+from db.annotations import trace_annotations
 from db.queries.traces import trace_findings, trace_window
-from db.review import trace_annotations, trace_header
+from db.review import trace_header
 from ingest.facts import DEFAULT_LOOP_K
 from ingest.report_html import figures_lines, to_html
 

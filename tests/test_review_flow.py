@@ -27,11 +27,11 @@ from streamlit.runtime.media_file_storage import MediaFileStorage
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
 from dashboard import files_ui, pages, review_ui
-from db.corrections import correction_counts
+from db.annotations import add_annotation, annotations_on
+from db.corrections import correct_result, correction_counts, result_review
 from db.engine import make_engine
 from db.filters import Filters
 from db.queries.pairs import PairQuery, count_pairs
-from db.review import add_annotation, annotations_on, correct_result, result_review
 from db.summary import summarize
 
 CALLS, TRACE, ERRORS = pages.CALLS.script, pages.TRACE.script, pages.ERRORS.script

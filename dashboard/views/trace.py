@@ -23,6 +23,7 @@ import streamlit as st
 
 from dashboard import files_ui, render, review_ui, state, trace_blocks, widgets
 from dashboard.pages import TRACE as TRACE_PAGE
+from db.annotations import trace_annotations
 from db.queries.pairs import pair_choices
 from db.queries.traces import (
     PairRef,
@@ -36,7 +37,6 @@ from db.queries.traces import (
     trace_findings,
     trace_window,
 )
-from db.review import trace_annotations
 
 #: Messages shown per page: a long trace in one page is thousands of elements, and the time
 #: a page takes to show in the browser grows with its elements.
