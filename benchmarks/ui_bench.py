@@ -37,6 +37,7 @@ from sqlalchemy import text
 
 from benchmarks.ui_sql import StatementLog, print_statements
 from benchmarks.ui_store import DEFAULT_MESSAGES, DEFAULT_SEED, build_store, marker, store_marker
+from dashboard import pages
 from db.engine import make_engine
 
 REPO = Path(__file__).resolve().parents[1]
@@ -133,16 +134,11 @@ def store_facts(url: str) -> tuple[dict[str, int], str, str, str]:
 
 def page_cases(display_id: str, pair: str) -> list[PageCase]:
     """Every page, plus the Trace page opened on one trace (a shared link)."""
-    shown = [
-        ("overview", "", "Overview"), ("calls", "calls", "Tool calls"),
-        ("trace", "trace", "Trace"), ("errors", "errors", "Errors"),
-        ("tokens", "tokens", "Tokens"), ("loops", "loops", "Loops"),
-        ("suggestions", "suggestions", "Suggestions"), ("imports", "imports", "Imports"),
-        ("review", "review", "Review"),
-    ]  # fmt: skip
-    cases = [PageCase(name, f"views/{name}.py", path, title) for name, path, title in shown]
+    cases = [PageCase(p.key, p.script, p.path, p.title) for p in pages.PAGES]
     params = {"trace": display_id, **({"pair": pair} if pair else {})}
-    cases.insert(3, PageCase("trace (one trace)", "views/trace.py", "trace", "Trace", params))
+    trace = pages.TRACE
+    one_trace = PageCase(f"{trace.key} (one trace)", trace.script, trace.path, trace.title, params)
+    cases.insert(pages.PAGES.index(trace) + 1, one_trace)
     return cases
 
 
@@ -241,7 +237,7 @@ def browser_timings(url: str, timings: list[PageTiming], folder: Path) -> list[f
         trivial_ms.extend(load_trivial() for _ in range(WARM_LOADS))
         for timing in timings:
             case = timing.case
-            address = f"{dashboard.url}/{case.path}{case.url_query()}"
+            address = f"{dashboard.url}{case.path}{case.url_query()}"
             timing.browser_first_ms = open_page(page, address, text=case.title)
             timing.browser_warm_ms = [
                 open_page(page, address, text=case.title) for _ in range(WARM_LOADS)

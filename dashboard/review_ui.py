@@ -19,19 +19,17 @@ from streamlit.errors import StreamlitDuplicateElementKey
 
 from dashboard.palette import TONE
 from dashboard.render import badge_text, escape_markdown, show_error
-from db.review import (
+from db.annotations import (
     MAX_NOTE_CHARS,
-    UNCHANGED,
     Annotation,
     ReviewError,
     add_annotation,
     annotations_on,
     configured_labels,
-    correct_result,
     delete_annotation,
-    result_review,
     update_annotation,
 )
+from db.corrections import UNCHANGED, correct_result, result_review
 from db.vocabulary import ERROR_TYPES, VERDICTS
 
 #: Session key holding the reviewer's name across pages.

@@ -22,16 +22,13 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from dashboard import pages
 from dashboard.render import escape_markdown
 from db.engine import DEFAULT_DB_PATH, make_engine, resolve_url
 from db.filters import Filters
 from db.queries.traces import filter_choices, import_choices, trace_count
 from db.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, DEFAULT_TOKEN_BUDGET
 
-#: Page files, relative to ``app.py`` (what ``st.switch_page`` takes).
-TRACE_PAGE = "views/trace.py"
-CALLS_PAGE = "views/calls.py"
-ERRORS_PAGE = "views/errors.py"
 #: Query parameters bound to the shared sidebar widgets.
 FILTER_PARAMS = ("start", "end", "import", "agent", "model", "tool", "k", "budget")
 
@@ -150,7 +147,7 @@ def select_trace(trace: str | None, pair: str | None = None) -> None:
 def open_trace(trace: str, pair: str | None = None) -> NoReturn:
     """Switch to the Trace page showing ``trace`` with ``pair`` selected."""
     params = {"trace": trace, **({"pair": pair} if pair else {})}
-    st.switch_page(TRACE_PAGE, query_params=params)
+    st.switch_page(pages.TRACE.script, query_params=params)
 
 
 def _import_caption(imports: Any, value: str | None) -> str | None:

@@ -19,7 +19,7 @@ import streamlit as st
 
 from dashboard import palette, render, state
 from dashboard.palette import TONE, BadgeColor
-from db.review import Annotation
+from db.annotations import Annotation
 
 LONE_RESULT_TEXT = {
     "orphan_result": "Orphan result: no call in this trace has its id.",

@@ -17,11 +17,10 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import render, state
+from dashboard.pages import TRACE as TRACE_PAGE
 
 #: What a table shows in a cell without a value (instead of "None").
 EMPTY_CELL = "—"
-#: Path of the Trace page (``url_path`` in ``app.py``), the target of pair links.
-TRACE_PATH = "/trace"
 
 
 #: Pixel heights of a table's header and of one row (Streamlit's defaults), for
@@ -88,7 +87,7 @@ def pair_link(trace: str, pair: str | None = None) -> str:
     Untrusted ids are URL-encoded, so the link can only ever open the Trace page.
     """
     params = {"trace": trace, **({"pair": pair} if pair else {})}
-    return f"{app_path(TRACE_PATH)}?{urlencode(params, safe=':')}"
+    return f"{app_path(TRACE_PAGE.path)}?{urlencode(params, safe=':')}"
 
 
 def link_column(label: str = "Open", *, help: str | None = None) -> Any:

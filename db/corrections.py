@@ -16,9 +16,10 @@ from sqlalchemy import Engine, func, select, update
 
 from db.annotations import ReviewError, UnknownTargetError, now_or_utc
 from db.engine import writing
-from db.filters import NO_FILTERS, Filters, restrict_results
+from db.filters import NO_FILTERS, Filters
+from db.planner import restrict_results_in_index
+from db.queries.common import corrected_result
 from db.schema import ToolResultRow
-from db.summary import corrected_result
 from db.vocabulary import VERDICTS
 
 #: Error types are snake_case; protocol-provided ones are kept verbatim, so any such name goes.
@@ -121,13 +122,12 @@ def correction_counts(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str
     """
     r = ToolResultRow
     # Off the partial index of corrected results (a few rows), filtered where they lie.
-    stmt = restrict_results(
+    stmt = restrict_results_in_index(
         select(
             func.count(r.error_type_corrected).filter(r.status == "error"),
             func.count(r.verdict_corrected),
         ).where(corrected_result),
         filters,
-        subset=True,
     )
     with engine.connect() as conn:
         error_types, verdicts = conn.execute(stmt).one()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Select, String, exists, literal, select
+from sqlalchemy import ColumnElement, Select, exists, select
 
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
 
@@ -53,18 +53,9 @@ def trace_conditions(f: Filters) -> list[ColumnElement[bool]]:
     return conds
 
 
-def _needs_trace_join(f: Filters) -> bool:
-    return any(v not in (None, "") for v in (f.start, f.end, f.import_id, f.agent, f.model))
-
-
 def narrows_traces(f: Filters) -> bool:
-    """True when the filters pick traces (time range, import, agent, model).
-
-    A statement then reads the picked traces' entries of a trace index, in trace order: a
-    GROUP BY there must sort them, where counts without GROUP BY need no sort. Unfiltered, an
-    index on the grouped column gives the groups in order, which is cheaper still.
-    """
-    return _needs_trace_join(f)
+    """True when the filters pick traces (time range, import, agent, model)."""
+    return any(v not in (None, "") for v in (f.start, f.end, f.import_id, f.agent, f.model))
 
 
 def _trace_ids(f: Filters) -> Select[int]:
@@ -73,41 +64,29 @@ def _trace_ids(f: Filters) -> Select[int]:
     return select(TraceRow.id).where(*trace_conditions(f))
 
 
-def _trace_key(column: Any, subset: bool) -> Any:
-    # ``trace_id + 0`` has the same value but no index: SQLite then keeps the small covering
-    # index the statement's other conditions pick (errors, verdicts, loops …) and tests each of
-    # its entries against the filtered traces, instead of fetching every row of those traces
-    # from the table through the trace_id index.
-    return column + 0 if subset else column
+def restrict_rows(stmt: SelectT, f: Filters, *, tool: Any, trace_id: Any) -> SelectT:
+    """Apply the filters to a statement over a table of per-trace rows with a tool.
 
-
-def _tool_key(column: Any, subset: bool) -> Any:
-    # ``tool || ''``, likewise: the partial indexes hold the tool, so the tool filter is tested
-    # there instead of reading every result of the tool from the table through the tool index.
-    return column.op("||")(literal("", String)) if subset else column
-
-
-def restrict_results(stmt: SelectT, f: Filters, *, subset: bool = False) -> SelectT:
-    """Apply the filters to a statement over ``tool_results``.
-
-    ``subset``: the statement reads a small indexed subset of the results (errors, verdicts,
-    advice, corrections) that should be filtered where it lies (same rows, another plan).
+    ``tool`` and ``trace_id`` are that table's columns, or expressions with their values
+    (``db.planner`` passes ones that keep an index out of the plan).
     """
     if f.tool:
-        stmt = stmt.where(_tool_key(ToolResultRow.tool, subset) == f.tool)
-    if _needs_trace_join(f):
-        stmt = stmt.where(_trace_key(ToolResultRow.trace_id, subset).in_(_trace_ids(f)))
+        stmt = stmt.where(tool == f.tool)
+    if narrows_traces(f):
+        stmt = stmt.where(trace_id.in_(_trace_ids(f)))
     return stmt
 
 
-def restrict_calls(stmt: SelectT, f: Filters, *, subset: bool = False) -> SelectT:
-    """Apply the filters to a statement over ``tool_calls`` (``subset``: see
-    :func:`restrict_results`; for the calls at ``occurrence >= k``)."""
-    if f.tool:
-        stmt = stmt.where(_tool_key(ToolCallRow.tool_name, subset) == f.tool)
-    if _needs_trace_join(f):
-        stmt = stmt.where(_trace_key(ToolCallRow.trace_id, subset).in_(_trace_ids(f)))
-    return stmt
+def restrict_results(stmt: SelectT, f: Filters) -> SelectT:
+    """Apply the filters to a statement over ``tool_results`` (over a small indexed subset of
+    them: ``db.planner.restrict_results_in_index``)."""
+    return restrict_rows(stmt, f, tool=ToolResultRow.tool, trace_id=ToolResultRow.trace_id)
+
+
+def restrict_calls(stmt: SelectT, f: Filters) -> SelectT:
+    """Apply the filters to a statement over ``tool_calls`` (over a small indexed subset of
+    them: ``db.planner.restrict_calls_in_index``)."""
+    return restrict_rows(stmt, f, tool=ToolCallRow.tool_name, trace_id=ToolCallRow.trace_id)
 
 
 def restrict_traces(stmt: SelectT, f: Filters) -> SelectT:
@@ -126,8 +105,4 @@ def restrict_traces(stmt: SelectT, f: Filters) -> SelectT:
 
 def restrict_findings(stmt: SelectT, f: Filters) -> SelectT:
     """Apply the filters to a statement over ``findings``."""
-    if f.tool:
-        stmt = stmt.where(FindingRow.tool == f.tool)
-    if _needs_trace_join(f):
-        stmt = stmt.where(FindingRow.trace_id.in_(_trace_ids(f)))
-    return stmt
+    return restrict_rows(stmt, f, tool=FindingRow.tool, trace_id=FindingRow.trace_id)

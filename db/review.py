@@ -1,7 +1,6 @@
 """Incident review: the review queue of traces with problems, and the reviewed flag.
 
-Notes live in ``db.annotations`` and verdict / error-type corrections in ``db.corrections``;
-their names are re-exported here, where the dashboard and the report import them.
+Notes live in ``db.annotations`` and verdict / error-type corrections in ``db.corrections``.
 """
 
 from __future__ import annotations
@@ -14,70 +13,15 @@ import pandas as pd
 from sqlalchemy import Connection, Engine, exists, func, or_, select, update
 
 from db.annotations import (
-    ANNOTATION_COLUMNS,
-    DEFAULT_LABELS,
-    LABELS_ENV,
-    MAX_AUTHOR_CHARS,
-    MAX_NOTE_CHARS,
-    Annotation,
-    AnnotationConflictError,
     ReviewError,
     UnknownTargetError,
-    add_annotation,
-    annotation_choices,
-    annotations_on,
-    configured_labels,
-    delete_annotation,
-    list_annotations,
     now_or_utc,
-    trace_annotations,
-    update_annotation,
-)
-from db.corrections import (
-    ERROR_TYPE_PATTERN,
-    UNCHANGED,
-    ResultReview,
-    correct_result,
-    result_review,
 )
 from db.engine import writing
 from db.filters import NO_FILTERS, Filters, restrict_traces
+from db.queries.common import effective_verdict
 from db.schema import AnnotationRow, ToolCallRow, ToolResultRow, TraceRow
-from db.summary import effective_verdict
 from db.vocabulary import DEFAULT_LOOP_K
-
-__all__ = [
-    "ANNOTATION_COLUMNS",
-    "DEFAULT_LABELS",
-    "ERROR_TYPE_PATTERN",
-    "LABELS_ENV",
-    "MAX_AUTHOR_CHARS",
-    "MAX_NOTE_CHARS",
-    "PROBLEMS",
-    "QUEUE_COLUMNS",
-    "UNCHANGED",
-    "Annotation",
-    "AnnotationConflictError",
-    "Problem",
-    "ResultReview",
-    "ReviewError",
-    "UnknownTargetError",
-    "add_annotation",
-    "annotation_choices",
-    "annotations_on",
-    "clear_reviewed",
-    "configured_labels",
-    "correct_result",
-    "delete_annotation",
-    "list_annotations",
-    "mark_reviewed",
-    "queue_size",
-    "result_review",
-    "review_queue",
-    "trace_annotations",
-    "trace_header",
-    "update_annotation",
-]
 
 #: Kinds of problem the review queue can be narrowed to.
 Problem = Literal["errors", "pairing", "loops", "ignored"]

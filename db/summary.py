@@ -1,24 +1,24 @@
 """The headline figures of a store (``toollens summary --json``), all aggregated in SQL.
 
-Human corrections win over derived values everywhere: the effective error type is
-``COALESCE(error_type_corrected, error_type)``, likewise the verdict.
+Human corrections win over derived values everywhere (``db.queries.common``'s effective values).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, func, or_, select
+from sqlalchemy import Connection, Engine, and_, func, select
 
 from db.filters import (
     NO_FILTERS,
     Filters,
-    narrows_traces,
     restrict_calls,
     restrict_findings,
     restrict_results,
     restrict_traces,
 )
+from db.planner import one_pass_counts, restrict_calls_in_index, restrict_results_in_index
+from db.queries.common import corrected_result, effective_error_type, effective_verdict
 from db.queries.histograms import token_counts, token_figures
 from db.schema import (
     FindingRow,
@@ -30,16 +30,6 @@ from db.schema import (
     TraceRow,
 )
 from db.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, PAIR_STATES, STATUSES, VERDICTS
-
-#: Effective values: a reviewer's correction overrides what the rules derived.
-effective_error_type = func.coalesce(ToolResultRow.error_type_corrected, ToolResultRow.error_type)
-effective_verdict = func.coalesce(ToolResultRow.verdict_corrected, ToolResultRow.verdict)
-#: Results that are not the answer of any call: orphans, second answers (their call is paired
-#: with the first answer), and early results no later call took.
-unpaired_result = or_(
-    ToolResultRow.pair_state.in_(("orphan_result", "duplicate_result")),
-    ToolResultRow.call_seq.is_(None),
-)
 
 
 def percentile(conn: Connection, column: Any, q: float, base: Any) -> int:
@@ -63,13 +53,12 @@ def loop_counts(conn: Connection, k: int, f: Filters = NO_FILTERS) -> tuple[int,
     ``occurrence >= k`` plus the k - 1 before them: both figures come off the occurrence index.
     """
     row = conn.execute(
-        restrict_calls(
+        restrict_calls_in_index(
             select(
                 func.count().filter(ToolCallRow.occurrence == k),
                 func.count().filter(ToolCallRow.occurrence >= k),
             ).where(ToolCallRow.occurrence >= k),
             f,
-            subset=True,
         )
     ).one()
     signatures, late_calls = int(row[0]), int(row[1])
@@ -78,12 +67,6 @@ def loop_counts(conn: Connection, k: int, f: Filters = NO_FILTERS) -> tuple[int,
 
 def _count_if(condition: Any) -> Any:
     return func.count().filter(condition)
-
-
-#: Results a reviewer corrected (the predicate of the partial index that finds them).
-corrected_result = or_(
-    ToolResultRow.error_type_corrected.is_not(None), ToolResultRow.verdict_corrected.is_not(None)
-)
 
 
 def _result_figures(conn: Connection, f: Filters) -> dict[str, Any]:
@@ -115,10 +98,10 @@ def _result_figures(conn: Connection, f: Filters) -> dict[str, Any]:
     )
     out.update(zip(names, counts, strict=True))
     out["with_suggestion"] = conn.execute(
-        restrict_results(select(func.count()).where(r.suggestion.is_not(None)), f, subset=True)
+        restrict_results_in_index(select(func.count()).where(r.suggestion.is_not(None)), f)
     ).scalar_one()
     out["corrections"] = conn.execute(
-        restrict_results(select(func.count()).where(corrected_result), f, subset=True)
+        restrict_results_in_index(select(func.count()).where(corrected_result), f)
     ).scalar_one()
     return {name: int(value or 0) for name, value in out.items()}
 
@@ -162,7 +145,7 @@ def summary_counts(
             ).scalar_one()
         res = _result_figures(conn, f)
 
-        if narrows_traces(f):
+        if one_pass_counts(f):
             # One pass without GROUP BY over the pair states analysis writes (see above).
             calls, reused_id, *per_state = conn.execute(
                 restrict_calls(
@@ -201,13 +184,12 @@ def summary_counts(
         error_types = {
             et: n
             for et, n in conn.execute(
-                restrict_results(
+                restrict_results_in_index(
                     select(effective_error_type, func.count())
                     .where(ToolResultRow.status == "error")
                     .group_by(effective_error_type)
                     .order_by(func.count().desc(), effective_error_type),
                     f,
-                    subset=True,
                 )
             )
             if et is not None
@@ -222,12 +204,11 @@ def summary_counts(
             **dict.fromkeys(VERDICTS, 0),
         }
         for verdict, n in conn.execute(
-            restrict_results(
+            restrict_results_in_index(
                 select(effective_verdict, func.count())
                 .where(effective_verdict.is_not(None))
                 .group_by(effective_verdict),
                 f,
-                subset=True,
             )
         ):
             suggestions[verdict] = n

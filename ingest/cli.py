@@ -159,7 +159,7 @@ def pairs_command(
     """One row per call or unpaired result, for notebooks and spreadsheets."""
     import csv
 
-    from db.export import PAIR_COLUMNS, iter_pairs
+    from db.queries.pairs import PAIR_COLUMNS, iter_pairs
 
     if out_format not in ("jsonl", "csv"):
         raise _usage_error(f"unknown output format {out_format!r}; use jsonl or csv")

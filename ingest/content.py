@@ -53,8 +53,9 @@ results only, advice found in the text (in the protocol ``summary`` for protocol
 of successful results is data, and advice-like phrases inside data are not addressed to the
 model.
 
-**Long content**: regexes read only the first and last 16 KB (``ingest.error_rules.scan_window``);
-JSON is parsed once, whole, because ``orjson`` does that at hundreds of MB/s.
+**Long content**: regexes read only the first and last 16 KB
+(``ingest.error_detection.scan_window``); JSON is parsed once, whole, because ``orjson`` does
+that at hundreds of MB/s.
 """
 
 from __future__ import annotations
@@ -65,16 +66,15 @@ from typing import Any, Final
 import orjson
 
 from db.vocabulary import FINDING_KINDS, Status, StatusSource
-from ingest.error_rules import (
+from ingest.error_detection import (
     HEAD_CHARS,
     NOT_JSON,
-    classify_error,
     detect_error,
     first_line,
-    is_exception_text,
     parse_json,
     scan_window,
 )
+from ingest.error_rules import classify_error, is_exception_text
 from ingest.facts import ContentFacts
 from ingest.protocol import ToolMessage, protocol_from_object
 from ingest.suggestions import extract_suggestion

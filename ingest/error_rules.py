@@ -4,8 +4,8 @@
 ``error_type`` taxonomy (``db.vocabulary.ERROR_TYPES``): :func:`classify_error` returns the type
 and the name of the first rule that matches, ``other`` when none does, so every inferred type
 can be explained. Whether a text is an error at all is decided by the detection rules in
-``ingest.error_detection`` (:func:`detect_error`, ``DETECTION_RULES``); they are re-exported
-here, where callers have always imported them.
+``ingest.error_detection`` (:func:`detect_error`, ``DETECTION_RULES``), whose shared
+building blocks (the scan window, tracebacks, HTTP status patterns) the type rules reuse.
 
 Long content: regexes only look at the first and last 16 KB (:func:`scan_window`).
 Each type rule also lists ``keywords``, lowercase words one of which every text it matches
@@ -24,47 +24,13 @@ from typing import Final
 from ingest.error_detection import (
     CRASH,
     CRASH_KEYWORDS,
-    DETECTION_RULES,
-    EDGE_LINES,
-    HEAD_CHARS,
-    JSON_DETECTION_RULES,
-    NOT_JSON,
-    SCAN_EDGE,
     TRACEBACK,
     TRACEBACK_KEYWORDS,
-    DetectionRule,
-    Region,
-    detect_error,
-    edge_lines,
-    first_line,
     http_status,
-    parse_json,
     rx,
     scan_window,
     split_words,
 )
-
-# Detection moved to ``ingest.error_detection``; these names stay importable from here.
-__all__ = [
-    "DETECTION_RULES",
-    "EDGE_LINES",
-    "HEAD_CHARS",
-    "JSON_DETECTION_RULES",
-    "NOT_JSON",
-    "RULES",
-    "SCAN_EDGE",
-    "UNCLASSIFIED",
-    "DetectionRule",
-    "ErrorRule",
-    "Region",
-    "classify_error",
-    "detect_error",
-    "edge_lines",
-    "first_line",
-    "is_exception_text",
-    "parse_json",
-    "scan_window",
-]
 
 
 @dataclass(frozen=True, slots=True)

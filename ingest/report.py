@@ -19,26 +19,11 @@ import orjson
 import pandas as pd
 from sqlalchemy import Engine
 
+from db.annotations import trace_annotations
 from db.queries.traces import trace_findings, trace_window
-from db.review import trace_annotations, trace_header
+from db.review import trace_header
 from db.vocabulary import DEFAULT_LOOP_K, PAIR_STATES
-from ingest.report_html import CSP, figures_lines, to_html
-
-# The HTML renderer moved to ``ingest.report_html``; callers import it from here.
-__all__ = [
-    "CSP",
-    "DEFAULT_MAX_CHARS",
-    "MIME_TYPES",
-    "RENDERERS",
-    "REPORT_FORMATS",
-    "REPORT_VERSION",
-    "UnknownTraceError",
-    "build_report",
-    "render",
-    "to_html",
-    "to_json",
-    "to_markdown",
-]
+from ingest.report_html import figures_lines, to_html
 
 #: Characters of one message kept in a report (0 = everything); the rest is counted, not shown.
 DEFAULT_MAX_CHARS = 4000

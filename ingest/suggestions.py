@@ -12,7 +12,7 @@ machine-readable detail the follow-through analysis compares with the model's ne
     >>> extract_suggestion("Rate limit exceeded. Please try again in 6.5s.")
     ('Please try again in 6.5s.', 'retry_after', {'seconds': 6.5})
 
-Long texts are scanned through :func:`ingest.error_rules.scan_window` (first and last 16 KB).
+Long texts are scanned through :func:`ingest.error_detection.scan_window` (first and last 16 KB).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from db.vocabulary import SuggestionKind
-from ingest.error_rules import scan_window
+from ingest.error_detection import scan_window
 
 #: Longest suggestion sentence kept; longer ones are cut with an ellipsis.
 MAX_SENTENCE: Final = 300

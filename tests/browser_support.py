@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dashboard import pages
+
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = (
@@ -37,18 +39,6 @@ CHROMIUM_ARGS = (
     "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic",
 )  # fmt: skip
 VIEWPORT = {"width": 1400, "height": 900}
-#: Dashboard pages: (url path, title shown as the page's heading).
-PAGES: tuple[tuple[str, str], ...] = (
-    ("", "Overview"),
-    ("calls", "Tool calls"),
-    ("trace", "Trace"),
-    ("errors", "Errors"),
-    ("tokens", "Tokens"),
-    ("loops", "Loops"),
-    ("suggestions", "Suggestions"),
-    ("imports", "Imports"),
-    ("review", "Review"),
-)
 #: How long the ready condition must hold before a page counts as rendered.
 SETTLE_MS = 600
 SERVER_START_TIMEOUT_S = 60.0
@@ -289,13 +279,13 @@ def chromium_version() -> str:
 #: The documentation screenshots: (file name, URL path and query, viewport height). 1,440 px
 #: wide; each height ends where the page's first story does.
 DOCS_SHOTS: tuple[tuple[str, str, int], ...] = (
-    ("overview", "", 1140),
-    ("trace", "trace?trace=demo-050-protocol_ignored&pair=2:0", 1180),
-    ("errors", "errors", 1150),
-    ("loops", "loops?k=3", 1100),
-    ("tokens", "tokens", 1000),
-    ("suggestions", "suggestions", 1000),
-    ("calls", "calls", 900),
+    (pages.OVERVIEW.key, pages.OVERVIEW.path, 1140),
+    (pages.TRACE.key, f"{pages.TRACE.path}?trace=demo-050-protocol_ignored&pair=2:0", 1180),
+    (pages.ERRORS.key, pages.ERRORS.path, 1150),
+    (pages.LOOPS.key, f"{pages.LOOPS.path}?k=3", 1100),
+    (pages.TOKENS.key, pages.TOKENS.path, 1000),
+    (pages.SUGGESTIONS.key, pages.SUGGESTIONS.path, 1000),
+    (pages.CALLS.key, pages.CALLS.path, 900),
 )
 DOCS_WIDTH = 1440
 
@@ -314,7 +304,7 @@ def docs_screenshots(server: Server, folder: Path, names: Sequence[str] = ()) ->
                 context = browser.new_context(viewport={"width": DOCS_WIDTH, "height": height})
                 context.add_init_script(READY_SCRIPT)
                 page = context.new_page()
-                open_page(page, f"{server.url}/{path}")
+                open_page(page, f"{server.url}{path}")
                 saved.append(folder / f"{name}.png")
                 save_screenshot(page, saved[-1])
                 context.close()

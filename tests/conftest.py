@@ -131,3 +131,28 @@ def store_url(sqlite_url: str) -> str:
     from dbfixture import fixture_store
 
     return fixture_store(sqlite_url)
+
+
+@pytest.fixture
+def analysis_store(engine: sa.Engine) -> sa.Engine:
+    """The store of the Errors, Tokens, Loops, Suggestions and Imports pages
+    (``dbfixture.build_pages2_database``, figures worked out there) on each database."""
+    from dbfixture import build_pages2_database
+
+    build_pages2_database(engine)
+    return engine
+
+
+@pytest.fixture(scope="session")
+def analysis_store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A SQLite file holding :func:`analysis_store`'s data, shared by the session (the pages
+    only read it); its URL."""
+    from dbfixture import build_pages2_database
+
+    from db.engine import make_engine
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('analysis') / 'toollens.db'}"
+    engine = make_engine(url)
+    build_pages2_database(engine)
+    engine.dispose()
+    return url

@@ -521,7 +521,7 @@ def open_app(
     params: dict[str, str] | None = None,
 ) -> Any:
     """Run the dashboard in ``AppTest`` on ``db_url``, optionally on ``page`` (e.g.
-    ``"views/trace.py"``) with URL ``params``; caches are cleared first.
+    ``pages.TRACE.script``) with URL ``params``; caches are cleared first.
 
     The page files live in ``views/`` rather than ``pages/``: Streamlit treats an entry script
     beside a ``pages/`` folder as a legacy multipage app until ``st.navigation`` runs, so a

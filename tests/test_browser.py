@@ -18,7 +18,6 @@ import orjson
 import pytest
 import sqlalchemy as sa
 from browser_support import (
-    PAGES,
     REPO,
     RequestRecorder,
     Server,
@@ -31,6 +30,7 @@ from browser_support import (
     serve_dashboard,
 )
 
+from dashboard import pages
 from db.engine import make_engine
 from ingest.pipeline import import_paths
 from ingest.scenarios import generate
@@ -74,10 +74,6 @@ def browser() -> Iterator[Any]:
             chromium.close()
 
 
-def _page_name(path: str) -> str:
-    return path or "overview"
-
-
 def _headings(page: Any, tag: str) -> list[str]:
     texts: list[str] = page.locator(f'[data-testid="stMain"] {tag}').all_text_contents()
     return texts
@@ -111,10 +107,10 @@ def test_every_page_renders_without_an_error_box_and_a_shared_trace_link_opens_t
     with serve_dashboard(url, tmp_path / "server.log") as server:
         context = new_context(browser)
         page = context.new_page()
-        for path, title in PAGES:
-            open_page(page, f"{server.url}/{path}", text=title)
-            save_screenshot(page, SCREENSHOTS / f"{_page_name(path)}.png")
-            _assert_page_healthy(page, title)
+        for shown in pages.PAGES:
+            open_page(page, f"{server.url}{shown.path}", text=shown.title)
+            save_screenshot(page, SCREENSHOTS / f"{shown.key}.png")
+            _assert_page_healthy(page, shown.title)
         context.close()
 
         # The link a colleague was sent, as the very first request of a fresh browser.
@@ -122,9 +118,9 @@ def test_every_page_renders_without_an_error_box_and_a_shared_trace_link_opens_t
         query = urllib.parse.urlencode({"trace": display_id, "pair": pair})
         context = new_context(browser)
         page = context.new_page()
-        open_page(page, f"{server.url}/trace?{query}", selector="h3", text=display_id)
+        open_page(page, f"{server.url}{pages.TRACE.path}?{query}", selector="h3", text=display_id)
         save_screenshot(page, SCREENSHOTS / "shared-trace-link.png")
-        _assert_page_healthy(page, "Trace")
+        _assert_page_healthy(page, pages.TRACE.title)
         assert _headings(page, "h3")[0] == display_id
         selected = page.locator('[data-testid="stExpander"]', has_text="Selected pair")
         assert selected.locator("p", has_text=f"call {pair}").count() == 1
@@ -247,15 +243,18 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
     fields = {"tool": "lookup" + store.markup, "model": "model" + store.markup,
               "agent": "agent" + store.markup}  # fmt: skip
     filtered = urllib.parse.urlencode(fields)
-    visits = [(f"/{path}", title, _page_name(path)) for path, title in PAGES]
+    visits = [(p.path, p.title, p.key) for p in pages.PAGES]
     visits += [
-        (f"/?{filtered}", "Overview", "overview-filtered"),
-        (f"/errors?{filtered}&" + urllib.parse.urlencode({"fingerprint": store.fingerprint}),
-         "Errors", "errors-fingerprint"),
-        ("/trace?" + urllib.parse.urlencode({"trace": store.trace_id, "pair": "2:0"}), "Trace",
-         "trace-selected"),
-        ("/trace?" + urllib.parse.urlencode({"trace": store.trace_id, "pair": "r9"}), "Trace",
-         "trace-orphan"),
+        (f"{pages.OVERVIEW.path}?{filtered}", pages.OVERVIEW.title, "overview-filtered"),
+        (f"{pages.ERRORS.path}?{filtered}&"
+         + urllib.parse.urlencode({"fingerprint": store.fingerprint}),
+         pages.ERRORS.title, "errors-fingerprint"),
+        (f"{pages.TRACE.path}?"
+         + urllib.parse.urlencode({"trace": store.trace_id, "pair": "2:0"}),
+         pages.TRACE.title, "trace-selected"),
+        (f"{pages.TRACE.path}?"
+         + urllib.parse.urlencode({"trace": store.trace_id, "pair": "r9"}),
+         pages.TRACE.title, "trace-orphan"),
     ]  # fmt: skip
     context = new_context(browser)
     page = context.new_page()
@@ -281,7 +280,7 @@ def test_urls_in_trace_content_never_become_links(
     query = urllib.parse.urlencode({"trace": hostile_store.trace_id, "pair": "2:0"})
     context = new_context(browser)
     page = context.new_page()
-    open_page(page, f"{hostile_store.server.url}/trace?{query}", text="Trace")
+    open_page(page, f"{hostile_store.server.url}{pages.TRACE.path}?{query}", text=pages.TRACE.title)
     tracker_links = page.locator(f'a[href*="127.0.0.1:{hostile_store.tracker.port}"]').count()
     context.close()
     assert tracker_links == 0
@@ -298,12 +297,17 @@ def test_the_page_of_a_long_trace_goes_into_the_link_and_the_link_opens_it(
     engine = make_engine(url)
     assert import_paths(engine, [source], origin="cli").traces == 1
     engine.dispose()
-    pages = '[data-testid="stCaptionContainer"]'
+    captions = '[data-testid="stCaptionContainer"]'
     with serve_dashboard(url, tmp_path / "server.log") as server:
         context = new_context(browser)
         page = context.new_page()
-        open_page(page, f"{server.url}/trace?trace=long-a&pair=60:0", selector="h3", text="long")
-        assert page.locator(pages, has_text="Messages ").all_text_contents() == [
+        open_page(
+            page,
+            f"{server.url}{pages.TRACE.path}?trace=long-a&pair=60:0",
+            selector="h3",
+            text="long",
+        )
+        assert page.locator(captions, has_text="Messages ").all_text_contents() == [
             "Messages 61–80 of 101 · page 4 of 6 (the selected pair's page)"
         ]
         field = page.get_by_label("Messages page")
@@ -319,8 +323,8 @@ def test_the_page_of_a_long_trace_goes_into_the_link_and_the_link_opens_it(
         page = context.new_page()
         open_page(page, link, selector="h3", text="long")
         save_screenshot(page, SCREENSHOTS / "trace-page-6.png")
-        _assert_page_healthy(page, "Trace")
-        assert page.locator(pages, has_text="Messages ").all_text_contents() == [
+        _assert_page_healthy(page, pages.TRACE.title)
+        assert page.locator(captions, has_text="Messages ").all_text_contents() == [
             "Messages 101–101 of 101 · page 6 of 6"
         ]
         assert urllib.parse.parse_qs(urllib.parse.urlsplit(link).query) == {

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from db.engine import make_engine
-from db.export import PAIR_COLUMNS, iter_pairs
+from db.queries.pairs import PAIR_COLUMNS, iter_pairs
 from db.summary import summarize
 from ingest.cli import app
 from ingest.pipeline import import_paths

@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 from dbfixture import BIG_RESULT, UNTRUSTED, build_fixture, open_app
 
+from dashboard import pages
 from db.filters import Filters
 from db.queries import traces as tq
 from db.queries.pairs import PairQuery, count_pairs, list_pairs, pair_choices
@@ -226,7 +227,7 @@ MARKDOWN_KINDS = ("markdown", "caption", "info", "warning", "error", "subheader"
 def test_calls_page_shows_one_page_of_pairs(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, page="views/calls.py")
+    at = open_app(monkeypatch, store_url, page=pages.CALLS.script)
     assert not at.exception
     table = at.dataframe[0].value
     assert table["pair"].tolist() == list_pairs(sa.create_engine(store_url))["pair"].tolist()
@@ -237,7 +238,7 @@ def test_calls_page_filters_come_from_the_url(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
     at = open_app(
-        monkeypatch, store_url, page="views/calls.py", params={"pair_state": "missing_result"}
+        monkeypatch, store_url, page=pages.CALLS.script, params={"pair_state": "missing_result"}
     )
     assert not at.exception
     assert at.selectbox(key="pair_state").value == "missing_result"
@@ -247,7 +248,7 @@ def test_calls_page_filters_come_from_the_url(
 def test_selecting_a_pair_opens_it_on_the_trace_page(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, page="views/calls.py")
+    at = open_app(monkeypatch, store_url, page=pages.CALLS.script)
     at.session_state["pairs_table"] = {"selection": {"rows": [4], "columns": [], "cells": []}}
     at.run()
     assert not at.exception
@@ -261,7 +262,7 @@ def test_trace_page_puts_the_selected_pair_first(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
     at = open_app(
-        monkeypatch, store_url, page="views/trace.py", params={"trace": "orders-7", "pair": "4:0"}
+        monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "orders-7", "pair": "4:0"}
     )
     assert not at.exception
     selected = next(e for e in at.expander if e.label == "Selected pair")
@@ -278,7 +279,7 @@ def test_trace_page_puts_the_selected_pair_first(
 def test_trace_page_shows_pairing_problems_where_they_happen(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, page="views/trace.py", params={"trace": "orders-7"})
+    at = open_app(monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "orders-7"})
     assert not at.exception
     assert _texts(at, "warning") == [
         "No result ever came back for this call.",
@@ -300,7 +301,7 @@ def test_trace_page_shows_pairing_problems_where_they_happen(
 def test_trace_page_marks_late_results_and_corrected_types(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, page="views/trace.py", params={"trace": "docs-3"})
+    at = open_app(monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "docs-3"})
     assert not at.exception
     captions = _texts(at, "caption")
     assert (
@@ -314,7 +315,7 @@ def test_trace_page_marks_late_results_and_corrected_types(
 def test_trace_page_collapses_oversized_results_with_their_size(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, page="views/trace.py", params={"trace": "weather-1"})
+    at = open_app(monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "weather-1"})
     assert not at.exception
     labels = [e.label for e in at.expander]
     assert f"Show all ({len(BIG_RESULT):,} chars, 3,000 tokens)" in labels
@@ -325,7 +326,7 @@ def test_trace_page_collapses_oversized_results_with_their_size(
 def test_trace_content_is_never_rendered_as_markdown(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, page="views/trace.py", params={"trace": "orders-7"})
+    at = open_app(monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "orders-7"})
     assert UNTRUSTED in _texts(at, "code", "text")
     for text in _texts(at, *MARKDOWN_KINDS):
         assert "evil.example" not in text.replace("\\", ""), text
@@ -334,7 +335,7 @@ def test_trace_content_is_never_rendered_as_markdown(
 def test_an_unknown_trace_id_is_reported_escaped(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, page="views/trace.py", params={"trace": "[x](y)"})
+    at = open_app(monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "[x](y)"})
     assert not at.exception
     assert _texts(at, "warning") == [r"No trace has the id \[x\]\(y\)."]
 
@@ -342,7 +343,7 @@ def test_an_unknown_trace_id_is_reported_escaped(
 def test_trace_picker_opens_the_selected_trace(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, page="views/trace.py")
+    at = open_app(monkeypatch, store_url, page=pages.TRACE.script)
     assert not at.exception
     assert _texts(at, "info") == ["Pick a trace above, or open one from the Tool calls page."]
     picker = at.dataframe[0].value

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 from dbfixture import DASHBOARD_APP, open_app
 
-from dashboard import render, state
+from dashboard import pages, render, state
 from db.filters import Filters
 from db.summary import summarize
 
@@ -103,16 +103,6 @@ def test_a_filter_matching_nothing_says_so(monkeypatch: pytest.MonkeyPatch, stor
     assert [i.value for i in at.info] == [render.NO_MATCH_TEXT]
 
 
-@pytest.mark.parametrize("page", [None, "views/calls.py", "views/trace.py"])
-def test_every_page_explains_how_to_import_when_the_store_is_empty(
-    monkeypatch: pytest.MonkeyPatch, sqlite_url: str, page: str | None
-) -> None:
-    at = open_app(monkeypatch, sqlite_url, page=page)
-    assert not at.exception
-    assert [i.value for i in at.info] == [render.EMPTY_STORE_TEXT]
-    assert "toollens import FILE" in render.EMPTY_STORE_TEXT
-
-
 def test_db_url_comes_from_the_command_line_then_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -171,11 +161,28 @@ def test_pretty_indents_json_and_leaves_text_alone() -> None:
     assert render.pretty("{broken") == ("{broken", None)
 
 
-def test_navigation_lists_every_page_file() -> None:
-    listed = re.findall(r'"(views/\w+\.py)"', DASHBOARD_APP.read_text())
+def test_the_page_registry_lists_every_page_file_once_with_one_default() -> None:
+    listed = [p.script for p in pages.PAGES]
     on_disk = sorted(f"views/{p.name}" for p in (DASHBOARD_APP.parent / "views").glob("*.py"))
     assert sorted(listed) == on_disk
     assert len(listed) == len(set(listed))
+    assert (
+        len({p.key for p in pages.PAGES}) == len({p.url_path for p in pages.PAGES}) == len(listed)
+    )
+    assert [p.key for p in pages.PAGES if p.default] == ["overview"]
+    assert [p.path for p in pages.PAGES][:3] == ["/", "/calls", "/trace"]
+
+
+def test_every_registered_page_opens_with_its_title(
+    monkeypatch: pytest.MonkeyPatch, store_url: str
+) -> None:
+    at = open_app(monkeypatch, store_url)
+    assert not at.exception
+    assert [t.value for t in at.title] == [pages.OVERVIEW.title]
+    for page in pages.PAGES:
+        at.switch_page(page.script).run()
+        assert not at.exception, page.key
+        assert [t.value for t in at.title] == [page.title], page.key
 
 
 FORBIDDEN_RENDERING = ("unsafe_allow_html=True", "st.html(", "components.html(", "components.v1")

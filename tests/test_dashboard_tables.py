@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from dbfixture import open_app
 
+from dashboard import pages
 from dashboard.render import NO_MATCH_TEXT
 from db.engine import make_engine
 from db.queries.traces import find_trace
@@ -21,15 +22,15 @@ from db.queries.traces import find_trace
 #: (page, URL parameters) that between them draw every table of the dashboard.
 VIEWS: tuple[tuple[str | None, dict[str, str]], ...] = (
     (None, {"k": "2"}),
-    ("views/calls.py", {}),
-    ("views/trace.py", {}),
-    ("views/trace.py", {"trace": "orders-7", "pair": "4:0"}),
-    ("views/errors.py", {"fingerprint": "lookup_order: Error: order # not found."}),
-    ("views/tokens.py", {}),
-    ("views/loops.py", {"k": "2"}),
-    ("views/suggestions.py", {}),
-    ("views/imports.py", {}),
-    ("views/review.py", {}),
+    (pages.CALLS.script, {}),
+    (pages.TRACE.script, {}),
+    (pages.TRACE.script, {"trace": "orders-7", "pair": "4:0"}),
+    (pages.ERRORS.script, {"fingerprint": "lookup_order: Error: order # not found."}),
+    (pages.TOKENS.script, {}),
+    (pages.LOOPS.script, {"k": "2"}),
+    (pages.SUGGESTIONS.script, {}),
+    (pages.IMPORTS.script, {}),
+    (pages.REVIEW.script, {}),
 )
 
 
@@ -65,14 +66,16 @@ def test_every_table_has_human_headings_and_a_dash_for_empty_cells(
 def test_counts_are_shown_with_thousands_separators(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, page="views/tokens.py")
+    at = open_app(monkeypatch, store_url, page=pages.TOKENS.script)
     biggest = at.dataframe(key="biggest_table")
     config = json.loads(biggest.proto.columns)
     assert config["chars"]["type_config"]["format"] == "localized"
     assert config["tokens"]["type_config"]["format"] == "%,d"
 
 
-@pytest.mark.parametrize("page", ["views/errors.py", "views/tokens.py", "views/loops.py", None])
+@pytest.mark.parametrize(
+    "page", [pages.ERRORS.script, pages.TOKENS.script, pages.LOOPS.script, None]
+)
 def test_pages_say_when_the_filters_match_nothing(
     monkeypatch: pytest.MonkeyPatch, store_url: str, page: str | None
 ) -> None:

@@ -17,12 +17,12 @@ import pytest
 from dbfixture import BIG_RESULT, fixture_store, open_app
 from streamlit.testing.v1 import AppTest
 
-from dashboard import render, trace_blocks
+from dashboard import pages, render, trace_blocks
 from db.engine import make_engine
 from db.queries.traces import find_trace
 from ingest.pipeline import import_paths
 
-TRACE = "views/trace.py"
+TRACE = pages.TRACE.script
 CALLS = 49
 MESSAGES = 2 + 2 * CALLS + 1
 

@@ -8,21 +8,19 @@ import orjson
 import pytest
 
 from db.vocabulary import ERROR_TYPES
-from ingest.error_detection import _region
-from ingest.error_rules import (
+from ingest.error_detection import (
     DETECTION_RULES,
     JSON_DETECTION_RULES,
     NOT_JSON,
-    RULES,
     SCAN_EDGE,
-    classify_error,
+    _region,
     detect_error,
     edge_lines,
     first_line,
-    is_exception_text,
     parse_json,
     scan_window,
 )
+from ingest.error_rules import RULES, classify_error, is_exception_text
 
 # rule name -> (error type, positive example, near-miss that this rule must not type)
 TYPE_EXAMPLES: dict[str, tuple[str, str, str]] = {

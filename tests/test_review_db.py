@@ -11,23 +11,21 @@ import pytest
 import sqlalchemy as sa
 from incident import import_incident, result_id
 
-from db import review
-from db.engine import make_engine
-from db.migrate import downgrade, upgrade
-from db.review import (
+from db import annotations, review
+from db.annotations import (
     AnnotationConflictError,
     ReviewError,
     UnknownTargetError,
     add_annotation,
     annotations_on,
-    correct_result,
     delete_annotation,
     list_annotations,
-    mark_reviewed,
-    result_review,
-    review_queue,
     update_annotation,
 )
+from db.corrections import correct_result, result_review
+from db.engine import make_engine
+from db.migrate import downgrade, upgrade
+from db.review import mark_reviewed, review_queue
 from db.summary import summarize
 from ingest.reanalyze import reanalyze
 
@@ -47,13 +45,13 @@ def rows(df: pd.DataFrame) -> list[tuple[object, ...]]:
 
 def test_labels_come_from_toollens_labels_or_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TOOLLENS_LABELS", raising=False)
-    assert review.configured_labels() == (
+    assert annotations.configured_labels() == (
         "root-cause", "tool-bug", "model-bug", "prompt-bug", "false-alarm", "needs-fix",
     )  # fmt: skip
     monkeypatch.setenv("TOOLLENS_LABELS", "flaky, root-cause ,,flaky")
-    assert review.configured_labels() == ("flaky", "root-cause")
+    assert annotations.configured_labels() == ("flaky", "root-cause")
     monkeypatch.setenv("TOOLLENS_LABELS", " , ")
-    assert review.configured_labels() == review.DEFAULT_LABELS
+    assert annotations.configured_labels() == annotations.DEFAULT_LABELS
 
 
 def test_notes_on_a_trace_and_on_a_pair_are_stored_apart_with_author_and_time(
@@ -135,7 +133,7 @@ def test_notes_are_listed_newest_first_with_the_tool_and_filter_by_label_and_aut
         now=T0 + timedelta(hours=2),
     )  # fmt: skip
     listed = list_annotations(engine)
-    assert list(listed.columns) == list(review.ANNOTATION_COLUMNS)
+    assert list(listed.columns) == list(annotations.ANNOTATION_COLUMNS)
     picked = listed[["display_id", "message_seq", "call_index", "tool", "label", "author"]]
     assert rows(picked) == [
         ("orphan-3", 1, None, "(unknown)", "tool-bug", "ana"),
@@ -144,7 +142,7 @@ def test_notes_are_listed_newest_first_with_the_tool_and_filter_by_label_and_aut
     ]
     assert list(list_annotations(engine, labels=["tool-bug"], authors=["ana"])["note"]) == ["c"]
     assert list(list_annotations(engine, authors=["bo", "ana"])["note"]) == ["c", "b", "a"]
-    assert review.annotation_choices(engine) == {
+    assert annotations.annotation_choices(engine) == {
         "label": ["root-cause", "tool-bug"],
         "author": ["ana", "bo"],
     }

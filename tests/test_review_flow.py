@@ -26,16 +26,16 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.media_file_storage import MediaFileStorage
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
-from dashboard import files_ui, review_ui
-from db.corrections import correction_counts
+from dashboard import files_ui, pages, review_ui
+from db.annotations import add_annotation, annotations_on
+from db.corrections import correct_result, correction_counts, result_review
 from db.engine import make_engine
 from db.filters import Filters
 from db.queries.pairs import PairQuery, count_pairs
-from db.review import add_annotation, annotations_on, correct_result, result_review
 from db.summary import summarize
 
-CALLS, TRACE, ERRORS = "views/calls.py", "views/trace.py", "views/errors.py"
-SUGGESTIONS, IMPORTS = "views/suggestions.py", "views/imports.py"
+CALLS, TRACE, ERRORS = pages.CALLS.script, pages.TRACE.script, pages.ERRORS.script
+SUGGESTIONS, IMPORTS = pages.SUGGESTIONS.script, pages.IMPORTS.script
 #: A note with characters HTML must escape and a URL a report must not make live.
 NOTE = 'Ignored "use search_orders" <b>three times</b> & see https://evil.example/x'
 NO_AUTHOR = review_ui.NO_AUTHOR_TEXT

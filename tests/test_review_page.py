@@ -15,14 +15,10 @@ from incident import import_incident, result_id
 from streamlit.testing.v1 import AppTest
 
 from dashboard.files_ui import table_csv, table_parquet
+from db.annotations import add_annotation, annotations_on, update_annotation
+from db.corrections import result_review
 from db.engine import make_engine
-from db.review import (
-    add_annotation,
-    annotations_on,
-    result_review,
-    review_queue,
-    update_annotation,
-)
+from db.review import review_queue
 
 REVIEW_PAGE = Path(__file__).resolve().parents[1] / "dashboard" / "views" / "review.py"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ingest.error_rules import SCAN_EDGE
+from ingest.error_detection import SCAN_EDGE
 from ingest.suggestions import (
     MAX_SENTENCE,
     PATTERNS,

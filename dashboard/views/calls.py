@@ -13,7 +13,15 @@ from functools import partial
 import streamlit as st
 
 from dashboard import files_ui, render, state, widgets
-from db.queries.pairs import SORT_KEYS, PairQuery, count_pairs, list_pairs, pair_choices
+from db.queries.pairs import (
+    PAIR_COLUMNS,
+    SORT_KEYS,
+    PairQuery,
+    count_pairs,
+    list_pairs,
+    pair_choices,
+    pair_table,
+)
 
 PAGE_SIZE = 100
 
@@ -90,33 +98,29 @@ event = st.dataframe(
     on_select="rerun",
     selection_mode="single-row",
     key="pairs_table",
-    column_order=(
-        "trace",
-        "pair",
-        "tool",
-        "status",
-        "error_type",
-        "pair_state",
-        "tokens",
-        "occurrence",
-        "verdict",
-    ),
+    # The fields of ``toollens pairs``, in its order, under human headings.
+    column_order=PAIR_COLUMNS,
     column_config={
         "trace": st.column_config.TextColumn("Trace"),
         "pair": st.column_config.TextColumn("Pair", help="message seq:call index, r = result"),
+        "call_id": st.column_config.TextColumn("Call id"),
         "tool": st.column_config.TextColumn("Tool"),
-        "status": st.column_config.TextColumn("Status"),
-        "error_type": st.column_config.TextColumn("Error type"),
         "pair_state": st.column_config.TextColumn("Pair state"),
+        "status": st.column_config.TextColumn("Status"),
+        "status_source": st.column_config.TextColumn("Status source"),
+        "error_type": st.column_config.TextColumn("Error type"),
         "tokens": widgets.count_column("Tokens", help="of the Tool Message"),
         "occurrence": widgets.count_column("Occurrence", help="n-th identical call"),
+        "suggestion": st.column_config.TextColumn("Suggestion"),
         "verdict": st.column_config.TextColumn("Verdict", width=110),
+        "verdict_reason": st.column_config.TextColumn("Verdict reason"),
     },
 )
 cap = files_ui.TABLE_DOWNLOAD_MAX_ROWS
-# Uncached and run only on a click: the whole filtered table, in the table's order.
+# Uncached and run only on a click: the whole filtered table, in the table's order, with the
+# columns of ``toollens pairs``.
 files_ui.table_downloads(
-    partial(list_pairs, state.engine(), f, pq, limit=cap), name="toollens-calls"
+    partial(pair_table, state.engine(), f, pq, limit=cap), name="toollens-calls"
 )
 if total > cap:
     st.caption(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import render, state, widgets
+from dashboard import pages, render, state, widgets
 from dashboard.charts import overview as charts
 from db.queries import histograms
 from db.queries import overview as q
@@ -117,7 +117,7 @@ with left.container(border=True):
         )
         if picked.selection.rows:
             chosen = str(fingerprints.iloc[picked.selection.rows[0]]["fingerprint"])
-            st.switch_page(state.ERRORS_PAGE, query_params={"fingerprint": chosen})
+            st.switch_page(pages.ERRORS.script, query_params={"fingerprint": chosen})
 with right.container(border=True):
     st.markdown(f"**Most oversized tools** (over {budget:,} tokens)")
     oversized = histograms.oversized_tools(token_counts, budget)

@@ -14,7 +14,7 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from dashboard import render, review_ui, state, widgets
-from db import review
+from db import annotations, review
 
 QUEUE_PAGE = 25
 NOTES_LIMIT = 500
@@ -104,8 +104,8 @@ def _queue(engine: Engine, author: str) -> None:
 
 def _notes(engine: Engine) -> None:
     st.subheader("Notes")
-    choices = review.annotation_choices(engine)
-    labels = sorted({*review.configured_labels(), *choices["label"]})
+    choices = annotations.annotation_choices(engine)
+    labels = sorted({*annotations.configured_labels(), *choices["label"]})
     left, right = st.columns(2)
     chosen_labels = left.multiselect(
         "Label", labels, key="note_label", bind="query-params", placeholder="All labels"
@@ -114,7 +114,7 @@ def _notes(engine: Engine) -> None:
         "Author", choices["author"], key="note_author", bind="query-params",
         placeholder="All authors",
     )  # fmt: skip
-    notes = review.list_annotations(
+    notes = annotations.list_annotations(
         engine, labels=chosen_labels, authors=chosen_authors, limit=NOTES_LIMIT
     )
     if notes.empty:

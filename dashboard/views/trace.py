@@ -22,6 +22,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import files_ui, render, review_ui, state, trace_blocks, widgets
+from dashboard.pages import TRACE as TRACE_PAGE
+from db.annotations import trace_annotations
 from db.queries.pairs import pair_choices
 from db.queries.traces import (
     PairRef,
@@ -35,7 +37,6 @@ from db.queries.traces import (
     trace_findings,
     trace_window,
 )
-from db.review import trace_annotations
 
 #: Messages shown per page: a long trace in one page is thousands of elements, and the time
 #: a page takes to show in the browser grows with its elements.
@@ -48,8 +49,6 @@ REVIEW_LABEL = "Notes and corrections on this pair"
 TRACE_PICKER_COLUMNS = ("trace", "agent", "model", "started_at", "messages", "errors", "problems")
 #: Widget key of the "Find a trace" box (Session State holds whether it is open).
 FINDER_KEY = "trace_finder"
-#: Where this page lives when the browser does not say (``url_path`` in ``app.py``).
-PAGE_PATH = "/trace"
 
 
 def _picker(f: Any) -> None:
@@ -104,7 +103,7 @@ def _share_link() -> str:
     with every URL parameter, so a colleague opens the same trace, pair and filters."""
     params = {key: st.query_params.get_all(key) for key in st.query_params}
     query = urlencode(params, doseq=True, safe=":")
-    return f"{st.context.url or widgets.app_path(PAGE_PATH)}" + (f"?{query}" if query else "")
+    return f"{st.context.url or widgets.app_path(TRACE_PAGE.path)}" + (f"?{query}" if query else "")
 
 
 def _answer_id(detail: TraceWindow, pair: PairRef) -> int | None:

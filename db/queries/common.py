@@ -1,41 +1,78 @@
-"""SQL building blocks the page queries share: exact percentiles from a count histogram, and
-grouping keys that keep SQLite's planner on a cheap plan.
+"""SQL building blocks every query shares: effective values, the keys that join a Tool Message
+to its pair, the traces alias for display columns, exact percentiles from a count histogram, and
+running a statement into a DataFrame.
 
-Both work the same on SQLite and PostgreSQL.
+Human corrections win over derived values everywhere: the effective error type is
+``COALESCE(error_type_corrected, error_type)``, likewise the verdict. All of it works the same on
+SQLite and PostgreSQL; the expressions that only steer SQLite's planner live in ``db.planner``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
 from sqlalchemy import (
     ColumnElement,
-    Integer,
+    Connection,
     String,
     case,
+    cast,
     func,
     literal,
+    or_,
     select,
-    type_coerce,
 )
+from sqlalchemy.orm import aliased
 
 from db.filters import Filters, restrict_results
-from db.schema import ToolResultRow
+from db.schema import ToolResultRow, TraceRow
+
+#: The traces table as joined for display columns. An alias, because the shared filters reach
+#: ``traces`` through an EXISTS that must not correlate with a join of the same table.
+TRACE = aliased(TraceRow, name="trace")
+
+#: Effective values: a reviewer's correction overrides what the rules derived.
+effective_error_type = func.coalesce(ToolResultRow.error_type_corrected, ToolResultRow.error_type)
+effective_verdict = func.coalesce(ToolResultRow.verdict_corrected, ToolResultRow.verdict)
+#: Results that are not the answer of any call: orphans, second answers (their call is paired
+#: with the first answer), and early results no later call took.
+unpaired_result = or_(
+    ToolResultRow.pair_state.in_(("orphan_result", "duplicate_result")),
+    ToolResultRow.call_seq.is_(None),
+)
+#: Results a reviewer corrected (the predicate of the partial index that finds them).
+corrected_result = or_(
+    ToolResultRow.error_type_corrected.is_not(None), ToolResultRow.verdict_corrected.is_not(None)
+)
+
+#: Label for error results whose type no rule could name.
+UNCLASSIFIED = "(unclassified)"
 
 
-def grouping_key(column: Any) -> ColumnElement[Any]:
-    """``column`` as a GROUP BY key that no index can deliver in order (``column || ''`` for
-    text, ``column + 0`` for numbers).
+def error_type_label() -> ColumnElement[str]:
+    """The effective error type, :data:`UNCLASSIFIED` where there is none."""
+    return func.coalesce(effective_error_type, literal(UNCLASSIFIED))
 
-    SQLite's planner likes to avoid the sort of a GROUP BY by walking an index on the grouped
-    column and fetching every row from the table in that index's order: random reads of the whole
-    table, where a scan of the few rows that qualify and a small sort cost milliseconds. The
-    expression has the column's value (NULL stays NULL) but matches no index. Select the key
-    itself (not the bare column): PostgreSQL requires selected columns to be grouped.
+
+def result_pair_key() -> ColumnElement[str]:
+    """The ``pair`` URL parameter of a Tool Message, as SQL.
+
+    ``"<call seq>:<call index>"`` when the result answers a call, else ``"r<result seq>"``.
     """
-    if isinstance(column.type, Integer):
-        return type_coerce(column + 0, column.type)
-    return type_coerce(column.op("||")(literal("", String)), String)
+    paired = (
+        cast(ToolResultRow.call_seq, String) + literal(":") + cast(ToolResultRow.call_index, String)
+    )
+    return case(
+        (ToolResultRow.call_seq.is_not(None), paired),
+        else_=literal("r") + cast(ToolResultRow.message_seq, String),
+    )
+
+
+def to_frame(conn: Connection, stmt: Any) -> pd.DataFrame:
+    """Run ``stmt`` and return its rows as a DataFrame with the statement's column names."""
+    result = conn.execute(stmt)
+    return pd.DataFrame(result.all(), columns=list(result.keys()))
 
 
 def nearest_rank_at(cumulative: Any, total: Any, num: int, den: int) -> ColumnElement[bool]:

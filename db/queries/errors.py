@@ -14,59 +14,25 @@ from sqlalchemy import (
     ColumnElement,
     Engine,
     Select,
-    String,
     and_,
-    case,
-    cast,
     func,
     literal,
     select,
 )
-from sqlalchemy.engine import Connection
-from sqlalchemy.orm import aliased
 
 from db import dialect
 from db.filters import NO_FILTERS, Filters, SelectT, restrict_results
-from db.schema import MessageRow, ToolResultRow, TraceRow
-from db.summary import effective_error_type
+from db.planner import restrict_results_in_index
+from db.queries.common import TRACE, error_type_label, result_pair_key, to_frame
+from db.schema import MessageRow, ToolResultRow
 
 TimeUnit = Literal["hour", "day", "import"]
 
-#: The traces table as joined for display columns. An alias, because the shared filters reach
-#: ``traces`` through an EXISTS that must not correlate with a join of the same table.
-TRACE = aliased(TraceRow, name="trace")
-
-#: Label for error results whose type no rule could name.
-UNCLASSIFIED = "(unclassified)"
 #: Characters of a Tool Message shown as an example (enough for one error line and its advice).
 EXAMPLE_CHARS = 300
 
 #: Hour buckets up to this span of time, day buckets beyond it.
 HOURLY_MAX_SECONDS = 3 * 24 * 3600
-
-
-def to_frame(conn: Connection, stmt: Any) -> pd.DataFrame:
-    """Run ``stmt`` and return its rows as a DataFrame with the statement's column names."""
-    result = conn.execute(stmt)
-    return pd.DataFrame(result.all(), columns=list(result.keys()))
-
-
-def result_pair_key() -> ColumnElement[str]:
-    """The ``pair`` URL parameter of a Tool Message, as SQL.
-
-    ``"<call seq>:<call index>"`` when the result answers a call, else ``"r<result seq>"``.
-    """
-    paired = (
-        cast(ToolResultRow.call_seq, String) + literal(":") + cast(ToolResultRow.call_index, String)
-    )
-    return case(
-        (ToolResultRow.call_seq.is_not(None), paired),
-        else_=literal("r") + cast(ToolResultRow.message_seq, String),
-    )
-
-
-def _error_type_label() -> ColumnElement[str]:
-    return func.coalesce(effective_error_type, literal(UNCLASSIFIED))
 
 
 def _is_error() -> ColumnElement[bool]:
@@ -75,7 +41,7 @@ def _is_error() -> ColumnElement[bool]:
 
 def _restrict(stmt: SelectT, filters: Filters) -> SelectT:
     # Every statement here reads error results: filtered where they lie, in the errors index.
-    return restrict_results(stmt, filters, subset=True)
+    return restrict_results_in_index(stmt, filters)
 
 
 def error_totals(engine: Engine, filters: Filters = NO_FILTERS) -> tuple[int, int]:
@@ -96,7 +62,7 @@ def error_types_by_tool(
 
     Columns: ``tool``, ``error_type``, ``errors``; tools ordered by their error total.
     """
-    label = _error_type_label()
+    label = error_type_label()
     # Every (tool, error type) off the errors index in one pass (a few hundred groups); the top
     # tools are picked from those rows (an IN on the top tools made SQLite read tools' results
     # through another index).
@@ -158,7 +124,7 @@ def errors_over_time(
     ``errors``; sorted by bucket. With ``unit="hour"``/``"day"`` errors without any timestamp
     are left out; ``unit="import"`` places every error by the import that brought its trace.
     """
-    label = _error_type_label()
+    label = error_type_label()
     with engine.connect() as conn:
         if unit == "import":
             bucket: Any = TRACE.import_id
@@ -207,7 +173,7 @@ def _fingerprint_groups(filters: Filters) -> Select[*tuple[Any, ...]]:
         select(
             ToolResultRow.fingerprint.label("fingerprint"),
             func.max(ToolResultRow.tool).label("tool"),
-            func.max(_error_type_label()).label("error_type"),
+            func.max(error_type_label()).label("error_type"),
             func.count().label("errors"),
             func.count(ToolResultRow.trace_id.distinct()).label("traces"),
             func.min(ToolResultRow.id).label("example_id"),
@@ -297,7 +263,7 @@ def fingerprint_occurrences(
             result_pair_key().label("pair"),
             ToolResultRow.message_seq.label("message_seq"),
             ToolResultRow.tool.label("tool"),
-            _error_type_label().label("error_type"),
+            error_type_label().label("error_type"),
             ToolResultRow.status_source.label("status_source"),
             ToolResultRow.rule.label("rule"),
             ToolResultRow.timestamp.label("timestamp"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 from sqlalchemy import ColumnElement, Engine, func, select
 
-from db.queries.errors import to_frame
+from db.queries.common import to_frame
 from db.schema import ImportRun, RejectedRecord
 
 #: Bytes of a rejected record's raw input shown in the UI (decoded with errors="replace").

@@ -14,9 +14,9 @@ import pandas as pd
 from sqlalchemy import Engine, Select, Text, and_, cast, func, select, true
 from sqlalchemy.orm import aliased
 
-from db.filters import NO_FILTERS, Filters, restrict_calls
-from db.queries.common import grouping_key
-from db.queries.errors import TRACE, to_frame
+from db.filters import NO_FILTERS, Filters
+from db.planner import grouping_key, restrict_calls_in_index
+from db.queries.common import TRACE, to_frame
 from db.schema import ToolCallRow, ToolResultRow
 
 #: Characters of a call's arguments shown to identify a loop.
@@ -30,13 +30,12 @@ def _loop_groups(k: int, filters: Filters) -> Select[*tuple[Any, ...]]:
     exactly one call at ``occurrence == k``: those few calls (off the occurrence index) are the
     keys, and each key's calls are read from its trace.
     """
-    keys = restrict_calls(
+    keys = restrict_calls_in_index(
         select(
             grouping_key(ToolCallRow.trace_id).label("trace_id"),
             ToolCallRow.signature.label("signature"),
         ).where(ToolCallRow.occurrence == k),
         filters,
-        subset=True,
     ).subquery()
     call = aliased(ToolCallRow)
     result = aliased(ToolResultRow)
@@ -173,8 +172,8 @@ def loops_by_tool(
 def ping_pong_calls(engine: Engine, filters: Filters = NO_FILTERS) -> int:
     """How many calls are part of an A-B-A-B ping-pong between two signatures."""
     # Off the small partial index of ping-pong calls, filtered where it lies.
-    stmt = restrict_calls(
-        select(func.count()).where(ToolCallRow.ping_pong == true()), filters, subset=True
+    stmt = restrict_calls_in_index(
+        select(func.count()).where(ToolCallRow.ping_pong == true()), filters
     )
     with engine.connect() as conn:
         return int(conn.execute(stmt).scalar_one())
@@ -189,7 +188,7 @@ def ping_pong_traces(
     ``calls``, ``tools`` (``A ↔ B``: the alphabetically first and last tool involved).
     """
     groups = (
-        restrict_calls(
+        restrict_calls_in_index(
             select(
                 ToolCallRow.trace_id.label("trace_id"),
                 func.count().label("calls"),
@@ -200,7 +199,6 @@ def ping_pong_traces(
             .where(ToolCallRow.ping_pong == true())
             .group_by(ToolCallRow.trace_id),
             filters,
-            subset=True,
         )
         .order_by(func.count().desc(), ToolCallRow.trace_id)
         .limit(limit)

@@ -10,33 +10,27 @@ UI, so changing the budget needs no re-import.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 from sqlalchemy import (
     BigInteger,
-    Connection,
     Engine,
     case,
     cast,
     func,
-    literal,
     select,
 )
 
-from db.filters import (
-    NO_FILTERS,
-    Filters,
-    narrows_traces,
-    restrict_calls,
-    restrict_findings,
-    restrict_results,
+from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_findings
+from db.planner import (
+    grouping_key,
+    one_pass_counts,
+    restrict_calls_in_index,
+    restrict_results_in_index,
 )
 from db.queries import histograms
-from db.queries.common import grouping_key
+from db.queries.common import effective_verdict, error_type_label, to_frame
 from db.queries.histograms import oversized_tools, size_bins, tool_sizes, tool_token_counts
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
-from db.summary import effective_error_type, effective_verdict
 from db.vocabulary import VERDICTS
 
 #: The size bins' edges (see :mod:`db.queries.histograms`).
@@ -44,8 +38,6 @@ TOKEN_EDGES = histograms.TOKEN_EDGES
 token_edges = histograms.token_edges
 #: Occurrences at or above this are drawn as one "N+" bar.
 OCCURRENCE_CAP = 10
-#: Label of error results whose error type is unknown.
-UNCLASSIFIED = "(unclassified)"
 
 SCORECARD_COLUMNS: tuple[str, ...] = (
     "tool", "calls", "results", "errors", "error_rate", "top_error_type", "p50_tokens",
@@ -58,24 +50,18 @@ _COUNT_COLUMNS = (
 )  # fmt: skip
 
 
-def _frame(conn: Connection, stmt: Any) -> pd.DataFrame:
-    result = conn.execute(stmt)
-    return pd.DataFrame(result.all(), columns=list(result.keys()))
-
-
 def error_type_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
     """Error results per effective error type, most frequent first: ``error_type``, ``errors``."""
-    label = func.coalesce(effective_error_type, literal(UNCLASSIFIED)).label("error_type")
-    stmt = restrict_results(
+    label = error_type_label().label("error_type")
+    stmt = restrict_results_in_index(
         select(label, func.count().label("errors"))
         .where(ToolResultRow.status == "error")
         .group_by(label)
         .order_by(func.count().desc(), label),
         filters,
-        subset=True,
     )
     with engine.connect() as conn:
-        return _frame(conn, stmt)
+        return to_frame(conn, stmt)
 
 
 def verdict_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
@@ -83,12 +69,11 @@ def verdict_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFram
 
     Columns: ``verdict``, ``results``.
     """
-    stmt = restrict_results(
+    stmt = restrict_results_in_index(
         select(effective_verdict, func.count())
         .where(effective_verdict.is_not(None))
         .group_by(effective_verdict),
         filters,
-        subset=True,
     )
     with engine.connect() as conn:
         found = {str(v): int(n) for v, n in conn.execute(stmt)}
@@ -109,7 +94,7 @@ def occurrence_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.Da
     ``label`` (``"10+"`` for the cap), ``calls``. Only occurrences that happen are listed.
     """
     occurrence = ToolCallRow.occurrence
-    if narrows_traces(filters):
+    if one_pass_counts(filters):
         # Under a trace filter: one pass without GROUP BY (a count per occurrence, the last one
         # "or more") over the filtered traces' entries of the trace index; nothing to sort.
         counts = [func.count().filter(occurrence == o) for o in range(1, OCCURRENCE_CAP)]
@@ -133,7 +118,7 @@ def occurrence_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.Da
             .order_by(capped)
         )
         with engine.connect() as conn:
-            df = _frame(conn, stmt)
+            df = to_frame(conn, stmt)
     df["label"] = [f"{o}+" if o == OCCURRENCE_CAP else str(o) for o in df["occurrence"].astype(int)]
     return df[["occurrence", "label", "calls"]]
 
@@ -147,13 +132,11 @@ def top_error_fingerprints(
     types: a fingerprint spans two only after a reviewer corrected one of them), ``errors``,
     ``traces``.
     """
-    stmt = restrict_results(
+    stmt = restrict_results_in_index(
         select(
             ToolResultRow.fingerprint.label("fingerprint"),
             func.min(ToolResultRow.tool).label("tool"),
-            func.min(func.coalesce(effective_error_type, literal(UNCLASSIFIED))).label(
-                "error_type"
-            ),
+            func.min(error_type_label()).label("error_type"),
             func.count().label("errors"),
             func.count(func.distinct(ToolResultRow.trace_id)).label("traces"),
         )
@@ -162,10 +145,9 @@ def top_error_fingerprints(
         .order_by(func.count().desc(), ToolResultRow.fingerprint)
         .limit(limit),
         filters,
-        subset=True,
     )
     with engine.connect() as conn:
-        return _frame(conn, stmt)
+        return to_frame(conn, stmt)
 
 
 def top_oversized_tools(
@@ -189,7 +171,7 @@ def top_loops(
     few loops shown look up their first call.
     """
     trace_key = grouping_key(ToolCallRow.trace_id)
-    groups = restrict_calls(
+    groups = restrict_calls_in_index(
         select(
             trace_key.label("trace_id"),
             ToolCallRow.signature.label("signature"),
@@ -199,7 +181,6 @@ def top_loops(
         .where(ToolCallRow.occurrence >= k)
         .group_by(trace_key, ToolCallRow.signature),
         filters,
-        subset=True,
     ).subquery()
     top = (
         select(groups, TraceRow.display_id.label("trace"))
@@ -227,7 +208,7 @@ def top_loops(
         first_index.scalar_subquery().label("first_call_index"),
     ).order_by(shown.c.calls.desc(), shown.c.trace, shown.c.tool)
     with engine.connect() as conn:
-        return _frame(conn, stmt)
+        return to_frame(conn, stmt)
 
 
 def tool_scorecard(
@@ -258,8 +239,8 @@ def scorecard_counts(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> p
     types off the errors index, verdicts off the verdict index, loops off the occurrence index.
     """
     f = filters
-    error_label = func.coalesce(effective_error_type, literal(UNCLASSIFIED))
-    types_stmt = restrict_results(
+    error_label = error_type_label()
+    types_stmt = restrict_results_in_index(
         select(
             ToolResultRow.tool.label("tool"),
             error_label.label("error_type"),
@@ -268,17 +249,15 @@ def scorecard_counts(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> p
         .where(ToolResultRow.status == "error")
         .group_by(ToolResultRow.tool, error_label),
         f,
-        subset=True,
     )
     tool_key = grouping_key(ToolResultRow.tool)
-    advised_stmt = restrict_results(
+    advised_stmt = restrict_results_in_index(
         select(tool_key.label("tool"), func.count().label("errors_with_suggestion"))
         .where(ToolResultRow.status == "error", ToolResultRow.suggestion.is_not(None))
         .group_by(tool_key),
         f,
-        subset=True,
     )
-    verdicts_stmt = restrict_results(
+    verdicts_stmt = restrict_results_in_index(
         select(
             tool_key.label("tool"),
             func.count().filter(effective_verdict == "followed").label("followed"),
@@ -287,7 +266,6 @@ def scorecard_counts(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> p
         .where(effective_verdict.in_(("followed", "ignored")))
         .group_by(tool_key),
         f,
-        subset=True,
     )
     calls_stmt = restrict_calls(
         select(ToolCallRow.tool_name.label("tool"), func.count().label("calls")).group_by(
@@ -298,7 +276,7 @@ def scorecard_counts(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> p
     # A looping signature has one call at occurrence k and n - k + 1 at k or beyond (see
     # db.summary.loop_counts): its n calls come off the occurrence index.
     call_key = grouping_key(ToolCallRow.tool_name)
-    loops_stmt = restrict_calls(
+    loops_stmt = restrict_calls_in_index(
         select(
             call_key.label("tool"),
             func.count().filter(ToolCallRow.occurrence == k).label("signatures"),
@@ -307,7 +285,6 @@ def scorecard_counts(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> p
         .where(ToolCallRow.occurrence >= k)
         .group_by(call_key),
         f,
-        subset=True,
     )
     finding_key = grouping_key(FindingRow.tool)
     findings_stmt = restrict_findings(
@@ -317,10 +294,10 @@ def scorecard_counts(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> p
         f,
     )
     with engine.connect() as conn:
-        types = _frame(conn, types_stmt)
-        parts = [_frame(conn, stmt) for stmt in (advised_stmt, verdicts_stmt, calls_stmt)]
-        loop_rows = _frame(conn, loops_stmt)
-        parts.append(_frame(conn, findings_stmt))
+        types = to_frame(conn, types_stmt)
+        parts = [to_frame(conn, stmt) for stmt in (advised_stmt, verdicts_stmt, calls_stmt)]
+        loop_rows = to_frame(conn, loops_stmt)
+        parts.append(to_frame(conn, findings_stmt))
     parts.append(types.groupby("tool", as_index=False)["n"].sum().rename(columns={"n": "errors"}))
     parts.append(
         pd.DataFrame(

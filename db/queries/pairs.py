@@ -1,8 +1,11 @@
-"""The pairs table behind the Tool calls page: every call beside its Tool Message, paged.
+"""The pairs: every call beside its Tool Message, one definition for the Tool calls page and
+``toollens pairs``.
 
 One row per tool call (with the result that answers it, if any) plus one row per Tool Message
 that no call shows as its answer (results answering no call, and second answers to an answered
-call). Rows are filtered, sorted and paged in SQL; only one page travels to pandas.
+call), with the fields :data:`PAIR_COLUMNS`. The page filters, sorts and pages them in SQL
+(:func:`list_pairs`, only one page travels to pandas); the CLI streams them all
+(:func:`iter_pairs`), in the page's default order.
 
 A row's ``pair`` is its address in the trace, the ``pair`` URL parameter of the Trace page:
 ``"<message seq>:<call index>"`` for a call, ``"r<message seq>"`` for a Tool Message of its own.
@@ -10,6 +13,7 @@ A row's ``pair`` is its address in the trace, the ``pair`` URL parameter of the 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,27 +22,33 @@ from sqlalchemy import (
     ColumnElement,
     Engine,
     Integer,
+    String,
     and_,
     cast,
     func,
+    literal,
     null,
     select,
     union_all,
 )
 
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
+from db.planner import restrict_results_in_index
+from db.queries.common import effective_error_type, effective_verdict, unpaired_result
 from db.schema import ToolCallRow, ToolResultRow, TraceRow
-from db.summary import effective_error_type, effective_verdict, unpaired_result
 from db.vocabulary import PAIR_STATES, STATUSES, VERDICTS
 
 SORT_KEYS: tuple[str, ...] = (
     "trace", "tool", "status", "error_type", "pair_state", "tokens", "occurrence", "verdict",
 )  # fmt: skip
-#: Columns of :func:`list_pairs`, in display order.
+#: The fields of a pair, in order: the columns of ``toollens pairs`` and of the Tool calls table.
 PAIR_COLUMNS: tuple[str, ...] = (
-    "trace", "pair", "tool", "status", "error_type", "pair_state", "tokens", "occurrence",
-    "verdict", "trace_id", "seq", "call_index", "result_seq",
+    "trace", "pair", "call_id", "tool", "pair_state", "status", "status_source", "error_type",
+    "tokens", "occurrence", "suggestion", "verdict", "verdict_reason",
 )  # fmt: skip
+#: Where a pair lies in its trace (the page's order and links); :func:`list_pairs` returns
+#: them after :data:`PAIR_COLUMNS`.
+POSITION_COLUMNS: tuple[str, ...] = ("trace_id", "seq", "call_index", "result_seq")
 #: Most distinct error types offered as a filter.
 ERROR_TYPE_CHOICES = 200
 
@@ -98,14 +108,16 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
                 ToolCallRow.trace_id.label("trace_id"),
                 ToolCallRow.message_seq.label("seq"),
                 ToolCallRow.call_index.label("call_index"),
+                (
+                    cast(ToolCallRow.message_seq, String)
+                    + literal(":")
+                    + cast(ToolCallRow.call_index, String)
+                ).label("pair"),
+                ToolCallRow.tool_call_id.label("call_id"),
                 ToolCallRow.tool_name.label("tool"),
-                ToolResultRow.status.label("status"),
-                effective_error_type.label("error_type"),
                 ToolCallRow.pair_state.label("pair_state"),
-                ToolResultRow.tokens.label("tokens"),
+                *_result_fields(),
                 ToolCallRow.occurrence.label("occurrence"),
-                effective_verdict.label("verdict"),
-                ToolResultRow.message_seq.label("result_seq"),
             )
             .select_from(ToolCallRow)
             .outerjoin(ToolResultRow, _answer())
@@ -116,6 +128,21 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
     if q.pair_state:
         stmt = stmt.where(ToolCallRow.pair_state == q.pair_state)
     return stmt
+
+
+def _result_fields() -> list[Any]:
+    """The pair's fields that come from its Tool Message (NULL for a call without answer)."""
+    r = ToolResultRow
+    return [
+        r.status.label("status"),
+        r.status_source.label("status_source"),
+        effective_error_type.label("error_type"),
+        r.tokens.label("tokens"),
+        r.suggestion.label("suggestion"),
+        effective_verdict.label("verdict"),
+        r.verdict_reason.label("verdict_reason"),
+        r.message_seq.label("result_seq"),
+    ]
 
 
 def _answer() -> ColumnElement[bool]:
@@ -136,14 +163,12 @@ def _lone_result_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
             ToolResultRow.trace_id.label("trace_id"),
             ToolResultRow.message_seq.label("seq"),
             cast(null(), Integer).label("call_index"),
+            (literal("r") + cast(ToolResultRow.message_seq, String)).label("pair"),
+            ToolResultRow.tool_call_id.label("call_id"),
             ToolResultRow.tool.label("tool"),
-            ToolResultRow.status.label("status"),
-            effective_error_type.label("error_type"),
             ToolResultRow.pair_state.label("pair_state"),
-            ToolResultRow.tokens.label("tokens"),
+            *_result_fields(),
             cast(null(), Integer).label("occurrence"),
-            effective_verdict.label("verdict"),
-            ToolResultRow.message_seq.label("result_seq"),
         )
     stmt = restrict_results(stmt, f).where(unpaired_result, *_result_conditions(q))
     if q.trace:
@@ -173,6 +198,11 @@ def _order(columns: Any, query: PairQuery) -> list[Any]:
     return [column.is_(None), column.desc() if query.descending else column, *position]
 
 
+def _check_sort(query: PairQuery) -> None:
+    if query.sort not in SORT_KEYS:
+        raise ValueError(f"unknown sort key {query.sort!r} (one of {', '.join(SORT_KEYS)})")
+
+
 def list_pairs(
     engine: Engine,
     filters: Filters = NO_FILTERS,
@@ -181,13 +211,12 @@ def list_pairs(
     limit: int = 100,
     offset: int = 0,
 ) -> pd.DataFrame:
-    """One page of the pairs table (columns: :data:`PAIR_COLUMNS`).
+    """One page of the pairs table (columns: :data:`PAIR_COLUMNS`, :data:`POSITION_COLUMNS`).
 
     Sorted by ``query.sort`` (empty values last, in both directions), then by trace and
     position. ``sort="trace"`` keeps the import order of traces and the message order inside.
     """
-    if query.sort not in SORT_KEYS:
-        raise ValueError(f"unknown sort key {query.sort!r} (one of {', '.join(SORT_KEYS)})")
+    _check_sort(query)
     # The page is among the first ``offset + limit`` rows of each part under the same order, so
     # each part is cut there before the union is sorted: sorted by trace, the calls part comes
     # in the order of its (trace_id, message_seq, call_index) index and stops early.
@@ -198,21 +227,60 @@ def list_pairs(
         parts.append(select(select(part).order_by(*_order(part.c, query)).limit(first).subquery()))
     pairs = union_all(*parts).subquery("pairs")
     page = select(pairs).order_by(*_order(pairs.c, query)).limit(limit).offset(offset).subquery()
-    stmt = (
-        select(page, TraceRow.display_id.label("trace"))
-        .join(TraceRow, TraceRow.id == page.c.trace_id)
-        .order_by(*_order(page.c, query))
-    )
     with engine.connect() as conn:
-        result = conn.execute(stmt)
+        result = conn.execute(_with_trace(page, query))
         df = pd.DataFrame(result.all(), columns=list(result.keys()))
-    df["pair"] = [
-        f"r{seq}" if pd.isna(idx) else f"{seq}:{int(idx)}"
-        for seq, idx in zip(df["seq"], df["call_index"], strict=True)
-    ]
     for col in ("call_index", "occurrence", "tokens", "result_seq"):
         df[col] = df[col].astype("Int64")
-    return df[list(PAIR_COLUMNS)]
+    return df
+
+
+def _with_trace(rows: Any, query: PairQuery) -> Any:
+    """The pairs of the subquery ``rows`` with their trace's display id, in :data:`PAIR_COLUMNS`
+    then :data:`POSITION_COLUMNS` order, sorted by ``query``.
+
+    The display id is joined last, to the rows that are left: a join inside the parts lets the
+    planner start from ``traces`` and sort every call.
+    """
+    columns = {**dict(rows.c.items()), "trace": TraceRow.display_id.label("trace")}
+    return (
+        select(*(columns[c] for c in (*PAIR_COLUMNS, *POSITION_COLUMNS)))
+        .join(TraceRow, TraceRow.id == rows.c.trace_id)
+        .order_by(*_order(rows.c, query))
+    )
+
+
+def pair_table(
+    engine: Engine,
+    filters: Filters = NO_FILTERS,
+    query: PairQuery = ALL_PAIRS,
+    *,
+    limit: int = 100,
+    offset: int = 0,
+) -> pd.DataFrame:
+    """:func:`list_pairs` with only the :data:`PAIR_COLUMNS`: the page's downloads, the same
+    columns as ``toollens pairs``."""
+    return list_pairs(engine, filters, query, limit=limit, offset=offset)[list(PAIR_COLUMNS)]
+
+
+def iter_pairs(
+    engine: Engine,
+    filters: Filters = NO_FILTERS,
+    query: PairQuery = ALL_PAIRS,
+    *,
+    batch: int = 5000,
+) -> Iterator[dict[str, Any]]:
+    """Yield every pair as a dict of :data:`PAIR_COLUMNS`, streaming from the database (any
+    store size fits in memory): ``toollens pairs``, in the order of :func:`list_pairs`."""
+    _check_sort(query)
+    pairs = union_all(_call_rows(filters, query), _lone_result_rows(filters, query)).subquery(
+        "pairs"
+    )
+    stmt = _with_trace(pairs, query)
+    with engine.connect() as conn:
+        result = conn.execution_options(stream_results=True, yield_per=batch).execute(stmt)
+        for row in result:
+            yield dict(zip(PAIR_COLUMNS, row[: len(PAIR_COLUMNS)], strict=True))
 
 
 def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, list[str]]:
@@ -220,14 +288,13 @@ def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, lis
     ``pair_state`` and ``verdict``."""
     # Only error results have an error type: the distinct ones come off the errors index,
     # filtered where they lie.
-    stmt = restrict_results(
+    stmt = restrict_results_in_index(
         select(effective_error_type)
         .where(ToolResultRow.status == "error", effective_error_type.is_not(None))
         .distinct()
         .order_by(effective_error_type)
         .limit(ERROR_TYPE_CHOICES),
         filters,
-        subset=True,
     )
     with engine.connect() as conn:
         error_types = [str(v) for v in conn.execute(stmt).scalars()]

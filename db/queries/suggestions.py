@@ -13,11 +13,16 @@ from typing import Any, Literal
 import pandas as pd
 from sqlalchemy import ColumnElement, Engine, case, func, literal, select
 
-from db.filters import NO_FILTERS, Filters, restrict_results
-from db.queries.common import grouping_key
-from db.queries.errors import TRACE, result_pair_key, to_frame
+from db.filters import NO_FILTERS, Filters
+from db.planner import grouping_key, restrict_results_in_index
+from db.queries.common import (
+    TRACE,
+    effective_error_type,
+    effective_verdict,
+    result_pair_key,
+    to_frame,
+)
 from db.schema import ToolResultRow
-from db.summary import effective_error_type, effective_verdict
 from db.vocabulary import VERDICTS
 
 FollowKey = Literal["tool", "error_type"]
@@ -54,14 +59,13 @@ def follow_rates(
     else:
         key = func.coalesce(effective_error_type, literal(NO_ERROR_TYPE))
     counts = [func.count().filter(effective_verdict == v).label(v) for v in VERDICTS]
-    stmt = restrict_results(
+    stmt = restrict_results_in_index(
         select(key.label(by), func.count().label("suggestions"), *counts)
         .where(effective_verdict.is_not(None))
         .group_by(key)
         .order_by(func.count().desc(), key)
         .limit(limit),
         filters,
-        subset=True,
     )
     with engine.connect() as conn:
         df = to_frame(conn, stmt)
@@ -77,7 +81,7 @@ def verdict_breakdown(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
     ``results``; in ``VERDICTS`` order, then the most frequent kind first.
     """
     kind = func.coalesce(ToolResultRow.suggestion_kind, literal("(none)"))
-    stmt = restrict_results(
+    stmt = restrict_results_in_index(
         select(
             effective_verdict.label("verdict"),
             kind.label("suggestion_kind"),
@@ -86,7 +90,6 @@ def verdict_breakdown(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
         .where(effective_verdict.is_not(None))
         .group_by(effective_verdict, kind),
         filters,
-        subset=True,
     )
     with engine.connect() as conn:
         df = to_frame(conn, stmt)
@@ -112,8 +115,8 @@ def recovery_rates(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFram
 
     def by_outcome(*conds: ColumnElement[bool]) -> Any:
         key = case((nxt.is_(True), 1), (nxt.is_(False), 0), else_=-1)
-        return restrict_results(
-            select(key, func.count()).where(is_error, *conds).group_by(key), filters, subset=True
+        return restrict_results_in_index(
+            select(key, func.count()).where(is_error, *conds).group_by(key), filters
         )
 
     with engine.connect() as conn:
@@ -148,8 +151,8 @@ def verdict_examples(
     # Pick the ids first, off the verdict index and filtered where it lies, then read the
     # columns of those few rows only.
     top = (
-        restrict_results(
-            select(ToolResultRow.id).where(effective_verdict == verdict), filters, subset=True
+        restrict_results_in_index(
+            select(ToolResultRow.id).where(effective_verdict == verdict), filters
         )
         .order_by(ToolResultRow.id)
         .limit(limit)

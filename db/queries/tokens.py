@@ -10,8 +10,13 @@ import pandas as pd
 from sqlalchemy import BigInteger, Engine, and_, case, cast, func, select
 
 from db.filters import NO_FILTERS, Filters, restrict_results, restrict_traces
-from db.queries.common import percentile_columns, token_histogram_by_tool
-from db.queries.errors import TRACE, result_pair_key, to_frame
+from db.queries.common import (
+    TRACE,
+    percentile_columns,
+    result_pair_key,
+    to_frame,
+    token_histogram_by_tool,
+)
 from db.schema import ImportRun, MessageRow, ToolResultRow, TraceRow
 
 #: Characters of a Tool Message shown beside its size.

@@ -14,7 +14,6 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import (
     ColumnElement,
-    Connection,
     Engine,
     and_,
     exists,
@@ -24,8 +23,8 @@ from sqlalchemy import (
 )
 
 from db.filters import NO_FILTERS, Filters, restrict_traces
+from db.queries.common import effective_error_type, effective_verdict, to_frame
 from db.schema import FindingRow, ImportRun, MessageRow, ToolCallRow, ToolResultRow, TraceRow
-from db.summary import effective_error_type, effective_verdict
 
 #: Characters of one message's content read back (the UI says how long the whole content is).
 CONTENT_CHARS = 200_000
@@ -84,11 +83,6 @@ class TraceWindow:
     pages: int = 1
 
 
-def _frame(conn: Connection, stmt: Any) -> pd.DataFrame:
-    result = conn.execute(stmt)
-    return pd.DataFrame(result.all(), columns=list(result.keys()))
-
-
 def _content() -> ColumnElement[str]:
     return func.substr(MessageRow.content, 1, CONTENT_CHARS).label("content")
 
@@ -138,7 +132,7 @@ def search_traces(
         )
     stmt = stmt.order_by(TraceRow.problem_count.desc(), TraceRow.id.desc()).limit(limit)
     with engine.connect() as conn:
-        return _frame(conn, stmt)
+        return to_frame(conn, stmt)
 
 
 def find_trace(engine: Engine, display_id: str) -> dict[str, Any] | None:
@@ -216,7 +210,7 @@ def trace_window(engine: Engine, trace_id: int, *, page: int = 0, size: int = 10
         )
         pages = max(1, -(-total // size))
         page = min(max(0, page), pages - 1)
-        messages = _frame(
+        messages = to_frame(
             conn,
             select(
                 MessageRow.seq,
@@ -235,8 +229,8 @@ def trace_window(engine: Engine, trace_id: int, *, page: int = 0, size: int = 10
             first, last = 0, -1
         else:
             first, last = int(messages["seq"].iloc[0]), int(messages["seq"].iloc[-1])
-        calls = _frame(conn, _calls_stmt(trace_id, ToolCallRow.message_seq.between(first, last)))
-        results = _frame(
+        calls = to_frame(conn, _calls_stmt(trace_id, ToolCallRow.message_seq.between(first, last)))
+        results = to_frame(
             conn,
             _results_stmt(
                 trace_id,
@@ -266,7 +260,7 @@ def pair_detail(engine: Engine, trace_id: int, pair: PairRef) -> TraceWindow:
     the call it answers again, for a duplicate). ``messages`` is empty."""
     with engine.connect() as conn:
         if pair.is_call:
-            calls = _frame(
+            calls = to_frame(
                 conn,
                 _calls_stmt(
                     trace_id,
@@ -277,7 +271,7 @@ def pair_detail(engine: Engine, trace_id: int, pair: PairRef) -> TraceWindow:
                 ),
             )
             answered = [int(s) for s in calls["result_seq"].dropna()] or [-1]
-            results = _frame(
+            results = to_frame(
                 conn,
                 _results_stmt(
                     trace_id,
@@ -291,10 +285,10 @@ def pair_detail(engine: Engine, trace_id: int, pair: PairRef) -> TraceWindow:
                 ),
             )
         else:
-            results = _frame(conn, _results_stmt(trace_id, ToolResultRow.message_seq == pair.seq))
-            calls = _frame(conn, _calls_stmt(trace_id, ToolCallRow.id < 0))
+            results = to_frame(conn, _results_stmt(trace_id, ToolResultRow.message_seq == pair.seq))
+            calls = to_frame(conn, _calls_stmt(trace_id, ToolCallRow.id < 0))
             if not results.empty and pd.notna(results["call_seq"].iloc[0]):
-                calls = _frame(
+                calls = to_frame(
                     conn,
                     _calls_stmt(
                         trace_id,
@@ -316,7 +310,7 @@ def trace_findings(engine: Engine, trace_id: int) -> pd.DataFrame:
         .order_by(FindingRow.message_seq, FindingRow.call_index, FindingRow.name)
     )
     with engine.connect() as conn:
-        df = _frame(conn, stmt)
+        df = to_frame(conn, stmt)
     df["call_index"] = df["call_index"].astype("Int64")
     return df
 
@@ -337,7 +331,7 @@ def import_choices(engine: Engine, *, limit: int = 200) -> pd.DataFrame:
         .limit(limit)
     )
     with engine.connect() as conn:
-        return _frame(conn, stmt)
+        return to_frame(conn, stmt)
 
 
 def filter_choices(engine: Engine, *, limit: int = CHOICES_LIMIT) -> dict[str, list[str]]:

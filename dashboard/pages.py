@@ -1,0 +1,57 @@
+"""The dashboard's pages, in navigation order: the one list the navigation (``app.py``), the
+links between pages, the tests and the UI benchmark read.
+
+Plain data (no Streamlit import), so the browser tests and ``benchmarks/ui_bench.py`` read it
+without starting an app. Adding a page: see "Adding a page" in ``docs/architecture.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of the dashboard."""
+
+    #: Stable name (benchmark rows, screenshot files).
+    key: str
+    #: Navigation label and the page's heading (``st.title``).
+    title: str
+    #: Material icon of the navigation entry.
+    icon: str
+    #: The page's URL path (``/trace``); Streamlit serves the default page at ``/`` too.
+    url_path: str
+    #: The page's script, relative to ``app.py`` (what ``st.switch_page`` and AppTest take).
+    script: str
+    #: The page ``/`` opens.
+    default: bool = False
+
+    @property
+    def path(self) -> str:
+        """The page's path in links: ``/trace``; ``/`` for the default page."""
+        return "/" if self.default else f"/{self.url_path}"
+
+
+OVERVIEW = Page(
+    "overview", "Overview", ":material/dashboard:", "overview", "views/overview.py", default=True
+)
+CALLS = Page("calls", "Tool calls", ":material/table_rows:", "calls", "views/calls.py")
+TRACE = Page("trace", "Trace", ":material/forum:", "trace", "views/trace.py")
+ERRORS = Page("errors", "Errors", ":material/error:", "errors", "views/errors.py")
+TOKENS = Page("tokens", "Tokens", ":material/data_usage:", "tokens", "views/tokens.py")
+LOOPS = Page("loops", "Loops", ":material/repeat:", "loops", "views/loops.py")
+SUGGESTIONS = Page(
+    "suggestions",
+    "Suggestions",
+    ":material/tips_and_updates:",
+    "suggestions",
+    "views/suggestions.py",
+)
+IMPORTS = Page("imports", "Imports", ":material/upload_file:", "imports", "views/imports.py")
+REVIEW = Page("review", "Review", ":material/rate_review:", "review", "views/review.py")
+
+#: Every page, in navigation order.
+PAGES: tuple[Page, ...] = (
+    OVERVIEW, CALLS, TRACE, ERRORS, TOKENS, LOOPS, SUGGESTIONS, IMPORTS, REVIEW,
+)  # fmt: skip

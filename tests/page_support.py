@@ -1,0 +1,43 @@
+"""Reading what a page or a page query shows, in tests: DataFrame rows, AppTest metrics,
+captions, table selection, chart specs, and the Trace page a selection opened."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+
+def rows(df: Any) -> list[tuple[object, ...]]:
+    """A DataFrame's rows as plain tuples (numpy scalars compare equal to Python ones)."""
+    return [tuple(r) for r in df.itertuples(index=False)]
+
+
+def metrics(at: Any) -> dict[str, str]:
+    """Metric label -> shown value."""
+    return {m.label: m.value for m in at.metric}
+
+
+def captions(at: Any) -> list[str]:
+    """The texts of the page's captions, in page order."""
+    return [c.value for c in at.caption]
+
+
+def select_row(at: Any, table_key: str, row: int) -> Any:
+    """Select one row of a selectable table, the way a click does, and rerun."""
+    at.session_state[table_key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    return at.run()
+
+
+def chart_spec(at: Any, index: int) -> dict[str, Any]:
+    """The Plotly figure JSON of the ``index``-th chart on the page."""
+    spec: dict[str, Any] = orjson.loads(at.get("plotly_chart")[index].proto.spec)
+    return spec
+
+
+def assert_opened(at: Any, trace: str, pair: str) -> None:
+    """The app shows the Trace page on ``trace`` with ``pair`` selected."""
+    assert not at.exception
+    assert [t.value for t in at.title] == ["Trace"]
+    assert at.query_params["trace"] == trace
+    assert at.query_params["pair"] == pair

@@ -1,0 +1,19 @@
+"""Every page of the registry, on an empty store, explains how to import."""
+
+from pathlib import Path
+
+import pytest
+from dbfixture import open_app
+
+from dashboard import pages
+from dashboard.render import EMPTY_STORE_TEXT
+
+
+@pytest.mark.parametrize("page", pages.PAGES, ids=[p.key for p in pages.PAGES])
+def test_every_page_explains_how_to_import_when_the_store_is_empty(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, page: pages.Page
+) -> None:
+    at = open_app(monkeypatch, f"sqlite:///{tmp_path / 'empty.db'}", page=page.script)
+    assert not at.exception
+    assert [i.value for i in at.info] == [EMPTY_STORE_TEXT]
+    assert "toollens import FILE" in EMPTY_STORE_TEXT

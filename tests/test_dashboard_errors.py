@@ -1,0 +1,120 @@
+"""The Errors page in Streamlit's AppTest: metrics, charts over time, error groups and their
+drill-down, and opening an occurrence on the Trace page.
+
+They read ``analysis_store_url`` (``dbfixture.build_pages2_database``, figures worked out in
+that module), so every metric is asserted exactly, and cross-checked against
+``db.summary.summarize`` where it has the same figure.
+"""
+
+import pytest
+from dbfixture import open_app
+from page_support import assert_opened, captions, chart_spec, metrics, select_row
+
+from dashboard import pages
+from db.engine import make_engine
+from db.summary import summarize
+
+ERRORS = pages.ERRORS.script
+RATE_LIMITED = "get_weather: Error: rate limited"
+
+
+def test_errors_page_metrics_match_the_summary(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    assert not at.exception
+    summary = summarize(make_engine(analysis_store_url))
+    assert metrics(at) == {
+        "Errors": f"{summary['status']['error']}",
+        "Error rate": "54.5%",
+        "Explicit": "4",
+        "Inferred": "2",
+        "Distinct errors": "3",
+    }
+    assert summary["status"]["error"] == 6
+    by_tool = chart_spec(at, 0)["data"]
+    assert [(t["name"], t["y"], t["x"]) for t in by_tool] == [
+        ("rate_limit", ["get_weather"], [3]),
+        ("invalid_params", ["search"], [1]),
+        ("conflict", ["write_file"], [2]),
+    ]
+
+
+def test_errors_over_time_default_to_hours_and_say_what_is_left_out(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    assert at.segmented_control(key="errors_axis").value == "hour"
+    assert chart_spec(at, 2)["layout"]["xaxis"]["categoryarray"] == [
+        "2025-01-01 10:00",
+        "2025-01-02 09:00",
+    ]
+    note = (
+        "2 errors come from traces without timestamps and are not on this axis; the import "
+        "axis shows every error."
+    )
+    assert note in captions(at)
+    at.segmented_control(key="errors_axis").set_value("import").run()
+    assert not at.exception
+    assert chart_spec(at, 2)["layout"]["xaxis"]["categoryarray"] == ["import 1", "import 2"]
+    assert note not in captions(at)
+
+
+def test_a_fingerprint_in_the_url_lists_its_occurrences(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(
+        monkeypatch, analysis_store_url, page=ERRORS, params={"fingerprint": RATE_LIMITED}
+    )
+    assert not at.exception
+    assert at.code[0].value == RATE_LIMITED
+    occurrences = at.dataframe(key="occurrences_table").value
+    assert list(zip(occurrences["trace"], occurrences["pair"], strict=True)) == [
+        ("run-a", "1:0"),
+        ("run-a", "3:0"),
+        ("run-b", "5:0"),
+    ]
+
+
+def test_selecting_an_error_group_puts_it_in_the_url_and_drills_down(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    groups = at.dataframe(key="fingerprints_0_0").value
+    assert list(groups["traces"]) == [2, 1, 1]
+    select_row(at, "fingerprints_0_0", 1)
+    assert not at.exception
+    assert at.query_params["fingerprint"] == "write_file: conflict"
+    assert list(at.dataframe(key="occurrences_table").value["pair"]) == ["3:0", "7:0"]
+
+
+def test_closing_the_drill_down_clears_the_url_and_the_selection(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    select_row(at, "fingerprints_0_0", 0)
+    assert at.query_params["fingerprint"] == RATE_LIMITED
+    at.button(key="close_fingerprint").click().run()
+    assert not at.exception
+    assert "fingerprint" not in at.query_params
+    assert [t.key for t in at.dataframe] == [None, "fingerprints_0_1"]
+    at.run()
+    assert "fingerprint" not in at.query_params
+
+
+def test_selecting_an_occurrence_opens_it_on_the_trace_page(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(
+        monkeypatch, analysis_store_url, page=ERRORS, params={"fingerprint": RATE_LIMITED}
+    )
+    select_row(at, "occurrences_table", 2)
+    assert_opened(at, "run-b", "5:0")
+
+
+def test_errors_page_says_so_when_nothing_failed(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=ERRORS, params={"tool": "lookup"})
+    assert not at.exception
+    assert [s.value for s in at.success] == ["No Tool Message has status error among 1 results."]

@@ -1,0 +1,50 @@
+"""The Imports page in Streamlit's AppTest: import history and rejected records as plain text,
+narrowed by the import filter.
+
+They read ``analysis_store_url`` (``dbfixture.build_pages2_database``, figures worked out in
+that module), so every metric is asserted exactly, and cross-checked against
+``db.summary.summarize`` where it has the same figure.
+"""
+
+import pytest
+from dbfixture import PAGES2_LONG_RAW, open_app
+from page_support import captions
+
+from dashboard import pages
+from dashboard.render import escape_markdown
+
+IMPORTS = pages.IMPORTS.script
+
+
+def test_imports_page_lists_history_and_rejected_records_as_plain_text(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=IMPORTS)
+    assert not at.exception
+    history = at.dataframe[0].value
+    assert list(history["id"]) == [2, 1]
+    assert list(history["paths"]) == ["c.jsonl, bad.jsonl", "ab.jsonl"]
+    assert [e.label for e in at.expander] == [
+        escape_markdown("bad.jsonl:3 · invalid_json (import 2)"),
+        escape_markdown("bad.jsonl:7 · unknown_format (import 2)"),
+    ]
+    assert [t.value for t in at.text] == [
+        "bad.jsonl:3: not valid JSON",
+        "bad.jsonl:7: no format recognizes this",
+    ]
+    preview = at.code[1].value
+    assert preview == PAGES2_LONG_RAW[:2048].decode("utf-8", errors="replace")
+    assert "Raw input: first 2,048 of 5,000 bytes" in captions(at)
+
+
+def test_the_import_filter_narrows_the_rejected_records(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=IMPORTS, params={"import": "1"})
+    assert not at.exception
+    assert [s.value for s in at.main.subheader] == [
+        "Import history",
+        "Rejected records (import 1)",
+    ]
+    assert "No record was rejected." in captions(at)
+    assert len(at.expander) == 0

@@ -1,0 +1,73 @@
+"""The Loops page in Streamlit's AppTest: loops at k (slider and URL) against the summary, and
+opening a loop's first call.
+
+They read ``analysis_store_url`` (``dbfixture.build_pages2_database``, figures worked out in
+that module), so every metric is asserted exactly, and cross-checked against
+``db.summary.summarize`` where it has the same figure.
+"""
+
+import pytest
+from dbfixture import open_app
+from page_support import assert_opened, chart_spec, metrics, select_row
+
+from dashboard import pages
+from db.engine import make_engine
+from db.summary import summarize
+
+LOOPS = pages.LOOPS.script
+
+
+def test_loops_page_at_the_default_k_matches_the_summary(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=LOOPS)
+    assert not at.exception
+    loops = summarize(make_engine(analysis_store_url), loop_k=3)["loops"]
+    assert metrics(at) == {
+        "Loops": f"{loops['signatures']}",
+        "Calls in loops": f"{loops['calls']}",
+        "Errors in loops": "2",
+        "Wasted tokens": "2,610",
+        "Ping-pong calls": "5",
+    }
+    assert (loops["signatures"], loops["calls"]) == (2, 6)
+    loops_table = at.dataframe(key="loops_table").value
+    assert list(loops_table["trace"]) == ["run-a", "run-c"]
+    # A link per loop to its first call on the Trace page.
+    assert list(loops_table["link"]) == [
+        "/trace?trace=run-a&pair=1:0",
+        "/trace?trace=run-c&pair=1:0",
+    ]
+    assert chart_spec(at, 0)["data"][0]["y"] == ["get_weather", "read_file"]
+    assert list(at.dataframe(key="ping_pong_table").value["tools"]) == ["read_file ↔ write_file"]
+
+
+def test_moving_the_k_slider_refilters_and_updates_the_url(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=LOOPS)
+    at.slider(key="k_slider").set_value(2).run()
+    assert not at.exception
+    assert at.query_params["k"] == "2"
+    assert metrics(at)["Loops"] == "3"
+    assert metrics(at)["Wasted tokens"] == "2,650"
+    assert len(at.dataframe(key="loops_table").value) == 3
+
+
+def test_a_k_above_every_repeat_explains_how_to_see_loops(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=LOOPS, params={"k": "4"})
+    assert not at.exception
+    assert metrics(at)["Loops"] == "0"
+    assert [i.value for i in at.info] == [
+        "No call signature repeats 4 or more times in a trace. Lower k to see more."
+    ]
+
+
+def test_selecting_a_loop_opens_its_first_call(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=LOOPS)
+    select_row(at, "loops_table", 0)
+    assert_opened(at, "run-a", "1:0")

@@ -1,0 +1,80 @@
+"""The Tokens page in Streamlit's AppTest: the budget (slider and URL), the axis, the biggest
+results and opening one on the Trace page.
+
+They read ``analysis_store_url`` (``dbfixture.build_pages2_database``, figures worked out in
+that module), so every metric is asserted exactly, and cross-checked against
+``db.summary.summarize`` where it has the same figure.
+"""
+
+import pytest
+from dbfixture import open_app
+from page_support import assert_opened, captions, chart_spec, metrics, select_row
+
+from dashboard import pages
+
+TOKENS = pages.TOKENS.script
+
+
+def test_tokens_page_counts_results_over_the_default_budget(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=TOKENS)
+    assert not at.exception
+    assert metrics(at) == {
+        "Over budget": "1",
+        "Share over budget": "9.1%",
+        "Tool Message tokens": "3,347",
+        "Of all tokens": "46.0%",
+    }
+    assert captions(at)[0] == (
+        "Token counts: cl100k_base (the encoding of the latest import), exact BPE counts."
+    )
+    box = chart_spec(at, 0)
+    assert box["data"][0]["y"][:3] == ["get_weather", "read_file", "write_file"]
+    assert box["data"][0]["upperfence"][0] == 2500
+    assert box["layout"]["shapes"][0]["x0"] == 2000
+    # Logarithmic by default (the toggle is on and the URL says nothing).
+    assert at.toggle(key="tokens_log").value is True
+    assert box["layout"]["xaxis"]["type"] == "log"
+    assert chart_spec(at, 1)["data"][0]["y"] == [0, 0, 1, 0, 0, 1, 0, 0, 0, 1]
+    biggest = at.dataframe(key="biggest_table").value
+    assert list(biggest["tokens"][:2]) == [2500, 500]
+
+
+def test_the_budget_comes_from_the_url_even_outside_the_slider_range(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=TOKENS, params={"budget": "50"})
+    assert not at.exception
+    assert metrics(at)["Over budget"] == "4"
+    assert metrics(at)["Share over budget"] == "36.4%"
+    assert at.slider(key="budget_slider").value == 100
+    assert chart_spec(at, 0)["layout"]["shapes"][0]["x0"] == 50
+
+
+def test_the_token_axis_turns_linear_from_the_url(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=TOKENS, params={"tokens_log": "false"})
+    assert not at.exception
+    assert at.toggle(key="tokens_log").value is False
+    assert chart_spec(at, 0)["layout"]["xaxis"]["type"] == "linear"
+
+
+def test_moving_the_budget_slider_updates_the_url_and_the_count(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=TOKENS)
+    at.slider(key="budget_slider").set_value(400).run()
+    assert not at.exception
+    assert at.query_params["budget"] == "400"
+    assert at.number_input(key="budget").value == 400
+    assert metrics(at)["Over budget"] == "2"
+
+
+def test_selecting_a_big_result_opens_it(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=TOKENS)
+    select_row(at, "biggest_table", 1)
+    assert_opened(at, "run-b", "3:0")

@@ -1,0 +1,63 @@
+"""Queries of the Loops page, on SQLite and PostgreSQL: loop signatures at k, loops by tool,
+ping-pong.
+
+The store is ``analysis_store`` (``dbfixture.build_pages2_database``: three hand-made traces
+whose figures are recomputed on paper in that module's comment), so every value asserted here
+is exact.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from page_support import rows
+
+from db.filters import Filters
+from db.queries import loops
+from db.summary import summarize
+
+
+def test_loop_signatures_at_k3_with_runs_errors_and_wasted_tokens(
+    analysis_store: sa.Engine,
+) -> None:
+    assert rows(loops.loop_signatures(analysis_store, 3)) == [
+        ("run-a", "1:0", "get_weather", '{"city":"Paris"}', 3, 3, 2, 2510,
+         "get_weather:paris0000000000000"),
+        ("run-c", "1:0", "read_file", '{"path":"a"}', 3, 1, 0, 100,
+         "read_file:a000000000000000"),
+    ]  # fmt: skip
+
+
+def test_lowering_k_refilters_without_reimport_and_agrees_with_the_summary(
+    analysis_store: sa.Engine,
+) -> None:
+    for k, expected in ((2, (3, 8)), (3, (2, 6)), (4, (0, 0))):
+        totals = loops.loop_totals(analysis_store, k)
+        assert (totals["signatures"], totals["calls"]) == expected
+        assert summarize(analysis_store, loop_k=k)["loops"] == {
+            "k": k,
+            "signatures": expected[0],
+            "calls": expected[1],
+        }
+    assert loops.loop_totals(analysis_store, 2) == {
+        "signatures": 3,
+        "calls": 8,
+        "traces": 2,
+        "errors": 4,
+        "wasted_tokens": 2650,
+    }
+
+
+def test_loops_by_tool_at_k2(analysis_store: sa.Engine) -> None:
+    assert rows(loops.loops_by_tool(analysis_store, 2)) == [
+        ("get_weather", 1, 3, 2510),
+        ("read_file", 1, 3, 100),
+        ("write_file", 1, 2, 40),
+    ]
+
+
+def test_ping_pong_calls_and_the_traces_they_happen_in(analysis_store: sa.Engine) -> None:
+    assert loops.ping_pong_calls(analysis_store) == 5
+    assert rows(loops.ping_pong_traces(analysis_store)) == [
+        ("run-c", "1:0", 5, "read_file ↔ write_file")
+    ]
+    assert loops.ping_pong_calls(analysis_store, Filters(agent="support")) == 0
