@@ -33,6 +33,18 @@ PAIR_STATES: tuple[str, ...] = (
 )
 STATUSES: tuple[str, ...] = ("success", "error", "partial", "unknown")
 VERDICTS: tuple[str, ...] = ("followed", "ignored", "unclear", "no_next_action")
+#: What a suggestion asks of the model. The kinds before ``other`` have a detail the verdict
+#: rules compare with the next action (``ingest.suggestions.extract_suggestion``).
+SUGGESTION_KINDS: tuple[str, ...] = (
+    "retry_after",
+    "missing_param",
+    "use_instead",
+    "ask_user",
+    "other",
+)
+#: Where a suggestion was written: in the Tool Message protocol (its ``suggestion`` field, or its
+#: ``summary`` when it has none) or in free text. Not stored: ``tool_results.is_protocol`` says it.
+SUGGESTION_SOURCES: tuple[str, ...] = ("protocol", "text")
 ERROR_TYPES: tuple[str, ...] = (
     "rate_limit",
     "timeout",
@@ -84,8 +96,8 @@ class ContentFacts:
     rule: str | None = None
     summary: str | None = None
     suggestion: str | None = None
-    #: ``protocol`` | ``retry_after`` | ``use_instead`` | ``missing_param`` | ``ask_user`` |
-    #: ``text``
+    #: One of ``SUGGESTION_KINDS``, the same whether the advice came from the protocol or from
+    #: text (see :attr:`suggestion_source`).
     suggestion_kind: str | None = None
     #: Machine-readable details of the suggestion: ``{"seconds": 6}``, ``{"tool": "x"}``,
     #: ``{"param": "city"}``.
@@ -95,6 +107,20 @@ class ContentFacts:
     #: Content-only findings: ``bare_status``, ``raw_exception``, ``error_without_suggestion``,
     #: ``empty_marked_error``.
     findings: list[str] = field(default_factory=list)
+
+    @property
+    def suggestion_source(self) -> str | None:
+        """``protocol`` or ``text`` (``SUGGESTION_SOURCES``) for a result with a suggestion.
+
+        Derived from :attr:`is_protocol`, so it needs no column of its own: advice in protocol
+        content is protocol advice, whether it sits in ``suggestion`` or in ``summary``.
+
+        >>> ContentFacts("error", "inferred", suggestion="Try again.").suggestion_source
+        'text'
+        """
+        if self.suggestion is None:
+            return None
+        return "protocol" if self.is_protocol else "text"
 
 
 @dataclass(slots=True)

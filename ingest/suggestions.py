@@ -4,7 +4,7 @@ A suggestion is what a result tells the model to do next: wait and retry, call a
 supply a parameter, ask the user, or a free-form hint. Each is found by a named pattern in
 ``PATTERNS``, tried in order; the first match wins, so the kinds whose follow-through can be
 checked mechanically (``retry_after`` with seconds, ``missing_param`` with a name,
-``use_instead`` with a tool) come before ``ask_user`` and the generic ``text`` hints.
+``use_instead`` with a tool) come before ``ask_user`` and the generic ``other`` hints.
 
 :func:`extract_suggestion` returns the sentence holding the advice, its kind and the
 machine-readable detail the follow-through analysis compares with the model's next action::
@@ -196,7 +196,7 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
     ),
     SuggestionPattern(
         "hint_line",
-        "text",
+        "other",
         _rx(
             r"^[ \t]*(?:suggestion|hint|tip|advice)[ \t]*:[ \t]*(\S[^\n]*)",
             re.IGNORECASE | re.MULTILINE,
@@ -207,14 +207,14 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
     ),
     SuggestionPattern(
         "try_sentence",
-        "text",
+        "other",
         re.compile(r"(?:^|(?<=[.!?] ))Try (?:to |using |a |an |the |another |again|with )"),
         _words("try "),
         _nothing,
     ),
     SuggestionPattern(
         "do_first",
-        "text",
+        "other",
         # "Read it first before writing to it.": an imperative naming a prerequisite step.
         re.compile(r"(?:^|(?<=[.!?] ))[A-Z][a-z]+ (?:it|them|this|that|the [\w -]{1,30}) first\b"),
         _words("first"),
@@ -222,7 +222,7 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
     ),
     SuggestionPattern(
         "please_do",
-        "text",
+        "other",
         _rx(
             r"\bplease (?:provide|specify|supply|include|use|try|check|make sure|ensure|fix"
             r"|correct|add|remove|set|pass|read|select|choose|verify|retry)\b"
@@ -289,7 +289,7 @@ def extract_suggestion(text: str) -> tuple[str, str, dict[str, Any]] | None:
     """``(sentence, kind, detail)`` of the advice in ``text``, or ``None`` when there is none.
 
     Kinds and details: ``retry_after`` ``{"seconds": float}``, ``use_instead``
-    ``{"tool": name}``, ``missing_param`` ``{"param": name}``, ``ask_user`` and ``text`` ``{}``.
+    ``{"tool": name}``, ``missing_param`` ``{"param": name}``, ``ask_user`` and ``other`` ``{}``.
 
     >>> extract_suggestion("'city' is a required property")
     ("'city' is a required property", 'missing_param', {'param': 'city'})

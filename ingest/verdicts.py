@@ -3,7 +3,9 @@
 For a result with a suggestion, the model's **next action** is the next assistant *turn* after
 the result in seq order: the maximal run of consecutive assistant messages, because Claude Code
 writes one response as several lines (text, then each tool call). Its tool calls and its text are
-the evidence. Rules, applied in this order:
+the evidence. The rules depend on the suggestion's *kind* only, never on its source: advice in
+the protocol's ``suggestion`` field is judged exactly like the same advice in text. Rules,
+applied in this order:
 
 1. No assistant message after the result → ``no_next_action``.
 2. Any kind: after an error result, a next turn *without tool calls* whose text claims success
@@ -24,7 +26,8 @@ the evidence. Rules, applied in this order:
 6. ``ask_user``: the user spoke before the model's next turn (the model stopped, as Claude
    Code's "STOP … wait for the user" asks) → ``followed``; the next turn has text and no tool
    call → ``followed``; it calls a tool → ``ignored``; else ``unclear``.
-7. Any other kind (``protocol``, ``text``, unknown): a next call repeats the failing call's
+7. Any other kind (``other``, or a value stored before kinds were read from protocol advice):
+   a next call repeats the failing call's
    signature → ``ignored``; a next call uses a different tool named in the suggestion, or the
    same tool with different arguments → ``followed``; else ``unclear``.
 

@@ -16,7 +16,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
+# ``TOOLLENS_REALDATA`` points elsewhere when the checkout does not sit beside ``shared/``
+# (a git worktree one level deeper, for instance).
+REALDATA = Path(
+    os.environ.get("TOOLLENS_REALDATA")
+    or Path(__file__).resolve().parents[2] / "shared" / "realdata"
+)
 DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 

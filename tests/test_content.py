@@ -185,31 +185,32 @@ def test_a_long_summary_is_cut_with_an_ellipsis() -> None:
 # --- suggestion ------------------------------------------------------------------------------
 
 
-def test_protocol_suggestion_has_kind_protocol_and_the_detail_its_text_gives() -> None:
+def test_protocol_suggestion_has_the_kind_and_detail_its_text_gives_and_source_protocol() -> None:
     content = ToolMessage.error("rate_limit", "Slow down.", "Retry after 6s.").to_content()
     facts = analyze_content(content)
     assert (facts.suggestion, facts.suggestion_kind, facts.suggestion_detail) == (
         "Retry after 6s.",
-        "protocol",
+        "retry_after",
         {"seconds": 6.0},
     )
+    assert facts.suggestion_source == "protocol"
 
 
 def test_protocol_suggestion_naming_a_tool_gives_the_tool() -> None:
     content = ToolMessage.error("unknown_tool", "No such tool.", "Use search_flights instead.")
     facts = analyze_content(content.to_content())
     assert (facts.suggestion_kind, facts.suggestion_detail) == (
-        "protocol",
+        "use_instead",
         {"tool": "search_flights"},
     )
 
 
-def test_protocol_suggestion_without_a_recognised_phrase_has_no_detail() -> None:
+def test_protocol_suggestion_without_a_recognised_phrase_is_of_kind_other() -> None:
     content = ToolMessage.error("other", "Odd.", "Think again.").to_content()
     facts = analyze_content(content)
     assert (facts.suggestion, facts.suggestion_kind, facts.suggestion_detail) == (
         "Think again.",
-        "protocol",
+        "other",
         {},
     )
 
@@ -227,6 +228,7 @@ def test_an_error_text_gives_its_suggestion() -> None:
         "use_instead",
         {"tool": "get_user"},
     )
+    assert facts.suggestion_source == "text"
 
 
 def test_advice_like_phrases_in_successful_data_are_not_suggestions() -> None:
@@ -477,7 +479,7 @@ def test_claude_code_unflagged_results_stay_successes_except_truncated_ones(
         (
             "File has not been read yet. Read it first before writing to it.",
             "other",
-            ("text", {}),
+            ("other", {}),
         ),
     ],
 )

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from ingest.error_rules import SCAN_EDGE
+from ingest.facts import SUGGESTION_KINDS
 from ingest.suggestions import (
     MAX_SENTENCE,
     PATTERNS,
@@ -104,28 +105,28 @@ EXAMPLES: dict[str, tuple[str, str, str, dict[str, Any], str]] = {
     "hint_line": (
         "error: failed to push some refs\nhint: Updates were rejected because the tip is behind.",
         "Updates were rejected because the tip is behind.",
-        "text",
+        "other",
         {},
         "error: failed to push some refs\nthe hint text was empty",
     ),
     "try_sentence": (
         "Error: no flights on that date. Try a later date.",
         "Try a later date.",
-        "text",
+        "other",
         {},
         "Error: the try block raised",
     ),
     "do_first": (
         "File has not been read yet. Read it first before writing to it.",
         "Read it first before writing to it.",
-        "text",
+        "other",
         {},
         "File has not been read yet. The first line is empty.",
     ),
     "please_do": (
         "Found 2 matches. To replace only one, please provide more context.",
         "To replace only one, please provide more context.",
-        "text",
+        "other",
         {},
         "Found 2 matches. Pleased to help.",
     ),
@@ -134,7 +135,7 @@ EXAMPLES: dict[str, tuple[str, str, str, dict[str, Any], str]] = {
 
 def test_every_pattern_has_an_example_and_a_known_kind() -> None:
     assert sorted(EXAMPLES) == sorted(spec.name for spec in PATTERNS)
-    kinds = {"retry_after", "use_instead", "missing_param", "ask_user", "text"}
+    kinds = set(SUGGESTION_KINDS)
     assert {spec.kind for spec in PATTERNS} == kinds
 
 
@@ -193,7 +194,7 @@ def test_compiler_did_you_mean_is_not_advice_about_tools() -> None:
 def test_a_sentence_stops_at_line_ends_and_sentence_ends() -> None:
     text = "first line\nError: bad date. Please use the ISO format. Thanks!\nlast"
     assert find_suggestion(text) == Suggestion(
-        "Please use the ISO format.", "text", {}, "please_do"
+        "Please use the ISO format.", "other", {}, "please_do"
     )
 
 
