@@ -58,6 +58,8 @@ class SuggestionPattern:
     detail: Callable[[re.Match[str]], dict[str, Any]]
     #: Group whose text is the suggestion itself (0: the sentence around the match).
     sentence_group: int = 0
+    #: The match spans indented lines (pydantic's JSON); its sentence is joined into one line.
+    one_line: bool = False
 
 
 def _seconds(match: re.Match[str]) -> dict[str, Any]:
@@ -146,6 +148,19 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
         _param,
     ),
     SuggestionPattern(
+        "pydantic_missing_loc",
+        "missing_param",
+        # pydantic's error list as JSON (pydantic-ai's retry prompt) or as a Python repr:
+        # {"type": "missing", "loc": ["city"], "msg": "Field required"}.
+        _rx(
+            r"""['"]type['"]\s*:\s*['"]missing['"]\s*,\s*['"]loc['"]\s*:\s*[\[(]\s*"""
+            r"""['"]([A-Za-z_]\w*)['"]"""
+        ),
+        _words("missing"),
+        _param,
+        one_line=True,
+    ),
+    SuggestionPattern(
         "provide_param",
         "missing_param",
         _rx(
@@ -221,6 +236,14 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
         _nothing,
     ),
     SuggestionPattern(
+        "fix_and_retry",
+        "other",
+        # pydantic-ai's retry prompt; a named field in it is found by pydantic_missing_loc first.
+        _rx(r"\bfix the errors and try again\b"),
+        _words("fix the errors"),
+        _nothing,
+    ),
+    SuggestionPattern(
         "please_do",
         "other",
         _rx(
@@ -281,6 +304,8 @@ def find_suggestion(text: str) -> Suggestion | None:
                 sentence = match.group(spec.sentence_group).strip()
             else:
                 sentence = _sentence(window, match.start(), match.end())
+            if spec.one_line:
+                sentence = " ".join(sentence.split())
             return Suggestion(_shorten(sentence), spec.kind, spec.detail(match), spec.name)
     return None
 

@@ -60,6 +60,14 @@ EXAMPLES: dict[str, tuple[str, str, str, dict[str, Any], str]] = {
         {"param": "city"},
         "1 validation error for SearchArgs\ncity\n  Input should be a valid string",
     ),
+    "pydantic_missing_loc": (
+        '1 validation errors: [\n  {\n    "type": "missing",\n    "loc": [\n      "city"\n'
+        '    ],\n    "msg": "Field required"\n  }\n]',
+        '"type": "missing", "loc": [ "city"',
+        "missing_param",
+        {"param": "city"},
+        '1 validation errors: [\n  {\n    "type": "string_type",\n    "loc": [\n      "city"',
+    ),
     "provide_param": (
         "Error: please provide the date parameter.",
         "Error: please provide the date parameter.",
@@ -122,6 +130,13 @@ EXAMPLES: dict[str, tuple[str, str, str, dict[str, Any], str]] = {
         "other",
         {},
         "File has not been read yet. The first line is empty.",
+    ),
+    "fix_and_retry": (
+        "No customer named Smith; give the full name.\n\nFix the errors and try again.",
+        "Fix the errors and try again.",
+        "other",
+        {},
+        "Fixed the errors in 3 files; tests pass again.",
     ),
     "please_do": (
         "Found 2 matches. To replace only one, please provide more context.",
