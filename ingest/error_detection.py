@@ -316,6 +316,17 @@ JSON_DETECTION_RULES: tuple[str, ...] = (
     "json_error_field",
     "json_status_error",
     "json_success_false",
+    "json_response_error",
+)
+
+# ToolBench wraps the API's answer as a Python repr in a "response" string and leaves "error"
+# empty when the call went through, also when the API answered with an error: an object that is
+# only a "message" ({'message': "Endpoint '/x' does not exist"}), that opens with a non-empty
+# "error", or that carries an HTTP error status near its start (an RFC 7807 problem document).
+_RESPONSE_ERROR = re.compile(
+    r"""\A\{\s*['"]message['"]\s*:\s*(?:'[^'\n]*'|"[^"\n]*")\s*\}\Z"""
+    r"""|\A\{\s*['"]error['"]\s*:\s*['"](?!['"])"""
+    r"""|\A\{[^\n]{0,200}?['"](?:status|statusCode|status_code)['"]\s*:\s*[45]\d\d\b"""
 )
 
 _ERROR_STATUS_WORDS = frozenset({"error", "errored", "fail", "failed", "failure"})
@@ -362,6 +373,9 @@ def _json_error_rule(value: dict[str, Any]) -> str | None:
             return "json_status_error"
     if value.get("success") is False or value.get("ok") is False:
         return "json_success_false"
+    response = value.get("response")
+    if error == "" and isinstance(response, str) and _RESPONSE_ERROR.search(response[:HEAD_CHARS]):
+        return "json_response_error"
     return None
 
 

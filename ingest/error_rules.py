@@ -161,6 +161,18 @@ RULES: tuple[ErrorRule, ...] = (
         "arguments failed schema validation: missing, extra or mistyped parameters",
     ),
     ErrorRule(
+        "ambiguous_edit_target",
+        "invalid_params",
+        # Claude Code's Edit: the old_string argument does not pick one place in the file.
+        rx(
+            r"\bfound \d+ matches of the string to replace\b"
+            r"|\b(?:old_string|string to replace) (?:is not unique|(?:matches|appears|occurs)"
+            r" (?:\d+|multiple) times)\b"
+        ),
+        split_words("matches|not unique|appears|occurs"),
+        "the text to edit occurs several times and the call does not say which",
+    ),
+    ErrorRule(
         "compiler_error",
         "other",
         # A compiler's "cannot find value `x`" or "Cannot find name 'x'" is about the code being
@@ -323,6 +335,18 @@ RULES: tuple[ErrorRule, ...] = (
         ),
         "the requested file, record or resource does not exist",
     ),
+    ErrorRule(
+        "stale_read",
+        "conflict",
+        # Claude Code's Write/Edit refuse a file the session has not read, or that changed since
+        # it was read: the request is fine, the session's state does not allow it yet.
+        rx(
+            r"\bhas not been read yet\b|\bhas been (?:modified|changed) since (?:it was )?"
+            r"(?:last )?read\b"
+        ),
+        split_words("been read|since"),
+        "the file must be read (again) before it can be written",
+    ),
     _http_rule("http_409", "conflict", "409", ("Conflict",), "HTTP 409 Conflict"),
     ErrorRule(
         "conflict_text",
@@ -360,10 +384,11 @@ RULES: tuple[ErrorRule, ...] = (
             r"\binvalid (?:value|argument|parameter|input|request|type|format|choice|date"
             r"|option)s?\b|\bdoes not add up\b|\bcannot be used\b|\bout of range\b"
             r"|\bmust (?:be|not be|have|contain|match)\b|\bis not (?:a )?valid\b"
-            r"|\bwrong (?:type|number of arguments)\b|^usage: ",
+            r"|\bwrong (?:type|number of arguments)\b|^usage: "
+            r"|\bunknown (?:service|option|parameter|argument|value|field)s?\b",
             re.IGNORECASE | re.MULTILINE,
         ),
-        split_words("valid|add up|cannot be used|range|must|wrong|usage:"),
+        split_words("valid|add up|cannot be used|range|must|wrong|usage:|unknown"),
         "an argument value is not acceptable",
     ),
     ErrorRule(

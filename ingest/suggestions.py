@@ -4,7 +4,9 @@ A suggestion is what a result tells the model to do next: wait and retry, call a
 supply a parameter, ask the user, or a free-form hint. Each is found by a named pattern in
 ``PATTERNS``, tried in order; the first match wins, so the kinds whose follow-through can be
 checked mechanically (``retry_after`` with seconds, ``missing_param`` with a name,
-``use_instead`` with a tool) come before ``ask_user`` and the generic ``other`` hints.
+``use_instead`` with a tool) come before ``ask_user`` and the generic ``other`` hints. Only
+``alternatives`` comes first: two conditional advices in a row ("To X, do A. To Y, do B.") are
+one free-form advice, since either way out follows it.
 
 :func:`extract_suggestion` returns the sentence holding the advice, its kind and the
 machine-readable detail the follow-through analysis compares with the model's next action::
@@ -97,7 +99,29 @@ _DURATION = (
     r"|h|hrs?|hours?)\b"
 )
 
+_IMPERATIVE = (
+    r"(?:please )?(?:set|use|pass|provide|add|remove|call|run|specify|include|supply|try|retry"
+    r"|read|check|choose|select|change|give)\b"
+)
+
 PATTERNS: tuple[SuggestionPattern, ...] = (
+    SuggestionPattern(
+        "alternatives",
+        "other",
+        # Two conditional pieces of advice in a row are alternatives ("To replace all
+        # occurrences, set replace_all to true. To replace only one occurrence, please provide
+        # more context …"): either way out follows the advice, so neither one's detail is the
+        # whole advice, and the pair is free-form advice.
+        # Each clause after the comma opens with an imperative, so that narrative ("To be
+        # precise, both are logs.") is not advice.
+        re.compile(
+            rf"(?:^|(?<=[.!?] ))To [^,.\n]{{1,80}}, {_IMPERATIVE}[^.!?\n]{{0,200}}[.!?]"
+            rf" +To [^,.\n]{{1,80}}, {_IMPERATIVE}[^.!?\n]{{0,200}}[.!?]",
+            re.MULTILINE,
+        ),
+        _words(". to |! to |? to "),
+        _nothing,
+    ),
     SuggestionPattern(
         "retry_after_header",
         "retry_after",

@@ -42,6 +42,16 @@ TYPE_EXAMPLES: dict[str, tuple[str, str, str]] = {
         "search() got an unexpected keyword argument 'query'",
         "Error: the expected argument order changed",
     ),
+    "ambiguous_edit_target": (
+        "invalid_params",
+        "Found 3 matches of the string to replace, but replace_all is false.",
+        "Found 3 matches for the search string",
+    ),
+    "stale_read": (
+        "conflict",
+        "File has been modified since read, either by the user or by a linter.",
+        "Error: the file has not been uploaded yet",
+    ),
     "compiler_error": (
         "other",
         "error[E0425]: cannot find value `y` in this scope\n --> src/main.rs:3:20",
@@ -285,6 +295,17 @@ def test_detection_rule_near_miss_is_not_an_error(name: str) -> None:
         ('{"statusCode": 404, "body": ""}', "json_status_error"),
         ('{"ok": false, "error_code": "channel_not_found"}', "json_success_false"),
         ('{"success": false}', "json_success_false"),
+        # ToolBench's "response" holds the API's own error when "error" is empty.
+        (
+            '{"error": "", "response": "{\'message\': \'unknown service x\'}"}',
+            "json_response_error",
+        ),
+        (
+            '{"error": "", "response": "{\'type\': \'https://tools.ietf.org/html/rfc7231\','
+            " 'title': 'Bad Request', 'status': 400}\"}",
+            "json_response_error",
+        ),
+        ('{"error": "", "response": "{\'error\': \'Invalid key\'}"}', "json_response_error"),
         # ToolBench observations are cut mid-object; the leading error field still counts.
         ('{"error": "Message error...", "response": "{\'result\': [', "json_error_field"),
     ],
@@ -298,6 +319,9 @@ def test_json_rules_read_top_level_keys(content: str, expected: str) -> None:
     "content",
     [
         '{"error": "", "response": "[{\\"id\\": 1}]"}',
+        # A message beside data, and a status of an item further in, are data.
+        '{"error": "", "response": "{\'message\': \'ok\', \'items\': [1, 2]}"}',
+        '{"error": "", "response": "{\'items\': [' + "{'id': 1}, " * 40 + "{'status': 404}]}\"}",
         '{"error": null, "data": []}',
         '{"error": "   "}',
         '{"error": false}',

@@ -75,6 +75,16 @@ EXAMPLES: dict[str, tuple[str, str, str, dict[str, Any], str]] = {
         {"param": "date"},
         "Error: the provider is down",
     ),
+    "alternatives": (
+        "Found 2 matches of the string to replace, but replace_all is false. To replace all "
+        "occurrences, set replace_all to true. To replace only one occurrence, please provide "
+        "more context to uniquely identify the instance.",
+        "To replace all occurrences, set replace_all to true. To replace only one occurrence, "
+        "please provide more context to uniquely identify the instance.",
+        "other",
+        {},
+        "Found 2 files. To be precise, both are logs. To keep them, the job reads them once.",
+    ),
     "set_param": (
         "Found 4 matches. To replace all occurrences, set replace_all to true.",
         "To replace all occurrences, set replace_all to true.",
