@@ -219,7 +219,7 @@ def suggestion_text(
 
     >>> suggestion_text("retry_after", "Error: 429. Retry after 6s", {"seconds": 6.0}, "")
     'retry after 6 s'
-    >>> suggestion_text("text", "Read it first.", None, "Not read yet. Read it first.")
+    >>> suggestion_text("other", "Read it first.", None, "Not read yet. Read it first.")
     'Read it first.'
     """
     detail = detail or {}

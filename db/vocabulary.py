@@ -81,11 +81,14 @@ FindingKind = Literal[
 ]
 FINDING_KINDS: Final[tuple[FindingKind, ...]] = get_args(FindingKind)
 
-#: Where a suggestion came from: the protocol's field, or the text rule that found it.
-SuggestionKind = Literal[
-    "protocol", "retry_after", "use_instead", "missing_param", "ask_user", "text"
-]
+#: What a suggestion asks of the model. The kinds before ``other`` have a detail the verdict
+#: rules compare with the next action (``ingest.suggestions.extract_suggestion``).
+SuggestionKind = Literal["retry_after", "missing_param", "use_instead", "ask_user", "other"]
 SUGGESTION_KINDS: Final[tuple[SuggestionKind, ...]] = get_args(SuggestionKind)
+#: Where a suggestion was written: in the Tool Message protocol (its ``suggestion`` field, or its
+#: ``summary`` when it has none) or in free text. Not stored: ``tool_results.is_protocol`` says it.
+SuggestionSource = Literal["protocol", "text"]
+SUGGESTION_SOURCES: Final[tuple[SuggestionSource, ...]] = get_args(SuggestionSource)
 
 #: Message roles of the canonical model.
 Role = Literal["system", "user", "assistant", "tool"]

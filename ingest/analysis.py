@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from db.vocabulary import DEFAULT_TOKEN_BUDGET, Verdict
 from ingest.content import analyze_content
@@ -91,6 +91,24 @@ class _Timeline:
         positions = self.tool_positions.get(tool or "", [])
         index = bisect_right(positions, position)
         return self.views[self.tool_refs[tool or ""][index]] if index < len(positions) else None
+
+    def calls_until_retry(self, tool: str, position: int) -> tuple[CallView, ...]:
+        """The model's calls after ``position`` up to and including its next call of ``tool``;
+        empty when ``tool`` is not called again or the user speaks first (then the later calls
+        answer the user, not the result)."""
+        positions = self.tool_positions.get(tool, [])
+        index = bisect_right(positions, position)
+        if index == len(positions):
+            return ()
+        calls: list[CallView] = []
+        for message in self.messages[position + 1 : positions[index] + 1]:
+            if message.role == "user" and message.content.strip():
+                return ()
+            for call in sorted(message.tool_calls, key=lambda c: c.call_index):
+                calls.append(self.views[(message.seq, call.call_index)])
+                if calls[-1].name == tool:
+                    return tuple(calls)
+        return tuple(calls)
 
     def next_turn(self, position: int) -> NextAction | None:
         """The next assistant turn after ``position`` (consecutive assistant messages, whose
@@ -205,10 +223,15 @@ def _analyze_result(
     verdict: Verdict | None = None
     reason: str | None = None
     if content.suggestion or content.suggestion_kind:
+        next_action = timeline.next_turn(position)
+        if next_action is not None and failed is not None:
+            next_action = replace(
+                next_action, until_retry=timeline.calls_until_retry(failed.name, position)
+            )
         verdict, reason = follow_verdict(
             content,
             failed,
-            timeline.next_turn(position),
+            next_action,
             result_time=message.timestamp,
             later_same_tool=following,
         )

@@ -47,9 +47,10 @@ bug, not the tool's outcome.
 **Summary**: the protocol ``summary``; else, for errors and unknowns, the error message of a JSON
 error object or the first line of the text, at most ``MAX_SUMMARY`` characters.
 
-**Suggestion**: the protocol ``suggestion`` (kind ``protocol``, with the detail
-:func:`ingest.suggestions.extract_suggestion` finds in it); else, for errors, partial and unknown
-results only, advice found in the text (in the protocol ``summary`` for protocol content). Text
+**Suggestion**: the protocol ``suggestion`` (its kind and detail are what
+:func:`ingest.suggestions.extract_suggestion` finds in it, ``other`` when no pattern fits);
+else, for errors, partial and unknown results only, advice found in the text (in the protocol
+``summary`` for protocol content). ``ContentFacts.suggestion_source`` tells the two apart. Text
 of successful results is data, and advice-like phrases inside data are not addressed to the
 model.
 
@@ -274,10 +275,13 @@ def _summary(content: str, parsed: Any, protocol: ToolMessage | None, status: St
 
 def _add_suggestion(facts: ContentFacts, content: str, protocol: ToolMessage | None) -> None:
     if protocol is not None and protocol.suggestion and protocol.suggestion.strip():
+        # The protocol field is advice by definition; its wording still says which kind, and
+        # the kind (not the channel) decides how the follow-through is judged.
         facts.suggestion = protocol.suggestion.strip()
-        facts.suggestion_kind = "protocol"
         found = extract_suggestion(facts.suggestion)
-        facts.suggestion_detail = found[2] if found else {}
+        facts.suggestion_kind, facts.suggestion_detail = (
+            (found[1], found[2]) if found else ("other", {})
+        )
         return
     if facts.status == "success":
         return

@@ -12,6 +12,13 @@ on its first line, or need a marker that only errors carry (``Traceback (most re
 last):``, ``HTTP 503``); content that parses as a JSON object or array is judged by its
 top-level keys only, never by words inside its values.
 
+A non-zero exit code, a package manager's or a compiler's failure report marks an error but says
+nothing about its cause: the type rules read the rest of the text (a missing file, a refused
+connection, a dependency conflict), and what they cannot type stays ``other`` with the detection
+rule (``exit_code``, ``build_failure``) as its explanation. They are not ``tool_exception``:
+the tool ran the command correctly and reported its outcome; ``tool_exception`` is kept for a
+tool that crashed (traceback, panic), a bug in the tool rather than in what the model asked.
+
 Long content: regexes only look at the first and last 16 KB (:func:`scan_window`). Errors
 announce themselves at the start (``Error: …``) or the end (a traceback's last line), and
 scanning a multi-megabyte file dump would cost more than the whole import of the message.
@@ -126,6 +133,33 @@ CRASH = rx(
     re.IGNORECASE | re.MULTILINE,
 )
 
+#: A duration with its unit ("30s", "2.5 minutes"), as timeouts and retry advice write it.
+_DURATION = r"\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b"
+_CONNECTION_KEYWORDS = split_words(
+    "econn|enotfound|eai_again|getaddrinfo|not known|name resolution|servname|reset by peer|hang up"
+)
+#: Failure reports of package managers and compilers, at a line start: npm's ``npm ERR!`` /
+#: ``npm error``, pip's ``ERROR: Could not …``, rustc's ``error[E0425]:``, gcc/clang's
+#: ``file.c:3:5: error:``, tsc's ``error TS2322:``, make's ``make: ***``.
+_BUILD_FAILURE = re.compile(
+    r"^npm (?:ERR!|error) "
+    r"|^ERROR: (?:Could not (?:find|install|build|open)|No matching distribution"
+    r"|Failed building|Cannot install|ResolutionImpossible)"
+    r"|^error\[E\d{4}\]: |^error: (?:could not compile|aborting due to)"
+    r"|^[^\s:][^:\n]*:\d+:\d+: (?:fatal )?error: "
+    r"|\berror TS\d{4,5}: "
+    r"|^make(?:\[\d+\])?: \*\*\* ",
+    re.MULTILINE,
+)
+_BUILD_FAILURE_KEYWORDS = ("npm err", "npm error", "error:", "error[e", "error ts", "make")
+#: What agent frameworks append when they send a failed call back to the model: pydantic-ai's
+#: ``RetryPromptPart`` ends with "Fix the errors and try again." and opens output-validation
+#: feedback with "Validation feedback:".
+RETRY_PROMPT = re.compile(
+    r"\bFix the errors and try again\b|^Validation feedback:", re.IGNORECASE | re.MULTILINE
+)
+RETRY_PROMPT_KEYWORDS = ("fix the errors and try again", "validation feedback:")
+
 _BARE_ERROR_WORDS = r"error|errors|errored|failed|failure|fail"
 _HTTP_ERROR_REASONS = split_words(
     "Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Method Not Allowed"
@@ -206,6 +240,75 @@ DETECTION_RULES: tuple[DetectionRule, ...] = (
         'the first line mentions an "exception"',
         ("exception",),
     ),
+    DetectionRule(
+        "timeout_duration",
+        # The duration ends the phrase ("… after 30s.", "… of 2000ms exceeded"): "timeout of
+        # 30 s for uploads" describes a setting.
+        rx(
+            rf"\btime[ -]?out (?:after|of) {_DURATION}"
+            r"(?:\s+(?:exceeded|reached|expired|elapsed))?\s*(?:[.!:;,)]|$)"
+        ),
+        "first_line",
+        'the first line gives up after a duration ("timeout after 30s")',
+        ("timeout", "time out", "time-out"),
+    ),
+    DetectionRule(
+        "connection_error",
+        # Node's error codes open its message ("connect ECONNREFUSED 127.0.0.1:3000"); libc's
+        # resolver and socket messages are error texts wherever they stand in the line.
+        rx(
+            r"\A\s*(?:(?:connect|read|write|getaddrinfo|querySrv|socket)\s+)?"
+            r"(?:ECONN(?:REFUSED|RESET|ABORTED)|ENOTFOUND|EAI_AGAIN)\b"
+            r"|\bname or service not known\b|\btemporary failure in name resolution\b"
+            r"|\bnodename nor servname provided\b|\bconnection reset by peer\b"
+            r"|\bsocket hang up\b"
+        ),
+        "first_line",
+        "the first line is a connection error (ECONNREFUSED, getaddrinfo, Name or service …)",
+        _CONNECTION_KEYWORDS,
+    ),
+    DetectionRule(
+        "exit_code",
+        # The last lines are where runners report a process's status; "exit code 0" is not a
+        # failure, so only non-zero codes count.
+        rx(
+            r"^\s*exit (?:code|status)\s*[:=]?\s*[1-9]\d*\b"
+            r"|\b(?:exited|finished|failed|terminated) with (?:exit )?(?:code|status) [1-9]\d*\b"
+            r"|\bnon-zero exit (?:code|status)\b",
+            re.IGNORECASE | re.MULTILINE,
+        ),
+        "edges",
+        'a non-zero exit code ("Exit code 1", "exited with code 2", "non-zero exit status")',
+        ("exit",),
+    ),
+    DetectionRule(
+        "build_failure",
+        _BUILD_FAILURE,
+        "edges",
+        "a package manager or compiler failed (npm ERR!, pip ERROR:, error[E0425], error TS2322,"
+        " file.c:3:5: error:, make: ***)",
+        _BUILD_FAILURE_KEYWORDS,
+    ),
+    DetectionRule(
+        "retry_prompt",
+        RETRY_PROMPT,
+        "edges",
+        "a framework's prompt asking the model to fix its call (pydantic-ai's \"Fix the errors"
+        ' and try again.")',
+        RETRY_PROMPT_KEYWORDS,
+    ),
+    DetectionRule(
+        "validation_phrase",
+        rx(
+            r"\bmissing (?:\d+ )?required (?:positional |keyword-only )?"
+            r"(?:parameter|argument|field|property|key)s?\b|\b\d+ validation errors?\b"
+            r"|\bfield required\b|\bis a required (?:property|parameter|field|argument)\b"
+        ),
+        "first_line",
+        'the first line reports invalid arguments ("missing required parameter", "1 validation'
+        ' error for")',
+        ("required", "validation"),
+    ),
 )
 
 #: Names of the rules that read content parsed as JSON (only top-level keys count).
@@ -213,6 +316,17 @@ JSON_DETECTION_RULES: tuple[str, ...] = (
     "json_error_field",
     "json_status_error",
     "json_success_false",
+    "json_response_error",
+)
+
+# ToolBench wraps the API's answer as a Python repr in a "response" string and leaves "error"
+# empty when the call went through, also when the API answered with an error: an object that is
+# only a "message" ({'message': "Endpoint '/x' does not exist"}), that opens with a non-empty
+# "error", or that carries an HTTP error status near its start (an RFC 7807 problem document).
+_RESPONSE_ERROR = re.compile(
+    r"""\A\{\s*['"]message['"]\s*:\s*(?:'[^'\n]*'|"[^"\n]*")\s*\}\Z"""
+    r"""|\A\{\s*['"]error['"]\s*:\s*['"](?!['"])"""
+    r"""|\A\{[^\n]{0,200}?['"](?:status|statusCode|status_code)['"]\s*:\s*[45]\d\d\b"""
 )
 
 _ERROR_STATUS_WORDS = frozenset({"error", "errored", "fail", "failed", "failure"})
@@ -259,6 +373,9 @@ def _json_error_rule(value: dict[str, Any]) -> str | None:
             return "json_status_error"
     if value.get("success") is False or value.get("ok") is False:
         return "json_success_false"
+    response = value.get("response")
+    if error == "" and isinstance(response, str) and _RESPONSE_ERROR.search(response[:HEAD_CHARS]):
+        return "json_response_error"
     return None
 
 

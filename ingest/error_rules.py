@@ -24,6 +24,8 @@ from typing import Final
 from ingest.error_detection import (
     CRASH,
     CRASH_KEYWORDS,
+    RETRY_PROMPT,
+    RETRY_PROMPT_KEYWORDS,
     TRACEBACK,
     TRACEBACK_KEYWORDS,
     http_status,
@@ -78,6 +80,9 @@ def _http_rule(
 # - auth before not_found: GitHub answers a missing token scope with 404; "permission denied"
 #   explains a co-occurring "not found" better than the reverse.
 # - generic "invalid value" wording after not_found/conflict: it is the vaguest family.
+# - compiler diagnostics before not_found: "cannot find value `x`" is about the code built.
+# - dependency conflicts before unavailable: "unable to resolve dependency tree" is not DNS.
+# - the framework retry prompt after every cause-naming family: it only says "fix it".
 # - traceback and crash last: a traceback whose final line names a timeout or missing file is
 #   more useful typed by that cause; what remains is a raw tool exception.
 RULES: tuple[ErrorRule, ...] = (
@@ -115,11 +120,47 @@ RULES: tuple[ErrorRule, ...] = (
             r"\bmissing (?:\d+ )?required (?:positional |keyword-only )?"
             r"(?:parameter|argument|field|property|key)s?\b"
             r"|\bis a required (?:property|parameter|field|argument)\b|\bfield required\b"
-            r"|\bvalidation (?:error|failed)\b|\bunexpected keyword argument\b"
+            r"|\bvalidation (?:errors?|failed)\b|\bunexpected keyword argument\b"
             r"|\bunrecognized (?:argument|option|parameter)s?\b|\badditional properties\b"
         ),
         split_words("required|validation|unexpected|unrecognized|additional properties"),
         "arguments failed schema validation: missing, extra or mistyped parameters",
+    ),
+    ErrorRule(
+        "ambiguous_edit_target",
+        "invalid_params",
+        # Claude Code's Edit: the old_string argument does not pick one place in the file.
+        rx(
+            r"\bfound \d+ matches of the string to replace\b"
+            r"|\b(?:old_string|string to replace) (?:is not unique|(?:matches|appears|occurs)"
+            r" (?:\d+|multiple) times)\b"
+        ),
+        split_words("matches|not unique|appears|occurs"),
+        "the text to edit occurs several times and the call does not say which",
+    ),
+    ErrorRule(
+        "compiler_error",
+        "other",
+        # A compiler's "cannot find value `x`" or "Cannot find name 'x'" is about the code being
+        # built, not a missing resource: typing it here keeps not_found for what the tool looked
+        # up. No taxonomy type fits a broken build, so it is ``other``, named.
+        rx(
+            r"^error\[E\d{4}\]: |^error: (?:could not compile|aborting due to)"
+            # A missing include ("fatal error: x.h: No such file or directory") is a missing
+            # file, left to not_found.
+            r"|^[^\s:][^:\n]*:\d+:\d+: (?:fatal )?error: (?![^\n]*No such file or directory)"
+            r"|\berror TS\d{4,5}: ",
+            re.IGNORECASE | re.MULTILINE,
+        ),
+        (
+            "error[e",
+            "error: could not compile",
+            "error: aborting",
+            ": error: ",
+            ": fatal error: ",
+            "error ts",
+        ),
+        "a compiler diagnostic (rustc error[E…], gcc/clang file:line:col: error:, tsc error TS…)",
     ),
     ErrorRule(
         "content_filter_text",
@@ -154,6 +195,18 @@ RULES: tuple[ErrorRule, ...] = (
         split_words("limit|too many|throttl"),
         "the service asks the caller to slow down",
     ),
+    ErrorRule(
+        "dependency_conflict",
+        "conflict",
+        # Before connection_error: npm's "unable to resolve dependency tree" is not a network
+        # failure.
+        rx(
+            r"\bERESOLVE\b|\bunable to resolve dependency tree\b|\bconflicting (?:peer )?"
+            r"dependenc(?:y|ies)\b|\bResolutionImpossible\b|\bdependency conflicts?\b"
+        ),
+        split_words("eresolve|dependency tree|dependenc|resolutionimpossible"),
+        "package versions that cannot be installed together",
+    ),
     _http_rule(
         "http_408_504",
         "timeout",
@@ -168,7 +221,9 @@ RULES: tuple[ErrorRule, ...] = (
             r"\btimed out\b|\btime[ -]?out (?:error|exceeded|expired|reached|occurred)\b"
             r"|\b(?:request|read|connect|connection|operation|gateway|socket|execution|command)"
             r" time[ -]?out\b|\bdeadline exceeded\b|\bTimeoutError\b|\bETIMEDOUT\b|^timeout\b"
-            r"|\bReadTimeout\b|\bConnectTimeout\b",
+            r"|\bReadTimeout\b|\bConnectTimeout\b"
+            r"|\btime[ -]?out (?:after|of) \d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?|m"
+            r"|mins?|minutes?|h|hours?)\b",
             re.IGNORECASE | re.MULTILINE,
         ),
         split_words("time|deadline"),
@@ -191,11 +246,13 @@ RULES: tuple[ErrorRule, ...] = (
             r"|\btemporarily unavailable\b|\bbad gateway\b|\boverloaded\b"
             r"|\b(?:could not|couldn't|failed to|unable to) (?:connect|reach|resolve)\b"
             r"|\bnetwork (?:is )?unreachable\b|\bname or service not known\b"
-            r"|\bmax retries exceeded\b|\bConnectionError\b"
+            r"|\bmax retries exceeded\b|\bConnectionError\b|\bgetaddrinfo\b"
+            r"|\btemporary failure in name resolution\b|\bnodename nor servname provided\b"
+            r"|\bsocket hang up\b"
         ),
         split_words(
             "connect|econn|enotfound|eai_again|available|gateway|overloaded|reach|resolve"
-            "|not known|retries"
+            "|not known|retries|getaddrinfo|name resolution|servname|hang up"
         ),
         "the service could not be reached or is down",
     ),
@@ -244,6 +301,18 @@ RULES: tuple[ErrorRule, ...] = (
         ),
         "the requested file, record or resource does not exist",
     ),
+    ErrorRule(
+        "stale_read",
+        "conflict",
+        # Claude Code's Write/Edit refuse a file the session has not read, or that changed since
+        # it was read: the request is fine, the session's state does not allow it yet.
+        rx(
+            r"\bhas not been read yet\b|\bhas been (?:modified|changed) since (?:it was )?"
+            r"(?:last )?read\b"
+        ),
+        split_words("been read|since"),
+        "the file must be read (again) before it can be written",
+    ),
     _http_rule("http_409", "conflict", "409", ("Conflict",), "HTTP 409 Conflict"),
     ErrorRule(
         "conflict_text",
@@ -281,11 +350,22 @@ RULES: tuple[ErrorRule, ...] = (
             r"\binvalid (?:value|argument|parameter|input|request|type|format|choice|date"
             r"|option)s?\b|\bdoes not add up\b|\bcannot be used\b|\bout of range\b"
             r"|\bmust (?:be|not be|have|contain|match)\b|\bis not (?:a )?valid\b"
-            r"|\bwrong (?:type|number of arguments)\b|^usage: ",
+            r"|\bwrong (?:type|number of arguments)\b|^usage: "
+            r"|\bunknown (?:service|option|parameter|argument|value|field)s?\b",
             re.IGNORECASE | re.MULTILINE,
         ),
-        split_words("valid|add up|cannot be used|range|must|wrong|usage:"),
+        split_words("valid|add up|cannot be used|range|must|wrong|usage:|unknown"),
         "an argument value is not acceptable",
+    ),
+    ErrorRule(
+        "retry_prompt",
+        "invalid_params",
+        # After the specific families: a tool's ModelRetry message ("no user named X … Fix the
+        # errors and try again.") is better typed by its cause; what remains is the framework
+        # rejecting the model's call or output.
+        RETRY_PROMPT,
+        RETRY_PROMPT_KEYWORDS,
+        "a framework sent the call back to the model to fix (pydantic-ai's retry prompt)",
     ),
     ErrorRule("traceback", "tool_exception", TRACEBACK, TRACEBACK_KEYWORDS, "a raw traceback"),
     ErrorRule("crash_text", "tool_exception", CRASH, CRASH_KEYWORDS, "the tool process crashed"),

@@ -34,6 +34,8 @@ class ContentFacts:
     rule: str | None = None
     summary: str | None = None
     suggestion: str | None = None
+    #: One of ``db.vocabulary.SUGGESTION_KINDS``, the same whether the advice came from the
+    #: protocol or from text (see :attr:`suggestion_source`).
     suggestion_kind: SuggestionKind | None = None
     #: Machine-readable details of the suggestion: ``{"seconds": 6}``, ``{"tool": "x"}``,
     #: ``{"param": "city"}``.
@@ -43,6 +45,20 @@ class ContentFacts:
     #: Content-only findings: ``bare_status``, ``raw_exception``, ``error_without_suggestion``,
     #: ``empty_marked_error``.
     findings: list[str] = field(default_factory=list)
+
+    @property
+    def suggestion_source(self) -> str | None:
+        """``protocol`` or ``text`` (``SUGGESTION_SOURCES``) for a result with a suggestion.
+
+        Derived from :attr:`is_protocol`, so it needs no column of its own: advice in protocol
+        content is protocol advice, whether it sits in ``suggestion`` or in ``summary``.
+
+        >>> ContentFacts("error", "inferred", suggestion="Try again.").suggestion_source
+        'text'
+        """
+        if self.suggestion is None:
+            return None
+        return "protocol" if self.is_protocol else "text"
 
 
 @dataclass(slots=True)

@@ -4,7 +4,9 @@ A suggestion is what a result tells the model to do next: wait and retry, call a
 supply a parameter, ask the user, or a free-form hint. Each is found by a named pattern in
 ``PATTERNS``, tried in order; the first match wins, so the kinds whose follow-through can be
 checked mechanically (``retry_after`` with seconds, ``missing_param`` with a name,
-``use_instead`` with a tool) come before ``ask_user`` and the generic ``text`` hints.
+``use_instead`` with a tool) come before ``ask_user`` and the generic ``other`` hints. Only
+``alternatives`` comes first: two conditional advices in a row ("To X, do A. To Y, do B.") are
+one free-form advice, since either way out follows it.
 
 :func:`extract_suggestion` returns the sentence holding the advice, its kind and the
 machine-readable detail the follow-through analysis compares with the model's next action::
@@ -59,6 +61,8 @@ class SuggestionPattern:
     detail: Callable[[re.Match[str]], dict[str, Any]]
     #: Group whose text is the suggestion itself (0: the sentence around the match).
     sentence_group: int = 0
+    #: The match spans indented lines (pydantic's JSON); its sentence is joined into one line.
+    one_line: bool = False
 
 
 def _seconds(match: re.Match[str]) -> dict[str, Any]:
@@ -96,7 +100,29 @@ _DURATION = (
     r"|h|hrs?|hours?)\b"
 )
 
+_IMPERATIVE = (
+    r"(?:please )?(?:set|use|pass|provide|add|remove|call|run|specify|include|supply|try|retry"
+    r"|read|check|choose|select|change|give)\b"
+)
+
 PATTERNS: tuple[SuggestionPattern, ...] = (
+    SuggestionPattern(
+        "alternatives",
+        "other",
+        # Two conditional pieces of advice in a row are alternatives ("To replace all
+        # occurrences, set replace_all to true. To replace only one occurrence, please provide
+        # more context …"): either way out follows the advice, so neither one's detail is the
+        # whole advice, and the pair is free-form advice.
+        # Each clause after the comma opens with an imperative, so that narrative ("To be
+        # precise, both are logs.") is not advice.
+        re.compile(
+            rf"(?:^|(?<=[.!?] ))To [^,.\n]{{1,80}}, {_IMPERATIVE}[^.!?\n]{{0,200}}[.!?]"
+            rf" +To [^,.\n]{{1,80}}, {_IMPERATIVE}[^.!?\n]{{0,200}}[.!?]",
+            re.MULTILINE,
+        ),
+        _words(". to |! to |? to "),
+        _nothing,
+    ),
     SuggestionPattern(
         "retry_after_header",
         "retry_after",
@@ -145,6 +171,19 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
         re.compile(r"^([A-Za-z_]\w*)\n[ \t]+Field required\b", re.MULTILINE),
         _words("field required"),
         _param,
+    ),
+    SuggestionPattern(
+        "pydantic_missing_loc",
+        "missing_param",
+        # pydantic's error list as JSON (pydantic-ai's retry prompt) or as a Python repr:
+        # {"type": "missing", "loc": ["city"], "msg": "Field required"}.
+        _rx(
+            r"""['"]type['"]\s*:\s*['"]missing['"]\s*,\s*['"]loc['"]\s*:\s*[\[(]\s*"""
+            r"""['"]([A-Za-z_]\w*)['"]"""
+        ),
+        _words("missing"),
+        _param,
+        one_line=True,
     ),
     SuggestionPattern(
         "provide_param",
@@ -197,7 +236,7 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
     ),
     SuggestionPattern(
         "hint_line",
-        "text",
+        "other",
         _rx(
             r"^[ \t]*(?:suggestion|hint|tip|advice)[ \t]*:[ \t]*(\S[^\n]*)",
             re.IGNORECASE | re.MULTILINE,
@@ -208,22 +247,30 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
     ),
     SuggestionPattern(
         "try_sentence",
-        "text",
+        "other",
         re.compile(r"(?:^|(?<=[.!?] ))Try (?:to |using |a |an |the |another |again|with )"),
         _words("try "),
         _nothing,
     ),
     SuggestionPattern(
         "do_first",
-        "text",
+        "other",
         # "Read it first before writing to it.": an imperative naming a prerequisite step.
         re.compile(r"(?:^|(?<=[.!?] ))[A-Z][a-z]+ (?:it|them|this|that|the [\w -]{1,30}) first\b"),
         _words("first"),
         _nothing,
     ),
     SuggestionPattern(
+        "fix_and_retry",
+        "other",
+        # pydantic-ai's retry prompt; a named field in it is found by pydantic_missing_loc first.
+        _rx(r"\bfix the errors and try again\b"),
+        _words("fix the errors"),
+        _nothing,
+    ),
+    SuggestionPattern(
         "please_do",
-        "text",
+        "other",
         _rx(
             r"\bplease (?:provide|specify|supply|include|use|try|check|make sure|ensure|fix"
             r"|correct|add|remove|set|pass|read|select|choose|verify|retry)\b"
@@ -282,6 +329,8 @@ def find_suggestion(text: str) -> Suggestion | None:
                 sentence = match.group(spec.sentence_group).strip()
             else:
                 sentence = _sentence(window, match.start(), match.end())
+            if spec.one_line:
+                sentence = " ".join(sentence.split())
             return Suggestion(_shorten(sentence), spec.kind, spec.detail(match), spec.name)
     return None
 
@@ -290,7 +339,7 @@ def extract_suggestion(text: str) -> tuple[str, SuggestionKind, dict[str, Any]] 
     """``(sentence, kind, detail)`` of the advice in ``text``, or ``None`` when there is none.
 
     Kinds and details: ``retry_after`` ``{"seconds": float}``, ``use_instead``
-    ``{"tool": name}``, ``missing_param`` ``{"param": name}``, ``ask_user`` and ``text`` ``{}``.
+    ``{"tool": name}``, ``missing_param`` ``{"param": name}``, ``ask_user`` and ``other`` ``{}``.
 
     >>> extract_suggestion("'city' is a required property")
     ("'city' is a required property", 'missing_param', {'param': 'city'})

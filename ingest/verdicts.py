@@ -3,20 +3,27 @@
 For a result with a suggestion, the model's **next action** is the next assistant *turn* after
 the result in seq order: the maximal run of consecutive assistant messages, because Claude Code
 writes one response as several lines (text, then each tool call). Its tool calls and its text are
-the evidence. Rules, applied in this order:
+the evidence. The rules depend on the suggestion's *kind* only, never on its source: advice in
+the protocol's ``suggestion`` field is judged exactly like the same advice in text. Rules,
+applied in this order:
 
 1. No assistant message after the result → ``no_next_action``.
 2. Any kind: after an error result, a next turn *without tool calls* whose text claims success
    ("done", "successfully", "has been completed" …, and no failure words such as "unable",
    "sorry", "error") → ``ignored``: the model told the user it worked. Not when the user spoke
    in between: then the user may have reported the success (Claude Code users paste output).
+The *next calls* are the model's calls up to and including its next call of the failing tool
+(when it makes one before the user speaks), else the calls of the next turn: advice is often
+taken after a look around (Grep, LS, Read), and the call of the failing tool again is where the
+model shows what it made of it.
+
 3. ``use_instead`` (detail ``tool``): a next call uses the suggested tool → ``followed``; a next
    call repeats the failing call's signature → ``ignored``; else ``unclear``.
 4. ``missing_param`` (detail ``param``): a next call of the same tool supplies the parameter →
    ``followed``; a next call repeats the identical failing call → ``ignored``; else
    ``unclear``, also when the same tool is called with other changes but still without the
-   parameter (real advice often offers an alternative, e.g. Claude Code's "set replace_all to
-   true" or "provide more context").
+   parameter (advice offering alternatives, e.g. Claude Code's "set replace_all to true" or
+   "provide more context", is of kind ``other``: see ``ingest.suggestions``).
 5. ``retry_after`` (detail ``seconds``): the first later call of the same tool anywhere after the
    result (waiting may take several turns) is the retry; it happened at least the advised seconds
    after the result (message timestamps) → ``followed``; sooner → ``ignored``; no retry or no
@@ -24,9 +31,11 @@ the evidence. Rules, applied in this order:
 6. ``ask_user``: the user spoke before the model's next turn (the model stopped, as Claude
    Code's "STOP … wait for the user" asks) → ``followed``; the next turn has text and no tool
    call → ``followed``; it calls a tool → ``ignored``; else ``unclear``.
-7. Any other kind (``protocol``, ``text``, unknown): a next call repeats the failing call's
-   signature → ``ignored``; a next call uses a different tool named in the suggestion, or the
-   same tool with different arguments → ``followed``; else ``unclear``.
+7. Any other kind (``other``, or a value stored before kinds were read from protocol advice):
+   a tool named in the suggestion was used before the failing tool was called again →
+   ``followed`` (a prerequisite: "Read it first before writing to it"); a next call repeats
+   the failing call's signature → ``ignored``; a next call uses a different tool named in the
+   suggestion, or the same tool with different arguments → ``followed``; else ``unclear``.
 
 Every verdict comes with a one-line reason naming its evidence, e.g.
 ``next call get_user supplied missing parameter 'city'`` or
@@ -67,6 +76,9 @@ class NextAction:
     timestamp: datetime | None = None
     #: A user message came between the result and this turn (the model waited for the user).
     after_user: bool = False
+    #: The model's calls from this turn up to and including its next call of the failing tool,
+    #: when it calls that tool again before the user speaks (empty otherwise).
+    until_retry: Sequence[CallView] = field(default_factory=tuple)
 
 
 _SUCCESS_CLAIM = re.compile(
@@ -158,6 +170,22 @@ def _retry_after(
     return "ignored", f"retried {later_same_tool.name} {waited}"
 
 
+def _prerequisite(
+    content: ContentFacts, failed: CallView | None, until_retry: Sequence[CallView]
+) -> tuple[Verdict, str] | None:
+    """A tool named in the advice was used before the failing tool was called again."""
+    suggestion = content.suggestion or ""
+    if failed is None:
+        return None
+    for call in until_retry[:-1]:
+        if call.name != failed.name and _names_tool(suggestion, call.name):
+            return (
+                "followed",
+                f"used {call.name}, named in the suggestion, before calling {failed.name} again",
+            )
+    return None
+
+
 def _other_kind(
     content: ContentFacts, failed: CallView | None, calls: Sequence[CallView]
 ) -> tuple[Verdict, str] | None:
@@ -213,14 +241,21 @@ def follow_verdict(
         if next_action.text.strip():
             return "followed", "next message asked the user without calling a tool"
         return "unclear", "next message has neither text nor a tool call"
+    # The model often looks around first (Grep, LS, Read) and shows what it took from the
+    # advice when it calls the failing tool again, so that call and those before it are the
+    # evidence when it comes before the user speaks; else the next turn is.
+    calls = next_action.until_retry or calls
     repeat = _repeat(calls, failed)
     if kind == "use_instead":
         decided = _use_instead(content, calls)
     elif kind == "missing_param":
         decided = _missing_param(content, failed, calls)
     else:
-        # For free-form advice a repeat of the failing call outweighs any other next call.
-        decided = None if repeat is not None else _other_kind(content, failed, calls)
+        # For free-form advice a repeat of the failing call outweighs any other next call,
+        # unless a tool the advice names was used before it ("Read it first").
+        decided = _prerequisite(content, failed, next_action.until_retry)
+        if decided is None and repeat is None:
+            decided = _other_kind(content, failed, calls)
     if decided is not None:
         return decided
     if repeat is not None:

@@ -156,3 +156,21 @@ def analysis_store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     build_pages2_database(engine)
     engine.dispose()
     return url
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Show the figures tests recorded with ``record_property`` under a name starting with
+    ``labelled agreement``: they are measurements to read, whatever the capture setting (the
+    properties travel with the test reports, so this works under pytest-xdist too)."""
+    lines = [
+        f"{name.removeprefix('labelled agreement: ')}: {value}"
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for name, value in getattr(report, "user_properties", ())
+        if name.startswith("labelled agreement")
+    ]
+    if lines:
+        terminalreporter.section("labelled agreement")
+        for line in lines:
+            terminalreporter.write_line(line)

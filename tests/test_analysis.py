@@ -329,3 +329,90 @@ def test_tau_bench_facts_pair_everything_and_find_5_loops_over_16_calls(realdata
     assert result_states == Counter({"paired": 1164})
     assert reused == 73
     assert (loop_signatures, loop_calls) == (5, 16)
+
+
+def _read_first() -> ContentFacts:
+    return ContentFacts(
+        status="error",
+        status_source="explicit",
+        error_type="conflict",
+        suggestion="Read it first before writing to it.",
+        suggestion_kind="other",
+    )
+
+
+def test_a_prerequisite_named_in_the_advice_counts_when_used_before_the_retry() -> None:
+    write = {"file_path": "a.c", "content": "x"}
+    facts = analyze(
+        [
+            assistant(0, call(0, "c1", "Write", write)),
+            result(1, "c1"),
+            assistant(2, call(0, "c2", "Grep", {"pattern": "main"})),
+            result(3, "c2"),
+            assistant(4, call(0, "c3", "Read", {"file_path": "a.c"})),
+            result(5, "c3"),
+            # The identical call is right once the file has been read.
+            assistant(6, call(0, "c4", "Write", write)),
+            result(7, "c4"),
+        ],
+        contents={1: _read_first()},
+    )
+    assert (facts.results[0].verdict, facts.results[0].verdict_reason) == (
+        "followed",
+        "used Read, named in the suggestion, before calling Write again",
+    )
+
+
+def test_the_calls_before_the_retry_do_not_count_once_the_user_has_spoken() -> None:
+    write = {"file_path": "a.c", "content": "x"}
+    facts = analyze(
+        [
+            assistant(0, call(0, "c1", "Write", write)),
+            result(1, "c1"),
+            assistant(2, call(0, "c2", "Grep", {"pattern": "main"})),
+            result(3, "c2"),
+            Message(seq=4, role="user", content="Now read a.c and write it again"),
+            assistant(5, call(0, "c3", "Read", {"file_path": "a.c"})),
+            result(6, "c3"),
+            assistant(7, call(0, "c4", "Write", write)),
+            result(8, "c4"),
+        ],
+        contents={1: _read_first()},
+    )
+    assert (facts.results[0].verdict, facts.results[0].verdict_reason) == (
+        "unclear",
+        "next call Grep neither follows nor contradicts the suggestion",
+    )
+
+
+def test_alternative_advice_is_followed_by_a_changed_call_after_a_look_around() -> None:
+    edit = {"file_path": "a.c", "old_string": "return 0;", "new_string": "return 1;"}
+    wider = {**edit, "old_string": "  x = 2;\n  return 0;"}
+    text = (
+        "Found 2 matches of the string to replace, but replace_all is false. To replace all "
+        "occurrences, set replace_all to true. To replace only one occurrence, please provide "
+        "more context to uniquely identify the instance."
+    )
+    messages = [
+        assistant(0, call(0, "c1", "Edit", edit)),
+        Message(
+            seq=1,
+            role="tool",
+            content=text,
+            # Claude Code flags it: the text alone reads as a report, not as an error.
+            tool_result=ToolResult(
+                tool_call_id="c1", explicit_error=True, explicit_source="is_error"
+            ),
+        ),
+        assistant(2, call(0, "c2", "Read", {"file_path": "a.c"})),
+        result(3, "c2"),
+        assistant(4, call(0, "c3", "Edit", wider)),
+        result(5, "c3"),
+    ]
+    trace = Trace(format="test", source_file="t.json", messages=messages)
+    first = analyze_trace(trace, [1] * len(messages)).results[0]
+    assert (first.content.error_type, first.content.suggestion_kind) == ("invalid_params", "other")
+    assert (first.verdict, first.verdict_reason) == (
+        "followed",
+        "next call Edit changed its arguments",
+    )

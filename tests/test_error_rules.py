@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from db.vocabulary import ERROR_TYPES
+from ingest.content import analyze_content
 from ingest.error_detection import (
     DETECTION_RULES,
     JSON_DETECTION_RULES,
@@ -39,6 +40,21 @@ TYPE_EXAMPLES: dict[str, tuple[str, str, str]] = {
         "search() got an unexpected keyword argument 'query'",
         "Error: the expected argument order changed",
     ),
+    "ambiguous_edit_target": (
+        "invalid_params",
+        "Found 3 matches of the string to replace, but replace_all is false.",
+        "Found 3 matches for the search string",
+    ),
+    "stale_read": (
+        "conflict",
+        "File has been modified since read, either by the user or by a linter.",
+        "Error: the file has not been uploaded yet",
+    ),
+    "compiler_error": (
+        "other",
+        "error[E0425]: cannot find value `y` in this scope\n --> src/main.rs:3:20",
+        "main.c:2:10: fatal error: cuda.h: No such file or directory",
+    ),
     "content_filter_text": (
         "content_filter",
         "The response was filtered due to the prompt triggering the content management policy.",
@@ -54,6 +70,11 @@ TYPE_EXAMPLES: dict[str, tuple[str, str, str]] = {
         "rate_limit",
         "Error: rate limit exceeded for this key",
         "Error: accurate limit order could not be placed",
+    ),
+    "dependency_conflict": (
+        "conflict",
+        "npm ERR! code ERESOLVE\nnpm ERR! ERESOLVE unable to resolve dependency tree",
+        "Error: unable to resolve host api.example.com",
     ),
     "http_408_504": ("timeout", "504 Gateway Timeout", "Error: flight 504 is full"),
     "timeout_text": (
@@ -99,6 +120,11 @@ TYPE_EXAMPLES: dict[str, tuple[str, str, str]] = {
         "invalid_params",
         "Error: payment amount does not add up, total price is 375, but paid 299",
         "Error: the validator crashed",
+    ),
+    "retry_prompt": (
+        "invalid_params",
+        "Validation feedback:\nThe answer must cite a source.\n\nFix the errors and try again.",
+        "Error: fix the tests and try the build again",
     ),
     "traceback": (
         "tool_exception",
@@ -215,6 +241,30 @@ DETECTION_EXAMPLES: dict[str, tuple[str, str]] = {
         "An unexpected exception occurred in the tool",
         "Flights found:\nno exceptions apply to this fare",
     ),
+    "timeout_duration": (
+        "Timeout of 2000ms exceeded.",
+        "Settings saved: timeout of 30 s for uploads",
+    ),
+    "connection_error": (
+        "ECONNREFUSED 127.0.0.1:5432",
+        "Retried after ECONNREFUSED; the second attempt returned 3 rows\nrow 1",
+    ),
+    "exit_code": (
+        "Exit code 1\nFAILED tests/test_api.py::test_get - assert 404 == 200",
+        "Exit code 0\n3 passed in 0.12s",
+    ),
+    "build_failure": (
+        "src/index.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.",
+        "Build finished: 0 errors, 2 warnings",
+    ),
+    "retry_prompt": (
+        "Validation feedback:\nThe answer must cite a source.\n\nFix the errors and try again.",
+        "Notes: the linter says to fix the errors before release",
+    ),
+    "validation_phrase": (
+        "missing required parameter 'city'",
+        "Docs: city is the only parameter; country is optional",
+    ),
 }
 
 
@@ -243,6 +293,17 @@ def test_detection_rule_near_miss_is_not_an_error(name: str) -> None:
         ('{"statusCode": 404, "body": ""}', "json_status_error"),
         ('{"ok": false, "error_code": "channel_not_found"}', "json_success_false"),
         ('{"success": false}', "json_success_false"),
+        # ToolBench's "response" holds the API's own error when "error" is empty.
+        (
+            '{"error": "", "response": "{\'message\': \'unknown service x\'}"}',
+            "json_response_error",
+        ),
+        (
+            '{"error": "", "response": "{\'type\': \'https://tools.ietf.org/html/rfc7231\','
+            " 'title': 'Bad Request', 'status': 400}\"}",
+            "json_response_error",
+        ),
+        ('{"error": "", "response": "{\'error\': \'Invalid key\'}"}', "json_response_error"),
         # ToolBench observations are cut mid-object; the leading error field still counts.
         ('{"error": "Message error...", "response": "{\'result\': [', "json_error_field"),
     ],
@@ -256,6 +317,9 @@ def test_json_rules_read_top_level_keys(content: str, expected: str) -> None:
     "content",
     [
         '{"error": "", "response": "[{\\"id\\": 1}]"}',
+        # A message beside data, and a status of an item further in, are data.
+        '{"error": "", "response": "{\'message\': \'ok\', \'items\': [1, 2]}"}',
+        '{"error": "", "response": "{\'items\': [' + "{'id': 1}, " * 40 + "{'status': 404}]}\"}",
         '{"error": null, "data": []}',
         '{"error": "   "}',
         '{"error": false}',
@@ -364,6 +428,7 @@ def test_keyword_prefilter_never_hides_a_regex_match(realdata: Path) -> None:
     texts = _corpus(realdata) + [
         example for _, pos, near in TYPE_EXAMPLES.values() for example in (pos, near)
     ]
+    texts += [text for text, _ in SECOND_PASS]
     checked = 0
     for text in texts:
         # The first 2 KB of each result keep this exhaustive check quick.
@@ -383,10 +448,12 @@ def test_keyword_prefilter_never_hides_a_regex_match(realdata: Path) -> None:
 def test_detection_keywords_never_hide_a_regex_match(realdata: Path) -> None:
     texts = _corpus(realdata) + [text for pair in DETECTION_EXAMPLES.values() for text in pair]
     texts += [example for _, pos, near in TYPE_EXAMPLES.values() for example in (pos, near)]
+    texts += [text for text, _ in SECOND_PASS]
     guarded = [rule for rule in DETECTION_RULES if rule.keywords]
     assert [rule.name for rule in guarded] == [
         "traceback", "crash_text", "http_error_status", "failure_phrase", "shell_error",
-        "exception_text",
+        "exception_text", "timeout_duration", "connection_error", "exit_code", "build_failure",
+        "retry_prompt", "validation_phrase",
     ]  # fmt: skip
     checked = 0
     for text in texts:
@@ -398,3 +465,128 @@ def test_detection_keywords_never_hide_a_regex_match(realdata: Path) -> None:
                 assert rule.pattern.search(region) is None, (rule.name, text)
     # Keywords occur in hundreds of texts, so the guard is really exercised.
     assert checked > 500
+
+
+# --- the second pass: failures the first rules read as success or as other ------------------
+# Real-looking texts: how Claude Code's Bash tool, Node, requests, pip, npm, cargo, tsc, gcc and
+# pydantic-ai write them. (status, error type, rule, suggestion kind, suggestion detail).
+PYDANTIC_AI_ARGS = (
+    '1 validation errors: [\n  {\n    "type": "missing",\n    "loc": [\n      "city"\n'
+    '    ],\n    "msg": "Field required",\n    "input": {}\n  }\n]\n\n'
+    "Fix the errors and try again."
+)
+SECOND_PASS: list[tuple[str, tuple[str, str, str, str | None, dict[str, str | float]]]] = [
+    ("Error: timeout after 30s", ("error", "timeout", "timeout_text", None, {})),
+    ("Error: Timeout of 2000ms exceeded.", ("error", "timeout", "timeout_text", None, {})),
+    (
+        "ECONNREFUSED 127.0.0.1:5432",
+        ("error", "unavailable", "connection_error", None, {}),
+    ),
+    (
+        "Error: connect ECONNREFUSED 127.0.0.1:3000\n    at TCPConnectWrap.afterConnect "
+        "[as oncomplete] (node:net:1555:16)",
+        ("error", "unavailable", "connection_error", None, {}),
+    ),
+    ("read ECONNRESET", ("error", "unavailable", "connection_error", None, {})),
+    (
+        "getaddrinfo ENOTFOUND api.openweathermap.org",
+        ("error", "unavailable", "connection_error", None, {}),
+    ),
+    (
+        "HTTPSConnectionPool(host='api.example.com', port=443): Max retries exceeded with url: "
+        "/v1 (Caused by NameResolutionError(\"Failed to resolve 'api.example.com' ([Errno -2] "
+        'Name or service not known)"))',
+        ("error", "unavailable", "connection_error", None, {}),
+    ),
+    (
+        "Exit code 1\n============ 1 failed, 3 passed in 0.12s ============",
+        ("error", "other", "exit_code", None, {}),
+    ),
+    (
+        "Exit code 2\nls: cannot access 'build': No such file or directory",
+        ("error", "not_found", "not_found_text", None, {}),
+    ),
+    ("Process exited with code 2", ("error", "other", "exit_code", None, {})),
+    (
+        "Exit code 1\nnpm ERR! code E404\nnpm ERR! 404 Not Found - GET "
+        "https://registry.npmjs.org/lodahs - Not found",
+        ("error", "not_found", "http_404", None, {}),
+    ),
+    (
+        "npm ERR! code ERESOLVE\nnpm ERR! ERESOLVE unable to resolve dependency tree\n"
+        "npm ERR! Found: react@18.2.0",
+        ("error", "conflict", "dependency_conflict", None, {}),
+    ),
+    (
+        "Collecting torch==9.9\nERROR: Could not find a version that satisfies the requirement "
+        "torch==9.9 (from versions: 2.0.0, 2.1.0)\nERROR: No matching distribution found for "
+        "torch==9.9",
+        ("error", "not_found", "not_found_text", None, {}),
+    ),
+    (
+        "   Compiling demo v0.1.0 (/tmp/demo)\nerror[E0425]: cannot find value `y` in this scope\n"
+        ' --> src/main.rs:3:20\n  |\n3 |     println!("{}", y);\n  |                    ^ not '
+        'found in this scope\n\nerror: could not compile `demo` (bin "demo") due to 1 previous '
+        "error",
+        ("error", "other", "build_failure", None, {}),
+    ),
+    (
+        "src/index.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n\n"
+        "Found 1 error in src/index.ts:3",
+        ("error", "other", "build_failure", None, {}),
+    ),
+    (
+        "main.c: In function 'main':\nmain.c:4:5: error: expected ';' before 'return'\n"
+        "    4 |     return 0;\n      |     ^~~~~~",
+        ("error", "other", "build_failure", None, {}),
+    ),
+    (
+        PYDANTIC_AI_ARGS,
+        ("error", "invalid_params", "validation_text", "missing_param", {"param": "city"}),
+    ),
+    (
+        "Validation feedback:\n[{'type': 'missing', 'loc': ('city',), 'msg': 'Field required'}]"
+        "\n\nFix the errors and try again.",
+        ("error", "invalid_params", "validation_text", "missing_param", {"param": "city"}),
+    ),
+    (
+        "No customer named Smith; give the full name.\n\nFix the errors and try again.",
+        ("error", "invalid_params", "retry_prompt", "other", {}),
+    ),
+    (
+        "1 validation error for get_weather\ncity\n  Field required [type=missing, "
+        "input_value={'town': 'Paris'}, input_type=dict]",
+        ("error", "invalid_params", "validation_text", "missing_param", {"param": "city"}),
+    ),
+    (
+        "missing required parameter 'city'",
+        ("error", "invalid_params", "validation_text", "missing_param", {"param": "city"}),
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SECOND_PASS)
+def test_second_pass_families_are_errors_with_their_type_and_advice(
+    text: str, expected: tuple[str, str, str, str | None, dict[str, str | float]]
+) -> None:
+    facts = analyze_content(text)
+    assert (
+        facts.status,
+        facts.error_type,
+        facts.rule,
+        facts.suggestion_kind,
+        facts.suggestion_detail,
+    ) == expected
+
+
+def test_a_non_zero_exit_is_other_and_not_a_tool_exception() -> None:
+    # The tool ran the command and reported its outcome; only a crashed tool is tool_exception.
+    assert (analyze_content("Exit code 1").error_type, analyze_content("Exit code 0").status) == (
+        "other",
+        "success",
+    )
+
+
+def test_a_retry_prompt_naming_a_missing_field_advises_that_field() -> None:
+    facts = analyze_content(PYDANTIC_AI_ARGS)
+    assert facts.suggestion == '"type": "missing", "loc": [ "city"'

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from db.vocabulary import SUGGESTION_KINDS
 from ingest.error_detection import SCAN_EDGE
 from ingest.suggestions import (
     MAX_SENTENCE,
@@ -59,12 +60,30 @@ EXAMPLES: dict[str, tuple[str, str, str, dict[str, Any], str]] = {
         {"param": "city"},
         "1 validation error for SearchArgs\ncity\n  Input should be a valid string",
     ),
+    "pydantic_missing_loc": (
+        '1 validation errors: [\n  {\n    "type": "missing",\n    "loc": [\n      "city"\n'
+        '    ],\n    "msg": "Field required"\n  }\n]',
+        '"type": "missing", "loc": [ "city"',
+        "missing_param",
+        {"param": "city"},
+        '1 validation errors: [\n  {\n    "type": "string_type",\n    "loc": [\n      "city"',
+    ),
     "provide_param": (
         "Error: please provide the date parameter.",
         "Error: please provide the date parameter.",
         "missing_param",
         {"param": "date"},
         "Error: the provider is down",
+    ),
+    "alternatives": (
+        "Found 2 matches of the string to replace, but replace_all is false. To replace all "
+        "occurrences, set replace_all to true. To replace only one occurrence, please provide "
+        "more context to uniquely identify the instance.",
+        "To replace all occurrences, set replace_all to true. To replace only one occurrence, "
+        "please provide more context to uniquely identify the instance.",
+        "other",
+        {},
+        "Found 2 files. To be precise, both are logs. To keep them, the job reads them once.",
     ),
     "set_param": (
         "Found 4 matches. To replace all occurrences, set replace_all to true.",
@@ -104,28 +123,35 @@ EXAMPLES: dict[str, tuple[str, str, str, dict[str, Any], str]] = {
     "hint_line": (
         "error: failed to push some refs\nhint: Updates were rejected because the tip is behind.",
         "Updates were rejected because the tip is behind.",
-        "text",
+        "other",
         {},
         "error: failed to push some refs\nthe hint text was empty",
     ),
     "try_sentence": (
         "Error: no flights on that date. Try a later date.",
         "Try a later date.",
-        "text",
+        "other",
         {},
         "Error: the try block raised",
     ),
     "do_first": (
         "File has not been read yet. Read it first before writing to it.",
         "Read it first before writing to it.",
-        "text",
+        "other",
         {},
         "File has not been read yet. The first line is empty.",
+    ),
+    "fix_and_retry": (
+        "No customer named Smith; give the full name.\n\nFix the errors and try again.",
+        "Fix the errors and try again.",
+        "other",
+        {},
+        "Fixed the errors in 3 files; tests pass again.",
     ),
     "please_do": (
         "Found 2 matches. To replace only one, please provide more context.",
         "To replace only one, please provide more context.",
-        "text",
+        "other",
         {},
         "Found 2 matches. Pleased to help.",
     ),
@@ -134,7 +160,7 @@ EXAMPLES: dict[str, tuple[str, str, str, dict[str, Any], str]] = {
 
 def test_every_pattern_has_an_example_and_a_known_kind() -> None:
     assert sorted(EXAMPLES) == sorted(spec.name for spec in PATTERNS)
-    kinds = {"retry_after", "use_instead", "missing_param", "ask_user", "text"}
+    kinds = set(SUGGESTION_KINDS)
     assert {spec.kind for spec in PATTERNS} == kinds
 
 
@@ -193,7 +219,7 @@ def test_compiler_did_you_mean_is_not_advice_about_tools() -> None:
 def test_a_sentence_stops_at_line_ends_and_sentence_ends() -> None:
     text = "first line\nError: bad date. Please use the ISO format. Thanks!\nlast"
     assert find_suggestion(text) == Suggestion(
-        "Please use the ISO format.", "text", {}, "please_do"
+        "Please use the ISO format.", "other", {}, "please_do"
     )
 
 

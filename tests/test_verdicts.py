@@ -59,7 +59,7 @@ def test_a_trace_ending_after_the_result_has_no_next_action() -> None:
 
 def test_claiming_success_right_after_an_error_is_ignored_for_every_kind() -> None:
     claim = NextAction(text="Your booking has been completed successfully!")
-    for kind in ("use_instead", "missing_param", "ask_user", "protocol", "text"):
+    for kind in ("use_instead", "missing_param", "ask_user", "other"):
         assert follow_verdict(advice(kind), FAILED, claim) == (
             "ignored",
             "next message told the user it succeeded right after an error",
@@ -194,7 +194,7 @@ def test_a_success_claim_after_the_user_spoke_is_not_held_against_the_model() ->
 def test_protocol_advice_is_followed_by_a_different_tool_it_names() -> None:
     named = NextAction(calls=[view("list_cities")])
     suggestion = "Call list_cities to find valid names."
-    assert follow_verdict(advice("protocol", suggestion), FAILED, named) == (
+    assert follow_verdict(advice("other", suggestion), FAILED, named) == (
         "followed",
         "next call used list_cities, named in the suggestion",
     )
@@ -202,7 +202,7 @@ def test_protocol_advice_is_followed_by_a_different_tool_it_names() -> None:
 
 def test_text_advice_is_followed_by_the_same_tool_with_different_arguments() -> None:
     changed = NextAction(calls=[view("get_weather", "get_weather:dddd", {"town": "Paris, FR"})])
-    assert follow_verdict(advice("text", "Add the country."), FAILED, changed) == (
+    assert follow_verdict(advice("other", "Add the country."), FAILED, changed) == (
         "followed",
         "next call get_weather changed its arguments",
     )
