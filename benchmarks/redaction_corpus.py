@@ -167,7 +167,8 @@ def secret_corpus(n: int = 600, seed: int = DEFAULT_SEED) -> Iterator[Sample]:
                 [
                     (
                         "credentials_file",
-                        f"[default]\naws_access_key_id = {key_id}\naws_secret_access_key = {secret}\n",
+                        f"[default]\naws_access_key_id = {key_id}\n"
+                        f"aws_secret_access_key = {secret}\n",
                     ),
                     ("env_dump", f"AWS_ACCESS_KEY_ID={key_id}\nAWS_SECRET_ACCESS_KEY={secret}\n"),
                     (
@@ -205,7 +206,8 @@ def secret_corpus(n: int = 600, seed: int = DEFAULT_SEED) -> Iterator[Sample]:
                 [
                     (
                         "stack_trace",
-                        f"sqlalchemy.exc.OperationalError: could not connect to {url}\n  (Background on this error at: https://sqlalche.me/e/20/e3q8)",
+                        f"sqlalchemy.exc.OperationalError: could not connect to {url}\n"
+                        f"  (Background on this error at: https://sqlalche.me/e/20/e3q8)",
                     ),
                     ("env_dump", f"DATABASE_URL={url}\nDEBUG=0\n"),
                     (
@@ -247,13 +249,18 @@ def pii_corpus(n: int = 150, seed: int = DEFAULT_SEED) -> Iterator[Sample]:
     for i in range(n):
         kind = ("email", "phone", "card_number")[i % 3]
         if kind == "email":
-            pii = f"{_rand(rng, string.ascii_lowercase, 6)}.{_rand(rng, string.ascii_lowercase, 5)}@{rng.choice(('example.com', 'mail.co.uk', 'corp.io'))}"
+            pii = (
+                f"{_rand(rng, string.ascii_lowercase, 6)}.{_rand(rng, string.ascii_lowercase, 5)}"
+                f"@{rng.choice(('example.com', 'mail.co.uk', 'corp.io'))}"
+            )
         elif kind == "phone":
             pii = rng.choice(
                 (
-                    f"+1 {rng.randrange(200, 999)} {rng.randrange(200, 999)} {rng.randrange(1000, 9999)}",
+                    f"+1 {rng.randrange(200, 999)} {rng.randrange(200, 999)}"
+                    f" {rng.randrange(1000, 9999)}",
                     f"+44{rng.randrange(7000000000, 7999999999)}",
-                    f"({rng.randrange(200, 999)}) {rng.randrange(200, 999)}-{rng.randrange(1000, 9999)}",
+                    f"({rng.randrange(200, 999)}) {rng.randrange(200, 999)}"
+                    f"-{rng.randrange(1000, 9999)}",
                     f"+49 30 {rng.randrange(1000, 9999)} {rng.randrange(1000, 9999)}",
                 )
             )
@@ -280,7 +287,8 @@ def clean_corpus(n: int = 600, seed: int = DEFAULT_SEED) -> Iterator[Sample]:
     rng = random.Random(seed + 2)
     makers: list[Callable[[], Any]] = [
         lambda: (
-            f"commit {_rand(rng, HEX, 40)}\nAuthor: CI Bot\n\n    fix: retry on 429 ({_rand(rng, HEX, 7)})"
+            f"commit {_rand(rng, HEX, 40)}\nAuthor: CI Bot\n\n"
+            f"    fix: retry on 429 ({_rand(rng, HEX, 7)})"
         ),
         lambda: {
             "id": f"call_{_rand(rng, ALNUM, 24)}",
@@ -289,7 +297,8 @@ def clean_corpus(n: int = 600, seed: int = DEFAULT_SEED) -> Iterator[Sample]:
                 "name": "get_user_details",
                 "arguments": json.dumps(
                     {
-                        "user_id": f"{rng.choice(('mia_li', 'omar_rossi'))}_{rng.randrange(1000, 9999)}"
+                        "user_id": f"{rng.choice(('mia_li', 'omar_rossi'))}"
+                        f"_{rng.randrange(1000, 9999)}"
                     }
                 ),
             },
@@ -334,10 +343,13 @@ def clean_corpus(n: int = 600, seed: int = DEFAULT_SEED) -> Iterator[Sample]:
             "has_secret": False,
         },
         lambda: (
-            "api_key = os.environ[\"OPENAI_API_KEY\"]\npassword = getenv('DB_PASSWORD')\ntoken = ${GITHUB_TOKEN}"
+            'api_key = os.environ["OPENAI_API_KEY"]\n'
+            "password = getenv('DB_PASSWORD')\ntoken = ${GITHUB_TOKEN}"
         ),
         lambda: (
-            f"See https://github.com/acme/tool/blob/{_rand(rng, HEX, 40)}/src/app.py#L{rng.randrange(1, 500)} and http://localhost:{rng.randrange(3000, 9000)}/health"
+            f"See https://github.com/acme/tool/blob/{_rand(rng, HEX, 40)}/src/app.py"
+            f"#L{rng.randrange(1, 500)}"
+            f" and http://localhost:{rng.randrange(3000, 9000)}/health"
         ),
         lambda: {
             "chatcmpl": f"chatcmpl-{_rand(rng, ALNUM, 29)}",
@@ -345,10 +357,13 @@ def clean_corpus(n: int = 600, seed: int = DEFAULT_SEED) -> Iterator[Sample]:
             "model": "gpt-4o-2024-08-06",
         },
         lambda: (
-            f"{rng.randrange(2020, 2026)}-0{rng.randrange(1, 9)}-1{rng.randrange(0, 9)}T12:0{rng.randrange(9)}:00Z INFO task-management-{_rand(rng, string.digits, 6)} done in {rng.randrange(10, 999)} ms"
+            f"{rng.randrange(2020, 2026)}-0{rng.randrange(1, 9)}-1{rng.randrange(0, 9)}"
+            f"T12:0{rng.randrange(9)}:00Z INFO task-management-{_rand(rng, string.digits, 6)}"
+            f" done in {rng.randrange(10, 999)} ms"
         ),
         lambda: (
-            f"pip install scikit-learn=={rng.randrange(1, 2)}.{rng.randrange(0, 6)}.{rng.randrange(0, 9)}  # sk-learn-compatible-estimators"
+            f"pip install scikit-learn=={rng.randrange(1, 2)}.{rng.randrange(0, 6)}"
+            f".{rng.randrange(0, 9)}  # sk-learn-compatible-estimators"
         ),
         lambda: {"signature": base64.b64encode(rng.randbytes(300)).decode(), "type": "thinking"},
     ]

@@ -111,6 +111,17 @@ def is_placeholder(value: str) -> bool:
     return "[REDACTED:" in value or _PLACEHOLDER.match(value.strip()) is not None
 
 
+def looks_like_credential(value: str) -> bool:
+    """Whether a bare (unquoted) value looks like a credential, not a word of prose.
+
+    8+ characters with a digit, an inner capital or a symbol: ``hunter2hunter``, ``dXNlcjpw``,
+    not ``required`` or ``Nobody``.
+    """
+    if len(value) < 8:
+        return False
+    return any(c.isdigit() or not c.isalnum() for c in value) or any(c.isupper() for c in value[1:])
+
+
 def _not_placeholder(s: str) -> bool:
     return not is_placeholder(s)
 
@@ -163,18 +174,24 @@ FIELD_WORDS: Final[tuple[str, ...]] = (
     ),
 )
 #: Credential-carrying HTTP headers, lowercase; ``proxy-`` and ``set-`` prefixes included.
-HEADER_WORDS: Final[tuple[str, ...]] = ("authorization", "cookie", "x-api-key", "x-auth-token")
+HEADER_WORDS: Final[tuple[str, ...]] = ("authorization", "x-api-key", "x-auth-token")
+COOKIE_WORDS: Final[tuple[str, ...]] = ("cookie",)
 #: What may stand on a header's line before its name: indentation, curl's ``-H "``, a prefix.
-HEADER_PREFIX: Final = re.compile(r"[ \t]*(?:-H[ \t]*)?[\"']?(?:proxy-|set-)?")
+HEADER_PREFIX: Final = re.compile(r"(?i)[ \t]*(?:-H[ \t]*)?[\"']?(?:proxy-|set-)?")
 #: After a secret key word: the assigned value (quoted: up to the quote; bare: a token-like
 #: run of 6+ characters, stopping at code punctuation so ``os.environ[...]`` is not taken).
 FIELD_TAIL: Final = re.compile(
     r"\b[\"']?[ \t]*[:=][ \t]*(?:\"(?P<secret>[^\"\n\\]{4,})\"|'(?P<secret2>[^'\n\\]{4,})'|"
     r"(?P<secret3>[^\s\"',;&)}\]<>(\[]{6,}))"
 )
-#: After a header name at the start of a line: the rest of the line is the credential (a
-#: ``Bearer`` token is left to its own detector, which keeps the scheme word).
-HEADER_TAIL: Final = re.compile(r"[ \t]*:[ \t]*(?!(?i:bearer)\s)(?P<secret>[^\r\n\"']{6,})")
+#: After a credential header name at the start of a line: an optional scheme word and the
+#: credential (a ``Bearer`` token is left to its own detector, which keeps the scheme word).
+HEADER_TAIL: Final = re.compile(
+    r"[ \t]*:[ \t]*(?!(?i:bearer)\s)(?:[A-Za-z][\w-]* )?(?P<secret>[A-Za-z0-9._~+/=:-]{8,})"
+    r"(?=[\s\"']|$)"
+)
+#: After ``Cookie:`` / ``Set-Cookie:`` at the start of a line: ``name=value…`` to the line's end.
+COOKIE_TAIL: Final = re.compile(r"[ \t]*:[ \t]*(?P<secret>[^\s=;\"']+=[^\r\n\"']+)")
 
 #: The built-in detectors, in the order they run: provider keys before the secret-named
 #: assignments, so ``OPENAI_API_KEY=sk-…`` is labelled ``openai_key``; what an earlier detector
