@@ -5,7 +5,8 @@ lowercase literals one of which every text it matches contains (``sk-`` for Open
 ``://`` for passwords in URLs). The redactor finds all anchors of a text in one Aho-Corasick pass
 and runs only the detectors whose anchors occur, so a text without any candidate costs one scan.
 A detector without anchors runs on every text (the strict-mode phone and card patterns: digits
-are everywhere). A test checks that every anchor of a detector occurs in each of its examples.
+are everywhere). Secret key words (:data:`FIELD_WORDS`, :data:`HEADER_WORDS`) are found by the same
+pass; the value after each is read with :data:`FIELD_TAIL` / :data:`HEADER_TAIL` at that place.
 
 Team rules files are TOML (shape in ``ingest.redaction``); :func:`load_rules` reads them.
 """

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.redaction_bench import catch_rate, false_redactions
+from benchmarks.redaction_bench import catch_rate, false_redactions, realdata_records
 from benchmarks.redaction_corpus import clean_corpus, pii_corpus, secret_corpus
 from ingest.redaction import RedactionCounts, Redactor
 from ingest.redaction_rules import DETECTORS, RulesFileError, load_rules, luhn_ok
@@ -358,3 +358,17 @@ def test_seeded_corpus_catch_rate_and_no_false_redactions() -> None:
     assert false_redactions(Redactor("default"), clean) == []
     assert false_redactions(Redactor("strict"), clean) == []
     assert time.perf_counter() - start < 5
+
+
+@pytest.mark.realdata
+def test_real_traces_have_no_secrets_and_only_true_pii(realdata: Path) -> None:
+    # Inspected by hand (benchmarks.redaction_bench): the e-mails are tau-bench's synthetic
+    # customers and one GitHub user's address in a Claude Code session, the phones one New
+    # Caledonian business number in ToolBench API results. Nothing in default mode.
+    records = [record for _, record in realdata_records(realdata)]
+    default, strict = Redactor("default"), Redactor("strict")
+    assert all(default.redact_value(record) is record for record in records)
+    assert not default.counts
+    for record in records:
+        strict.redact_value(record)
+    assert strict.counts == {"email": 329, "phone": 137}
