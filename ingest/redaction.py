@@ -68,6 +68,7 @@ from ingest.redaction_rules import (
     COOKIE_TAIL,
     COOKIE_WORDS,
     DETECTORS,
+    DIGIT_RUN,
     FIELD_TAIL,
     FIELD_WORDS,
     HEADER_PREFIX,
@@ -136,7 +137,8 @@ class Redactor:
             (d, d.regex) for d in DETECTORS if strict or not d.strict_only
         ]
         self._providers = [(d, rx) for d, rx in self._detectors if "secret" not in rx.groupindex]
-        # Detectors without anchors (strict's phone and card patterns) run on every string.
+        # Detectors without anchors (strict's phone and card patterns) run on every string with
+        # a run of digits long enough for them.
         self._always = frozenset(i for i, (d, _) in enumerate(self._detectors) if not d.anchors)
         # One automaton for everything looked for in the lowercased text: detector anchors
         # (which regexes to run) and secret key words (where to look for an assigned value).
@@ -208,7 +210,7 @@ class Redactor:
         if len(low) != len(text):
             # A few characters lowercase to two (``İ``); keep positions aligned with ``text``.
             low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-        found = set(self._always)
+        found = set(self._always) if self._always and DIGIT_RUN.search(text) else set()
         keys: list[tuple[int, int, int]] = []
         for index, start, end in self._automaton.find_matches_as_indexes(low):
             _, indexes, roles = self._words[index]

