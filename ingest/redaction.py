@@ -257,18 +257,12 @@ class Redactor:
         return "".join(parts)
 
     def _replace(self, m: re.Match[str], det: Detector) -> str:
-        for group in ("secret", "secret2", "secret3"):
-            secret = m.group(group) if group in m.re.groupindex else None
-            if secret is not None:
-                if det.check is not None and not det.check(secret):
-                    return m.group(0)
-                self.counts[det.kind] += 1
-                return _splice(m, group, det.kind)
-        whole = m.group(0)
-        if det.check is not None and not det.check(whole):
-            return whole
+        secret = m.group("secret") if "secret" in m.re.groupindex else None
+        value = m.group(0) if secret is None else secret
+        if det.check is not None and not det.check(value):
+            return m.group(0)
         self.counts[det.kind] += 1
-        return f"[REDACTED:{det.kind}]"
+        return f"[REDACTED:{det.kind}]" if secret is None else _splice(m, "secret", det.kind)
 
     def _replace_rule(self, m: re.Match[str], rule: TeamRule) -> str:
         self.counts[rule.kind] += 1

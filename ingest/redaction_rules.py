@@ -19,9 +19,8 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
-Mode = Literal["off", "default", "strict"]
 MODES: Final[tuple[str, ...]] = ("off", "default", "strict")
 
 #: Kind given to the whole value of a secret-named field (JSON and text assignments alike).
@@ -180,11 +179,12 @@ HEADER_WORDS: Final[tuple[str, ...]] = ("authorization", "x-api-key", "x-auth-to
 COOKIE_WORDS: Final[tuple[str, ...]] = ("cookie",)
 #: What may stand on a header's line before its name: indentation, curl's ``-H "``, a prefix.
 HEADER_PREFIX: Final = re.compile(r"(?i)[ \t]*(?:-H[ \t]*)?[\"']?(?:proxy-|set-)?")
-#: After a secret key word: the assigned value (quoted: up to the quote; bare: a token-like
-#: run of 6+ characters, stopping at code punctuation so ``os.environ[...]`` is not taken).
+#: After a secret key word: the assigned value (quoted: up to the quote, also JSON-escaped
+#: quotes of JSON inside a JSON string; bare: a token-like run of 6+ characters, stopping at
+#: code punctuation so ``os.environ[...]`` is not taken).
 FIELD_TAIL: Final = re.compile(
-    r"\b[\"']?[ \t]*[:=][ \t]*(?:\"(?P<secret>[^\"\n\\]{4,})\"|'(?P<secret2>[^'\n\\]{4,})'|"
-    r"(?P<secret3>[^\s\"',;&)}\]<>(\[]{6,}))"
+    r"\b\\?[\"']?[ \t]*[:=][ \t]*(?:\\?\"(?P<secret>[^\"\n\\]{4,})\\?\"|"
+    r"'(?P<secret2>[^'\n\\]{4,})'|(?P<secret3>[^\s\"',;&)}\]<>(\[\\]{6,}))"
 )
 #: After a credential header name at the start of a line: an optional scheme word and the
 #: credential (a ``Bearer`` token is left to its own detector, which keeps the scheme word).

@@ -219,6 +219,15 @@ def test_double_encoded_json_string_in_a_tool_result(red: Redactor) -> None:
     assert json.loads(json.loads(out)["data"]) == {"refresh_token": "[REDACTED:secret_field]"}
 
 
+def test_escaped_json_inside_text_that_is_not_json(red: Redactor) -> None:
+    # ToolBench observations: JSON escaped into a string inside text that does not parse.
+    text = 'status 200, response: "{\\"user\\": \\"bob\\", \\"password\\": \\"hunter22\\"}"'
+    assert red.redact_text(text) == (
+        'status 200, response: "{\\"user\\": \\"bob\\", \\"password\\": '
+        '\\"[REDACTED:secret_field]\\"}"'
+    )
+
+
 @pytest.mark.parametrize(
     "text",
     [
