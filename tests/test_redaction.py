@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmarks.redaction_bench import catch_rate, false_redactions, realdata_records
 from benchmarks.redaction_corpus import clean_corpus, pii_corpus, secret_corpus
@@ -381,3 +383,33 @@ def test_real_traces_have_no_secrets_and_only_true_pii(realdata: Path) -> None:
     for record in records:
         strict.redact_value(record)
     assert strict.counts == {"email": 329, "phone": 137}
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "password=",
+        '"api_key": "',
+        "Authorization: ",
+        "Cookie: a=",
+        "Bearer ",
+        "sk-",
+        "://u:",
+        "@",
+        "eyJ",
+        "+1 415 ",
+        "4111 1111 ",
+        "\n",
+        '"',
+        "{",
+        "}",
+    ]
+)
+
+
+@given(st.lists(st.one_of(_FRAGMENTS, st.text(max_size=12)), max_size=12).map("".join))
+@settings(max_examples=300, deadline=None)
+def test_any_text_is_unchanged_or_labelled_and_redaction_is_idempotent(text: str) -> None:
+    strict = Redactor("strict")
+    once = strict.redact_text(text)
+    assert once is text or "[REDACTED:" in once
+    assert strict.redact_text(once) == once
