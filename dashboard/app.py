@@ -36,6 +36,9 @@ PAGES = [
     ),
     st.Page("views/imports.py", title="Imports", icon=":material/upload_file:", url_path="imports"),
     st.Page("views/review.py", title="Review", icon=":material/rate_review:", url_path="review"),
+    st.Page(
+        "views/compare.py", title="Compare", icon=":material/compare_arrows:", url_path="compare"
+    ),
 ]
 
 page = st.navigation(PAGES)

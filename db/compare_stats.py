@@ -164,6 +164,14 @@ class Comparison:
         """The differences with evidence (better, worse or changed)."""
         return [d for d in self.differences if d.verdict != "no evidence"]
 
+    def unchanged_tools(self) -> list[str]:
+        """Tools both sets call none of whose metrics differs with evidence."""
+        same: dict[str, bool] = {}
+        for d in self.differences:
+            if d.tool is not None:
+                same[d.tool] = same.get(d.tool, True) and d.verdict == "no evidence"
+        return sorted(tool for tool, unchanged in same.items() if unchanged)
+
     def worse(self, metrics: set[str] | None = None) -> list[Difference]:
         """The differences that are worse with evidence (only ``metrics`` when given)."""
         return [

@@ -60,19 +60,10 @@ def comparison_data(
         "new_tools": comparison.new_tools,
         "gone_tools": comparison.gone_tools,
         "new_schema_issues": _records(comparison.new_schema_issues),
-        "unchanged_tools": unchanged_tools(comparison),
+        "unchanged_tools": comparison.unchanged_tools(),
         "notes": comparison.notes,
         "failed": [{"tool": d.tool, "metric": d.metric} for d in failed],
     }
-
-
-def unchanged_tools(comparison: Comparison) -> list[str]:
-    """Tools in both sets none of whose metrics has evidence of a difference."""
-    tools: dict[str, bool] = {}
-    for d in comparison.differences:
-        if d.tool is not None:
-            tools[d.tool] = tools.get(d.tool, True) and d.verdict == "no evidence"
-    return sorted(t for t, same in tools.items() if same)
 
 
 def number(value: float | None) -> str:
@@ -138,7 +129,7 @@ def comparison_text(
     )
     if comparison.new_schema_issues.empty:
         out.append("  none")
-    out.append(f"unchanged tools: {', '.join(unchanged_tools(comparison)) or 'none'}")
+    out.append(f"unchanged tools: {', '.join(comparison.unchanged_tools()) or 'none'}")
     if failed:
         worse = ", ".join(f"{d.metric} ({d.tool or ALL_TOOLS})" for d in failed)
         out.append(f"FAILED: worse with evidence: {worse}")

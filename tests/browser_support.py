@@ -48,6 +48,7 @@ PAGES: tuple[tuple[str, str], ...] = (
     ("suggestions", "Suggestions"),
     ("imports", "Imports"),
     ("review", "Review"),
+    ("compare", "Compare"),
 )
 #: How long the ready condition must hold before a page counts as rendered.
 SETTLE_MS = 600
@@ -287,7 +288,9 @@ def chromium_version() -> str:
 
 
 #: The documentation screenshots: (file name, URL path and query, viewport height). 1,440 px
-#: wide; each height ends where the page's first story does.
+#: wide; each height ends where the page's first story does. ``compare`` wants a store whose
+#: imports 1 and 2 are the baseline and candidate populations of
+#: ``ingest.scenarios.populations`` (the demo store has one import).
 DOCS_SHOTS: tuple[tuple[str, str, int], ...] = (
     ("overview", "", 1140),
     ("trace", "trace?trace=demo-050-protocol_ignored&pair=2:0", 1180),
@@ -296,6 +299,7 @@ DOCS_SHOTS: tuple[tuple[str, str, int], ...] = (
     ("tokens", "tokens", 1000),
     ("suggestions", "suggestions", 1000),
     ("calls", "calls", 900),
+    ("compare", "compare?baseline=import%3D1&candidate=import%3D2", 1180),
 )
 DOCS_WIDTH = 1440
 
