@@ -11,12 +11,15 @@ import orjson
 import pandas as pd
 import pytest
 import sqlalchemy as sa
+from dbfixture import open_app
 from typer.testing import CliRunner
 
+from dashboard.render import escape_markdown
 from db.compare_stats import (
     TraceSet,
     benjamini_hochberg,
     compare,
+    metric_spec,
     quantile_estimate,
     ratio_estimate,
 )
@@ -268,3 +271,71 @@ def test_the_gate_rejects_what_it_cannot_read(
     result = runner.invoke(app, ["compare", "--db", sqlite_url, *args])
     assert result.exit_code == 2
     assert result.stderr.strip() == message
+
+
+# --- the page, in AppTest --------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_runs_sqlite(sqlite_url: str, population_files: tuple[Path, Path]) -> str:
+    engine = make_engine(sqlite_url)
+    for path in population_files:
+        import_paths(engine, [path], workers=0)
+    engine.dispose()
+    return sqlite_url
+
+
+def test_the_page_shows_the_known_differences(
+    monkeypatch: pytest.MonkeyPatch, two_runs_sqlite: str
+) -> None:
+    at = open_app(
+        monkeypatch,
+        two_runs_sqlite,
+        page="views/compare.py",
+        params={"baseline": "import=1", "candidate": "import=2"},
+    )
+    assert not at.exception and not at.error
+    assert [(m.label, m.value) for m in at.metric] == [
+        ("Worse", "6"), ("Better", "5"), ("Changed", "2"),
+        ("New error fingerprints", "1"), ("Unchanged tools", "1"),
+    ]  # fmt: skip
+    flagged = at.dataframe[0].value
+    assert {
+        (t, m): v
+        for t, m, v in zip(flagged["tool"], flagged["metric"], flagged["verdict"], strict=True)
+    } == {
+        ("(all tools)" if tool is None else tool, metric_spec(metric).label): verdict
+        for (tool, metric), verdict in EXPECTED.items()
+    }
+    new = at.dataframe[1].value
+    assert new[["fingerprint", "n", "link"]].values.tolist() == [
+        [
+            "search_flights: Error #: invalid date format, expected YYYY-MM-DD",
+            45,
+            "/trace?trace=candidate-002&pair=4:0",
+        ]
+    ]
+    assert "**Unchanged tools (no metric differs):** get\\_weather" in [
+        md.value for md in at.markdown
+    ]
+
+
+def test_the_page_names_a_filter_it_cannot_read_and_waits_for_both(
+    monkeypatch: pytest.MonkeyPatch, two_runs_sqlite: str
+) -> None:
+    at = open_app(
+        monkeypatch,
+        two_runs_sqlite,
+        page="views/compare.py",
+        params={"baseline": "import=1", "candidate": "[x](https://e.x)=red"},
+    )
+    # Shown as text: the markdown link in the user's filter is escaped.
+    assert [e.value for e in at.error] == [
+        escape_markdown(
+            "[x](https://e.x): unknown filter (use import, start, end, agent, model, tool, tag)"
+        )
+    ]
+    assert not at.metric
+    waiting = open_app(monkeypatch, two_runs_sqlite, page="views/compare.py")
+    assert not waiting.error and not waiting.metric
+    assert waiting.info[0].value.startswith("Write a baseline and a candidate filter above")
