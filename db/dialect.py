@@ -1,7 +1,8 @@
 """Every difference between SQLite and PostgreSQL lives here.
 
-Bulk loading, time bucketing, JSON text extraction and percentiles are spelled differently by the
-two databases; callers ask this module and never test ``dialect.name`` themselves.
+Bulk loading, time bucketing, JSON text extraction, JSON list membership and percentiles are
+spelled differently by the two databases; callers ask this module and never test
+``dialect.name`` themselves.
 """
 
 from __future__ import annotations

@@ -339,3 +339,25 @@ def test_the_page_names_a_filter_it_cannot_read_and_waits_for_both(
     waiting = open_app(monkeypatch, two_runs_sqlite, page="views/compare.py")
     assert not waiting.error and not waiting.metric
     assert waiting.info[0].value.startswith("Write a baseline and a candidate filter above")
+
+
+def test_a_trace_set_counts_loops_streaks_and_wasted_tokens_per_trace_and_tool(
+    db_url: str, tmp_path: Path
+) -> None:
+    from ingest.scenarios import generate
+
+    generate(tmp_path / "demo", seed=7)
+    files = sorted(p for p in (tmp_path / "demo").iterdir() if p.name != "ground_truth.json")
+    engine = make_engine(db_url)
+    import_paths(engine, files, workers=0)
+    data = trace_set(engine, Filters(), loop_k=3)
+    trace = data.traces[data.traces["display_id"].str.endswith("loop_repeated_errors")]
+    row = data.tools[data.tools["trace_id"] == trace["trace_id"].iloc[0]].iloc[0]
+    # Five identical queries: four timeouts, then a success.
+    assert row[["tool", "calls", "results", "errors", "loop_calls", "streak_calls"]].tolist() == [
+        "run_sql", 5, 5, 4, 3, 3,
+    ]  # fmt: skip
+    sizes = data.sizes[data.sizes["trace_id"] == trace["trace_id"].iloc[0]]["tokens"].tolist()
+    assert row["wasted_tokens"] == sum(sizes[1:])
+    assert len(data.traces) == 60 and data.traces["duration_s"].notna().all()
+    engine.dispose()
