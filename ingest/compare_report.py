@@ -20,6 +20,8 @@ from db.compare_stats import (
 )
 
 ALL_TOOLS = "(all tools)"
+#: Fingerprints listed per side in the text report (a CI log); ``--json`` has them all.
+MAX_LISTED = 20
 METHOD = {
     "unit": "trace (calls of one run are not independent; traces are the clusters)",
     "rates": "ratio estimator per trace set, delta-method variance, 95% Wald interval",
@@ -116,8 +118,10 @@ def comparison_text(
         out.append(f"{title}:")
         out.extend(
             f"  {row.n}x in {row.traces} traces: {row.fingerprint}  (first: {row.trace} {row.pair})"
-            for row in df.itertuples()
+            for row in df.head(MAX_LISTED).itertuples()
         )
+        if len(df) > MAX_LISTED:
+            out.append(f"  … and {len(df) - MAX_LISTED} more (--json lists them all)")
         if df.empty:
             out.append("  none")
     out.append(f"tools only in the candidate: {', '.join(comparison.new_tools) or 'none'}")
