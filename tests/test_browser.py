@@ -248,8 +248,12 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
     fields = {"tool": "lookup" + store.markup, "model": "model" + store.markup,
               "agent": "agent" + store.markup}  # fmt: skip
     filtered = urllib.parse.urlencode(fields)
-    visits = [(f"/{path}", title, _page_name(path)) for path, title in PAGES]
+    visits = [(f"/{path}", title, _page_name(path)) for path, title in PAGES if path != "compare"]
+    # Compare shows trace content only once both sets are named: the store against the
+    # traces of its hostile tool.
+    sets = {"baseline": "import=1", "candidate": urllib.parse.urlencode({"tool": fields["tool"]})}
     visits += [
+        (f"/compare?{urllib.parse.urlencode(sets)}", "Compare", "compare"),
         (f"/?{filtered}", "Overview", "overview-filtered"),
         (f"/errors?{filtered}&" + urllib.parse.urlencode({"fingerprint": store.fingerprint}),
          "Errors", "errors-fingerprint"),
