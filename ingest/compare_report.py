@@ -12,8 +12,6 @@ from typing import Any
 import pandas as pd
 
 from db.compare_stats import (
-    BOOTSTRAP_REPLICATES,
-    BOOTSTRAP_SEED,
     FALSE_DISCOVERY_RATE,
     Comparison,
     Difference,
@@ -25,10 +23,7 @@ MAX_LISTED = 20
 METHOD = {
     "unit": "trace (calls of one run are not independent; traces are the clusters)",
     "rates": "ratio estimator per trace set, delta-method variance, 95% Wald interval",
-    "percentiles": (
-        f"nearest rank; cluster bootstrap over traces, {BOOTSTRAP_REPLICATES} replicates, "
-        f"seed {BOOTSTRAP_SEED}"
-    ),
+    "percentiles": "nearest rank; Woodruff interval from the share at or below, traces as clusters",
     "multiple_comparisons": f"Benjamini-Hochberg, false discovery rate {FALSE_DISCOVERY_RATE}",
 }
 

@@ -110,13 +110,16 @@ def test_benjamini_hochberg_is_monotone_and_capped() -> None:
     assert benjamini_hochberg([0.9, 0.8]) == [0.9, 0.9]
 
 
-def test_the_percentile_bootstrap_is_deterministic() -> None:
+def test_a_percentile_variance_reads_the_share_band_back_through_the_sizes() -> None:
+    # 20 traces of 3 sizes each (0-59): the share at or below 29 is 0.5 with a cluster
+    # standard error of 0.1147, so the band 0.5 ± 0.2248 reads back as sizes 16 to 43.
     traces = np.repeat(np.arange(20), 3)
-    values = np.arange(60, dtype=float)
-    first = quantile_estimate(traces, values, 20, 0.5)
-    assert first.value == 29.0
-    assert first == quantile_estimate(traces, values, 20, 0.5)
-    assert first.variance is not None and first.variance > 0
+    estimate = quantile_estimate(traces, np.arange(60, dtype=float), 0.5)
+    assert (estimate.value, estimate.traces) == (29.0, 20)
+    assert estimate.variance == pytest.approx(((43 - 16) / (2 * 1.959963984540054)) ** 2)
+    same = quantile_estimate(np.arange(10), np.full(10, 7.0), 0.95)
+    assert (same.value, same.variance) == (7.0, 0.0)
+    assert quantile_estimate(np.zeros(3, dtype=int), np.arange(3.0), 0.5).variance is None
 
 
 def _set(tools: list[str], issues: list[tuple[str, str]], ids: range) -> TraceSet:

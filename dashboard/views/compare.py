@@ -15,8 +15,6 @@ import streamlit as st
 
 from dashboard import render, state, widgets
 from db.compare_stats import (
-    BOOTSTRAP_REPLICATES,
-    BOOTSTRAP_SEED,
     FALSE_DISCOVERY_RATE,
     Difference,
 )
@@ -35,9 +33,9 @@ METHOD_TEXT = f"""
 * **Rates and means** (errors / results, calls per trace …) are ratio estimators over the
   set's traces; their variance comes from the delta method (linearization), the difference of
   the two sets gets a 95 % Wald interval and a two-sided p-value.
-* **Tool Message size percentiles** (nearest rank) use a cluster bootstrap over traces
-  ({BOOTSTRAP_REPLICATES} replicates, fixed seed {BOOTSTRAP_SEED}: the same data always gives
-  the same answer).
+* **Tool Message size percentiles** (nearest rank) use Woodruff's method: the share of
+  messages at or below the percentile is a ratio over traces like the rates, and its 95 % band
+  read back through the sorted sizes gives the percentile's band.
 * **Many comparisons at once**: every metric of every tool is a test, so the p-values are
   adjusted with Benjamini–Hochberg (false discovery rate {FALSE_DISCOVERY_RATE:.0%}). A
   difference is *better* or *worse* only when its adjusted p-value is at most that rate;
