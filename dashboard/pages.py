@@ -50,8 +50,9 @@ SUGGESTIONS = Page(
 )
 IMPORTS = Page("imports", "Imports", ":material/upload_file:", "imports", "views/imports.py")
 REVIEW = Page("review", "Review", ":material/rate_review:", "review", "views/review.py")
+COMPARE = Page("compare", "Compare", ":material/compare_arrows:", "compare", "views/compare.py")
 
 #: Every page, in navigation order.
 PAGES: tuple[Page, ...] = (
-    OVERVIEW, CALLS, TRACE, ERRORS, TOKENS, LOOPS, SUGGESTIONS, IMPORTS, REVIEW,
+    OVERVIEW, CALLS, TRACE, ERRORS, TOKENS, LOOPS, SUGGESTIONS, IMPORTS, REVIEW, COMPARE,
 )  # fmt: skip

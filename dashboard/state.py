@@ -14,7 +14,6 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime, timedelta
 from typing import Any, NoReturn, TypeVar
 
 import streamlit as st
@@ -25,12 +24,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from dashboard import pages
 from dashboard.render import escape_markdown
 from db.engine import DEFAULT_DB_PATH, make_engine, resolve_url
-from db.filters import Filters
+from db.filters import Filters, parse_query
 from db.queries.traces import filter_choices, import_choices, trace_count
 from db.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, DEFAULT_TOKEN_BUDGET
 
 #: Query parameters bound to the shared sidebar widgets.
 FILTER_PARAMS = ("start", "end", "import", "agent", "model", "tool", "k", "budget")
+#: The sidebar's trace filters (the query parameters :func:`db.filters.parse_query` reads).
+SIDEBAR_FILTERS = ("start", "end", "import", "agent", "model", "tool")
 
 T = TypeVar("T")
 
@@ -92,27 +93,14 @@ def store_is_empty() -> bool:
     return query(trace_count) == 0
 
 
-def _day_start(value: date | None, days: int = 0) -> datetime | None:
-    if value is None:
-        return None
-    return datetime(value.year, value.month, value.day, tzinfo=UTC) + timedelta(days=days)
-
-
 def filters() -> Filters:
     """The shared filters as chosen in the sidebar (and therefore in the URL).
 
-    The end date is inclusive for the user, so the filter ends at the next midnight (UTC).
+    Read by the same parser as a filter written as a query string (``toollens compare``), so
+    the end date is inclusive for the user and the filter ends at the next midnight (UTC).
     """
     get = st.session_state.get
-    import_id = get("import")
-    return Filters(
-        start=_day_start(get("start")),
-        end=_day_start(get("end"), days=1),
-        import_id=int(import_id) if import_id else None,
-        agent=get("agent") or None,
-        model=get("model") or None,
-        tool=get("tool") or None,
-    )
+    return parse_query({name: get(name) for name in SIDEBAR_FILTERS})
 
 
 def loop_k() -> int:

@@ -1,7 +1,8 @@
 """Every difference between SQLite and PostgreSQL lives here.
 
-Bulk loading, time bucketing, JSON text extraction and percentiles are spelled differently by the
-two databases; callers ask this module and never test ``dialect.name`` themselves.
+Bulk loading, time bucketing, JSON text extraction, JSON list membership and percentiles are
+spelled differently by the two databases; callers ask this module and never test
+``dialect.name`` themselves.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from datetime import UTC, datetime
 from typing import Any, Literal, assert_never
 
 import orjson
-from sqlalchemy import Connection, Engine, Table, func
+from sqlalchemy import Boolean, Connection, Engine, String, Table, bindparam, func
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.elements import ColumnElement
 
 DialectName = Literal["sqlite", "postgresql"]
@@ -190,3 +192,38 @@ def analyze(conn: Connection, tables: Sequence[str]) -> None:
         conn.exec_driver_sql(f"ANALYZE {', '.join(tables)}")
     else:
         assert_never(kind)
+
+
+class JsonListContains(ColumnElement[bool]):
+    """``value`` is an element of the JSON list in ``column`` (see :func:`json_list_contains`)."""
+
+    inherit_cache = True
+    type = Boolean()
+
+    def __init__(self, column: Any, value: str) -> None:
+        self.column = column
+        self.value = bindparam(None, value, type_=String())
+
+
+@compiles(JsonListContains, "sqlite")
+def _sqlite_list_contains(element: JsonListContains, compiler: Any, **kw: Any) -> str:
+    column = compiler.process(element.column, **kw)
+    value = compiler.process(element.value, **kw)
+    return f"EXISTS (SELECT 1 FROM json_each({column}) WHERE json_each.value = {value})"
+
+
+@compiles(JsonListContains, "postgresql")
+def _postgresql_list_contains(element: JsonListContains, compiler: Any, **kw: Any) -> str:
+    column = compiler.process(element.column, **kw)
+    value = compiler.process(element.value, **kw)
+    # ``@>`` on JSONB: containment of a one-element array is list membership.
+    return f"({column} @> jsonb_build_array(CAST({value} AS text)))"
+
+
+def json_list_contains(column: Any, value: str) -> ColumnElement[bool]:
+    """A condition: the JSON list in ``column`` holds the string ``value``.
+
+    Built without a connection (filters are composed before one exists); each database gets
+    its own spelling when the statement is compiled.
+    """
+    return JsonListContains(column, value)

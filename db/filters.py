@@ -1,17 +1,22 @@
-"""The shared filters every view applies (time range, import, agent, model, tool).
+"""The shared filters every view applies (time range, import, agent, model, tool, tag).
 
-A :class:`Filters` value is plain data (it round-trips through URL query parameters in the
-dashboard); the ``*_conditions`` helpers turn it into SQL conditions for one table.
+A :class:`Filters` value is plain data. It round-trips through a URL query string
+(:func:`parse_query` / :func:`format_query`): the dashboard's URL-bound sidebar and the
+``toollens compare --baseline import=3`` filters are written the same way. The
+``*_conditions`` helpers turn it into SQL conditions for one table.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode
 
 from sqlalchemy import ColumnElement, Select, exists, select
 
+from db.dialect import json_list_contains
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
 
 #: Any SELECT, whatever its columns; the restrict_* helpers keep the statement's type.
@@ -28,6 +33,8 @@ class Filters:
     agent: str | None = None
     model: str | None = None
     tool: str | None = None
+    #: Traces whose ``tags`` list holds this tag.
+    tag: str | None = None
 
     def is_empty(self) -> bool:
         """True when nothing is filtered."""
@@ -35,6 +42,97 @@ class Filters:
 
 
 NO_FILTERS = Filters()
+
+#: Query parameters of a filter, in the order :func:`format_query` writes them.
+QUERY_PARAMS = ("import", "start", "end", "agent", "model", "tool", "tag")
+
+
+class FilterQueryError(ValueError):
+    """A filter query string that cannot be read; the message names the parameter."""
+
+
+def _day(name: str, value: str | date) -> date:
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise FilterQueryError(f"{name}={value!r}: not a date (YYYY-MM-DD)") from None
+
+
+def _midnight(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def parse_query(query: str | Mapping[str, str | date | None]) -> Filters:
+    """The filters a URL query string (or its parsed parameters) describes.
+
+    ``start`` and ``end`` are days (UTC); the end day is inclusive, so the filter ends at the
+    next midnight. Empty values mean "all"; unknown parameters are an error, so that a typo
+    never silently compares everything.
+
+    >>> parse_query("import=3&end=2026-01-31")
+    Filters(start=None, end=datetime.datetime(2026, 2, 1, 0, 0, tzinfo=datetime.timezone.utc), \
+import_id=3, agent=None, model=None, tool=None, tag=None)
+    """
+    params: Mapping[str, str | date | None]
+    if isinstance(query, str):
+        pairs = parse_qsl(query.strip().lstrip("?"), keep_blank_values=True)
+        repeated = sorted({k for k, _ in pairs if sum(1 for n, _ in pairs if n == k) > 1})
+        if repeated:
+            raise FilterQueryError(f"{repeated[0]}: given more than once")
+        params = dict(pairs)
+    else:
+        params = query
+    unknown = sorted(set(params) - set(QUERY_PARAMS))
+    if unknown:
+        raise FilterQueryError(f"{unknown[0]}: unknown filter (use {', '.join(QUERY_PARAMS)})")
+    given = {k: v for k, v in params.items() if v not in (None, "")}
+    import_text = given.get("import")
+    import_id: int | None = None
+    if import_text is not None:
+        try:
+            import_id = int(str(import_text))
+        except ValueError:
+            raise FilterQueryError(f"import={import_text!r}: not an import id") from None
+    start, end = given.get("start"), given.get("end")
+
+    def text(name: str) -> str | None:
+        value = given.get(name)
+        return None if value is None else str(value)
+
+    return Filters(
+        start=None if start is None else _midnight(_day("start", start)),
+        end=None if end is None else _midnight(_day("end", end)) + timedelta(days=1),
+        import_id=import_id,
+        agent=text("agent"),
+        model=text("model"),
+        tool=text("tool"),
+        tag=text("tag"),
+    )
+
+
+def format_query(f: Filters) -> str:
+    """The query string :func:`parse_query` reads back as ``f`` (days for the time range).
+
+    >>> format_query(Filters(import_id=3, model="gpt-4o"))
+    'import=3&model=gpt-4o'
+    """
+    values: dict[str, Any] = {
+        "import": f.import_id,
+        "start": None if f.start is None else f.start.astimezone(UTC).date().isoformat(),
+        "end": None if f.end is None else (f.end - timedelta(days=1)).astimezone(UTC).date(),
+        "agent": f.agent,
+        "model": f.model,
+        "tool": f.tool,
+        "tag": f.tag,
+    }
+    return urlencode([(k, str(values[k])) for k in QUERY_PARAMS if values[k] not in (None, "")])
+
+
+def describe(f: Filters) -> str:
+    """A one-line label of the filters (``import=3, model=gpt-4o``; ``all traces``)."""
+    return ", ".join(f"{k}={v}" for k, v in parse_qsl(format_query(f))) or "all traces"
 
 
 def trace_conditions(f: Filters) -> list[ColumnElement[bool]]:
@@ -50,12 +148,17 @@ def trace_conditions(f: Filters) -> list[ColumnElement[bool]]:
         conds.append(TraceRow.agent == f.agent)
     if f.model:
         conds.append(TraceRow.model == f.model)
+    if f.tag:
+        conds.append(json_list_contains(TraceRow.tags, f.tag))
     return conds
 
 
 def narrows_traces(f: Filters) -> bool:
-    """True when the filters pick traces (time range, import, agent, model)."""
-    return any(v not in (None, "") for v in (f.start, f.end, f.import_id, f.agent, f.model))
+    """True when the filters pick traces (time range, import, agent, model, tag): every field
+    but the tool."""
+    return any(
+        getattr(f, field.name) not in (None, "") for field in fields(f) if field.name != "tool"
+    )
 
 
 def _trace_ids(f: Filters) -> Select[int]:

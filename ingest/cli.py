@@ -1,4 +1,4 @@
-"""The ``toollens`` command line (import, summary, pairs, export, lint, reanalyze, serve, demo …).
+"""The ``toollens`` command line (import, summary, pairs, lint, compare, reanalyze, serve …).
 
 Every command is also a library call (``ingest.pipeline.import_paths``, ``db.summary.summarize``
 …); this module only parses arguments, prints, and sets exit codes: 0 success, 1 ``--strict``
@@ -231,6 +231,54 @@ def lint_command(
         raise _usage_error(str(exc)) from exc
     typer.echo(report.text())
     if report.total_findings > max_findings:
+        raise typer.Exit(1)
+
+
+@app.command("compare")
+def compare_command(
+    baseline: Annotated[
+        str, typer.Option("--baseline", help="Baseline traces as a URL query: import=3")
+    ],
+    candidate: Annotated[
+        str, typer.Option("--candidate", help="Candidate traces: model=gpt-4o&start=2026-01-01")
+    ],
+    db: DbOption = None,
+    fail_on: Annotated[
+        str,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when one of these metrics is worse with evidence (overall or for any "
+            "tool): error_rate,loop_rate,… or error_type:NAME / finding:NAME",
+        ),
+    ] = "",
+    loop_k: Annotated[int, typer.Option("--loop-k", min=2, help="Loop threshold k")] = 3,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+) -> None:
+    """Did the change help? Baseline vs candidate traces, per tool and overall (a CI gate)."""
+    from db.compare_stats import metric_spec
+    from db.filters import FilterQueryError, format_query, parse_query
+    from db.queries.compare import compare_sets
+    from ingest.compare_report import comparison_data, comparison_text
+
+    try:
+        base, cand = parse_query(baseline), parse_query(candidate)
+    except FilterQueryError as exc:
+        raise _usage_error(f"filter: {exc}") from exc
+    gate = {name.strip() for name in fail_on.split(",") if name.strip()}
+    for name in sorted(gate):
+        try:
+            metric_spec(name)
+        except ValueError as exc:
+            raise _usage_error(f"--fail-on: {exc}") from exc
+    comparison = compare_sets(_engine(db), base, cand, loop_k=loop_k)
+    failed = comparison.worse(gate) if gate else []
+    labels = format_query(base) or "all traces", format_query(cand) or "all traces"
+    if as_json:
+        data = comparison_data(comparison, *labels, failed)
+        typer.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+    else:
+        typer.echo(comparison_text(comparison, *labels, failed))
+    if failed:
         raise typer.Exit(1)
 
 

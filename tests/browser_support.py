@@ -277,7 +277,9 @@ def chromium_version() -> str:
 
 
 #: The documentation screenshots: (file name, URL path and query, viewport height). 1,440 px
-#: wide; each height ends where the page's first story does.
+#: wide; each height ends where the page's first story does. ``compare`` wants a store whose
+#: imports 1 and 2 are the baseline and candidate populations of
+#: ``ingest.scenarios.populations`` (the demo store has one import).
 DOCS_SHOTS: tuple[tuple[str, str, int], ...] = (
     (pages.OVERVIEW.key, pages.OVERVIEW.path, 1140),
     (pages.TRACE.key, f"{pages.TRACE.path}?trace=demo-050-protocol_ignored&pair=2:0", 1180),
@@ -286,6 +288,7 @@ DOCS_SHOTS: tuple[tuple[str, str, int], ...] = (
     (pages.TOKENS.key, pages.TOKENS.path, 1000),
     (pages.SUGGESTIONS.key, pages.SUGGESTIONS.path, 1000),
     (pages.CALLS.key, pages.CALLS.path, 900),
+    (pages.COMPARE.key, f"{pages.COMPARE.path}?baseline=import%3D1&candidate=import%3D2", 1180),
 )
 DOCS_WIDTH = 1440
 

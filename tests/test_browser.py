@@ -34,6 +34,7 @@ from dashboard import pages
 from db.engine import make_engine
 from ingest.pipeline import import_paths
 from ingest.scenarios import generate
+from ingest.scenarios.populations import BASELINE, CANDIDATE, generate_population
 
 pytestmark = pytest.mark.browser
 
@@ -243,8 +244,12 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
     fields = {"tool": "lookup" + store.markup, "model": "model" + store.markup,
               "agent": "agent" + store.markup}  # fmt: skip
     filtered = urllib.parse.urlencode(fields)
-    visits = [(p.path, p.title, p.key) for p in pages.PAGES]
+    visits = [(p.path, p.title, p.key) for p in pages.PAGES if p is not pages.COMPARE]
+    # Compare shows trace content only once both sets are named: the store against the
+    # traces of its hostile tool.
+    sets = {"baseline": "import=1", "candidate": urllib.parse.urlencode({"tool": fields["tool"]})}
     visits += [
+        (f"{pages.COMPARE.path}?{urllib.parse.urlencode(sets)}", pages.COMPARE.title, "compare"),
         (f"{pages.OVERVIEW.path}?{filtered}", pages.OVERVIEW.title, "overview-filtered"),
         (f"{pages.ERRORS.path}?{filtered}&"
          + urllib.parse.urlencode({"fingerprint": store.fingerprint}),
@@ -332,3 +337,39 @@ def test_the_page_of_a_long_trace_goes_into_the_link_and_the_link_opens_it(
         }  # fmt: skip
         context.close()
         assert "Traceback" not in server.log()
+
+
+def test_the_compare_page_shows_the_known_differences_and_a_typed_filter_goes_into_the_link(
+    browser: Any, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'compare.db'}"
+    engine = make_engine(url)
+    for population in (BASELINE, CANDIDATE):
+        path = generate_population(tmp_path / population.name, population, seed=1, traces=300)
+        import_paths(engine, [path], workers=0)
+    engine.dispose()
+    with serve_dashboard(url, tmp_path / "server.log") as server:
+        context = new_context(browser)
+        page = context.new_page()
+        link = f"{server.url}/compare?baseline=import%3D1&candidate=import%3D2"
+        open_page(page, link, selector="h3", text="Differences with evidence")
+        save_screenshot(page, SCREENSHOTS / "compare.png")
+        _assert_page_healthy(page, "Compare")
+        metrics = page.locator('[data-testid="stMetricValue"]').all_text_contents()
+        assert metrics == ["6", "5", "2", "1", "1"]
+        main = page.locator('[data-testid="stMain"]')
+        assert main.get_by_text("Unchanged tools (no metric differs): get_weather").count() == 1
+        assert main.get_by_text("Tools only in the candidate: none").count() == 1
+
+        # Comparing the baseline with itself: the typed filter goes into the link, and
+        # nothing differs.
+        field = page.get_by_role("textbox", name="Candidate")
+        field.fill("import=1")
+        field.press("Enter")
+        page.wait_for_url("**candidate=import%3D1**")
+        page.get_by_text("No metric differs with evidence between the two sets.").wait_for()
+        _assert_page_healthy(page, "Compare")
+        assert page.locator('[data-testid="stMetricValue"]').all_text_contents() == [
+            "0", "0", "0", "0", "3",
+        ]  # fmt: skip
+        context.close()

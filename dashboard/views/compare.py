@@ -1,0 +1,223 @@
+"""Compare: did the change help? A baseline and a candidate trace set, side by side.
+
+Each set is written the way the sidebar's filters are, as a URL query (``import=3``,
+``model=gpt-4o&start=2026-01-01``, ``tag=v2``), and both live in this page's URL
+(``baseline``, ``candidate``), so a comparison is a link; ``toollens compare`` reads the same
+filters. The sidebar's filters do not apply here; its loop threshold k does. Statistics:
+:mod:`db.compare_stats` (traces are the independent units; Benjamini–Hochberg across every
+metric and tool).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import render, state, widgets
+from db.compare_stats import (
+    FALSE_DISCOVERY_RATE,
+    Difference,
+)
+from db.filters import FilterQueryError, Filters, describe, parse_query
+from db.queries.compare import compare_sets
+from db.queries.traces import import_choices
+
+ALL_TOOLS = "(all tools)"
+DIFF_COLUMNS = (
+    "verdict", "tool", "metric", "baseline", "candidate", "difference", "interval", "adjusted_p",
+)  # fmt: skip
+FINGERPRINT_COLUMNS = ("fingerprint", "tool", "error_type", "n", "traces", "link", "trace")
+METHOD_TEXT = f"""
+* **Traces, not calls, are the independent units**: the calls of one run share its prompt,
+  model and user, so every uncertainty treats traces as clusters.
+* **Rates and means** (errors / results, calls per trace …) are ratio estimators over the
+  set's traces; their variance comes from the delta method (linearization), the difference of
+  the two sets gets a 95 % Wald interval and a two-sided p-value.
+* **Tool Message size percentiles** (nearest rank) use Woodruff's method: the share of
+  messages at or below the percentile is a ratio over traces like the rates, and its 95 % band
+  read back through the sorted sizes gives the percentile's band.
+* **Many comparisons at once**: every metric of every tool is a test, so the p-values are
+  adjusted with Benjamini–Hochberg (false discovery rate {FALSE_DISCOVERY_RATE:.0%}). A
+  difference is *better* or *worse* only when its adjusted p-value is at most that rate;
+  *changed* is a real difference in a metric with no better direction (calls per trace,
+  message size); everything else is *no evidence*. Intervals are unadjusted.
+* Error types count errors **per trace**, so an unchanged error does not look more frequent
+  when a run makes fewer other calls. Findings count per trace too.
+"""
+VERDICT_COLORS = {"worse": "#fde2e1", "better": "#dcf5e3", "changed": "#fff4d6"}
+
+
+def _pick(label: str, key: str, example: str) -> tuple[Filters | None, str]:
+    text = st.text_input(
+        label,
+        key=key,
+        bind="query-params",
+        placeholder=example,
+        help="A filter as a URL query: import, start, end (YYYY-MM-DD), agent, model, tool, tag.",
+    )
+    try:
+        return (parse_query(text) if text else None), text
+    except FilterQueryError as exc:
+        render.show_error(exc)
+        return None, text
+
+
+def _diff_frame(rows: list[Difference]) -> pd.DataFrame:
+    def interval(d: Difference) -> str:
+        return "" if d.low is None else f"[{d.low:+.4g}, {d.high:+.4g}]"
+
+    return pd.DataFrame(
+        {
+            "verdict": [d.verdict for d in rows],
+            "tool": [d.tool or ALL_TOOLS for d in rows],
+            "metric": [d.label for d in rows],
+            "baseline": [d.baseline for d in rows],
+            "candidate": [d.candidate for d in rows],
+            "difference": [d.difference for d in rows],
+            "interval": [interval(d) for d in rows],
+            "adjusted_p": [d.adjusted_p for d in rows],
+        },
+        columns=list(DIFF_COLUMNS),
+    )
+
+
+def _diff_table(rows: list[Difference], key: str) -> None:
+    df = _diff_frame(rows)
+    styled = df.style.map(
+        lambda v: f"background-color: {VERDICT_COLORS[v]}" if v in VERDICT_COLORS else "",
+        subset=["verdict"],
+    )
+    st.dataframe(
+        styled,
+        key=key,
+        hide_index=True,
+        height=widgets.table_height(len(df), max_rows=16),
+        column_order=DIFF_COLUMNS,
+        column_config={
+            "verdict": st.column_config.TextColumn("Verdict"),
+            "tool": st.column_config.TextColumn("Tool"),
+            "metric": st.column_config.TextColumn("Metric", width=330),
+            "baseline": st.column_config.NumberColumn("Baseline", format="%.4g"),
+            "candidate": st.column_config.NumberColumn("Candidate", format="%.4g"),
+            "difference": st.column_config.NumberColumn("Difference", format="%+.4g"),
+            "interval": st.column_config.TextColumn("95 % interval"),
+            "adjusted_p": st.column_config.NumberColumn(
+                "Adjusted p", format="%.2g", help="Benjamini–Hochberg across every row"
+            ),
+        },
+    )
+
+
+def _fingerprints(title: str, df: pd.DataFrame, key: str, where: str) -> None:
+    st.markdown(f"**{title}**")
+    if df.empty:
+        st.caption(f"None: every error fingerprint of the {where} also occurs in the other set.")
+        return
+    widgets.trace_table(
+        widgets.with_links(df),
+        key=key,
+        height=widgets.table_height(len(df), max_rows=8),
+        column_order=FINGERPRINT_COLUMNS,
+        column_config={
+            "fingerprint": st.column_config.TextColumn("Fingerprint", width=380),
+            "tool": st.column_config.TextColumn("Tool"),
+            "error_type": st.column_config.TextColumn("Error type"),
+            "n": widgets.count_column("Errors"),
+            "traces": widgets.count_column("Traces"),
+            "link": widgets.link_column("First", help="open the first occurrence"),
+            "trace": None,
+        },
+    )
+
+
+def _names(label: str, names: list[str]) -> None:
+    st.markdown(f"**{label}:** " + (", ".join(render.escape_markdown(n) for n in names) or "none"))
+
+
+st.title("Compare")
+st.caption(
+    "Did the change help? Pick a baseline and a candidate set of traces, written like the "
+    "filters in a link (`import=3`, `model=gpt-4o&start=2026-01-01`, `tag=v2`). The sidebar's "
+    "filters do not apply here; its loop threshold k does."
+)
+if state.store_is_empty():
+    render.empty_store()
+    st.stop()
+
+imports = state.query(import_choices)
+ids = [str(i) for i in imports["id"]]
+left, right = st.columns(2)
+with left:
+    baseline, base_text = _pick("Baseline", "baseline", f"import={ids[-1] if ids else 1}")
+with right:
+    candidate, cand_text = _pick("Candidate", "candidate", f"import={ids[0] if ids else 2}")
+if baseline is None or candidate is None:
+    if not (base_text and cand_text):
+        st.info(
+            "Write a baseline and a candidate filter above, e.g. the import of the run before "
+            "the change and the import of the run after it.",
+            icon=":material/compare_arrows:",
+        )
+    st.stop()
+
+k = state.loop_k()
+comparison = state.query(compare_sets, baseline, candidate, k)
+left.caption(render.escape_markdown(f"{describe(baseline)}: {comparison.baseline_traces:,} traces"))
+right.caption(
+    render.escape_markdown(f"{describe(candidate)}: {comparison.candidate_traces:,} traces")
+)
+for note in comparison.notes:
+    st.warning(render.escape_markdown(note), icon=":material/warning:")
+
+flagged = comparison.flagged()
+verdicts = [d.verdict for d in flagged]
+row = st.columns(5)
+row[0].metric("Worse", verdicts.count("worse"), help="differences worse with evidence")
+row[1].metric("Better", verdicts.count("better"), help="differences better with evidence")
+row[2].metric("Changed", verdicts.count("changed"), help="real differences, no better direction")
+row[3].metric(
+    "New error fingerprints", len(comparison.new_fingerprints), help="only in the candidate"
+)
+unchanged = comparison.unchanged_tools()
+row[4].metric("Unchanged tools", len(unchanged), help=", ".join(unchanged) or None)
+
+st.subheader("Differences with evidence")
+if flagged:
+    _diff_table(flagged, "flagged_table")
+else:
+    st.success("No metric differs with evidence between the two sets.")
+_names("Unchanged tools (no metric differs)", unchanged)
+
+st.subheader("What is new, what is gone")
+_fingerprints(
+    "Error fingerprints only in the candidate", comparison.new_fingerprints, "new_fp", "candidate"
+)
+_fingerprints(
+    "Error fingerprints only in the baseline", comparison.gone_fingerprints, "gone_fp", "baseline"
+)
+_names("Tools only in the candidate", comparison.new_tools)
+_names("Tools only in the baseline", comparison.gone_tools)
+if comparison.new_schema_issues.empty:
+    st.markdown("**Schema findings only in the candidate:** none")
+else:
+    st.markdown("**Schema findings only in the candidate**")
+    widgets.trace_table(
+        widgets.with_links(comparison.new_schema_issues),
+        key="new_schema",
+        height=widgets.table_height(len(comparison.new_schema_issues), max_rows=8),
+        column_order=("tool", "issue", "n", "link", "trace"),
+        column_config={
+            "tool": st.column_config.TextColumn("Tool"),
+            "issue": st.column_config.TextColumn("Schema finding"),
+            "n": widgets.count_column("Calls"),
+            "link": widgets.link_column("First", help="open the first occurrence"),
+            "trace": None,
+        },
+    )
+
+st.subheader("Every metric, per tool")
+scopes = [ALL_TOOLS, *sorted({d.tool for d in comparison.differences if d.tool is not None})]
+scope = st.selectbox("Scope", scopes, key="compare_scope", bind="query-params")
+_diff_table([d for d in comparison.differences if (d.tool or ALL_TOOLS) == scope], "scope_table")
+with st.expander("How the differences are judged"):
+    st.markdown(METHOD_TEXT)
