@@ -1,0 +1,118 @@
+"""Trace versions, rejected records kept once, and exact per-file accounting (issue 10).
+
+* ``traces.content_hash`` (indexed) and ``traces.version``: a trace imported again under the same
+  identity is ``unchanged`` (same hash) or ``updated`` (replaced, ``version`` + 1). The hash of a
+  trace stored before this migration cannot be computed without parsing its file again, so it is
+  left NULL, and NULL counts as "different": the next import of such a trace is an update (which
+  stores the hash), never a silent skip.
+* ``imports.duplicates`` is renamed ``unchanged`` (the same meaning: traces already stored with
+  that content) and ``updated``, the record counts per outcome and ``rejected_new`` /
+  ``rejected_known`` are added (0 for earlier imports).
+* ``annotations.stale`` / ``stale_reason``: notes whose pair a new version changed or dropped.
+* ``rejected_records.record_key`` (unique; NULL for records kept earlier): the same bad record
+  imported again is stored once.
+* New tables ``trace_updates`` (which import and file replaced which trace) and
+  ``import_files`` (records read per file and how each ended).
+
+Revision ID: 0008
+Revises: 0007
+Create Date: 2026-12-01
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0008"
+down_revision = "0007"
+branch_labels = None
+depends_on = None
+
+_IMPORT_COUNTS = (
+    "updated", "records_imported", "records_updated", "records_unchanged", "rejected_new",
+    "rejected_known",
+)  # fmt: skip
+_TIMESTAMP = sa.DateTime(timezone=True)
+
+
+def upgrade() -> None:
+    # batch mode: SQLite rebuilds the table where it cannot alter it in place.
+    with op.batch_alter_table("imports") as batch:
+        batch.alter_column("duplicates", new_column_name="unchanged", existing_type=sa.Integer())
+        for name in _IMPORT_COUNTS:
+            batch.add_column(sa.Column(name, sa.Integer(), nullable=False, server_default="0"))
+    with op.batch_alter_table("traces") as batch:
+        batch.add_column(sa.Column("content_hash", sa.String(length=64), nullable=True))
+        batch.add_column(sa.Column("version", sa.Integer(), nullable=False, server_default="1"))
+        batch.create_index("ix_traces_content_hash", ["content_hash"])
+    with op.batch_alter_table("annotations") as batch:
+        batch.add_column(
+            sa.Column("stale", sa.Boolean(), nullable=False, server_default=sa.false())
+        )
+        batch.add_column(sa.Column("stale_reason", sa.Text(), nullable=True))
+    with op.batch_alter_table("rejected_records") as batch:
+        batch.add_column(sa.Column("record_key", sa.String(length=64), nullable=True))
+        batch.create_unique_constraint("uq_rejected_records_record_key", ["record_key"])
+    op.create_table(
+        "trace_updates",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("import_id", sa.Integer(), nullable=False),
+        sa.Column("trace_id", sa.Integer(), nullable=False),
+        sa.Column("source_file", sa.Text(), nullable=False),
+        sa.Column("old_hash", sa.String(length=64), nullable=True),
+        sa.Column("new_hash", sa.String(length=64), nullable=False),
+        sa.Column("old_messages", sa.Integer(), nullable=False),
+        sa.Column("new_messages", sa.Integer(), nullable=False),
+        sa.Column("at", _TIMESTAMP, nullable=False),
+        sa.ForeignKeyConstraint(
+            ["import_id"], ["imports.id"], name="fk_trace_updates_import_id_imports"
+        ),
+        sa.ForeignKeyConstraint(
+            ["trace_id"], ["traces.id"], name="fk_trace_updates_trace_id_traces",
+            ondelete="CASCADE",
+        ),  # fmt: skip
+        sa.PrimaryKeyConstraint("id", name="pk_trace_updates"),
+    )
+    op.create_index("ix_trace_updates_import_id", "trace_updates", ["import_id"])
+    op.create_index("ix_trace_updates_trace_id", "trace_updates", ["trace_id"])
+    op.create_table(
+        "import_files",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("import_id", sa.Integer(), nullable=False),
+        sa.Column("path", sa.Text(), nullable=False),
+        sa.Column("size", sa.BigInteger(), nullable=True),
+        sa.Column("format", sa.String(length=40), nullable=True),
+        sa.Column("records", sa.Integer(), nullable=False),
+        sa.Column("imported", sa.Integer(), nullable=False),
+        sa.Column("updated", sa.Integer(), nullable=False),
+        sa.Column("unchanged", sa.Integer(), nullable=False),
+        sa.Column("rejected", sa.Integer(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["import_id"], ["imports.id"], name="fk_import_files_import_id_imports"
+        ),
+        sa.PrimaryKeyConstraint("id", name="pk_import_files"),
+    )
+    op.create_index("ix_import_files_import_id", "import_files", ["import_id"])
+
+
+def downgrade() -> None:
+    op.drop_index("ix_import_files_import_id", table_name="import_files")
+    op.drop_table("import_files")
+    op.drop_index("ix_trace_updates_trace_id", table_name="trace_updates")
+    op.drop_index("ix_trace_updates_import_id", table_name="trace_updates")
+    op.drop_table("trace_updates")
+    with op.batch_alter_table("rejected_records") as batch:
+        batch.drop_constraint("uq_rejected_records_record_key", type_="unique")
+        batch.drop_column("record_key")
+    with op.batch_alter_table("annotations") as batch:
+        batch.drop_column("stale_reason")
+        batch.drop_column("stale")
+    with op.batch_alter_table("traces") as batch:
+        batch.drop_index("ix_traces_content_hash")
+        batch.drop_column("version")
+        batch.drop_column("content_hash")
+    with op.batch_alter_table("imports") as batch:
+        for name in reversed(_IMPORT_COUNTS):
+            batch.drop_column(name)
+        batch.alter_column("unchanged", new_column_name="duplicates", existing_type=sa.Integer())
