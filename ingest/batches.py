@@ -6,9 +6,11 @@ batch of traces at a time. When the database can be opened from another process 
 or PostgreSQL), the worker also writes its batch: the parent then never handles the rows at all
 and the write of one batch overlaps the analysis of the next. On SQLite, which has one writer
 at a time anyway, batches write in submission order (a turn counter shared by the workers), so
-duplicates are recognized exactly as a single process would: the first occurrence in the input
-is the one imported. On PostgreSQL batches write concurrently (each server process uses a core);
-of two batches in flight at once holding the same trace, the one that commits first keeps it.
+traces seen before are judged exactly as a single process would: the first occurrence in the
+input is imported, a later one with the same content unchanged, with other content an update.
+On PostgreSQL batches write concurrently (each server process uses a core);
+of two batches in flight at once holding the same trace, the one that commits first inserts it
+and the other judges its own version against that one (unchanged or updated).
 """
 
 from __future__ import annotations
@@ -53,37 +55,76 @@ SUMMARY_REJECTIONS = 1000
 
 
 @dataclass(slots=True)
+class FileCounts:
+    """What an import did with one file: input records read and how each ended."""
+
+    path: str
+    size: int | None = None
+    format: str | None = None
+    records: int = 0
+    imported: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    rejected: int = 0
+
+    def balanced(self) -> bool:
+        """Whether every record read is accounted for exactly once."""
+        return self.records == self.imported + self.updated + self.unchanged + self.rejected
+
+
+@dataclass(slots=True)
 class ImportSummary:
     """What an import did; ``line()`` is the one-line summary the CLI prints."""
 
     import_id: int
     files: int = 0
-    #: Input records read, and how each ended: imported + duplicate + rejected == records.
+    #: Input records read, and how each ended:
+    #: ``records_imported + records_updated + records_unchanged + rejected == records``.
     records: int = 0
     records_imported: int = 0
-    records_duplicate: int = 0
+    records_updated: int = 0
+    records_unchanged: int = 0
+    #: Traces new to the store, new versions of stored ones, and already stored as they are.
     traces: int = 0
-    duplicates: int = 0
+    updated: int = 0
+    unchanged: int = 0
     rejected: int = 0
+    #: Of ``rejected``: first kept by this import, and already kept by an earlier one.
+    rejected_new: int = 0
+    rejected_known: int = 0
     messages: int = 0
     seconds: float = 0.0
     rejections: list[Rejected] = field(default_factory=list)
+    #: Per file (by the name its traces carry), in the order read.
+    by_file: dict[str, FileCounts] = field(default_factory=dict)
 
     def line(self) -> str:
-        """``3 files, 215 traces imported, 0 duplicates, 1 rejected in 1.42 s``."""
+        """``3 files, 215 traces imported, 2 updated, 0 unchanged, 1 rejected in 1.42 s``."""
         files = "file" if self.files == 1 else "files"
         return (
-            f"{self.files} {files}, {self.traces} traces imported, {self.duplicates} duplicates, "
-            f"{self.rejected} rejected in {self.seconds:.2f} s"
+            f"{self.files} {files}, {self.traces} traces imported, {self.updated} updated, "
+            f"{self.unchanged} unchanged, {self.rejected} rejected in {self.seconds:.2f} s"
         )
+
+    def file(self, name: str) -> FileCounts:
+        """The counts of the file ``name`` (made on first use)."""
+        found = self.by_file.get(name)
+        if found is None:
+            found = self.by_file[name] = FileCounts(name)
+        return found
 
     def add_written(self, result: WriteResult) -> None:
         """Count what one written batch did."""
         self.traces += result.imported
-        self.duplicates += result.duplicates
+        self.updated += result.updated
+        self.unchanged += result.unchanged
         self.messages += result.messages
         self.records_imported += result.records_imported
-        self.records_duplicate += result.records_duplicate
+        self.records_updated += result.records_updated
+        self.records_unchanged += result.records_unchanged
+        for (name, outcome), records in result.by_file.items():
+            counts = self.file(name)
+            setattr(counts, outcome, getattr(counts, outcome) + records)
 
 
 def analyze_batch(
@@ -290,6 +331,7 @@ class BatchWriter:
 
     def _reject(self, item: Rejected) -> None:
         self.summary.rejected += 1
+        self.summary.file(item.source_file).rejected += 1
         if len(self.summary.rejections) < SUMMARY_REJECTIONS:
             self.summary.rejections.append(item)
         self.rejected.append(item)
@@ -324,7 +366,7 @@ class BatchWriter:
     def _flush_rejected(self) -> None:
         if not self.rejected:
             return
-        write_rejected(
+        new = write_rejected(
             self.engine,
             self.import_id,
             [
@@ -339,4 +381,6 @@ class BatchWriter:
                 for r in self.rejected
             ],
         )
+        self.summary.rejected_new += new
+        self.summary.rejected_known += len(self.rejected) - new
         self.rejected = []

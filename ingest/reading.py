@@ -110,6 +110,18 @@ def split_file(
             yield from chosen.parse(records, name)
 
 
+def file_format(path: Path, fmt: TraceFormat | None = None) -> str | None:
+    """The name of the format ``path`` is read with: ``fmt``'s, else the one sniffed from its
+    head; ``None`` when the file cannot be read or its format is not recognized."""
+    if fmt is not None:
+        return fmt.name
+    try:
+        chosen = formats.sniff_format(read_head(path))
+    except OSError:
+        return None
+    return None if chosen is None else chosen.name
+
+
 def finish_deferred(item: Deferred) -> Trace | Rejected:
     """The trace (or rejection) of a deferred record, decoded again from its raw bytes exactly
     as the reader decoded it (:func:`ingest.jsonrecord.decode_value`)."""
@@ -145,6 +157,7 @@ __all__ = [
     "UNKNOWN_FORMAT_KEEP",
     "RecordHook",
     "UnknownFormatError",
+    "file_format",
     "finish_deferred",
     "read_file",
     "resolve_format",

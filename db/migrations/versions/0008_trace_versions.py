@@ -69,9 +69,11 @@ def upgrade() -> None:
             ["import_id"], ["imports.id"], name="fk_trace_updates_import_id_imports"
         ),
         sa.ForeignKeyConstraint(
-            ["trace_id"], ["traces.id"], name="fk_trace_updates_trace_id_traces",
+            ["trace_id"],
+            ["traces.id"],
+            name="fk_trace_updates_trace_id_traces",
             ondelete="CASCADE",
-        ),  # fmt: skip
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_trace_updates"),
     )
     op.create_index("ix_trace_updates_import_id", "trace_updates", ["import_id"])
