@@ -39,7 +39,7 @@ OUTSIDE: dict[str, set[str]] = {
     "findings": {"id", "trace_id"},
 }  # fmt: skip
 #: Of those, the ones an import fills in.
-WRITTEN_OUTSIDE = {"id", "trace_id", "import_id", "imported_at"}
+WRITTEN_OUTSIDE = {"id", "trace_id", "import_id", "imported_at", "version"}
 
 
 def _fields(table: str) -> tuple[str, ...]:
