@@ -1,5 +1,5 @@
 """Worker processes analyze and write batches: exactly what an in-process import stores, on both
-databases; repeated traces judged in input order; a failing batch fails the import without a hang."""
+databases; repeated traces judged in input order; a failing batch fails the import, no hang."""
 
 from __future__ import annotations
 

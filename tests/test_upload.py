@@ -70,7 +70,9 @@ def test_uploaded_files_are_imported_under_their_original_names(engine: sa.Engin
     summary = import_uploaded(
         engine, [("runs.jsonl", incident_bytes()), ("../../etc/x.jsonl", incident_bytes())], 1
     )
-    assert summary.line().startswith("2 files, 3 traces imported, 0 updated, 3 unchanged, 0 rejected in ")
+    assert summary.line().startswith(
+        "2 files, 3 traces imported, 0 updated, 3 unchanged, 0 rejected in "
+    )
     imports, files, _ = stored(engine)
     assert imports == [("upload", ["runs.jsonl", "../../etc/x.jsonl"], 3, 0)]
     assert files == ["runs.jsonl"]
