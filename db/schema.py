@@ -441,7 +441,7 @@ class RejectedRecord(Base):
     raw: Mapped[bytes] = mapped_column(LargeBinary)
     #: SHA-256 of (source file, byte offset, SHA-256 of the raw bytes): the same bad record
     #: imported again is kept once. NULL for records kept before migration 0008.
-    record_key: Mapped[str | None] = mapped_column(String(64), unique=True)
+    record_key: Mapped[str | None] = mapped_column(String(64), unique=True, index=True)
 
 
 class AnnotationRow(Base):

@@ -9,7 +9,7 @@
   that content) and ``updated``, the record counts per outcome and ``rejected_new`` /
   ``rejected_known`` are added (0 for earlier imports).
 * ``annotations.stale`` / ``stale_reason``: notes whose pair a new version changed or dropped.
-* ``rejected_records.record_key`` (unique; NULL for records kept earlier): the same bad record
+* ``rejected_records.record_key`` (unique index; NULL for records kept earlier): the same bad record
   imported again is stored once.
 * New tables ``trace_updates`` (which import and file replaced which trace) and
   ``import_files`` (records read per file and how each ended).
@@ -37,23 +37,22 @@ _TIMESTAMP = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
-    # batch mode: SQLite rebuilds the table where it cannot alter it in place.
-    with op.batch_alter_table("imports") as batch:
-        batch.alter_column("duplicates", new_column_name="unchanged", existing_type=sa.Integer())
-        for name in _IMPORT_COUNTS:
-            batch.add_column(sa.Column(name, sa.Integer(), nullable=False, server_default="0"))
-    with op.batch_alter_table("traces") as batch:
-        batch.add_column(sa.Column("content_hash", sa.String(length=64), nullable=True))
-        batch.add_column(sa.Column("version", sa.Integer(), nullable=False, server_default="1"))
-        batch.create_index("ix_traces_content_hash", ["content_hash"])
-    with op.batch_alter_table("annotations") as batch:
-        batch.add_column(
-            sa.Column("stale", sa.Boolean(), nullable=False, server_default=sa.false())
-        )
-        batch.add_column(sa.Column("stale_reason", sa.Text(), nullable=True))
-    with op.batch_alter_table("rejected_records") as batch:
-        batch.add_column(sa.Column("record_key", sa.String(length=64), nullable=True))
-        batch.create_unique_constraint("uq_rejected_records_record_key", ["record_key"])
+    # Plain ALTER TABLE (SQLite >= 3.35 renames and drops columns in place): batch mode would
+    # copy ``imports`` and ``traces``, and SQLite refuses to drop a table other rows refer to.
+    op.execute("ALTER TABLE imports RENAME COLUMN duplicates TO unchanged")
+    for name in _IMPORT_COUNTS:
+        op.add_column("imports", sa.Column(name, sa.Integer(), nullable=False, server_default="0"))
+    op.add_column("traces", sa.Column("content_hash", sa.String(length=64), nullable=True))
+    op.add_column("traces", sa.Column("version", sa.Integer(), nullable=False, server_default="1"))
+    op.create_index("ix_traces_content_hash", "traces", ["content_hash"])
+    op.add_column(
+        "annotations", sa.Column("stale", sa.Boolean(), nullable=False, server_default=sa.false())
+    )
+    op.add_column("annotations", sa.Column("stale_reason", sa.Text(), nullable=True))
+    op.add_column("rejected_records", sa.Column("record_key", sa.String(length=64), nullable=True))
+    op.create_index(
+        "ix_rejected_records_record_key", "rejected_records", ["record_key"], unique=True
+    )
     op.create_table(
         "trace_updates",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -104,17 +103,15 @@ def downgrade() -> None:
     op.drop_index("ix_trace_updates_trace_id", table_name="trace_updates")
     op.drop_index("ix_trace_updates_import_id", table_name="trace_updates")
     op.drop_table("trace_updates")
-    with op.batch_alter_table("rejected_records") as batch:
-        batch.drop_constraint("uq_rejected_records_record_key", type_="unique")
-        batch.drop_column("record_key")
-    with op.batch_alter_table("annotations") as batch:
-        batch.drop_column("stale_reason")
-        batch.drop_column("stale")
-    with op.batch_alter_table("traces") as batch:
-        batch.drop_index("ix_traces_content_hash")
-        batch.drop_column("version")
-        batch.drop_column("content_hash")
-    with op.batch_alter_table("imports") as batch:
-        for name in reversed(_IMPORT_COUNTS):
-            batch.drop_column(name)
-        batch.alter_column("unchanged", new_column_name="duplicates", existing_type=sa.Integer())
+    op.drop_index("ix_rejected_records_record_key", table_name="rejected_records")
+    op.drop_index("ix_traces_content_hash", table_name="traces")
+    for table, column in (
+        ("rejected_records", "record_key"),
+        ("annotations", "stale_reason"),
+        ("annotations", "stale"),
+        ("traces", "version"),
+        ("traces", "content_hash"),
+        *(("imports", name) for name in reversed(_IMPORT_COUNTS)),
+    ):
+        op.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    op.execute("ALTER TABLE imports RENAME COLUMN unchanged TO duplicates")
