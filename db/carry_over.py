@@ -104,7 +104,7 @@ def stored_pair_map(conn: Connection, trace_id: int) -> PairMap:
     contents = dict(
         conn.execute(select(m.seq, m.content).where(m.trace_id == trace_id, m.role == "tool")).all()
     )
-    return pair_map([row._tuple() for row in calls], [row._tuple() for row in results], contents)
+    return pair_map(calls, results, contents)
 
 
 def new_pair_map(

@@ -79,18 +79,23 @@ def split_file(
     records that make a trace on their own unparsed, as :class:`Deferred` items holding only
     the raw bytes, for :func:`finish_deferred` in a worker process."""
     name = name or str(path)
+    # A file rejected whole counts as one record read (``on_record``), so that records read
+    # always equal imported + updated + unchanged + rejected.
     try:
         head = read_head(path)
     except OSError as exc:
-        yield Rejected(
+        whole = Rejected(
             source_file=name, line=0, byte_offset=0, reason="unreadable_file", message=str(exc)
         )
+        if on_record is not None:
+            on_record(whole)
+        yield whole
         return
     chosen = fmt or formats.sniff_format(head)
     if chosen is None:
         if not head.strip():
             return  # an empty file holds no records: nothing to import, nothing lost
-        yield Rejected(
+        whole = Rejected(
             source_file=name,
             line=1,
             byte_offset=0,
@@ -99,6 +104,9 @@ def split_file(
             f"(one of: {', '.join(formats.format_names())})",
             raw=head[:UNKNOWN_FORMAT_KEEP],
         )
+        if on_record is not None:
+            on_record(whole)
+        yield whole
         return
     with open_input(path) as stream:
         records: Iterable[Record | Rejected] = iter_records(stream, name, max_depth=MAX_NESTING)
