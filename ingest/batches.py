@@ -18,7 +18,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.util
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -128,14 +128,23 @@ class ImportSummary:
 
 
 def analyze_batch(
-    batch: Sequence[Trace | Deferred], encoding: str, budget: int
+    batch: Sequence[Trace | Deferred],
+    encoding: str,
+    budget: int,
+    positions: Mapping[int, int] | None = None,
 ) -> list[TraceRows | Rejected]:
     """Parsing of deferred records, token counts, analysis and rows of a batch of traces.
 
-    A trace the analysis trips over becomes a rejection (``analysis_failed``) instead of
-    stopping the import. Results come back in batch order.
+    ``positions``: the ``line_position`` of the items (by index in ``batch``) that are not the
+    first trace of their file starting on their line. A trace the analysis trips over becomes a
+    rejection (``analysis_failed``) instead of stopping the import. Results come back in batch
+    order.
     """
     parsed = [finish_deferred(t) if isinstance(t, Deferred) else t for t in batch]
+    for index, position in (positions or {}).items():
+        item = parsed[index]
+        if isinstance(item, Trace):
+            item.line_position = position
     traces = [t for t in parsed if isinstance(t, Trace)]
     counts = count_many([m.content for t in traces for m in t.messages], encoding)
     rows: list[TraceRows | Rejected] = []
@@ -225,6 +234,7 @@ def analyze_and_write(
     ids: Sequence[int] | None,
     encoding: str,
     budget: int,
+    positions: Mapping[int, int] | None = None,
 ) -> tuple[WriteResult, list[Rejected]]:
     """The unit of work of a writing worker: analyze a batch, then write it in its turn
     (``ids``: the trace ids reserved for the batch's items, where writes run concurrently)."""
@@ -232,7 +242,7 @@ def analyze_and_write(
     assert state is not None, "worker not initialized"
     failure: BaseException | None = None
     try:
-        rows, row_ids, rejected = _split(analyze_batch(batch, encoding, budget), ids)
+        rows, row_ids, rejected = _split(analyze_batch(batch, encoding, budget, positions), ids)
     except BaseException as exc:  # still take (and pass on) the turn, or later batches hang
         failure = exc
     with _turn(state, seq):
@@ -247,8 +257,9 @@ def _analyze_only(
     ids: Sequence[int] | None,
     encoding: str,
     budget: int,
+    positions: Mapping[int, int] | None = None,
 ) -> tuple[list[TraceRows | Rejected], Sequence[int] | None]:
-    return analyze_batch(batch, encoding, budget), ids
+    return analyze_batch(batch, encoding, budget, positions), ids
 
 
 # ---- the parent's side ------------------------------------------------------------------------
@@ -298,6 +309,12 @@ class BatchWriter:
         self.max_pending = 2 * workers
         self.seq = 0
         self.batch: list[Trace | Deferred] = []
+        #: ``line_position`` of the batch's items that are not the first trace on their line.
+        self.positions: dict[int, int] = {}
+        #: The file and starting line of the last trace, and how many traces started there
+        #: (see ``Trace.line_position``): traces sharing a line come one after the other.
+        self.last_start: tuple[str, int | None] | None = None
+        self.on_line = 0
         self.batch_messages = 0
         self.rejected: list[Rejected] = []
         self.pending: deque[Future[Any]] = deque()
@@ -321,6 +338,7 @@ class BatchWriter:
         if isinstance(item, Rejected):
             self._reject(item)
             return
+        self._place(item)
         self.batch.append(item)
         if isinstance(item, Deferred):
             self.batch_messages += len(item.record.raw) // DEFERRED_BYTES_PER_MESSAGE + 1
@@ -328,6 +346,16 @@ class BatchWriter:
             self.batch_messages += len(item.messages)
         if self.batch_messages >= BATCH_MESSAGES:
             self._submit()
+
+    def _place(self, item: Trace | Deferred) -> None:
+        """Note which trace starting on its line ``item`` is: a file's traces come in order."""
+        line = item.record.line if isinstance(item, Deferred) else item.source_line
+        start = (item.source_file, line)
+        if start != self.last_start or line is None:
+            self.last_start, self.on_line = start, 0
+            return
+        self.on_line += 1
+        self.positions[len(self.batch)] = self.on_line
 
     def _reject(self, item: Rejected) -> None:
         self.summary.rejected += 1
@@ -342,14 +370,17 @@ class BatchWriter:
         if not self.batch:
             return
         batch, self.batch, self.batch_messages = self.batch, [], 0
+        positions, self.positions = self.positions, {}
         seq, self.seq = self.seq, self.seq + 1
         # Trace ids in input order, even where batches commit in another order.
         ids = reserve_trace_ids(self.engine, len(batch))
         if self.pool is None:
-            self._collect(_analyze_only(batch, seq, ids, self.encoding, self.budget))
+            self._collect(_analyze_only(batch, seq, ids, self.encoding, self.budget, positions))
             return
         work = analyze_and_write if self.workers_write else _analyze_only
-        self.pending.append(self.pool.submit(work, batch, seq, ids, self.encoding, self.budget))
+        self.pending.append(
+            self.pool.submit(work, batch, seq, ids, self.encoding, self.budget, positions)
+        )
         while len(self.pending) > self.max_pending:
             self._collect(self.pending.popleft().result())
 

@@ -114,10 +114,16 @@ class Trace(_Model):
     messages: list[Message] = Field(default_factory=list)
     #: How many input records (lines / array items) this trace was built from.
     record_count: int = 1
+    #: 0 for the first trace of its file starting at ``source_line``, 1 for the next …: traces
+    #: sharing a line (the items of a one-line JSON array) are still told apart by position.
+    #: Set by the importer, which sees a file's traces in order; not part of a dump (the
+    #: parsed trace is the same whatever the importer numbered it).
+    line_position: int = Field(default=0, exclude=True)
 
     def dedupe_key(self) -> str:
         """Identity: the format plus the external id when present, else what the source says
-        the trace is (its file and the line of its first record), else its content hash.
+        the trace is (its file, the line of its first record and, when several traces start on
+        that line, which of them it is), else its content hash.
 
         The same trace imported again has the same identity whatever its content; whether it
         changed is the business of :func:`content_hash`. The file is hashed so that a long path
@@ -131,7 +137,8 @@ class Trace(_Model):
         if self.external_id:
             return f"{self.format}:id:{self.external_id}"
         if self.source_line is not None:
-            return f"{self.format}:at:{_short_hash(self.source_file)}:{self.source_line}"
+            at = f"{self.format}:at:{_short_hash(self.source_file)}:{self.source_line}"
+            return f"{at}.{self.line_position}" if self.line_position else at
         return f"{self.format}:sha256:{content_hash(self)}"
 
 

@@ -17,6 +17,7 @@ from benchmarks.workload import generate_traces
 from db.annotations import add_annotation, trace_annotations
 from db.corrections import correct_result
 from db.engine import make_engine
+from db.migrate import downgrade, upgrade
 from db.schema import (
     Base,
     ImportFile,
@@ -392,4 +393,51 @@ def test_every_real_file_is_accounted_for_per_file(db_url: str, realdata: Path) 
     assert again.unchanged == first.traces + first.unchanged
     assert len(_files(engine, first.import_id)) == len(paths)
     _balanced(engine)
+    engine.dispose()
+
+
+def _conversation(run: int) -> dict[str, Any]:
+    """``CONVERSATION`` without its id, asking about another city."""
+    messages = json.loads(json.dumps(CONVERSATION["messages"]))
+    messages[0]["content"] = f"Weather in city {run}?"
+    return {"messages": messages}
+
+
+def test_traces_without_ids_on_one_line_are_told_apart_by_position(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    path = tmp_path / "array.json"
+    path.write_bytes(json.dumps([_conversation(n) for n in range(3)]).encode())
+    first = import_paths(engine, [path])
+    assert (first.traces, first.updated, first.unchanged) == (3, 0, 0)
+    grown = [_conversation(n) for n in range(4)]
+    grown[1]["messages"].append({"role": "assistant", "content": "Take an umbrella."})
+    path.write_bytes(json.dumps(grown).encode())
+    second = import_paths(engine, [path])
+    assert (second.traces, second.updated, second.unchanged) == (1, 1, 2)
+    with engine.connect() as conn:
+        stmt = sa.select(TraceRow.version, TraceRow.message_count).order_by(TraceRow.id)
+        assert [tuple(r) for r in conn.execute(stmt)] == [(1, 3), (2, 4), (1, 3), (1, 3)]
+
+
+def test_a_trace_keyed_by_its_hash_before_0008_is_found_unchanged(
+    db_url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "legacy.json"
+    path.write_bytes(json.dumps([_conversation(1)]).encode())
+    engine = make_engine(db_url)
+    import_paths(engine, [path])
+    with engine.connect() as conn:
+        digest = conn.execute(sa.select(TraceRow.content_hash)).scalar_one()
+    downgrade(engine, "0007")
+    with engine.begin() as conn:  # as 0007 stored it: keyed by the content hash
+        conn.execute(
+            sa.text("UPDATE traces SET dedupe_key = :key"), {"key": f"openai_chat:sha256:{digest}"}
+        )
+    upgrade(engine)
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(TraceRow.content_hash)).scalar_one() == digest
+    again = import_paths(engine, [path])
+    assert (again.traces, again.updated, again.unchanged) == (0, 0, 1)
+    assert _counts(engine)[0] == 1
     engine.dispose()

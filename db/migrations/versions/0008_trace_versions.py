@@ -4,7 +4,11 @@
   identity is ``unchanged`` (same hash) or ``updated`` (replaced, ``version`` + 1). The hash of a
   trace stored before this migration cannot be computed without parsing its file again, so it is
   left NULL, and NULL counts as "different": the next import of such a trace is an update (which
-  stores the hash), never a silent skip.
+  stores the hash), never a silent skip. One exception: a trace without an external id was keyed
+  by its content hash (``<format>:sha256:<hex>``), which is today's hash when it declares no
+  tools; that hash is copied, so reading its file again finds it unchanged. Such a trace that
+  declares tools is stored once more under its new identity (file and line) when its file is
+  imported again: delete the old row if that matters.
 * ``imports.duplicates`` is renamed ``unchanged`` (the same meaning: traces already stored with
   that content) and ``updated``, the record counts per outcome and ``rejected_new`` /
   ``rejected_known`` are added (0 for earlier imports).
@@ -45,6 +49,13 @@ def upgrade() -> None:
     op.add_column("traces", sa.Column("content_hash", sa.String(length=64), nullable=True))
     op.add_column("traces", sa.Column("version", sa.Integer(), nullable=False, server_default="1"))
     op.create_index("ix_traces_content_hash", "traces", ["content_hash"])
+    # A trace without an external id was keyed by its content hash (``<format>:sha256:<hex>``);
+    # that hash is today's for a trace declaring no tools, so such a trace read again from any
+    # path is recognized as unchanged instead of being stored twice under its new identity.
+    op.execute(
+        "UPDATE traces SET content_hash = substr(dedupe_key, length(dedupe_key) - 63) "
+        "WHERE dedupe_key LIKE '%:sha256:%' AND CAST(tools AS TEXT) = '[]'"
+    )
     op.add_column(
         "annotations", sa.Column("stale", sa.Boolean(), nullable=False, server_default=sa.false())
     )
