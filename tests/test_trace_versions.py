@@ -18,6 +18,7 @@ from db.annotations import add_annotation, trace_annotations
 from db.corrections import correct_result
 from db.engine import make_engine
 from db.migrate import downgrade, upgrade
+from db.queries import imports
 from db.schema import (
     Base,
     ImportFile,
@@ -441,3 +442,23 @@ def test_a_trace_keyed_by_its_hash_before_0008_is_found_unchanged(
     assert (again.traces, again.updated, again.unchanged) == (0, 0, 1)
     assert _counts(engine)[0] == 1
     engine.dispose()
+
+
+def test_the_imports_page_queries_list_an_imports_files_and_updates(engine: sa.Engine) -> None:
+    import_traces(engine, [_run(["ok"])])
+    second = import_traces(engine, [_run(["ok", "more"])])
+    files = imports.import_files(engine, second.import_id)
+    assert list(files.columns) == list(imports.FILE_COLUMNS)
+    assert files[
+        ["path", "records", "imported", "updated", "unchanged", "rejected"]
+    ].values.tolist() == [["otlp", 1, 0, 1, 0, 0]]
+    updates = imports.trace_updates(engine, second.import_id)
+    assert updates[
+        ["display_id", "source_file", "old_messages", "new_messages"]
+    ].values.tolist() == [["run-7", "otlp", 3, 5]]
+    history = imports.import_history(engine)
+    assert history[["id", "traces_imported", "updated", "unchanged"]].values.tolist() == [
+        [second.import_id, 0, 1, 0],
+        [second.import_id - 1, 1, 0, 0],
+    ]
+    assert imports.latest_import_id(engine) == second.import_id
