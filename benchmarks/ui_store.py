@@ -343,7 +343,8 @@ class StoreGenerator:
         assert started is not None
         week = min(IMPORTS - 1, int((started - T0).total_seconds() // (DAYS * 86_400 / IMPORTS)))
         trace = TraceRecord(
-            dedupe_key=f"uibench:{index}", external_id=f"run-{index:06d}",
+            dedupe_key=f"uibench:{index}", content_hash=f"{index:064x}",
+            external_id=f"run-{index:06d}",
             display_id=f"run-{index:06d}", format=FORMATS[index % len(FORMATS)],
             source_file=f"{agent}/week-{week}.jsonl", source_line=index + 1,
             agent=agent, model=self.rng.choices(MODELS, MODEL_WEIGHTS)[0],

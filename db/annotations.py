@@ -57,6 +57,9 @@ class Annotation:
     updated_at: datetime
     updated_by: str
     version: int
+    #: A new version of the trace changed or dropped the pair (see :mod:`db.carry_over`).
+    stale: bool = False
+    stale_reason: str | None = None
 
     @property
     def target(self) -> Literal["trace", "call", "result"]:

@@ -20,6 +20,9 @@ class TraceRecord(NamedTuple):
     """A ``traces`` row: the trace's provided facts and its per-trace aggregates."""
 
     dedupe_key: str
+    #: SHA-256 of the canonical content (``ingest.model.content_hash``); NULL when read back
+    #: from a trace stored before migration 0008.
+    content_hash: str | None
     external_id: str | None
     display_id: str
     format: str

@@ -29,6 +29,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    false,
     func,
     text,
 )
@@ -118,8 +119,20 @@ class ImportRun(Base):
     files: Mapped[int] = mapped_column(Integer, default=0)
     records: Mapped[int] = mapped_column(Integer, default=0)
     traces_imported: Mapped[int] = mapped_column(Integer, default=0)
-    duplicates: Mapped[int] = mapped_column(Integer, default=0)
+    #: Traces already stored under the same identity with a different content: replaced.
+    updated: Mapped[int] = mapped_column(Integer, default=0)
+    #: Traces already stored with the same content (or, without an external id, the same
+    #: content under another identity): nothing changed.
+    unchanged: Mapped[int] = mapped_column(Integer, default=0)
+    #: Input records of the imported, updated and unchanged traces: with ``rejected`` they add
+    #: up to ``records``.
+    records_imported: Mapped[int] = mapped_column(Integer, default=0)
+    records_updated: Mapped[int] = mapped_column(Integer, default=0)
+    records_unchanged: Mapped[int] = mapped_column(Integer, default=0)
     rejected: Mapped[int] = mapped_column(Integer, default=0)
+    #: Of ``rejected``: first seen by this import, and already kept from an earlier one.
+    rejected_new: Mapped[int] = mapped_column(Integer, default=0)
+    rejected_known: Mapped[int] = mapped_column(Integer, default=0)
     messages: Mapped[int] = mapped_column(BigInteger, default=0)
     seconds: Mapped[float] = mapped_column(Float, default=0.0)
     #: ``running`` | ``done`` | ``failed``
@@ -135,9 +148,14 @@ class TraceRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     import_id: Mapped[int] = mapped_column(ForeignKey("imports.id"), index=True)
-    #: De-duplication identity (format + external id, or a content hash): importing the same
-    #: data twice changes nothing.
+    #: Identity (format + external id, else format + source file + first line, else a content
+    #: hash): a trace imported again under the same identity is unchanged or a new version.
     dedupe_key: Mapped[str] = mapped_column(String(200), unique=True)
+    #: SHA-256 of the canonical content (messages, tools, metadata; not file name or line).
+    #: NULL for traces stored before migration 0008: their next import counts as an update.
+    content_hash: Mapped[str | None] = mapped_column(String(64), index=True)
+    #: 1 when first imported, +1 for every update that replaced its content.
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     external_id: Mapped[str | None] = mapped_column(String(400), index=True)
     #: What the UI and ``toollens pairs`` call the trace: the external id, else a short hash.
     display_id: Mapped[str] = mapped_column(String(400), index=True)
@@ -421,6 +439,9 @@ class RejectedRecord(Base):
     reason: Mapped[str] = mapped_column(String(60), index=True)
     message: Mapped[str] = mapped_column(Text)
     raw: Mapped[bytes] = mapped_column(LargeBinary)
+    #: SHA-256 of (source file, byte offset, SHA-256 of the raw bytes): the same bad record
+    #: imported again is kept once. NULL for records kept before migration 0008.
+    record_key: Mapped[str | None] = mapped_column(String(64), unique=True, index=True)
 
 
 class AnnotationRow(Base):
@@ -452,3 +473,44 @@ class AnnotationRow(Base):
     updated_by: Mapped[str] = mapped_column(String(200))
     #: Incremented by every edit; an edit based on an older version is a conflict.
     version: Mapped[int] = mapped_column(Integer, default=1)
+    #: Set when a new version of the trace changed or dropped the pair the note is about (or
+    #: the note stands for a correction whose result is gone): kept, never deleted.
+    stale: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    stale_reason: Mapped[str | None] = mapped_column(Text)
+
+
+class TraceUpdate(Base):
+    """One replacement of a stored trace by a new version: which import and file it came from."""
+
+    __tablename__ = "trace_updates"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    import_id: Mapped[int] = mapped_column(ForeignKey("imports.id"), index=True)
+    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
+    source_file: Mapped[str] = mapped_column(Text)
+    old_hash: Mapped[str | None] = mapped_column(String(64))
+    new_hash: Mapped[str] = mapped_column(String(64))
+    old_messages: Mapped[int] = mapped_column(Integer)
+    new_messages: Mapped[int] = mapped_column(Integer)
+    at: Mapped[datetime] = mapped_column(UtcTimeStamp)
+
+
+class ImportFile(Base):
+    """What one import did with one file: records read and how each of them ended.
+
+    ``records == imported + updated + unchanged + rejected`` (input records, not traces; the
+    reader yields no record for a blank line, so blank lines are not counted).
+    """
+
+    __tablename__ = "import_files"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    import_id: Mapped[int] = mapped_column(ForeignKey("imports.id"), index=True)
+    path: Mapped[str] = mapped_column(Text)
+    size: Mapped[int | None] = mapped_column(BigInteger)
+    format: Mapped[str | None] = mapped_column(String(40))
+    records: Mapped[int] = mapped_column(Integer, default=0)
+    imported: Mapped[int] = mapped_column(Integer, default=0)
+    updated: Mapped[int] = mapped_column(Integer, default=0)
+    unchanged: Mapped[int] = mapped_column(Integer, default=0)
+    rejected: Mapped[int] = mapped_column(Integer, default=0)

@@ -3,19 +3,25 @@
 Child rows bypass the ORM (``add_all`` is ~8x slower than raw ``executemany``): on SQLite they go
 through the DBAPI cursor's ``executemany``, on PostgreSQL through ``COPY … FROM STDIN``
 (see :mod:`db.dialect`). Every batch is one transaction, so a trace is never half written.
-Duplicates (same ``dedupe_key``) are recognized and skipped, so importing twice changes nothing.
+A trace already stored under its identity (``dedupe_key``) is unchanged (same content hash:
+importing twice changes nothing) or updated (its stored version replaced, in the same
+transaction); new content is never dropped. A rejected record is kept once however often it
+is imported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, Literal, cast
 
-from sqlalchemy import Engine, Table, insert, update
+from sqlalchemy import Connection, Engine, Table, delete, insert, select, update
 
 from db import dialect
+from db.carry_over import Reviews, carry_over, new_pair_map, read_reviews
 from db.engine import writing
 from db.records import (
     CHILD_COLUMNS,
@@ -26,7 +32,17 @@ from db.records import (
     ToolResultRecord,
     TraceRecord,
 )
-from db.schema import ImportRun, RejectedRecord, TraceRow
+from db.schema import (
+    FindingRow,
+    ImportFile,
+    ImportRun,
+    MessageRow,
+    RejectedRecord,
+    ToolCallRow,
+    ToolResultRow,
+    TraceRow,
+    TraceUpdate,
+)
 
 TRACES = cast(Table, TraceRow.__table__)
 
@@ -74,15 +90,32 @@ def finish_import(engine: Engine, import_id: int, **counts: Any) -> None:
         )
 
 
+#: How a trace of an import ended: new, a new version of a stored one, or already stored.
+Outcome = Literal["imported", "updated", "unchanged"]
+
+
 @dataclass(slots=True)
 class WriteResult:
-    """What one batch did: traces, messages and input records imported or found duplicate."""
+    """What one batch did: traces and their input records imported, updated or unchanged."""
 
     imported: int = 0
-    duplicates: int = 0
+    updated: int = 0
+    unchanged: int = 0
     messages: int = 0
     records_imported: int = 0
-    records_duplicate: int = 0
+    records_updated: int = 0
+    records_unchanged: int = 0
+    #: Input records per (source file, outcome), for the per-file accounting.
+    by_file: Counter[tuple[str, Outcome]] = field(default_factory=Counter)
+
+    def count(self, rows: TraceRows, outcome: Outcome, change: int = 1) -> None:
+        """Count ``rows`` as ``outcome`` (``change=-1`` takes a count back)."""
+        records = rows.trace.record_count * change
+        setattr(self, outcome, getattr(self, outcome) + change)
+        setattr(self, f"records_{outcome}", getattr(self, f"records_{outcome}") + records)
+        self.by_file[(rows.trace.source_file, outcome)] += records
+        if outcome != "unchanged":
+            self.messages += len(rows.messages) * change
 
 
 def reserve_trace_ids(engine: Engine, count: int) -> list[int] | None:
@@ -94,6 +127,102 @@ def reserve_trace_ids(engine: Engine, count: int) -> list[int] | None:
         return dialect.reserve_ids(conn, TRACES, count)
 
 
+@dataclass(slots=True)
+class _Stored:
+    """A stored trace as the writer needs it to decide."""
+
+    id: int
+    content_hash: str | None
+    message_count: int
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What happens to one identity of a batch: its final rows, and the updates leading there."""
+
+    rows: TraceRows
+    #: The first occurrence in the batch, and its index there (for its reserved id).
+    first: TraceRows
+    index: int
+    stored: _Stored | None
+    #: (rows, old hash, old message count) of every update of this identity in the batch.
+    updates: list[tuple[TraceRows, str | None, int]] = field(default_factory=list)
+
+
+#: Keys per ``IN (…)`` list: far below every driver's limit on bound parameters.
+_IN_CHUNK = 500
+
+
+def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for i in range(0, len(items), _IN_CHUNK):
+        yield items[i : i + _IN_CHUNK]
+
+
+def _lock_stored(conn: Connection, keys: Iterable[str]) -> dict[str, _Stored]:
+    """The stored traces with these identities, locked (``FOR UPDATE``) in key order, so that
+    two concurrent batches updating the same traces take their locks in the same order."""
+    t = TRACES.c
+    out: dict[str, _Stored] = {}
+    for chunk in _chunks(sorted(set(keys))):
+        stmt = (
+            select(t.dedupe_key, t.id, t.content_hash, t.message_count)
+            .where(t.dedupe_key.in_(chunk))
+            .order_by(t.dedupe_key)
+            .with_for_update()
+        )
+        for key, trace_id, digest, messages in conn.execute(stmt):
+            out[key] = _Stored(trace_id, digest, messages)
+    return out
+
+
+def _stored_hashes(conn: Connection, hashes: Iterable[str]) -> set[str]:
+    """Which of ``hashes`` are the content of some stored trace."""
+    t = TRACES.c
+    out: set[str] = set()
+    for chunk in _chunks(sorted(set(hashes))):
+        stmt = select(t.content_hash).where(t.content_hash.in_(chunk)).distinct()
+        out.update(conn.execute(stmt).scalars())
+    return out
+
+
+def _decide(
+    batch: Sequence[TraceRows],
+    stored: dict[str, _Stored],
+    known: set[str],
+    result: WriteResult,
+) -> dict[str, _Plan]:
+    """Each trace of ``batch`` in input order, as a single process importing one at a time
+    would judge it: new identity -> imported; same identity, same hash -> unchanged; same
+    identity, other hash (or a stored NULL hash, from before hashes were kept) -> updated;
+    without an external id, content already stored under another identity -> unchanged."""
+    plans: dict[str, _Plan] = {}
+    for index, rows in enumerate(batch):
+        record = rows.trace
+        key = record.dedupe_key
+        plan = plans.get(key)
+        if plan is None and key in stored:
+            plan = plans[key] = _Plan(rows, rows, index, stored[key])
+            current, messages = stored[key].content_hash, stored[key].message_count
+        elif plan is not None:
+            current, messages = plan.rows.trace.content_hash, len(plan.rows.messages)
+        elif record.external_id is None and record.content_hash in known:
+            result.count(rows, "unchanged")
+            continue
+        else:
+            plans[key] = _Plan(rows, rows, index, None)
+            if record.external_id is None and record.content_hash is not None:
+                known.add(record.content_hash)
+            result.count(rows, "imported")
+            continue
+        if current is not None and current == record.content_hash:
+            result.count(rows, "unchanged")
+            continue
+        plan.rows = rows
+        plan.updates.append((rows, current, messages))
+        result.count(rows, "updated")
+    return plans
+
+
 def write_traces(
     engine: Engine,
     import_id: int,
@@ -102,60 +231,170 @@ def write_traces(
 ) -> WriteResult:
     """Write a batch of traces atomically (``ids``: reserved ids, one per trace of ``batch``).
 
-    A trace whose ``dedupe_key`` is already stored (or appears earlier in the batch, or is being
-    written by a concurrent batch that commits) is a duplicate and is skipped whole.
+    A trace whose identity (``dedupe_key``) is stored with the same content hash is unchanged;
+    with another hash it is updated: its stored version is replaced in this transaction (same
+    trace id, ``version`` + 1, the latest ``import_id``; messages, calls, results and findings
+    rewritten; notes and corrections carried over by :mod:`db.carry_over`) and logged in
+    ``trace_updates``. A reader never sees half of one version and half of another.
+
+    On PostgreSQL concurrent batches lock the stored identities in key order before deciding;
+    a new identity that a concurrent batch inserted first (found at insert time) is judged
+    against what that batch stored, like any stored identity.
     """
     result = WriteResult()
     if not batch:
         return result
-    # The first occurrence of a key in the batch is the candidate; later ones are duplicates.
-    candidates: dict[str, TraceRows] = {}
-    values: list[dict[str, Any]] = []
     now = datetime.now(UTC)
-    for index, rows in enumerate(batch):
-        key = rows.trace.dedupe_key
-        if key in candidates:
-            result.duplicates += 1
-            result.records_duplicate += rows.trace.record_count
-            continue
-        candidates[key] = rows
-        values.append({**rows.trace._asdict(), "import_id": import_id, "imported_at": now})
-        if ids is not None:
-            values[-1]["id"] = ids[index]
     with writing(engine) as conn:
-        stored = dialect.insert_new(conn, TRACES, "dedupe_key", values)
-        fresh = [rows for key, rows in candidates.items() if key in stored]
+        stored = _lock_stored(conn, (rows.trace.dedupe_key for rows in batch))
+        candidates = {
+            rows.trace.content_hash
+            for rows in batch
+            if rows.trace.external_id is None and rows.trace.content_hash is not None
+        }
+        known = _stored_hashes(conn, candidates)
+        plans = _decide(batch, stored, known, result)
+        new = {key: plan for key, plan in plans.items() if plan.stored is None}
+        values = []
+        for plan in new.values():
+            values.append(
+                {
+                    **plan.rows.trace._asdict(),
+                    "import_id": import_id,
+                    "imported_at": now,
+                    "version": 1 + len(plan.updates),
+                }
+            )
+            if ids is not None:
+                values[-1]["id"] = ids[plan.index]
+        inserted = dialect.insert_new(conn, TRACES, "dedupe_key", values)
+        lost = [key for key in new if key not in inserted]
+        if lost:
+            _rejudge(conn, plans, lost, result)
+        fresh = {key: (inserted[key], plans[key].rows) for key in inserted}
+        replaced: dict[str, tuple[int, TraceRows]] = {}
+        reviews: dict[int, Reviews] = {}
+        for key, plan in plans.items():
+            if plan.stored is None or not plan.updates:
+                continue
+            trace_id = plan.stored.id
+            replaced[key] = (trace_id, plan.rows)
+            reviews[trace_id] = read_reviews(conn, trace_id)
+        _replace_traces(conn, import_id, now, plans, replaced)
+        _log_updates(
+            conn, import_id, now,
+            [(inserted[key], plans[key]) for key in inserted if plans[key].updates]
+            + [(trace_id, plans[key]) for key, (trace_id, _) in replaced.items()],
+        )  # fmt: skip
+        written = [*fresh.values(), *replaced.values()]
         for table, columns in CHILD_COLUMNS.items():
-            rows_out = _child_rows(table, fresh, stored)
+            rows_out = [(tid, *row) for tid, rows in written for row in rows.children(table)]
             if rows_out:
                 dialect.bulk_insert(
                     conn, table, ("trace_id", *columns), rows_out, JSON_COLUMNS[table]
                 )
-    for key, rows in candidates.items():
-        records = rows.trace.record_count
-        if key in stored:
-            result.imported += 1
-            result.messages += len(rows.messages)
-            result.records_imported += records
-        else:
-            result.duplicates += 1
-            result.records_duplicate += records
+        for trace_id, rows in replaced.values():
+            new_map = new_pair_map(rows.messages, rows.tool_calls, rows.tool_results)
+            carry_over(conn, trace_id, reviews[trace_id], new_map, now)
     return result
 
 
-def _child_rows(
-    table: str, fresh: Iterable[TraceRows], ids: dict[str, int]
-) -> list[tuple[Any, ...]]:
-    out: list[tuple[Any, ...]] = []
-    for rows in fresh:
-        trace_id = ids[rows.trace.dedupe_key]
-        out.extend((trace_id, *row) for row in rows.children(table))
-    return out
+def _rejudge(
+    conn: Connection, plans: dict[str, _Plan], lost: Sequence[str], result: WriteResult
+) -> None:
+    """Identities a concurrent batch stored between our look-up and our insert: the first
+    occurrence, counted as imported, is now unchanged or an update of what that batch stored."""
+    stored = _lock_stored(conn, lost)
+    for key in lost:
+        plan = plans[key]
+        found = plan.stored = stored[key]
+        result.count(plan.first, "imported", -1)
+        if found.content_hash == plan.first.trace.content_hash:
+            result.count(plan.first, "unchanged")
+        else:
+            result.count(plan.first, "updated")
+            plan.updates.insert(0, (plan.first, found.content_hash, found.message_count))
 
 
-def write_rejected(engine: Engine, import_id: int, rejected: Sequence[dict[str, Any]]) -> None:
-    """Keep rejected records (file, line, byte offset, reason, message, raw bytes)."""
+def _replace_traces(
+    conn: Connection,
+    import_id: int,
+    now: datetime,
+    plans: dict[str, _Plan],
+    replaced: dict[str, tuple[int, TraceRows]],
+) -> None:
+    """Drop the children of the replaced traces, give their rows the new values and log the
+    updates; the new children are written with the batch's."""
+    if not replaced:
+        return
+    ids = [trace_id for trace_id, _ in replaced.values()]
+    for model in (FindingRow, ToolResultRow, ToolCallRow, MessageRow):
+        conn.execute(delete(model).where(model.trace_id.in_(ids)))
+    for key, (trace_id, rows) in replaced.items():
+        conn.execute(
+            update(TraceRow)
+            .where(TraceRow.id == trace_id)
+            .values(
+                **rows.trace._asdict(),
+                import_id=import_id,
+                imported_at=now,
+                version=TraceRow.version + len(plans[key].updates),
+            )
+        )
+
+
+def _log_updates(
+    conn: Connection, import_id: int, now: datetime, updated: Sequence[tuple[int, _Plan]]
+) -> None:
+    """One ``trace_updates`` row per update: which import and file replaced which version."""
+    log = [
+        {
+            "import_id": import_id,
+            "trace_id": trace_id,
+            "source_file": new.trace.source_file,
+            "old_hash": old_hash,
+            "new_hash": new.trace.content_hash,
+            "old_messages": old_messages,
+            "new_messages": len(new.messages),
+            "at": now,
+        }
+        for trace_id, plan in updated
+        for new, old_hash, old_messages in plan.updates
+    ]
+    if log:
+        conn.execute(insert(TraceUpdate), log)
+
+
+REJECTED = cast(Table, RejectedRecord.__table__)
+
+
+def rejected_key(source_file: str, byte_offset: int, raw: bytes) -> str:
+    """Identity of a rejected record: its file, its byte offset and a hash of its raw bytes.
+
+    >>> rejected_key("a.jsonl", 0, b"{") == rejected_key("a.jsonl", 0, b"{")
+    True
+    """
+    raw_hash = hashlib.sha256(raw).hexdigest()
+    return hashlib.sha256(f"{source_file}\0{byte_offset}\0{raw_hash}".encode()).hexdigest()
+
+
+def write_rejected(engine: Engine, import_id: int, rejected: Sequence[dict[str, Any]]) -> int:
+    """Keep rejected records (file, line, byte offset, reason, message, raw bytes) that are
+    not kept yet; returns how many were new. A record kept by an earlier import (same file,
+    offset and raw bytes) is not stored again: the import counts it as known."""
     if not rejected:
+        return 0
+    rows: dict[str, dict[str, Any]] = {}
+    for r in rejected:
+        key = rejected_key(r["source_file"], r["byte_offset"], r["raw"])
+        rows.setdefault(key, {**r, "import_id": import_id, "record_key": key})
+    with writing(engine) as conn:
+        return len(dialect.insert_new(conn, REJECTED, "record_key", list(rows.values())))
+
+
+def write_import_files(engine: Engine, import_id: int, files: Sequence[dict[str, Any]]) -> None:
+    """Store what an import did with each file (``import_files``: records and their outcomes)."""
+    if not files:
         return
     with writing(engine) as conn:
-        conn.execute(insert(RejectedRecord), [{**r, "import_id": import_id} for r in rejected])
+        conn.execute(insert(ImportFile), [{**f, "import_id": import_id} for f in files])

@@ -6,9 +6,11 @@ batch of traces at a time. When the database can be opened from another process 
 or PostgreSQL), the worker also writes its batch: the parent then never handles the rows at all
 and the write of one batch overlaps the analysis of the next. On SQLite, which has one writer
 at a time anyway, batches write in submission order (a turn counter shared by the workers), so
-duplicates are recognized exactly as a single process would: the first occurrence in the input
-is the one imported. On PostgreSQL batches write concurrently (each server process uses a core);
-of two batches in flight at once holding the same trace, the one that commits first keeps it.
+traces seen before are judged exactly as a single process would: the first occurrence in the
+input is imported, a later one with the same content unchanged, with other content an update.
+On PostgreSQL batches write concurrently (each server process uses a core);
+of two batches in flight at once holding the same trace, the one that commits first inserts it
+and the other judges its own version against that one (unchanged or updated).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.util
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -53,48 +55,96 @@ SUMMARY_REJECTIONS = 1000
 
 
 @dataclass(slots=True)
+class FileCounts:
+    """What an import did with one file: input records read and how each ended."""
+
+    path: str
+    size: int | None = None
+    format: str | None = None
+    records: int = 0
+    imported: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    rejected: int = 0
+
+    def balanced(self) -> bool:
+        """Whether every record read is accounted for exactly once."""
+        return self.records == self.imported + self.updated + self.unchanged + self.rejected
+
+
+@dataclass(slots=True)
 class ImportSummary:
     """What an import did; ``line()`` is the one-line summary the CLI prints."""
 
     import_id: int
     files: int = 0
-    #: Input records read, and how each ended: imported + duplicate + rejected == records.
+    #: Input records read, and how each ended:
+    #: ``records_imported + records_updated + records_unchanged + rejected == records``.
     records: int = 0
     records_imported: int = 0
-    records_duplicate: int = 0
+    records_updated: int = 0
+    records_unchanged: int = 0
+    #: Traces new to the store, new versions of stored ones, and already stored as they are.
     traces: int = 0
-    duplicates: int = 0
+    updated: int = 0
+    unchanged: int = 0
     rejected: int = 0
+    #: Of ``rejected``: first kept by this import, and already kept by an earlier one.
+    rejected_new: int = 0
+    rejected_known: int = 0
     messages: int = 0
     seconds: float = 0.0
     rejections: list[Rejected] = field(default_factory=list)
+    #: Per file (by the name its traces carry), in the order read.
+    by_file: dict[str, FileCounts] = field(default_factory=dict)
 
     def line(self) -> str:
-        """``3 files, 215 traces imported, 0 duplicates, 1 rejected in 1.42 s``."""
+        """``3 files, 215 traces imported, 2 updated, 0 unchanged, 1 rejected in 1.42 s``."""
         files = "file" if self.files == 1 else "files"
         return (
-            f"{self.files} {files}, {self.traces} traces imported, {self.duplicates} duplicates, "
-            f"{self.rejected} rejected in {self.seconds:.2f} s"
+            f"{self.files} {files}, {self.traces} traces imported, {self.updated} updated, "
+            f"{self.unchanged} unchanged, {self.rejected} rejected in {self.seconds:.2f} s"
         )
+
+    def file(self, name: str) -> FileCounts:
+        """The counts of the file ``name`` (made on first use)."""
+        found = self.by_file.get(name)
+        if found is None:
+            found = self.by_file[name] = FileCounts(name)
+        return found
 
     def add_written(self, result: WriteResult) -> None:
         """Count what one written batch did."""
         self.traces += result.imported
-        self.duplicates += result.duplicates
+        self.updated += result.updated
+        self.unchanged += result.unchanged
         self.messages += result.messages
         self.records_imported += result.records_imported
-        self.records_duplicate += result.records_duplicate
+        self.records_updated += result.records_updated
+        self.records_unchanged += result.records_unchanged
+        for (name, outcome), records in result.by_file.items():
+            counts = self.file(name)
+            setattr(counts, outcome, getattr(counts, outcome) + records)
 
 
 def analyze_batch(
-    batch: Sequence[Trace | Deferred], encoding: str, budget: int
+    batch: Sequence[Trace | Deferred],
+    encoding: str,
+    budget: int,
+    positions: Mapping[int, int] | None = None,
 ) -> list[TraceRows | Rejected]:
     """Parsing of deferred records, token counts, analysis and rows of a batch of traces.
 
-    A trace the analysis trips over becomes a rejection (``analysis_failed``) instead of
-    stopping the import. Results come back in batch order.
+    ``positions``: the ``line_position`` of the items (by index in ``batch``) that are not the
+    first trace of their file starting on their line. A trace the analysis trips over becomes a
+    rejection (``analysis_failed``) instead of stopping the import. Results come back in batch
+    order.
     """
     parsed = [finish_deferred(t) if isinstance(t, Deferred) else t for t in batch]
+    for index, position in (positions or {}).items():
+        item = parsed[index]
+        if isinstance(item, Trace):
+            item.line_position = position
     traces = [t for t in parsed if isinstance(t, Trace)]
     counts = count_many([m.content for t in traces for m in t.messages], encoding)
     rows: list[TraceRows | Rejected] = []
@@ -184,6 +234,7 @@ def analyze_and_write(
     ids: Sequence[int] | None,
     encoding: str,
     budget: int,
+    positions: Mapping[int, int] | None = None,
 ) -> tuple[WriteResult, list[Rejected]]:
     """The unit of work of a writing worker: analyze a batch, then write it in its turn
     (``ids``: the trace ids reserved for the batch's items, where writes run concurrently)."""
@@ -191,7 +242,7 @@ def analyze_and_write(
     assert state is not None, "worker not initialized"
     failure: BaseException | None = None
     try:
-        rows, row_ids, rejected = _split(analyze_batch(batch, encoding, budget), ids)
+        rows, row_ids, rejected = _split(analyze_batch(batch, encoding, budget, positions), ids)
     except BaseException as exc:  # still take (and pass on) the turn, or later batches hang
         failure = exc
     with _turn(state, seq):
@@ -206,8 +257,9 @@ def _analyze_only(
     ids: Sequence[int] | None,
     encoding: str,
     budget: int,
+    positions: Mapping[int, int] | None = None,
 ) -> tuple[list[TraceRows | Rejected], Sequence[int] | None]:
-    return analyze_batch(batch, encoding, budget), ids
+    return analyze_batch(batch, encoding, budget, positions), ids
 
 
 # ---- the parent's side ------------------------------------------------------------------------
@@ -257,6 +309,12 @@ class BatchWriter:
         self.max_pending = 2 * workers
         self.seq = 0
         self.batch: list[Trace | Deferred] = []
+        #: ``line_position`` of the batch's items that are not the first trace on their line.
+        self.positions: dict[int, int] = {}
+        #: The file and starting line of the last trace, and how many traces started there
+        #: (see ``Trace.line_position``): traces sharing a line come one after the other.
+        self.last_start: tuple[str, int | None] | None = None
+        self.on_line = 0
         self.batch_messages = 0
         self.rejected: list[Rejected] = []
         self.pending: deque[Future[Any]] = deque()
@@ -280,6 +338,7 @@ class BatchWriter:
         if isinstance(item, Rejected):
             self._reject(item)
             return
+        self._place(item)
         self.batch.append(item)
         if isinstance(item, Deferred):
             self.batch_messages += len(item.record.raw) // DEFERRED_BYTES_PER_MESSAGE + 1
@@ -288,8 +347,19 @@ class BatchWriter:
         if self.batch_messages >= BATCH_MESSAGES:
             self._submit()
 
+    def _place(self, item: Trace | Deferred) -> None:
+        """Note which trace starting on its line ``item`` is: a file's traces come in order."""
+        line = item.record.line if isinstance(item, Deferred) else item.source_line
+        start = (item.source_file, line)
+        if start != self.last_start or line is None:
+            self.last_start, self.on_line = start, 0
+            return
+        self.on_line += 1
+        self.positions[len(self.batch)] = self.on_line
+
     def _reject(self, item: Rejected) -> None:
         self.summary.rejected += 1
+        self.summary.file(item.source_file).rejected += 1
         if len(self.summary.rejections) < SUMMARY_REJECTIONS:
             self.summary.rejections.append(item)
         self.rejected.append(item)
@@ -300,14 +370,17 @@ class BatchWriter:
         if not self.batch:
             return
         batch, self.batch, self.batch_messages = self.batch, [], 0
+        positions, self.positions = self.positions, {}
         seq, self.seq = self.seq, self.seq + 1
         # Trace ids in input order, even where batches commit in another order.
         ids = reserve_trace_ids(self.engine, len(batch))
         if self.pool is None:
-            self._collect(_analyze_only(batch, seq, ids, self.encoding, self.budget))
+            self._collect(_analyze_only(batch, seq, ids, self.encoding, self.budget, positions))
             return
         work = analyze_and_write if self.workers_write else _analyze_only
-        self.pending.append(self.pool.submit(work, batch, seq, ids, self.encoding, self.budget))
+        self.pending.append(
+            self.pool.submit(work, batch, seq, ids, self.encoding, self.budget, positions)
+        )
         while len(self.pending) > self.max_pending:
             self._collect(self.pending.popleft().result())
 
@@ -324,7 +397,7 @@ class BatchWriter:
     def _flush_rejected(self) -> None:
         if not self.rejected:
             return
-        write_rejected(
+        new = write_rejected(
             self.engine,
             self.import_id,
             [
@@ -339,4 +412,6 @@ class BatchWriter:
                 for r in self.rejected
             ],
         )
+        self.summary.rejected_new += new
+        self.summary.rejected_known += len(self.rejected) - new
         self.rejected = []

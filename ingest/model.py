@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -113,26 +114,48 @@ class Trace(_Model):
     messages: list[Message] = Field(default_factory=list)
     #: How many input records (lines / array items) this trace was built from.
     record_count: int = 1
+    #: 0 for the first trace of its file starting at ``source_line``, 1 for the next …: traces
+    #: sharing a line (the items of a one-line JSON array) are still told apart by position.
+    #: Set by the importer, which sees a file's traces in order; not part of a dump (the
+    #: parsed trace is the same whatever the importer numbered it).
+    line_position: int = Field(default=0, exclude=True)
 
     def dedupe_key(self) -> str:
-        """Identity for de-duplication: the external id when present, else a content hash.
+        """Identity: the format plus the external id when present, else what the source says
+        the trace is (its file, the line of its first record and, when several traces start on
+        that line, which of them it is), else its content hash.
+
+        The same trace imported again has the same identity whatever its content; whether it
+        changed is the business of :func:`content_hash`. The file is hashed so that a long path
+        fits the column.
 
         >>> Trace(format="x", source_file="a", external_id="run-1").dedupe_key()
         'x:id:run-1'
+        >>> Trace(format="x", source_file="a.jsonl", source_line=3).dedupe_key()
+        'x:at:8d6a6f2da8cffa60896c7bef:3'
         """
         if self.external_id:
             return f"{self.format}:id:{self.external_id}"
+        if self.source_line is not None:
+            at = f"{self.format}:at:{_short_hash(self.source_file)}:{self.source_line}"
+            return f"{at}.{self.line_position}" if self.line_position else at
         return f"{self.format}:sha256:{content_hash(self)}"
 
 
-def content_hash(trace: Trace) -> str:
-    """SHA-256 of the normalized messages and metadata (independent of file name and line)."""
-    import hashlib
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
-    payload = [
-        trace.metadata,
-        [[m.role, m.content, m.raw] for m in trace.messages],
-    ]
+
+def content_hash(trace: Trace) -> str:
+    """SHA-256 of the canonical content: messages, tool definitions and metadata.
+
+    Independent of the file name and line, so the same trace read from another path (or another
+    position) has the same hash; any change to a message, a declared tool or the metadata
+    changes it.
+    """
+    payload: list[Any] = [trace.metadata, [[m.role, m.content, m.raw] for m in trace.messages]]
+    if trace.tools:  # appended only when declared: hashes of traces without tools stay as they were
+        payload.append([[t.name, t.description, t.parameters] for t in trace.tools])
     data = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
     return hashlib.sha256(data).hexdigest()
 

@@ -8,8 +8,8 @@ spans with :func:`ingest.formats.otlp.trace_of` and hands it to ``store``.
 
 That is the seam with trace versions: a trace is always re-assembled whole, under the same
 identity (format ``otlp`` + the OTel trace id), so storing it again is importing a changed
-trace, and the store decides what that means (today the first version stays and later ones
-count as duplicates; with trace versions the stored trace is updated in place).
+trace: the store updates it in place (a new version; notes and corrections carried over), or
+finds it unchanged.
 """
 
 from __future__ import annotations

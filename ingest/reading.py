@@ -79,18 +79,23 @@ def split_file(
     records that make a trace on their own unparsed, as :class:`Deferred` items holding only
     the raw bytes, for :func:`finish_deferred` in a worker process."""
     name = name or str(path)
+    # A file rejected whole counts as one record read (``on_record``), so that records read
+    # always equal imported + updated + unchanged + rejected.
     try:
         head = read_head(path)
     except OSError as exc:
-        yield Rejected(
+        whole = Rejected(
             source_file=name, line=0, byte_offset=0, reason="unreadable_file", message=str(exc)
         )
+        if on_record is not None:
+            on_record(whole)
+        yield whole
         return
     chosen = fmt or formats.sniff_format(head)
     if chosen is None:
         if not head.strip():
             return  # an empty file holds no records: nothing to import, nothing lost
-        yield Rejected(
+        whole = Rejected(
             source_file=name,
             line=1,
             byte_offset=0,
@@ -99,6 +104,9 @@ def split_file(
             f"(one of: {', '.join(formats.format_names())})",
             raw=head[:UNKNOWN_FORMAT_KEEP],
         )
+        if on_record is not None:
+            on_record(whole)
+        yield whole
         return
     with open_input(path) as stream:
         records: Iterable[Record | Rejected] = iter_records(stream, name, max_depth=MAX_NESTING)
@@ -108,6 +116,18 @@ def split_file(
             yield from _stripped(chosen.split(records, name))
         else:
             yield from chosen.parse(records, name)
+
+
+def file_format(path: Path, fmt: TraceFormat | None = None) -> str | None:
+    """The name of the format ``path`` is read with: ``fmt``'s, else the one sniffed from its
+    head; ``None`` when the file cannot be read or its format is not recognized."""
+    if fmt is not None:
+        return fmt.name
+    try:
+        chosen = formats.sniff_format(read_head(path))
+    except OSError:
+        return None
+    return None if chosen is None else chosen.name
 
 
 def finish_deferred(item: Deferred) -> Trace | Rejected:
@@ -145,6 +165,7 @@ __all__ = [
     "UNKNOWN_FORMAT_KEEP",
     "RecordHook",
     "UnknownFormatError",
+    "file_format",
     "finish_deferred",
     "read_file",
     "resolve_format",

@@ -16,7 +16,7 @@ from db.records import (
 from db.vocabulary import DEFAULT_LOOP_K
 from db.write import TraceRows
 from ingest.facts import ResultFacts, TraceFacts
-from ingest.model import Message, Trace
+from ingest.model import Message, Trace, content_hash
 
 # Variable parts of error messages that would split one error into many fingerprints.
 _FINGERPRINT_SUBS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -39,16 +39,18 @@ def error_fingerprint(tool: str, text: str) -> str:
     return f"{tool}: {first.strip()}"[:FINGERPRINT_MAX]
 
 
-def display_id(trace: Trace, dedupe_key: str) -> str:
-    """What users call a trace: its external id, else the first 12 hex digits of its hash."""
+def display_id(trace: Trace, digest: str) -> str:
+    """What users call a trace: its external id, else the first 12 hex digits of its content
+    hash ``digest``."""
     if trace.external_id:
         return trace.external_id
-    return dedupe_key.rsplit(":", 1)[-1][:12]
+    return digest[:12]
 
 
 def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceRows:
     """All rows of one trace, ready for :func:`db.write.write_traces`."""
     key = trace.dedupe_key()
+    digest = content_hash(trace)
     by_seq = {m.seq: m for m in trace.messages}
     calls = {(c.message_seq, c.call_index): c for c in facts.calls}
     messages = [_message_row(m, n) for m, n in zip(trace.messages, tokens, strict=True)]
@@ -84,8 +86,9 @@ def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceR
     errors = sum(1 for r in facts.results if r.content.status == "error")
     record = TraceRecord(
         dedupe_key=key,
+        content_hash=digest,
         external_id=trace.external_id,
-        display_id=display_id(trace, key),
+        display_id=display_id(trace, digest),
         format=trace.format,
         source_file=trace.source_file,
         source_line=trace.source_line,

@@ -1,5 +1,5 @@
 """Worker processes analyze and write batches: exactly what an in-process import stores, on both
-databases; duplicates judged in input order; a failing batch fails the import without a hang."""
+databases; repeated traces judged in input order; a failing batch fails the import, no hang."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def test_workers_finish_the_deferred_records_of_every_format_as_one_process_read
 
 
 @pytest.mark.usefixtures("small_batches")
-def test_a_duplicate_in_a_later_batch_is_the_one_recognized_as_duplicate(
+def test_a_repeat_in_a_later_batch_is_the_one_recognized_as_unchanged(
     tmp_path: Path, db_url: str
 ) -> None:
     traces = list(generate_traces(1_200, seed=5))
@@ -109,8 +109,8 @@ def test_a_duplicate_in_a_later_batch_is_the_one_recognized_as_duplicate(
         first_lines = conn.execute(sa.select(sa.func.min(TraceRow.source_line))).scalar_one()
         stored = conn.execute(sa.select(sa.func.count()).select_from(TraceRow)).scalar_one()
     engine.dispose()
-    assert (summary.traces, summary.duplicates, summary.records) == (len(traces), 1, len(lines))
-    assert (summary.records_imported, summary.records_duplicate) == (len(traces), 1)
+    assert (summary.traces, summary.unchanged, summary.records) == (len(traces), 1, len(lines))
+    assert (summary.records_imported, summary.records_unchanged) == (len(traces), 1)
     assert (stored, first_lines) == (len(traces), 1)
 
 

@@ -157,4 +157,6 @@ def test_demo_generates_and_imports_the_scenarios(tmp_path: Path) -> None:
     db = str(tmp_path / "demo.db")
     result = runner.invoke(app, ["demo", "--db", db, "--out", str(tmp_path / "traces")])
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("3 files, 60 traces imported, 0 duplicates, 0 rejected")
+    assert result.stdout.startswith(
+        "3 files, 60 traces imported, 0 updated, 0 unchanged, 0 rejected"
+    )

@@ -44,7 +44,10 @@ def test_the_import_filter_narrows_the_rejected_records(
     assert not at.exception
     assert [s.value for s in at.main.subheader] == [
         "Import history",
+        "Files of import 1",
+        "Traces updated by import 1",
         "Rejected records (import 1)",
     ]
+    assert "This import replaced no stored trace." in captions(at)
     assert "No record was rejected." in captions(at)
     assert len(at.expander) == 0

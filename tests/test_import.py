@@ -58,9 +58,13 @@ def test_reimporting_a_file_changes_nothing(db_url: str, tmp_path: Path) -> None
     path = write_jsonl(tmp_path / "a.jsonl", [json.dumps(CONVERSATION).encode()])
     first = runner.invoke(app, ["import", "--db", db_url, str(path)])
     assert first.exit_code == 0, first.output
-    assert first.stdout.startswith("1 file, 1 traces imported, 0 duplicates, 0 rejected in ")
+    assert first.stdout.startswith(
+        "1 file, 1 traces imported, 0 updated, 0 unchanged, 0 rejected in "
+    )
     second = runner.invoke(app, ["import", "--db", db_url, str(path)])
-    assert second.stdout.startswith("1 file, 0 traces imported, 1 duplicates, 0 rejected in ")
+    assert second.stdout.startswith(
+        "1 file, 0 traces imported, 0 updated, 1 unchanged, 0 rejected in "
+    )
     assert counts(db_url) == {"traces": 1, "messages": 4, "tool_calls": 1, "tool_results": 1}
 
 
@@ -106,7 +110,7 @@ def test_a_bad_record_is_rejected_with_its_line_and_kept(
     result = runner.invoke(app, ["import", "--db", db_url, "--strict", str(path)])
     assert result.exit_code == 1
     assert f"{path}:2: {reason}: {message}\n" in result.stderr
-    assert "1 traces imported, 0 duplicates, 1 rejected" in result.stdout
+    assert "1 traces imported, 0 updated, 0 unchanged, 1 rejected" in result.stdout
     engine = make_engine(db_url)
     with engine.connect() as conn:
         row = conn.execute(sa.select(RejectedRecord)).one()
@@ -186,7 +190,8 @@ def test_claude_code_sessions_import_with_one_missing_result(db_url: str, realda
     data = summarize(engine)
     again = import_paths(engine, files)
     engine.dispose()
-    assert (again.traces, again.duplicates, again.records_duplicate) == (0, 15, 3096)
+    assert (again.traces, again.updated, again.unchanged) == (0, 0, 15)
+    assert again.records_unchanged == 3096
     assert (data["traces"], data["tool_calls"], data["tool_results"]) == (15, 1092, 1091)
     assert data["pair_states"]["paired"] == 1091
     assert data["pair_states"]["missing_result"] == 1

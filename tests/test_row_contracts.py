@@ -29,7 +29,7 @@ CONTRACTS: dict[str, type[tuple[object, ...]]] = {
 #: Per table, the columns outside its contract: keys the writer adds, the import time, and
 #: what reviewers write later.
 OUTSIDE: dict[str, set[str]] = {
-    "traces": {"id", "import_id", "imported_at", "reviewed_at", "reviewed_by"},
+    "traces": {"id", "import_id", "imported_at", "version", "reviewed_at", "reviewed_by"},
     "messages": {"id", "trace_id"},
     "tool_calls": {"id", "trace_id"},
     "tool_results": {
@@ -39,7 +39,7 @@ OUTSIDE: dict[str, set[str]] = {
     "findings": {"id", "trace_id"},
 }  # fmt: skip
 #: Of those, the ones an import fills in.
-WRITTEN_OUTSIDE = {"id", "trace_id", "import_id", "imported_at"}
+WRITTEN_OUTSIDE = {"id", "trace_id", "import_id", "imported_at", "version"}
 
 
 def _fields(table: str) -> tuple[str, ...]:

@@ -70,7 +70,9 @@ def test_uploaded_files_are_imported_under_their_original_names(engine: sa.Engin
     summary = import_uploaded(
         engine, [("runs.jsonl", incident_bytes()), ("../../etc/x.jsonl", incident_bytes())], 1
     )
-    assert summary.line().startswith("2 files, 3 traces imported, 3 duplicates, 0 rejected in ")
+    assert summary.line().startswith(
+        "2 files, 3 traces imported, 0 updated, 3 unchanged, 0 rejected in "
+    )
     imports, files, _ = stored(engine)
     assert imports == [("upload", ["runs.jsonl", "../../etc/x.jsonl"], 3, 0)]
     assert files == ["runs.jsonl"]
@@ -105,7 +107,7 @@ def test_uploading_on_the_page_imports_shows_the_summary_and_the_rejected_record
     assert not at.exception
     assert len(at.success) == 1
     assert at.success[0].value.startswith(
-        "2 files, 3 traces imported, 1 duplicates, 1 rejected in "
+        "2 files, 3 traces imported, 0 updated, 1 unchanged, 1 rejected in "
     )
     assert [w.value for w in at.warning] == ["1 records were rejected"]
     rejected = at.dataframe[0].value

@@ -1,7 +1,9 @@
 """Imports: the history of imports and the quarantine of rejected records.
 
-Every input record ends up imported, duplicate or rejected; rejected ones are kept with
-``file:line``, the reason and their raw bytes (shown as text, at most 2 KB, never rendered).
+Every input record ends up imported, updated (a new version of a stored trace), unchanged or
+rejected, per import and per file; rejected ones are kept once with ``file:line``, the reason and
+their raw bytes (shown as text, at most 2 KB, never rendered). For the import chosen in the
+sidebar (else the newest) the page lists its files and the traces it updated.
 The sidebar's import filter narrows the rejected records to one import. At the bottom, trace
 files can be uploaded and imported through the same pipeline as ``toollens import`` — on an
 empty store too, where that is the way in.
@@ -18,8 +20,9 @@ IMPORT_PAGE = 20
 REJECTED_PAGE = 10
 
 HISTORY_COLUMNS = (
-    "id", "started_at", "origin", "state", "files", "records", "traces_imported",
-    "duplicates", "rejected", "messages", "seconds", "encoding", "paths", "error",
+    "id", "started_at", "origin", "state", "files", "records", "traces_imported", "updated",
+    "unchanged", "rejected", "rejected_new", "rejected_known", "messages", "seconds",
+    "encoding", "paths", "error",
 )  # fmt: skip
 
 
@@ -54,8 +57,13 @@ st.dataframe(
         "files": widgets.count_column("Files"),
         "records": widgets.count_column("Records", help="input lines / array items"),
         "traces_imported": widgets.count_column("Traces imported"),
-        "duplicates": widgets.count_column("Duplicates", help="already stored"),
+        "updated": widgets.count_column("Updated", help="new versions of stored traces"),
+        "unchanged": widgets.count_column("Unchanged", help="already stored as they are"),
         "rejected": widgets.count_column("Rejected"),
+        "rejected_new": widgets.count_column("Newly rejected", help="first kept by this import"),
+        "rejected_known": widgets.count_column(
+            "Known rejections", help="already kept by an earlier import, not stored again"
+        ),
         "messages": widgets.count_column("Messages"),
         "seconds": st.column_config.NumberColumn("Seconds", format="%.2f"),
         "encoding": st.column_config.TextColumn("Token encoding"),
@@ -65,6 +73,44 @@ st.dataframe(
 )
 
 import_id = state.filters().import_id
+shown_import = import_id if import_id is not None else state.query(q.latest_import_id)
+if shown_import is not None:
+    st.subheader(f"Files of import {shown_import}")
+    st.caption("Input records per file: imported + updated + unchanged + rejected = records.")
+    st.dataframe(
+        state.query(q.import_files, shown_import),
+        hide_index=True,
+        placeholder=widgets.EMPTY_CELL,
+        column_config={
+            "path": st.column_config.TextColumn("File", width="large"),
+            "format": st.column_config.TextColumn("Format"),
+            "size": widgets.count_column("Bytes"),
+            "records": widgets.count_column("Records"),
+            "imported": widgets.count_column("Imported"),
+            "updated": widgets.count_column("Updated"),
+            "unchanged": widgets.count_column("Unchanged"),
+            "rejected": widgets.count_column("Rejected"),
+        },
+    )
+    updates = state.query(q.trace_updates, shown_import)
+    st.subheader(f"Traces updated by import {shown_import}")
+    if updates.empty:
+        st.caption("This import replaced no stored trace.")
+    else:
+        st.dataframe(
+            updates,
+            hide_index=True,
+            placeholder=widgets.EMPTY_CELL,
+            column_order=("display_id", "source_file", "old_messages", "new_messages", "at"),
+            column_config={
+                "display_id": st.column_config.TextColumn("Trace"),
+                "source_file": st.column_config.TextColumn("New version from", width="large"),
+                "old_messages": widgets.count_column("Messages before"),
+                "new_messages": widgets.count_column("Messages after"),
+                "at": st.column_config.DatetimeColumn("At (UTC)", format="YYYY-MM-DD HH:mm"),
+            },
+        )
+
 scope = f"import {import_id}" if import_id is not None else "all imports"
 st.subheader(f"Rejected records ({scope})")
 rejected_total = state.query(q.count_rejected, import_id)

@@ -1,4 +1,5 @@
-"""Queries behind the Imports page: import history and the quarantine of rejected records.
+"""Queries behind the Imports page: import history, what each import did per file and which
+traces it updated, and the quarantine of rejected records.
 
 Rejected records keep their raw bytes; only a bounded prefix (``RAW_PREVIEW_BYTES``) is read back
 for display, cut in SQL so that a huge rejected line never travels to the browser.
@@ -10,14 +11,24 @@ import pandas as pd
 from sqlalchemy import ColumnElement, Engine, func, select
 
 from db.queries.common import to_frame
-from db.schema import ImportRun, RejectedRecord
+from db.schema import ImportFile, ImportRun, RejectedRecord, TraceRow, TraceUpdate
 
 #: Bytes of a rejected record's raw input shown in the UI (decoded with errors="replace").
 RAW_PREVIEW_BYTES = 2048
 
 IMPORT_COLUMNS = (
     "id", "started_at", "finished_at", "origin", "files", "records", "traces_imported",
-    "duplicates", "rejected", "messages", "seconds", "state", "encoding", "error",
+    "updated", "unchanged", "rejected", "rejected_new", "rejected_known", "messages", "seconds",
+    "state", "encoding", "error",
+)  # fmt: skip
+#: Columns of :func:`import_files`: records read per file and how each ended.
+FILE_COLUMNS = (
+    "path", "format", "size", "records", "imported", "updated", "unchanged", "rejected",
+)  # fmt: skip
+#: Columns of :func:`trace_updates`.
+UPDATE_COLUMNS = (
+    "trace_id", "display_id", "source_file", "old_messages", "new_messages", "old_hash",
+    "new_hash", "at",
 )  # fmt: skip
 
 
@@ -43,6 +54,44 @@ def import_history(engine: Engine, *, limit: int = 50, offset: int = 0) -> pd.Da
         df = to_frame(conn, stmt)
     df["paths"] = df["paths"].map(lambda p: ", ".join(str(x) for x in (p or [])))
     return df
+
+
+def import_files(engine: Engine, import_id: int) -> pd.DataFrame:
+    """What import ``import_id`` did with each file, in the order read (``FILE_COLUMNS``);
+    ``records == imported + updated + unchanged + rejected`` on every row."""
+    f = ImportFile
+    stmt = (
+        select(*[getattr(f, c).label(c) for c in FILE_COLUMNS])
+        .where(f.import_id == import_id)
+        .order_by(f.id)
+    )
+    with engine.connect() as conn:
+        return to_frame(conn, stmt)
+
+
+def trace_updates(engine: Engine, import_id: int, *, limit: int = 200) -> pd.DataFrame:
+    """The traces import ``import_id`` replaced by a new version, with the file each new
+    version came from (``UPDATE_COLUMNS``), in the order written."""
+    u = TraceUpdate
+    columns = [
+        (TraceRow.display_id if c == "display_id" else getattr(u, c)).label(c)
+        for c in UPDATE_COLUMNS
+    ]
+    stmt = (
+        select(*columns)
+        .join(TraceRow, TraceRow.id == u.trace_id)
+        .where(u.import_id == import_id)
+        .order_by(u.id)
+        .limit(limit)
+    )
+    with engine.connect() as conn:
+        return to_frame(conn, stmt)
+
+
+def latest_import_id(engine: Engine) -> int | None:
+    """The id of the newest import, if any."""
+    with engine.connect() as conn:
+        return conn.execute(select(func.max(ImportRun.id))).scalar_one_or_none()
 
 
 def _rejected_where(import_id: int | None) -> list[ColumnElement[bool]]:
