@@ -134,6 +134,26 @@ def test_a_duplicate_delivery_changes_nothing(receiver: Running) -> None:
     assert receiver.app.state.assembler.dirty_traces == 0  # type: ignore[attr-defined]
 
 
+def test_a_trace_whose_spans_keep_arriving_is_updated_in_place(receiver: Running) -> None:
+    exporter = InMemorySpanExporter()
+    openinference_run(provider(exporter))
+    spans = list(exporter.get_finished_spans())
+    # The SDK ends children first: the first LLM and tool spans arrive, then the rest of the run.
+    first = encode_spans(spans[:2]).SerializeToString()
+    rest = encode_spans(spans[2:]).SerializeToString()
+    protobuf = {"Content-Type": "application/x-protobuf"}
+    assert post(receiver.url, first, **protobuf)[0] == 200
+    early = wait_for(lambda: stored_pairs(receiver.engine).get(TRACE))
+    assert early and len(early) < len(OPENINFERENCE_PAIRS)  # shown while the run still grows
+    with receiver.engine.connect() as conn:
+        first_id = conn.execute(sa.select(TraceRow.id)).scalar_one()
+    assert post(receiver.url, rest, **protobuf)[0] == 200
+    assert wait_for(lambda: stored_pairs(receiver.engine).get(TRACE) == OPENINFERENCE_PAIRS)
+    with receiver.engine.connect() as conn:
+        rows = conn.execute(sa.select(TraceRow.id, TraceRow.version)).all()
+    assert [tuple(r) for r in rows] == [(first_id, 2)]
+
+
 def test_a_gzipped_json_export_is_accepted_and_answered_in_json(receiver: Running) -> None:
     from otlp_agent import otlp_json
 
