@@ -123,3 +123,47 @@ def test_partial_openllmetry_and_vercel_attributes_keep_what_they_say() -> None:
         "{not json",
         False,
     )
+
+
+def _oi_messages(prefix: str, messages: list[tuple[str, str, str | None]]) -> dict[str, Any]:
+    """OpenInference flattened messages: (role, content, call id of a call or of a result)."""
+    attrs: dict[str, Any] = {}
+    for i, (role, content, ident) in enumerate(messages):
+        p = f"{prefix}.{i}.message."
+        attrs[p + "role"] = role
+        if content:
+            attrs[p + "content"] = content
+        if ident and role == "assistant":
+            attrs[p + "tool_calls.0.tool_call.id"] = ident
+            attrs[p + "tool_calls.0.tool_call.function.name"] = "grep"
+            attrs[p + "tool_calls.0.tool_call.function.arguments"] = "{}"
+        elif ident:
+            attrs[p + "tool_call_id"] = ident
+    return attrs
+
+
+def test_a_sliding_window_prompt_continues_the_conversation_without_repeating_it() -> None:
+    # Each call sends the system and user messages, then only the previous call and result
+    # (the shared OTLP benchmark's ``history=last``).
+    head = [("system", "Be brief.", None), ("user", "Find it.", None)]
+    spans = []
+    previous: list[tuple[str, str, str | None]] = []
+    for step in range(3):
+        call = ("assistant", f"step {step}", f"c{step}")
+        attrs = {
+            "openinference.span.kind": "LLM",
+            **_oi_messages("llm.input_messages", head + previous),
+            **_oi_messages("llm.output_messages", [call]),
+        }
+        spans.append(_span(10 * step + 1, "llm.chat", attrs))
+        previous = [call, ("tool", f"found {step}", f"c{step}")]
+    trace = trace_of(spans, source_file="f")
+    assert [(m.role, m.content, m.branch) for m in trace.messages] == [
+        ("system", "Be brief.", None),
+        ("user", "Find it.", None),
+        ("assistant", "step 0", None),
+        ("tool", "found 0", None),
+        ("assistant", "step 1", None),
+        ("tool", "found 1", None),
+        ("assistant", "step 2", None),
+    ]
