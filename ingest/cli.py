@@ -298,8 +298,13 @@ def serve_command(
     host: Annotated[str, typer.Option(help="Address to bind (default: this machine only)")] = (
         "127.0.0.1"
     ),
+    otlp: Annotated[
+        bool, typer.Option("--otlp", help="Also receive live traces over OTLP/HTTP (see receive)")
+    ] = False,
+    otlp_port: Annotated[int, typer.Option(help="Port of the OTLP receiver (with --otlp)")] = 4318,
 ) -> None:
-    """Open the dashboard (Streamlit) on http://HOST:PORT."""
+    """Open the dashboard (Streamlit) on http://HOST:PORT; with --otlp, also run the OTLP
+    receiver on HOST:OTLP_PORT (one command: stopping it stops both)."""
     from db.engine import resolve_url
 
     url = resolve_url(db)
@@ -313,8 +318,35 @@ def serve_command(
     ]  # fmt: skip
     typer.echo(f"ToolLens dashboard on http://{host}:{port} (database: {url})", err=True)
     sys.stdout.flush()
+    env = {**os.environ, "TOOLLENS_DB": url}
+    if otlp:
+        _serve_with_receiver(command, env, url=url, host=host, port=otlp_port)
+        return
     # Become the Streamlit server (no child left behind when this process is stopped).
-    os.execve(sys.executable, command, {**os.environ, "TOOLLENS_DB": url})
+    os.execve(sys.executable, command, env)
+
+
+def _serve_with_receiver(
+    dashboard: list[str], env: dict[str, str], *, url: str, host: str, port: int
+) -> None:
+    """``serve --otlp``: the dashboard and ``toollens receive`` as two children of this
+    process, which forwards stop signals to both and stops one when the other ends."""
+    from ingest.otlp_receiver import ReceiverConfigError, check_bind
+    from ingest.supervise import run_together
+
+    try:
+        # Refused here, before the dashboard starts, rather than by a dying child.
+        check_bind(host, os.environ.get("TOOLLENS_OTLP_TOKEN"))
+    except ReceiverConfigError as exc:
+        raise _usage_error(str(exc)) from exc
+    receiver = [
+        sys.executable, "-m", "ingest.cli", "receive",
+        "--db", url, "--host", host, "--port", str(port),
+    ]  # fmt: skip
+    typer.echo(f"OTLP receiver on http://{host}:{port}/v1/traces", err=True)
+    code = run_together([dashboard, receiver], env)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command("receive")

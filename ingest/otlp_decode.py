@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -79,7 +79,9 @@ class OtlpSpan:
 
     def to_json(self) -> bytes:
         """The span as one line of JSON (the spool's record); :meth:`from_json` reads it."""
-        return orjson.dumps(asdict(self))
+        # orjson writes dataclasses itself, ten times faster than ``asdict`` (which deep-copies
+        # every attribute value first).
+        return orjson.dumps(self)
 
     @classmethod
     def from_json(cls, data: bytes | str) -> OtlpSpan:

@@ -147,6 +147,10 @@ def create_app(settings: ReceiverSettings, store: Callable[[list[Trace]], None])
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        from ingest.tokens import count_tokens
+
+        # Load the tokenizer now (seconds, once) rather than when the first trace is stored.
+        count_tokens("warm up")
         spool.open()
         # Everything acknowledged before the last stop (or crash) is assembled again; traces
         # stored already are recognized as such by the store.

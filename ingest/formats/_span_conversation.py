@@ -33,7 +33,7 @@ Tool definitions come from ``gen_ai.tool.definitions``, ``llm.tools``, pydantic-
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +42,8 @@ from ingest.formats._span_payloads import (
     attribute_input,
     attribute_output,
     definition_message,
+    event_input,
+    event_output,
     read_input,
     read_list,
     read_output,
@@ -51,21 +53,35 @@ from ingest.formats._span_threads import Source, ToolRun, assemble
 from ingest.model import Message, ToolDef
 
 _LLM_OPERATIONS = {"chat", "generate_content", "text_completion"}
+#: OpenLLMetry's ``llm.request.type`` of a model call.
+_LLM_REQUEST_TYPES = {"chat", "completion"}
+#: The Vercel AI SDK's provider-call spans (the outer ``ai.generateText`` only sums them up).
+_VERCEL_LLM_OPERATIONS = {
+    "ai.generateText.doGenerate",
+    "ai.streamText.doStream",
+    "ai.generateObject.doGenerate",
+    "ai.streamObject.doStream",
+}
 _SNAPSHOTS = ("pydantic_ai.all_messages", "all_messages_events")
 _TOOL_NAME_PREFIXES = ("execute_tool ", "running tool: ", "tool.")
 _ARGUMENT_KEYS = (
     "gen_ai.tool.call.arguments",
     "tool_arguments",
     "gcp.vertex.agent.tool_call_args",
+    "ai.toolCall.args",
+    "ai.toolCall.input",
     "input.value",
 )
 _RESULT_KEYS = (
     "gen_ai.tool.call.result",
     "tool_response",
     "gcp.vertex.agent.tool_response",
+    "ai.toolCall.result",
+    "ai.toolCall.output",
     "output.value",
 )
 _JSON_SCHEMA_KEY = re.compile(r"llm\.tools\.(\d+)\.tool\.json_schema")
+_FUNCTION_KEY = re.compile(r"llm\.request\.functions\.(\d+)\.(\w+)")
 
 
 @dataclass(slots=True)
@@ -93,14 +109,19 @@ class SpanNode:
     failure: str | None = None
     #: The failure's message (OTel status message, exception message, Langfuse statusMessage).
     status_message: Any = None
+    #: The span's events as ``(name, attributes)``: the deprecated GenAI message events.
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def is_llm(self) -> bool:
         """Whether the span is an LLM call."""
+        attrs = self.attrs
         return (
             self.type == "GENERATION"
-            or self.attrs.get("openinference.span.kind") == "LLM"
-            or str(self.attrs.get("gen_ai.operation.name")) in _LLM_OPERATIONS
+            or attrs.get("openinference.span.kind") == "LLM"
+            or str(attrs.get("gen_ai.operation.name")) in _LLM_OPERATIONS
+            or str(attrs.get("llm.request.type")) in _LLM_REQUEST_TYPES
+            or str(attrs.get("ai.operationId", self.name)) in _VERCEL_LLM_OPERATIONS
         )
 
 
@@ -143,9 +164,10 @@ def _sources(
     memo: Memo = {}
     for obs in llm_calls:
         from_fields = read_input(obs.input, memo)
-        from_attrs = attribute_input(obs.attrs, memo)
+        from_attrs = attribute_input(obs.attrs, memo) or event_input(obs.events, memo)
         inputs = from_attrs if weight(from_attrs) > weight(from_fields) else from_fields
-        said, said_attrs = read_output(obs.output), attribute_output(obs.attrs)
+        said = read_output(obs.output)
+        said_attrs = attribute_output(obs.attrs) or event_output(obs.events)
         outputs = said_attrs if weight(said_attrs) > weight(said) else said
         parent = by_id.get(obs.parent) if obs.parent else None
         sources.append(
@@ -198,18 +220,19 @@ def _tool_run(obs: SpanNode) -> ToolRun | None:
         or attrs.get("openinference.span.kind") == "TOOL"
         or attrs.get("gen_ai.operation.name") == "execute_tool"
         or "gen_ai.tool.name" in attrs
+        or "ai.toolCall.name" in attrs
         or tool_message is not None
     ):
         return None
     span_name = obs.name
     for prefix in _TOOL_NAME_PREFIXES:
         span_name = span_name.removeprefix(prefix)
-    names = [attrs.get("gen_ai.tool.name"), attrs.get("tool.name")]
+    names = [attrs.get("gen_ai.tool.name"), attrs.get("tool.name"), attrs.get("ai.toolCall.name")]
     names += [tool_message.get("name") if tool_message else None, span_name if named_span else None]
     name = next((n for n in names if isinstance(n, str) and n), None)
     if name is None:
         return None
-    ident = attrs.get("gen_ai.tool.call.id", attrs.get("tool.id"))
+    ident = attrs.get("gen_ai.tool.call.id", attrs.get("tool.id", attrs.get("ai.toolCall.id")))
     error, source = _error(obs)
     if tool_message is not None:
         ident = ident or tool_message.get("tool_call_id")
@@ -287,6 +310,8 @@ def _tool_definitions(observations: list[SpanNode], llm_calls: list[SpanNode]) -
             (int(m.group(1)), v) for k, v in attrs.items() if (m := _JSON_SCHEMA_KEY.fullmatch(k))
         )
         found += definitions([v for _, v in schemas])
+        found += definitions(_functions(attrs))
+        found += definitions(attrs.get("ai.prompt.tools"))
         request = maybe_json(attrs.get("model_request_parameters"))
         if isinstance(request, dict):
             found += definitions(request.get("function_tools"))
@@ -302,3 +327,13 @@ def _tool_definitions(observations: list[SpanNode], llm_calls: list[SpanNode]) -
     for tool in found:
         unique.setdefault(tool.name, tool)
     return list(unique.values())
+
+
+def _functions(attrs: dict[str, Any]) -> list[dict[str, Any]]:
+    """OpenLLMetry's flattened ``llm.request.functions.N.name/description/parameters``."""
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if key.startswith("llm.request.functions.") and (m := _FUNCTION_KEY.fullmatch(key)):
+            value = maybe_json(value) if m.group(2) == "parameters" else value
+            found.setdefault(int(m.group(1)), {})[m.group(2)] = value
+    return [found[i] for i in sorted(found)]

@@ -233,6 +233,13 @@ def _chat_messages(role: Role, data: dict[str, Any], raw: Any) -> list[Message]:
                 error = flag if isinstance(flag, bool) else None
                 ident, body = part.get("tool_use_id"), part.get("content")
                 results.append(result_message(body, ident, None, part, error, "is_error"))
+            elif kind == "tool-call":  # Vercel AI SDK (``input`` since AI SDK 5)
+                arguments = part.get("args", part.get("input"))
+                calls.append(
+                    make_call(len(calls), part.get("toolCallId"), part.get("toolName"), arguments)
+                )
+            elif kind == "tool-result":
+                results.append(_vercel_result(part))
             elif kind == "function" and isinstance(part.get("function"), dict):
                 # Koog writes an assistant's calls as the content of the message.
                 spec = part["function"]
@@ -245,6 +252,8 @@ def _chat_messages(role: Role, data: dict[str, Any], raw: Any) -> list[Message]:
     else:
         text = content_text(content)
     calls += _listed_calls(data, len(calls))
+    if results and not calls and not text:
+        return results
     if role == "tool" and not calls:
         status = data.get("status")
         error = {"error": True, "success": False}.get(status) if isinstance(status, str) else None
@@ -252,10 +261,23 @@ def _chat_messages(role: Role, data: dict[str, Any], raw: Any) -> list[Message]:
         return [result_message(content, ident, data.get("name"), raw, error, "status")]
     if role == "tool":
         role = "assistant"  # Koog sends the assistant's calls back with role "tool"
-    if results and not calls and not text:
-        return results
     message = Message(seq=0, role=role, content=text, tool_calls=calls, raw=raw)
     return [message, *results]
+
+
+def _vercel_result(part: dict[str, Any]) -> Message:
+    """A Vercel AI SDK ``tool-result`` part: ``result`` (before AI SDK 5), or ``output`` as
+    ``{type: "text" | "json" | "error-text" | "error-json", value}``; ``isError`` or an
+    ``error-`` output type is an explicit error."""
+    body = part.get("result", part.get("output"))
+    flag = part.get("isError")
+    error = flag if isinstance(flag, bool) else None
+    if isinstance(body, dict) and isinstance(body.get("type"), str) and "value" in body:
+        if error is None and body["type"].startswith("error"):
+            error = True
+        body = body["value"]
+    ident, name = part.get("toolCallId"), part.get("toolName")
+    return result_message(body, ident, name, part, error, "isError")
 
 
 def _listed_calls(data: dict[str, Any], first: int) -> list[ToolCall]:
@@ -348,7 +370,8 @@ def _responses_item(item: dict[str, Any]) -> SourceMessage:
 
 def definitions(items: Any) -> list[ToolDef]:
     """Declared tools in the shapes spans use (OpenAI, flat, Gemini ``function_declarations``,
-    pydantic-ai ``parameters_json_schema``, BeeAI ``tool.name``); unreadable ones are skipped."""
+    pydantic-ai ``parameters_json_schema``, Vercel AI SDK 5 ``inputSchema``, BeeAI
+    ``tool.name``); unreadable ones are skipped."""
     out: list[ToolDef] = []
     for item in maybe_json(items) if isinstance(maybe_json(items), list) else []:
         item = maybe_json(item)
@@ -359,8 +382,9 @@ def definitions(items: Any) -> list[ToolDef]:
             continue
         if "tool.name" in item:
             item = {k.removeprefix("tool."): v for k, v in item.items()}
-        if "parameters_json_schema" in item:
-            item = {**item, "parameters": item["parameters_json_schema"]}
+        for schema_key in ("parameters_json_schema", "inputSchema"):
+            if schema_key in item and "parameters" not in item:
+                item = {**item, "parameters": item[schema_key]}
         try:
             out += tool_defs([item], "tools")
         except ShapeError:

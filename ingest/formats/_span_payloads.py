@@ -1,11 +1,12 @@
 """The prompt and the answer of an LLM span, from its fields or from its attributes.
 
-An LLM span records what it sent and what came back twice over: in the observation's own
-``input`` / ``output`` (a message list, or a whole request or response object of the provider)
-and in its attributes (OTel ``gen_ai.input.messages``, OpenInference
-``llm.input_messages.N.message.*``, legacy ``gen_ai.prompt.N.*``). The readers here find the
-messages in each; :func:`weight` says which reading holds more, so the caller keeps the richer
-one. Inputs are read by position (see ``_span_threads``), answers as a list.
+An LLM span records what it sent and what came back twice over: in the observation's own ``input`` /
+``output`` (a message list, or a whole request or response object of the provider) and in its
+attributes (OTel ``gen_ai.input.messages``, OpenInference ``llm.input_messages.N.message.*``,
+OpenLLMetry ``gen_ai.prompt.N.*``, the Vercel AI SDK's ``ai.prompt.messages``), or in span events
+(the deprecated GenAI ``gen_ai.user.message`` … events). The readers here find the messages in each;
+:func:`weight` says which reading holds more, so the caller keeps the richer one. Inputs are read by
+position (see ``_span_threads``), answers as a list.
 """
 
 from __future__ import annotations
@@ -153,10 +154,17 @@ def _attribute_message(fields: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def _attribute_list(attrs: dict[str, Any], prefix: str, memo: Memo | None = None) -> Positioned:
+def _attribute_list(
+    attrs: dict[str, Any], prefix: str, memo: Memo | None = None, role: str | None = None
+) -> Positioned:
+    """Flattened messages by position; ``role`` is the role of one that names none (an
+    answer whose ``role`` attribute was not written is still the model's)."""
     out: Positioned = {}
     for index, fields in sorted(_flattened(attrs, prefix).items()):
-        read = read_list([_attribute_message(fields)], index, memo).get(index)
+        message = _attribute_message(fields)
+        if role is not None:
+            message.setdefault("role", role)
+        read = read_list([message], index, memo).get(index)
         if read is not None and read.messages:
             out[index] = read
     return out
@@ -170,6 +178,9 @@ def attribute_input(attrs: dict[str, Any], memo: Memo | None = None) -> Position
     if isinstance(messages, list):
         prefix = _system(maybe_json(attrs.get("gen_ai.system_instructions")))
         return read_list(messages, len(prefix), memo) | dict(enumerate(prefix))
+    messages = maybe_json(attrs.get("ai.prompt.messages"))
+    if isinstance(messages, list):
+        return read_list(messages, 0, memo)
     for prefix_key in ("llm.input_messages.", "gen_ai.prompt."):
         found = _attribute_list(attrs, prefix_key, memo)
         if found:
@@ -182,15 +193,93 @@ def attribute_input(attrs: dict[str, Any], memo: Memo | None = None) -> Position
 
 def attribute_output(attrs: dict[str, Any]) -> list[SourceMessage]:
     """The answer in a span's attributes (``gen_ai.output.messages``,
-    ``llm.output_messages.N``, legacy ``gen_ai.completion.N``)."""
+    ``llm.output_messages.N``, legacy ``gen_ai.completion.N``, the Vercel AI SDK's
+    ``ai.response.text`` and ``ai.response.toolCalls``)."""
     messages = maybe_json(attrs.get("gen_ai.output.messages"))
     if isinstance(messages, list):
         return list(read_list(messages).values())
+    if "ai.response.toolCalls" in attrs or "ai.response.text" in attrs:
+        return _vercel_answer(attrs)
     for prefix_key in ("llm.output_messages.", "gen_ai.completion."):
-        found = _attribute_list(attrs, prefix_key)
+        found = _attribute_list(attrs, prefix_key, role="assistant")
         if found:
             return [found[i] for i in sorted(found)]
     return []
+
+
+def _vercel_answer(attrs: dict[str, Any]) -> list[SourceMessage]:
+    """``ai.response.toolCalls`` is ``[{toolCallId, toolName, args | input}]`` (``args`` a
+    JSON string before AI SDK 5, ``input`` after)."""
+    listed = maybe_json(attrs.get("ai.response.toolCalls"))
+    calls = [
+        {
+            "id": c.get("toolCallId"),
+            "name": c.get("toolName"),
+            "arguments": c.get("args", c.get("input")),
+        }
+        for c in (listed if isinstance(listed, list) else [])
+        if isinstance(c, dict)
+    ]
+    text = attrs.get("ai.response.text")
+    message = {"role": "assistant", "content": text if isinstance(text, str) else ""}
+    read = read_message({**message, "tool_calls": calls})
+    return [read] if read is not None and read.messages else []
+
+
+# ---------------------------------------------------------------------------------------------
+# Deprecated GenAI events
+
+#: Event name to message role; ``gen_ai.choice`` is an answer.
+_EVENT_ROLES = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+_BODY_FIELDS = ("content", "role", "tool_calls", "id", "message", "index", "finish_reason")
+
+
+def _event_body(attributes: dict[str, Any]) -> dict[str, Any]:
+    """An event's body: a JSON ``gen_ai.event.content`` or ``event_body`` attribute, else the
+    body's fields as attributes (nested ones JSON strings, as span events cannot nest)."""
+    for key in ("gen_ai.event.content", "event_body", "body"):
+        body = maybe_json(attributes.get(key))
+        if isinstance(body, dict):
+            return body
+    return {k: maybe_json(attributes[k]) for k in _BODY_FIELDS if k in attributes}
+
+
+def _event_message(role: str, body: dict[str, Any]) -> dict[str, Any]:
+    message = {"role": body.get("role") or role, **{k: v for k, v in body.items() if k != "role"}}
+    if role == "tool" and "tool_call_id" not in message:
+        message["tool_call_id"] = body.get("id")
+    return message
+
+
+def event_input(events: list[tuple[str, dict[str, Any]]], memo: Memo | None = None) -> Positioned:
+    """The prompt as deprecated GenAI message events: ``gen_ai.{system,user,assistant,tool}
+    .message``, one event per message, in order."""
+    items = [
+        _event_message(_EVENT_ROLES[name], _event_body(attributes))
+        for name, attributes in events
+        if name in _EVENT_ROLES
+    ]
+    return read_list(items, 0, memo) if items else {}
+
+
+def event_output(events: list[tuple[str, dict[str, Any]]]) -> list[SourceMessage]:
+    """The answer as ``gen_ai.choice`` events (body ``{index, finish_reason, message}``)."""
+    out: list[SourceMessage] = []
+    for name, attributes in events:
+        if name != "gen_ai.choice":
+            continue
+        body = _event_body(attributes)
+        message = body.get("message")
+        message = message if isinstance(message, dict) else body
+        read = read_message(_event_message("assistant", message))
+        if read is not None and read.messages:
+            out.append(read)
+    return out
 
 
 def weight(messages: Positioned | list[SourceMessage]) -> int:

@@ -10,7 +10,9 @@ so far and gets an answer. :func:`assemble` rebuilds the conversation from them:
   a call's input skips (OpenInference attributes drop messages they cannot flatten) keep what
   an earlier call's answer put there. A call whose input starts with a message the thread
   already holds further on (an Assistants-style thread sends only the new messages) continues
-  from there. Anything else starts a new thread: another agent, or a sub-agent.
+  from there; so does a sliding-window prompt (the thread's first messages, then its latest
+  ones: an agent that cuts the middle out of a long history), its messages placed where the
+  thread holds them. Anything else starts a new thread: another agent, or a sub-agent.
 * **Tool runs.** A tool span is *represented* when the conversation already holds its call (same
   call id, else same name) or its result (same id, else same output text, else the first
   unclaimed result after the call before the model speaks again); its error flag and the name or
@@ -127,6 +129,47 @@ def _offset(thread: _Thread, inputs: Positioned) -> int | None:
     return None
 
 
+def _window(thread: _Thread, inputs: Positioned) -> dict[int, int] | None:
+    """Where a sliding-window prompt sits in ``thread``: it starts with the thread's first
+    messages and goes on with its latest ones (agents that cut the middle out of a long
+    history); ``None`` unless that rest reaches the thread's last message."""
+    if not thread.slots:
+        return None
+    prefix = 0
+    while (
+        prefix in inputs
+        and prefix in thread.slots
+        and thread.slots[prefix].message.key == inputs[prefix].key
+    ):
+        prefix += 1
+    rest = sorted(i for i in inputs if i >= prefix)
+    if prefix == 0 or not rest:
+        return None
+    first, last = rest[0], max(thread.slots)
+    for start in range(last, prefix - 1, -1):
+        slot = thread.slots.get(start)
+        if slot is None or slot.message.key != inputs[first].key:
+            continue
+        if start + rest[-1] - first < last:
+            break  # further back, the window would end before the thread does
+        positions = {i: i for i in inputs if i < prefix} | {i: start + i - first for i in rest}
+        if all(
+            thread.slots[at].message.key == inputs[i].key
+            for i, at in positions.items()
+            if at in thread.slots
+        ):
+            return positions
+    return None
+
+
+def _positions(thread: _Thread, inputs: Positioned) -> dict[int, int] | None:
+    """Where each input message goes in ``thread`` (see :func:`_offset`, :func:`_window`)."""
+    offset = _offset(thread, inputs)
+    if offset is not None:
+        return {i: offset + i for i in inputs}
+    return _window(thread, inputs)
+
+
 def _place(
     thread: _Thread, position: int, message: SourceMessage, time: datetime | None, placed: set[int]
 ) -> None:
@@ -148,10 +191,12 @@ def _place(
     thread.slots[position] = _Slot(message, time)
 
 
-def _apply(thread: _Thread, source: Source, offset: int, order: int, placed: set[int]) -> None:
+def _apply(
+    thread: _Thread, source: Source, positions: dict[int, int], order: int, placed: set[int]
+) -> None:
     for index, sent in source.inputs.items():
-        _place(thread, offset + index, sent, source.start, placed)
-    base = offset + max(source.inputs) + 1
+        _place(thread, positions[index], sent, source.start, placed)
+    base = positions[max(source.inputs)] + 1
     if source.usage and source.outputs and source.outputs[0].messages:
         source.outputs[0].messages[0].usage = source.usage
     for index, said in enumerate(source.outputs):
@@ -172,13 +217,13 @@ def _align(sources: list[Source]) -> tuple[list[_Thread], list[tuple[datetime | 
         if not source.inputs:
             continue
         for thread in sorted(threads, key=lambda t: -t.touched):
-            offset = _offset(thread, source.inputs)
-            if offset is not None:
+            positions = _positions(thread, source.inputs)
+            if positions is not None:
                 break
         else:
-            thread, offset = _Thread(label=source.label), 0
+            thread, positions = _Thread(label=source.label), {i: i for i in source.inputs}
             threads.append(thread)
-        _apply(thread, source, offset, order, seen)
+        _apply(thread, source, positions, order, seen)
         placed.append((source.start, thread))
     for thread in threads:
         for position in sorted(thread.slots):

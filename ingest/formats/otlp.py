@@ -6,11 +6,12 @@ Collector's ``fileexporter``). Spans of one trace may be spread over many lines:
 by trace id across the whole file (a span id seen twice is one span, as a retried export sends
 it again), and each trace becomes one canonical trace whose external id is the OTel trace id.
 
-The spans are decoded by :mod:`ingest.otlp_decode` and read by the same span-to-conversation
-code as Langfuse exports (``_span_conversation``): OTel GenAI, OpenInference and OpenLLMetry
-attributes give the LLM calls (messages, model, usage) and the tool runs (calls and results
-paired by id). Status ``ERROR`` or an ``exception`` event marks a span as failed (an explicit
-error on its tool result, whose content falls back to the status or exception message).
+The spans are decoded by :mod:`ingest.otlp_decode` and read by the same span-to-conversation code as
+Langfuse exports (``_span_conversation``): OTel GenAI (attributes or the deprecated message events),
+OpenInference, OpenLLMetry and Vercel AI SDK attributes give the LLM calls (messages, model, usage)
+and the tool runs (calls and results paired by id). Status ``ERROR`` or an ``exception`` event marks
+a span as failed (an explicit error on its tool result, whose content falls back to the status or
+exception message).
 
 The agent is the first ``gen_ai.agent.name`` attribute, else the root span's name; the start
 is the earliest span start; ``service.name``, ``session.id`` and the span count go to the
@@ -38,8 +39,14 @@ from ingest.records import Record
 
 NAME = "otlp"
 
-_MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
-_USAGE_PREFIXES = ("gen_ai.usage.", "llm.token_count.")
+_MODEL_KEYS = (
+    "gen_ai.response.model",
+    "gen_ai.request.model",
+    "llm.model_name",
+    "ai.response.model",
+    "ai.model.id",
+)
+_USAGE_PREFIXES = ("gen_ai.usage.", "llm.token_count.", "llm.usage.", "ai.usage.")
 _TRACE_ATTRIBUTES = ("session.id", "user.id", "gen_ai.conversation.id")
 
 
@@ -129,6 +136,7 @@ def span_node(span: OtlpSpan) -> SpanNode:
         usage=usage or None,
         failure=failure,
         status_message=message,
+        events=[(e.name, e.attributes) for e in span.events],
     )
 
 

@@ -1,0 +1,330 @@
+"""``make bench-otlp``: live OTLP/HTTP ingest, ToolLens's receiver against Arize Phoenix.
+
+    python -m benchmarks.otlp_bench [--steps 3000] [--batch-spans 1000] [--skip-phoenix]
+
+The workload is the shared OTLP/Phoenix benchmark's (``../shared/bench/otlp-phoenix/
+workload.py``, imported by path): agent runs of OpenInference spans (an AGENT root, per step an
+LLM span asking for a tool and a TOOL span with its result, ~10 % failing), sent in batches of
+whole traces with the stock ``OTLPSpanExporter`` called directly, as that benchmark's
+``bench.py`` does (same batch size, export timeout and application-level retries). The same
+batches go, one server after the other, to:
+
+* **ToolLens**: ``toollens receive`` as a subprocess on a fresh SQLite store. A span counts as
+  *persisted* once the trace it belongs to is stored: the sum of the stored traces'
+  ``span_count`` (the spans each stored trace was assembled from), polled from the store;
+* **Phoenix** 20.26.1, installed by this script into ``.bench/phoenix-venv`` (``python -m venv``
+  + ``pip install arize-phoenix==20.26.1``, as the shared ``setup.sh`` does), started with
+  ``phoenix serve`` on a fresh working directory and polled on its ``spans`` table.
+
+For each: persisted spans per second (first send to the moment every span is persisted, or the
+count stalled), end-to-end tool results per second (ToolLens: stored tool-result rows; Phoenix:
+the workload's tool results scaled by the persisted fraction, as ``bench.py`` computes it), spans
+lost (sent minus persisted), and the server's peak RSS (``VmHWM``). The last line is
+``otlp ratio toollens/phoenix=X lost toollens=N phoenix=M`` (X: persisted spans/s over
+persisted spans/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import psutil
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOAD = ROOT.parent.parent / "shared" / "bench" / "otlp-phoenix" / "workload.py"
+BENCH = ROOT / ".bench" / "otlp"
+PHOENIX_VENV = ROOT / ".bench" / "phoenix-venv"
+PHOENIX_VERSION = "20.26.1"
+
+
+@dataclass
+class Result:
+    """One server's run."""
+
+    server: str
+    sent_spans: int
+    persisted_spans: int
+    lost_spans: int
+    tool_results_stored: float
+    wall_s: float
+    send_s: float
+    spans_per_s: float
+    tool_results_per_s: float
+    peak_rss_mb: float
+    failed_batches: int
+
+
+def load_workload(path: Path) -> ModuleType:
+    """The shared benchmark's ``workload.py``, imported from where it lives."""
+    spec = importlib.util.spec_from_file_location("otlp_phoenix_workload", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while defined
+    spec.loader.exec_module(module)
+    return module
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def peak_rss_mb(pid: int) -> float:
+    """``VmHWM`` of a process and its children (the ToolLens receiver is one process)."""
+    total = 0
+    for proc in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+        with open(f"/proc/{proc.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1])
+    return round(total / 1024, 1)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGINT (both servers store or flush what they hold), then harder."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def send(batches: list[Any], endpoint: str, args: argparse.Namespace) -> tuple[float, int]:
+    """Export every batch as ``bench.py`` does; the seconds it took and the spans given up."""
+    exporter = OTLPSpanExporter(endpoint=endpoint, timeout=args.export_timeout)
+    failed = 0
+    start = time.perf_counter()
+    for batch in batches:
+        for attempt in range(args.app_retries + 1):
+            if exporter.export(batch) is SpanExportResult.SUCCESS:
+                break
+            if attempt == args.app_retries:
+                failed += len(batch)
+            else:
+                time.sleep(0.5)
+    exporter.shutdown()
+    return time.perf_counter() - start, failed
+
+
+def wait_persisted(
+    count: Callable[[], int], expected: int, start: float, stall_s: float, poll_s: float
+) -> tuple[int, float]:
+    """Poll until ``expected`` are persisted or the count stops moving; (count, seconds)."""
+    last, changed = -1, time.perf_counter()
+    while True:
+        now = time.perf_counter()
+        try:
+            found = count()
+        except sqlite3.OperationalError:  # the server is between writes or migrating
+            found = max(last, 0)
+        if found >= expected:
+            return found, now - start
+        if found != last:
+            last, changed = found, now
+        elif now - changed > stall_s:
+            return found, changed - start
+        time.sleep(poll_s)
+
+
+def run_toollens(batches: list[Any], stats: Any, args: argparse.Namespace) -> Result:
+    """``toollens receive`` on a fresh SQLite store, fed the batches."""
+    folder = BENCH / "toollens"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    db = folder / "toollens.db"
+    port = free_port()
+    command = [
+        sys.executable, "-m", "ingest.cli", "receive", "--db", str(db),
+        "--port", str(port), "--spool", str(folder / "spool"),
+    ]  # fmt: skip
+    log = (folder / "receiver.log").open("w")
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    try:
+        _wait_listening(port, process)
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+
+        def spans() -> int:
+            row = conn.execute(
+                "SELECT coalesce(sum(json_extract(metadata, '$.span_count')), 0) FROM traces"
+            ).fetchone()
+            return int(row[0])
+
+        start = time.perf_counter()
+        sent_s, failed = send(batches, f"http://127.0.0.1:{port}/v1/traces", args)
+        persisted, wall = wait_persisted(spans, stats.spans, start, args.stall_s, args.poll_s)
+        results = conn.execute("SELECT count(*) FROM tool_results").fetchone()[0]
+        conn.close()
+        peak = peak_rss_mb(process.pid)
+    finally:
+        stop(process)
+    return _result("toollens", stats, persisted, results, wall, sent_s, peak, failed)
+
+
+def ensure_phoenix() -> Path:
+    """``phoenix`` of ``.bench/phoenix-venv``, installed there on first use."""
+    phoenix = PHOENIX_VENV / "bin" / "phoenix"
+    if not phoenix.exists():
+        print(f"installing arize-phoenix=={PHOENIX_VERSION} into {PHOENIX_VENV}", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(PHOENIX_VENV)], check=True)
+        pip = [str(PHOENIX_VENV / "bin" / "python"), "-m", "pip", "install", "-q"]
+        subprocess.run([*pip, "--upgrade", "pip"], check=True)
+        subprocess.run([*pip, f"arize-phoenix=={PHOENIX_VERSION}"], check=True)
+    return phoenix
+
+
+def run_phoenix(batches: list[Any], stats: Any, args: argparse.Namespace) -> Result:
+    """``phoenix serve`` (default SQLite) on a fresh working directory, fed the batches."""
+    phoenix = ensure_phoenix()
+    work = BENCH / "phoenix-work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    port = free_port()
+    env = {
+        **os.environ,
+        "PHOENIX_WORKING_DIR": str(work),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(free_port()),
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+        "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false",
+    }
+    log = (BENCH / "phoenix.log").open("w")
+    process = subprocess.Popen(
+        [str(phoenix), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=BENCH
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not _healthy(f"http://127.0.0.1:{port}/healthz"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"phoenix did not start; see {BENCH / 'phoenix.log'}")
+            time.sleep(0.25)
+        time.sleep(args.settle_s)  # let post-startup work finish, as bench.py does
+        conn = sqlite3.connect(f"file:{work / 'phoenix.db'}?mode=ro", uri=True, timeout=30)
+
+        def spans() -> int:
+            return int(conn.execute("SELECT count(*) FROM spans").fetchone()[0])
+
+        start = time.perf_counter()
+        sent_s, failed = send(batches, f"http://127.0.0.1:{port}/v1/traces", args)
+        persisted, wall = wait_persisted(spans, stats.spans, start, args.stall_s, args.poll_s)
+        conn.close()
+        peak = peak_rss_mb(process.pid)
+    finally:
+        stop(process)
+    results = stats.tool_results * persisted / stats.spans
+    return _result("phoenix", stats, persisted, results, wall, sent_s, peak, failed)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit("toollens receive exited early; see .bench/otlp/toollens/")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise SystemExit("toollens receive did not listen within 60 s")
+
+
+def _result(
+    server: str,
+    stats: Any,
+    persisted: int,
+    results: float,
+    wall: float,
+    sent_s: float,
+    peak: float,
+    failed: int,
+) -> Result:
+    wall = max(wall, 1e-6)
+    return Result(
+        server=server,
+        sent_spans=stats.spans,
+        persisted_spans=persisted,
+        lost_spans=stats.spans - persisted,
+        tool_results_stored=round(results, 1),
+        wall_s=round(wall, 3),
+        send_s=round(sent_s, 3),
+        spans_per_s=round(persisted / wall, 1),
+        tool_results_per_s=round(results / wall, 1),
+        peak_rss_mb=peak,
+        failed_batches=failed,
+    )
+
+
+def main() -> None:
+    """Build the workload, run ToolLens then Phoenix, print both and the ratio line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=3000, help="tool calls (= LLM = TOOL spans)")
+    parser.add_argument("--batch-spans", type=int, default=1000)
+    parser.add_argument("--history", default="last", choices=["last", "full"])
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--export-timeout", type=float, default=120.0)
+    parser.add_argument("--app-retries", type=int, default=20)
+    parser.add_argument("--stall-s", type=float, default=60.0)
+    parser.add_argument("--poll-s", type=float, default=0.1)
+    parser.add_argument("--settle-s", type=float, default=5.0)
+    parser.add_argument("--workload", type=Path, default=WORKLOAD)
+    parser.add_argument("--skip-phoenix", action="store_true")
+    args = parser.parse_args()
+
+    workload = load_workload(args.workload)
+    traces, stats = workload.build_workload(args.steps, seed=args.seed, history=args.history)
+    batches = workload.batch_traces(traces, args.batch_spans)
+    print(f"workload: {json.dumps(stats.summary())}, {len(batches)} batches", flush=True)
+    BENCH.mkdir(parents=True, exist_ok=True)
+    toollens = run_toollens(batches, stats, args)
+    print(json.dumps(asdict(toollens)), flush=True)
+    if args.skip_phoenix:
+        return
+    phoenix = run_phoenix(batches, stats, args)
+    print(json.dumps(asdict(phoenix)), flush=True)
+    (BENCH / "results.json").write_text(
+        json.dumps(
+            {
+                "args": vars(args) | {"workload": str(args.workload)},
+                "runs": [asdict(toollens), asdict(phoenix)],
+            },
+            indent=1,
+        )
+    )
+    ratio = toollens.spans_per_s / phoenix.spans_per_s if phoenix.spans_per_s else float("inf")
+    print(
+        f"otlp ratio toollens/phoenix={ratio:.1f} "
+        f"lost toollens={toollens.lost_spans} phoenix={phoenix.lost_spans}"
+    )
+
+
+if __name__ == "__main__":
+    main()
