@@ -11,18 +11,26 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine
 
 from db import dialect
 from db.engine import writing
+from db.records import SourceFileRecord
+from db.source_files import load_source_files, save_source_files, stored_unchanged
 from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
 from db.write import finish_import, start_import
+from ingest import formats
 from ingest.batches import BATCH_MESSAGES, BatchWriter, ImportSummary
-from ingest.model import Rejected, Trace
+from ingest.bytestream import read_head
+from ingest.file_changes import Change, FileLook, entry_for, look_at
+from ingest.formats.base import Deferred, TraceFormat
+from ingest.model import Rejected, Trace, content_hash
 from ingest.reading import RecordHook, resolve_format, split_file
 from ingest.records import Record
 
@@ -50,11 +58,20 @@ def import_paths(
     workers: int | None = None,
     progress: ProgressFn | None = None,
     display_names: Sequence[str] | None = None,
+    incremental: bool = True,
+    full_hash: bool = False,
 ) -> ImportSummary:
     """Import trace files into ``engine``'s database; the library form of ``toollens import``.
 
     ``workers``: tokenizing processes (``None``: one per core for large inputs, none for small).
     ``display_names``: the names stored as ``source_file`` (default: the paths as given).
+    ``incremental``: skip files unchanged since the last import and read only what was appended
+    to a grown JSONL file (:mod:`ingest.file_changes`); ``full_hash`` compares files by the
+    SHA-256 of their whole content instead of size, mtime and head and tail hashes.
+
+    Interrupted (Ctrl-C, or SIGTERM where the caller turns it into ``KeyboardInterrupt``), the
+    import stops its workers, is stored as ``interrupted`` with its counts so far, and the
+    exception goes on; the same import run again completes it.
     """
     fmt_override = resolve_format(format_name)
     names = [str(p) for p in (display_names or paths)]
@@ -65,39 +82,215 @@ def import_paths(
         total = sum(_size(p) for p in paths)
         workers = (os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 0
     writer = BatchWriter(engine, import_id, summary, encoding, budget, workers)
+    files = _IncrementalFiles(engine, writer, fmt_override, full_hash, progress)
     try:
         with writer, _bulk_gc():
-            for path, name in zip(paths, names, strict=True):
-                summary.files += 1
-                items = split_file(
-                    Path(path),
-                    name,
-                    fmt_override,
-                    _counter(summary, progress),
-                    defer=writer.pool is not None,
-                )
-                for item in items:
-                    writer.add(item)
+            if incremental:
+                for path, name in zip(paths, names, strict=True):
+                    summary.files += 1
+                    files.read(Path(path), name)
+            else:
+                for path, name in zip(paths, names, strict=True):
+                    summary.files += 1
+                    items = split_file(
+                        Path(path),
+                        name,
+                        fmt_override,
+                        _counter(summary, progress),
+                        defer=writer.pool is not None,
+                    )
+                    for item in items:
+                        writer.add(item)
+        if incremental:
+            # Only now is every trace of every file written: an entry saved earlier could
+            # mark as read a file whose last batches an interruption lost.
+            save_source_files(engine, files.entries)
         if summary.messages >= ANALYZE_MIN_MESSAGES:
             with writing(engine) as conn:
                 dialect.analyze(conn, ANALYZED_TABLES)
         summary.seconds = time.perf_counter() - started
-        finish_import(
-            engine,
-            import_id,
-            files=summary.files,
-            records=summary.records,
-            traces_imported=summary.traces,
-            duplicates=summary.duplicates,
-            rejected=summary.rejected,
-            messages=summary.messages,
-            seconds=summary.seconds,
-            state="done",
-        )
+        _finish(engine, summary, "done")
+    except KeyboardInterrupt:
+        summary.seconds = time.perf_counter() - started
+        _finish(engine, summary, "interrupted", error="interrupted (Ctrl-C or SIGTERM)")
+        raise
     except BaseException as exc:
         finish_import(engine, import_id, state="failed", error=repr(exc)[:2000])
         raise
     return summary
+
+
+def _finish(engine: Engine, summary: ImportSummary, state: str, error: str | None = None) -> None:
+    finish_import(
+        engine,
+        summary.import_id,
+        files=summary.files,
+        records=summary.records,
+        traces_imported=summary.traces,
+        duplicates=summary.duplicates,
+        rejected=summary.rejected,
+        messages=summary.messages,
+        seconds=summary.seconds,
+        state=state,
+        error=error,
+    )
+
+
+class _IncrementalFiles:
+    """Reads each file as far as it changed since the last import (its registry entry), feeds
+    what needs writing to the writer, counts the rest as unchanged, and collects the files'
+    new registry entries (:attr:`entries`)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        writer: BatchWriter,
+        fmt: TraceFormat | None,
+        full_hash: bool,
+        progress: ProgressFn | None,
+    ) -> None:
+        self.engine = engine
+        self.writer = writer
+        self.summary = writer.summary
+        self.fmt = fmt
+        self.full_hash = full_hash
+        self.progress = progress
+        self.entries: list[SourceFileRecord] = []
+
+    def read(self, path: Path, name: str) -> None:
+        """Read (or skip) one file; ``name`` is what its traces and rejections carry."""
+        resolved = path.resolve()
+        previous = load_source_files(self.engine, [str(resolved)]).get(str(resolved))
+        look = look_at(resolved, previous, full_hash=self.full_hash)
+        if look.change is Change.UNCHANGED and previous is not None:
+            self._skip(previous, look)
+            return
+        fmt = self.fmt or formats.sniff_format(read_head(resolved))
+        tally = _Tally()
+        resume = _resume_at(look, previous, fmt)
+        if resume is not None and previous is not None and fmt is not None and fmt.trace_per_record:
+            # The appended lines are traces of their own: read only those.
+            self._unchanged(previous.records, previous.traces, tally)
+            items = split_file(path, name, fmt, self._hook(tally), **self._defer(resume))
+            self._add_all(items, tally)
+        elif resume is None or fmt is None or not self._add_touched(path, name, fmt, resume, tally):
+            items = split_file(path, name, fmt, self._hook(tally), **self._defer(None))
+            self._add_all(items, tally)
+        self.entries.append(
+            entry_for(
+                look,
+                resolved,
+                format_name=fmt.name if fmt is not None else None,
+                previous=previous,
+                records=tally.records,
+                traces=tally.traces,
+                import_id=self.summary.import_id,
+            )
+        )
+
+    def _skip(self, previous: SourceFileRecord, look: FileLook) -> None:
+        self.summary.files_unchanged += 1
+        self._unchanged(previous.records, previous.traces, _Tally())
+        if self.progress is not None:
+            self.progress(look.size)
+        self.entries.append(
+            previous._replace(
+                mtime_ns=look.mtime_ns,
+                full_hash=look.full_hash or previous.full_hash,
+                last_import_id=self.summary.import_id,
+            )
+        )
+
+    def _unchanged(self, records: int, traces: int, tally: _Tally) -> None:
+        """Count ``records`` input records holding ``traces`` traces as read and unchanged."""
+        self.summary.records += records
+        self.summary.records_unchanged += records
+        self.summary.unchanged += traces
+        tally.records += records
+        tally.traces += traces
+
+    def _defer(self, resume: tuple[int, int] | None) -> dict[str, Any]:
+        return {"defer": self.writer.pool is not None, "resume": resume}
+
+    def _hook(self, tally: _Tally) -> RecordHook:
+        count = _counter(self.summary, self.progress)
+
+        def hook(item: Record | Rejected) -> None:
+            tally.records += 1
+            count(item)
+
+        return hook
+
+    def _add_all(self, items: Iterable[Trace | Rejected | Deferred], tally: _Tally) -> None:
+        for item in items:
+            if not isinstance(item, Rejected):
+                tally.traces += 1
+            self.writer.add(item)
+
+    def _add_touched(
+        self,
+        path: Path,
+        name: str,
+        fmt: TraceFormat,
+        resume: tuple[int, int],
+        tally: _Tally,
+    ) -> bool:
+        """Re-read a grown file whose traces span many lines (a Claude Code session), passing
+        on only the traces the appended lines belong to, and only where they are not stored
+        as they are; False (nothing read) when an appended line's trace has no identity of
+        its own (no external id) to recognize it by in the whole file."""
+        touched: set[str] = set()
+        for item in split_file(path, name, fmt, defer=False, resume=resume):
+            if isinstance(item, Trace):
+                if not item.external_id:
+                    return False
+                touched.add(item.dedupe_key())
+        # Read whole again: every record counts as read; those left alone count as unchanged.
+        candidates: list[Trace] = []
+        for item in split_file(path, name, fmt, self._hook(tally), defer=False):
+            if isinstance(item, Rejected):
+                if item.byte_offset < resume[0]:
+                    self.summary.records_unchanged += 1  # rejected and stored before
+                else:
+                    self.writer.add(item)
+                continue
+            assert isinstance(item, Trace)
+            tally.traces += 1
+            if item.dedupe_key() in touched:
+                candidates.append(item)
+            else:
+                self.summary.unchanged += 1
+                self.summary.records_unchanged += item.record_count
+        # Checked before the writer counts tokens: the costly part for a long session.
+        hashes = {t.dedupe_key(): content_hash(t) for t in candidates}
+        stored = stored_unchanged(self.engine, hashes)
+        for trace in candidates:
+            if trace.dedupe_key() in stored:
+                self.summary.unchanged += 1
+                self.summary.records_unchanged += trace.record_count
+            else:
+                self.writer.add(trace)
+        return True
+
+
+def _resume_at(
+    look: FileLook, previous: SourceFileRecord | None, fmt: TraceFormat | None
+) -> tuple[int, int] | None:
+    """Where to go on reading a grown file, (byte offset, line), if it grew; the format must be
+    the one its first part was read with."""
+    if look.change is not Change.GROWN or previous is None or previous.read_bytes is None:
+        return None
+    if fmt is None or fmt.name != previous.format:
+        return None
+    return previous.read_bytes, previous.read_lines + 1
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What one file holds, as far as read: its registry entry's ``records`` and ``traces``."""
+
+    records: int = 0
+    traces: int = 0
 
 
 def _size(path: str | Path) -> int:

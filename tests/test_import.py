@@ -60,7 +60,11 @@ def test_reimporting_a_file_changes_nothing(db_url: str, tmp_path: Path) -> None
     assert first.exit_code == 0, first.output
     assert first.stdout.startswith("1 file, 1 traces imported, 0 duplicates, 0 rejected in ")
     second = runner.invoke(app, ["import", "--db", db_url, str(path)])
-    assert second.stdout.startswith("1 file, 0 traces imported, 1 duplicates, 0 rejected in ")
+    assert second.stdout.startswith(
+        "1 file (1 unchanged), 0 traces imported, 0 duplicates, 0 rejected, 1 unchanged in "
+    )
+    third = runner.invoke(app, ["import", "--db", db_url, "--no-incremental", str(path)])
+    assert third.stdout.startswith("1 file, 0 traces imported, 1 duplicates, 0 rejected in ")
     assert counts(db_url) == {"traces": 1, "messages": 4, "tool_calls": 1, "tool_results": 1}
 
 
