@@ -1,8 +1,9 @@
 """What changed in a trace file since the last import read it: nothing, lines appended, or
 anything else; no database (the registry entries come from :mod:`db.source_files`).
 
-A file is *unchanged* when its size, mtime, head hash (its first 64 KiB) and tail hash (the
-64 KiB ending where the last import stopped reading) are what they were (or, under
+A file is *unchanged* when its size, mtime, head hash (its first 64 KiB, or fewer up to where
+the last import stopped reading) and tail hash (the 64 KiB ending there) are what they were
+(or, under
 ``--full-hash``, when the SHA-256 of the whole file is). It has *grown* when it was read as
 JSONL, is not compressed, and its head and the tail of the range read last time still hash the
 same: only what follows needs reading. Anything else is *changed* and read whole again.
@@ -42,49 +43,41 @@ class FileLook:
     path: str
     size: int
     mtime_ns: int
-    head_hash: str
     full_hash: str | None
     compressed: bool
     change: Change
 
 
 def look_at(path: Path, previous: SourceFileRecord | None, *, full_hash: bool) -> FileLook:
-    """Hash the head (and, with ``full_hash``, the whole) of ``path`` and compare it with
-    ``previous``, its registry entry; ``path`` is the resolved path the entry is stored under."""
+    """Compare ``path`` with ``previous``, its registry entry (hashing its whole content too
+    with ``full_hash``); ``path`` is the resolved path the entry is stored under."""
     stat = path.stat()
     with open(path, "rb") as stream:
-        head = stream.read(HASH_WINDOW)
-    head_hash = hashlib.sha256(head).hexdigest()
+        compressed = stream.read(len(GZIP_MAGIC)) == GZIP_MAGIC
     whole = _hash_range(path, 0, stat.st_size) if full_hash else None
     look = FileLook(
         path=str(path),
         size=stat.st_size,
         mtime_ns=stat.st_mtime_ns,
-        head_hash=head_hash,
         full_hash=whole,
-        compressed=head.startswith(GZIP_MAGIC),
+        compressed=compressed,
         change=Change.CHANGED,
     )
     if previous is None:
         return _with(look, Change.NEW)
+    # Both hashes cover only what the last import read: a short file's head grows with it.
+    end = _read_end(previous)
+    same_ends = (
+        look.size >= end
+        and head_hash(path, end) == previous.head_hash
+        and tail_hash(path, end) == previous.tail_hash
+    )
     if whole is not None and previous.full_hash is not None:
         if whole == previous.full_hash:
             return _with(look, Change.UNCHANGED)
-    elif (
-        look.size == previous.size
-        and look.mtime_ns == previous.mtime_ns
-        and head_hash == previous.head_hash
-        and tail_hash(path, _read_end(previous)) == previous.tail_hash
-    ):
+    elif look.size == previous.size and look.mtime_ns == previous.mtime_ns and same_ends:
         return _with(look, Change.UNCHANGED)
-    end = previous.read_bytes
-    if (
-        end is not None
-        and not look.compressed
-        and look.size >= end
-        and head_hash == previous.head_hash
-        and tail_hash(path, end) == previous.tail_hash
-    ):
+    if previous.read_bytes is not None and not compressed and same_ends:
         return _with(look, Change.GROWN)
     return look
 
@@ -95,6 +88,11 @@ def _with(look: FileLook, change: Change) -> FileLook:
 
 def _read_end(entry: SourceFileRecord) -> int:
     return entry.size if entry.read_bytes is None else entry.read_bytes
+
+
+def head_hash(path: Path, end: int) -> str:
+    """SHA-256 of the first :data:`HASH_WINDOW` bytes of ``path`` that come before ``end``."""
+    return _hash_range(path, 0, min(HASH_WINDOW, end))
 
 
 def tail_hash(path: Path, end: int) -> str:
@@ -186,12 +184,13 @@ def entry_for(
         lines = previous.read_lines + count_lines(path, previous.read_bytes, end)
     else:
         lines = count_lines(path, 0, end)
+    read_end = look.size if end is None else end
     return SourceFileRecord(
         path=look.path,
         size=look.size,
         mtime_ns=look.mtime_ns,
-        head_hash=look.head_hash,
-        tail_hash=tail_hash(path, look.size if end is None else end),
+        head_hash=head_hash(path, read_end),
+        tail_hash=tail_hash(path, read_end),
         full_hash=look.full_hash,
         format=format_name,
         read_bytes=end,
