@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 DEMO_DB ?= .demo/toollens.db
 PORT   ?= 8501
 
-.PHONY: help venv demo serve test test-fast lint format bench bench-ui clean
+.PHONY: help venv demo serve test test-fast lint format bench bench-ui bench-reimport clean
 
 help:
 	@echo "make demo     set up, import the sample traces into SQLite, open the dashboard"
@@ -13,6 +13,7 @@ help:
 	@echo "make lint     ruff check, ruff format --check, mypy on db/ and ingest/"
 	@echo "make bench    import benchmark (SQLite and PostgreSQL)"
 	@echo "make bench-ui dashboard speed benchmark (1M-message store)"
+	@echo "make bench-reimport  re-import speed (unchanged real data, one line appended)"
 
 $(BIN)/toollens: pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "ToolLens needs Python 3.11 or newer")'
@@ -53,6 +54,9 @@ bench: venv
 
 bench-ui: venv
 	$(BIN)/python -m benchmarks.ui_bench
+
+bench-reimport: venv
+	$(BIN)/python -m benchmarks.reimport_bench
 
 clean:
 	rm -rf .demo .bench test-artifacts .pytest_cache .mypy_cache .ruff_cache

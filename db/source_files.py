@@ -8,10 +8,11 @@ store keeps one entry per resolved path; the newest import's entry replaces the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import cast
 
 from sqlalchemy import Engine, Table, column, delete, insert, inspect, select
+from sqlalchemy import null as sa_null
 
 from db.engine import writing
 from db.records import SourceFileRecord
@@ -51,27 +52,29 @@ def save_source_files(engine: Engine, records: Sequence[SourceFileRecord]) -> No
         conn.execute(insert(SOURCE_FILES), [r._asdict() for r in records])
 
 
-def stored_unchanged(engine: Engine, hashes: Mapping[str, str]) -> set[str]:
-    """The dedupe keys of ``hashes`` (dedupe key -> content hash) already stored as they are.
-
-    Where the store keeps each trace's content hash (``traces.content_hash``), a stored trace
-    whose hash differs is not unchanged (the import updates it); where it does not, a stored
-    key is unchanged, since the import would skip that trace as a duplicate anyway.
-    """
-    keys = list(hashes)
-    if not keys:
-        return set()
-    traces = cast(Table, TraceRow.__table__)
+def keeps_content_hash(engine: Engine) -> bool:
+    """Whether the store keeps each trace's content hash (``traces.content_hash``, which comes
+    with trace versions): only then can an import tell a stored trace that changed, and
+    update it, from one that did not."""
     with engine.connect() as conn:
-        columns = {c["name"] for c in inspect(conn).get_columns("traces")}
-        # ``traces.content_hash`` arrives with the trace versions; read it where it exists.
-        hashed = "content_hash" in columns
-        key_col = traces.c.dedupe_key
-        selected = [key_col, column("content_hash")] if hashed else [key_col]
-        unchanged: set[str] = set()
-        for start in range(0, len(keys), LOOKUP_CHUNK):
-            chunk = keys[start : start + LOOKUP_CHUNK]
-            for row in conn.execute(select(*selected).where(key_col.in_(chunk))):
-                if not hashed or row[1] == hashes[row[0]]:
-                    unchanged.add(row[0])
-    return unchanged
+        return "content_hash" in {c["name"] for c in inspect(conn).get_columns("traces")}
+
+
+def stored_content_hashes(engine: Engine, keys: Iterable[str]) -> dict[str, str | None]:
+    """The dedupe keys of ``keys`` already stored, with their content hash (``None`` where the
+    store keeps none, see :func:`keeps_content_hash`)."""
+    wanted = list(dict.fromkeys(keys))
+    if not wanted:
+        return {}
+    traces = cast(Table, TraceRow.__table__)
+    hashed = keeps_content_hash(engine)
+    key_col = traces.c.dedupe_key
+    # Named, not taken from the model: the column arrives with the trace-versions migration.
+    hash_col = column("content_hash") if hashed else sa_null().label("content_hash")
+    found: dict[str, str | None] = {}
+    with engine.connect() as conn:
+        for start in range(0, len(wanted), LOOKUP_CHUNK):
+            chunk = wanted[start : start + LOOKUP_CHUNK]
+            rows = conn.execute(select(key_col, hash_col).where(key_col.in_(chunk)))
+            found.update((str(row[0]), row[1]) for row in rows)
+    return found

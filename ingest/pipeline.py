@@ -22,7 +22,12 @@ from sqlalchemy import Engine
 from db import dialect
 from db.engine import writing
 from db.records import SourceFileRecord
-from db.source_files import load_source_files, save_source_files, stored_unchanged
+from db.source_files import (
+    keeps_content_hash,
+    load_source_files,
+    save_source_files,
+    stored_content_hashes,
+)
 from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
 from db.write import finish_import, start_import
 from ingest import formats
@@ -156,11 +161,14 @@ class _IncrementalFiles:
         self.full_hash = full_hash
         self.progress = progress
         self.entries: list[SourceFileRecord] = []
+        #: The registry entry of the file being read.
+        self.previous: SourceFileRecord | None = None
 
     def read(self, path: Path, name: str) -> None:
         """Read (or skip) one file; ``name`` is what its traces and rejections carry."""
         resolved = path.resolve()
         previous = load_source_files(self.engine, [str(resolved)]).get(str(resolved))
+        self.previous = previous
         look = look_at(resolved, previous, full_hash=self.full_hash)
         if look.change is Change.UNCHANGED and previous is not None:
             self._skip(previous, look)
@@ -240,13 +248,25 @@ class _IncrementalFiles:
         as they are; False (nothing read) when an appended line's trace has no identity of
         its own (no external id) to recognize it by in the whole file."""
         touched: set[str] = set()
-        for item in split_file(path, name, fmt, defer=False, resume=resume):
+        appended = _Tally()
+
+        def count_appended(_item: Record | Rejected) -> None:
+            appended.records += 1
+
+        for item in split_file(path, name, fmt, count_appended, defer=False, resume=resume):
             if isinstance(item, Trace):
                 if not item.external_id:
                     return False
                 touched.add(item.dedupe_key())
+        # Checked before anything is parsed again or counted: the costly part of a long session.
+        stored = stored_content_hashes(self.engine, touched)
+        if touched <= stored.keys() and not keeps_content_hash(self.engine):
+            # Every trace the new lines belong to is stored, and this store cannot update a
+            # stored trace: nothing would be written. The whole file counts as unchanged.
+            assert self.previous is not None
+            self._unchanged(self.previous.records + appended.records, self.previous.traces, tally)
+            return True
         # Read whole again: every record counts as read; those left alone count as unchanged.
-        candidates: list[Trace] = []
         for item in split_file(path, name, fmt, self._hook(tally), defer=False):
             if isinstance(item, Rejected):
                 if item.byte_offset < resume[0]:
@@ -256,20 +276,14 @@ class _IncrementalFiles:
                 continue
             assert isinstance(item, Trace)
             tally.traces += 1
-            if item.dedupe_key() in touched:
-                candidates.append(item)
-            else:
+            key = item.dedupe_key()
+            if key not in touched or (
+                stored.get(key) is not None and stored[key] == content_hash(item)
+            ):
                 self.summary.unchanged += 1
                 self.summary.records_unchanged += item.record_count
-        # Checked before the writer counts tokens: the costly part for a long session.
-        hashes = {t.dedupe_key(): content_hash(t) for t in candidates}
-        stored = stored_unchanged(self.engine, hashes)
-        for trace in candidates:
-            if trace.dedupe_key() in stored:
-                self.summary.unchanged += 1
-                self.summary.records_unchanged += trace.record_count
             else:
-                self.writer.add(trace)
+                self.writer.add(item)
         return True
 
 

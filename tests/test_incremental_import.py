@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from db.schema import RejectedRecord, TraceRow
-from db.source_files import load_source_files, stored_unchanged
+from db.source_files import keeps_content_hash, load_source_files, stored_content_hashes
 from ingest.cli import app
 from ingest.pipeline import import_paths
 
@@ -226,9 +226,14 @@ def test_the_cli_reports_unchanged_files(db_url: str, tmp_path: Path) -> None:
     )
 
 
-def test_stored_unchanged_names_the_keys_already_stored(engine: sa.Engine, tmp_path: Path) -> None:
+def test_stored_content_hashes_name_the_keys_already_stored(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
     path = write(tmp_path / "runs.jsonl", [langfuse_line("t1")])
     import_paths(engine, [path])
-    hashes = {"langfuse:id:t1": "h1", "langfuse:id:t9": "h9"}
-    assert stored_unchanged(engine, hashes) == {"langfuse:id:t1"}
-    assert stored_unchanged(engine, {}) == set()
+    # This store keeps no content hashes (trace versions add them): the keys alone are known.
+    assert keeps_content_hash(engine) is False
+    assert stored_content_hashes(engine, ["langfuse:id:t1", "langfuse:id:t9"]) == {
+        "langfuse:id:t1": None
+    }
+    assert stored_content_hashes(engine, []) == {}
