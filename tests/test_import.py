@@ -189,8 +189,11 @@ def test_claude_code_sessions_import_with_one_missing_result(db_url: str, realda
     assert summary.records == summary.records_imported == 3096
     data = summarize(engine)
     again = import_paths(engine, files)
+    whole = import_paths(engine, files, incremental=False)
     engine.dispose()
-    assert (again.traces, again.duplicates, again.records_duplicate) == (0, 15, 3096)
+    assert (again.files_unchanged, again.traces, again.unchanged) == (15, 0, 15)
+    assert (again.records, again.records_unchanged) == (3096, 3096)
+    assert (whole.traces, whole.duplicates, whole.records_duplicate) == (0, 15, 3096)
     assert (data["traces"], data["tool_calls"], data["tool_results"]) == (15, 1092, 1091)
     assert data["pair_states"]["paired"] == 1091
     assert data["pair_states"]["missing_result"] == 1
