@@ -169,8 +169,18 @@ class _IncrementalFiles:
         resolved = path.resolve()
         previous = load_source_files(self.engine, [str(resolved)]).get(str(resolved))
         self.previous = previous
-        look = look_at(resolved, previous, full_hash=self.full_hash)
-        if look.change is Change.UNCHANGED and previous is not None:
+        try:
+            look = look_at(resolved, previous, full_hash=self.full_hash)
+        except OSError:
+            # Unreadable: the reader turns that into a rejection naming the file.
+            tally = _Tally()
+            self._add_all(split_file(path, name, self.fmt, self._hook(tally)), tally)
+            return
+        # A file read with another format than asked for now is read again.
+        same_format = self.fmt is None or (
+            previous is not None and previous.format == self.fmt.name
+        )
+        if look.change is Change.UNCHANGED and previous is not None and same_format:
             self._skip(previous, look)
             return
         fmt = self.fmt or formats.sniff_format(read_head(resolved))

@@ -237,3 +237,19 @@ def test_stored_content_hashes_name_the_keys_already_stored(
         "langfuse:id:t1": None
     }
     assert stored_content_hashes(engine, []) == {}
+
+
+def test_a_file_asked_for_in_another_format_is_read_again(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "runs.jsonl", [langfuse_line("t1")])
+    import_paths(engine, [path])
+    again = import_paths(engine, [path], format_name="toolbench")
+    assert (again.files_unchanged, again.traces, again.rejected) == (0, 0, 1)
+    same = import_paths(engine, [path], format_name="langfuse")
+    assert (same.files_unchanged, same.unchanged) == (0, 0)
+
+
+def test_a_missing_file_is_rejected_as_before(engine: sa.Engine, tmp_path: Path) -> None:
+    summary = import_paths(engine, [tmp_path / "gone.jsonl"])
+    assert [(r.reason, r.line) for r in summary.rejections] == [("unreadable_file", 0)]
