@@ -38,7 +38,9 @@ def load_source_files(engine: Engine, paths: Iterable[str]) -> dict[str, SourceF
 
 
 def save_source_files(engine: Engine, records: Sequence[SourceFileRecord]) -> None:
-    """Store ``records``, each replacing the entry of its path (one transaction)."""
+    """Store ``records``, each replacing the entry of its path (one transaction); of two
+    records of one path (a file named twice in one import) the later one is kept."""
+    records = list({r.path: r for r in records}.values())
     if not records:
         return
     with writing(engine) as conn:

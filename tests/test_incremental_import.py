@@ -253,3 +253,13 @@ def test_a_file_asked_for_in_another_format_is_read_again(
 def test_a_missing_file_is_rejected_as_before(engine: sa.Engine, tmp_path: Path) -> None:
     summary = import_paths(engine, [tmp_path / "gone.jsonl"])
     assert [(r.reason, r.line) for r in summary.rejections] == [("unreadable_file", 0)]
+
+
+def test_a_file_named_twice_in_one_import_is_registered_once(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "runs.jsonl", [langfuse_line("t1")])
+    first = import_paths(engine, [path, path])
+    assert (first.traces, first.duplicates) == (1, 1)
+    again = import_paths(engine, [path, path])
+    assert (again.files_unchanged, again.unchanged) == (2, 2)
