@@ -13,8 +13,16 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import pages, review_ui, state
+from db.migrate import NewerStoreError
 
 st.set_page_config(page_title="ToolLens", page_icon=":material/build:", layout="wide")
+
+try:
+    state.engine()
+except NewerStoreError as exc:
+    # A store migrated by a newer ToolLens: say so in one line instead of a traceback.
+    st.error(str(exc))
+    st.stop()
 
 NAVIGATION = [
     st.Page(p.script, title=p.title, icon=p.icon, url_path=p.url_path, default=p.default)

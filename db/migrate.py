@@ -35,10 +35,48 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+class NewerStoreError(RuntimeError):
+    """The database was migrated by a newer ToolLens: its schema revision is unknown here."""
+
+    def __init__(self, location: str, revision: str) -> None:
+        self.location = location
+        self.revision = revision
+        super().__init__(
+            f"toollens: the database at {location} was written by a newer ToolLens "
+            f"(schema {revision}); upgrade ToolLens"
+        )
+
+
+def store_location(engine: Engine) -> str:
+    """Where the database is, fit to show: the SQLite file, else the URL without password.
+
+    >>> from sqlalchemy import create_engine
+    >>> store_location(create_engine("sqlite:///runs/toollens.db"))
+    'runs/toollens.db'
+    """
+    url = engine.url
+    if url.get_backend_name() == "sqlite" and url.database:
+        return url.database
+    return url.render_as_string(hide_password=True)
+
+
+def known_revisions() -> set[str]:
+    """Every migration revision this version of ToolLens has."""
+    script = ScriptDirectory(str(MIGRATIONS_DIR))
+    return {r.revision for r in script.walk_revisions()}
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Bring the database to ``revision``; a no-op (one cheap query) when it is already there."""
-    if revision == "head" and current_revision(engine) == head_revision():
+    """Bring the database to ``revision``; a no-op (one cheap query) when it is already there.
+
+    Raises :class:`NewerStoreError` when a newer ToolLens migrated the database past what this
+    one knows (Alembic would fail with a traceback naming a revision it cannot locate).
+    """
+    current = current_revision(engine)
+    if revision == "head" and current == head_revision():
         return
+    if current is not None and current not in known_revisions():
+        raise NewerStoreError(store_location(engine), current)
     command.upgrade(alembic_config(engine), revision)
 
 

@@ -133,6 +133,24 @@ class FindingRecord(NamedTuple):
     call_index: int | None
 
 
+class SourceFileRecord(NamedTuple):
+    """A ``source_files`` row: what the last import read of one file (``db.source_files``)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    head_hash: str
+    tail_hash: str
+    full_hash: str | None
+    format: str | None
+    #: Where reading can go on (end of the last complete JSONL line); None: read whole again.
+    read_bytes: int | None
+    read_lines: int
+    records: int
+    traces: int
+    last_import_id: int
+
+
 #: The child tables of a trace, in writing order, with their columns: their contract's fields.
 CHILD_COLUMNS: dict[str, tuple[str, ...]] = {
     "messages": MessageRecord._fields,

@@ -135,9 +135,37 @@ class ImportRun(Base):
     rejected_known: Mapped[int] = mapped_column(Integer, default=0)
     messages: Mapped[int] = mapped_column(BigInteger, default=0)
     seconds: Mapped[float] = mapped_column(Float, default=0.0)
-    #: ``running`` | ``done`` | ``failed``
+    #: ``running`` | ``done`` | ``failed`` | ``interrupted`` (Ctrl-C or SIGTERM; run it again)
     state: Mapped[str] = mapped_column(String(20), default="running")
     error: Mapped[str | None] = mapped_column(Text)
+
+
+class SourceFileRow(Base):
+    """What the last import read of one trace file, so that the next one reads only what changed.
+
+    ``read_bytes`` is where reading can go on (the end of the last complete line of a JSONL file)
+    or NULL where it cannot (compressed files, JSON documents and arrays: read whole again).
+    ``tail_hash`` covers the 64 KiB ending at ``read_bytes`` (at ``size`` when NULL).
+    """
+
+    __tablename__ = "source_files"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: Absolute, resolved path of the file on the machine that imported it.
+    path: Mapped[str] = mapped_column(Text, unique=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    mtime_ns: Mapped[int] = mapped_column(BigInteger)
+    head_hash: Mapped[str] = mapped_column(String(64))
+    tail_hash: Mapped[str] = mapped_column(String(64))
+    #: SHA-256 of the whole file, computed only under ``--full-hash``.
+    full_hash: Mapped[str | None] = mapped_column(String(64))
+    format: Mapped[str | None] = mapped_column(String(40))
+    read_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    #: Lines before ``read_bytes``: where line numbering goes on.
+    read_lines: Mapped[int] = mapped_column(BigInteger, default=0)
+    records: Mapped[int] = mapped_column(BigInteger, default=0)
+    traces: Mapped[int] = mapped_column(BigInteger, default=0)
+    last_import_id: Mapped[int] = mapped_column(ForeignKey("imports.id"))
 
 
 class TraceRow(Base):

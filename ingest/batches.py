@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.util
+import signal
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -78,13 +79,16 @@ class ImportSummary:
 
     import_id: int
     files: int = 0
-    #: Input records read, and how each ended:
+    #: Files skipped unread: unchanged since the last import read them.
+    files_unchanged: int = 0
+    #: Input records read (or skipped as unchanged), and how each ended:
     #: ``records_imported + records_updated + records_unchanged + rejected == records``.
     records: int = 0
     records_imported: int = 0
     records_updated: int = 0
     records_unchanged: int = 0
-    #: Traces new to the store, new versions of stored ones, and already stored as they are.
+    #: Traces new to the store, new versions of stored ones, and already stored as they are
+    #: (unchanged files and untouched sessions included).
     traces: int = 0
     updated: int = 0
     unchanged: int = 0
@@ -99,11 +103,15 @@ class ImportSummary:
     by_file: dict[str, FileCounts] = field(default_factory=dict)
 
     def line(self) -> str:
-        """``3 files, 215 traces imported, 2 updated, 0 unchanged, 1 rejected in 1.42 s``."""
+        """``3 files, 215 traces imported, 2 updated, 0 unchanged, 1 rejected in 1.42 s``; with
+        files skipped unread: ``3 files (2 unchanged), 4 traces imported, 0 updated, 211
+        unchanged, 0 rejected in 0.31 s``."""
         files = "file" if self.files == 1 else "files"
+        skipped = f" ({self.files_unchanged} unchanged)" if self.files_unchanged else ""
         return (
-            f"{self.files} {files}, {self.traces} traces imported, {self.updated} updated, "
-            f"{self.unchanged} unchanged, {self.rejected} rejected in {self.seconds:.2f} s"
+            f"{self.files} {files}{skipped}, {self.traces} traces imported, "
+            f"{self.updated} updated, {self.unchanged} unchanged, {self.rejected} rejected "
+            f"in {self.seconds:.2f} s"
         )
 
     def file(self, name: str) -> FileCounts:
@@ -204,8 +212,15 @@ class _WorkerState:
 _worker: _WorkerState | None = None
 
 
-def _init_worker(url: str, import_id: int, turn: Any, turn_changed: Any) -> None:
+def _init_worker(url: str | None, import_id: int, turn: Any, turn_changed: Any) -> None:
     global _worker
+    # The parent stops the workers (it kills them when interrupted): Ctrl-C, which the
+    # terminal sends to every process of the group, must not interrupt a worker mid-write,
+    # and the parent's SIGTERM handler (``toollens import``) is not the worker's.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if url is None:
+        return  # an analyzing worker: the parent writes
     engine = make_engine(url, migrate=False)
     # Close the connections when the worker exits (PostgreSQL logs abandoned ones).
     multiprocessing.util.Finalize(None, engine.dispose, exitpriority=10)
@@ -297,14 +312,18 @@ class BatchWriter:
             # inherit it instead of each loading their own.
             count_tokens("warm up", encoding)
             context = multiprocessing.get_context("fork")
-            init: dict[str, Any] = {}
+            url: str | None = None
+            turn, changed = None, None
             if self.workers_write:
                 url = engine.url.render_as_string(hide_password=False)
-                turn, changed = None, None
                 if not dialect.concurrent_writers(engine):
                     turn, changed = context.Value("q", 0, lock=False), context.Condition()
-                init = {"initializer": _init_worker, "initargs": (url, import_id, turn, changed)}
-            self.pool = ProcessPoolExecutor(workers, mp_context=context, **init)
+            self.pool = ProcessPoolExecutor(
+                workers,
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(url, import_id, turn, changed),
+            )
         # Two batches per worker in flight: when one is written, the next is already queued.
         self.max_pending = 2 * workers
         self.seq = 0
@@ -331,7 +350,20 @@ class BatchWriter:
                 self._flush_rejected()
         finally:
             if self.pool is not None:
+                if exc_type is not None:
+                    self._stop_workers()
                 self.pool.shutdown(cancel_futures=True)
+
+    def _stop_workers(self) -> None:
+        """Kill the worker processes at once: the import stops (Ctrl-C, SIGTERM or an error)
+        and must not wait for batches nobody will collect. A batch a killed worker was writing
+        rolls back with its transaction."""
+        assert self.pool is not None
+        processes = list(self.pool._processes.values())  # the executor offers no public way
+        for process in processes:
+            process.kill()
+        for process in processes:
+            process.join()
 
     def add(self, item: Trace | Rejected | Deferred) -> None:
         """Take one item of a file: a trace, a deferred record or a rejection."""

@@ -8,8 +8,11 @@ with rejections (or lint over its threshold), 2 usage errors.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import orjson
@@ -37,8 +40,13 @@ MAX_PRINTED_REJECTIONS = 20
 
 def _engine(db: str | None):  # type: ignore[no-untyped-def]
     from db.engine import make_engine
+    from db.migrate import NewerStoreError
 
-    return make_engine(db)
+    try:
+        return make_engine(db)
+    except NewerStoreError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
 
 
 def _usage_error(message: str) -> typer.Exit:
@@ -69,8 +77,23 @@ def import_command(
     workers: Annotated[
         int | None, typer.Option(help="Tokenizing processes (default: one per core for big inputs)")
     ] = None,
+    incremental: Annotated[
+        bool,
+        typer.Option(
+            "--incremental/--no-incremental",
+            help="Skip unchanged files, read only what was appended (--no-incremental: all)",
+        ),
+    ] = True,
+    full_hash: Annotated[
+        bool,
+        typer.Option("--full-hash", help="Tell unchanged files by a hash of their whole content"),
+    ] = False,
 ) -> None:
-    """Import trace files into the database; prints one summary line."""
+    """Import trace files into the database; prints one summary line.
+
+    Interrupted (Ctrl-C or SIGTERM), it stops at once, keeps what it wrote and exits 130
+    (143 for SIGTERM); the same command run again completes the import.
+    """
     from tqdm import tqdm
 
     from ingest.pipeline import import_paths
@@ -98,6 +121,8 @@ def import_command(
         file=sys.stderr,
     )
     engine = _engine(db)
+    terminated: list[int] = []
+    previous_handler = signal.signal(signal.SIGTERM, _interrupt_on_sigterm(terminated))
     try:
         summary = import_paths(
             engine,
@@ -107,8 +132,19 @@ def import_command(
             workers=workers,
             progress=bar.update,
             display_names=[str(p) for p in paths],
+            # A spooled stdin is a new temporary file each time: nothing to remember it by.
+            incremental=incremental and spooled is None,
+            full_hash=full_hash,
         )
+    except KeyboardInterrupt:
+        typer.echo(
+            "toollens: import interrupted; what was written is kept, "
+            "run the same command again to complete it",
+            err=True,
+        )
+        raise typer.Exit(128 + (terminated[0] if terminated else signal.SIGINT)) from None
     finally:
+        signal.signal(signal.SIGTERM, previous_handler)
         bar.close()
         if spooled is not None:
             spooled.unlink(missing_ok=True)
@@ -120,6 +156,16 @@ def import_command(
     typer.echo(summary.line())
     if strict and summary.rejected:
         raise typer.Exit(1)
+
+
+def _interrupt_on_sigterm(received: list[int]) -> Callable[[int, FrameType | None], None]:
+    """A SIGTERM handler that stops the import as Ctrl-C does (noting the signal)."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    return handler
 
 
 @app.command("formats")

@@ -64,6 +64,7 @@ def iter_records(
     *,
     max_record_bytes: int = 256 * 1024 * 1024,
     max_depth: int = 512,
+    resume: tuple[int, int] | None = None,
 ) -> Iterator[Record | Rejected]:
     """Every record of a binary stream, decoded, or rejected with a reason; never raises on data.
 
@@ -85,24 +86,22 @@ def iter_records(
     An array cut off after a complete element yields that element, then a ``truncated``
     rejection with empty ``raw`` at the end of the input.
 
+    ``resume=(byte_offset, line)`` goes on reading a JSONL input whose stream stands at that
+    line start (an import reading only what was appended to a file read before).
+
     >>> import io
     >>> [r.value for r in iter_records(io.BytesIO(b'[{"a": 1},\\n {"b": 2}]'), "x.json")]
     [{'a': 1}, {'b': 2}]
     """
     src = InputBuffer(stream)
     limits = Limits(source_file, max_record_bytes, max_depth)
-    while len(src.buf) < len(UTF8_BOM) and src.fill():
-        pass
-    begin = len(UTF8_BOM) if src.buf.startswith(UTF8_BOM) else 0
-    first = src.find_content(begin)
-    if first >= 0:
-        if src.buf[first] == _OPEN_SQUARE:
-            yield from _iter_array(src, first, limits)
-        elif _first_line_is_complete(src, first, max_record_bytes):
-            begin = 0 if src.base else begin
-            yield from _iter_lines(src, max(src.buf.rfind(b"\n", begin, first) + 1, begin), limits)
-        else:
-            yield from _iter_document(src, first, limits)
+    if resume is not None:
+        # Going on with a JSONL file read before: the stream stands at a line start.
+        src.base, src.line = resume
+        src.counted = src.base
+        yield from _iter_lines(src, 0, limits)
+    else:
+        yield from _iter_container(src, limits)
     if src.error is not None:
         end = len(src.buf)
         yield Rejected(
@@ -112,6 +111,22 @@ def iter_records(
             reason="unreadable_input",
             message=f"cannot read the rest of the input: {src.error}",
         )
+
+
+def _iter_container(src: InputBuffer, limits: Limits) -> Iterator[Record | Rejected]:
+    """The records of an input read from its start, by the container its first bytes show."""
+    while len(src.buf) < len(UTF8_BOM) and src.fill():
+        pass
+    begin = len(UTF8_BOM) if src.buf.startswith(UTF8_BOM) else 0
+    first = src.find_content(begin)
+    if first >= 0:
+        if src.buf[first] == _OPEN_SQUARE:
+            yield from _iter_array(src, first, limits)
+        elif _first_line_is_complete(src, first, limits.max_record_bytes):
+            begin = 0 if src.base else begin
+            yield from _iter_lines(src, max(src.buf.rfind(b"\n", begin, first) + 1, begin), limits)
+        else:
+            yield from _iter_document(src, first, limits)
 
 
 def _first_line_is_complete(src: InputBuffer, first: int, limit: int) -> bool:

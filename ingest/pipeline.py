@@ -4,7 +4,8 @@ Every input record ends up exactly once as imported, updated, unchanged or rejec
 with ``file:line``, byte offset, reason and raw bytes), counted per import and per file. The
 parent reads files and splits them into records (:mod:`ingest.reading`, which knows no
 database); parsing, token counting, analysis and writing happen a batch at a time in
-:mod:`ingest.batches` (worker processes for large inputs).
+:mod:`ingest.batches` (worker processes for large inputs). Files unchanged since the last import
+are skipped unread, and a JSONL file that only grew is read from where the last import stopped.
 """
 
 from __future__ import annotations
@@ -14,17 +15,28 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine
 
 from db import dialect
 from db.engine import writing
+from db.records import SourceFileRecord
+from db.source_files import (
+    load_source_files,
+    save_source_files,
+    stored_content_hashes,
+)
 from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
 from db.write import finish_import, start_import, write_import_files
+from ingest import formats
 from ingest.batches import BATCH_MESSAGES, BatchWriter, ImportSummary
-from ingest.model import Rejected, Trace
+from ingest.bytestream import read_head
+from ingest.file_changes import Change, FileLook, entry_for, look_at
+from ingest.formats.base import Deferred, TraceFormat
+from ingest.model import Rejected, Trace, content_hash
 from ingest.reading import RecordHook, file_format, resolve_format, split_file
 from ingest.records import Record
 
@@ -52,11 +64,20 @@ def import_paths(
     workers: int | None = None,
     progress: ProgressFn | None = None,
     display_names: Sequence[str] | None = None,
+    incremental: bool = True,
+    full_hash: bool = False,
 ) -> ImportSummary:
     """Import trace files into ``engine``'s database; the library form of ``toollens import``.
 
     ``workers``: tokenizing processes (``None``: one per core for large inputs, none for small).
     ``display_names``: the names stored as ``source_file`` (default: the paths as given).
+    ``incremental``: skip files unchanged since the last import and read only what was appended
+    to a grown JSONL file (:mod:`ingest.file_changes`); ``full_hash`` compares files by the
+    SHA-256 of their whole content instead of size, mtime and head and tail hashes.
+
+    Interrupted (Ctrl-C, or SIGTERM where the caller turns it into ``KeyboardInterrupt``), the
+    import stops its workers, is stored as ``interrupted`` with its counts so far, and the
+    exception goes on; the same import run again completes it.
     """
     fmt_override = resolve_format(format_name)
     names = [str(p) for p in (display_names or paths)]
@@ -67,6 +88,7 @@ def import_paths(
         total = sum(_size(p) for p in paths)
         workers = (os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 0
     writer = BatchWriter(engine, import_id, summary, encoding, budget, workers)
+    files = _IncrementalFiles(engine, writer, fmt_override, full_hash, progress)
     try:
         with writer, _bulk_gc():
             for path, name in zip(paths, names, strict=True):
@@ -74,6 +96,9 @@ def import_paths(
                 counts = summary.file(name)
                 counts.size = _size(path) if os.path.exists(path) else None
                 counts.format = file_format(Path(path), fmt_override)
+                if incremental:
+                    files.read(Path(path), name)
+                    continue
                 items = split_file(
                     Path(path),
                     name,
@@ -83,11 +108,268 @@ def import_paths(
                 )
                 for item in items:
                     writer.add(item)
+        if incremental:
+            # Only now is every trace of every file written: an entry saved earlier could
+            # mark as read a file whose last batches an interruption lost.
+            save_source_files(engine, files.entries)
         _finish(engine, summary, started)
+    except KeyboardInterrupt:
+        _finish(engine, summary, started, "interrupted", error="interrupted (Ctrl-C or SIGTERM)")
+        raise
     except BaseException as exc:
         finish_import(engine, import_id, state="failed", error=repr(exc)[:2000])
         raise
     return summary
+
+
+def _finish(
+    engine: Engine,
+    summary: ImportSummary,
+    started: float,
+    state: str = "done",
+    error: str | None = None,
+) -> None:
+    """Refresh statistics after a large load and store the import's counts, per file too."""
+    if state == "done" and summary.messages >= ANALYZE_MIN_MESSAGES:
+        with writing(engine) as conn:
+            dialect.analyze(conn, ANALYZED_TABLES)
+    summary.seconds = time.perf_counter() - started
+    write_import_files(
+        engine,
+        summary.import_id,
+        [asdict(f) for f in summary.by_file.values()],
+    )
+    finish_import(
+        engine,
+        summary.import_id,
+        files=summary.files,
+        records=summary.records,
+        traces_imported=summary.traces,
+        updated=summary.updated,
+        unchanged=summary.unchanged,
+        records_imported=summary.records_imported,
+        records_updated=summary.records_updated,
+        records_unchanged=summary.records_unchanged,
+        rejected=summary.rejected,
+        rejected_new=summary.rejected_new,
+        rejected_known=summary.rejected_known,
+        messages=summary.messages,
+        seconds=summary.seconds,
+        state=state,
+        error=error,
+    )
+
+
+class _IncrementalFiles:
+    """Reads each file as far as it changed since the last import (its registry entry), feeds
+    what needs writing to the writer, counts the rest as unchanged, and collects the files'
+    new registry entries (:attr:`entries`)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        writer: BatchWriter,
+        fmt: TraceFormat | None,
+        full_hash: bool,
+        progress: ProgressFn | None,
+    ) -> None:
+        self.engine = engine
+        self.writer = writer
+        self.summary = writer.summary
+        self.fmt = fmt
+        self.full_hash = full_hash
+        self.progress = progress
+        self.entries: list[SourceFileRecord] = []
+        #: The registry entry of the file being read.
+        self.previous: SourceFileRecord | None = None
+
+    def read(self, path: Path, name: str) -> None:
+        """Read (or skip) one file; ``name`` is what its traces and rejections carry."""
+        resolved = path.resolve()
+        previous = load_source_files(self.engine, [str(resolved)]).get(str(resolved))
+        self.previous = previous
+        try:
+            look = look_at(resolved, previous, full_hash=self.full_hash)
+        except OSError:
+            # Unreadable: the reader turns that into a rejection naming the file.
+            tally = _Tally()
+            self._add_all(split_file(path, name, self.fmt, self._hook(tally, name)), tally)
+            return
+        # A file read with another format than asked for now is read again.
+        same_format = self.fmt is None or (
+            previous is not None and previous.format == self.fmt.name
+        )
+        if look.change is Change.UNCHANGED and previous is not None and same_format:
+            self._skip(previous, look, name)
+            return
+        fmt = self.fmt or formats.sniff_format(read_head(resolved))
+        tally = _Tally()
+        resume = _resume_at(look, previous, fmt)
+        if resume is not None and previous is not None and fmt is not None and fmt.trace_per_record:
+            # The appended lines are traces of their own: read only those.
+            self._unchanged(previous.records, previous.traces, tally, name)
+            items = split_file(path, name, fmt, self._hook(tally, name), **self._defer(resume))
+            self._add_all(items, tally)
+        elif resume is None or fmt is None or not self._add_touched(path, name, fmt, resume, tally):
+            items = split_file(path, name, fmt, self._hook(tally, name), **self._defer(None))
+            self._add_all(items, tally)
+        self.entries.append(
+            entry_for(
+                look,
+                resolved,
+                format_name=fmt.name if fmt is not None else None,
+                previous=previous,
+                records=tally.records,
+                traces=tally.traces,
+                import_id=self.summary.import_id,
+            )
+        )
+
+    def _skip(self, previous: SourceFileRecord, look: FileLook, name: str) -> None:
+        self.summary.files_unchanged += 1
+        self._unchanged(previous.records, previous.traces, _Tally(), name)
+        if self.progress is not None:
+            self.progress(look.size)
+        self.entries.append(
+            previous._replace(
+                mtime_ns=look.mtime_ns,
+                full_hash=look.full_hash or previous.full_hash,
+                last_import_id=self.summary.import_id,
+            )
+        )
+
+    def _unchanged(self, records: int, traces: int, tally: _Tally, name: str) -> None:
+        """Count ``records`` input records of the file ``name`` holding ``traces`` traces as
+        read and unchanged."""
+        self.summary.records += records
+        self.summary.records_unchanged += records
+        self.summary.unchanged += traces
+        counts = self.summary.file(name)
+        counts.records += records
+        counts.unchanged += records
+        tally.records += records
+        tally.traces += traces
+
+    def _defer(self, resume: tuple[int, int] | None) -> dict[str, Any]:
+        return {"defer": self.writer.pool is not None, "resume": resume}
+
+    def _hook(self, tally: _Tally, name: str) -> RecordHook:
+        count = _counter(self.summary, name, self.progress)
+
+        def hook(item: Record | Rejected) -> None:
+            tally.records += 1
+            count(item)
+
+        return hook
+
+    def _add_all(self, items: Iterable[Trace | Rejected | Deferred], tally: _Tally) -> None:
+        for item in items:
+            if not isinstance(item, Rejected):
+                tally.traces += 1
+            self.writer.add(item)
+
+    def _add_touched(
+        self,
+        path: Path,
+        name: str,
+        fmt: TraceFormat,
+        resume: tuple[int, int],
+        tally: _Tally,
+    ) -> bool:
+        """Re-read a grown file whose traces span many lines (a Claude Code session), passing
+        on only the traces the appended lines belong to, and only where they are not stored
+        as they are; False (nothing read) when an appended line's trace has no identity of
+        its own (no external id) to recognize it by in the whole file."""
+        touched: set[str] = set()
+        appended = _Tally()
+
+        def count_appended(_item: Record | Rejected) -> None:
+            appended.records += 1
+
+        for item in split_file(path, name, fmt, count_appended, defer=False, resume=resume):
+            if isinstance(item, Trace):
+                if not item.external_id:
+                    return False
+                touched.add(item.dedupe_key())
+        # Looked up before anything is parsed again: only touched traces whose content changed
+        # go on to tokens, analysis and writing (a new version of the stored trace).
+        stored = stored_content_hashes(self.engine, touched)
+        # Read whole again: every record counts as read; those left alone count as unchanged.
+        counts = self.summary.file(name)
+        for item in split_file(path, name, fmt, self._hook(tally, name), defer=False):
+            if isinstance(item, Rejected):
+                if item.byte_offset < resume[0]:
+                    self.summary.records_unchanged += 1  # rejected and stored before
+                    counts.unchanged += 1
+                else:
+                    self.writer.add(item)
+                continue
+            assert isinstance(item, Trace)
+            tally.traces += 1
+            key = item.dedupe_key()
+            if key not in touched or (
+                stored.get(key) is not None and stored[key] == content_hash(item)
+            ):
+                self.summary.unchanged += 1
+                self.summary.records_unchanged += item.record_count
+                counts.unchanged += item.record_count
+            else:
+                self.writer.add(item)
+        return True
+
+
+def _resume_at(
+    look: FileLook, previous: SourceFileRecord | None, fmt: TraceFormat | None
+) -> tuple[int, int] | None:
+    """Where to go on reading a grown file, (byte offset, line), if it grew; the format must be
+    the one its first part was read with."""
+    if look.change is not Change.GROWN or previous is None or previous.read_bytes is None:
+        return None
+    if fmt is None or fmt.name != previous.format:
+        return None
+    return previous.read_bytes, previous.read_lines + 1
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What one file holds, as far as read: its registry entry's ``records`` and ``traces``."""
+
+    records: int = 0
+    traces: int = 0
+
+
+def _size(path: str | Path) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+@contextmanager
+def _bulk_gc() -> Iterator[None]:
+    # Millions of live parsed objects make the cyclic GC rescan them over and over (halving
+    # parse speed); nothing we build has cycles that need collecting during the import.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _counter(summary: ImportSummary, name: str, progress: ProgressFn | None) -> RecordHook:
+    """Counts every record read into ``summary`` (and its file ``name``) and reports its bytes
+    to ``progress``."""
+    counts = summary.file(name)
+
+    def count(item: Record | Rejected) -> None:
+        summary.records += 1
+        counts.records += 1
+        if progress is not None:
+            progress(len(item.raw))
+
+    return count
 
 
 def import_traces(
@@ -124,68 +406,3 @@ def import_traces(
         finish_import(engine, import_id, state="failed", error=repr(exc)[:2000])
         raise
     return summary
-
-
-def _finish(engine: Engine, summary: ImportSummary, started: float) -> None:
-    """Refresh statistics after a large load and store the import's counts, per file too."""
-    if summary.messages >= ANALYZE_MIN_MESSAGES:
-        with writing(engine) as conn:
-            dialect.analyze(conn, ANALYZED_TABLES)
-    summary.seconds = time.perf_counter() - started
-    write_import_files(
-        engine,
-        summary.import_id,
-        [asdict(f) for f in summary.by_file.values()],
-    )
-    finish_import(
-        engine,
-        summary.import_id,
-        files=summary.files,
-        records=summary.records,
-        traces_imported=summary.traces,
-        updated=summary.updated,
-        unchanged=summary.unchanged,
-        records_imported=summary.records_imported,
-        records_updated=summary.records_updated,
-        records_unchanged=summary.records_unchanged,
-        rejected=summary.rejected,
-        rejected_new=summary.rejected_new,
-        rejected_known=summary.rejected_known,
-        messages=summary.messages,
-        seconds=summary.seconds,
-        state="done",
-    )
-
-
-def _size(path: str | Path) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
-
-@contextmanager
-def _bulk_gc() -> Iterator[None]:
-    # Millions of live parsed objects make the cyclic GC rescan them over and over (halving
-    # parse speed); nothing we build has cycles that need collecting during the import.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _counter(summary: ImportSummary, name: str, progress: ProgressFn | None) -> RecordHook:
-    """Counts every record read into ``summary`` (and its file ``name``) and reports its bytes
-    to ``progress``."""
-    counts = summary.file(name)
-
-    def count(item: Record | Rejected) -> None:
-        summary.records += 1
-        counts.records += 1
-        if progress is not None:
-            progress(len(item.raw))
-
-    return count

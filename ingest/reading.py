@@ -74,11 +74,20 @@ def split_file(
     on_record: RecordHook | None = None,
     *,
     defer: bool = True,
+    resume: tuple[int, int] | None = None,
 ) -> Iterator[Trace | Rejected | Deferred]:
     """:func:`read_file`, except that (with ``defer``) formats that can (``split``) leave the
     records that make a trace on their own unparsed, as :class:`Deferred` items holding only
-    the raw bytes, for :func:`finish_deferred` in a worker process."""
+    the raw bytes, for :func:`finish_deferred` in a worker process.
+
+    ``resume=(byte_offset, line)`` reads only the lines of an uncompressed JSONL file from that
+    line start on (what was appended since an import read up to there); ``fmt`` is then needed.
+    """
     name = name or str(path)
+    if resume is not None:
+        assert fmt is not None, "resuming a file needs the format it was read with"
+        yield from _parse(fmt, _resumed_records(path, name, resume), name, on_record, defer)
+        return
     # A file rejected whole counts as one record read (``on_record``), so that records read
     # always equal imported + updated + unchanged + rejected.
     try:
@@ -109,13 +118,29 @@ def split_file(
         yield whole
         return
     with open_input(path) as stream:
-        records: Iterable[Record | Rejected] = iter_records(stream, name, max_depth=MAX_NESTING)
-        if on_record is not None:
-            records = _watched(records, on_record)
-        if defer and chosen.split is not None:
-            yield from _stripped(chosen.split(records, name))
-        else:
-            yield from chosen.parse(records, name)
+        records = iter_records(stream, name, max_depth=MAX_NESTING)
+        yield from _parse(chosen, records, name, on_record, defer)
+
+
+def _parse(
+    fmt: TraceFormat,
+    records: Iterable[Record | Rejected],
+    name: str,
+    on_record: RecordHook | None,
+    defer: bool,
+) -> Iterator[Trace | Rejected | Deferred]:
+    if on_record is not None:
+        records = _watched(records, on_record)
+    if defer and fmt.split is not None:
+        yield from _stripped(fmt.split(records, name))
+    else:
+        yield from fmt.parse(records, name)
+
+
+def _resumed_records(path: Path, name: str, resume: tuple[int, int]) -> Iterator[Record | Rejected]:
+    with open(path, "rb") as stream:
+        stream.seek(resume[0])
+        yield from iter_records(stream, name, max_depth=MAX_NESTING, resume=resume)
 
 
 def file_format(path: Path, fmt: TraceFormat | None = None) -> str | None:

@@ -17,3 +17,24 @@ def test_every_page_explains_how_to_import_when_the_store_is_empty(
     assert not at.exception
     assert [i.value for i in at.info] == [EMPTY_STORE_TEXT]
     assert "toollens import FILE" in EMPTY_STORE_TEXT
+
+
+def test_a_store_of_a_newer_toollens_shows_one_error_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sqlalchemy as sa
+
+    from db.engine import make_engine
+
+    path = tmp_path / "newer.db"
+    make_engine(str(path)).dispose()
+    engine = sa.create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0999'"))
+    engine.dispose()
+    at = open_app(monkeypatch, f"sqlite:///{path}")
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        f"toollens: the database at {path} was written by a newer ToolLens (schema 0999); "
+        "upgrade ToolLens"
+    ]

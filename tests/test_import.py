@@ -63,6 +63,10 @@ def test_reimporting_a_file_changes_nothing(db_url: str, tmp_path: Path) -> None
     )
     second = runner.invoke(app, ["import", "--db", db_url, str(path)])
     assert second.stdout.startswith(
+        "1 file (1 unchanged), 0 traces imported, 0 updated, 1 unchanged, 0 rejected in "
+    )
+    third = runner.invoke(app, ["import", "--db", db_url, "--no-incremental", str(path)])
+    assert third.stdout.startswith(
         "1 file, 0 traces imported, 0 updated, 1 unchanged, 0 rejected in "
     )
     assert counts(db_url) == {"traces": 1, "messages": 4, "tool_calls": 1, "tool_results": 1}
@@ -189,9 +193,16 @@ def test_claude_code_sessions_import_with_one_missing_result(db_url: str, realda
     assert summary.records == summary.records_imported == 3096
     data = summarize(engine)
     again = import_paths(engine, files)
+    whole = import_paths(engine, files, incremental=False)
     engine.dispose()
-    assert (again.traces, again.updated, again.unchanged) == (0, 0, 15)
-    assert again.records_unchanged == 3096
+    assert (again.files_unchanged, again.traces, again.updated, again.unchanged) == (15, 0, 0, 15)
+    assert (again.records, again.records_unchanged) == (3096, 3096)
+    assert (whole.traces, whole.updated, whole.unchanged, whole.records_unchanged) == (
+        0,
+        0,
+        15,
+        3096,
+    )
     assert (data["traces"], data["tool_calls"], data["tool_results"]) == (15, 1092, 1091)
     assert data["pair_states"]["paired"] == 1091
     assert data["pair_states"]["missing_result"] == 1

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from typer.testing import CliRunner
 
 from db.engine import make_engine
-from db.migrate import MIGRATIONS_DIR, current_revision, downgrade, head_revision, upgrade
+from db.migrate import (
+    MIGRATIONS_DIR,
+    NewerStoreError,
+    current_revision,
+    downgrade,
+    head_revision,
+    upgrade,
+)
 from db.schema import Base
+from ingest.cli import app
 
 EXPECTED_TABLES = {
     "imports",
@@ -19,6 +31,7 @@ EXPECTED_TABLES = {
     "tool_results",
     "findings",
     "rejected_records",
+    "source_files",
 }
 
 
@@ -73,3 +86,33 @@ def test_the_migrated_check_constraints_are_the_models(db_url: str) -> None:
     assert ("tool_results", "ck_tool_results_status") in models
     assert len(models) == 10
     engine.dispose()
+
+
+def test_a_store_of_a_newer_toollens_says_so_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "newer.db"
+    make_engine(str(path)).dispose()
+    engine = sa.create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0999'"))
+    engine.dispose()
+    result = CliRunner().invoke(app, ["summary", "--db", str(path)])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"toollens: the database at {path} was written by a newer ToolLens (schema 0999); "
+        "upgrade ToolLens\n"
+    )
+
+
+def test_a_newer_postgresql_store_is_named_without_its_password(pg_url: str) -> None:
+    make_engine(pg_url).dispose()
+    engine = sa.create_engine(pg_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0999'"))
+    location = engine.url.render_as_string(hide_password=True)
+    engine.dispose()
+    with pytest.raises(NewerStoreError) as raised:
+        make_engine(pg_url)
+    assert str(raised.value) == (
+        f"toollens: the database at {location} was written by a newer ToolLens (schema 0999); "
+        "upgrade ToolLens"
+    )

@@ -189,4 +189,5 @@ def trace_per_record_format(
         parse=parse,
         split=split,
         parse_one=parse_one,
+        trace_per_record=True,
     )

@@ -62,6 +62,8 @@ class TraceFormat:
     ``embeds`` names the formats whose messages a file of this one may hold (a Claude Code line
     holds an Anthropic message): their markers showing too does not stop this format from
     claiming a head, and they never claim a head showing this format's markers.
+    ``trace_per_record``: every record is a whole trace, so the lines appended to a file make
+    traces of their own (an incremental import parses only those).
     """
 
     name: str
@@ -71,6 +73,7 @@ class TraceFormat:
     embeds: frozenset[str] = frozenset()
     split: Split | None = None
     parse_one: ParseOne | None = None
+    trace_per_record: bool = False
     _pattern: re.Pattern[bytes] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

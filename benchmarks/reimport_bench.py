@@ -1,0 +1,141 @@
+"""``make bench-reimport``: how much faster a re-import is than the first import.
+
+    python -m benchmarks.reimport_bench [--realdata DIR] [--lines N]
+
+Two figures, each on a fresh SQLite file:
+
+* the **real-data set** (``$TOOLLENS_REALDATA`` or ``/work/shared/realdata``, every ``.json``
+  and ``.jsonl`` file): the first import, then the same import again with nothing changed
+  (target: at least 20x faster);
+* a **Claude Code session of N lines** (default 10,000), made by repeating the real sessions'
+  lines with fresh uuids, timestamps and tool ids: the first import, then one line appended
+  and the file imported again (target: under a second).
+
+Each import is timed as ``import_paths`` runs, without interpreter start-up or migrations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from db.engine import make_engine
+from ingest.pipeline import ImportSummary, import_paths
+
+DEFAULT_REALDATA = Path("/work/shared/realdata")
+DEFAULT_LINES = 10_000
+#: Where the generated session starts; one second per line after that.
+SESSION_START = datetime(2026, 1, 1, tzinfo=UTC)
+SESSION_ID = "00000000-0000-4000-8000-00000000beef"
+REIMPORT_TARGET = 20.0
+APPEND_TARGET_SECONDS = 1.0
+
+
+def trace_files(root: Path) -> list[Path]:
+    """Every trace file under ``root`` (``.json`` and ``.jsonl``), in a stable order."""
+    return sorted(p for p in root.rglob("*") if p.suffix in (".json", ".jsonl") and p.is_file())
+
+
+def timed_import(url: str, paths: list[Path]) -> tuple[float, ImportSummary]:
+    """Seconds one ``import_paths`` of ``paths`` into ``url`` takes, and its summary."""
+    engine = make_engine(url)
+    try:
+        started = time.perf_counter()
+        summary = import_paths(engine, paths)
+        return time.perf_counter() - started, summary
+    finally:
+        engine.dispose()
+
+
+def _fresh(value: Any, rep: int) -> Any:
+    """``value`` with every uuid and tool id made unique to repetition ``rep``."""
+    if isinstance(value, list):
+        return [_fresh(v, rep) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key in ("uuid", "parentUuid", "leafUuid") and isinstance(item, str):
+            out[key] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{item}/{rep}"))
+        elif isinstance(item, str) and (
+            key == "tool_use_id" or (key == "id" and value.get("type") == "tool_use")
+        ):
+            out[key] = f"{item}_{rep}"
+        else:
+            out[key] = _fresh(item, rep)
+    return out
+
+
+def session_lines(realdata: Path, count: int) -> Iterator[bytes]:
+    """``count`` Claude Code lines: the real sessions' conversation lines, repeated with fresh
+    uuids and tool ids, one session id, and timestamps one second apart."""
+    source = [
+        orjson.loads(line)
+        for path in trace_files(realdata / "claude-code")
+        for line in path.read_bytes().splitlines()
+        if line.strip() and b'"type":"summary"' not in line
+    ]
+    for n in range(count):
+        rep, line = divmod(n, len(source))
+        value = _fresh(source[line], rep)
+        value["sessionId"] = SESSION_ID
+        value["timestamp"] = (SESSION_START + timedelta(seconds=n)).isoformat()
+        yield orjson.dumps(value)
+
+
+def bench_realdata(realdata: Path, scratch: Path) -> float:
+    """Print the first and the unchanged re-import of the real-data set; the speed-up."""
+    files = trace_files(realdata)
+    url = f"sqlite:///{scratch / 'realdata.db'}"
+    first, summary = timed_import(url, files)
+    again, resummary = timed_import(url, files)
+    speedup = first / again
+    print(f"real data: {len(files)} files, {summary.records} records, {summary.traces} traces")
+    print(f"  first import      {first:8.3f} s   {summary.line()}")
+    print(f"  re-import         {again:8.3f} s   {resummary.line()}")
+    print(f"  re-import is {speedup:.1f}x faster (target >= {REIMPORT_TARGET:.0f}x)")
+    return speedup
+
+
+def bench_append(realdata: Path, scratch: Path, lines: int) -> float:
+    """Print the first import of a generated session and the re-import after one line was
+    appended; the seconds of that re-import."""
+    path = scratch / "session.jsonl"
+    generated = list(session_lines(realdata, lines + 1))
+    path.write_bytes(b"".join(line + b"\n" for line in generated[:lines]))
+    url = f"sqlite:///{scratch / 'session.db'}"
+    first, summary = timed_import(url, [path])
+    with open(path, "ab") as out:
+        out.write(generated[lines] + b"\n")
+    again, resummary = timed_import(url, [path])
+    size = path.stat().st_size / 1e6
+    print(f"claude code session: {lines:,} lines ({size:.1f} MB), one line appended")
+    print(f"  first import      {first:8.3f} s   {summary.line()}")
+    print(f"  re-import         {again:8.3f} s   {resummary.line()}")
+    print(f"  one appended line re-imports in {again:.3f} s (target < {APPEND_TARGET_SECONDS} s)")
+    return again
+
+
+def main() -> None:
+    """Run both benchmarks and print their figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default = Path(os.environ.get("TOOLLENS_REALDATA") or DEFAULT_REALDATA)
+    parser.add_argument("--realdata", type=Path, default=default)
+    parser.add_argument("--lines", type=int, default=DEFAULT_LINES)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="toollens-reimport-") as tmp:
+        bench_realdata(args.realdata, Path(tmp))
+        bench_append(args.realdata, Path(tmp), args.lines)
+
+
+if __name__ == "__main__":
+    main()
