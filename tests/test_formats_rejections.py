@@ -263,7 +263,7 @@ def test_claude_code_rejects_only_lines_without_a_usable_message() -> None:
             {"type": "assistant", "message": "oops"},
             [1, 2],
             {"type": "summary", "summary": "Title"},
-            {"type": "progress", "data": {}},
+            {"type": "progress", "uuid": "u1", "data": {}},
             {"type": "user", "message": {"role": "critic", "content": "x"}},
         ),
     )
@@ -276,6 +276,23 @@ def test_claude_code_rejects_only_lines_without_a_usable_message() -> None:
     assert isinstance(trace, Trace)
     assert (trace.record_count, len(trace.messages), trace.external_id) == (3, 1, "s1")
     assert trace.metadata == {"summaries": ["Title"], "other_line_types": {"progress": 1}}
+
+
+def test_claude_code_rejects_lines_of_other_formats_instead_of_counting_them() -> None:
+    conversation = {"id": "c1", "messages": [{"role": "user", "content": "hi"}]}
+    items = parse(
+        "claude_code",
+        recs(conversation, {"type": "queue-operation", "sessionId": "s1"}, conversation),
+    )
+    message = (
+        'not a Claude Code line (no known "type" and none of sessionId, uuid, parentUuid, '
+        "leafUuid, messageId); if the file is another format, let it be sniffed or pass "
+        "--format NAME"
+    )
+    assert rejections(items) == [(1, "not_this_format", message), (3, "not_this_format", message)]
+    trace = items[-1]
+    assert isinstance(trace, Trace)
+    assert (trace.record_count, trace.metadata) == (1, {"other_line_types": {"queue-operation": 1}})
 
 
 def test_a_rejected_claude_code_line_does_not_shift_call_numbering() -> None:
