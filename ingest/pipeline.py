@@ -92,6 +92,7 @@ def import_paths(
             rejected=summary.rejected,
             messages=summary.messages,
             seconds=summary.seconds,
+            unknown_items=summary.unknown_items,
             state="done",
         )
     except BaseException as exc:
@@ -164,6 +165,7 @@ def import_traces(
             rejected=summary.rejected,
             messages=summary.messages,
             seconds=summary.seconds,
+            unknown_items=summary.unknown_items,
             state="done",
         )
     except BaseException as exc:
