@@ -110,3 +110,15 @@ def test_an_import_counts_unknown_items_in_its_summary_and_its_row(
     assert summary.unknown_items == {"future_thing": 2, "hologram_call": 4}
     assert stored == {"future_thing": 2, "hologram_call": 4}
     assert ", 6 unknown items kept (future_thing ×2, hologram_call ×4) in " in summary.line()
+
+
+def test_a_conversation_without_tool_calls_imports_with_zero_calls(
+    db_url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "chat.jsonl"
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    path.write_text(json.dumps({"id": "plain", "messages": messages}) + "\n")
+    engine = make_engine(db_url)
+    summary = import_paths(engine, [path])
+    engine.dispose()
+    assert (summary.traces, summary.messages, summary.rejected) == (1, 2, 0)

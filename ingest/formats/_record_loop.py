@@ -139,6 +139,7 @@ def message_list_format(
     description: str,
     markers: tuple[bytes, ...],
     embeds: Collection[str] = (),
+    fallback_markers: tuple[bytes, ...] = (),
 ) -> TraceFormat:
     """The :class:`TraceFormat` of a conversation format read by ``reader``: its records go
     through :func:`defer_message_records`, deferred ones through :func:`parse_independent`."""
@@ -147,6 +148,7 @@ def message_list_format(
         description=description,
         markers=markers,
         embeds=frozenset(embeds),
+        fallback_markers=fallback_markers,
         parse=partial(parse_message_records, reader),
         split=partial(defer_message_records, reader),
         parse_one=partial(parse_independent, reader),

@@ -62,6 +62,8 @@ class TraceFormat:
     ``embeds`` names the formats whose messages a file of this one may hold (a Claude Code line
     holds an Anthropic message): their markers showing too does not stop this format from
     claiming a head, and they never claim a head showing this format's markers.
+    ``fallback_markers`` claim a head only when no format's ``markers`` occur in it: the generic
+    format (OpenAI chat) takes plain role/content message lists this way.
     """
 
     name: str
@@ -71,7 +73,9 @@ class TraceFormat:
     embeds: frozenset[str] = frozenset()
     split: Split | None = None
     parse_one: ParseOne | None = None
+    fallback_markers: tuple[bytes, ...] = ()
     _pattern: re.Pattern[bytes] = field(init=False, repr=False, compare=False)
+    _fallback: re.Pattern[bytes] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
@@ -86,10 +90,16 @@ class TraceFormat:
             raise ValueError(f"format {self.name}: split and parse_one come together")
         # Frozen: the compiled markers are set once here, the only write.
         object.__setattr__(self, "_pattern", re.compile(b"|".join(self.markers)))
+        fallback = re.compile(b"|".join(self.fallback_markers)) if self.fallback_markers else None
+        object.__setattr__(self, "_fallback", fallback)
 
     def shows_markers(self, head: bytes) -> bool:
         """Whether one of this format's markers occurs in ``head``."""
         return self._pattern.search(head) is not None
+
+    def shows_fallback_markers(self, head: bytes) -> bool:
+        """Whether one of this format's fallback markers occurs in ``head``."""
+        return self._fallback is not None and self._fallback.search(head) is not None
 
 
 __all__ = ["Deferred", "Parse", "ParseOne", "Split", "TraceFormat"]

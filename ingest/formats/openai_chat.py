@@ -99,6 +99,9 @@ FORMAT = message_list_format(
         rb'"role"\s*:\s*"(?:tool|function|system|developer)"',
         rb'"content"\s*:\s*null',
     ),
+    # The generic format: a plain role/content message list (no tool calls, no other format's
+    # markers) is read as OpenAI chat.
+    fallback_markers=(rb'"role"\s*:\s*"(?:user|assistant|human|ai)"',),
 )
 
 __all__ = ["FORMAT", "NAME"]
