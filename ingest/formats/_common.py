@@ -41,6 +41,9 @@ TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 #: ``info`` object (task, actions, reward details: up to 5.3 KB) is kept whole.
 METADATA_VALUE_MAX_BYTES = 8192
 
+#: Longest item type name counted as such (see :func:`type_name`).
+TYPE_NAME_MAX = 60
+
 #: Above this a number is read as unix *milliseconds* (1e11 s is the year 5138).
 _MILLISECONDS_FROM = 1e11
 
@@ -321,11 +324,14 @@ def opaque_role(value: Any) -> Role:
 def type_name(value: Any) -> str:
     """An item's ``type`` as a name to count: the string itself, else its JSON type's name.
 
+    A name longer than :data:`TYPE_NAME_MAX` is cut: it is a count's key, not the payload (the
+    item keeps it whole).
+
     >>> type_name("hologram"), type_name(None), type_name(["x"])
     ('hologram', '(no type)', '(array type)')
     """
     if isinstance(value, str):
-        return value
+        return value if len(value) <= TYPE_NAME_MAX else value[: TYPE_NAME_MAX - 1] + "…"
     return "(no type)" if value is None else f"({json_type(value)} type)"
 
 
