@@ -23,7 +23,7 @@ from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
 from db.write import finish_import, start_import
 from ingest.batches import BATCH_MESSAGES, BatchWriter, ImportSummary
 from ingest.model import Rejected, Trace
-from ingest.reading import RecordHook, resolve_format, split_file
+from ingest.reading import ReadLimits, RecordHook, resolve_format, split_file
 from ingest.records import Record
 
 __all__ = ["BATCH_MESSAGES", "ImportSummary", "import_paths", "import_traces"]
@@ -50,11 +50,13 @@ def import_paths(
     workers: int | None = None,
     progress: ProgressFn | None = None,
     display_names: Sequence[str] | None = None,
+    limits: ReadLimits | None = None,
 ) -> ImportSummary:
     """Import trace files into ``engine``'s database; the library form of ``toollens import``.
 
     ``workers``: tokenizing processes (``None``: one per core for large inputs, none for small).
     ``display_names``: the names stored as ``source_file`` (default: the paths as given).
+    ``limits``: record and input size limits (default: :meth:`ReadLimits.of`).
     """
     fmt_override = resolve_format(format_name)
     names = [str(p) for p in (display_names or paths)]
@@ -75,6 +77,7 @@ def import_paths(
                     fmt_override,
                     _counter(summary, progress),
                     defer=writer.pool is not None,
+                    limits=limits,
                 )
                 for item in items:
                     writer.add(item)
