@@ -118,3 +118,25 @@ def test_storable_time_rejects_the_edges_of_the_range() -> None:
     )
     assert storable_time(datetime(9999, 12, 31, tzinfo=UTC)) is None
     assert storable_time(datetime(1, 1, 1, tzinfo=plus14)) is None
+
+
+def test_integers_past_64_bits_are_stored_as_their_digits(db_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    line = (
+        b'{"id": "big", "messages": [{"role": "user", "content": "x", '
+        b'"usage": {"input_tokens": 123456789012345678901234567890, "output_tokens": 7}}]}\n'
+    )
+    path.write_bytes(line)
+    engine = make_engine(db_url)
+    summary = import_paths(engine, [path])
+    with engine.connect() as conn:
+        usage = conn.execute(sa.select(MessageRow.usage)).scalar_one()
+    engine.dispose()
+    assert (summary.traces, summary.rejected) == (1, 0)
+    assert usage == {"input_tokens": "123456789012345678901234567890", "output_tokens": 7}
+
+
+def test_otlp_times_past_the_datetime_range_are_dropped() -> None:
+    from ingest.formats.otlp import _time
+
+    assert (_time(10**30), _time(0), _time(1_700_000_000_000_000_000).year) == (None, None, 2023)

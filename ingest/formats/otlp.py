@@ -80,7 +80,12 @@ def _parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[T
 
 
 def _time(unix_nano: int) -> datetime | None:
-    return datetime.fromtimestamp(unix_nano / 1e9, tz=UTC) if unix_nano else None
+    if not unix_nano:
+        return None
+    try:
+        return datetime.fromtimestamp(unix_nano / 1e9, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None  # past what a datetime holds: the span's own value stays in its raw
 
 
 def _failure(span: OtlpSpan) -> tuple[str | None, str | None]:
