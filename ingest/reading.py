@@ -141,8 +141,7 @@ def split_file(
             line=1,
             byte_offset=0,
             reason="unknown_format",
-            message="could not recognize the trace format; pass --format NAME "
-            f"(one of: {', '.join(formats.format_names())})",
+            message=unknown_format_message(head),
             raw=head[:UNKNOWN_FORMAT_KEEP],
         )
         return
@@ -161,6 +160,24 @@ def split_file(
             yield from _stripped(chosen.split(records, name))
         else:
             yield from chosen.parse(records, name)
+
+
+def unknown_format_message(head: bytes) -> str:
+    """Why a head was not recognized: the formats it looks closest to, and how to force one.
+
+    >>> print(unknown_format_message(b'{"hello": "world"}').split(";")[0])
+    could not recognize the trace format (no format's markers or typical keys seen)
+    """
+    closest = formats.closest_formats(head)
+    if closest:
+        names = ", ".join(fmt.name for fmt in closest)
+        seen = f"closest by the keys seen: {names}"
+    else:
+        seen = "no format's markers or typical keys seen"
+    return (
+        f"could not recognize the trace format ({seen}); pass --format NAME to read it as "
+        f"one (one of: {', '.join(formats.format_names())})"
+    )
 
 
 def finish_deferred(item: Deferred) -> Trace | Rejected:
@@ -207,4 +224,5 @@ __all__ = [
     "read_file",
     "resolve_format",
     "split_file",
+    "unknown_format_message",
 ]

@@ -84,4 +84,17 @@ def sniff_format(head: bytes) -> TraceFormat | None:
     return _SNIFFING.decide(head)
 
 
-__all__ = ["FORMATS", "REGISTRY", "claimants", "format_names", "get_format", "sniff_format"]
+def closest_formats(head: bytes) -> list[TraceFormat]:
+    """The formats an undecided head looks most like (by the keys they typically hold)."""
+    return _SNIFFING.closest(head)
+
+
+__all__ = [
+    "FORMATS",
+    "REGISTRY",
+    "claimants",
+    "closest_formats",
+    "format_names",
+    "get_format",
+    "sniff_format",
+]

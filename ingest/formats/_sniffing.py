@@ -39,9 +39,10 @@ class Sniffing:
         """The sniffing of ``formats``; ``ValueError`` for a duplicate name, an ``embeds`` naming
         no listed format, or formats embedding each other in a cycle.
 
-        >>> from ingest.formats import anthropic, claude_code
-        >>> [f.name for f in Sniffing.of([anthropic.FORMAT, claude_code.FORMAT]).order]
-        ['claude_code', 'anthropic']
+        >>> from ingest.formats import anthropic, claude_code, openai_chat
+        >>> formats = [openai_chat.FORMAT, anthropic.FORMAT, claude_code.FORMAT]
+        >>> [f.name for f in Sniffing.of(formats).order]
+        ['claude_code', 'anthropic', 'openai_chat']
         """
         names = [f.name for f in formats]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -56,8 +57,8 @@ class Sniffing:
     def claimants(self, head: bytes) -> list[TraceFormat]:
         """The formats that explain ``head`` (at most one; see the module docstring).
 
-        >>> from ingest.formats import anthropic, claude_code
-        >>> sniffing = Sniffing.of([anthropic.FORMAT, claude_code.FORMAT])
+        >>> from ingest.formats import anthropic, claude_code, openai_chat
+        >>> sniffing = Sniffing.of([openai_chat.FORMAT, anthropic.FORMAT, claude_code.FORMAT])
         >>> [f.name for f in sniffing.claimants(b'{"parentUuid":null,"message":'
         ...                                      b'{"content":[{"type":"tool_use"}]}}')]
         ['claude_code']
@@ -82,6 +83,20 @@ class Sniffing:
         if claimed or found:
             return (claimed or found)[0]
         return next((fmt for fmt in self.order if fmt.shows_fallback_markers(head)), None)
+
+    def closest(self, head: bytes, limit: int = 3) -> list[TraceFormat]:
+        """Up to ``limit`` formats whose ``hints`` occur in ``head``, most hints first (ties in
+        sniffing order): what an undecided head looks most like.
+
+        >>> from ingest.formats import anthropic, openai_chat, openai_responses
+        >>> sniffing = Sniffing.of([openai_responses.FORMAT, anthropic.FORMAT, openai_chat.FORMAT])
+        >>> [f.name for f in sniffing.closest(b'{"messages": [], "system": "s"}')]
+        ['anthropic', 'openai_chat']
+        """
+        shown = [(fmt.hints_shown(head), index, fmt) for index, fmt in enumerate(self.order)]
+        ranked = sorted((-n, index, fmt.name) for n, index, fmt in shown if n)
+        by_name = {fmt.name: fmt for fmt in self.order}
+        return [by_name[name] for _, _, name in ranked[:limit]]
 
 
 def _closure(formats: Sequence[TraceFormat]) -> dict[str, frozenset[str]]:

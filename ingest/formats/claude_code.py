@@ -228,6 +228,8 @@ FORMAT = TraceFormat(
     # ``parentUuid`` is on every conversation line, ``leafUuid`` on summary lines (which may be
     # all a file holds).
     markers=(rb'"parentUuid"\s*:', rb'"leafUuid"\s*:'),
+    # Keys typical of the format, too common to claim a head: they rank near misses.
+    hints=("sessionId", "uuid", "message", "timestamp", "type", "cwd"),
     embeds=frozenset({"anthropic"}),
     parse=parse,
 )

@@ -234,6 +234,8 @@ FORMAT = message_list_format(
         rb'"tool_call_chunks"\s*:',
         rb'"type"\s*:\s*"(?:human|ai)"',
     ),
+    # Keys typical of the format, too common to claim a head: they rank near misses.
+    hints=("messages", "type", "content", "data", "kwargs", "id"),
     # AIMessages carry OpenAI ``tool_calls`` and, as content blocks, Anthropic and Responses items.
     embeds=("openai_chat", "anthropic", "openai_responses"),
 )

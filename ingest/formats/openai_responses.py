@@ -265,6 +265,8 @@ FORMAT = message_list_format(
         rb'|custom_tool_call_output|input_text|output_text|reasoning)"',
         rb'"object"\s*:\s*"response"',
     ),
+    # Keys typical of the format, too common to claim a head: they rank near misses.
+    hints=("input", "output", "instructions", "type", "model", "usage"),
     # Responses input lists hold chat-style messages too (``role: "system"``, ``"developer"``).
     embeds=("openai_chat",),
 )

@@ -192,6 +192,8 @@ FORMAT = TraceFormat(
         "OpenTelemetry OTLP JSON exports (GenAI / OpenInference spans, Collector file lines)"
     ),
     markers=(rb'"resourceSpans"\s*:', rb'"scopeSpans"\s*:'),
+    # Keys typical of the format, too common to claim a head: they rank near misses.
+    hints=("spans", "traceId", "spanId", "attributes", "resource", "name"),
     parse=_parse,
     # Span attributes hold what each LLM call sent and got back, in any conversation format,
     # and spans sent by Langfuse's own SDK carry its observation fields.
