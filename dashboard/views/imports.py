@@ -19,7 +19,8 @@ REJECTED_PAGE = 10
 
 HISTORY_COLUMNS = (
     "id", "started_at", "origin", "state", "files", "records", "traces_imported",
-    "duplicates", "rejected", "messages", "seconds", "encoding", "paths", "error",
+    "duplicates", "rejected", "unknown_items", "messages", "seconds", "encoding", "paths",
+    "error",
 )  # fmt: skip
 
 
@@ -56,6 +57,9 @@ st.dataframe(
         "traces_imported": widgets.count_column("Traces imported"),
         "duplicates": widgets.count_column("Duplicates", help="already stored"),
         "rejected": widgets.count_column("Rejected"),
+        "unknown_items": st.column_config.TextColumn(
+            "Unknown items kept", help="items of types no parser knew, kept as opaque messages"
+        ),
         "messages": widgets.count_column("Messages"),
         "seconds": st.column_config.NumberColumn("Seconds", format="%.2f"),
         "encoding": st.column_config.TextColumn("Token encoding"),
