@@ -140,3 +140,18 @@ def test_otlp_times_past_the_datetime_range_are_dropped() -> None:
     from ingest.formats.otlp import _time
 
     assert (_time(10**30), _time(0), _time(1_700_000_000_000_000_000).year) == (None, None, 2023)
+
+
+def test_a_trace_with_cut_values_is_rebuilt_whole_for_reanalysis(
+    db_url: str, tmp_path: Path
+) -> None:
+    from db.stored import iter_trace_id_batches, load_traces
+    from ingest.rebuild import trace_from_stored
+
+    engine = import_lines(
+        db_url, tmp_path, [conversation("i" * 450, model="m" * 250, metadata={"env": "ci"})]
+    )
+    [stored] = [s for ids in iter_trace_id_batches(engine) for s in load_traces(engine, ids)]
+    engine.dispose()
+    trace, _ = trace_from_stored(stored)
+    assert (trace.external_id, trace.model, trace.metadata) == ("i" * 450, "m" * 250, {"env": "ci"})
