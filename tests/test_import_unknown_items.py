@@ -122,3 +122,13 @@ def test_a_conversation_without_tool_calls_imports_with_zero_calls(
     summary = import_paths(engine, [path])
     engine.dispose()
     assert (summary.traces, summary.messages, summary.rejected) == (1, 2, 0)
+
+
+def test_worker_processes_count_unknown_items_too(sqlite_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    lines = [json.dumps({"id": f"r{n}", "output": [HOLOGRAM]}) for n in range(3)]
+    path.write_text("\n".join(lines) + "\n")
+    engine = make_engine(sqlite_url)
+    summary = import_paths(engine, [path], format_name="openai_responses", workers=2)
+    engine.dispose()
+    assert (summary.traces, summary.unknown_items) == (3, {"hologram_call": 3})
