@@ -20,18 +20,20 @@ branch_labels = None
 depends_on = None
 
 
+# Altered in place, not in batch mode: every trace and rejection references ``imports``, so
+# SQLite could not drop the table to rebuild it (ADD / DROP COLUMN are native since 3.35).
+
+
 def upgrade() -> None:
-    # batch mode: SQLite rebuilds the table where it cannot alter it in place.
-    with op.batch_alter_table("imports") as batch:
-        batch.add_column(
-            sa.Column(
-                "unknown_items",
-                sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
-                nullable=True,
-            )
-        )
+    op.add_column(
+        "imports",
+        sa.Column(
+            "unknown_items",
+            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+            nullable=True,
+        ),
+    )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("imports") as batch:
-        batch.drop_column("unknown_items")
+    op.drop_column("imports", "unknown_items")
