@@ -19,7 +19,7 @@ REJECTED_PAGE = 10
 
 HISTORY_COLUMNS = (
     "id", "started_at", "origin", "state", "files", "records", "traces_imported",
-    "duplicates", "rejected", "unknown_items", "messages", "seconds", "encoding", "paths",
+    "duplicates", "rejected", "messages", "seconds", "encoding", "paths", "unknown_items",
     "error",
 )  # fmt: skip
 
