@@ -135,6 +135,9 @@ class ImportRun(Base):
     rejected_known: Mapped[int] = mapped_column(Integer, default=0)
     messages: Mapped[int] = mapped_column(BigInteger, default=0)
     seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    #: Item / block type -> how many items of a type no parser knew were kept as opaque
+    #: messages (``unknown_item``); NULL for imports from before it was counted.
+    unknown_items: Mapped[dict[str, Any] | None] = mapped_column()
     #: ``running`` | ``done`` | ``failed`` | ``interrupted`` (Ctrl-C or SIGTERM; run it again)
     state: Mapped[str] = mapped_column(String(20), default="running")
     error: Mapped[str | None] = mapped_column(Text)

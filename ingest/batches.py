@@ -39,7 +39,7 @@ from db.write import (
 )
 from ingest.analysis import analyze_trace
 from ingest.formats.base import Deferred
-from ingest.model import Rejected, Trace
+from ingest.model import Rejected, Trace, count_unknown
 from ingest.reading import finish_deferred
 from ingest.rows import build_rows
 from ingest.tokens import count_many, count_tokens
@@ -101,6 +101,19 @@ class ImportSummary:
     rejections: list[Rejected] = field(default_factory=list)
     #: Per file (by the name its traces carry), in the order read.
     by_file: dict[str, FileCounts] = field(default_factory=dict)
+    #: Item / block type -> how many items of it no parser knew (each kept as an opaque
+    #: message, ``unknown_item``), over every trace read, imported, updated or unchanged.
+    unknown_items: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def unknown_item(self) -> int:
+        """How many items of unknown types were kept as opaque messages."""
+        return sum(self.unknown_items.values())
+
+    def add_unknown(self, counts: dict[str, int]) -> None:
+        """Count the unknown items of one batch."""
+        for kind, n in counts.items():
+            self.unknown_items[kind] = self.unknown_items.get(kind, 0) + n
 
     def line(self) -> str:
         """``3 files, 215 traces imported, 2 updated, 0 unchanged, 1 rejected in 1.42 s``; with
@@ -108,10 +121,14 @@ class ImportSummary:
         unchanged, 0 rejected in 0.31 s``."""
         files = "file" if self.files == 1 else "files"
         skipped = f" ({self.files_unchanged} unchanged)" if self.files_unchanged else ""
+        unknown = ""
+        if self.unknown_items:
+            kinds = ", ".join(f"{kind} ×{n}" for kind, n in sorted(self.unknown_items.items()))
+            unknown = f", {self.unknown_item} unknown items kept ({kinds})"
         return (
             f"{self.files} {files}{skipped}, {self.traces} traces imported, "
-            f"{self.updated} updated, {self.unchanged} unchanged, {self.rejected} rejected "
-            f"in {self.seconds:.2f} s"
+            f"{self.updated} updated, {self.unchanged} unchanged, {self.rejected} rejected"
+            f"{unknown} in {self.seconds:.2f} s"
         )
 
     def file(self, name: str) -> FileCounts:
@@ -148,12 +165,26 @@ def analyze_batch(
     rejection (``analysis_failed``) instead of stopping the import. Results come back in batch
     order.
     """
+    return _analyze(batch, encoding, budget, positions)[0]
+
+
+def _analyze(
+    batch: Sequence[Trace | Deferred],
+    encoding: str,
+    budget: int,
+    positions: Mapping[int, int] | None = None,
+) -> tuple[list[TraceRows | Rejected], dict[str, int]]:
+    """:func:`analyze_batch`, and the unknown items of the batch's traces by type."""
     parsed = [finish_deferred(t) if isinstance(t, Deferred) else t for t in batch]
     for index, position in (positions or {}).items():
         item = parsed[index]
         if isinstance(item, Trace):
             item.line_position = position
     traces = [t for t in parsed if isinstance(t, Trace)]
+    unknown: dict[str, int] = {}
+    for read in traces:
+        for kind, n in count_unknown(read.messages).items():
+            unknown[kind] = unknown.get(kind, 0) + n
     counts = count_many([m.content for t in traces for m in t.messages], encoding)
     rows: list[TraceRows | Rejected] = []
     pos = 0
@@ -168,7 +199,7 @@ def analyze_batch(
             rows.append(build_rows(trace, facts, tokens))
         except Exception as exc:  # odd data must never stop an import; the trace is kept
             rows.append(_analysis_failure(trace, exc))
-    return rows
+    return rows, unknown
 
 
 def _analysis_failure(trace: Trace, exc: Exception) -> Rejected:
@@ -250,20 +281,21 @@ def analyze_and_write(
     encoding: str,
     budget: int,
     positions: Mapping[int, int] | None = None,
-) -> tuple[WriteResult, list[Rejected]]:
+) -> tuple[WriteResult, list[Rejected], dict[str, int]]:
     """The unit of work of a writing worker: analyze a batch, then write it in its turn
     (``ids``: the trace ids reserved for the batch's items, where writes run concurrently)."""
     state = _worker
     assert state is not None, "worker not initialized"
     failure: BaseException | None = None
     try:
-        rows, row_ids, rejected = _split(analyze_batch(batch, encoding, budget, positions), ids)
+        items, unknown = _analyze(batch, encoding, budget, positions)
+        rows, row_ids, rejected = _split(items, ids)
     except BaseException as exc:  # still take (and pass on) the turn, or later batches hang
         failure = exc
     with _turn(state, seq):
         if failure is not None:
             raise failure
-        return write_traces(state.engine, state.import_id, rows, row_ids), rejected
+        return write_traces(state.engine, state.import_id, rows, row_ids), rejected, unknown
 
 
 def _analyze_only(
@@ -273,15 +305,19 @@ def _analyze_only(
     encoding: str,
     budget: int,
     positions: Mapping[int, int] | None = None,
-) -> tuple[list[TraceRows | Rejected], Sequence[int] | None]:
-    return analyze_batch(batch, encoding, budget, positions), ids
+) -> tuple[list[TraceRows | Rejected], Sequence[int] | None, dict[str, int]]:
+    items, unknown = _analyze(batch, encoding, budget, positions)
+    return items, ids, unknown
 
 
 # ---- the parent's side ------------------------------------------------------------------------
 
 #: What a batch comes back as: what the worker wrote and rejected, or the analyzed items (with
 #: their reserved ids) for this process to write.
-_Done = tuple[WriteResult, list[Rejected]] | tuple[list[TraceRows | Rejected], Sequence[int] | None]
+_Done = (
+    tuple[WriteResult, list[Rejected], dict[str, int]]
+    | tuple[list[TraceRows | Rejected], Sequence[int] | None, dict[str, int]]
+)
 
 
 class BatchWriter:
@@ -418,11 +454,13 @@ class BatchWriter:
 
     def _collect(self, done: _Done) -> None:
         if isinstance(done[0], WriteResult):
-            result, rejected = done
+            result, rejected, unknown = done
         else:
-            rows, row_ids, rejected = _split(*done)
+            items, ids, unknown = done
+            rows, row_ids, rejected = _split(items, ids)
             result = write_traces(self.engine, self.import_id, rows, row_ids)
         self.summary.add_written(result)
+        self.summary.add_unknown(unknown)
         for item in rejected:
             self._reject(item)
 

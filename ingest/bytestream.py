@@ -76,8 +76,10 @@ def read_head(path: str | Path, size: int = 65536) -> bytes:
 class InputBuffer:
     """The part of the stream still needed, its absolute offset, and lazy line counting."""
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: BinaryIO, max_bytes: int | None = None) -> None:
         self.stream = stream
+        #: Decompressed bytes read at most; past it reading stops with ``error`` set.
+        self.max_bytes = max_bytes
         self.buf = bytearray()
         #: Absolute offset of ``buf[0]`` in the stream.
         self.base = 0
@@ -85,8 +87,10 @@ class InputBuffer:
         self.line = 1
         self.counted = 0
         self.eof = False
-        #: Why reading stopped early (a damaged compressed stream), if it did.
+        #: Why reading stopped early (a damaged compressed stream, the size limit), if it did.
         self.error: str | None = None
+        #: The rejection reason of ``error``.
+        self.error_reason = "unreadable_input"
         # Reused for every read: a fresh 1 MiB bytes per read costs page faults each time.
         self.chunk = bytearray(CHUNK_SIZE)
         # readinto1 where there is one: a damaged gzip still hands over what it decompressed
@@ -96,6 +100,13 @@ class InputBuffer:
     def fill(self) -> bool:
         """Append the next chunk to ``buf``; False at the end of the input."""
         if self.eof:
+            return False
+        if self.max_bytes is not None and self.base + len(self.buf) >= self.max_bytes:
+            # A decompression bomb (or a runaway log) stops here instead of filling the disk
+            # and memory; what was read so far is still imported.
+            self.error = f"the input is over the limit of {self.max_bytes} decompressed bytes"
+            self.error_reason = "input_too_large"
+            self.eof = True
             return False
         try:
             if self.readinto is None:

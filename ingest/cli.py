@@ -88,6 +88,19 @@ def import_command(
         bool,
         typer.Option("--full-hash", help="Tell unchanged files by a hash of their whole content"),
     ] = False,
+    max_record_mb: Annotated[
+        float | None,
+        typer.Option(
+            help="Reject a record larger than this (MiB; default $TOOLLENS_MAX_RECORD_MB or 256)"
+        ),
+    ] = None,
+    max_decompressed_gb: Annotated[
+        float | None,
+        typer.Option(
+            help="Stop reading an input past this many decompressed GiB "
+            "(default $TOOLLENS_MAX_DECOMPRESSED_GB or 8)"
+        ),
+    ] = None,
 ) -> None:
     """Import trace files into the database; prints one summary line.
 
@@ -97,13 +110,17 @@ def import_command(
     from tqdm import tqdm
 
     from ingest.pipeline import import_paths
-    from ingest.reading import UnknownFormatError, resolve_format
+    from ingest.reading import ReadLimits, UnknownFormatError, resolve_format
 
     if encoding not in ENCODINGS:
         raise _usage_error(f"unknown encoding {encoding!r}; choose one of {', '.join(ENCODINGS)}")
     try:
         resolve_format(format_name)
     except UnknownFormatError as exc:
+        raise _usage_error(str(exc)) from exc
+    try:
+        limits = ReadLimits.of(max_record_mb, max_decompressed_gb)
+    except ValueError as exc:
         raise _usage_error(str(exc)) from exc
     for path in paths:
         if str(path) != "-" and not path.is_file():
@@ -135,6 +152,7 @@ def import_command(
             # A spooled stdin is a new temporary file each time: nothing to remember it by.
             incremental=incremental and spooled is None,
             full_hash=full_hash,
+            limits=limits,
         )
     except KeyboardInterrupt:
         typer.echo(

@@ -4,12 +4,14 @@
 :class:`~ingest.records.Record`, or a :class:`~ingest.model.Rejected` whose reason names the
 first problem found: ``record_too_large``, ``invalid_utf8``, ``too_deep``, ``lone_surrogate``,
 ``truncated``, ``malformed_json`` or ``not_a_record``. U+0000 in strings is replaced, not
-rejected. The JSON string patterns and :func:`nesting` are shared with the reader's scanner.
+rejected; an integer past 64 bits becomes its digits as a string (see :func:`decode_value`).
+The JSON string patterns and :func:`nesting` are shared with the reader's scanner.
 """
 
 from __future__ import annotations
 
 import codecs
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -40,6 +42,10 @@ _DEPTH_STEP = [1 if b in b"[{" else -1 for b in range(256)]
 TRUNCATED = "input ends inside a JSON value (unclosed array or object)"
 
 _CONTAINERS = frozenset((dict, list))
+#: A number of 20+ digits, or of 19 starting with 9 (2**63 is 9223372036854775808): only these
+#: can leave the 64-bit range. Nanosecond times (19 digits, 1.7e18) do not match.
+_LONG_DIGITS = re.compile(rb"[:\[,]\s*-?(?:\d{20,}|9\d{18})\s*[,\]}]")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _JSON_TYPES = {int: "number", float: "number", str: "string", bool: "boolean", type(None): "null"}
 
 
@@ -94,14 +100,27 @@ def decode_value(raw: bytes) -> Any:
     (``orjson.JSONDecodeError`` if they are not JSON). The one decoding of record bytes: the
     reader's, and a worker's for a record the parent left undecoded (a deferred record).
 
+    An integer outside the signed 64-bit range becomes the string of its digits: no database
+    column or JSON operator reads it as a number, and orjson would round it to a float.
+
     >>> decode_value(b'{"a\\u0000": ["x\\u0000y", 1]}')
     {'a\ufffd': ['x\ufffdy', 1]}
+    >>> decode_value(b'{"n": 123456789012345678901234567890, "m": -9223372036854775808}')
+    {'n': '123456789012345678901234567890', 'm': -9223372036854775808}
     """
     value = orjson.loads(raw)
+    # Only a long number can be such an integer: one bytes scan spares the (slower) re-parse.
+    if _LONG_DIGITS.search(raw) is not None and isinstance(value, dict | list):
+        value = json.loads(raw, parse_int=_int_or_digits)
     # Only an escaped NUL can put one in a decoded string: one bytes scan saves the walk.
     if b"\\u0000" in raw and isinstance(value, dict | list):
         _replace_nul(value)
     return value
+
+
+def _int_or_digits(digits: str) -> int | str:
+    number = int(digits)
+    return number if _INT64_MIN <= number <= _INT64_MAX else digits
 
 
 def _diagnose(

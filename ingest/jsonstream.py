@@ -65,6 +65,7 @@ def iter_records(
     max_record_bytes: int = 256 * 1024 * 1024,
     max_depth: int = 512,
     resume: tuple[int, int] | None = None,
+    max_input_bytes: int | None = None,
 ) -> Iterator[Record | Rejected]:
     """Every record of a binary stream, decoded, or rejected with a reason; never raises on data.
 
@@ -75,6 +76,9 @@ def iter_records(
     nothing. ``raw`` holds the record's bytes (an element without the whitespace around it, a
     line without its line end, the document without trailing whitespace) and ``byte_offset``
     is where they start in the decompressed stream; ``line`` counts ``\n`` before them.
+
+    Past ``max_input_bytes`` decompressed bytes reading stops: what was read is yielded, then
+    one ``input_too_large`` rejection.
 
     Records must be objects or arrays (``not_a_record`` otherwise). A string containing U+0000
     (``"\\u0000"``, which PostgreSQL refuses) is not rejected: every NUL in keys and values is
@@ -93,7 +97,7 @@ def iter_records(
     >>> [r.value for r in iter_records(io.BytesIO(b'[{"a": 1},\\n {"b": 2}]'), "x.json")]
     [{'a': 1}, {'b': 2}]
     """
-    src = InputBuffer(stream)
+    src = InputBuffer(stream, max_input_bytes)
     limits = Limits(source_file, max_record_bytes, max_depth)
     if resume is not None:
         # Going on with a JSONL file read before: the stream stands at a line start.
@@ -108,7 +112,7 @@ def iter_records(
             source_file=source_file,
             line=src.line_at(end),
             byte_offset=src.base + end,
-            reason="unreadable_input",
+            reason=src.error_reason,
             message=f"cannot read the rest of the input: {src.error}",
         )
 

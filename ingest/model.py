@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -96,6 +97,14 @@ class Message(_Model):
     raw: Any = None
 
 
+class OpaqueMessage(Message):
+    """The stand-in for an item or block of a type the parser does not know (a newer API's):
+    kept, never dropped. Its content is the type and the item's JSON, its raw the item."""
+
+    #: The item's or block's type, as the source named it.
+    unknown_type: str
+
+
 class Trace(_Model):
     """One agent run / conversation."""
 
@@ -158,6 +167,21 @@ def content_hash(trace: Trace) -> str:
         payload.append([[t.name, t.description, t.parameters] for t in trace.tools])
     data = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
     return hashlib.sha256(data).hexdigest()
+
+
+def count_unknown(messages: Iterable[Message]) -> dict[str, int]:
+    """How many opaque messages of each unknown type ``messages`` hold (sorted by type).
+
+    >>> count_unknown([
+    ...     OpaqueMessage(seq=0, role="user", unknown_type=kind) for kind in ("b", "a", "b")
+    ... ])
+    {'a': 1, 'b': 2}
+    """
+    counts: dict[str, int] = {}
+    for message in messages:
+        if isinstance(message, OpaqueMessage):
+            counts[message.unknown_type] = counts.get(message.unknown_type, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 class Rejected(_Model):

@@ -37,7 +37,7 @@ from ingest.bytestream import read_head
 from ingest.file_changes import Change, FileLook, entry_for, look_at
 from ingest.formats.base import Deferred, TraceFormat
 from ingest.model import Rejected, Trace, content_hash
-from ingest.reading import RecordHook, file_format, resolve_format, split_file
+from ingest.reading import ReadLimits, RecordHook, file_format, resolve_format, split_file
 from ingest.records import Record
 
 __all__ = ["BATCH_MESSAGES", "ImportSummary", "import_paths", "import_traces"]
@@ -66,6 +66,7 @@ def import_paths(
     display_names: Sequence[str] | None = None,
     incremental: bool = True,
     full_hash: bool = False,
+    limits: ReadLimits | None = None,
 ) -> ImportSummary:
     """Import trace files into ``engine``'s database; the library form of ``toollens import``.
 
@@ -78,6 +79,8 @@ def import_paths(
     Interrupted (Ctrl-C, or SIGTERM where the caller turns it into ``KeyboardInterrupt``), the
     import stops its workers, is stored as ``interrupted`` with its counts so far, and the
     exception goes on; the same import run again completes it.
+
+    ``limits``: record and input size limits (default: :meth:`ReadLimits.of`).
     """
     fmt_override = resolve_format(format_name)
     names = [str(p) for p in (display_names or paths)]
@@ -88,7 +91,7 @@ def import_paths(
         total = sum(_size(p) for p in paths)
         workers = (os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 0
     writer = BatchWriter(engine, import_id, summary, encoding, budget, workers)
-    files = _IncrementalFiles(engine, writer, fmt_override, full_hash, progress)
+    files = _IncrementalFiles(engine, writer, fmt_override, full_hash, progress, limits)
     try:
         with writer, _bulk_gc():
             for path, name in zip(paths, names, strict=True):
@@ -105,6 +108,7 @@ def import_paths(
                     fmt_override,
                     _counter(summary, name, progress),
                     defer=writer.pool is not None,
+                    limits=limits,
                 )
                 for item in items:
                     writer.add(item)
@@ -155,6 +159,7 @@ def _finish(
         rejected_known=summary.rejected_known,
         messages=summary.messages,
         seconds=summary.seconds,
+        unknown_items=summary.unknown_items,
         state=state,
         error=error,
     )
@@ -172,8 +177,10 @@ class _IncrementalFiles:
         fmt: TraceFormat | None,
         full_hash: bool,
         progress: ProgressFn | None,
+        limits: ReadLimits | None,
     ) -> None:
         self.engine = engine
+        self.limits = limits
         self.writer = writer
         self.summary = writer.summary
         self.fmt = fmt
@@ -193,7 +200,8 @@ class _IncrementalFiles:
         except OSError:
             # Unreadable: the reader turns that into a rejection naming the file.
             tally = _Tally()
-            self._add_all(split_file(path, name, self.fmt, self._hook(tally, name)), tally)
+            items = split_file(path, name, self.fmt, self._hook(tally, name), limits=self.limits)
+            self._add_all(items, tally)
             return
         # A file read with another format than asked for now is read again.
         same_format = self.fmt is None or (
@@ -251,7 +259,7 @@ class _IncrementalFiles:
         tally.traces += traces
 
     def _defer(self, resume: tuple[int, int] | None) -> dict[str, Any]:
-        return {"defer": self.writer.pool is not None, "resume": resume}
+        return {"defer": self.writer.pool is not None, "resume": resume, "limits": self.limits}
 
     def _hook(self, tally: _Tally, name: str) -> RecordHook:
         count = _counter(self.summary, name, self.progress)
@@ -286,7 +294,10 @@ class _IncrementalFiles:
         def count_appended(_item: Record | Rejected) -> None:
             appended.records += 1
 
-        for item in split_file(path, name, fmt, count_appended, defer=False, resume=resume):
+        appended_items = split_file(
+            path, name, fmt, count_appended, defer=False, resume=resume, limits=self.limits
+        )
+        for item in appended_items:
             if isinstance(item, Trace):
                 if not item.external_id:
                     return False
@@ -296,7 +307,10 @@ class _IncrementalFiles:
         stored = stored_content_hashes(self.engine, touched)
         # Read whole again: every record counts as read; those left alone count as unchanged.
         counts = self.summary.file(name)
-        for item in split_file(path, name, fmt, self._hook(tally, name), defer=False):
+        whole = split_file(
+            path, name, fmt, self._hook(tally, name), defer=False, limits=self.limits
+        )
+        for item in whole:
             if isinstance(item, Rejected):
                 if item.byte_offset < resume[0]:
                     self.summary.records_unchanged += 1  # rejected and stored before

@@ -13,7 +13,9 @@ worker process finishes them with :func:`finish_deferred`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -33,6 +35,47 @@ MAX_NESTING = 200
 
 #: Called with every record (or reader rejection) of a file as it is read (for counts, progress).
 RecordHook = Callable[[Record | Rejected], None]
+
+
+#: Defaults of :class:`ReadLimits`, sized for the smallest supported machine (2 cores, 24 GiB):
+#: a record is held whole (twice, raw and parsed, in the parent and again in a worker), so
+#: 256 MiB records with two workers stay under ~3 GiB; 8 GiB of decompressed input is far past
+#: any real trace file and stops a decompression bomb long before the disk or the hours run out.
+DEFAULT_MAX_RECORD_MB = 256
+DEFAULT_MAX_DECOMPRESSED_GB = 8.0
+#: Environment variables that override the defaults (the CLI options override both).
+MAX_RECORD_MB_ENV = "TOOLLENS_MAX_RECORD_MB"
+MAX_DECOMPRESSED_GB_ENV = "TOOLLENS_MAX_DECOMPRESSED_GB"
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    """How much one input may hold: a record over ``max_record_bytes`` is rejected
+    ``record_too_large`` (without being held whole); past ``max_decompressed_bytes`` of one
+    input reading stops with an ``input_too_large`` rejection.
+
+    >>> ReadLimits.of(max_record_mb=1, max_decompressed_gb=0.5)
+    ReadLimits(max_record_bytes=1048576, max_decompressed_bytes=536870912)
+    """
+
+    max_record_bytes: int
+    max_decompressed_bytes: int
+
+    @classmethod
+    def of(
+        cls, max_record_mb: float | None = None, max_decompressed_gb: float | None = None
+    ) -> ReadLimits:
+        """Limits in MiB / GiB; a value left ``None`` comes from its environment variable
+        (:data:`MAX_RECORD_MB_ENV`, :data:`MAX_DECOMPRESSED_GB_ENV`), else the default."""
+        record_mb = max_record_mb
+        if record_mb is None:
+            record_mb = float(os.environ.get(MAX_RECORD_MB_ENV, DEFAULT_MAX_RECORD_MB))
+        input_gb = max_decompressed_gb
+        if input_gb is None:
+            input_gb = float(os.environ.get(MAX_DECOMPRESSED_GB_ENV, DEFAULT_MAX_DECOMPRESSED_GB))
+        if record_mb <= 0 or input_gb <= 0:
+            raise ValueError("read limits must be positive")
+        return cls(int(record_mb * 1024**2), int(input_gb * 1024**3))
 
 
 class UnknownFormatError(ValueError):
@@ -58,12 +101,14 @@ def read_file(
     name: str | None = None,
     fmt: TraceFormat | None = None,
     on_record: RecordHook | None = None,
+    limits: ReadLimits | None = None,
 ) -> Iterator[Trace | Rejected]:
     """Canonical traces and rejections of one file (format sniffed unless ``fmt`` is given).
 
-    ``name`` is the file name the traces and rejections carry (default: ``path``).
+    ``name`` is the file name the traces and rejections carry (default: ``path``); ``limits``
+    default to :meth:`ReadLimits.of` (environment, else the defaults).
     """
-    items = split_file(path, name, fmt, on_record, defer=False)
+    items = split_file(path, name, fmt, on_record, defer=False, limits=limits)
     return cast(Iterator[Trace | Rejected], items)
 
 
@@ -75,6 +120,7 @@ def split_file(
     *,
     defer: bool = True,
     resume: tuple[int, int] | None = None,
+    limits: ReadLimits | None = None,
 ) -> Iterator[Trace | Rejected | Deferred]:
     """:func:`read_file`, except that (with ``defer``) formats that can (``split``) leave the
     records that make a trace on their own unparsed, as :class:`Deferred` items holding only
@@ -84,9 +130,11 @@ def split_file(
     line start on (what was appended since an import read up to there); ``fmt`` is then needed.
     """
     name = name or str(path)
+    limits = limits or ReadLimits.of()
     if resume is not None:
         assert fmt is not None, "resuming a file needs the format it was read with"
-        yield from _parse(fmt, _resumed_records(path, name, resume), name, on_record, defer)
+        records = _resumed_records(path, name, resume, limits)
+        yield from _parse(fmt, records, name, on_record, defer)
         return
     # A file rejected whole counts as one record read (``on_record``), so that records read
     # always equal imported + updated + unchanged + rejected.
@@ -109,8 +157,7 @@ def split_file(
             line=1,
             byte_offset=0,
             reason="unknown_format",
-            message="could not recognize the trace format; pass --format NAME "
-            f"(one of: {', '.join(formats.format_names())})",
+            message=unknown_format_message(head),
             raw=head[:UNKNOWN_FORMAT_KEEP],
         )
         if on_record is not None:
@@ -118,7 +165,13 @@ def split_file(
         yield whole
         return
     with open_input(path) as stream:
-        records = iter_records(stream, name, max_depth=MAX_NESTING)
+        records = iter_records(
+            stream,
+            name,
+            max_depth=MAX_NESTING,
+            max_record_bytes=limits.max_record_bytes,
+            max_input_bytes=limits.max_decompressed_bytes,
+        )
         yield from _parse(chosen, records, name, on_record, defer)
 
 
@@ -137,10 +190,18 @@ def _parse(
         yield from fmt.parse(records, name)
 
 
-def _resumed_records(path: Path, name: str, resume: tuple[int, int]) -> Iterator[Record | Rejected]:
+def _resumed_records(
+    path: Path, name: str, resume: tuple[int, int], limits: ReadLimits
+) -> Iterator[Record | Rejected]:
     with open(path, "rb") as stream:
         stream.seek(resume[0])
-        yield from iter_records(stream, name, max_depth=MAX_NESTING, resume=resume)
+        yield from iter_records(
+            stream,
+            name,
+            max_depth=MAX_NESTING,
+            max_record_bytes=limits.max_record_bytes,
+            resume=resume,
+        )
 
 
 def file_format(path: Path, fmt: TraceFormat | None = None) -> str | None:
@@ -153,6 +214,24 @@ def file_format(path: Path, fmt: TraceFormat | None = None) -> str | None:
     except OSError:
         return None
     return None if chosen is None else chosen.name
+
+
+def unknown_format_message(head: bytes) -> str:
+    """Why a head was not recognized: the formats it looks closest to, and how to force one.
+
+    >>> print(unknown_format_message(b'{"hello": "world"}').split(";")[0])
+    could not recognize the trace format (no format's markers or typical keys seen)
+    """
+    closest = formats.closest_formats(head)
+    if closest:
+        names = ", ".join(fmt.name for fmt in closest)
+        seen = f"closest by the keys seen: {names}"
+    else:
+        seen = "no format's markers or typical keys seen"
+    return (
+        f"could not recognize the trace format ({seen}); pass --format NAME to read it as "
+        f"one (one of: {', '.join(formats.format_names())})"
+    )
 
 
 def finish_deferred(item: Deferred) -> Trace | Rejected:
@@ -186,8 +265,13 @@ def _watched(
 
 
 __all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_GB",
+    "DEFAULT_MAX_RECORD_MB",
+    "MAX_DECOMPRESSED_GB_ENV",
     "MAX_NESTING",
+    "MAX_RECORD_MB_ENV",
     "UNKNOWN_FORMAT_KEEP",
+    "ReadLimits",
     "RecordHook",
     "UnknownFormatError",
     "file_format",
@@ -195,4 +279,5 @@ __all__ = [
     "read_file",
     "resolve_format",
     "split_file",
+    "unknown_format_message",
 ]

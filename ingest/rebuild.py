@@ -53,16 +53,19 @@ def trace_from_stored(stored: StoredTrace) -> tuple[Trace, list[int]]:
         for m in stored.messages
     ]
     t = stored.trace
+    metadata = dict(t.metadata or {})
+    # Values cut to fit their columns were kept whole here by ``build_rows``: parsed again.
+    full = metadata.pop("full_values", {})
     trace = Trace(
         format=t.format,
         source_file=t.source_file,
         source_line=t.source_line,
-        external_id=t.external_id,
-        agent=t.agent,
-        model=t.model,
+        external_id=full.get("external_id", t.external_id),
+        agent=full.get("agent", t.agent),
+        model=full.get("model", t.model),
         started_at=t.started_at,
         tags=t.tags or [],
-        metadata=t.metadata or {},
+        metadata=metadata,
         tools=[ToolDef(**tool) for tool in t.tools or []],
         messages=messages,
         record_count=t.record_count,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from db.records import (
     FindingRecord,
@@ -15,6 +16,7 @@ from db.records import (
 )
 from db.vocabulary import DEFAULT_LOOP_K
 from db.write import TraceRows
+from ingest.bounded import column_length, fit, fit_key, storable_time
 from ingest.facts import ResultFacts, TraceFacts
 from ingest.model import Message, Trace, content_hash
 
@@ -49,7 +51,7 @@ def display_id(trace: Trace, digest: str) -> str:
 
 def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceRows:
     """All rows of one trace, ready for :func:`db.write.write_traces`."""
-    key = trace.dedupe_key()
+    key = fit_key("traces", "dedupe_key", trace.dedupe_key())
     digest = content_hash(trace)
     by_seq = {m.seq: m for m in trace.messages}
     calls = {(c.message_seq, c.call_index): c for c in facts.calls}
@@ -62,10 +64,12 @@ def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceR
             tool_calls.append(
                 ToolCallRecord(
                     message_seq=message.seq, call_index=call.call_index,
-                    tool_call_id=call.tool_call_id, tool_name=call.name,
+                    tool_call_id=_call_id(call.tool_call_id),
+                    tool_name=_tool_name(call.name),
                     arguments_raw=call.arguments_raw, arguments=call.arguments,
                     args_valid=call.args_valid, args_error=call.args_error,
-                    timestamp=message.timestamp, signature=cf.signature,
+                    timestamp=storable_time(message.timestamp),
+                    signature=fit_key("tool_calls", "signature", cf.signature),
                     occurrence=cf.occurrence, run_length=cf.run_length,
                     retry_after_error=cf.retry_after_error, ping_pong=cf.ping_pong,
                     pair_state=cf.pair_state, pairing_method=cf.pairing_method,
@@ -75,28 +79,31 @@ def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceR
                 )
             )  # fmt: skip
             findings.extend(
-                FindingRecord(f, call.name, message.seq, call.call_index) for f in cf.findings
+                FindingRecord(f, _tool_name(call.name), message.seq, call.call_index)
+                for f in cf.findings
             )
     tool_results: list[ToolResultRecord] = []
     for rf in facts.results:
         message = by_seq[rf.message_seq]
-        tool = _result_tool(message, rf, by_seq)
+        tool = _tool_name(_result_tool(message, rf, by_seq))
         tool_results.append(_result_row(message, rf, tool))
         findings.extend(FindingRecord(f, tool, rf.message_seq, None) for f in rf.findings)
     errors = sum(1 for r in facts.results if r.content.status == "error")
     record = TraceRecord(
         dedupe_key=key,
         content_hash=digest,
-        external_id=trace.external_id,
-        display_id=display_id(trace, digest),
+        external_id=fit_key("traces", "external_id", trace.external_id)
+        if trace.external_id
+        else None,
+        display_id=fit_key("traces", "display_id", display_id(trace, digest)),
         format=trace.format,
         source_file=trace.source_file,
         source_line=trace.source_line,
-        agent=trace.agent,
-        model=trace.model,
-        started_at=trace.started_at or _first_timestamp(trace),
+        agent=fit("traces", "agent", trace.agent),
+        model=fit("traces", "model", trace.model),
+        started_at=storable_time(trace.started_at) or _first_timestamp(trace),
         tags=trace.tags,
-        metadata=trace.metadata,
+        metadata=_with_full_values(trace),
         # The fields of ``ToolDef`` (already JSON values): faster than ``model_dump`` per tool.
         tools=[
             {"name": t.name, "description": t.description, "parameters": t.parameters}
@@ -116,13 +123,44 @@ def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceR
     return TraceRows(record, messages, tool_calls, tool_results, findings)
 
 
+def _with_full_values(trace: Trace) -> dict[str, Any]:
+    """The trace's metadata, plus (under ``full_values``) each trace-level value that had to be
+    cut to fit its column; a message's own values stay whole in its raw payload."""
+    cut = {
+        name: value
+        for name, value, column in (
+            ("external_id", trace.external_id, "external_id"),
+            ("agent", trace.agent, "agent"),
+            ("model", trace.model, "model"),
+        )
+        if value is not None and len(value) > column_length("traces", column)
+    }
+    if trace.started_at is not None and storable_time(trace.started_at) is None:
+        cut["started_at"] = trace.started_at.isoformat()
+    if not cut:
+        return trace.metadata
+    return trace.metadata | {"full_values": cut}
+
+
+def _tool_name(name: str) -> str:
+    # Tool names are grouping keys on every page: long distinct names must stay distinct.
+    return fit_key("tool_calls", "tool_name", name)
+
+
+def _call_id(call_id: str | None) -> str | None:
+    # Both tables cut an id the same way, so a stored call and its result still share it.
+    return fit_key("tool_calls", "tool_call_id", call_id) if call_id else None
+
+
 def _message_row(message: Message, n_tokens: int) -> MessageRecord:
     content = message.content
     return MessageRecord(
-        seq=message.seq, role=message.role, content=content, timestamp=message.timestamp,
-        tokens=n_tokens, chars=len(content),
+        seq=message.seq, role=message.role, content=content,
+        timestamp=storable_time(message.timestamp), tokens=n_tokens, chars=len(content),
         bytes=len(content.encode("utf-8", "surrogatepass")), usage=message.usage,
-        source_id=message.source_id, source_line=message.source_line, branch=message.branch,
+        source_id=fit("messages", "source_id", message.source_id),
+        source_line=message.source_line,
+        branch=fit_key("messages", "branch", message.branch) if message.branch else None,
         raw=message.raw,
     )  # fmt: skip
 
@@ -147,14 +185,19 @@ def _result_row(message: Message, rf: ResultFacts, tool: str) -> ToolResultRecor
         fingerprint = error_fingerprint(tool, cf.summary or content)
     call_seq, call_index = rf.call_ref if rf.call_ref else (None, None)
     return ToolResultRecord(
-        message_seq=message.seq, tool_call_id=provided.tool_call_id if provided else None,
-        provided_name=provided.name if provided else None,
+        message_seq=message.seq,
+        tool_call_id=_call_id(provided.tool_call_id) if provided else None,
+        provided_name=_tool_name(provided.name) if provided and provided.name else None,
         explicit_error=provided.explicit_error if provided else None,
-        explicit_source=provided.explicit_source if provided else None,
-        timestamp=message.timestamp, tokens=rf.tokens, chars=len(content),
+        explicit_source=fit("tool_results", "explicit_source", provided.explicit_source)
+        if provided
+        else None,
+        timestamp=storable_time(message.timestamp), tokens=rf.tokens, chars=len(content),
         bytes=len(content.encode("utf-8", "surrogatepass")), tool=tool, status=cf.status,
-        status_source=cf.status_source, error_type=cf.error_type, rule=cf.rule,
-        fingerprint=fingerprint, summary=cf.summary, suggestion=cf.suggestion,
+        status_source=cf.status_source,
+        error_type=fit("tool_results", "error_type", cf.error_type), rule=cf.rule,
+        fingerprint=fit("tool_results", "fingerprint", fingerprint), summary=cf.summary,
+        suggestion=cf.suggestion,
         suggestion_kind=cf.suggestion_kind, suggestion_detail=cf.suggestion_detail or None,
         is_protocol=cf.is_protocol, pair_state=rf.pair_state, pairing_method=rf.pairing_method,
         call_seq=call_seq, call_index=call_index, name_mismatch=rf.name_mismatch,
@@ -164,7 +207,8 @@ def _result_row(message: Message, rf: ResultFacts, tool: str) -> ToolResultRecor
 
 
 def _first_timestamp(trace: Trace) -> datetime | None:
-    return next((m.timestamp for m in trace.messages if m.timestamp is not None), None)
+    stamps = (storable_time(m.timestamp) for m in trace.messages)
+    return next((t for t in stamps if t is not None), None)
 
 
 def _problem_count(facts: TraceFacts, errors: int) -> int:

@@ -165,16 +165,6 @@ SNIFFED: list[tuple[str, bytes, str | None]] = [
     ("empty head", b"", None),
     ("unknown JSON", b'{"hello": "world"}', None),
     (
-        "plain chat messages are valid in several formats",
-        b'[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]',
-        None,
-    ),
-    (
-        "Anthropic and Responses markers together",
-        b'[{"type": "tool_use", "id": "t"}, {"type": "function_call", "call_id": "c"}]',
-        None,
-    ),
-    (
         "a Langfuse export embeds chat messages and is claimed by langfuse",
         b'{"trace": {}, "observations": [{"input": [{"role": "tool", "tool_call_id": 1}]}]}',
         "langfuse",
@@ -226,6 +216,35 @@ SNIFFED: list[tuple[str, bytes, str | None]] = [
         "toolbench",
     ),
 ]
+
+
+#: Heads no format claims that sniffing still decides: (case, head, format read with).
+DECIDED: list[tuple[str, bytes, str]] = [
+    (
+        "plain chat messages go to the generic format",
+        b'[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]',
+        "openai_chat",
+    ),
+    (
+        "LangChain-style roles without markers go to the generic format",
+        b'{"messages": [{"role": "human", "content": "hi"}]}',
+        "openai_chat",
+    ),
+    (
+        "Anthropic and Responses markers together: the first in sniffing order",
+        b'[{"type": "tool_use", "id": "t"}, {"type": "function_call", "call_id": "c"}]',
+        "openai_responses",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"), [(h, e) for _, h, e in DECIDED], ids=[c for c, _, _ in DECIDED]
+)
+def test_sniffing_decides_heads_no_format_claims(head: bytes, expected: str) -> None:
+    assert formats.claimants(head) == []
+    fmt = formats.sniff_format(head)
+    assert fmt is not None and fmt.name == expected
 
 
 @pytest.mark.parametrize(

@@ -143,18 +143,6 @@ REJECTIONS: list[tuple[str, str, Any, str]] = [
     ),
     (
         "langchain",
-        "unknown message type",
-        {"messages": [{"type": "human", "data": {}}, {"type": "bot"}]},
-        "messages[1].type: unknown message type 'bot'",
-    ),
-    (
-        "langchain",
-        "unknown dumpd class",
-        {"messages": [{"lc": 1, "type": "constructor", "id": ["x", "Blob"], "kwargs": {}}]},
-        "messages[0].id: unknown message type 'Blob'",
-    ),
-    (
-        "langchain",
         "dumpd without class name",
         {"messages": [{"lc": 1, "type": "constructor", "id": [], "kwargs": {}}]},
         "messages[0].id: no message class name",
@@ -201,12 +189,6 @@ REJECTIONS: list[tuple[str, str, Any, str]] = [
         "function_call without name",
         {"output": [{"type": "function_call", "call_id": "c", "arguments": "{}"}]},
         "output[0].name: missing",
-    ),
-    (
-        "openai_responses",
-        "unknown item type",
-        {"output": [{"type": "banana"}]},
-        "output[0].type: unknown item type 'banana'",
     ),
     (
         "openai_responses",
@@ -263,7 +245,7 @@ def test_claude_code_rejects_only_lines_without_a_usable_message() -> None:
             {"type": "assistant", "message": "oops"},
             [1, 2],
             {"type": "summary", "summary": "Title"},
-            {"type": "progress", "data": {}},
+            {"type": "progress", "uuid": "u1", "data": {}},
             {"type": "user", "message": {"role": "critic", "content": "x"}},
         ),
     )
@@ -276,6 +258,23 @@ def test_claude_code_rejects_only_lines_without_a_usable_message() -> None:
     assert isinstance(trace, Trace)
     assert (trace.record_count, len(trace.messages), trace.external_id) == (3, 1, "s1")
     assert trace.metadata == {"summaries": ["Title"], "other_line_types": {"progress": 1}}
+
+
+def test_claude_code_rejects_lines_of_other_formats_instead_of_counting_them() -> None:
+    conversation = {"id": "c1", "messages": [{"role": "user", "content": "hi"}]}
+    items = parse(
+        "claude_code",
+        recs(conversation, {"type": "queue-operation", "sessionId": "s1"}, conversation),
+    )
+    message = (
+        'not a Claude Code line (no known "type" and none of sessionId, uuid, parentUuid, '
+        "leafUuid, messageId); if the file is another format, let it be sniffed or pass "
+        "--format NAME"
+    )
+    assert rejections(items) == [(1, "not_this_format", message), (3, "not_this_format", message)]
+    trace = items[-1]
+    assert isinstance(trace, Trace)
+    assert (trace.record_count, trace.metadata) == (1, {"other_line_types": {"queue-operation": 1}})
 
 
 def test_a_rejected_claude_code_line_does_not_shift_call_numbering() -> None:

@@ -135,9 +135,10 @@ def test_an_unrecognized_file_is_rejected_whole_with_a_hint(db_url: str, tmp_pat
     path = write_jsonl(tmp_path / "other.jsonl", [b'{"hello": "world"}'])
     result = runner.invoke(app, ["import", "--db", db_url, str(path)])
     assert result.exit_code == 0
-    assert f"{path}:1: unknown_format: could not recognize the trace format; pass --format" in (
-        result.stderr
-    )
+    assert (
+        f"{path}:1: unknown_format: could not recognize the trace format (no format's markers "
+        "or typical keys seen); pass --format NAME to read it as one"
+    ) in result.stderr
 
 
 def test_usage_errors_exit_2_and_name_the_problem(tmp_path: Path) -> None:

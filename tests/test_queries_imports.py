@@ -45,3 +45,16 @@ def test_rejected_records_of_one_import_are_paged(analysis_store: sa.Engine) -> 
     ]
     page = imports.rejected_records(analysis_store, import_id=2, limit=1, offset=1)
     assert list(page["location"]) == ["bad.jsonl:7"]
+
+
+def test_import_history_lists_the_unknown_items_each_import_kept(analysis_store: sa.Engine) -> None:
+    from db.schema import ImportRun
+
+    with analysis_store.begin() as conn:
+        conn.execute(
+            sa.update(ImportRun)
+            .where(ImportRun.id == 2)
+            .values(unknown_items={"sticker": 1, "hologram_call": 3})
+        )
+    df = imports.import_history(analysis_store)
+    assert rows(df[["id", "unknown_items"]]) == [(2, "hologram_call ×3, sticker ×1"), (1, "")]

@@ -79,8 +79,19 @@ def test_an_unknown_format_is_one_rejection_naming_every_registered_format(
         b'{"hello": "world"}',
     )
     assert rejected.message == (
-        "could not recognize the trace format; pass --format NAME "
-        f"(one of: {', '.join(formats.format_names())})"
+        "could not recognize the trace format (no format's markers or typical keys seen); "
+        f"pass --format NAME to read it as one (one of: {', '.join(formats.format_names())})"
+    )
+
+
+def test_an_unknown_format_rejection_names_the_closest_formats(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_bytes(b'{"input": "hi", "output": [], "instructions": "be brief"}')
+    [rejected] = list(read_file(path))
+    assert isinstance(rejected, Rejected)
+    assert rejected.message.startswith(
+        "could not recognize the trace format (closest by the keys seen: openai_responses, "
+        "langfuse); pass --format NAME to read it as one (one of: "
     )
 
 

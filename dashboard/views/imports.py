@@ -22,7 +22,7 @@ REJECTED_PAGE = 10
 HISTORY_COLUMNS = (
     "id", "started_at", "origin", "state", "files", "records", "traces_imported", "updated",
     "unchanged", "rejected", "rejected_new", "rejected_known", "messages", "seconds",
-    "encoding", "paths", "error",
+    "encoding", "paths", "unknown_items", "error",
 )  # fmt: skip
 
 
@@ -63,6 +63,9 @@ st.dataframe(
         "rejected_new": widgets.count_column("Newly rejected", help="first kept by this import"),
         "rejected_known": widgets.count_column(
             "Known rejections", help="already kept by an earlier import, not stored again"
+        ),
+        "unknown_items": st.column_config.TextColumn(
+            "Unknown items kept", help="items of types no parser knew, kept as opaque messages"
         ),
         "messages": widgets.count_column("Messages"),
         "seconds": st.column_config.NumberColumn("Seconds", format="%.2f"),

@@ -41,11 +41,12 @@ def count_imports(engine: Engine) -> int:
 def import_history(engine: Engine, *, limit: int = 50, offset: int = 0) -> pd.DataFrame:
     """One page of imports, the newest first.
 
-    Columns: ``IMPORT_COLUMNS`` plus ``paths`` (the imported paths joined by ``, ``).
+    Columns: ``IMPORT_COLUMNS`` plus ``paths`` (the imported paths joined by ``, ``) and
+    ``unknown_items`` (``type ×count`` of the items of unknown types kept, joined by ``, ``).
     """
     columns = [getattr(ImportRun, c).label(c) for c in IMPORT_COLUMNS]
     stmt = (
-        select(*columns, ImportRun.paths.label("paths"))
+        select(*columns, ImportRun.paths.label("paths"), ImportRun.unknown_items.label("unknown"))
         .order_by(ImportRun.id.desc())
         .limit(limit)
         .offset(offset)
@@ -53,6 +54,9 @@ def import_history(engine: Engine, *, limit: int = 50, offset: int = 0) -> pd.Da
     with engine.connect() as conn:
         df = to_frame(conn, stmt)
     df["paths"] = df["paths"].map(lambda p: ", ".join(str(x) for x in (p or [])))
+    df["unknown_items"] = df.pop("unknown").map(
+        lambda counts: ", ".join(f"{kind} ×{n}" for kind, n in sorted((counts or {}).items()))
+    )
     return df
 
 

@@ -75,13 +75,26 @@ def claimants(head: bytes) -> list[TraceFormat]:
 
 
 def sniff_format(head: bytes) -> TraceFormat | None:
-    """The format that claims the first bytes of a file, or ``None``.
+    """The format to read a file with, decided from its first bytes, or ``None``.
 
-    ``head`` is up to 64 KiB of the decompressed file. A head that is ambiguous (e.g. plain
-    user/assistant messages valid in several formats) or unknown gives ``None``.
+    ``head`` is up to 64 KiB of the decompressed file. The format that claims it; else the
+    first (in :data:`FORMATS` order) whose markers it shows; else, for plain role/content
+    messages, the generic OpenAI chat; ``None`` for a head showing none of them.
     """
-    found = claimants(head)
-    return found[0] if found else None
+    return _SNIFFING.decide(head)
 
 
-__all__ = ["FORMATS", "REGISTRY", "claimants", "format_names", "get_format", "sniff_format"]
+def closest_formats(head: bytes) -> list[TraceFormat]:
+    """The formats an undecided head looks most like (by the keys they typically hold)."""
+    return _SNIFFING.closest(head)
+
+
+__all__ = [
+    "FORMATS",
+    "REGISTRY",
+    "claimants",
+    "closest_formats",
+    "format_names",
+    "get_format",
+    "sniff_format",
+]

@@ -8,7 +8,9 @@ any (or when there was no ``tool_result`` at all). ``tool_use`` blocks become th
 message. Text is what the model reads: ``thinking`` and image blocks add none (they stay in the
 raw payload). Server-side tool blocks (``server_tool_use``, ``web_search_tool_result``,
 ``mcp_tool_use`` …) run inside the API call and are answered there, so they are not modelled as
-calls; they stay in the raw payload too.
+calls; they stay in the raw payload too. A block of a type outside :data:`KNOWN_BLOCK_TYPES`
+(one newer than this parser) becomes an opaque message (``_common.opaque_message``) of the
+message's role after the message, counted as an unknown item.
 """
 
 from __future__ import annotations
@@ -21,13 +23,48 @@ from ingest.formats._common import (
     ShapeError,
     canonical_role,
     json_type,
+    opaque_message,
+    opaque_role,
     optional_str,
     parse_arguments,
     parse_timestamp,
     required_str,
     text_of,
+    type_name,
 )
 from ingest.model import Message, ToolCall, ToolResult
+
+#: The block types of the anthropic-sdk-python ``ContentBlock`` / ``ContentBlockParam`` unions
+#: (and the beta MCP blocks): read, or kept in the raw payload as described above.
+KNOWN_BLOCK_TYPES = frozenset(
+    {
+        "text",
+        "image",
+        "document",
+        "search_result",
+        "thinking",
+        "redacted_thinking",
+        "tool_use",
+        "tool_result",
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "container_upload",
+        "mcp_tool_use",
+        "mcp_tool_result",
+    }
+)
+
+
+def _is_known(block: dict[str, Any]) -> bool:
+    kind = block.get("type")
+    if kind is None:
+        return isinstance(block.get("text"), str)  # a bare text part, as text_of reads it
+    return isinstance(kind, str) and kind in KNOWN_BLOCK_TYPES
 
 
 def _unchanged(msg: dict[str, Any]) -> Any:
@@ -74,14 +111,17 @@ def convert_message(
         return [message]
     results: list[tuple[int, dict[str, Any]]] = []
     rest: list[Any] = []
+    unknown: list[dict[str, Any]] = []
     for index, block in enumerate(content):
         if isinstance(block, dict) and block.get("type") == "tool_result":
             results.append((index, block))
+        elif isinstance(block, dict) and not _is_known(block):
+            unknown.append(block)
         elif isinstance(block, dict | str):
             rest.append(block)
         else:
             raise ShapeError(f"{path}.content[{index}]: expected an object, got {json_type(block)}")
-    split = len(results) + (1 if rest else 0) > 1
+    split = len(results) + (1 if rest else 0) + len(unknown) > 1
     messages = [
         Message(
             role="tool",
@@ -92,7 +132,7 @@ def convert_message(
         )
         for index, block in results
     ]
-    if rest or not results:
+    if rest or not (results or unknown):
         messages.append(
             Message(
                 role=role,
@@ -102,6 +142,16 @@ def convert_message(
                 **common,
             )
         )
+    for block in unknown:
+        opaque = opaque_message(
+            block,
+            type_name(block.get("type")),
+            opaque_role(role),
+            line,
+            raw=wrap({**msg, "content": [block]}) if split else wrap(msg),
+        )
+        opaque.timestamp, opaque.source_id = common["timestamp"], common["source_id"]
+        messages.append(opaque)
     if usage is not None:
         messages[0].usage = usage
     return messages

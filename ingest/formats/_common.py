@@ -18,7 +18,7 @@ import orjson
 from pydantic import BaseModel
 
 from db.vocabulary import Role
-from ingest.model import Message, ToolDef, Trace
+from ingest.model import Message, OpaqueMessage, ToolDef, Trace, count_unknown
 
 #: Source roles and the canonical role each one maps to; anything else is rejected.
 ROLE_MAP: dict[str, Role] = {
@@ -40,6 +40,9 @@ TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 #: either already turned into messages or not about Tool Messages. Sized so that a tau-bench
 #: ``info`` object (task, actions, reward details: up to 5.3 KB) is kept whole.
 METADATA_VALUE_MAX_BYTES = 8192
+
+#: Longest item type name counted as such (see :func:`type_name`).
+TYPE_NAME_MAX = 60
 
 #: Above this a number is read as unix *milliseconds* (1e11 s is the year 5138).
 _MILLISECONDS_FROM = 1e11
@@ -284,11 +287,62 @@ def small_metadata(container: dict[str, Any], consumed: Collection[str]) -> dict
     return metadata
 
 
+def opaque_message(
+    item: Any, kind: str, role: Role, line: int | None, raw: Any = None
+) -> OpaqueMessage:
+    """The stand-in for an item or block of a type the parser does not know: kept, not dropped.
+
+    Its content is the type and the item's JSON (so search and the Trace page show it), its raw
+    is the item (or ``raw``: the item in its envelope), and ``unknown_type`` names the type,
+    counted per trace and per import.
+
+    >>> opaque_message({"type": "hologram", "id": 7}, "hologram", "assistant", 3).content
+    'hologram: {"type":"hologram","id":7}'
+    """
+    text = orjson.dumps(item, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    return OpaqueMessage(
+        seq=0,
+        role=role,
+        content=f"{kind}: {text}",
+        source_line=line,
+        raw=item if raw is None else raw,
+        unknown_type=kind,
+    )
+
+
+def opaque_role(value: Any) -> Role:
+    """The role of an opaque message: the item's own role where it names one, else
+    ``assistant`` (a tool role too: a result needs the call it answers, which this is not).
+
+    >>> opaque_role("user"), opaque_role("tool"), opaque_role(None)
+    ('user', 'assistant', 'assistant')
+    """
+    role = ROLE_MAP.get(value) if isinstance(value, str) else None
+    return "assistant" if role is None or role == "tool" else role
+
+
+def type_name(value: Any) -> str:
+    """An item's ``type`` as a name to count: the string itself, else its JSON type's name.
+
+    A name longer than :data:`TYPE_NAME_MAX` is cut: it is a count's key, not the payload (the
+    item keeps it whole).
+
+    >>> type_name("hologram"), type_name(None), type_name(["x"])
+    ('hologram', '(no type)', '(array type)')
+    """
+    if isinstance(value, str):
+        return value if len(value) <= TYPE_NAME_MAX else value[: TYPE_NAME_MAX - 1] + "…"
+    return "(no type)" if value is None else f"({json_type(value)} type)"
+
+
 def make_trace(messages: list[Message], **fields: Any) -> Trace:
     """A trace with ``seq`` renumbered 0, 1, … and ``started_at`` defaulting to the first
-    message timestamp."""
+    message timestamp; opaque messages are counted in ``metadata["unknown_items"]``."""
     for seq, message in enumerate(messages):
         message.seq = seq
     if fields.get("started_at") is None:
         fields["started_at"] = next((m.timestamp for m in messages if m.timestamp), None)
+    unknown = count_unknown(messages)
+    if unknown:
+        fields["metadata"] = {**fields.get("metadata", {}), "unknown_items": unknown}
     return Trace(messages=messages, **fields)

@@ -139,6 +139,8 @@ def message_list_format(
     description: str,
     markers: tuple[bytes, ...],
     embeds: Collection[str] = (),
+    fallback_markers: tuple[bytes, ...] = (),
+    hints: tuple[str, ...] = (),
 ) -> TraceFormat:
     """The :class:`TraceFormat` of a conversation format read by ``reader``: its records go
     through :func:`defer_message_records`, deferred ones through :func:`parse_independent`."""
@@ -147,6 +149,8 @@ def message_list_format(
         description=description,
         markers=markers,
         embeds=frozenset(embeds),
+        fallback_markers=fallback_markers,
+        hints=hints,
         parse=partial(parse_message_records, reader),
         split=partial(defer_message_records, reader),
         parse_one=partial(parse_independent, reader),
@@ -160,6 +164,7 @@ def trace_per_record_format(
     description: str,
     markers: tuple[bytes, ...],
     embeds: Collection[str] = (),
+    hints: tuple[str, ...] = (),
 ) -> TraceFormat:
     """The :class:`TraceFormat` of a format whose every record is one trace, made by ``read``
     (which raises ``ShapeError`` for a record that is not one: that record is rejected)."""
@@ -186,6 +191,7 @@ def trace_per_record_format(
         description=description,
         markers=markers,
         embeds=frozenset(embeds),
+        hints=hints,
         parse=parse,
         split=split,
         parse_one=parse_one,

@@ -22,7 +22,16 @@ from typing import Any
 import orjson
 
 from db.vocabulary import Role
-from ingest.formats._common import ROLE_MAP, ShapeError, parse_arguments, text_of, tool_defs
+from ingest.formats._common import (
+    ROLE_MAP,
+    ShapeError,
+    opaque_message,
+    opaque_role,
+    parse_arguments,
+    text_of,
+    tool_defs,
+    type_name,
+)
 from ingest.model import Message, ToolCall, ToolDef, ToolResult
 
 #: Message roles and LangChain message types, with Gemini's ``model``.
@@ -36,6 +45,19 @@ _LANGCHAIN_CLASSES = {
 }
 _RESPONSES_CALLS = ("function_call", "custom_tool_call")
 _RESPONSES_OUTPUTS = ("function_call_output", "custom_tool_call_output")
+#: Part types of OTel GenAI messages (and the content parts of the chat APIs) that carry no
+#: call or result: their text is read or they stay in the raw payload.
+_KNOWN_PART_TYPES = frozenset(
+    {"text", "tool_call", "tool_call_response", "blob", "uri", "file", "reasoning", "thinking",
+     "image", "image_url", "input_text", "output_text", "input_image", "input_audio", "refusal"}
+)  # fmt: skip
+#: The fields of a Gemini ``Part`` (both naming conventions), which has no ``type``.
+_GEMINI_PART_FIELDS = frozenset(
+    {"text", "inline_data", "inlineData", "file_data", "fileData", "function_call",
+     "functionCall", "function_response", "functionResponse", "executable_code",
+     "executableCode", "code_execution_result", "codeExecutionResult", "thought",
+     "thought_signature", "thoughtSignature", "video_metadata", "videoMetadata"}
+)  # fmt: skip
 
 #: A source message's identity: per canonical message, its role, text, calls and answered id.
 Key = tuple[tuple[str, str, tuple[tuple[str, str | None], ...], str | None], ...]
@@ -316,6 +338,7 @@ def _parts_messages(role: Role, parts: list[Any], raw: Any) -> list[Message]:
     texts: list[str] = []
     calls: list[ToolCall] = []
     results: list[Message] = []
+    unknown: list[Message] = []
     for part in parts:
         if isinstance(part, str):
             texts.append(part)
@@ -323,6 +346,10 @@ def _parts_messages(role: Role, parts: list[Any], raw: Any) -> list[Message]:
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
+        if _is_unknown_part(kind, part):
+            # A part type newer than this parser: kept as an opaque message, counted.
+            unknown.append(opaque_message(part, type_name(kind), opaque_role(role), None))
+            continue
         gemini_call = part.get("function_call", part.get("functionCall"))
         gemini_result = part.get("function_response", part.get("functionResponse"))
         if kind == "text" or (kind is None and isinstance(part.get("text"), str)):
@@ -347,12 +374,19 @@ def _parts_messages(role: Role, parts: list[Any], raw: Any) -> list[Message]:
             results.append(result_message(body, ident, name, part, error, "response.error"))
     if role == "tool" and calls:
         role = "assistant"
-    if results and not calls and not texts:
-        return results
+    if (results or unknown) and not calls and not texts:
+        return results + unknown
     return [
         Message(seq=0, role=role, content="\n".join(texts), tool_calls=calls, raw=raw),
         *results,
+        *unknown,
     ]
+
+
+def _is_unknown_part(kind: Any, part: dict[str, Any]) -> bool:
+    if kind is None:
+        return not any(key in part for key in _GEMINI_PART_FIELDS)
+    return not (isinstance(kind, str) and kind in _KNOWN_PART_TYPES)
 
 
 def _responses_item(item: dict[str, Any]) -> SourceMessage:

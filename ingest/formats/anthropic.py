@@ -98,6 +98,8 @@ FORMAT = message_list_format(
         rb'"input_schema"\s*:',
         rb'"stop_reason"\s*:',
     ),
+    # Keys typical of the format, too common to claim a head: they rank near misses.
+    hints=("messages", "role", "content", "system", "model", "usage"),
     # Anthropic logs share the chat shape: a ``role: "system"`` message put first, ``"content":
     # null`` … are OpenAI chat markers that must not take an Anthropic file away.
     embeds=("openai_chat",),

@@ -64,6 +64,10 @@ class TraceFormat:
     claiming a head, and they never claim a head showing this format's markers.
     ``trace_per_record``: every record is a whole trace, so the lines appended to a file make
     traces of their own (an incremental import parses only those).
+    ``fallback_markers`` claim a head only when no format's ``markers`` occur in it: the generic
+    format (OpenAI chat) takes plain role/content message lists this way. ``hints`` are JSON
+    keys typical of the format but too common to claim anything (``messages``, ``input``): for
+    a head no format takes, they rank the formats it is closest to, for the rejection message.
     """
 
     name: str
@@ -74,7 +78,11 @@ class TraceFormat:
     split: Split | None = None
     parse_one: ParseOne | None = None
     trace_per_record: bool = False
+    fallback_markers: tuple[bytes, ...] = ()
+    hints: tuple[str, ...] = ()
     _pattern: re.Pattern[bytes] = field(init=False, repr=False, compare=False)
+    _fallback: re.Pattern[bytes] | None = field(init=False, repr=False, compare=False)
+    _hints: tuple[re.Pattern[bytes], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
@@ -89,10 +97,22 @@ class TraceFormat:
             raise ValueError(f"format {self.name}: split and parse_one come together")
         # Frozen: the compiled markers are set once here, the only write.
         object.__setattr__(self, "_pattern", re.compile(b"|".join(self.markers)))
+        fallback = re.compile(b"|".join(self.fallback_markers)) if self.fallback_markers else None
+        object.__setattr__(self, "_fallback", fallback)
+        hints = tuple(re.compile(b'"' + re.escape(key.encode()) + rb'"\s*:') for key in self.hints)
+        object.__setattr__(self, "_hints", hints)
 
     def shows_markers(self, head: bytes) -> bool:
         """Whether one of this format's markers occurs in ``head``."""
         return self._pattern.search(head) is not None
+
+    def hints_shown(self, head: bytes) -> int:
+        """How many of this format's ``hints`` (keys) occur in ``head``."""
+        return sum(1 for hint in self._hints if hint.search(head) is not None)
+
+    def shows_fallback_markers(self, head: bytes) -> bool:
+        """Whether one of this format's fallback markers occurs in ``head``."""
+        return self._fallback is not None and self._fallback.search(head) is not None
 
 
 __all__ = ["Deferred", "Parse", "ParseOne", "Split", "TraceFormat"]

@@ -23,7 +23,11 @@ them all). ``external_id`` is the ``sessionId`` of the first line that has one; 
   become system messages where they occurred: they have a time and a place in the session.
 * ``summary`` lines (session titles written for the resume menu, not part of the conversation)
   go to ``metadata["summaries"]``; lines of any other ``type`` (newer versions add some) are
-  counted in ``metadata["other_line_types"]`` and kept nowhere else. Neither is ever rejected.
+  counted in ``metadata["other_line_types"]`` and kept nowhere else, when they carry a field
+  every Claude Code line type has (``sessionId``, ``uuid``, ``parentUuid``, ``leafUuid``,
+  ``messageId``). A line with neither a known ``type`` nor such a field is not a Claude Code
+  line (another format's record, read with ``--format claude_code``): it is rejected
+  ``not_this_format``, never silently counted.
 
 ``cwd``, ``version`` and ``gitBranch`` of the first line that has them go to the metadata. A
 file of summary lines only is still one trace, with no messages.
@@ -54,6 +58,11 @@ SYNTHETIC_MODEL = "<synthetic>"
 #: Branch of a sidechain line that has neither ``agentId`` nor ``uuid`` to name it by.
 SIDECHAIN = "sidechain"
 
+#: Line types this parser reads; any other type is a newer one, counted (see the docstring).
+_KNOWN_TYPES = frozenset({"user", "assistant", "system", "summary"})
+#: Fields that mark a line of an unknown ``type`` as Claude Code's own.
+_SESSION_FIELDS = ("sessionId", "uuid", "parentUuid", "leafUuid", "messageId")
+
 #: Line fields describing the session's environment, kept from the first line that has them.
 _ENVIRONMENT_FIELDS = ("cwd", "version", "gitBranch")
 
@@ -66,12 +75,30 @@ def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Tr
         if isinstance(record, Rejected):
             yield record
             continue
+        if not _is_session_line(record.value):
+            yield record.reject(
+                "not_this_format",
+                'not a Claude Code line (no known "type" and none of '
+                f"{', '.join(_SESSION_FIELDS)}); if the file is another format, "
+                "let it be sniffed or pass --format NAME",
+            )
+            continue
         try:
             session.add(record)
         except ShapeError as exc:
             yield record.reject("wrong_shape", str(exc))
     if session.record_count:
         yield session.trace()
+
+
+def _is_session_line(line: Any) -> bool:
+    """Whether ``line`` is a Claude Code line (non-objects are left to ``add`` to reject)."""
+    if not isinstance(line, dict):
+        return True
+    kind = line.get("type")
+    return (isinstance(kind, str) and kind in _KNOWN_TYPES) or any(
+        key in line for key in _SESSION_FIELDS
+    )
 
 
 class _Session:
@@ -201,6 +228,8 @@ FORMAT = TraceFormat(
     # ``parentUuid`` is on every conversation line, ``leafUuid`` on summary lines (which may be
     # all a file holds).
     markers=(rb'"parentUuid"\s*:', rb'"leafUuid"\s*:'),
+    # Keys typical of the format, too common to claim a head: they rank near misses.
+    hints=("sessionId", "uuid", "message", "timestamp", "type", "cwd"),
     embeds=frozenset({"anthropic"}),
     parse=parse,
 )

@@ -16,7 +16,8 @@ trace; an array of messages on one JSONL line: one trace.
 Calls are ``AIMessage.tool_calls`` (``args`` object) and ``invalid_tool_calls`` (always
 ``args_valid=False``, with LangChain's ``error``), listed valid first since LangChain keeps them
 apart; an AI message from before ``tool_calls`` existed is read from its provider-form
-``additional_kwargs``. ``ToolMessage.status`` is the explicit error flag.
+``additional_kwargs``. ``ToolMessage.status`` is the explicit error flag. A message of a type
+this parser does not know (``remove`` …) becomes an opaque message, counted as an unknown item.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from ingest.formats._common import (
     expect_list,
     expect_object,
     make_trace,
+    opaque_message,
+    opaque_role,
     optional_str,
     parse_arguments,
     parse_timestamp,
@@ -86,20 +89,21 @@ def _unwrap(item: dict[str, Any], path: str) -> tuple[str, dict[str, Any], str]:
     return kind, item, path
 
 
-def _role(kind: str, data: dict[str, Any], path: str, data_path: str) -> Role:
+def _role(kind: str, data: dict[str, Any], data_path: str) -> Role | None:
+    """The canonical role of a message type; ``None`` for a type this parser does not know."""
     name = kind.removesuffix("Chunk")
     name = _CLASS_TYPES.get(name, name)
     if name == "chat":
         return canonical_role(data.get("role"), f"{data_path}.role")
-    if name not in _TYPE_ROLES:
-        raise ShapeError(f"{path}: unknown message type {kind!r}")
-    return _TYPE_ROLES[name]
+    return _TYPE_ROLES.get(name)
 
 
 def _convert(item: dict[str, Any], path: str, line: int | None) -> list[Message]:
     kind, data, data_path = _unwrap(item, path)
-    type_path = f"{path}.id" if data_path.endswith(".kwargs") else f"{path}.type"
-    role = _role(kind, data, type_path, data_path)
+    role = _role(kind, data, data_path)
+    if role is None:
+        # A newer message type (``RemoveMessage`` …): kept as an opaque message, counted.
+        return [opaque_message(item, kind, opaque_role(data.get("role")), line)]
     usage = data.get("usage_metadata")
     message = Message(
         seq=0,
@@ -230,6 +234,8 @@ FORMAT = message_list_format(
         rb'"tool_call_chunks"\s*:',
         rb'"type"\s*:\s*"(?:human|ai)"',
     ),
+    # Keys typical of the format, too common to claim a head: they rank near misses.
+    hints=("messages", "type", "content", "data", "kwargs", "id"),
     # AIMessages carry OpenAI ``tool_calls`` and, as content blocks, Anthropic and Responses items.
     embeds=("openai_chat", "anthropic", "openai_responses"),
 )

@@ -112,6 +112,8 @@ FORMAT = trace_per_record_format(
     # ``projectId`` comes first in an export, before a large trace input can push
     # ``observations`` out of the head.
     markers=(rb'"observations"\s*:', rb'"parentObservationId"\s*:', rb'"projectId"\s*:'),
+    # Keys typical of the format, too common to claim a head: they rank near misses.
+    hints=("trace", "input", "output", "metadata", "name", "id"),
     # Observations hold what each LLM call sent and got back, in any conversation format.
     embeds=("openai_chat", "anthropic", "openai_responses", "langchain"),
 )

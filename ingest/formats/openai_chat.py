@@ -99,6 +99,11 @@ FORMAT = message_list_format(
         rb'"role"\s*:\s*"(?:tool|function|system|developer)"',
         rb'"content"\s*:\s*null',
     ),
+    # Keys typical of the format, too common to claim a head: they rank near misses.
+    hints=("messages", "role", "content", "name", "traj", "history"),
+    # The generic format: a plain role/content message list (no tool calls, no other format's
+    # markers) is read as OpenAI chat.
+    fallback_markers=(rb'"role"\s*:\s*"(?:user|assistant|human|ai)"',),
 )
 
 __all__ = ["FORMAT", "NAME"]

@@ -87,7 +87,12 @@ def _parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[T
 
 
 def _time(unix_nano: int) -> datetime | None:
-    return datetime.fromtimestamp(unix_nano / 1e9, tz=UTC) if unix_nano else None
+    if not unix_nano:
+        return None
+    try:
+        return datetime.fromtimestamp(unix_nano / 1e9, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None  # past what a datetime holds: the span's own value stays in its raw
 
 
 def _failure(span: OtlpSpan) -> tuple[str | None, str | None]:
@@ -195,6 +200,8 @@ FORMAT = TraceFormat(
         "OpenTelemetry OTLP JSON exports (GenAI / OpenInference spans, Collector file lines)"
     ),
     markers=(rb'"resourceSpans"\s*:', rb'"scopeSpans"\s*:'),
+    # Keys typical of the format, too common to claim a head: they rank near misses.
+    hints=("spans", "traceId", "spanId", "attributes", "resource", "name"),
     parse=_parse,
     # Span attributes hold what each LLM call sent and got back, in any conversation format,
     # and spans sent by Langfuse's own SDK carry its observation fields.

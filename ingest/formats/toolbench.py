@@ -81,6 +81,8 @@ FORMAT = trace_per_record_format(
         rb'"train_messages"\s*:',
         rb'"observation_code"\s*:',
     ),
+    # Keys typical of the format, too common to claim a head: they rank near misses.
+    hints=("query", "answer", "tree", "final_answer", "method", "available_tools"),
     embeds=("openai_chat",),
 )
 
