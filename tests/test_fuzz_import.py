@@ -224,11 +224,11 @@ def test_mutated_records_are_imported_or_cleanly_rejected(
                 .select_from(TraceRow)
                 .where(TraceRow.import_id == summary.import_id)
             ).scalar_one()
-        assert (state, stored_rejections, stored_traces) == (
-            "done",
-            summary.rejected,
-            summary.traces,
-        )
+        # A rejection is kept once (however often it is read); an updated trace moves to the
+        # import that brought its new version (a trace imported and then updated by a later
+        # record of the same import is one row).
+        assert (state, stored_rejections) == ("done", summary.rejected_new)
+        assert summary.traces <= stored_traces <= summary.traces + summary.updated
 
     try:
         import_mutations()
