@@ -40,6 +40,13 @@ from ingest.model import Rejected, Trace
 from ingest.reading import finish_deferred
 from ingest.rows import build_rows
 from ingest.tokens import count_many, count_tokens
+from ingest.trace_redaction import (
+    RedactionSettings,
+    add_counts,
+    format_counts,
+    redact_rejected,
+    redact_trace,
+)
 
 #: Messages per write batch: large enough to amortize a transaction, small enough for memory.
 BATCH_MESSAGES = 5000
@@ -68,14 +75,19 @@ class ImportSummary:
     messages: int = 0
     seconds: float = 0.0
     rejections: list[Rejected] = field(default_factory=list)
+    #: Secrets replaced by ``[REDACTED:kind]``, per kind.
+    redactions: dict[str, int] = field(default_factory=dict)
 
     def line(self) -> str:
-        """``3 files, 215 traces imported, 0 duplicates, 1 rejected in 1.42 s``."""
+        """``3 files, 215 traces imported, 0 duplicates, 1 rejected in 1.42 s``, followed by
+        ``; 12 secrets redacted (jwt 9, openai_key 3)`` when something was redacted."""
         files = "file" if self.files == 1 else "files"
-        return (
+        line = (
             f"{self.files} {files}, {self.traces} traces imported, {self.duplicates} duplicates, "
             f"{self.rejected} rejected in {self.seconds:.2f} s"
         )
+        redacted = format_counts(self.redactions)
+        return f"{line}; {redacted}" if redacted else line
 
     def add_written(self, result: WriteResult) -> None:
         """Count what one written batch did."""
@@ -86,14 +98,25 @@ class ImportSummary:
         self.records_duplicate += result.records_duplicate
 
 
-def analyze_batch(
-    batch: Sequence[Trace | Deferred], encoding: str, budget: int
-) -> list[TraceRows | Rejected]:
-    """Parsing of deferred records, token counts, analysis and rows of a batch of traces.
+#: What a batch comes back as: its rows and rejections in batch order, and the redactions made.
+Analyzed = tuple[list[TraceRows | Rejected], dict[str, int]]
 
-    A trace the analysis trips over becomes a rejection (``analysis_failed``) instead of
-    stopping the import. Results come back in batch order.
+
+def analyze_batch(
+    batch: Sequence[Trace | Deferred],
+    encoding: str,
+    budget: int,
+    redaction: RedactionSettings,
+) -> Analyzed:
+    """Parsing of deferred records, token counts, redaction, analysis and rows of a batch.
+
+    Token counts are those of the original text; everything after them (analysis, rows, the
+    content hash that identifies a trace) sees only the redacted trace, so no secret reaches
+    the store. A trace the analysis trips over becomes a rejection (``analysis_failed``)
+    instead of stopping the import. Results come back in batch order.
     """
+    redactor = redaction.redactor()
+    redactor.counts.reset()
     parsed = [finish_deferred(t) if isinstance(t, Deferred) else t for t in batch]
     traces = [t for t in parsed if isinstance(t, Trace)]
     counts = count_many([m.content for t in traces for m in t.messages], encoding)
@@ -101,20 +124,22 @@ def analyze_batch(
     pos = 0
     for trace in parsed:
         if isinstance(trace, Rejected):
-            rows.append(trace)
+            rows.append(redact_rejected(trace, redactor))
             continue
         tokens = counts[pos : pos + len(trace.messages)]
         pos += len(trace.messages)
+        trace = redact_trace(trace, redactor)
         try:
             facts = analyze_trace(trace, tokens, budget=budget)
             rows.append(build_rows(trace, facts, tokens))
         except Exception as exc:  # odd data must never stop an import; the trace is kept
             rows.append(_analysis_failure(trace, exc))
-    return rows
+    return rows, dict(redactor.counts.reset())
 
 
 def _analysis_failure(trace: Trace, exc: Exception) -> Rejected:
-    """A trace the analysis could not handle, as a rejection holding its messages' payloads."""
+    """A trace the analysis could not handle, as a rejection holding its (redacted) messages'
+    payloads."""
     raw = orjson.dumps([m.raw for m in trace.messages], default=str, option=orjson.OPT_NON_STR_KEYS)
     return Rejected(
         source_file=trace.source_file,
@@ -184,20 +209,23 @@ def analyze_and_write(
     ids: Sequence[int] | None,
     encoding: str,
     budget: int,
-) -> tuple[WriteResult, list[Rejected]]:
+    redaction: RedactionSettings,
+) -> tuple[WriteResult, list[Rejected], dict[str, int]]:
     """The unit of work of a writing worker: analyze a batch, then write it in its turn
     (``ids``: the trace ids reserved for the batch's items, where writes run concurrently)."""
     state = _worker
     assert state is not None, "worker not initialized"
     failure: BaseException | None = None
     try:
-        rows, row_ids, rejected = _split(analyze_batch(batch, encoding, budget), ids)
+        items, redactions = analyze_batch(batch, encoding, budget, redaction)
+        rows, row_ids, rejected = _split(items, ids)
     except BaseException as exc:  # still take (and pass on) the turn, or later batches hang
         failure = exc
     with _turn(state, seq):
         if failure is not None:
             raise failure
-        return write_traces(state.engine, state.import_id, rows, row_ids), rejected
+        written = write_traces(state.engine, state.import_id, rows, row_ids)
+        return written, rejected, redactions
 
 
 def _analyze_only(
@@ -206,15 +234,20 @@ def _analyze_only(
     ids: Sequence[int] | None,
     encoding: str,
     budget: int,
-) -> tuple[list[TraceRows | Rejected], Sequence[int] | None]:
-    return analyze_batch(batch, encoding, budget), ids
+    redaction: RedactionSettings,
+) -> tuple[list[TraceRows | Rejected], Sequence[int] | None, dict[str, int]]:
+    items, redactions = analyze_batch(batch, encoding, budget, redaction)
+    return items, ids, redactions
 
 
 # ---- the parent's side ------------------------------------------------------------------------
 
 #: What a batch comes back as: what the worker wrote and rejected, or the analyzed items (with
 #: their reserved ids) for this process to write.
-_Done = tuple[WriteResult, list[Rejected]] | tuple[list[TraceRows | Rejected], Sequence[int] | None]
+_Done = (
+    tuple[WriteResult, list[Rejected], dict[str, int]]
+    | tuple[list[TraceRows | Rejected], Sequence[int] | None, dict[str, int]]
+)
 
 
 class BatchWriter:
@@ -232,8 +265,10 @@ class BatchWriter:
         encoding: str,
         budget: int,
         workers: int,
+        redaction: RedactionSettings,
     ) -> None:
         self.engine = engine
+        self.redaction = redaction
         self.import_id = import_id
         self.summary = summary
         self.encoding = encoding
@@ -278,6 +313,11 @@ class BatchWriter:
     def add(self, item: Trace | Rejected | Deferred) -> None:
         """Take one item of a file: a trace, a deferred record or a rejection."""
         if isinstance(item, Rejected):
+            # Rejections the parent read never reach a worker: redact their bytes here.
+            redactor = self.redaction.redactor()
+            redactor.counts.reset()
+            item = redact_rejected(item, redactor)
+            add_counts(self.summary.redactions, redactor.counts.reset())
             self._reject(item)
             return
         self.batch.append(item)
@@ -304,19 +344,25 @@ class BatchWriter:
         # Trace ids in input order, even where batches commit in another order.
         ids = reserve_trace_ids(self.engine, len(batch))
         if self.pool is None:
-            self._collect(_analyze_only(batch, seq, ids, self.encoding, self.budget))
+            self._collect(
+                _analyze_only(batch, seq, ids, self.encoding, self.budget, self.redaction)
+            )
             return
         work = analyze_and_write if self.workers_write else _analyze_only
-        self.pending.append(self.pool.submit(work, batch, seq, ids, self.encoding, self.budget))
+        self.pending.append(
+            self.pool.submit(work, batch, seq, ids, self.encoding, self.budget, self.redaction)
+        )
         while len(self.pending) > self.max_pending:
             self._collect(self.pending.popleft().result())
 
     def _collect(self, done: _Done) -> None:
         if isinstance(done[0], WriteResult):
-            result, rejected = done
+            result, rejected, redactions = done
         else:
-            rows, row_ids, rejected = _split(*done)
+            items, ids, redactions = done
+            rows, row_ids, rejected = _split(items, ids)
             result = write_traces(self.engine, self.import_id, rows, row_ids)
+        add_counts(self.summary.redactions, redactions)
         self.summary.add_written(result)
         for item in rejected:
             self._reject(item)

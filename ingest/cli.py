@@ -31,6 +31,22 @@ DbOption = Annotated[
         "--db", help="SQLite file or SQLAlchemy URL (default: $TOOLLENS_DB or toollens.db)"
     ),
 ]
+RedactOption = Annotated[
+    str,
+    typer.Option(
+        "--redact",
+        envvar="TOOLLENS_REDACT",
+        help="Replace secrets by [REDACTED:kind] before storing: off, default or strict",
+    ),
+]
+RedactRulesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--redact-rules",
+        envvar="TOOLLENS_REDACT_RULES",
+        help="Team redaction rules (TOML: extra secret field names and regexes)",
+    ),
+]
 #: How many rejections ``import`` prints before it only counts them.
 MAX_PRINTED_REJECTIONS = 20
 
@@ -44,6 +60,19 @@ def _engine(db: str | None):  # type: ignore[no-untyped-def]
 def _usage_error(message: str) -> typer.Exit:
     typer.echo(f"Error: {message}", err=True)
     return typer.Exit(2)
+
+
+def _redaction(mode: str, rules: Path | None):  # type: ignore[no-untyped-def]
+    """The import's redaction settings, checked (mode and rules file) before anything runs."""
+    from ingest.redaction_rules import RulesFileError
+    from ingest.trace_redaction import RedactionSettings
+
+    try:
+        settings = RedactionSettings(mode, str(rules) if rules else None)
+        settings.redactor()
+    except (ValueError, OSError, RulesFileError) as exc:
+        raise _usage_error(f"--redact: {exc}") from exc
+    return settings
 
 
 def _spool_stdin() -> Path:
@@ -69,8 +98,13 @@ def import_command(
     workers: Annotated[
         int | None, typer.Option(help="Tokenizing processes (default: one per core for big inputs)")
     ] = None,
+    redact: RedactOption = "default",
+    redact_rules: RedactRulesOption = None,
 ) -> None:
-    """Import trace files into the database; prints one summary line."""
+    """Import trace files into the database; prints one summary line.
+
+    Secrets are redacted before anything is stored (``--redact default``); the summary line
+    counts them per kind."""
     from tqdm import tqdm
 
     from ingest.pipeline import import_paths
@@ -82,6 +116,7 @@ def import_command(
         resolve_format(format_name)
     except UnknownFormatError as exc:
         raise _usage_error(str(exc)) from exc
+    redaction = _redaction(redact, redact_rules)
     for path in paths:
         if str(path) != "-" and not path.is_file():
             raise _usage_error(f"{path}: no such file")
@@ -107,6 +142,7 @@ def import_command(
             workers=workers,
             progress=bar.update,
             display_names=[str(p) for p in paths],
+            redaction=redaction,
         )
     finally:
         bar.close()
@@ -373,14 +409,17 @@ def demo_command(
         ".demo/traces"
     ),
     seed: Annotated[int, typer.Option(help="Scenario seed")] = 7,
+    redact: RedactOption = "default",
+    redact_rules: RedactRulesOption = None,
 ) -> None:
     """Generate the scenario traces (every situation ToolLens detects) and import them."""
     from ingest.pipeline import import_paths
     from ingest.scenarios import generate
 
+    redaction = _redaction(redact, redact_rules)
     generate(out, seed=seed)
     files = sorted(p for p in out.iterdir() if p.name != "ground_truth.json")
-    summary = import_paths(_engine(db), files, origin="demo")
+    summary = import_paths(_engine(db), files, origin="demo", redaction=redaction)
     typer.echo(summary.line())
 
 

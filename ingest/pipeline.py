@@ -25,6 +25,7 @@ from ingest.batches import BATCH_MESSAGES, BatchWriter, ImportSummary
 from ingest.model import Rejected, Trace
 from ingest.reading import RecordHook, resolve_format, split_file
 from ingest.records import Record
+from ingest.trace_redaction import RedactionSettings
 
 __all__ = ["BATCH_MESSAGES", "ImportSummary", "import_paths", "import_traces"]
 
@@ -50,13 +51,18 @@ def import_paths(
     workers: int | None = None,
     progress: ProgressFn | None = None,
     display_names: Sequence[str] | None = None,
+    redaction: RedactionSettings | None = None,
 ) -> ImportSummary:
     """Import trace files into ``engine``'s database; the library form of ``toollens import``.
 
     ``workers``: tokenizing processes (``None``: one per core for large inputs, none for small).
     ``display_names``: the names stored as ``source_file`` (default: the paths as given).
+    ``redaction``: how secrets are redacted before anything is stored (``None``: from
+    ``TOOLLENS_REDACT`` / ``TOOLLENS_REDACT_RULES``, on by default).
     """
     fmt_override = resolve_format(format_name)
+    redaction = redaction or RedactionSettings.from_env()
+    redaction.redactor()  # a bad rules file fails here, before the import run is recorded
     names = [str(p) for p in (display_names or paths)]
     started = time.perf_counter()
     import_id = start_import(engine, origin=origin, paths=names, encoding=encoding)
@@ -64,7 +70,7 @@ def import_paths(
     if workers is None:
         total = sum(_size(p) for p in paths)
         workers = (os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 0
-    writer = BatchWriter(engine, import_id, summary, encoding, budget, workers)
+    writer = BatchWriter(engine, import_id, summary, encoding, budget, workers, redaction)
     try:
         with writer, _bulk_gc():
             for path, name in zip(paths, names, strict=True):
@@ -92,6 +98,7 @@ def import_paths(
             rejected=summary.rejected,
             messages=summary.messages,
             seconds=summary.seconds,
+            redactions=summary.redactions,
             state="done",
         )
     except BaseException as exc:
@@ -139,17 +146,20 @@ def import_traces(
     source: str,
     encoding: str = DEFAULT_ENCODING,
     budget: int = DEFAULT_TOKEN_BUDGET,
+    redaction: RedactionSettings | None = None,
 ) -> ImportSummary:
     """Import traces already built in memory (the OTLP receiver's) as one import run.
 
     A trace already stored under the same identity (format + external id) is recognized as
-    such by the writer, exactly as when a file holding it is imported again.
+    such by the writer, exactly as when a file holding it is imported again. ``redaction``
+    as for :func:`import_paths`: the traces are redacted before they are stored.
     """
+    redaction = redaction or RedactionSettings.from_env()
     started = time.perf_counter()
     import_id = start_import(engine, origin=origin, paths=[source], encoding=encoding)
     summary = ImportSummary(import_id=import_id)
     try:
-        with BatchWriter(engine, import_id, summary, encoding, budget, 0) as writer:
+        with BatchWriter(engine, import_id, summary, encoding, budget, 0, redaction) as writer:
             for trace in traces:
                 summary.records += trace.record_count
                 writer.add(trace)
@@ -164,6 +174,7 @@ def import_traces(
             rejected=summary.rejected,
             messages=summary.messages,
             seconds=summary.seconds,
+            redactions=summary.redactions,
             state="done",
         )
     except BaseException as exc:
