@@ -327,6 +327,98 @@ def reanalyze_command(db: DbOption = None) -> None:
     typer.echo(f"reanalyzed {count} traces")
 
 
+def _confirm_deletion(engine, selection, yes: bool) -> None:  # type: ignore[no-untyped-def]
+    """Print what ``selection`` deletes, per table; ask (unless ``yes``); delete."""
+    from db.deletion import count_rows, delete_rows
+
+    counts = count_rows(engine, selection)
+    if not counts.get(selection.table):
+        typer.echo(f"{selection.description}: nothing to delete.")
+        return
+    listed = ", ".join(f"{table} {n}" for table, n in counts.items())
+    typer.echo(f"{selection.description}: {listed}")
+    if not yes:
+        try:
+            agreed = typer.confirm("Delete these rows?", default=False)
+        except typer.Abort:
+            # No answer can come (stdin closed, e.g. a cron job): never delete on a guess.
+            typer.echo("")
+            raise _usage_error(
+                "not deleting without confirmation: no answer on stdin; pass --yes"
+            ) from None
+        if not agreed:
+            typer.echo("Nothing deleted.")
+            raise typer.Exit(1)
+    delete_rows(engine, selection)
+    typer.echo("Deleted. `toollens vacuum` gives the space back to the disk.")
+
+
+@app.command("delete")
+def delete_command(
+    trace: Annotated[
+        str | None, typer.Option("--trace", help="A trace's id as the dashboard shows it")
+    ] = None,
+    import_id: Annotated[
+        int | None, typer.Option("--import", help="An import's number (Imports page)")
+    ] = None,
+    before: Annotated[
+        str | None,
+        typer.Option("--before", help="Every import started before this date (YYYY-MM-DD, UTC)"),
+    ] = None,
+    db: DbOption = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation")] = False,
+) -> None:
+    """Delete a trace, an import or everything imported before a date, with every row that
+    belongs to it (messages, calls, results, findings, notes, rejected records); asks first."""
+    from datetime import UTC, date, datetime
+
+    from db.deletion import Selection, import_by_id, imports_before, traces_by_display_id
+
+    named = [x for x in (trace, import_id, before) if x is not None]
+    if len(named) != 1:
+        raise _usage_error("name one of --trace ID, --import N or --before DATE")
+    selection: Selection
+    if trace is not None:
+        selection = traces_by_display_id(trace)
+    elif import_id is not None:
+        selection = import_by_id(import_id)
+    else:
+        assert before is not None
+        try:
+            day = date.fromisoformat(before)
+        except ValueError:
+            raise _usage_error(f"--before: {before!r} is not a date (YYYY-MM-DD)") from None
+        selection = imports_before(datetime(day.year, day.month, day.day, tzinfo=UTC))
+    _confirm_deletion(_engine(db), selection, yes)
+
+
+@app.command("prune")
+def prune_command(
+    keep_days: Annotated[
+        int, typer.Option("--keep-days", min=1, help="Keep the imports of the last N days")
+    ],
+    db: DbOption = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation")] = False,
+) -> None:
+    """Retention: delete every import older than N days with everything it brought; asks first."""
+    from datetime import UTC, datetime, timedelta
+
+    from db.deletion import imports_before
+
+    cutoff = datetime.now(UTC) - timedelta(days=keep_days)
+    _confirm_deletion(_engine(db), imports_before(cutoff), yes)
+
+
+@app.command("vacuum")
+def vacuum_command(db: DbOption = None) -> None:
+    """Give the space of deleted rows back (SQLite: rewrites the file; PostgreSQL: VACUUM)."""
+    from db.dialect import reclaim_space
+
+    engine = _engine(db)
+    reclaim_space(engine)
+    typer.echo(f"vacuumed: {engine.url.render_as_string(hide_password=True)}")
+
+
 @app.command("serve")
 def serve_command(
     db: DbOption = None,
