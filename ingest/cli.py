@@ -51,6 +51,30 @@ RedactRulesOption = Annotated[
 MAX_PRINTED_REJECTIONS = 20
 
 
+@app.callback()
+def main_options(
+    db_password_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--db-password-file",
+            envvar="TOOLLENS_DB_PASSWORD_FILE",
+            help="Read the database password from this file (else $TOOLLENS_DB_PASSWORD)",
+        ),
+    ] = None,
+) -> None:
+    """ToolLens: observability for the Tool Messages of AI agents."""
+    from db.engine import PASSWORD_ENV
+
+    if db_password_file is not None:
+        try:
+            password = db_password_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise _usage_error(f"--db-password-file: {exc.strerror}: {db_password_file}") from exc
+        # Through the environment, which child processes (the dashboard) inherit and `ps`
+        # does not show.
+        os.environ[PASSWORD_ENV] = password
+
+
 def _engine(db: str | None):  # type: ignore[no-untyped-def]
     from db.engine import make_engine
 
@@ -413,10 +437,11 @@ def prune_command(
 def vacuum_command(db: DbOption = None) -> None:
     """Give the space of deleted rows back (SQLite: rewrites the file; PostgreSQL: VACUUM)."""
     from db.dialect import reclaim_space
+    from db.engine import display_url
 
     engine = _engine(db)
     reclaim_space(engine)
-    typer.echo(f"vacuumed: {engine.url.render_as_string(hide_password=True)}")
+    typer.echo(f"vacuumed: {display_url(engine.url)}")
 
 
 @app.command("serve")
@@ -428,18 +453,21 @@ def serve_command(
     ),
 ) -> None:
     """Open the dashboard (Streamlit) on http://HOST:PORT."""
-    from db.engine import resolve_url
+    from db.engine import display_url, resolve_url
 
     url = resolve_url(db)
     _engine(url).dispose()  # migrate before the first page asks
     app_path = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+    # The URL goes through the environment, not the command line: anyone on the machine can
+    # read a process's arguments (`ps`), only its owner its environment.
     command = [
         sys.executable, "-m", "streamlit", "run", str(app_path),
         "--server.address", host, "--server.port", str(port), "--server.headless", "true",
         "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
-        "--", "--db", url,
     ]  # fmt: skip
-    typer.echo(f"ToolLens dashboard on http://{host}:{port} (database: {url})", err=True)
+    typer.echo(
+        f"ToolLens dashboard on http://{host}:{port} (database: {display_url(url)})", err=True
+    )
     sys.stdout.flush()
     # Become the Streamlit server (no child left behind when this process is stopped).
     os.execve(sys.executable, command, {**os.environ, "TOOLLENS_DB": url})
@@ -471,7 +499,7 @@ def receive_command(
     ] = 1.0,
 ) -> None:
     """Receive live traces over OTLP/HTTP (POST /v1/traces) and store them as they arrive."""
-    from db.engine import resolve_url
+    from db.engine import display_url, resolve_url
     from ingest.otlp_receiver import ReceiverConfigError, ReceiverSettings, check_bind, serve
     from ingest.otlp_spool import default_spool_dir
 
@@ -488,7 +516,7 @@ def receive_command(
     )
     typer.echo(
         f"ToolLens OTLP receiver on http://{host}:{port}/v1/traces "
-        f"(database: {url}, spool: {settings.spool_dir})",
+        f"(database: {display_url(url)}, spool: {settings.spool_dir})",
         err=True,
     )
     serve(_engine(url), settings, host=host, port=port)
