@@ -53,9 +53,9 @@ def traces_by_display_id(display_id: str) -> Selection:
     return Selection("traces", lambda t: t.c.display_id == display_id, f"trace {display_id}")
 
 
-def traces_by_id(ids: list[int]) -> Selection:
-    """Traces by their database ids (``traces.id``)."""
-    return Selection("traces", lambda t: t.c.id.in_(ids), f"{len(ids)} traces")
+def traces_by_id(ids: list[int], description: str | None = None) -> Selection:
+    """Traces by their database ids (``traces.id``); ``description`` names them in messages."""
+    return Selection("traces", lambda t: t.c.id.in_(ids), description or f"{len(ids)} traces")
 
 
 def import_by_id(import_id: int) -> Selection:

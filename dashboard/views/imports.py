@@ -2,16 +2,18 @@
 
 Every input record ends up imported, duplicate or rejected; rejected ones are kept with
 ``file:line``, the reason and their raw bytes (shown as text, at most 2 KB, never rendered).
-The sidebar's import filter narrows the rejected records to one import. At the bottom, trace
-files can be uploaded and imported through the same pipeline as ``toollens import`` — on an
-empty store too, where that is the way in.
+The sidebar's import filter narrows the rejected records to one import; an admin can then delete
+that import (``dashboard.admin_ui``). At the bottom, trace files can be uploaded and imported
+through the same pipeline as ``toollens import`` — on an empty store too, where that is the way
+in.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import files_ui, render, state, widgets
+from dashboard import admin_ui, files_ui, render, state, widgets
+from db.deletion import import_by_id
 from db.queries import imports as q
 
 IMPORT_PAGE = 20
@@ -19,7 +21,8 @@ REJECTED_PAGE = 10
 
 HISTORY_COLUMNS = (
     "id", "started_at", "origin", "state", "files", "records", "traces_imported",
-    "duplicates", "rejected", "messages", "seconds", "encoding", "paths", "error",
+    "duplicates", "rejected", "secrets_redacted", "redactions", "messages", "seconds",
+    "encoding", "paths", "error",
 )  # fmt: skip
 
 
@@ -56,6 +59,10 @@ st.dataframe(
         "traces_imported": widgets.count_column("Traces imported"),
         "duplicates": widgets.count_column("Duplicates", help="already stored"),
         "rejected": widgets.count_column("Rejected"),
+        "secrets_redacted": widgets.count_column(
+            "Secrets redacted", help="replaced by [REDACTED:kind] before storing"
+        ),
+        "redactions": st.column_config.TextColumn("Redacted kinds"),
         "messages": widgets.count_column("Messages"),
         "seconds": st.column_config.NumberColumn("Seconds", format="%.2f"),
         "encoding": st.column_config.TextColumn("Token encoding"),
@@ -65,6 +72,16 @@ st.dataframe(
 )
 
 import_id = state.filters().import_id
+deleting = import_by_id(import_id) if import_id is not None else None
+if (
+    deleting is not None
+    and state.is_admin()
+    and admin_ui.delete_control(deleting, "Delete this import", "delete_import")
+):
+    # The sidebar's import filter drops the deleted import by itself on the next run (a URL
+    # value that is no longer a choice is dropped).
+    st.success(f"Deleted {deleting.description} with its traces and rejected records.")
+    st.stop()
 scope = f"import {import_id}" if import_id is not None else "all imports"
 st.subheader(f"Rejected records ({scope})")
 rejected_total = state.query(q.count_rejected, import_id)

@@ -30,11 +30,13 @@ def count_imports(engine: Engine) -> int:
 def import_history(engine: Engine, *, limit: int = 50, offset: int = 0) -> pd.DataFrame:
     """One page of imports, the newest first.
 
-    Columns: ``IMPORT_COLUMNS`` plus ``paths`` (the imported paths joined by ``, ``).
+    Columns: ``IMPORT_COLUMNS`` plus ``paths`` (the imported paths joined by ``, ``),
+    ``secrets_redacted`` (how many secrets the import replaced; ``None`` for imports made
+    before redaction existed) and ``redactions`` (per kind: ``jwt 9, openai_key 3``).
     """
     columns = [getattr(ImportRun, c).label(c) for c in IMPORT_COLUMNS]
     stmt = (
-        select(*columns, ImportRun.paths.label("paths"))
+        select(*columns, ImportRun.paths.label("paths"), ImportRun.redactions.label("redactions"))
         .order_by(ImportRun.id.desc())
         .limit(limit)
         .offset(offset)
@@ -42,7 +44,17 @@ def import_history(engine: Engine, *, limit: int = 50, offset: int = 0) -> pd.Da
     with engine.connect() as conn:
         df = to_frame(conn, stmt)
     df["paths"] = df["paths"].map(lambda p: ", ".join(str(x) for x in (p or [])))
+    kinds = df["redactions"]
+    df["secrets_redacted"] = kinds.map(lambda k: None if k is None else sum(k.values()))
+    df["redactions"] = kinds.map(_per_kind)
     return df
+
+
+def _per_kind(counts: dict[str, int] | None) -> str | None:
+    """``jwt 9, openai_key 3``: kinds by count, then name."""
+    if not counts:
+        return None
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _rejected_where(import_id: int | None) -> list[ColumnElement[bool]]:
