@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 from ingest.model import Message, Rejected, ToolCall, ToolDef, Trace
+from ingest.otlp_decode import OtlpSpan
 from ingest.redaction import Redactor
 from ingest.redaction_rules import MODES
 
@@ -150,6 +151,33 @@ def redact_rejected(rejected: Rejected, redactor: Redactor) -> Rejected:
         return rejected
     raw = rejected.raw if red_text is text else red_text.encode(codec, errors="replace")
     return rejected.model_copy(update={"message": message, "raw": raw})
+
+
+def redact_span(span: OtlpSpan, redactor: Redactor) -> OtlpSpan:
+    """An OTLP span with secrets replaced in its attributes, events, status and resource.
+
+    The receiver spools spans to disk before it acknowledges them, so it redacts them first:
+    the spool is a store too.
+    """
+    if redactor.mode == "off":
+        return span
+    red = redactor.redact_value
+    events = [
+        e if (a := red(e.attributes)) is e.attributes else replace(e, attributes=a)
+        for e in span.events
+    ]
+    attributes, resource = red(span.attributes), red(span.resource)
+    status = redactor.redact_text(span.status_message)
+    if (
+        attributes is span.attributes
+        and resource is span.resource
+        and status is span.status_message
+        and all(a is b for a, b in zip(events, span.events, strict=True))
+    ):
+        return span
+    return replace(
+        span, attributes=attributes, resource=resource, status_message=status, events=events
+    )
 
 
 def add_counts(total: dict[str, int], more: Counter[str] | dict[str, int]) -> None:
