@@ -21,8 +21,8 @@ REJECTED_PAGE = 10
 
 HISTORY_COLUMNS = (
     "id", "started_at", "origin", "state", "files", "records", "traces_imported",
-    "duplicates", "rejected", "secrets_redacted", "redactions", "messages", "seconds",
-    "encoding", "paths", "error",
+    "duplicates", "rejected", "messages", "seconds", "encoding", "paths", "error",
+    "secrets_redacted", "redactions",
 )  # fmt: skip
 
 
