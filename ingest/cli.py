@@ -63,9 +63,10 @@ def main_options(
     ] = None,
 ) -> None:
     """ToolLens: observability for the Tool Messages of AI agents."""
-    from db.engine import PASSWORD_ENV
-
     if db_password_file is not None:
+        # Imported here: `toollens lint` runs where SQLAlchemy is not installed.
+        from db.engine import PASSWORD_ENV
+
         try:
             password = db_password_file.read_text(encoding="utf-8").strip()
         except OSError as exc:

@@ -19,14 +19,18 @@ branch_labels = None
 depends_on = None
 
 
+# No batch mode: both databases add and drop a plain nullable column in place (SQLite since
+# 3.35), and rebuilding ``imports`` on SQLite would drop a table that traces and rejected records
+# point at, which foreign keys forbid.
+
+
 def upgrade() -> None:
-    # batch mode: SQLite rebuilds the table where it cannot alter it in place.
-    with op.batch_alter_table("imports") as batch:
-        batch.add_column(
-            sa.Column("redactions", sa.JSON().with_variant(JSONB(), "postgresql"), nullable=True)
-        )
+    op.add_column(
+        "imports",
+        sa.Column("redactions", sa.JSON().with_variant(JSONB(), "postgresql"), nullable=True),
+    )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("imports") as batch:
-        batch.drop_column("redactions")
+    # Plain SQL: Alembic's drop_column falls back to a table rebuild on SQLite.
+    op.execute("ALTER TABLE imports DROP COLUMN redactions")
