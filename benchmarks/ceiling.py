@@ -127,13 +127,18 @@ class _PipelineRows:
         from ingest.batches import analyze_batch
         from ingest.formats.base import Deferred
         from ingest.records import Record
+        from ingest.trace_redaction import RedactionSettings
 
         items = [
             Deferred("openai_chat", "ceiling", Record("ceiling", n, 0, raw, None))
             for n, raw in lines
         ]
         rows: dict[str, list[tuple[Any, ...]]] = {table: [] for table in TABLES}
-        for trace_rows in analyze_batch(items, DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET):
+        # The ceiling leaves the deriving of row values out; redaction is part of it.
+        analyzed = analyze_batch(
+            items, DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET, RedactionSettings("off")
+        )
+        for trace_rows in analyzed.items:
             assert isinstance(trace_rows, TraceRows), trace_rows
             self.trace_id += 1
             rows["traces"].append((self.trace_id, 1, *trace_rows.trace))

@@ -1,7 +1,8 @@
 """ToolLens dashboard entry point.
 
-Run ``streamlit run dashboard/app.py -- --db URL`` (``toollens serve`` does exactly that); without
-``--db`` the database comes from ``TOOLLENS_DB``, else ``toollens.db`` in the working directory.
+Run ``streamlit run dashboard/app.py -- --db URL``; without ``--db`` the database comes from
+``TOOLLENS_DB``, else ``toollens.db`` in the working directory. ``toollens serve`` passes it in
+``TOOLLENS_DB``, never on the command line, where ``ps`` would show a password.
 This script runs before every page: it sets up the page, the navigation (the pages of
 ``dashboard.pages``), the shared sidebar
 filters (bound to the URL) and, below them, the reviewer's name that signs notes and

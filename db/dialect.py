@@ -227,3 +227,32 @@ def json_list_contains(column: Any, value: str) -> ColumnElement[bool]:
     its own spelling when the statement is compiled.
     """
     return JsonListContains(column, value)
+
+
+def reclaim_space(engine: Engine) -> None:
+    """Give the space of deleted rows back: ``VACUUM`` outside any transaction.
+
+    SQLite rewrites the whole file (it never shrinks by itself); on PostgreSQL plain ``VACUUM``
+    makes the space reusable and refreshes statistics (autovacuum does the same in time;
+    ``VACUUM FULL``, which returns it to the operating system, locks every table and is left
+    to the administrator).
+    """
+    kind = name_of(engine)
+    # A DBAPI connection of its own: VACUUM refuses to run inside a transaction, and the
+    # engine's connections always begin one (SQLite's through the ``begin`` listener).
+    raw = engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        if kind == "sqlite":
+            cur.execute("VACUUM")
+            # Under WAL the rewritten pages sit in the -wal file; the file shrinks only once
+            # they are checkpointed back into it.
+            cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        elif kind == "postgresql":
+            raw.driver_connection.autocommit = True  # type: ignore[union-attr]
+            cur.execute("VACUUM (ANALYZE)")
+        else:
+            assert_never(kind)
+        cur.close()
+    finally:
+        raw.invalidate()  # its autocommit setting must not go back into the pool

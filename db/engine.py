@@ -1,7 +1,9 @@
 """Engine setup: SQLite by default (a file), PostgreSQL by URL; migrations applied on first use.
 
 ``TOOLLENS_DB`` (or ``--db``) takes a file path or any SQLAlchemy URL, for example
-``postgresql+psycopg://postgres@127.0.0.1/toollens``.
+``postgresql+psycopg://postgres@127.0.0.1/toollens``. A password belongs in
+``TOOLLENS_DB_PASSWORD`` (or a file, ``toollens --db-password-file``), not in the URL: a URL is
+shown on command lines (``ps``), in shell histories and banners.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from sqlalchemy.pool import NullPool
 
 from db import dialect
 
+#: The database password, added to a URL that has none (so it never has to be typed in one).
+PASSWORD_ENV = "TOOLLENS_DB_PASSWORD"
 #: Where the embedded database lives when nothing else is configured.
 DEFAULT_DB_PATH = "toollens.db"
 
@@ -46,8 +50,22 @@ def resolve_url(db: str | None = None) -> str:
         if value.startswith("postgresql://") or value.startswith("postgres://"):
             # psycopg 3 is the driver we ship; the bare scheme would ask for psycopg2.
             value = "postgresql+psycopg://" + value.split("://", 1)[1]
+        password = os.environ.get(PASSWORD_ENV)
+        if password and not value.startswith("sqlite"):
+            url = make_url(value)
+            if url.password is None:
+                return url.set(password=password).render_as_string(hide_password=False)
         return value
     return f"sqlite:///{Path(value).expanduser()}"
+
+
+def display_url(url: str | URL) -> str:
+    """A URL fit to print: its password masked.
+
+    >>> display_url("postgresql+psycopg://u:hunter2@h/d")
+    'postgresql+psycopg://u:***@h/d'
+    """
+    return make_url(url).render_as_string(hide_password=True)
 
 
 def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:

@@ -141,6 +141,9 @@ class ImportRun(Base):
     #: ``running`` | ``done`` | ``failed`` | ``interrupted`` (Ctrl-C or SIGTERM; run it again)
     state: Mapped[str] = mapped_column(String(20), default="running")
     error: Mapped[str | None] = mapped_column(Text)
+    #: Secrets replaced by ``[REDACTED:kind]`` at import, per kind (``{}``: none found;
+    #: ``None``: imported before redaction existed).
+    redactions: Mapped[dict[str, Any] | None] = mapped_column()
 
 
 class SourceFileRow(Base):

@@ -34,8 +34,49 @@ DbOption = Annotated[
         "--db", help="SQLite file or SQLAlchemy URL (default: $TOOLLENS_DB or toollens.db)"
     ),
 ]
+RedactOption = Annotated[
+    str,
+    typer.Option(
+        "--redact",
+        envvar="TOOLLENS_REDACT",
+        help="Replace secrets by [REDACTED:kind] before storing: off, default or strict",
+    ),
+]
+RedactRulesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--redact-rules",
+        envvar="TOOLLENS_REDACT_RULES",
+        help="Team redaction rules (TOML: extra secret field names and regexes)",
+    ),
+]
 #: How many rejections ``import`` prints before it only counts them.
 MAX_PRINTED_REJECTIONS = 20
+
+
+@app.callback()
+def main_options(
+    db_password_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--db-password-file",
+            envvar="TOOLLENS_DB_PASSWORD_FILE",
+            help="Read the database password from this file (else $TOOLLENS_DB_PASSWORD)",
+        ),
+    ] = None,
+) -> None:
+    """ToolLens: observability for the Tool Messages of AI agents."""
+    if db_password_file is not None:
+        # Imported here: `toollens lint` runs where SQLAlchemy is not installed.
+        from db.engine import PASSWORD_ENV
+
+        try:
+            password = db_password_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise _usage_error(f"--db-password-file: {exc.strerror}: {db_password_file}") from exc
+        # Through the environment, which child processes (the dashboard) inherit and `ps`
+        # does not show.
+        os.environ[PASSWORD_ENV] = password
 
 
 def _engine(db: str | None):  # type: ignore[no-untyped-def]
@@ -52,6 +93,19 @@ def _engine(db: str | None):  # type: ignore[no-untyped-def]
 def _usage_error(message: str) -> typer.Exit:
     typer.echo(f"Error: {message}", err=True)
     return typer.Exit(2)
+
+
+def _redaction(mode: str, rules: Path | None):  # type: ignore[no-untyped-def]
+    """The import's redaction settings, checked (mode and rules file) before anything runs."""
+    from ingest.redaction_rules import RulesFileError
+    from ingest.trace_redaction import RedactionSettings
+
+    try:
+        settings = RedactionSettings(mode, str(rules) if rules else None)
+        settings.redactor()
+    except (ValueError, OSError, RulesFileError) as exc:
+        raise _usage_error(f"--redact: {exc}") from exc
+    return settings
 
 
 def _spool_stdin() -> Path:
@@ -101,11 +155,14 @@ def import_command(
             "(default $TOOLLENS_MAX_DECOMPRESSED_GB or 8)"
         ),
     ] = None,
+    redact: RedactOption = "default",
+    redact_rules: RedactRulesOption = None,
 ) -> None:
     """Import trace files into the database; prints one summary line.
 
-    Interrupted (Ctrl-C or SIGTERM), it stops at once, keeps what it wrote and exits 130
-    (143 for SIGTERM); the same command run again completes the import.
+    Secrets are redacted before anything is stored (``--redact default``); the summary line
+    counts them per kind. Interrupted (Ctrl-C or SIGTERM), it stops at once, keeps what it
+    wrote and exits 130 (143 for SIGTERM); the same command run again completes the import.
     """
     from tqdm import tqdm
 
@@ -122,6 +179,7 @@ def import_command(
         limits = ReadLimits.of(max_record_mb, max_decompressed_gb)
     except ValueError as exc:
         raise _usage_error(str(exc)) from exc
+    redaction = _redaction(redact, redact_rules)
     for path in paths:
         if str(path) != "-" and not path.is_file():
             raise _usage_error(f"{path}: no such file")
@@ -153,6 +211,7 @@ def import_command(
             incremental=incremental and spooled is None,
             full_hash=full_hash,
             limits=limits,
+            redaction=redaction,
         )
     except KeyboardInterrupt:
         typer.echo(
@@ -355,6 +414,99 @@ def reanalyze_command(db: DbOption = None) -> None:
     typer.echo(f"reanalyzed {count} traces")
 
 
+def _confirm_deletion(engine, selection, yes: bool) -> None:  # type: ignore[no-untyped-def]
+    """Print what ``selection`` deletes, per table; ask (unless ``yes``); delete."""
+    from db.deletion import count_rows, delete_rows
+
+    counts = count_rows(engine, selection)
+    if not counts.get(selection.table):
+        typer.echo(f"{selection.description}: nothing to delete.")
+        return
+    listed = ", ".join(f"{table} {n}" for table, n in counts.items())
+    typer.echo(f"{selection.description}: {listed}")
+    if not yes:
+        try:
+            agreed = typer.confirm("Delete these rows?", default=False)
+        except typer.Abort:
+            # No answer can come (stdin closed, e.g. a cron job): never delete on a guess.
+            typer.echo("")
+            raise _usage_error(
+                "not deleting without confirmation: no answer on stdin; pass --yes"
+            ) from None
+        if not agreed:
+            typer.echo("Nothing deleted.")
+            raise typer.Exit(1)
+    delete_rows(engine, selection)
+    typer.echo("Deleted. `toollens vacuum` gives the space back to the disk.")
+
+
+@app.command("delete")
+def delete_command(
+    trace: Annotated[
+        str | None, typer.Option("--trace", help="A trace's id as the dashboard shows it")
+    ] = None,
+    import_id: Annotated[
+        int | None, typer.Option("--import", help="An import's number (Imports page)")
+    ] = None,
+    before: Annotated[
+        str | None,
+        typer.Option("--before", help="Every import started before this date (YYYY-MM-DD, UTC)"),
+    ] = None,
+    db: DbOption = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation")] = False,
+) -> None:
+    """Delete a trace, an import or everything imported before a date, with every row that
+    belongs to it (messages, calls, results, findings, notes, rejected records); asks first."""
+    from datetime import UTC, date, datetime
+
+    from db.deletion import Selection, import_by_id, imports_before, traces_by_display_id
+
+    named = [x for x in (trace, import_id, before) if x is not None]
+    if len(named) != 1:
+        raise _usage_error("name one of --trace ID, --import N or --before DATE")
+    selection: Selection
+    if trace is not None:
+        selection = traces_by_display_id(trace)
+    elif import_id is not None:
+        selection = import_by_id(import_id)
+    else:
+        assert before is not None
+        try:
+            day = date.fromisoformat(before)
+        except ValueError:
+            raise _usage_error(f"--before: {before!r} is not a date (YYYY-MM-DD)") from None
+        selection = imports_before(datetime(day.year, day.month, day.day, tzinfo=UTC))
+    _confirm_deletion(_engine(db), selection, yes)
+
+
+@app.command("prune")
+def prune_command(
+    keep_days: Annotated[
+        int, typer.Option("--keep-days", min=1, help="Keep the imports of the last N days")
+    ],
+    db: DbOption = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation")] = False,
+) -> None:
+    """Retention: delete every import older than N days with everything it brought; asks first."""
+    from datetime import UTC, datetime, timedelta
+
+    from db.deletion import imports_before
+
+    cutoff = datetime.now(UTC) - timedelta(days=keep_days)
+    _confirm_deletion(_engine(db), imports_before(cutoff), yes)
+
+
+@app.command("vacuum")
+def vacuum_command(db: DbOption = None) -> None:
+    """Give the space of deleted rows back (SQLite: rewrites the file; PostgreSQL: VACUUM)."""
+    from db.dialect import reclaim_space
+    from db.engine import display_url
+
+    engine = _engine(db)
+    reclaim_space(engine)
+    typer.echo(f"vacuumed: {display_url(engine.url)}")
+
+
 @app.command("serve")
 def serve_command(
     db: DbOption = None,
@@ -369,18 +521,21 @@ def serve_command(
 ) -> None:
     """Open the dashboard (Streamlit) on http://HOST:PORT; with --otlp, also run the OTLP
     receiver on HOST:OTLP_PORT (one command: stopping it stops both)."""
-    from db.engine import resolve_url
+    from db.engine import display_url, resolve_url
 
     url = resolve_url(db)
     _engine(url).dispose()  # migrate before the first page asks
     app_path = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+    # The URL goes through the environment, not the command line: anyone on the machine can
+    # read a process's arguments (`ps`), only its owner its environment.
     command = [
         sys.executable, "-m", "streamlit", "run", str(app_path),
         "--server.address", host, "--server.port", str(port), "--server.headless", "true",
         "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
-        "--", "--db", url,
     ]  # fmt: skip
-    typer.echo(f"ToolLens dashboard on http://{host}:{port} (database: {url})", err=True)
+    typer.echo(
+        f"ToolLens dashboard on http://{host}:{port} (database: {display_url(url)})", err=True
+    )
     sys.stdout.flush()
     env = {**os.environ, "TOOLLENS_DB": url}
     if otlp:
@@ -404,9 +559,15 @@ def _serve_with_receiver(
     except ReceiverConfigError as exc:
         raise _usage_error(str(exc)) from exc
     receiver = [
-        sys.executable, "-m", "ingest.cli", "receive",
-        "--db", url, "--host", host, "--port", str(port),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "ingest.cli",
+        "receive",
+        "--host",
+        host,
+        "--port",
+        str(port),
+    ]  # fmt: skip  (the database comes in TOOLLENS_DB: a password never shows in `ps`)
     typer.echo(f"OTLP receiver on http://{host}:{port}/v1/traces", err=True)
     code = run_together([dashboard, receiver], env)
     if code:
@@ -439,7 +600,7 @@ def receive_command(
     ] = 1.0,
 ) -> None:
     """Receive live traces over OTLP/HTTP (POST /v1/traces) and store them as they arrive."""
-    from db.engine import resolve_url
+    from db.engine import display_url, resolve_url
     from ingest.otlp_receiver import ReceiverConfigError, ReceiverSettings, check_bind, serve
     from ingest.otlp_spool import default_spool_dir
 
@@ -456,7 +617,7 @@ def receive_command(
     )
     typer.echo(
         f"ToolLens OTLP receiver on http://{host}:{port}/v1/traces "
-        f"(database: {url}, spool: {settings.spool_dir})",
+        f"(database: {display_url(url)}, spool: {settings.spool_dir})",
         err=True,
     )
     serve(_engine(url), settings, host=host, port=port)
@@ -469,14 +630,17 @@ def demo_command(
         ".demo/traces"
     ),
     seed: Annotated[int, typer.Option(help="Scenario seed")] = 7,
+    redact: RedactOption = "default",
+    redact_rules: RedactRulesOption = None,
 ) -> None:
     """Generate the scenario traces (every situation ToolLens detects) and import them."""
     from ingest.pipeline import import_paths
     from ingest.scenarios import generate
 
+    redaction = _redaction(redact, redact_rules)
     generate(out, seed=seed)
     files = sorted(p for p in out.iterdir() if p.name != "ground_truth.json")
-    summary = import_paths(_engine(db), files, origin="demo")
+    summary = import_paths(_engine(db), files, origin="demo", redaction=redaction)
     typer.echo(summary.line())
 
 

@@ -25,7 +25,7 @@ import ipaddress
 import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from google.protobuf import json_format
@@ -43,6 +43,7 @@ from ingest.model import Trace
 from ingest.otlp_assembler import DEFAULT_QUIET_SECONDS, RECEIVER_SOURCE, TraceAssembler
 from ingest.otlp_decode import DecodedExport, OtlpDecodeError, decode_json, decode_protobuf
 from ingest.otlp_spool import Spool
+from ingest.trace_redaction import RedactionSettings, redact_span
 
 DEFAULT_HOST = "127.0.0.1"
 #: The OTLP/HTTP default port.
@@ -73,6 +74,8 @@ class ReceiverSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     high_water_bytes: int = DEFAULT_HIGH_WATER_BYTES
     quiet_seconds: float = DEFAULT_QUIET_SECONDS
+    #: Secrets are redacted before spans reach the spool (and so before the store).
+    redaction: RedactionSettings = field(default_factory=RedactionSettings.from_env)
 
 
 def check_bind(host: str, token: str | None) -> None:
@@ -194,7 +197,8 @@ def create_app(settings: ReceiverSettings, store: Callable[[list[Trace]], None])
             return _error(400, f"body is not valid gzip: {exc}")
         except OtlpDecodeError as exc:
             return _error(400, str(exc))
-        fresh = assembler.fresh(export.spans)
+        redactor = settings.redaction.redactor()
+        fresh = [redact_span(span, redactor) for span in assembler.fresh(export.spans)]
         written = await run_in_threadpool(spool.append, fresh)
         assembler.add(fresh, spooled_bytes=written)
         return _answer(export, content_type)
@@ -206,12 +210,17 @@ def create_app(settings: ReceiverSettings, store: Callable[[list[Trace]], None])
     return app
 
 
-def store_into(engine: Engine) -> Callable[[list[Trace]], None]:
-    """A ``store`` writing traces through the import pipeline, one import run per batch."""
+def store_into(
+    engine: Engine, redaction: RedactionSettings | None = None
+) -> Callable[[list[Trace]], None]:
+    """A ``store`` writing traces through the import pipeline, one import run per batch
+    (``redaction``: as :func:`ingest.pipeline.import_traces` takes it)."""
     from ingest.pipeline import import_traces
 
     def store(traces: list[Trace]) -> None:
-        import_traces(engine, traces, origin="otlp", source=RECEIVER_SOURCE)
+        # Spans are redacted before they are spooled; the pipeline redacts the assembled
+        # traces once more with the same settings (a secret split across spans, say).
+        import_traces(engine, traces, origin="otlp", source=RECEIVER_SOURCE, redaction=redaction)
 
     return store
 
@@ -227,7 +236,7 @@ def serve(
     import uvicorn
 
     check_bind(host, settings.token)
-    app = create_app(settings, store_into(engine))
+    app = create_app(settings, store_into(engine, settings.redaction))
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

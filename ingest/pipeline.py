@@ -39,6 +39,7 @@ from ingest.formats.base import Deferred, TraceFormat
 from ingest.model import Rejected, Trace, content_hash
 from ingest.reading import ReadLimits, RecordHook, file_format, resolve_format, split_file
 from ingest.records import Record
+from ingest.trace_redaction import RedactionSettings
 
 __all__ = ["BATCH_MESSAGES", "ImportSummary", "import_paths", "import_traces"]
 
@@ -67,6 +68,7 @@ def import_paths(
     incremental: bool = True,
     full_hash: bool = False,
     limits: ReadLimits | None = None,
+    redaction: RedactionSettings | None = None,
 ) -> ImportSummary:
     """Import trace files into ``engine``'s database; the library form of ``toollens import``.
 
@@ -81,8 +83,12 @@ def import_paths(
     exception goes on; the same import run again completes it.
 
     ``limits``: record and input size limits (default: :meth:`ReadLimits.of`).
+    ``redaction``: how secrets are redacted before anything is stored (``None``: from
+    ``TOOLLENS_REDACT`` / ``TOOLLENS_REDACT_RULES``, on by default).
     """
     fmt_override = resolve_format(format_name)
+    redaction = redaction or RedactionSettings.from_env()
+    redaction.redactor()  # a bad rules file fails here, before the import run is recorded
     names = [str(p) for p in (display_names or paths)]
     started = time.perf_counter()
     import_id = start_import(engine, origin=origin, paths=names, encoding=encoding)
@@ -90,7 +96,7 @@ def import_paths(
     if workers is None:
         total = sum(_size(p) for p in paths)
         workers = (os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 0
-    writer = BatchWriter(engine, import_id, summary, encoding, budget, workers)
+    writer = BatchWriter(engine, import_id, summary, encoding, budget, workers, redaction)
     files = _IncrementalFiles(engine, writer, fmt_override, full_hash, progress, limits)
     try:
         with writer, _bulk_gc():
@@ -160,6 +166,7 @@ def _finish(
         messages=summary.messages,
         seconds=summary.seconds,
         unknown_items=summary.unknown_items,
+        redactions=summary.redactions,
         state=state,
         error=error,
     )
@@ -394,6 +401,7 @@ def import_traces(
     source: str | None = None,
     encoding: str = DEFAULT_ENCODING,
     budget: int = DEFAULT_TOKEN_BUDGET,
+    redaction: RedactionSettings | None = None,
 ) -> ImportSummary:
     """Import traces built in memory (a receiver, a test) rather than read from files.
 
@@ -403,13 +411,15 @@ def import_traces(
     same content unchanged, with other content updated (the stored version replaced, notes and
     corrections carried over). Each trace counts its ``record_count`` records, per
     ``source_file``.
+    ``redaction`` as for :func:`import_paths`: the traces are redacted before they are stored.
     """
+    redaction = redaction or RedactionSettings.from_env()
     started = time.perf_counter()
     paths = [source] if source else []
     import_id = start_import(engine, origin=origin, paths=paths, encoding=encoding)
     summary = ImportSummary(import_id=import_id)
     try:
-        with BatchWriter(engine, import_id, summary, encoding, budget, workers=0) as writer:
+        with BatchWriter(engine, import_id, summary, encoding, budget, 0, redaction) as writer:
             for trace in traces:
                 summary.records += trace.record_count
                 summary.file(trace.source_file).records += trace.record_count

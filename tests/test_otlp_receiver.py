@@ -311,3 +311,38 @@ def test_receive_refuses_to_listen_beyond_loopback_without_a_token(sqlite_url: s
         "Error: refusing to listen on 0.0.0.0 without a token: set --token or "
         "TOOLLENS_OTLP_TOKEN, or bind to 127.0.0.1\n"
     )
+
+
+def test_secrets_in_span_attributes_reach_neither_the_spool_nor_the_store(
+    receiver: Running, settings: ReceiverSettings
+) -> None:
+    from otlp_agent import otlp_json
+
+    openai = "sk-proj-Hq3vT9xLw2Rk7YbN4mZp8sJd1FgC6uEa0WiO5tQrVy"
+    aws = "AKIAQ3EGT5NXK7LRPW2M"
+    exporter = InMemorySpanExporter()
+    openinference_run(provider(exporter))
+    export = otlp_json(exporter.get_finished_spans())
+    for resource in export["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                span.setdefault("attributes", []).extend(
+                    [
+                        {"key": "note", "value": {"stringValue": f"deploy key {openai}"}},
+                        {"key": "aws.key", "value": {"stringValue": f"id={aws}"}},
+                    ]
+                )
+    status, _, _ = post(receiver.url, orjson.dumps(export), **{"Content-Type": "application/json"})
+    assert status == 200
+    assert wait_for(lambda: stored_pairs(receiver.engine).get(TRACE)) == OPENINFERENCE_PAIRS
+    spool = (settings.spool_dir / "spans.jsonl").read_text()
+    assert spool.count("deploy key [REDACTED:openai_key]") == len(exporter.get_finished_spans())
+    assert openai[8:30] not in spool and aws not in spool
+    with receiver.engine.connect() as conn:
+        stored = " ".join(
+            str(value)
+            for table in ("traces", "messages", "tool_calls", "tool_results", "findings")
+            for row in conn.execute(sa.text(f"SELECT * FROM {table}"))
+            for value in row
+        )
+    assert openai[8:30] not in stored and aws not in stored

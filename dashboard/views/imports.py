@@ -4,7 +4,8 @@ Every input record ends up imported, updated (a new version of a stored trace), 
 rejected, per import and per file; rejected ones are kept once with ``file:line``, the reason and
 their raw bytes (shown as text, at most 2 KB, never rendered). For the import chosen in the
 sidebar (else the newest) the page lists its files and the traces it updated.
-The sidebar's import filter narrows the rejected records to one import. At the bottom, trace
+The sidebar's import filter narrows the rejected records to one import; an admin can then
+delete that import (``dashboard.admin_ui``). At the bottom, trace
 files can be uploaded and imported through the same pipeline as ``toollens import`` — on an
 empty store too, where that is the way in.
 """
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import files_ui, render, state, widgets
+from dashboard import admin_ui, files_ui, render, state, widgets
+from db.deletion import import_by_id
 from db.queries import imports as q
 
 IMPORT_PAGE = 20
@@ -22,7 +24,7 @@ REJECTED_PAGE = 10
 HISTORY_COLUMNS = (
     "id", "started_at", "origin", "state", "files", "records", "traces_imported", "updated",
     "unchanged", "rejected", "rejected_new", "rejected_known", "messages", "seconds",
-    "encoding", "paths", "unknown_items", "error",
+    "encoding", "paths", "unknown_items", "error", "secrets_redacted", "redactions",
 )  # fmt: skip
 
 
@@ -67,6 +69,10 @@ st.dataframe(
         "unknown_items": st.column_config.TextColumn(
             "Unknown items kept", help="items of types no parser knew, kept as opaque messages"
         ),
+        "secrets_redacted": widgets.count_column(
+            "Secrets redacted", help="replaced by [REDACTED:kind] before storing"
+        ),
+        "redactions": st.column_config.TextColumn("Redacted kinds"),
         "messages": widgets.count_column("Messages"),
         "seconds": st.column_config.NumberColumn("Seconds", format="%.2f"),
         "encoding": st.column_config.TextColumn("Token encoding"),
@@ -114,6 +120,16 @@ if shown_import is not None:
             },
         )
 
+deleting = import_by_id(import_id) if import_id is not None else None
+if (
+    deleting is not None
+    and state.is_admin()
+    and admin_ui.delete_control(deleting, "Delete this import", "delete_import")
+):
+    # The sidebar's import filter drops the deleted import by itself on the next run (a URL
+    # value that is no longer a choice is dropped).
+    st.success(f"Deleted {deleting.description} with its traces and rejected records.")
+    st.stop()
 scope = f"import {import_id}" if import_id is not None else "all imports"
 st.subheader(f"Rejected records ({scope})")
 rejected_total = state.query(q.count_rejected, import_id)

@@ -21,9 +21,10 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from dashboard import files_ui, render, review_ui, state, trace_blocks, widgets
+from dashboard import admin_ui, files_ui, render, review_ui, state, trace_blocks, widgets
 from dashboard.pages import TRACE as TRACE_PAGE
 from db.annotations import trace_annotations
+from db.deletion import traces_by_id
 from db.queries.pairs import pair_choices
 from db.queries.traces import (
     PairRef,
@@ -235,6 +236,12 @@ if trace is None:
 
 k, budget = state.loop_k(), state.token_budget()
 trace_id = int(trace["id"])
+if state.is_admin() and admin_ui.delete_control(
+    traces_by_id([trace_id], f"trace {display_id}"), "Delete this trace", "delete_trace"
+):
+    state.select_trace(None)
+    st.success(f"Deleted trace {render.escape_markdown(display_id)}.")
+    st.stop()
 engine = state.engine()
 # Read on every run, not cached: a note just written must show at once. One query for the
 # whole trace; the pair blocks take their counts from it.

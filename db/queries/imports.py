@@ -41,12 +41,19 @@ def count_imports(engine: Engine) -> int:
 def import_history(engine: Engine, *, limit: int = 50, offset: int = 0) -> pd.DataFrame:
     """One page of imports, the newest first.
 
-    Columns: ``IMPORT_COLUMNS`` plus ``paths`` (the imported paths joined by ``, ``) and
-    ``unknown_items`` (``type ×count`` of the items of unknown types kept, joined by ``, ``).
+    Columns: ``IMPORT_COLUMNS`` plus ``paths`` (the imported paths joined by ``, ``),
+    ``unknown_items`` (``type ×count`` of the items of unknown types kept, joined by ``, ``),
+    ``secrets_redacted`` (how many secrets the import replaced; ``None`` for imports made
+    before redaction existed) and ``redactions`` (per kind: ``jwt 9, openai_key 3``).
     """
     columns = [getattr(ImportRun, c).label(c) for c in IMPORT_COLUMNS]
     stmt = (
-        select(*columns, ImportRun.paths.label("paths"), ImportRun.unknown_items.label("unknown"))
+        select(
+            *columns,
+            ImportRun.paths.label("paths"),
+            ImportRun.unknown_items.label("unknown"),
+            ImportRun.redactions.label("redactions"),
+        )
         .order_by(ImportRun.id.desc())
         .limit(limit)
         .offset(offset)
@@ -57,6 +64,9 @@ def import_history(engine: Engine, *, limit: int = 50, offset: int = 0) -> pd.Da
     df["unknown_items"] = df.pop("unknown").map(
         lambda counts: ", ".join(f"{kind} ×{n}" for kind, n in sorted((counts or {}).items()))
     )
+    kinds = df["redactions"]
+    df["secrets_redacted"] = kinds.map(lambda k: None if k is None else sum(k.values()))
+    df["redactions"] = kinds.map(_per_kind)
     return df
 
 
@@ -96,6 +106,13 @@ def latest_import_id(engine: Engine) -> int | None:
     """The id of the newest import, if any."""
     with engine.connect() as conn:
         return conn.execute(select(func.max(ImportRun.id))).scalar_one_or_none()
+
+
+def _per_kind(counts: dict[str, int] | None) -> str | None:
+    """``jwt 9, openai_key 3``: kinds by count, then name."""
+    if not counts:
+        return None
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _rejected_where(import_id: int | None) -> list[ColumnElement[bool]]:
