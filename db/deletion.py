@@ -120,4 +120,9 @@ def delete_rows(
         # Children before parents: a child's condition reads the parent rows still there.
         for table, where in reversed(ordered):
             counts[table.name] = conn.execute(delete(table).where(where)).rowcount
+        registry = metadata.tables.get("source_files")
+        if counts.get("traces") and registry is not None:
+            # The registry of files read is a cache of what the store holds: with traces gone,
+            # the next import must read their files again instead of skipping them unchanged.
+            conn.execute(delete(registry))
     return {table.name: counts[table.name] for table, _ in ordered}

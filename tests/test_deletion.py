@@ -100,6 +100,7 @@ def test_deleting_a_trace_removes_its_rows_and_nothing_else(
         "tool_results": 1,
         "findings": 1,
         "annotations": 1,
+        "trace_updates": 0,
     }
     assert count_rows(engine, traces_by_display_id("a")) == expected
     assert delete_rows(engine, traces_by_display_id("a")) == expected
@@ -116,6 +117,8 @@ def test_deleting_an_import_removes_its_traces_and_rejected_records(
     first, _ = _store(engine, tmp_path)
     assert delete_rows(engine, import_by_id(first)) == {
         "imports": 1,
+        "import_files": 1,
+        "source_files": 1,
         "traces": 2,
         "messages": 8,
         "tool_calls": 2,
@@ -123,6 +126,7 @@ def test_deleting_an_import_removes_its_traces_and_rejected_records(
         "findings": 2,
         "rejected_records": 1,
         "annotations": 1,
+        "trace_updates": 0,
     }
     assert _counts(engine) == {
         "imports": 1,
@@ -161,14 +165,14 @@ def test_tables_added_later_that_point_at_traces_or_imports_are_deleted_too(
     for table in Base.metadata.tables.values():
         table.to_metadata(meta)
     updates = sa.Table(
-        "trace_updates",
+        "trace_reviews",
         meta,
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("trace_id", sa.ForeignKey("traces.id")),
         sa.Column("import_id", sa.ForeignKey("imports.id")),
     )
     files = sa.Table(
-        "import_files",
+        "import_notes",
         meta,
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("import_id", sa.ForeignKey("imports.id")),
@@ -178,7 +182,7 @@ def test_tables_added_later_that_point_at_traces_or_imports_are_deleted_too(
         "import_file_parts",
         meta,
         sa.Column("id", sa.Integer, primary_key=True),
-        sa.Column("file_id", sa.ForeignKey("import_files.id")),
+        sa.Column("file_id", sa.ForeignKey("import_notes.id")),
     )
     new_tables = [updates, files, parts]
     meta.create_all(engine, tables=new_tables)
@@ -200,9 +204,9 @@ def test_tables_added_later_that_point_at_traces_or_imports_are_deleted_too(
         )
         conn.execute(parts.insert(), [{"file_id": 1}, {"file_id": 1}, {"file_id": 2}])
     counts = delete_rows(engine, import_by_id(first), meta)
-    assert {t: counts[t] for t in ("trace_updates", "import_files", "import_file_parts")} == {
-        "trace_updates": 2,
-        "import_files": 1,
+    assert {t: counts[t] for t in ("trace_reviews", "import_notes", "import_file_parts")} == {
+        "trace_reviews": 2,
+        "import_notes": 1,
         "import_file_parts": 2,
     }
     with engine.connect() as conn:
@@ -222,7 +226,8 @@ def test_delete_prints_counts_and_asks_first(sqlite_url: str, tmp_path: Path) ->
     no = runner.invoke(app, ["delete", "--trace", "a", "--db", sqlite_url], input="n\n")
     assert no.exit_code == 1
     assert no.output == (
-        "trace a: traces 1, annotations 1, findings 1, messages 4, tool_calls 1, tool_results 1\n"
+        "trace a: traces 1, annotations 1, findings 1, messages 4, tool_calls 1, tool_results 1, "
+        "trace_updates 0\n"
         "Delete these rows? [y/N]: n\n"
         "Nothing deleted.\n"
     )
@@ -230,8 +235,8 @@ def test_delete_prints_counts_and_asks_first(sqlite_url: str, tmp_path: Path) ->
     yes = runner.invoke(app, ["delete", "--import", "2", "--db", sqlite_url, "--yes"])
     assert yes.exit_code == 0, yes.output
     assert yes.output == (
-        "import 2: imports 1, rejected_records 0, traces 1, annotations 0, findings 1, messages 4, "
-        "tool_calls 1, tool_results 1\n"
+        "import 2: imports 1, import_files 1, rejected_records 0, source_files 1, traces 1, "
+        "annotations 0, findings 1, messages 4, tool_calls 1, tool_results 1, trace_updates 0\n"
         "Deleted. `toollens vacuum` gives the space back to the disk.\n"
     )
     assert _counts(engine)["traces"] == 2
@@ -285,8 +290,9 @@ def test_prune_keeps_recent_imports_and_vacuum_shrinks_the_file(
     assert out.exit_code == 0, out.output
     assert out.output.startswith("imports before ")
     assert out.output.endswith(
-        ": imports 2, rejected_records 1, traces 3002, annotations 1, findings 3002, "
-        "messages 12008, tool_calls 3002, tool_results 3002\n"
+        ": imports 2, import_files 2, rejected_records 1, source_files 2, traces 3002, "
+        "annotations 1, findings 3002, messages 12008, tool_calls 3002, tool_results 3002, "
+        "trace_updates 0\n"
         "Deleted. `toollens vacuum` gives the space back to the disk.\n"
     )
     with engine.connect() as conn:
