@@ -315,3 +315,15 @@ def test_vacuum_runs_on_postgresql(pg_url: str) -> None:
 def test_prune_keeps_at_least_a_day(sqlite_url: str, days: str) -> None:
     out = CliRunner().invoke(app, ["prune", "--keep-days", days, "--db", sqlite_url, "--yes"])
     assert out.exit_code == 2
+
+
+def test_a_deleted_trace_comes_back_when_its_unchanged_file_is_imported_again(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    _store(engine, tmp_path)
+    delete_rows(engine, traces_by_display_id("a"))
+    again = import_paths(engine, [tmp_path / "one.jsonl"], workers=0)
+    assert (again.files_unchanged, again.traces, again.unchanged) == (0, 1, 1)
+    with engine.connect() as conn:
+        left = conn.execute(sa.text("SELECT display_id FROM traces ORDER BY display_id"))
+        assert left.scalars().all() == ["a", "b", "c"]
