@@ -259,3 +259,50 @@ def test_serve_on_loopback_needs_no_login_and_shows_no_warning(
     [(command, env)] = calls
     assert command[command.index("--server.address") + 1] == "127.0.0.1"
     assert env[EXPOSED_ENV] == "0"
+
+
+# --- Every write goes through the gateway ----------------------------------------------------
+
+WRITES = {
+    "add_annotation", "update_annotation", "delete_annotation", "correct_result",
+    "mark_reviewed", "clear_reviewed", "import_uploaded", "import_paths",
+}  # fmt: skip
+
+
+def a_is_uploads(node: Any) -> bool:
+    """``from dashboard import uploads``."""
+    return node.module == "dashboard" and any(a.name == "uploads" for a in node.names)
+
+
+def test_only_the_write_gateway_calls_a_db_write_or_the_upload_import() -> None:
+    import ast
+
+    dashboard = Path(__file__).resolve().parents[1] / "dashboard"
+    callers: dict[str, set[str]] = {}
+    for path in sorted(dashboard.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        imports = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        names = {a.name for n in imports for a in n.names}
+        # ``review.mark_reviewed(…)`` after ``from db import review`` counts too.
+        modules = {
+            a.asname or a.name
+            for n in imports
+            if (n.module or "").startswith("db") or a_is_uploads(n)
+            for a in n.names
+        }
+        names |= {
+            n.attr
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id in modules
+        }  # fmt: skip
+        used = names & WRITES
+        if used:
+            callers[str(path.relative_to(dashboard))] = used
+    assert callers == {
+        "writes.py": {
+            "add_annotation", "update_annotation", "delete_annotation", "correct_result",
+            "mark_reviewed", "clear_reviewed", "import_uploaded",
+        },
+        "uploads.py": {"import_paths"},
+    }  # fmt: skip
