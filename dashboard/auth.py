@@ -137,6 +137,11 @@ def gate() -> Identity | None:
     e-mail on no role list is told so and offered "Sign out". Returns the identity."""
     if not login_required():
         return identity()
+    try:
+        policy()
+    except ValueError as exc:  # a mistake in [toollens.roles]: say which, let nobody in
+        st.error(escape_markdown(f"The dashboard's role configuration is wrong: {exc}"))
+        st.stop()
     if not st.user.is_logged_in:
         _login_screen()
         st.stop()

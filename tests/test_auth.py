@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 import streamlit as st
-from dbfixture import open_app
+from dbfixture import DASHBOARD_APP, open_app
 from incident import import_incident
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
@@ -27,6 +27,7 @@ from dashboard.access import (
     read_secrets,
 )
 from dashboard.auth import EXPOSED_TEXT
+from dashboard.render import escape_markdown
 from db.engine import make_engine
 from ingest.cli import app
 
@@ -170,6 +171,25 @@ def test_a_direct_write_call_refuses_a_role_without_the_right_and_writes_nothing
 def test_a_reviewers_note_is_signed_with_the_signed_in_email(store: Any, sqlite_url: str) -> None:
     at = signed_in(sqlite_url, "note", "Bo@Example.com")
     assert [t.value for t in at.text] == ["bo@example.com"]
+
+
+def test_a_mistake_in_the_role_lists_lets_nobody_in_and_says_what_it_is(
+    monkeypatch: pytest.MonkeyPatch, sqlite_url: str
+) -> None:
+    make_engine(sqlite_url).dispose()
+    monkeypatch.setenv("TOOLLENS_DB", sqlite_url)
+    at = AppTest.from_file(str(DASHBOARD_APP), default_timeout=30)
+    at.secrets["auth"] = AUTH
+    at.secrets["toollens"] = {"roles": {"owners": ["ana@example.com"]}}
+    at.user = {"is_logged_in": True, "email": "ana@example.com"}
+    at.run()
+    assert [e.value for e in at.error] == [
+        escape_markdown(
+            "The dashboard's role configuration is wrong: unknown role 'owners' in "
+            "[toollens.roles]; roles are viewer, reviewer, admin"
+        )
+    ]
+    assert [t.value for t in at.title] == []
 
 
 # --- The banner of a dashboard served with --no-auth -----------------------------------------
