@@ -1,17 +1,18 @@
 """Admin controls: delete a trace or an import from the dashboard, after a confirmation step.
 
-Only an admin sees them. Until logins exist, "admin" is the server's setting
-``TOOLLENS_ADMIN=1`` (:func:`dashboard.state.is_admin`): whoever runs ``toollens serve`` locally
-decides. The rows go through :mod:`db.deletion`, as with ``toollens delete``: every row that
-belongs to what is deleted, counted per table before the user confirms.
+Only those who may delete see them (:func:`dashboard.auth.can`): an admin when login is on;
+without login, whoever runs ``toollens serve`` with ``TOOLLENS_ADMIN=1``. The rows go through
+:func:`dashboard.writes.delete` (which checks the role again) to :mod:`db.deletion`, as with
+``toollens delete``: every row that belongs to what is deleted, counted per table before the
+user confirms.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import state
-from db.deletion import Selection, count_rows, delete_rows
+from dashboard import state, writes
+from db.deletion import Selection, count_rows
 
 
 def delete_control(selection: Selection, label: str, key: str) -> bool:
@@ -31,7 +32,7 @@ def delete_control(selection: Selection, label: str, key: str) -> bool:
     st.warning(f"Delete {selection.description}? This removes {listed}. It cannot be undone.")
     yes, no = st.columns(2)
     if yes.button("Yes, delete", key=f"{key}_yes", type="primary"):
-        delete_rows(state.engine(), selection)
+        writes.delete(state.engine(), selection)
         st.session_state[asking] = False
         st.cache_data.clear()
         return True

@@ -3,20 +3,28 @@
 Run ``streamlit run dashboard/app.py -- --db URL``; without ``--db`` the database comes from
 ``TOOLLENS_DB``, else ``toollens.db`` in the working directory. ``toollens serve`` passes it in
 ``TOOLLENS_DB``, never on the command line, where ``ps`` would show a password.
-This script runs before every page: it sets up the page, the navigation (the pages of
-``dashboard.pages``), the shared sidebar
-filters (bound to the URL) and, below them, the reviewer's name that signs notes and
-corrections on every page, then runs the selected page.
+This script runs before every page: it sets up the page (a favicon served from this machine:
+an icon name would make the browser fetch the icon from a font host), the warning when no
+login guards a dashboard other machines reach, the login gate when login is configured, the
+navigation (the pages of ``dashboard.pages``), the signed-in identity with "Sign out", the
+shared sidebar filters (bound to the URL) and, below them in local mode, the reviewer's name
+that signs notes and corrections on every page, then runs the selected page.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
-from dashboard import pages, review_ui, state
+from dashboard import auth, pages, review_ui, state
 from db.migrate import NewerStoreError
 
-st.set_page_config(page_title="ToolLens", page_icon=":material/build:", layout="wide")
+FAVICON = Path(__file__).resolve().parent / "static" / "favicon.png"
+
+st.set_page_config(page_title="ToolLens", page_icon=str(FAVICON), layout="wide")
+auth.exposure_banner()
+person = auth.gate()
 
 try:
     state.engine()
@@ -31,6 +39,8 @@ NAVIGATION = [
 ]
 
 page = st.navigation(NAVIGATION)
+if person is not None and person.signed_in:
+    auth.sidebar_identity(person)
 state.sidebar()
 review_ui.author_field()
 page.run()

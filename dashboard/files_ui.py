@@ -1,5 +1,5 @@
 """Files in and out of the dashboard: the incident report and table downloads (CSV, Parquet),
-and the upload of trace files, imported through the CLI's pipeline.
+and the upload panel (the import itself: :mod:`dashboard.uploads`, through :mod:`dashboard.writes`).
 
 Downloads are built only when their button is clicked. Table cells a spreadsheet would run as a
 formula are defused. An upload is imported in the server process; afterwards the data cache is
@@ -9,12 +9,8 @@ cleared, or every page would show minute-old figures.
 from __future__ import annotations
 
 import io
-import os
-import re
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 from typing import Any, TypeAlias
 
 import orjson
@@ -22,14 +18,14 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy import Engine
 
+from dashboard import auth, writes
 from dashboard.render import escape_markdown, show_error
+from dashboard.uploads import too_large, upload_limit_mb
 from dashboard.widgets import EMPTY_CELL
 from db.vocabulary import DEFAULT_LOOP_K
-from ingest.pipeline import ImportSummary, import_paths
 from ingest.report import MIME_TYPES, REPORT_FORMATS, build_report, render
 
-UPLOAD_MAX_MB_ENV = "TOOLLENS_UPLOAD_MAX_MB"
-DEFAULT_UPLOAD_MAX_MB = 200
+NO_UPLOAD_TEXT = "Uploading traces needs the admin role."
 #: Spreadsheets run cells starting with these as formulas; trace content must not.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 #: Most rows a table download holds (a page says so when its filters match more).
@@ -122,68 +118,6 @@ def table_downloads(table: TableSource, name: str = "toollens-calls") -> None:
 # --- Upload ------------------------------------------------------------------------------
 
 
-class UploadTooLargeError(ValueError):
-    """An uploaded file is over the size limit."""
-
-
-def upload_limit_mb(value: str | None = None) -> int:
-    """The per-file upload limit in MB: ``value`` or ``$TOOLLENS_UPLOAD_MAX_MB``, default 200."""
-    raw = os.environ.get(UPLOAD_MAX_MB_ENV, "") if value is None else value
-    try:
-        limit = int(raw)
-    except ValueError:
-        return DEFAULT_UPLOAD_MAX_MB
-    return limit if limit > 0 else DEFAULT_UPLOAD_MAX_MB
-
-
-def too_large(files: Sequence[tuple[str, int]], max_mb: int) -> list[str]:
-    """One message per ``(name, size in bytes)`` over ``max_mb``."""
-    limit = max_mb * 1024 * 1024
-    return [
-        f"{name} is {size / 1024 / 1024:.1f} MB; the upload limit is {max_mb} MB "
-        f"(import bigger files with `toollens import`)"
-        for name, size in files
-        if size > limit
-    ]
-
-
-def _safe_name(name: str) -> str:
-    # Only the base name, in safe characters: a browser-supplied name never picks the folder.
-    base = re.sub(r"[^A-Za-z0-9._-]", "_", Path(name.replace("\\", "/")).name).lstrip(".")
-    return base or "upload"
-
-
-def import_uploaded(
-    engine: Engine,
-    files: Sequence[tuple[str, bytes]],
-    max_mb: int,
-    *,
-    progress: Callable[[int], None] | None = None,
-) -> ImportSummary:
-    """Import uploaded ``(original name, content)`` files through the CLI's pipeline; the
-    stored file names are the original ones. Raises :class:`UploadTooLargeError` first if a
-    file is over ``max_mb``."""
-    if not files:
-        raise ValueError("no file to import")
-    problems = too_large([(name, len(data)) for name, data in files], max_mb)
-    if problems:
-        raise UploadTooLargeError("; ".join(problems))
-    with tempfile.TemporaryDirectory(prefix="toollens-upload-") as tmp:
-        paths = []
-        for i, (name, data) in enumerate(files):
-            # One folder per file keeps the original names even when two are the same.
-            path = Path(tmp) / str(i) / _safe_name(name)
-            path.parent.mkdir()
-            path.write_bytes(data)
-            paths.append(path)
-        # In-process (no worker processes): forking a threaded Streamlit server is unsafe.
-        # Not incremental: an upload is a temporary copy, gone once imported.
-        return import_paths(
-            engine, paths, origin="upload", display_names=[n for n, _ in files],
-            progress=progress, workers=0, incremental=False,
-        )  # fmt: skip
-
-
 def _show_upload_result(result: dict[str, Any]) -> None:
     # The summary line holds only counts and timings: no untrusted text to escape.
     st.success(result["line"], icon=":material/task_alt:")
@@ -206,7 +140,11 @@ def _show_upload_result(result: dict[str, Any]) -> None:
 
 def upload_panel(engine: Engine) -> None:
     """Upload trace files (limit ``$TOOLLENS_UPLOAD_MAX_MB`` MB each) and import them with a
-    progress bar; then show the summary line and the rejected records with their reasons."""
+    progress bar; then show the summary line and the rejected records with their reasons.
+    Roles without the upload right see why instead of the uploader."""
+    if not auth.can("upload"):
+        st.caption(NO_UPLOAD_TEXT)
+        return
     max_mb = upload_limit_mb()
     round_ = int(st.session_state.get("upload_round", 0))
     files = st.file_uploader(
@@ -229,7 +167,7 @@ def upload_panel(engine: Engine) -> None:
             )
 
         try:
-            summary = import_uploaded(
+            summary = writes.upload(
                 engine, [(f.name, f.getvalue()) for f in accepted], max_mb, progress=tick
             )
         except (

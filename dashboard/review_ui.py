@@ -1,6 +1,7 @@
 """Review widgets the pages share: the reviewer's name, notes on traces and pairs, corrections.
 
-Every function draws into the current Streamlit container and writes through ``db.review``;
+Every function draws into the current Streamlit container and writes through
+:mod:`dashboard.writes` (which checks the role); a control the role lacks is not drawn;
 nothing here holds SQL. Text typed by reviewers and trace content are untrusted: shown with
 ``st.text``/``st.code`` or escaped before any markdown. After a write the page reruns so that it
 shows what is stored; corrections, which change charts, also clear the data cache, or every page
@@ -9,7 +10,6 @@ would show minute-old figures. Downloads and uploads are in :mod:`dashboard.file
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,43 +17,44 @@ import streamlit as st
 from sqlalchemy import Engine
 from streamlit.errors import StreamlitDuplicateElementKey
 
+from dashboard import auth, writes
 from dashboard.palette import TONE
 from dashboard.render import badge_text, escape_markdown, show_error
 from db.annotations import (
     MAX_NOTE_CHARS,
     Annotation,
     ReviewError,
-    add_annotation,
     annotations_on,
     configured_labels,
-    delete_annotation,
-    update_annotation,
 )
-from db.corrections import UNCHANGED, correct_result, result_review
+from db.corrections import UNCHANGED, result_review
 from db.vocabulary import ERROR_TYPES, VERDICTS
 
-#: Session key holding the reviewer's name across pages.
-AUTHOR_KEY = "toollens_author"
-_AUTHOR_WIDGET = "_toollens_author_input"
-USER_ENV = "TOOLLENS_USER"
 #: Option meaning "no correction: use what the rules derived".
 AS_DERIVED = "(as derived)"
 NO_AUTHOR_TEXT = "Enter your name in the sidebar to write notes and corrections."
+_AUTHOR_WIDGET = "_toollens_author_input"
 
 
 def current_author() -> str:
-    """The reviewer's name: as typed in the sidebar, else ``$TOOLLENS_USER``, else empty."""
-    return str(st.session_state.get(AUTHOR_KEY, os.environ.get(USER_ENV, ""))).strip()
+    """What signs a write now: the signed-in e-mail, else the name typed in the sidebar (local
+    mode), else empty (nobody may write yet)."""
+    person = auth.identity()
+    return person.signature if person is not None else ""
 
 
 def author_field() -> str:
-    """Draw the sidebar's name field (default ``$TOOLLENS_USER``); return the name.
+    """Draw the sidebar's name field (local mode only; default ``$TOOLLENS_USER``); return what
+    signs writes (:func:`current_author`).
 
     The name lives under its own session key, so it survives pages that do not draw the field.
-    Calling this twice in one run (entry script and page) draws the field once.
+    Calling this twice in one run (entry script and page) draws the field once. With login the
+    signed-in e-mail signs, and no field is drawn.
     """
+    if auth.login_required():
+        return current_author()
     if _AUTHOR_WIDGET not in st.session_state:
-        st.session_state[_AUTHOR_WIDGET] = current_author()
+        st.session_state[_AUTHOR_WIDGET] = auth.local_name()
     try:
         name = st.sidebar.text_input(
             "Your name",
@@ -63,7 +64,7 @@ def author_field() -> str:
         )
     except StreamlitDuplicateElementKey:
         return current_author()  # already drawn in this run
-    st.session_state[AUTHOR_KEY] = name.strip()
+    st.session_state[auth.AUTHOR_KEY] = name.strip()
     return name.strip()
 
 
@@ -92,13 +93,12 @@ def _edit_note(
     version = int(st.session_state[base])
     try:
         if saved:
-            update_annotation(
-                engine, note.id, version=version, label=label, note=text,
-                editor=current_author(), labels=options,
-            )  # fmt: skip
+            writes.edit_note(
+                engine, note.id, version=version, label=label, note=text, labels=options
+            )
         else:
-            delete_annotation(engine, note.id, version=version)
-    except ReviewError as exc:
+            writes.delete_note(engine, note.id, version=version)
+    except (ReviewError, auth.PermissionDeniedError) as exc:
         show_error(exc)
         # The note shown above is the current one: the next save knowingly replaces it.
         st.session_state[base] = note.version
@@ -114,18 +114,22 @@ def annotation_panel(
     a lone result (its seq): the list, each editable, and a form to add one."""
     key = f"notes_{trace_id}_{message_seq}_{call_index}"
     labels = configured_labels()
+    # Viewers read the notes; the edit toggles and the new-note form are not drawn for them.
+    writable = auth.can("annotate")
+    author = current_author()
     for note in annotations_on(engine, trace_id, message_seq, call_index):
         with st.container(border=True):
             st.markdown(_note_header(note))
             if note.note:
                 st.text(note.note)
             base = f"{key}_{note.id}_base"
-            if st.toggle("Edit", key=f"{key}_{note.id}_edit"):
+            if writable and st.toggle("Edit", key=f"{key}_{note.id}_edit"):
                 st.session_state.setdefault(base, note.version)
                 _edit_note(engine, note, base, labels, f"{key}_{note.id}_form")
             else:
                 st.session_state.pop(base, None)
-    author = current_author()
+    if not writable:
+        return
     with st.form(f"{key}_new", clear_on_submit=True):
         label = st.selectbox("Label", labels, key=f"{key}_new_label")
         text = st.text_area(
@@ -137,11 +141,11 @@ def annotation_panel(
         st.caption(NO_AUTHOR_TEXT)
     if added:
         try:
-            add_annotation(
-                engine, trace_id, label=label, note=text, author=author,
-                message_seq=message_seq, call_index=call_index, labels=labels,
+            writes.add_note(
+                engine, trace_id, label=label, note=text, message_seq=message_seq,
+                call_index=call_index, labels=labels,
             )  # fmt: skip
-        except ReviewError as exc:
+        except (ReviewError, auth.PermissionDeniedError) as exc:
             show_error(exc)
             return
         st.rerun()
@@ -168,6 +172,8 @@ def correction_form(engine: Engine, result_id: int) -> None:
     if view.corrected_by:
         when = f"{view.corrected_at:%Y-%m-%d %H:%M} UTC" if view.corrected_at else ""
         st.caption(escape_markdown(f"Corrected by {view.corrected_by} {when}"))
+    if not auth.can("correct"):
+        return  # viewers see the derived values and any correction, and no form
     author = current_author()
     with st.form(f"correct_{result_id}"):
         new_type = new_verdict = AS_DERIVED
@@ -189,14 +195,13 @@ def correction_form(engine: Engine, result_id: int) -> None:
     chosen_type = None if new_type == AS_DERIVED else new_type
     chosen_verdict = None if new_verdict == AS_DERIVED else new_verdict
     try:
-        correct_result(
+        writes.correct(
             engine,
             result_id,
-            author=author,
             error_type=chosen_type if can_type else UNCHANGED,
             verdict=chosen_verdict if can_verdict else UNCHANGED,
         )
-    except ReviewError as exc:
+    except (ReviewError, auth.PermissionDeniedError) as exc:
         show_error(exc)
         return
     st.cache_data.clear()

@@ -35,10 +35,6 @@ SIDEBAR_FILTERS = ("start", "end", "import", "agent", "model", "tool")
 
 T = TypeVar("T")
 
-#: Set to ``1`` to show the admin controls (deleting traces and imports) in local mode; the
-#: role checks of logins replace it.
-ADMIN_ENV = "TOOLLENS_ADMIN"
-
 
 def db_url(argv: Sequence[str] | None = None) -> str:
     """The database URL: ``--db`` after ``--`` on the ``streamlit run`` line, else
@@ -51,11 +47,6 @@ def db_url(argv: Sequence[str] | None = None) -> str:
     parser.add_argument("--db")
     known, _ = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
     return resolve_url(known.db or os.environ.get("TOOLLENS_DB") or DEFAULT_DB_PATH)
-
-
-def is_admin() -> bool:
-    """Whether this dashboard shows the admin controls (``TOOLLENS_ADMIN=1``)."""
-    return os.environ.get(ADMIN_ENV) == "1"
 
 
 def safe_url(url: str) -> str:

@@ -518,11 +518,47 @@ def serve_command(
         bool, typer.Option("--otlp", help="Also receive live traces over OTLP/HTTP (see receive)")
     ] = False,
     otlp_port: Annotated[int, typer.Option(help="Port of the OTLP receiver (with --otlp)")] = 4318,
+    secrets: Annotated[
+        Path | None,
+        typer.Option(help="secrets.toml with [auth] (login) and [toollens.roles]"),
+    ] = None,
+    no_auth: Annotated[
+        bool,
+        typer.Option(
+            "--no-auth", help="Listen beyond this machine without login (every page warns)"
+        ),
+    ] = False,
 ) -> None:
     """Open the dashboard (Streamlit) on http://HOST:PORT; with --otlp, also run the OTLP
-    receiver on HOST:OTLP_PORT (one command: stopping it stops both)."""
+    receiver on HOST:OTLP_PORT (one command: stopping it stops both).
+
+    Off loopback it needs login configured (``[auth]`` in ``.streamlit/secrets.toml`` or
+    ``--secrets``) unless ``--no-auth`` says otherwise, or anyone on the network could read
+    every trace.
+    """
+    from dashboard.access import (
+        EXPOSED_ENV,
+        auth_configured,
+        default_secrets_paths,
+        is_loopback,
+        read_secrets,
+    )
     from db.engine import display_url, resolve_url
 
+    paths = default_secrets_paths(Path.cwd()) + ([secrets] if secrets else [])
+    if secrets is not None and not secrets.is_file():
+        raise _usage_error(f"{secrets}: no such secrets file")
+    try:
+        login = auth_configured(read_secrets(paths).get("auth"))
+    except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+        raise _usage_error(f"cannot read the secrets: {exc}") from exc
+    exposed = not is_loopback(host) and not login
+    if exposed and not no_auth:
+        raise _usage_error(
+            f"refusing to serve on {host} without login: configure [auth] in "
+            ".streamlit/secrets.toml (or --secrets FILE), pass --no-auth to serve anyway, "
+            "or bind to 127.0.0.1"
+        )
     url = resolve_url(db)
     _engine(url).dispose()  # migrate before the first page asks
     app_path = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
@@ -532,12 +568,14 @@ def serve_command(
         sys.executable, "-m", "streamlit", "run", str(app_path),
         "--server.address", host, "--server.port", str(port), "--server.headless", "true",
         "--browser.gatherUsageStats", "false", "--client.toolbarMode", "minimal",
+        # Streamlit reads exactly the files checked above (a later file wins, as there).
+        *[arg for path in paths for arg in ("--secrets.files", str(path))],
     ]  # fmt: skip
     typer.echo(
         f"ToolLens dashboard on http://{host}:{port} (database: {display_url(url)})", err=True
     )
     sys.stdout.flush()
-    env = {**os.environ, "TOOLLENS_DB": url}
+    env = {**os.environ, "TOOLLENS_DB": url, EXPOSED_ENV: "1" if exposed else "0"}
     if otlp:
         _serve_with_receiver(command, env, url=url, host=host, port=otlp_port)
         return

@@ -55,6 +55,29 @@ DOM_ATTACKS = """() => ({
     .length,
 })"""
 NO_ATTACK = {"xss": "undefined", "scripts": 0, "onerror": 0, "jsLinks": 0, "images": 0}
+CHARTS = '[data-testid="stPlotlyChart"]'
+#: The end of :func:`hostile_markup`, as text: a chart that shows it did not render it.
+MARKUP_TAIL = "clickme</a> <b>bold</b><br>"
+# Markup Plotly would make of trace text: links (<a>), and bold (<b>bold</b> becomes a
+# styled tspan).
+CHART_MARKUP = """() => {
+  const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+  const inCharts = sel => charts.reduce((n, c) => n + c.querySelectorAll(sel).length, 0);
+  return {
+    links: inCharts('svg a'),
+    // The theme sets titles bold itself: look for the trace's own "<b>bold</b>".
+    styled: charts.reduce((n, c) => n + [...c.querySelectorAll('tspan[style*="bold"]')]
+      .filter(t => t.textContent === 'bold').length, 0),
+  };
+}"""
+NO_CHART_MARKUP = {"links": 0, "styled": 0}
+
+
+def record_hosts(context: Any) -> set[str]:
+    """The set of hosts the pages of ``context`` request from, filled as they load."""
+    hosts: set[str] = set()
+    context.on("request", lambda r: hosts.add(urllib.parse.urlsplit(r.url).hostname or r.url))
+    return hosts
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +165,8 @@ def hostile_markup(tracker_port: int) -> str:
         '<script>window.__xss=1</script> <img src=x onerror="window.__xss=1"> '
         "[click](javascript:window.__xss=1) "
         f"![img](http://127.0.0.1:{tracker_port}/tracker.png) "
-        '<a href="javascript:window.__xss=1">link</a>'
+        '<a href="javascript:window.__xss=1">link</a> '
+        f'<a href="http://127.0.0.1:{tracker_port}/clicked">clickme</a> <b>bold</b><br>'
     )
 
 
@@ -209,6 +233,7 @@ class HostileStore:
     tracker: RequestRecorder
     markup: str
     trace_id: str
+    db_url: str
     #: Fingerprint of the protocol error (the Errors page's drill-down key).
     fingerprint: str
 
@@ -234,7 +259,7 @@ def hostile_store(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Ite
             ).scalar_one()
         engine.dispose()
         with serve_dashboard(url, folder / "server.log") as server:
-            yield HostileStore(server, tracker, markup, trace["id"], fingerprint)
+            yield HostileStore(server, tracker, markup, trace["id"], url, fingerprint)
 
 
 def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
@@ -262,21 +287,78 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
          pages.TRACE.title, "trace-orphan"),
     ]  # fmt: skip
     context = new_context(browser)
+    hosts = record_hosts(context)
     page = context.new_page()
     shown_as_text: list[str] = []
+    charts_with_markup_as_text: list[str] = []
+    tracker_links = f'a[href*="127.0.0.1:{store.tracker.port}"]'
     for path, title, name in visits:
         open_page(page, store.server.url + path, text=title)
         save_screenshot(page, SCREENSHOTS / f"hostile-{name}.png")
         _assert_page_healthy(page, title)
         assert page.evaluate(DOM_ATTACKS) == NO_ATTACK, name
+        # No live link, in text or in a chart (Plotly renders <a href> in its labels).
+        assert page.locator(tracker_links).count() == 0, name
+        assert page.evaluate(CHART_MARKUP) == NO_CHART_MARKUP, name
         main_text = page.locator('[data-testid="stMain"]').text_content() or ""
         if "<script>window.__xss=1</script>" in main_text:
             shown_as_text.append(name)
+        if any(MARKUP_TAIL in t for t in page.locator(CHARTS).all_text_contents()):
+            charts_with_markup_as_text.append(name)
     context.close()
     assert store.tracker.paths == []
+    assert hosts == {"127.0.0.1"}
     # The markup did reach every page, as text (message content, labels, chart axes).
     assert shown_as_text == [name for _, _, name in visits]
+    # …and every chart that names a tool or an error type in full shows it as text (the
+    # Overview's small charts cut labels to 17 characters).
+    assert charts_with_markup_as_text == [
+        "errors", "tokens", "loops", "suggestions", "errors-fingerprint",
+    ]  # fmt: skip
     assert "Traceback" not in store.server.log()
+
+
+def test_a_chart_hover_shows_trace_markup_as_text(
+    browser: Any, hostile_store: HostileStore
+) -> None:
+    context = new_context(browser)
+    page = context.new_page()
+    open_page(page, hostile_store.server.url + pages.ERRORS.path, text=pages.ERRORS.title)
+    chart = page.locator(CHARTS).first
+    chart.locator(".point path").first.hover(force=True)
+    hover = chart.locator(".hoverlayer")
+    hover.locator("text").first.wait_for()
+    text = hover.text_content() or ""
+    assert MARKUP_TAIL in text
+    assert hover.locator("a").count() == 0
+    assert page.evaluate(CHART_MARKUP) == NO_CHART_MARKUP
+    context.close()
+
+
+def test_the_exported_html_report_of_a_hostile_trace_runs_nothing_and_loads_nothing(
+    browser: Any, hostile_store: HostileStore, tmp_path: Path
+) -> None:
+    from dashboard.files_ui import report_bytes
+
+    engine = make_engine(hostile_store.db_url)
+    report = tmp_path / "report.html"
+    report.write_bytes(report_bytes(engine, 1, "html"))
+    engine.dispose()
+    context = new_context(browser)
+    requested: list[str] = []
+    context.on("request", lambda request: requested.append(request.url))
+    page = context.new_page()
+    page.goto(report.as_uri(), wait_until="load")
+    assert page.evaluate(DOM_ATTACKS) == NO_ATTACK
+    assert page.locator("a[href]").count() == 0
+    assert page.locator("img, iframe, object, embed, form").count() == 0
+    # The report sets its own labels bold; the trace's "<b>bold</b>" stays text.
+    bold = "() => [...document.querySelectorAll('b')].filter(b => b.textContent === 'bold').length"
+    assert page.evaluate(bold) == 0
+    assert MARKUP_TAIL in (page.locator("body").text_content() or "")
+    context.close()
+    assert requested == [report.as_uri()]
+    assert hostile_store.tracker.paths == []
 
 
 def test_urls_in_trace_content_never_become_links(

@@ -12,7 +12,7 @@ import streamlit as st
 from incident import incident_bytes
 from streamlit.testing.v1 import AppTest
 
-from dashboard.files_ui import UploadTooLargeError, import_uploaded, upload_limit_mb
+from dashboard.uploads import UploadTooLargeError, import_uploaded, upload_limit_mb
 from db.engine import make_engine
 from db.schema import ImportRun, RejectedRecord, TraceRow
 

@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard import palette
+from dashboard.charts.plot_text import plot_text, plot_texts
 from db.vocabulary import ERROR_TYPES, STATUS_SOURCES
 
 #: A horizontal legend above the plot, entries in the order the traces were added.
@@ -44,18 +45,19 @@ def error_types_by_tool_chart(df: pd.DataFrame) -> go.Figure:
         counts = dict(zip(part["tool"], part["errors"], strict=True))
         fig.add_trace(
             go.Bar(
-                name=error_type,
-                y=[t for t in tools if t in counts],
+                name=plot_text(error_type),
+                y=[plot_text(t) for t in tools if t in counts],
                 x=[int(counts[t]) for t in tools if t in counts],
                 orientation="h",
                 marker_color=palette.color("error_type", error_type),
-                hovertemplate="%{y}<br>" + error_type + ": %{x}<extra></extra>",
+                # The trace's own (escaped) name: trace text never becomes template text.
+                hovertemplate="%{y}<br>%{fullData.name}: %{x}<extra></extra>",
             )
         )
     fig.update_layout(
         barmode="stack",
         xaxis={"title": "errors", "tickformat": ",d"},
-        yaxis={"categoryorder": "array", "categoryarray": tools[::-1], "title": None},
+        yaxis={"categoryorder": "array", "categoryarray": plot_texts(tools[::-1]), "title": None},
         # Above the bars, in taxonomy order: a legend on the side takes a third of the width
         # from the bars in a half-width column.
         legend=TOP_LEGEND,
@@ -77,8 +79,8 @@ def errors_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
         part = df[df["error_type"] == error_type]
         fig.add_trace(
             go.Bar(
-                name=error_type,
-                x=[str(b) for b in part["bucket"]],
+                name=plot_text(error_type),
+                x=plot_texts(part["bucket"]),
                 y=[int(n) for n in part["errors"]],
                 marker_color=palette.color("error_type", error_type),
             )
@@ -88,7 +90,7 @@ def errors_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
         xaxis={
             "type": "category",
             "categoryorder": "array",
-            "categoryarray": [str(b) for b in buckets],
+            "categoryarray": plot_texts(buckets),
             "title": unit,
         },
         yaxis={"title": "errors", "tickformat": ",d"},
@@ -108,7 +110,7 @@ def error_sources_chart(df: pd.DataFrame) -> go.Figure:
     sources += sorted(set(totals.index) - set(sources))
     fig = go.Figure(
         go.Bar(
-            x=sources,
+            x=plot_texts(sources),
             y=[int(totals[s]) for s in sources],
             text=[f"{int(totals[s]):,}" for s in sources],
             textposition="outside",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from dashboard.charts.plot_text import plot_texts
+
 #: Up to this many loops the count axis has a tick at every whole number.
 INTEGER_TICKS_UP_TO = 12
 
@@ -15,7 +17,7 @@ def loops_by_tool_chart(df: pd.DataFrame, k: int) -> go.Figure:
     ``df`` has columns ``tool``, ``loops``, ``calls``, ``wasted_tokens``; tools are drawn
     top-down in ``df`` order (the query sorts by loops).
     """
-    tools = [str(t) for t in df["tool"]]
+    tools = plot_texts(df["tool"])
     loops = [int(n) for n in df["loops"]]
     fig = go.Figure(
         go.Bar(

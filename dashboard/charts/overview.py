@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard import palette
+from dashboard.charts.plot_text import plot_text, plot_texts
 
 #: Height of the small overview charts, in pixels.
 SMALL_HEIGHT = 260
@@ -87,8 +88,8 @@ def errors_by_type_chart(df: pd.DataFrame) -> go.Figure:
     fig = go.Figure(
         go.Bar(
             x=errors,
-            y=[short_label(t) for t in types],
-            customdata=types,
+            y=[plot_text(short_label(t)) for t in types],
+            customdata=plot_texts(types),
             orientation="h",
             marker_color=[palette.color("error_type", t) for t in types],
             name="errors",
@@ -137,7 +138,7 @@ def occurrence_chart(df: pd.DataFrame, k: int) -> go.Figure:
     colors = [palette.PROBLEM if int(o) >= k else palette.NEUTRAL for o in df["occurrence"]]
     fig = go.Figure(
         go.Bar(
-            x=[str(label) for label in df["label"]],
+            x=plot_texts(df["label"]),
             y=calls,
             marker_color=colors,
             name="calls",
@@ -173,7 +174,7 @@ def verdict_chart(df: pd.DataFrame) -> go.Figure:
     fig = go.Figure(
         go.Bar(
             x=results,
-            y=[verdict_label(v) for v in verdicts],
+            y=[plot_text(verdict_label(v)) for v in verdicts],
             orientation="h",
             marker_color=[palette.color("verdict", v) for v in verdicts],
             name="results",

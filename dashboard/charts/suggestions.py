@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard import palette
+from dashboard.charts.plot_text import plot_text, plot_texts
 from db.vocabulary import VERDICTS
 
 #: What followed an error: the next call's status colors (no later call: grey).
@@ -37,17 +38,21 @@ def verdict_chart(df: pd.DataFrame) -> go.Figure:
     for kind in sorted(set(df["suggestion_kind"])):
         part = df[df["suggestion_kind"] == kind]
         fig.add_trace(
-            go.Bar(name=kind, x=list(part["verdict"]), y=[int(n) for n in part["results"]])
+            go.Bar(
+                name=plot_text(kind),
+                x=plot_texts(part["verdict"]),
+                y=[int(n) for n in part["results"]],
+            )
         )
     fig.update_layout(
         barmode="stack",
         xaxis={
             "categoryorder": "array",
-            "categoryarray": verdicts,
+            "categoryarray": plot_texts(verdicts),
             "title": "verdict",
             # The verdicts in words on the axis ("no next action"); the data keeps the names.
-            "tickvals": verdicts,
-            "ticktext": [v.replace("_", " ") for v in verdicts],
+            "tickvals": plot_texts(verdicts),
+            "ticktext": [plot_text(v.replace("_", " ")) for v in verdicts],
         },
         yaxis_title="results with a suggestion",
         legend_title_text="suggestion kind",
@@ -62,7 +67,7 @@ def follow_rate_chart(df: pd.DataFrame, key: str) -> go.Figure:
     ``df`` has columns ``key``, ``followed``, ``decided``, ``follow_rate``; rows without decided
     verdicts get an empty bar and the text ``0 decided``.
     """
-    names = [str(v) for v in df[key]]
+    names = plot_texts(df[key])
     rates = [None if pd.isna(r) else round(float(r) * 100, 1) for r in df["follow_rate"]]
     texts = [rate_label(int(f), int(d)) for f, d in zip(df["followed"], df["decided"], strict=True)]
     fig = go.Figure(
@@ -90,7 +95,7 @@ def recovery_chart(df: pd.DataFrame) -> go.Figure:
 
     ``df`` has columns ``group``, ``recovered``, ``not_recovered``, ``no_next_call``.
     """
-    groups = [str(g) for g in df["group"]]
+    groups = plot_texts(df["group"])
     fig = go.Figure()
     for outcome, label in (
         ("recovered", "next call of the tool succeeded"),

@@ -7,6 +7,8 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
+from dashboard.charts.plot_text import plot_texts
+
 BUDGET_COLOR = "#EF553B"
 
 
@@ -23,7 +25,7 @@ def token_box_chart(df: pd.DataFrame, budget: int, *, log_x: bool = True) -> go.
     max. Sizes span several orders of magnitude, so the token axis is logarithmic unless
     ``log_x`` is False; on it a quantile of 0 tokens is drawn at :data:`LOG_FLOOR`.
     """
-    tools = [str(t) for t in df["tool"]]
+    tools = plot_texts(df["tool"])
     floor = LOG_FLOOR if log_x else 0
 
     def values(column: str) -> list[int]:

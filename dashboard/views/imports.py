@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import admin_ui, files_ui, render, state, widgets
+from dashboard import admin_ui, auth, files_ui, render, state, widgets
 from db.deletion import import_by_id
 from db.queries import imports as q
 
@@ -123,7 +123,7 @@ if shown_import is not None:
 deleting = import_by_id(import_id) if import_id is not None else None
 if (
     deleting is not None
-    and state.is_admin()
+    and auth.can("delete")
     and admin_ui.delete_control(deleting, "Delete this import", "delete_import")
 ):
     # The sidebar's import filter drops the deleted import by itself on the next run (a URL

@@ -4,7 +4,8 @@ The queue is ordered by severity (errors + pairing problems + loop calls + ignor
 honours the shared sidebar filters; selecting a row opens the trace, and reviewed traces leave
 the queue. The notes table filters by label and author (kept in the URL, so a filtered list is
 a link); selecting a note opens its trace at the pair it is about. Reads are not cached: this
-page writes, and must show its own writes at once.
+page writes, and must show its own writes at once. Viewers see the queue and the notes without
+the controls that mark traces reviewed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pandas as pd
 import streamlit as st
 from sqlalchemy import Engine
 
-from dashboard import render, review_ui, state, widgets
+from dashboard import auth, render, review_ui, state, widgets, writes
 from db import annotations, review
 
 QUEUE_PAGE = 25
@@ -83,6 +84,8 @@ def _queue(engine: Engine, author: str) -> None:
             "reviewed_by": st.column_config.TextColumn("Reviewed by"),
         },
     )
+    if not auth.can("mark_reviewed"):
+        return  # viewers read the queue; marking traces is not theirs
     names = dict(zip(queue["trace_id"], queue["display_id"], strict=True))
     picked = st.multiselect(
         "Traces on this page", list(names), format_func=names.__getitem__, key="to_mark",
@@ -90,13 +93,19 @@ def _queue(engine: Engine, author: str) -> None:
     )  # fmt: skip
     mark, back = st.columns(2)
     if mark.button("Mark reviewed", disabled=not (picked and author), key="mark_reviewed"):
-        for trace_id in picked:
-            review.mark_reviewed(engine, int(trace_id), author)
+        try:
+            writes.mark_reviewed(engine, [int(t) for t in picked])
+        except auth.PermissionDeniedError as exc:
+            render.show_error(exc)
+            return
         st.toast(f"{len(picked)} traces marked reviewed", icon=":material/done_all:")
         st.rerun()
     if back.button("Back to the queue", disabled=not picked, key="unmark_reviewed"):
-        for trace_id in picked:
-            review.clear_reviewed(engine, int(trace_id))
+        try:
+            writes.clear_reviewed(engine, [int(t) for t in picked])
+        except auth.PermissionDeniedError as exc:
+            render.show_error(exc)
+            return
         st.rerun()
     if not author:
         st.caption(review_ui.NO_AUTHOR_TEXT)

@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from dashboard import admin_ui, files_ui, render, review_ui, state, trace_blocks, widgets
+from dashboard import admin_ui, auth, files_ui, render, review_ui, state, trace_blocks, widgets
 from dashboard.pages import TRACE as TRACE_PAGE
 from db.annotations import trace_annotations
 from db.deletion import traces_by_id
@@ -236,7 +236,7 @@ if trace is None:
 
 k, budget = state.loop_k(), state.token_budget()
 trace_id = int(trace["id"])
-if state.is_admin() and admin_ui.delete_control(
+if auth.can("delete") and admin_ui.delete_control(
     traces_by_id([trace_id], f"trace {display_id}"), "Delete this trace", "delete_trace"
 ):
     state.select_trace(None)
