@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from sqlalchemy import Engine, Table, insert, update
 
-from db import dialect
+from db import dialect, search
 from db.engine import writing
 from db.records import (
     CHILD_COLUMNS,
@@ -131,6 +131,7 @@ def write_traces(
                 dialect.bulk_insert(
                     conn, table, ("trace_id", *columns), rows_out, JSON_COLUMNS[table]
                 )
+        search.index_traces(conn, list(stored.values()))
     for key, rows in candidates.items():
         records = rows.trace.record_count
         if key in stored:

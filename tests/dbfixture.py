@@ -127,7 +127,7 @@ def result(seq: int, tool: str, tokens: int, content: str, **facts: Any) -> Tool
 
 #: What the ``traces`` table would default to, for the values a fixture trace leaves out.
 _TRACE_DEFAULTS: dict[str, Any] = {
-    "tags": [], "metadata": {}, "tools": [], "record_count": 1, "message_count": 0,
+    "title": None, "tags": [], "metadata": {}, "tools": [], "record_count": 1, "message_count": 0,
     "tool_call_count": 0, "tool_result_count": 0, "error_count": 0, "problem_count": 0,
     "total_tokens": 0, "tool_result_tokens": 0, "wasted_tokens": 0, "max_occurrence": 0,
 }  # fmt: skip
