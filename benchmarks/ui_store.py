@@ -344,7 +344,8 @@ class StoreGenerator:
         week = min(IMPORTS - 1, int((started - T0).total_seconds() // (DAYS * 86_400 / IMPORTS)))
         trace = TraceRecord(
             dedupe_key=f"uibench:{index}", external_id=f"run-{index:06d}",
-            display_id=f"run-{index:06d}", title=trace_title(tr.messages), format=FORMATS[index % len(FORMATS)],
+            display_id=f"run-{index:06d}", title=trace_title(tr.messages),
+            format=FORMATS[index % len(FORMATS)],
             source_file=f"{agent}/week-{week}.jsonl", source_line=index + 1,
             agent=agent, model=self.rng.choices(MODELS, MODEL_WEIGHTS)[0],
             started_at=started, tags=[], metadata={}, tools=[], record_count=1,

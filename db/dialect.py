@@ -289,7 +289,7 @@ def _sqlite_fts_rows(conn: Connection, table: str, trace_ids: Sequence[int], del
     fts = search_table(table)
     ids = ", ".join(str(int(i)) for i in trace_ids)
     # External content: a delete must hand over the exact text that was indexed.
-    command = f"'delete', " if delete else ""
+    command = "'delete', " if delete else ""
     target = f"{fts}({fts}, rowid, {column})" if delete else f"{fts}(rowid, {column})"
     conn.exec_driver_sql(
         f"INSERT INTO {target} SELECT {command}id, substr({column}, 1, {SEARCH_TEXT_CHARS}) "
@@ -349,7 +349,7 @@ def search_match(conn: Connection, table: Any, words: Sequence[str]) -> tuple[An
         return source, match
     if kind == "postgresql":
         qualified = f"{table.name}.{column}"
-        vector = literal_column(search_vector_sql(qualified))
+        vector: Any = literal_column(search_vector_sql(qualified))
         query = func.phraseto_tsquery(literal_column("'simple'"), bindparam(None, phrase))
         return table, vector.op("@@")(query)
     assert_never(kind)
@@ -377,7 +377,7 @@ def search_snippets(
     elif kind == "postgresql":
         options = (
             f"StartSel={SNIPPET_START}, StopSel={SNIPPET_END}, MaxWords={SNIPPET_WORDS * 2}, "
-            f"MinWords={SNIPPET_WORDS}, ShortWord=0, MaxFragments=1, "
+            f"MinWords={SNIPPET_WORDS}, ShortWord=0, "
             f'FragmentDelimiter="{SNIPPET_ELLIPSIS}"'
         )
         # The headline is cut from the same prefix with the same separators as the index, so
@@ -391,4 +391,9 @@ def search_snippets(
         params = (phrase, options)
     else:
         assert_never(kind)
-    return {int(i): " ".join(str(s).split()) for i, s in conn.exec_driver_sql(sql, params)}
+    # PostgreSQL marks each word of a phrase, FTS5 the phrase: adjacent marks are merged.
+    adjacent = f"{SNIPPET_END} {SNIPPET_START}"
+    return {
+        int(i): " ".join(str(s).split()).replace(adjacent, " ")
+        for i, s in conn.exec_driver_sql(sql, params)
+    }
