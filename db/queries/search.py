@@ -62,31 +62,55 @@ class SearchPage:
 
 def _message_hits(conn: Connection, words: list[str], f: Filters) -> Any:
     source, match = search_match(conn, MessageRow.__table__, words)
-    answer = and_(
-        ToolResultRow.trace_id == MessageRow.trace_id, ToolResultRow.message_seq == MessageRow.seq
-    )
     stmt = (
         select(
             literal("messages").label("source"),
             MessageRow.id.label("row_id"),
             MessageRow.trace_id.label("trace_id"),
-            case((MessageRow.role == "tool", literal("result")), else_=literal("message")).label(
-                "kind"
-            ),
-            MessageRow.role.label("role"),
-            ToolResultRow.tool.label("tool"),
-            case(
-                (ToolResultRow.id.is_not(None), result_pair_key()), else_=cast(null(), String)
-            ).label("pair"),
             MessageRow.seq.label("seq"),
             cast(null(), Integer).label("call_index"),
         )
         .select_from(source)
-        .outerjoin(ToolResultRow, answer)
         .where(match)
     )
-    # A message's tool is that of the call it answers: the tool filter keeps Tool Messages.
+    if f.tool:
+        # A message's tool is that of the call it answers: the tool filter keeps Tool
+        # Messages of that tool. Joined only then: a common word matches most messages.
+        stmt = stmt.join(ToolResultRow, _answer())
     return restrict_rows(stmt, f, tool=ToolResultRow.tool, trace_id=MessageRow.trace_id)
+
+
+def _answer() -> Any:
+    return and_(
+        ToolResultRow.trace_id == MessageRow.trace_id, ToolResultRow.message_seq == MessageRow.seq
+    )
+
+
+def _message_details(conn: Connection, ids: list[int]) -> dict[int, tuple[Any, ...]]:
+    """``{message id: (kind, role, tool, pair)}`` of the messages of one page."""
+    stmt = (
+        select(
+            MessageRow.id,
+            case((MessageRow.role == "tool", literal("result")), else_=literal("message")),
+            MessageRow.role,
+            ToolResultRow.tool,
+            case((ToolResultRow.id.is_not(None), result_pair_key()), else_=cast(null(), String)),
+        )
+        .outerjoin(ToolResultRow, _answer())
+        .where(MessageRow.id.in_(ids))
+    )
+    return {row[0]: tuple(row[1:]) for row in conn.execute(stmt)}
+
+
+def _call_details(conn: Connection, ids: list[int]) -> dict[int, tuple[Any, ...]]:
+    """``{call id: (kind, role, tool, pair)}`` of the calls of one page."""
+    stmt = select(
+        ToolCallRow.id, ToolCallRow.tool_name, ToolCallRow.message_seq, ToolCallRow.call_index
+    ).where(ToolCallRow.id.in_(ids))
+    return {
+        i: ("arguments", "assistant", tool, f"{seq}:{index}")
+        for i, tool, seq, index in conn.execute(stmt)
+    }
 
 
 def _call_hits(conn: Connection, words: list[str], f: Filters) -> Any:
@@ -96,14 +120,6 @@ def _call_hits(conn: Connection, words: list[str], f: Filters) -> Any:
             literal("tool_calls").label("source"),
             ToolCallRow.id.label("row_id"),
             ToolCallRow.trace_id.label("trace_id"),
-            literal("arguments").label("kind"),
-            literal("assistant").label("role"),
-            ToolCallRow.tool_name.label("tool"),
-            (
-                cast(ToolCallRow.message_seq, String)
-                + literal(":")
-                + cast(ToolCallRow.call_index, String)
-            ).label("pair"),
             ToolCallRow.message_seq.label("seq"),
             ToolCallRow.call_index.label("call_index"),
         )
@@ -143,15 +159,24 @@ def search_content(
             .join(TraceRow, TraceRow.id == page.c.trace_id)
             .order_by(page.c.trace_id, page.c.seq, func.coalesce(page.c.call_index, -1))
         ).all()
-        # Snippets only for the rows shown: cutting one reads the whole text.
+        # Details and snippets only for the rows shown: a common word matches most rows, and
+        # cutting a snippet reads the whole text.
+        details: dict[tuple[str, int], tuple[Any, ...]] = {}
         snippets: dict[tuple[str, int], str] = {}
-        for source in ("messages", "tool_calls"):
+        for source, detail in (("messages", _message_details), ("tool_calls", _call_details)):
             ids = [r.row_id for r in rows if r.source == source]
+            details.update({(source, i): d for i, d in detail(conn, ids).items()})
             found = search_snippets(conn, source, words, ids)
             snippets.update({(source, i): s for i, s in found.items()})
     df = pd.DataFrame(
         [
-            (*(getattr(r, c) for c in HIT_COLUMNS[:-1]), snippets.get((r.source, r.row_id), ""))
+            (
+                r.trace,
+                r.title,
+                *details[(r.source, r.row_id)],
+                r.seq,
+                snippets.get((r.source, r.row_id), ""),
+            )
             for r in rows
         ],
         columns=list(HIT_COLUMNS),
