@@ -35,9 +35,18 @@ DbOption = Annotated[
 MAX_PRINTED_REJECTIONS = 20
 
 
-def _engine(db: str | None):  # type: ignore[no-untyped-def]
-    from db.engine import make_engine
+def _engine(db: str | None, *, create: bool = False):  # type: ignore[no-untyped-def]
+    """The store ``db`` names; a SQLite file that does not exist is an error (exit 2) unless
+    ``create`` (the commands that write traces), so that a mistyped ``--db`` never opens an
+    empty store."""
+    from db.engine import make_engine, missing_sqlite_file
 
+    missing = None if create else missing_sqlite_file(db)
+    if missing is not None:
+        raise _usage_error(
+            f"no database at {missing} (check --db / TOOLLENS_DB; "
+            f"`toollens import --db {missing} FILE…` creates one)"
+        )
     return make_engine(db)
 
 
@@ -97,7 +106,7 @@ def import_command(
         disable=not sys.stderr.isatty(),
         file=sys.stderr,
     )
-    engine = _engine(db)
+    engine = _engine(db, create=True)
     try:
         summary = import_paths(
             engine,
@@ -363,7 +372,7 @@ def receive_command(
         f"(database: {url}, spool: {settings.spool_dir})",
         err=True,
     )
-    serve(_engine(url), settings, host=host, port=port)
+    serve(_engine(url, create=True), settings, host=host, port=port)
 
 
 @app.command("demo")
@@ -380,7 +389,7 @@ def demo_command(
 
     generate(out, seed=seed)
     files = sorted(p for p in out.iterdir() if p.name != "ground_truth.json")
-    summary = import_paths(_engine(db), files, origin="demo")
+    summary = import_paths(_engine(db, create=True), files, origin="demo")
     typer.echo(summary.line())
 
 
