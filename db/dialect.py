@@ -17,6 +17,7 @@ from sqlalchemy import (
     Boolean,
     Connection,
     Engine,
+    Float,
     String,
     Table,
     bindparam,
@@ -397,3 +398,35 @@ def search_snippets(
         int(i): " ".join(str(s).split()).replace(adjacent, " ")
         for i, s in conn.exec_driver_sql(sql, params)
     }
+
+
+class SecondsBetween(ColumnElement[float]):
+    """Seconds from the timestamp ``start`` to ``end`` (see :func:`seconds_between`)."""
+
+    inherit_cache = True
+    type = Float()
+
+    def __init__(self, start: Any, end: Any) -> None:
+        self.start = start
+        self.end = end
+
+
+@compiles(SecondsBetween, "sqlite")
+def _sqlite_seconds_between(element: SecondsBetween, compiler: Any, **kw: Any) -> str:
+    start = compiler.process(element.start, **kw)
+    end = compiler.process(element.end, **kw)
+    # julianday is a double of days: milliseconds survive, so round to them.
+    return f"round((julianday({end}) - julianday({start})) * 86400.0, 3)"
+
+
+@compiles(SecondsBetween, "postgresql")
+def _postgresql_seconds_between(element: SecondsBetween, compiler: Any, **kw: Any) -> str:
+    start = compiler.process(element.start, **kw)
+    end = compiler.process(element.end, **kw)
+    return f"round(CAST(EXTRACT(EPOCH FROM ({end} - {start})) AS numeric), 3)::float8"
+
+
+def seconds_between(start: Any, end: Any) -> ColumnElement[float]:
+    """The seconds from timestamp ``start`` to ``end`` (NULL when either is), to the
+    millisecond; composed without a connection, spelled per database when compiled."""
+    return SecondsBetween(start, end)

@@ -266,9 +266,13 @@ def test_trace_page_puts_the_selected_pair_first(
     )
     assert not at.exception
     selected = next(e for e in at.expander if e.label == "Selected pair")
-    # JSON as code, plain text as text (a code block costs the browser more than text).
-    assert [c.value for c in selected.code] == ['{\n  "id": 7\n}']
-    assert [t.value for t in selected.text] == ["Error: order 7 not found.", "ok"]
+    # Tool output in monospace code blocks: JSON highlighted, plain text as it is.
+    assert [(c.value, c.language) for c in selected.code] == [
+        ('{\n  "id": 7\n}', "json"),
+        ("Error: order 7 not found.", "plaintext"),
+        ("ok", "plaintext"),
+    ]
+    assert not selected.text
     # Name, place, id and badges in one line of escaped markdown.
     assert selected.markdown[0].value == (
         r"**lookup\_order** · call 4:0 · id t3" + "\n\n"
