@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 
 from db.filters import NO_FILTERS, Filters
+from db.migrate import downgrade, upgrade
 from db.queries.search import HIT_COLUMNS, search_content
+from db.schema import TraceRow
 from ingest.model import Message, ToolCall, ToolResult, Trace
 from ingest.pipeline import import_traces
 from ingest.reanalyze import reanalyze
@@ -139,3 +141,20 @@ def test_the_title_is_the_first_user_text_on_one_line_and_shortened() -> None:
     )
     assert len(trace_title([long]) or "") == 80
     assert trace_title([Message(seq=0, role="system", content="You are")]) is None
+
+
+def test_the_migration_titles_and_indexes_traces_already_stored(engine: sa.Engine) -> None:
+    _store(engine)
+    downgrade(engine, "0007")
+    upgrade(engine)
+    with engine.connect() as conn:
+        titles = conn.execute(sa.select(TraceRow.title).order_by(TraceRow.id)).scalars().all()
+    assert titles == [
+        "Why was customer_4711 charged twice?",
+        "Why was customer-4711 charged twice?",
+        "Why was customer_9 charged twice?",
+    ]
+    assert _hits(engine, "customer 9") == [
+        ("t-3", "message", None, 0),
+        ("t-3", "arguments", "1:0", 1),
+    ]

@@ -58,8 +58,10 @@ def _fill_titles(conn: sa.Connection) -> None:
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("traces") as batch:
-        batch.add_column(sa.Column("title", sa.String(length=200), nullable=True))
+    # Not batch mode (here and below): on SQLite a batch copies ``traces`` and drops the
+    # original, and with foreign keys on that DROP deletes every message, call and result
+    # through ON DELETE CASCADE. SQLite adds and (>= 3.35) drops a plain column in place.
+    op.add_column("traces", sa.Column("title", sa.String(length=200), nullable=True))
     conn = op.get_bind()
     _fill_titles(conn)
     if conn.dialect.name == "sqlite":
@@ -89,5 +91,4 @@ def downgrade() -> None:
             op.execute(f"DROP TABLE {table}_search")
         else:
             op.execute(f"DROP INDEX ix_{table}_search")
-    with op.batch_alter_table("traces") as batch:
-        batch.drop_column("title")
+    op.drop_column("traces", "title")
