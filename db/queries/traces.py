@@ -349,13 +349,14 @@ def trace_findings(engine: Engine, trace_id: int) -> pd.DataFrame:
 
 
 def import_choices(engine: Engine, *, limit: int = 200) -> pd.DataFrame:
-    """Recent imports for the import filter: ``id``, ``started_at``, ``origin``,
-    ``traces_imported``, ``state``, ``encoding``; newest first."""
+    """Recent imports for the import filter: ``id``, ``started_at``, ``origin``, ``paths``
+    (the files imported), ``traces_imported``, ``state``, ``encoding``; newest first."""
     stmt = (
         select(
             ImportRun.id,
             ImportRun.started_at,
             ImportRun.origin,
+            ImportRun.paths,
             ImportRun.traces_imported,
             ImportRun.state,
             ImportRun.encoding,
