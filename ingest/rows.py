@@ -62,7 +62,7 @@ def trace_title(messages: Iterable[_Said]) -> str | None:
     :data:`db.records.TITLE_MAX_CHARS` characters (an ellipsis marks the cut).
 
     >>> from ingest.model import Message
-    >>> trace_title([Message(seq=0, role="user", content="  Refund order\n 4711,  please ")])
+    >>> trace_title([Message(seq=0, role="user", content="  Refund order\\n 4711,  please ")])
     'Refund order 4711, please'
     """
     for message in messages:
