@@ -41,12 +41,14 @@ def unindex_traces(
 
 def is_search_object(name: str | None, type_: str) -> bool:
     """Whether a database object belongs to the content search and not to the models (the
-    FTS5 tables and their shadow tables, the GIN indexes): Alembic's comparison of the schema
-    with the models leaves them out."""
+    FTS5 tables and their shadow tables; the generated vector columns and their GIN indexes):
+    Alembic's comparison of the schema with the models leaves them out."""
     if name is None:
         return False
     if type_ == "table":
         return any(name.startswith(dialect.search_table(t)) for t in SEARCHED_TABLES)
     if type_ == "index":
         return name in {dialect.search_index_name(t) for t in SEARCHED_TABLES}
+    if type_ == "column":
+        return name == dialect.SEARCH_VECTOR
     return False

@@ -5,8 +5,9 @@
 * The content search over ``messages.content`` and ``tool_calls.arguments_raw`` (the first
   50,000 characters of each; words are runs of letters and digits, lowercased): on SQLite an
   FTS5 table per column with external content (the index only: the text stays in its table),
-  filled here; on PostgreSQL a GIN index over ``to_tsvector('simple', …)`` of the column with
-  every other character run replaced by a space.
+  filled here; on PostgreSQL a stored generated column ``search_vector`` =
+  ``to_tsvector('simple', …)`` of the text with every other character run replaced by a
+  space, under a GIN index.
 
 The rules are written out here, not imported from ``db.dialect`` / ``ingest.rows``, so that this
 migration means the same thing when they change (changing them takes a migration of its own).
@@ -78,10 +79,14 @@ def upgrade() -> None:
             )
     else:
         for table, column in SEARCHED.items():
+            # Stored, not an expression index: a phrase match rechecks every candidate row,
+            # and recomputing the vector from the text there cost seconds per common phrase.
             op.execute(
-                f"CREATE INDEX ix_{table}_search ON {table} USING gin (to_tsvector('simple', "
-                f"regexp_replace(left({column}, {TEXT_CHARS}), '[^[:alnum:]]+', ' ', 'g')))"
+                f"ALTER TABLE {table} ADD COLUMN search_vector tsvector GENERATED ALWAYS AS "
+                f"(to_tsvector('simple', regexp_replace(left({column}, {TEXT_CHARS}), "
+                "'[^[:alnum:]]+', ' ', 'g'))) STORED"
             )
+            op.execute(f"CREATE INDEX ix_{table}_search ON {table} USING gin (search_vector)")
 
 
 def downgrade() -> None:
@@ -91,4 +96,5 @@ def downgrade() -> None:
             op.execute(f"DROP TABLE {table}_search")
         else:
             op.execute(f"DROP INDEX ix_{table}_search")
+            op.execute(f"ALTER TABLE {table} DROP COLUMN search_vector")
     op.drop_column("traces", "title")
