@@ -102,7 +102,9 @@ event = st.dataframe(
     column_order=PAIR_COLUMNS,
     column_config={
         "trace": st.column_config.TextColumn("Trace"),
-        "title": st.column_config.TextColumn("Title", help="the trace's first user message"),
+        "title": st.column_config.TextColumn(
+            "Title", width="medium", help="the trace's first user message"
+        ),
         "pair": st.column_config.TextColumn("Pair", help="message seq:call index, r = result"),
         "time": st.column_config.DatetimeColumn("Time", format="YYYY-MM-DD HH:mm:ss", help="UTC"),
         "model": st.column_config.TextColumn("Model"),

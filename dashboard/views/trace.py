@@ -87,7 +87,9 @@ def _picker(f: Any) -> None:
     at_page = 1
     if pages > 1:
         # No max_value: a narrower search must not make the page kept in Session State invalid.
-        chosen = st.number_input(f"Page (of {pages:,})", min_value=1, value=1, key="trace_page")
+        chosen = st.columns([1, 3])[0].number_input(
+            f"Page (of {pages:,})", min_value=1, value=1, key="trace_page"
+        )
         at_page = min(int(chosen), pages)
     offset = (at_page - 1) * PICKER_PAGE_SIZE
     found = state.query(search_traces, f, **search, limit=PICKER_PAGE_SIZE, offset=offset)

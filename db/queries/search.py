@@ -40,7 +40,7 @@ from db.schema import MessageRow, ToolCallRow, ToolResultRow, TraceRow
 
 #: The columns of a hit, in order.
 HIT_COLUMNS: tuple[str, ...] = (
-    "trace", "title", "kind", "role", "tool", "pair", "seq", "snippet",
+    "trace", "kind", "tool", "snippet", "title", "role", "pair", "seq",
 )  # fmt: skip
 #: Hits counted at most (the page says "more than" beyond): counting every match of a common
 #: word reads its whole index entry.
@@ -129,6 +129,16 @@ def _call_hits(conn: Connection, words: list[str], f: Filters) -> Any:
     return restrict_calls(stmt, f)
 
 
+def _hit(row: Any, detail: tuple[Any, ...], snippet: str) -> tuple[Any, ...]:
+    """One hit in :data:`HIT_COLUMNS` order from a page row, its details and its snippet."""
+    kind, role, tool, pair = detail
+    values = {
+        "trace": row.trace, "title": row.title, "kind": kind, "role": role, "tool": tool,
+        "pair": pair, "seq": row.seq, "snippet": snippet,
+    }  # fmt: skip
+    return tuple(values[c] for c in HIT_COLUMNS)
+
+
 def search_content(
     engine: Engine,
     text: str,
@@ -170,13 +180,7 @@ def search_content(
             snippets.update({(source, i): s for i, s in found.items()})
     df = pd.DataFrame(
         [
-            (
-                r.trace,
-                r.title,
-                *details[(r.source, r.row_id)],
-                r.seq,
-                snippets.get((r.source, r.row_id), ""),
-            )
+            _hit(r, details[(r.source, r.row_id)], snippets.get((r.source, r.row_id), ""))
             for r in rows
         ],
         columns=list(HIT_COLUMNS),
