@@ -55,5 +55,5 @@ COMPARE = Page("compare", "Compare", ":material/compare_arrows:", "compare", "vi
 
 #: Every page, in navigation order.
 PAGES: tuple[Page, ...] = (
-    OVERVIEW, CALLS, SEARCH, TRACE, ERRORS, TOKENS, LOOPS, SUGGESTIONS, IMPORTS, REVIEW, COMPARE,
+    OVERVIEW, CALLS, TRACE, SEARCH, ERRORS, TOKENS, LOOPS, SUGGESTIONS, IMPORTS, REVIEW, COMPARE,
 )  # fmt: skip
