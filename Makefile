@@ -19,8 +19,11 @@ help:
 $(BIN)/toollens: pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "ToolLens needs Python 3.11 or newer")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# pip's and setuptools' notices (deprecations, build warnings) go to a log, shown only
+	@# when the install fails, so that `make test` starts with the test run's own header.
+	@$(BIN)/python -m pip install --quiet --upgrade pip > $(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
+	@echo "installing ToolLens and its dev dependencies into $(VENV) (log: $(VENV)/pip.log)"
+	@$(BIN)/python -m pip install --quiet -e '.[dev]' >> $(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
 	touch $(BIN)/toollens
 
 venv: $(BIN)/toollens
@@ -38,8 +41,9 @@ demo: venv
 serve: venv
 	$(BIN)/toollens serve --db $(DEMO_DB) --port $(PORT)
 
+# Not -q: the header says which PostgreSQL, browser and real data the run used or skipped.
 test: venv
-	$(BIN)/python -m pytest -n 2 --dist loadfile -q
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 lint: venv
 	$(BIN)/ruff check .

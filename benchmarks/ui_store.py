@@ -48,10 +48,10 @@ from db.schema import ImportRun
 from db.vocabulary import DEFAULT_ENCODING
 from db.write import TraceRows, finish_import, start_import, write_traces
 from ingest.pipeline import ANALYZED_TABLES
-from ingest.rows import error_fingerprint
+from ingest.rows import error_fingerprint, trace_title
 
 #: Bump when the generated rows change, so cached stores are rebuilt.
-STORE_VERSION = 2
+STORE_VERSION = 3
 DEFAULT_MESSAGES = 1_000_000
 DEFAULT_SEED = 11
 #: Traces per ``write_traces`` call (one transaction each).
@@ -345,7 +345,8 @@ class StoreGenerator:
         trace = TraceRecord(
             dedupe_key=f"uibench:{index}", content_hash=f"{index:064x}",
             external_id=f"run-{index:06d}",
-            display_id=f"run-{index:06d}", format=FORMATS[index % len(FORMATS)],
+            display_id=f"run-{index:06d}", title=trace_title(tr.messages),
+            format=FORMATS[index % len(FORMATS)],
             source_file=f"{agent}/week-{week}.jsonl", source_line=index + 1,
             agent=agent, model=self.rng.choices(MODELS, MODEL_WEIGHTS)[0],
             started_at=started, tags=[], metadata={}, tools=[], record_count=1,

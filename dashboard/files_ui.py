@@ -19,10 +19,11 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from dashboard import auth, writes
-from dashboard.render import escape_markdown, show_error
+from dashboard.render import escape_markdown
 from dashboard.uploads import too_large, upload_limit_mb
 from dashboard.widgets import EMPTY_CELL
 from db.vocabulary import DEFAULT_LOOP_K
+from ingest.formats import format_names
 from ingest.report import MIME_TYPES, REPORT_FORMATS, build_report, render
 
 NO_UPLOAD_TEXT = "Uploading traces needs the admin role."
@@ -118,9 +119,32 @@ def table_downloads(table: TableSource, name: str = "toollens-calls") -> None:
 # --- Upload ------------------------------------------------------------------------------
 
 
+#: What an upload says for a file whose format was not recognized (the CLI's message advises
+#: ``--format``, which the upload form does not have).
+UNKNOWN_FORMAT_ADVICE = (
+    "not a trace format ToolLens recognizes ({formats}); check that the file is an agent trace "
+    "export, or import it with `toollens import --format NAME FILE`, which names the problem"
+)
+
+
+def upload_message(reason: str, message: str) -> str:
+    """The message of a rejected record as the upload form shows it: advice the form can
+    follow (the CLI's, otherwise)."""
+    if reason == "unknown_format":
+        return UNKNOWN_FORMAT_ADVICE.format(formats=", ".join(format_names()))
+    return message
+
+
 def _show_upload_result(result: dict[str, Any]) -> None:
     # The summary line holds only counts and timings: no untrusted text to escape.
-    st.success(result["line"], icon=":material/task_alt:")
+    if result["traces"] == 0 and result["rejected"] > 0:
+        # Nothing stored: a failure, not a success with a footnote.
+        st.error(
+            f"Nothing was imported: {result['line']}. The reasons are below.",
+            icon=":material/error:",
+        )
+    else:
+        st.success(result["line"], icon=":material/task_alt:")
     rejected = pd.DataFrame(result["rejections"], columns=["location", "reason", "message"])
     if not rejected.empty:
         more = result["rejected"] - len(rejected)
@@ -170,15 +194,22 @@ def upload_panel(engine: Engine) -> None:
             summary = writes.upload(
                 engine, [(f.name, f.getvalue()) for f in accepted], max_mb, progress=tick
             )
-        except (
-            Exception
-        ) as exc:  # shown to the user, who can act on it; the import is marked failed
-            show_error(exc)
+        except Exception as exc:  # shown to the user, who can act on it; the import is failed
+            st.error(
+                "The import failed and stored nothing from these files: "
+                f"{escape_markdown(str(exc))}. Check the files, or import them with "
+                "`toollens import FILE` to see where it stops.",
+                icon=":material/error:",
+            )
             return
         st.session_state["upload_result"] = {
             "line": summary.line(),
+            "traces": summary.traces,
             "rejected": summary.rejected,
-            "rejections": [(r.location(), r.reason, r.message) for r in summary.rejections],
+            "rejections": [
+                (r.location(), r.reason, upload_message(r.reason, r.message))
+                for r in summary.rejections
+            ],
         }
         st.session_state["upload_round"] = round_ + 1  # a fresh, empty uploader
         st.cache_data.clear()

@@ -37,6 +37,7 @@ OVERVIEW = Page(
     "overview", "Overview", ":material/dashboard:", "overview", "views/overview.py", default=True
 )
 CALLS = Page("calls", "Tool calls", ":material/table_rows:", "calls", "views/calls.py")
+SEARCH = Page("search", "Search", ":material/search:", "search", "views/search.py")
 TRACE = Page("trace", "Trace", ":material/forum:", "trace", "views/trace.py")
 ERRORS = Page("errors", "Errors", ":material/error:", "errors", "views/errors.py")
 TOKENS = Page("tokens", "Tokens", ":material/data_usage:", "tokens", "views/tokens.py")
@@ -54,5 +55,5 @@ COMPARE = Page("compare", "Compare", ":material/compare_arrows:", "compare", "vi
 
 #: Every page, in navigation order.
 PAGES: tuple[Page, ...] = (
-    OVERVIEW, CALLS, TRACE, ERRORS, TOKENS, LOOPS, SUGGESTIONS, IMPORTS, REVIEW, COMPARE,
+    OVERVIEW, CALLS, TRACE, SEARCH, ERRORS, TOKENS, LOOPS, SUGGESTIONS, IMPORTS, REVIEW, COMPARE,
 )  # fmt: skip

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import orjson
 import streamlit as st
 
+from dashboard.pages import IMPORTS
 from dashboard.palette import BadgeColor
 
 #: Characters of content shown before the rest is collapsed.
@@ -27,9 +28,9 @@ PRETTY_MAX_CHARS = 2_000_000
 #: them also defuses GFM autolinks (``www.x.com``, ``a@b.c``) and Streamlit's own syntax.
 _MARKDOWN_SPECIAL = frozenset(string.punctuation)
 EMPTY_STORE_TEXT = (
-    "No traces yet. Import agent traces with `toollens import FILE` (OpenAI, Anthropic, "
-    "LangChain, Claude Code … JSON or JSONL, also .gz), or try `toollens demo`, then reload "
-    "this page."
+    "No traces yet. Upload trace files on the Imports page (below), or import them with "
+    "`toollens import FILE` (OpenAI, Anthropic, LangChain, Claude Code … JSON or JSONL, also "
+    ".gz), or try `toollens demo`, then reload this page."
 )
 NO_MATCH_TEXT = (
     "No traces match the filters. Widen the time range or clear a filter in the sidebar."
@@ -134,10 +135,8 @@ def show_content(
 
 
 def _content_block(text: str, language: str | None) -> None:
-    if language is None:
-        st.text(text)
-    else:
-        st.code(text, language=language, wrap_lines=True)
+    # Tool output is machine text (columns, paths, tracebacks): monospace, plain or highlighted.
+    st.code(text, language=language, wrap_lines=True)
 
 
 def rate_text(numerator: int, denominator: int) -> str:
@@ -183,6 +182,7 @@ def show_error(exc: Exception) -> None:
 def empty_store() -> None:
     """The empty state every page shows when the store holds no trace."""
     st.info(EMPTY_STORE_TEXT, icon=":material/upload_file:")
+    st.page_link(IMPORTS.script, label="Upload trace files", icon=":material/upload_file:")
 
 
 def no_match() -> None:

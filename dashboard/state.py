@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import PurePath
 from typing import Any, NoReturn, TypeVar
 
 import streamlit as st
@@ -138,12 +139,26 @@ def open_trace(trace: str, pair: str | None = None) -> NoReturn:
     st.switch_page(pages.TRACE.script, query_params=params)
 
 
+def import_label(row: Any) -> str:
+    """What the Import filter calls an import: id, file name and start time.
+
+    >>> from datetime import datetime
+    >>> import_label({"id": 3, "paths": ["/data/runs.jsonl", "b.jsonl"], "origin": "cli",
+    ...               "started_at": datetime(2026, 11, 30, 9, 5)})
+    '3 · runs.jsonl +1 · 2026-11-30 09:05 UTC'
+    """
+    paths = [str(p) for p in (row["paths"] or [])]
+    name = PurePath(paths[0]).name if paths else str(row["origin"])
+    more = f" +{len(paths) - 1}" if len(paths) > 1 else ""
+    return f"{row['id']} · {name}{more} · {row['started_at']:%Y-%m-%d %H:%M} UTC"
+
+
 def _import_caption(imports: Any, value: str | None) -> str | None:
     row = imports[imports["id"].astype(str) == value]
     if value is None or row.empty:
         return None
     r = row.iloc[0]
-    return f"{r['origin']}, {r['started_at']:%Y-%m-%d %H:%M} UTC, {r['traces_imported']} traces"
+    return f"{r['origin']}, {r['traces_imported']} traces"
 
 
 def sidebar() -> None:
@@ -163,11 +178,17 @@ def sidebar() -> None:
     left, right = bar.columns(2)
     left.date_input("From", value=None, key="start", bind="query-params", format="YYYY-MM-DD")
     right.date_input("To", value=None, key="end", bind="query-params", format="YYYY-MM-DD")
-    # The URL holds what the selectbox shows, so the options are the bare import ids (the
-    # ``import`` parameter is an id) and the details go in a caption below.
+    # The options are the import ids (what the filters read) shown as id, file and time. The
+    # URL holds what the selectbox shows, which the widget would not find in a link's bare id
+    # (``import=3``): that id is chosen through Session State before the widget is drawn.
+    labels = {str(row["id"]): import_label(row) for _, row in imports.iterrows()}
+    given = st.query_params.get("import")
+    if given in labels:
+        st.session_state["import"] = given
     chosen = bar.selectbox(
         "Import",
-        [str(i) for i in imports["id"]],
+        list(labels),
+        format_func=labels.__getitem__,
         index=None,
         key="import",
         bind="query-params",

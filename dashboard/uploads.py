@@ -75,7 +75,8 @@ def import_uploaded(
             path.write_bytes(data)
             paths.append(path)
         # In-process (no worker processes): forking a threaded Streamlit server is unsafe.
+        # Not incremental: an upload is a temporary copy, gone once imported.
         return import_paths(
             engine, paths, origin="upload", display_names=[n for n, _ in files],
-            progress=progress, workers=0,
+            progress=progress, workers=0, incremental=False,
         )  # fmt: skip

@@ -33,6 +33,7 @@ from sqlalchemy import (
     select,
 )
 
+from db import search
 from db.engine import writing
 from db.schema import Base
 
@@ -117,6 +118,13 @@ def delete_rows(
     ordered = _ordered(_plan(selection, metadata), metadata)
     counts: dict[str, int] = {}
     with writing(engine) as conn:
+        traces = metadata.tables.get("traces")
+        trace_where = [where for table, where in ordered if table is traces]
+        if traces is not None and trace_where:
+            # The content search has no foreign key (an FTS5 table on SQLite reads the text
+            # from the rows): out of it first, while the rows are still there.
+            ids = conn.execute(select(traces.c.id).where(or_(*trace_where))).scalars().all()
+            search.unindex_traces(conn, list(ids))
         # Children before parents: a child's condition reads the parent rows still there.
         for table, where in reversed(ordered):
             counts[table.name] = conn.execute(delete(table).where(where)).rowcount

@@ -7,12 +7,25 @@ spelled differently by the two databases; callers ask this module and never test
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, assert_never
 
 import orjson
-from sqlalchemy import Boolean, Connection, Engine, String, Table, bindparam, func
+from sqlalchemy import (
+    Boolean,
+    Connection,
+    Engine,
+    Float,
+    String,
+    Table,
+    bindparam,
+    func,
+    literal_column,
+)
+from sqlalchemy import column as sa_column
+from sqlalchemy import table as sa_table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.elements import ColumnElement
@@ -256,3 +269,189 @@ def reclaim_space(engine: Engine) -> None:
         cur.close()
     finally:
         raw.invalidate()  # its autocommit setting must not go back into the pool
+
+
+# --- Content search ------------------------------------------------------------------------
+#
+# Both databases index words: runs of letters and digits, lowercased, everything else a
+# separator, so ``customer_4711`` is the words ``customer 4711`` and ``permission denied`` two
+# words; a query is a phrase (its words adjacent and in order). SQLite: an FTS5 table per
+# searched column, *external content* (it stores the index only and reads the text from the
+# table it indexes, so the text is not stored twice, and ``snippet()`` still works), written by
+# :func:`index_search_rows`. PostgreSQL: a stored generated column :data:`SEARCH_VECTOR` =
+# ``to_tsvector('simple', …)`` of the column, with every non-alphanumeric run replaced by a
+# space first (the default parser would otherwise keep ``a.b.com`` or ``/usr/bin`` as single
+# tokens, unlike FTS5), under a GIN index; the server keeps it current, so there is nothing to
+# write. Stored rather than an expression index, because GIN cannot answer a phrase alone: each
+# candidate row is rechecked, and recomputing its vector from the text made a phrase of two
+# common words take a minute on 200,000 messages. ``simple``: no stemming and no stop words, because
+# the text is identifiers, paths and error strings, not prose.
+
+#: Characters of each text the search reads: PostgreSQL's tsvector holds at most 1 MB and
+#: word positions up to 16,383, so both databases index this prefix of a longer text.
+SEARCH_TEXT_CHARS = 50_000
+#: The searched columns, per table.
+SEARCHED_COLUMNS: dict[str, str] = {"messages": "content", "tool_calls": "arguments_raw"}
+#: Snippet markers around the matched words (plain characters, never markup).
+SNIPPET_START, SNIPPET_END, SNIPPET_ELLIPSIS = "«", "»", "…"
+#: Words around a match in a snippet.
+SNIPPET_WORDS = 16
+
+
+#: The PostgreSQL column holding a row's words (generated from the searched column).
+SEARCH_VECTOR = "search_vector"
+
+
+def search_table(table: str) -> str:
+    """The SQLite FTS5 table indexing ``table`` (``messages`` → ``messages_search``)."""
+    return f"{table}_search"
+
+
+def search_index_name(table: str) -> str:
+    """The PostgreSQL GIN index over ``table``'s searched column."""
+    return f"ix_{table}_search"
+
+
+def _sqlite_fts_rows(conn: Connection, table: str, trace_ids: Sequence[int], delete: bool) -> None:
+    column = SEARCHED_COLUMNS[table]
+    fts = search_table(table)
+    ids = ", ".join(str(int(i)) for i in trace_ids)
+    # External content: a delete must hand over the exact text that was indexed.
+    command = "'delete', " if delete else ""
+    target = f"{fts}({fts}, rowid, {column})" if delete else f"{fts}(rowid, {column})"
+    conn.exec_driver_sql(
+        f"INSERT INTO {target} SELECT {command}id, substr({column}, 1, {SEARCH_TEXT_CHARS}) "
+        f"FROM {table} WHERE trace_id IN ({ids}) AND {column} IS NOT NULL"
+    )
+
+
+def index_search_rows(conn: Connection, table: str, trace_ids: Sequence[int]) -> None:
+    """Add the searched text of ``table``'s rows of ``trace_ids`` to the content search (a
+    no-op on PostgreSQL, whose index follows the table)."""
+    kind = name_of(conn)
+    if kind == "sqlite":
+        if trace_ids:
+            _sqlite_fts_rows(conn, table, trace_ids, delete=False)
+    elif kind == "postgresql":
+        pass
+    else:
+        assert_never(kind)
+
+
+def unindex_search_rows(conn: Connection, table: str, trace_ids: Sequence[int]) -> None:
+    """Take ``table``'s rows of ``trace_ids`` out of the content search; call it before the rows
+    are deleted (SQLite reads the indexed text from them). A no-op on PostgreSQL."""
+    kind = name_of(conn)
+    if kind == "sqlite":
+        if trace_ids:
+            _sqlite_fts_rows(conn, table, trace_ids, delete=True)
+    elif kind == "postgresql":
+        pass
+    else:
+        assert_never(kind)
+
+
+def search_words(text: str) -> list[str]:
+    """The words of a search query as both indexes see them (letters and digits, lowercased).
+
+    >>> search_words("Customer_4711: permission-denied!")
+    ['customer', '4711', 'permission', 'denied']
+    """
+    return [w.lower() for w in re.findall(r"[^\W_]+", text)]
+
+
+def search_match(conn: Connection, table: Any, words: Sequence[str]) -> tuple[Any, Any]:
+    """``(from, condition)`` selecting the rows of ``table`` (a Table or alias of one of
+    :data:`SEARCHED_COLUMNS`) whose searched text holds ``words`` as a phrase: join ``from``
+    in place of ``table`` and add ``condition``."""
+    name = table.element.name if hasattr(table, "element") else table.name
+    phrase = " ".join(words)
+    kind = name_of(conn)
+    if kind == "sqlite":
+        fts = sa_table(search_table(name), sa_column("rowid"))
+        source = table.join(fts, fts.c.rowid == table.c.id)
+        match = literal_column(search_table(name)).op("MATCH")(
+            bindparam(None, '"' + phrase + '"', type_=String())
+        )
+        return source, match
+    if kind == "postgresql":
+        vector: Any = literal_column(f"{table.name}.{SEARCH_VECTOR}")
+        query = func.phraseto_tsquery(literal_column("'simple'"), bindparam(None, phrase))
+        return table, vector.op("@@")(query)
+    assert_never(kind)
+
+
+def search_snippets(
+    conn: Connection, table: str, words: Sequence[str], ids: Sequence[int]
+) -> dict[int, str]:
+    """``{row id: snippet}`` for the rows ``ids`` of ``table``: the words around the first
+    match, the matched words between :data:`SNIPPET_START` and :data:`SNIPPET_END`, as one
+    line of plain text."""
+    if not ids:
+        return {}
+    column = SEARCHED_COLUMNS[table]
+    phrase = " ".join(words)
+    id_list = ", ".join(str(int(i)) for i in ids)
+    kind = name_of(conn)
+    if kind == "sqlite":
+        fts = search_table(table)
+        sql = (
+            f"SELECT rowid, snippet({fts}, 0, ?, ?, ?, {SNIPPET_WORDS}) FROM {fts} "
+            f"WHERE {fts} MATCH ? AND rowid IN ({id_list})"
+        )
+        params: Any = (SNIPPET_START, SNIPPET_END, SNIPPET_ELLIPSIS, '"' + phrase + '"')
+    elif kind == "postgresql":
+        options = (
+            f"StartSel={SNIPPET_START}, StopSel={SNIPPET_END}, MaxWords={SNIPPET_WORDS * 2}, "
+            f"MinWords={SNIPPET_WORDS}, ShortWord=0, "
+            f'FragmentDelimiter="{SNIPPET_ELLIPSIS}"'
+        )
+        # The headline is cut from the same prefix with the same separators as the index, so
+        # it marks the words the index matched.
+        sql = (
+            "SELECT id, ts_headline('simple', regexp_replace(left("
+            f"{column}, {SEARCH_TEXT_CHARS}), '\\s+', ' ', 'g'), "
+            "phraseto_tsquery('simple', %s), %s) "
+            f"FROM {table} WHERE id IN ({id_list})"
+        )
+        params = (phrase, options)
+    else:
+        assert_never(kind)
+    # PostgreSQL marks each word of a phrase, FTS5 the phrase: adjacent marks are merged.
+    adjacent = f"{SNIPPET_END} {SNIPPET_START}"
+    return {
+        int(i): " ".join(str(s).split()).replace(adjacent, " ")
+        for i, s in conn.exec_driver_sql(sql, params)
+    }
+
+
+class SecondsBetween(ColumnElement[float]):
+    """Seconds from the timestamp ``start`` to ``end`` (see :func:`seconds_between`)."""
+
+    inherit_cache = True
+    type = Float()
+
+    def __init__(self, start: Any, end: Any) -> None:
+        self.start = start
+        self.end = end
+
+
+@compiles(SecondsBetween, "sqlite")
+def _sqlite_seconds_between(element: SecondsBetween, compiler: Any, **kw: Any) -> str:
+    start = compiler.process(element.start, **kw)
+    end = compiler.process(element.end, **kw)
+    # julianday is a double of days: milliseconds survive, so round to them.
+    return f"round((julianday({end}) - julianday({start})) * 86400.0, 3)"
+
+
+@compiles(SecondsBetween, "postgresql")
+def _postgresql_seconds_between(element: SecondsBetween, compiler: Any, **kw: Any) -> str:
+    start = compiler.process(element.start, **kw)
+    end = compiler.process(element.end, **kw)
+    return f"round(CAST(EXTRACT(EPOCH FROM ({end} - {start})) AS numeric), 3)::float8"
+
+
+def seconds_between(start: Any, end: Any) -> ColumnElement[float]:
+    """The seconds from timestamp ``start`` to ``end`` (NULL when either is), to the
+    millisecond; composed without a connection, spelled per database when compiled."""
+    return SecondsBetween(start, end)

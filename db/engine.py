@@ -105,6 +105,23 @@ def other_processes_can_open(url: URL) -> bool:
     return url.get_backend_name() != "sqlite" or url.database not in (None, "", ":memory:")
 
 
+def missing_sqlite_file(db: str | None = None) -> Path | None:
+    """The SQLite file ``db`` names when it does not exist (opening it would create an empty
+    store: what ``import`` wants, and a typo anywhere else); ``None`` for an existing file, an
+    in-memory database or a server URL.
+
+    >>> missing_sqlite_file("/nonexistent/runs.db")
+    PosixPath('/nonexistent/runs.db')
+    >>> missing_sqlite_file("postgresql+psycopg://u@h/d") is None
+    True
+    """
+    url = make_url(resolve_url(db))
+    if not other_processes_can_open(url) or url.get_backend_name() != "sqlite":
+        return None
+    path = Path(url.database or "").expanduser()
+    return None if path.exists() else path
+
+
 def make_engine(db: str | None = None, *, migrate: bool = True) -> Engine:
     """Create an engine for ``db`` (path or URL) and bring its schema up to date.
 

@@ -15,6 +15,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
+#: Longest trace title (``traces.title``), the ellipsis included.
+TITLE_MAX_CHARS = 80
+
 
 class TraceRecord(NamedTuple):
     """A ``traces`` row: the trace's provided facts and its per-trace aggregates."""
@@ -25,6 +28,8 @@ class TraceRecord(NamedTuple):
     content_hash: str | None
     external_id: str | None
     display_id: str
+    #: The first user message, one line, at most :data:`TITLE_MAX_CHARS` characters.
+    title: str | None
     format: str
     source_file: str
     source_line: int | None

@@ -73,8 +73,8 @@ def _queue_statement(
 
 #: Columns of :func:`review_queue`, in order.
 QUEUE_COLUMNS: tuple[str, ...] = (
-    "trace_id", "display_id", "agent", "model", "started_at", "severity", "errors", "pairing",
-    "loop_calls", "ignored", "notes", "reviewed_at", "reviewed_by",
+    "trace_id", "display_id", "title", "agent", "model", "started_at", "severity", "errors",
+    "pairing", "loop_calls", "ignored", "notes", "reviewed_at", "reviewed_by",
 )  # fmt: skip
 
 
@@ -104,7 +104,7 @@ def review_queue(
         traces = conn.execute(page).all()
         counts = _breakdown(conn, [tr.id for tr in traces], loop_k)
     rows = [
-        (tr.id, tr.display_id, tr.agent, tr.model, tr.started_at, tr.problem_count,
+        (tr.id, tr.display_id, tr.title, tr.agent, tr.model, tr.started_at, tr.problem_count,
          tr.error_count, *counts[tr.id], tr.reviewed_at, tr.reviewed_by)
         for tr in traces
     ]  # fmt: skip

@@ -193,6 +193,8 @@ class TraceRow(Base):
     external_id: Mapped[str | None] = mapped_column(String(400), index=True)
     #: What the UI and ``toollens pairs`` call the trace: the external id, else a short hash.
     display_id: Mapped[str] = mapped_column(String(400), index=True)
+    #: The first user message, on one line and shortened: what lists call the trace.
+    title: Mapped[str | None] = mapped_column(String(200))
     format: Mapped[str] = mapped_column(String(40))
     source_file: Mapped[str] = mapped_column(Text)
     source_line: Mapped[int | None] = mapped_column(Integer)

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, Table, delete, select, update
 
-from db import dialect
+from db import dialect, search
 from db.engine import writing
 from db.records import (
     CHILD_COLUMNS,
@@ -121,6 +121,7 @@ def replace_derived(engine: Engine, batch: Sequence[tuple[int, TraceRows]]) -> N
     ids = [trace_id for trace_id, _ in batch]
     with writing(engine) as conn:
         kept = _corrections(conn, ids)
+        search.unindex_traces(conn, ids, tables=("tool_calls",))
         for model in (FindingRow, ToolResultRow, ToolCallRow):
             conn.execute(delete(model).where(model.trace_id.in_(ids)))
         for table, columns in CHILD_COLUMNS.items():
@@ -129,6 +130,7 @@ def replace_derived(engine: Engine, batch: Sequence[tuple[int, TraceRows]]) -> N
             rows = [(tid, *row) for tid, tr in batch for row in tr.children(table)]
             if rows:
                 dialect.bulk_insert(conn, table, ("trace_id", *columns), rows, JSON_COLUMNS[table])
+        search.index_traces(conn, ids, tables=("tool_calls",))
         for trace_id, tr in batch:
             conn.execute(
                 update(TraceRow)

@@ -20,7 +20,7 @@ from typing import Any, Literal, cast
 
 from sqlalchemy import Connection, Engine, Table, delete, insert, select, update
 
-from db import dialect
+from db import dialect, search
 from db.carry_over import Reviews, carry_over, new_pair_map, read_reviews
 from db.engine import writing
 from db.records import (
@@ -296,6 +296,7 @@ def write_traces(
         for trace_id, rows in replaced.values():
             new_map = new_pair_map(rows.messages, rows.tool_calls, rows.tool_results)
             carry_over(conn, trace_id, reviews[trace_id], new_map, now)
+        search.index_traces(conn, [trace_id for trace_id, _ in written])
     return result
 
 
@@ -328,6 +329,8 @@ def _replace_traces(
     if not replaced:
         return
     ids = [trace_id for trace_id, _ in replaced.values()]
+    # Out of the content search first: SQLite's index reads the text from the rows.
+    search.unindex_traces(conn, ids)
     for model in (FindingRow, ToolResultRow, ToolCallRow, MessageRow):
         conn.execute(delete(model).where(model.trace_id.in_(ids)))
     for key, (trace_id, rows) in replaced.items():

@@ -79,10 +79,19 @@ def main_options(
         os.environ[PASSWORD_ENV] = password
 
 
-def _engine(db: str | None):  # type: ignore[no-untyped-def]
-    from db.engine import make_engine
+def _engine(db: str | None, *, create: bool = False):  # type: ignore[no-untyped-def]
+    """The store ``db`` names; a SQLite file that does not exist is an error (exit 2) unless
+    ``create`` (the commands that write traces), so that a mistyped ``--db`` never opens an
+    empty store; a store written by a newer ToolLens says so in one line (exit 2)."""
+    from db.engine import make_engine, missing_sqlite_file
     from db.migrate import NewerStoreError
 
+    missing = None if create else missing_sqlite_file(db)
+    if missing is not None:
+        raise _usage_error(
+            f"no database at {missing} (check --db / TOOLLENS_DB; "
+            f"`toollens import --db {missing} FILE…` creates one)"
+        )
     try:
         return make_engine(db)
     except NewerStoreError as exc:
@@ -195,7 +204,7 @@ def import_command(
         disable=not sys.stderr.isatty(),
         file=sys.stderr,
     )
-    engine = _engine(db)
+    engine = _engine(db, create=True)
     terminated: list[int] = []
     previous_handler = signal.signal(signal.SIGTERM, _interrupt_on_sigterm(terminated))
     try:
@@ -658,7 +667,7 @@ def receive_command(
         f"(database: {display_url(url)}, spool: {settings.spool_dir})",
         err=True,
     )
-    serve(_engine(url), settings, host=host, port=port)
+    serve(_engine(url, create=True), settings, host=host, port=port)
 
 
 @app.command("demo")
@@ -678,7 +687,7 @@ def demo_command(
     redaction = _redaction(redact, redact_rules)
     generate(out, seed=seed)
     files = sorted(p for p in out.iterdir() if p.name != "ground_truth.json")
-    summary = import_paths(_engine(db), files, origin="demo", redaction=redaction)
+    summary = import_paths(_engine(db, create=True), files, origin="demo", redaction=redaction)
     typer.echo(summary.line())
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from db.records import (
+    TITLE_MAX_CHARS,
     FindingRecord,
     MessageRecord,
     ToolCallRecord,
@@ -47,6 +48,34 @@ def display_id(trace: Trace, digest: str) -> str:
     if trace.external_id:
         return trace.external_id
     return digest[:12]
+
+
+class _Said(Protocol):
+    """A message as far as its title is concerned (a ``Message`` or a ``MessageRecord``)."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+
+
+def trace_title(messages: Iterable[_Said]) -> str | None:
+    """What lists call a trace: its first user message with any text, on one line, cut to
+    :data:`db.records.TITLE_MAX_CHARS` characters (an ellipsis marks the cut).
+
+    >>> from ingest.model import Message
+    >>> trace_title([Message(seq=0, role="user", content="  Refund order\\n 4711,  please ")])
+    'Refund order 4711, please'
+    """
+    for message in messages:
+        if message.role != "user":
+            continue
+        text = " ".join(message.content.split())
+        if text:
+            if len(text) <= TITLE_MAX_CHARS:
+                return text
+            return text[: TITLE_MAX_CHARS - 1].rstrip() + "…"
+    return None
 
 
 def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceRows:
@@ -96,6 +125,7 @@ def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceR
         if trace.external_id
         else None,
         display_id=fit_key("traces", "display_id", display_id(trace, digest)),
+        title=trace_title(trace.messages),
         format=trace.format,
         source_file=trace.source_file,
         source_line=trace.source_line,

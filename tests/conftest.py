@@ -25,14 +25,24 @@ DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 
 def pytest_report_header() -> list[str]:
+    """What this run tests against, shown even under ``-q``: the library versions, the
+    PostgreSQL server (used, or why its tests skip), the browser and the real data."""
     import sqlalchemy
     import streamlit
+    from browser_support import browser_unavailable, chromium_version
 
-    pg = os.environ.get("TOOLLENS_TEST_PG_URL", DEFAULT_PG_URL)
+    pg = _pg_admin_url()
+    problem = pg_unavailable()
+    required = " (required)" if os.environ.get("TOOLLENS_REQUIRE_PG") else ""
+    browser = browser_unavailable()
     return [
         f"toollens: sqlalchemy {sqlalchemy.__version__}, streamlit {streamlit.__version__}",
-        f"toollens: PostgreSQL {pg} (required: {bool(os.environ.get('TOOLLENS_REQUIRE_PG'))})",
-        f"toollens: realdata {'found' if REALDATA.is_dir() else 'absent'} at {REALDATA}",
+        f"toollens: PostgreSQL {pg}{required}: "
+        + ("used" if problem is None else f"tests skip: {problem}"),
+        "toollens: browser "
+        + (chromium_version() if browser is None else f"tests skip: {browser}"),
+        "toollens: realdata "
+        + (f"used from {REALDATA}" if REALDATA.is_dir() else f"tests skip: no {REALDATA}"),
     ]
 
 

@@ -127,7 +127,7 @@ def result(seq: int, tool: str, tokens: int, content: str, **facts: Any) -> Tool
 
 #: What the ``traces`` table would default to, for the values a fixture trace leaves out.
 _TRACE_DEFAULTS: dict[str, Any] = {
-    "tags": [], "metadata": {}, "tools": [], "record_count": 1, "message_count": 0,
+    "title": None, "tags": [], "metadata": {}, "tools": [], "record_count": 1, "message_count": 0,
     "tool_call_count": 0, "tool_result_count": 0, "error_count": 0, "problem_count": 0,
     "total_tokens": 0, "tool_result_tokens": 0, "wasted_tokens": 0, "max_occurrence": 0,
 }  # fmt: skip
@@ -476,12 +476,21 @@ def fixture_store(url: str) -> str:
     return url
 
 
+def _titled(batch: list[TraceRows]) -> list[TraceRows]:
+    """``batch`` with each trace titled from its messages, as the import does."""
+    from ingest.rows import trace_title
+
+    for rows in batch:
+        rows.trace = rows.trace._replace(title=trace_title(rows.messages))
+    return batch
+
+
 def build_fixture(engine: Engine) -> tuple[int, int]:
     """Write the fixture store (two imports, three traces, one rejected record) into ``engine``.
 
     Returns the two import ids.
     """
-    first, second = fixture_traces()
+    first, second = (_titled(rows) for rows in fixture_traces())
     import_1 = start_import(engine, origin="cli", paths=["runs.jsonl"], encoding="o200k_base")
     write_traces(engine, import_1, first)
     write_rejected(

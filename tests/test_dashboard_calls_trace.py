@@ -16,6 +16,7 @@ from db.queries import traces as tq
 from db.queries.pairs import PairQuery, count_pairs, list_pairs, pair_choices
 from db.queries.traces import (
     PairRef,
+    count_traces,
     filter_choices,
     find_trace,
     import_choices,
@@ -112,6 +113,10 @@ def test_pair_choices_offer_the_error_types_present(store: sa.Engine) -> None:
 def test_trace_search_lists_the_traces_with_most_problems_first(store: sa.Engine) -> None:
     assert search_traces(store)["trace"].tolist() == ["orders-7", "weather-1", "docs-3"]
     assert search_traces(store, text="DOC")["trace"].tolist() == ["docs-3"]
+    # The title (the first user message) is searched too, and listed.
+    assert search_traces(store, text="paris")[["trace", "title"]].values.tolist() == [
+        ["weather-1", "Weather in Paris?"]
+    ]
     assert search_traces(store, tool="send_email")["trace"].tolist() == ["orders-7"]
     assert search_traces(store, error_type="invalid_params")["trace"].tolist() == ["docs-3"]
     assert search_traces(store, error_type="invalid_arguments_json").empty
@@ -266,9 +271,13 @@ def test_trace_page_puts_the_selected_pair_first(
     )
     assert not at.exception
     selected = next(e for e in at.expander if e.label == "Selected pair")
-    # JSON as code, plain text as text (a code block costs the browser more than text).
-    assert [c.value for c in selected.code] == ['{\n  "id": 7\n}']
-    assert [t.value for t in selected.text] == ["Error: order 7 not found.", "ok"]
+    # Tool output in monospace code blocks: JSON highlighted, plain text as it is.
+    assert [(c.value, c.language) for c in selected.code] == [
+        ('{\n  "id": 7\n}', "json"),
+        ("Error: order 7 not found.", "plaintext"),
+        ("ok", "plaintext"),
+    ]
+    assert not selected.text
     # Name, place, id and badges in one line of escaped markdown.
     assert selected.markdown[0].value == (
         r"**lookup\_order** · call 4:0 · id t3" + "\n\n"
@@ -338,6 +347,13 @@ def test_an_unknown_trace_id_is_reported_escaped(
     at = open_app(monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "[x](y)"})
     assert not at.exception
     assert _texts(at, "warning") == [r"No trace has the id \[x\]\(y\)."]
+
+
+def test_the_trace_picker_pages_through_every_match(store: sa.Engine) -> None:
+    assert count_traces(store) == 3
+    assert count_traces(store, text="o") == 2
+    assert search_traces(store, limit=2, offset=2)["trace"].tolist() == ["docs-3"]
+    assert search_traces(store, limit=2, offset=3).empty
 
 
 def test_trace_picker_opens_the_selected_trace(

@@ -17,6 +17,8 @@ def test_every_page_explains_how_to_import_when_the_store_is_empty(
     assert not at.exception
     assert [i.value for i in at.info] == [EMPTY_STORE_TEXT]
     assert "toollens import FILE" in EMPTY_STORE_TEXT
+    # The upload is one click away.
+    assert [link.proto.page for link in at.get("page_link")][-1:] == [pages.IMPORTS.url_path]
 
 
 def test_a_store_of_a_newer_toollens_shows_one_error_line(

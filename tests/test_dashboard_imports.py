@@ -51,3 +51,21 @@ def test_the_import_filter_narrows_the_rejected_records(
     assert "This import replaced no stored trace." in captions(at)
     assert "No record was rejected." in captions(at)
     assert len(at.expander) == 0
+
+
+def test_the_import_filter_names_imports_by_file_and_time(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    # A link's bare id selects the import, and so does the label a chosen import puts in the URL.
+    at = open_app(monkeypatch, analysis_store_url, page=IMPORTS, params={"import": "1"})
+    assert not at.exception
+    picker = at.sidebar.selectbox(key="import")
+    assert picker.value == "1"
+    labels = picker.options
+    assert len(labels) == 2
+    assert all(" UTC" in label and " · " in label for label in labels)
+    assert labels[0].startswith("2 · c.jsonl +1 · ")
+    assert labels[1].startswith("1 · ab.jsonl · ")
+    at = open_app(monkeypatch, analysis_store_url, page=IMPORTS, params={"import": labels[0]})
+    assert at.sidebar.selectbox(key="import").value == "2"
+    assert "Rejected records (import 2)" in [s.value for s in at.main.subheader]

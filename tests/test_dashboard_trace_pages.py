@@ -232,7 +232,7 @@ def test_page_rows_look_up_calls_and_answers_by_place() -> None:
     assert [trace_blocks.answered_here(seq, rows) for seq in (6, 7, 9, 5)] == [None] * 4
 
 
-def test_content_is_plain_text_unless_it_is_json() -> None:
+def test_content_is_monospace_code_highlighted_only_when_it_is_json() -> None:
     def page() -> None:
         from dashboard import render
 
@@ -240,8 +240,12 @@ def test_content_is_plain_text_unless_it_is_json() -> None:
         render.show_content("Error: <b>no</b> [x](y)\n  at line 2")
 
     at = AppTest.from_function(page).run()
-    assert [c.value for c in at.code] == ['{\n  "a": [\n    1,\n    2\n  ]\n}']
-    assert [t.value for t in at.text] == ["Error: <b>no</b> [x](y)\n  at line 2"]
+    # Code blocks show their text verbatim (never markdown or HTML), in a monospace font.
+    assert [(c.value, c.language) for c in at.code] == [
+        ('{\n  "a": [\n    1,\n    2\n  ]\n}', "json"),
+        ("Error: <b>no</b> [x](y)\n  at line 2", "plaintext"),
+    ]
+    assert not at.text
     assert [m.value for m in at.markdown] == []
 
 

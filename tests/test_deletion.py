@@ -257,6 +257,7 @@ def test_delete_without_a_terminal_refuses_unless_yes(sqlite_url: str, tmp_path:
 
 
 def test_delete_needs_exactly_one_target_and_a_known_one(sqlite_url: str) -> None:
+    make_engine(sqlite_url).dispose()  # an empty store (a missing one is an error of its own)
     runner = CliRunner()
     none = runner.invoke(app, ["delete", "--db", sqlite_url, "--yes"])
     assert none.exit_code == 2
@@ -327,3 +328,15 @@ def test_a_deleted_trace_comes_back_when_its_unchanged_file_is_imported_again(
     with engine.connect() as conn:
         left = conn.execute(sa.text("SELECT display_id FROM traces ORDER BY display_id"))
         assert left.scalars().all() == ["a", "b", "c"]
+
+
+def test_a_deleted_trace_is_no_longer_found_by_the_content_search(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    from db.queries.search import search_content
+
+    _store(engine, tmp_path)
+    assert search_content(engine, "weather for a").total == 1
+    delete_rows(engine, traces_by_display_id("a"))
+    assert search_content(engine, "weather for a").total == 0
+    assert search_content(engine, "weather for b").total == 1

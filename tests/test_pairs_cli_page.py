@@ -26,6 +26,15 @@ from ingest.cli import app
 runner = CliRunner()
 
 
+def _json_value(value: Any) -> Any:
+    """A page table cell as ``toollens pairs`` writes it in JSON Lines."""
+    if value is None or pd.isna(value):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    return int(value) if isinstance(value, int) else value
+
+
 def _csv_cell(value: Any) -> str:
     """A page table cell as the csv module writes it (empty for a missing value)."""
     return "" if value is None or pd.isna(value) else str(value)
@@ -66,10 +75,7 @@ def test_the_cli_jsonl_keeps_the_pages_types(pairs_store: str) -> None:
     lines = runner.invoke(app, ["pairs", "--db", pairs_store]).stdout.splitlines()
     rows = [json.loads(line) for line in lines]
     assert [list(r) for r in rows] == [list(PAIR_COLUMNS)] * len(page)
-    expected = [
-        [None if pd.isna(v) else (int(v) if isinstance(v, int) else v) for v in row]
-        for row in page.astype(object).itertuples(False)
-    ]
+    expected = [[_json_value(v) for v in row] for row in page.astype(object).itertuples(False)]
     assert [list(r.values()) for r in rows] == expected
 
 
@@ -79,3 +85,39 @@ def test_the_page_shows_the_cli_columns_in_the_cli_order(
     at = open_app(monkeypatch, fixture_store(sqlite_url), page=pages.CALLS.script)
     assert not at.exception
     assert list(at.dataframe[0].proto.column_order) == list(PAIR_COLUMNS)
+
+
+def test_a_pair_shows_its_time_model_previews_and_duration(engine: Any) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from ingest.model import Message, ToolCall, ToolResult, Trace
+    from ingest.pipeline import import_traces
+
+    t0 = datetime(2026, 11, 3, 9, 0, tzinfo=UTC)
+    call = ToolCall(
+        call_index=0, tool_call_id="c1", name="read_file",
+        arguments_raw='{"path":\n"/etc/app.conf"}', arguments={"path": "/etc/app.conf"},
+    )  # fmt: skip
+    trace = Trace(
+        format="openai_chat", source_file="a.json", external_id="run-a", model="gpt-4o",
+        messages=[
+            Message(seq=0, role="user", content="Read the\nconfig", timestamp=t0),
+            Message(seq=1, role="assistant", tool_calls=[call], timestamp=t0),
+            Message(
+                seq=2, role="tool", content="line one\nline two " + "x" * 200,
+                tool_result=ToolResult(tool_call_id="c1"),
+                timestamp=t0 + timedelta(seconds=2, milliseconds=250),
+            ),
+            Message(seq=3, role="tool", content="stray", tool_result=ToolResult(tool_call_id="zz")),
+        ],
+    )  # fmt: skip
+    import_traces(engine, [trace], origin="test", source="pairs")
+    page = list_pairs(engine)
+    rows = page[["title", "pair", "model", "arguments", "result", "duration_s"]]
+    assert [[_json_value(v) for v in r] for r in rows.astype(object).itertuples(False)] == [
+        ["Read the config", "1:0", "gpt-4o", '{"path": "/etc/app.conf"}',
+         "line one line two " + "x" * 102, 2.25],
+        ["Read the config", "r3", "gpt-4o", None, "stray", None],
+    ]  # fmt: skip
+    assert page["time"].tolist()[0] == pd.Timestamp(t0)
+    assert pd.isna(page["time"].tolist()[1])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import sqlalchemy as sa
-from incident import import_incident, result_id
+from incident import UNTRUSTED_USER, import_incident, result_id
 
 from db import annotations, review
 from db.annotations import (
@@ -159,6 +159,8 @@ def test_the_queue_lists_unreviewed_traces_with_problems_most_severe_first(
         ("incident-1", 8, 3, 1, 3, 1, 1),
         ("orphan-3", 1, 0, 1, 0, 0, 0),
     ]
+    # Titles: the first user message (shown as plain text in the queue).
+    assert queue["title"].tolist() == [UNTRUSTED_USER, "Send it"]
     assert review.queue_size(engine) == 2
     assert list(review_queue(engine, problem="pairing")["display_id"]) == ["incident-1", "orphan-3"]
     assert list(review_queue(engine, problem="loops")["display_id"]) == ["incident-1"]

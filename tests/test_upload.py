@@ -12,9 +12,11 @@ import streamlit as st
 from incident import incident_bytes
 from streamlit.testing.v1 import AppTest
 
+from dashboard.files_ui import UNKNOWN_FORMAT_ADVICE
 from dashboard.uploads import UploadTooLargeError, import_uploaded, upload_limit_mb
 from db.engine import make_engine
 from db.schema import ImportRun, RejectedRecord, TraceRow
+from ingest.formats import format_names
 
 #: A file whose second line is cut short: its first trace (``clean-2``) imports, line 2 does not.
 BROKEN_FILE = incident_bytes().splitlines(keepends=True)[1] + b'{"id": "broken", "messages": [\n'
@@ -161,3 +163,20 @@ def test_uploading_a_real_tau_bench_file_imports_it_like_the_cli(
     summary = import_uploaded(engine, [(path.name, path.read_bytes())], 200)
     assert (summary.traces, summary.messages, summary.rejected) == (200, 5308, 0)
     assert stored(engine)[1] == ["tau-bench-gpt-4o-airline.json"]
+
+
+def test_an_upload_that_imports_nothing_is_an_error_with_advice_the_form_can_follow(
+    engine: sa.Engine, sqlite_url: str
+) -> None:
+    at = AppTest.from_function(upload_app, args=(sqlite_url,), default_timeout=60)
+    at.run()
+    at.file_uploader[0].set_value([("notes.txt", b"just some notes\n", "text/plain")]).run()
+    at.button[0].click().run()
+    assert not at.exception
+    assert len(at.success) == 0
+    assert [e.value.split(" in ")[0] for e in at.error] == [
+        "Nothing was imported: 1 file, 0 traces imported, 0 updated, 0 unchanged, 1 rejected"
+    ]
+    message = at.dataframe[0].value["message"][0]
+    assert message == UNKNOWN_FORMAT_ADVICE.format(formats=", ".join(format_names()))
+    assert "pass --format" not in message

@@ -102,9 +102,19 @@ event = st.dataframe(
     column_order=PAIR_COLUMNS,
     column_config={
         "trace": st.column_config.TextColumn("Trace"),
+        "title": st.column_config.TextColumn(
+            "Title", width="medium", help="the trace's first user message"
+        ),
         "pair": st.column_config.TextColumn("Pair", help="message seq:call index, r = result"),
+        "time": st.column_config.DatetimeColumn("Time", format="YYYY-MM-DD HH:mm:ss", help="UTC"),
+        "model": st.column_config.TextColumn("Model"),
         "call_id": st.column_config.TextColumn("Call id"),
         "tool": st.column_config.TextColumn("Tool"),
+        "arguments": st.column_config.TextColumn("Arguments", help="the first 120 characters"),
+        "result": st.column_config.TextColumn("Result", help="the first 120 characters"),
+        "duration_s": st.column_config.NumberColumn(
+            "Duration", format="%.3f s", help="result time minus call time, when both are known"
+        ),
         "pair_state": st.column_config.TextColumn("Pair state"),
         "status": st.column_config.TextColumn("Status"),
         "status_source": st.column_config.TextColumn("Status source"),

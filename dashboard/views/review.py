@@ -76,6 +76,9 @@ def _queue(engine: Engine, author: str) -> None:
             "loop_calls": widgets.count_column("Loop calls", help="calls in loops at k"),
             "ignored": widgets.count_column("Ignored advice"),
             "notes": widgets.count_column("Notes"),
+            "title": st.column_config.TextColumn(
+                "Title", width="medium", help="the trace's first user message"
+            ),
             "agent": st.column_config.TextColumn("Agent"),
             "model": st.column_config.TextColumn("Model"),
             "started_at": st.column_config.DatetimeColumn(

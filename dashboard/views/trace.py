@@ -29,6 +29,7 @@ from db.queries.pairs import pair_choices
 from db.queries.traces import (
     PairRef,
     TraceWindow,
+    count_traces,
     filter_choices,
     find_trace,
     page_of_seq,
@@ -47,7 +48,18 @@ PAGE_KEY = "mpage"
 #: Session key of the (trace, pair) the page selector last showed.
 ANCHOR_KEY = "_trace_page_anchor"
 REVIEW_LABEL = "Notes and corrections on this pair"
-TRACE_PICKER_COLUMNS = ("trace", "agent", "model", "started_at", "messages", "errors", "problems")
+TRACE_PICKER_COLUMNS = (
+    "trace",
+    "title",
+    "agent",
+    "model",
+    "started_at",
+    "messages",
+    "errors",
+    "problems",
+)
+#: Traces per page of the trace picker.
+PICKER_PAGE_SIZE = 50
 #: Widget key of the "Find a trace" box (Session State holds whether it is open).
 FINDER_KEY = "trace_finder"
 
@@ -56,18 +68,36 @@ def _picker(f: Any) -> None:
     tools = state.query(filter_choices)["tool"]
     error_types = state.query(pair_choices, f)["error_type"]
     cols = st.columns([3, 2, 2])
-    text = cols[0].text_input("Trace id contains", key="trace_search")
+    text = cols[0].text_input(
+        "Trace id or title contains",
+        key="trace_search",
+        help="The title is the trace's first user message.",
+    )
     tool = cols[1].selectbox("Calls tool", tools, index=None, key="trace_tool", placeholder="Any")
     error_type = cols[2].selectbox(
         "Has error type", error_types, index=None, key="trace_error", placeholder="Any"
     )
-    found = state.query(search_traces, f, text=text or None, tool=tool, error_type=error_type)
-    if found.empty:
+    search = {"text": text or None, "tool": tool, "error_type": error_type}
+    total = state.query(count_traces, f, **search)
+    if total == 0:
         st.caption(
             "No trace matches: change the search above, or widen the filters in the sidebar."
         )
         return
-    st.caption(f"{len(found)} traces shown, most problems first (select one to open it)")
+    pages = -(-total // PICKER_PAGE_SIZE)
+    at_page = 1
+    if pages > 1:
+        # No max_value: a narrower search must not make the page kept in Session State invalid.
+        chosen = st.columns([1, 3])[0].number_input(
+            f"Page (of {pages:,})", min_value=1, value=1, key="trace_page"
+        )
+        at_page = min(int(chosen), pages)
+    offset = (at_page - 1) * PICKER_PAGE_SIZE
+    found = state.query(search_traces, f, **search, limit=PICKER_PAGE_SIZE, offset=offset)
+    st.caption(
+        f"{total:,} traces, most problems first; {offset + 1:,}–{offset + len(found):,} shown "
+        "(select one to open it)"
+    )
     event = st.dataframe(
         found,
         hide_index=True,
@@ -79,6 +109,7 @@ def _picker(f: Any) -> None:
         height=widgets.table_height(len(found), max_rows=8),
         column_config={
             "trace": st.column_config.TextColumn("Trace", width="medium"),
+            "title": st.column_config.TextColumn("Title", width="large"),
             "agent": st.column_config.TextColumn("Agent"),
             "model": st.column_config.TextColumn("Model"),
             "started_at": st.column_config.DatetimeColumn(

@@ -21,6 +21,7 @@ import pandas as pd
 from sqlalchemy import (
     ColumnElement,
     Engine,
+    Float,
     Integer,
     String,
     and_,
@@ -32,20 +33,28 @@ from sqlalchemy import (
     union_all,
 )
 
+from db.dialect import seconds_between
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.planner import restrict_results_in_index
 from db.queries.common import effective_error_type, effective_verdict, unpaired_result
-from db.schema import ToolCallRow, ToolResultRow, TraceRow
+from db.schema import MessageRow, ToolCallRow, ToolResultRow, TraceRow
 from db.vocabulary import PAIR_STATES, STATUSES, VERDICTS
 
 SORT_KEYS: tuple[str, ...] = (
-    "trace", "tool", "status", "error_type", "pair_state", "tokens", "occurrence", "verdict",
+    "trace", "time", "tool", "status", "error_type", "pair_state", "tokens", "duration_s",
+    "occurrence", "verdict",
 )  # fmt: skip
 #: The fields of a pair, in order: the columns of ``toollens pairs`` and of the Tool calls table.
+#: ``time`` is the call's (a lone result's own); ``arguments`` and ``result`` are the first
+#: :data:`PREVIEW_CHARS` characters of the raw arguments and of the Tool Message, on one line;
+#: ``duration_s`` is the result's time minus the call's, when both are known.
 PAIR_COLUMNS: tuple[str, ...] = (
-    "trace", "pair", "call_id", "tool", "pair_state", "status", "status_source", "error_type",
-    "tokens", "occurrence", "suggestion", "verdict", "verdict_reason",
+    "trace", "title", "pair", "time", "model", "call_id", "tool", "arguments", "result",
+    "duration_s", "pair_state", "status", "status_source", "error_type", "tokens", "occurrence",
+    "suggestion", "verdict", "verdict_reason",
 )  # fmt: skip
+#: Characters of the arguments and of the result a pair shows.
+PREVIEW_CHARS = 120
 #: Where a pair lies in its trace (the page's order and links); :func:`list_pairs` returns
 #: them after :data:`PAIR_COLUMNS`.
 POSITION_COLUMNS: tuple[str, ...] = ("trace_id", "seq", "call_index", "result_seq")
@@ -113,8 +122,11 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
                     + literal(":")
                     + cast(ToolCallRow.call_index, String)
                 ).label("pair"),
+                ToolCallRow.timestamp.label("time"),
                 ToolCallRow.tool_call_id.label("call_id"),
                 ToolCallRow.tool_name.label("tool"),
+                _preview(ToolCallRow.arguments_raw).label("arguments"),
+                seconds_between(ToolCallRow.timestamp, ToolResultRow.timestamp).label("duration_s"),
                 ToolCallRow.pair_state.label("pair_state"),
                 *_result_fields(),
                 ToolCallRow.occurrence.label("occurrence"),
@@ -145,6 +157,14 @@ def _result_fields() -> list[Any]:
     ]
 
 
+def _preview(text: Any) -> ColumnElement[str]:
+    """The first :data:`PREVIEW_CHARS` characters of ``text`` on one line."""
+    head = func.substr(text, 1, PREVIEW_CHARS)
+    for newline in ("\r\n", "\n", "\r", "\t"):
+        head = func.replace(head, literal(newline), literal(" "))
+    return head
+
+
 def _answer() -> ColumnElement[bool]:
     # A call's answer: the Tool Message at its result seq (at most one row per call).
     return and_(
@@ -164,8 +184,11 @@ def _lone_result_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
             ToolResultRow.message_seq.label("seq"),
             cast(null(), Integer).label("call_index"),
             (literal("r") + cast(ToolResultRow.message_seq, String)).label("pair"),
+            ToolResultRow.timestamp.label("time"),
             ToolResultRow.tool_call_id.label("call_id"),
             ToolResultRow.tool.label("tool"),
+            cast(null(), String).label("arguments"),
+            cast(null(), Float).label("duration_s"),
             ToolResultRow.pair_state.label("pair_state"),
             *_result_fields(),
             cast(null(), Integer).label("occurrence"),
@@ -232,6 +255,7 @@ def list_pairs(
         df = pd.DataFrame(result.all(), columns=list(result.keys()))
     for col in ("call_index", "occurrence", "tokens", "result_seq"):
         df[col] = df[col].astype("Int64")
+    df["duration_s"] = df["duration_s"].astype("Float64")
     return df
 
 
@@ -242,10 +266,19 @@ def _with_trace(rows: Any, query: PairQuery) -> Any:
     The display id is joined last, to the rows that are left: a join inside the parts lets the
     planner start from ``traces`` and sort every call.
     """
-    columns = {**dict(rows.c.items()), "trace": TraceRow.display_id.label("trace")}
+    columns = {
+        **dict(rows.c.items()),
+        "trace": TraceRow.display_id.label("trace"),
+        "title": TraceRow.title.label("title"),
+        "model": TraceRow.model.label("model"),
+        "result": _preview(MessageRow.content).label("result"),
+    }
+    # The Tool Message's text is read here too, for the rows left: its preview.
+    message = and_(MessageRow.trace_id == rows.c.trace_id, MessageRow.seq == rows.c.result_seq)
     return (
         select(*(columns[c] for c in (*PAIR_COLUMNS, *POSITION_COLUMNS)))
         .join(TraceRow, TraceRow.id == rows.c.trace_id)
+        .outerjoin(MessageRow, message)
         .order_by(*_order(rows.c, query))
     )
 

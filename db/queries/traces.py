@@ -32,8 +32,8 @@ CONTENT_CHARS = 200_000
 CHOICES_LIMIT = 500
 
 TRACE_LIST_COLUMNS: tuple[str, ...] = (
-    "trace", "id", "agent", "model", "format", "started_at", "messages", "tool_calls", "errors",
-    "problems",
+    "trace", "title", "id", "agent", "model", "format", "started_at", "messages", "tool_calls",
+    "errors", "problems",
 )  # fmt: skip
 _PAIR_RE = re.compile(r"^(?:(?P<seq>\d+):(?P<index>\d+)|r(?P<result>\d+))$")
 
@@ -87,37 +87,23 @@ def _content() -> ColumnElement[str]:
     return func.substr(MessageRow.content, 1, CONTENT_CHARS).label("content")
 
 
-def search_traces(
-    engine: Engine,
-    filters: Filters = NO_FILTERS,
-    *,
-    text: str | None = None,
-    tool: str | None = None,
-    error_type: str | None = None,
-    limit: int = 50,
-) -> pd.DataFrame:
-    """Traces for the picker, most problems first (columns: :data:`TRACE_LIST_COLUMNS`).
-
-    ``text`` matches part of the display id (any case); ``tool``: traces calling that tool;
-    ``error_type``: traces with an error result of that (effective) type.
-    """
-    stmt = restrict_traces(
-        select(
-            TraceRow.display_id.label("trace"),
-            TraceRow.id.label("id"),
-            TraceRow.agent.label("agent"),
-            TraceRow.model.label("model"),
-            TraceRow.format.label("format"),
-            TraceRow.started_at.label("started_at"),
-            TraceRow.message_count.label("messages"),
-            TraceRow.tool_call_count.label("tool_calls"),
-            TraceRow.error_count.label("errors"),
-            TraceRow.problem_count.label("problems"),
-        ),
-        filters,
-    )
+def _matching_traces(
+    stmt: Any,
+    filters: Filters,
+    text: str | None,
+    tool: str | None,
+    error_type: str | None,
+) -> Any:
+    """``stmt`` over ``traces`` narrowed to the picker's search (see :func:`search_traces`)."""
+    stmt = restrict_traces(stmt, filters)
     if text:
-        stmt = stmt.where(TraceRow.display_id.icontains(text.strip(), autoescape=True))
+        needle = text.strip()
+        stmt = stmt.where(
+            or_(
+                TraceRow.display_id.icontains(needle, autoescape=True),
+                TraceRow.title.icontains(needle, autoescape=True),
+            )
+        )
     if tool:
         stmt = stmt.where(
             exists().where(ToolCallRow.trace_id == TraceRow.id, ToolCallRow.tool_name == tool)
@@ -130,9 +116,56 @@ def search_traces(
                 effective_error_type == error_type,
             )
         )
-    stmt = stmt.order_by(TraceRow.problem_count.desc(), TraceRow.id.desc()).limit(limit)
+    return stmt
+
+
+def search_traces(
+    engine: Engine,
+    filters: Filters = NO_FILTERS,
+    *,
+    text: str | None = None,
+    tool: str | None = None,
+    error_type: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> pd.DataFrame:
+    """Traces for the picker, most problems first (columns: :data:`TRACE_LIST_COLUMNS`),
+    ``limit`` from ``offset`` (:func:`count_traces` says how many there are).
+
+    ``text`` matches part of the display id or of the title (any case); ``tool``: traces
+    calling that tool; ``error_type``: traces with an error result of that (effective) type.
+    """
+    stmt = select(
+        TraceRow.display_id.label("trace"),
+        TraceRow.title.label("title"),
+        TraceRow.id.label("id"),
+        TraceRow.agent.label("agent"),
+        TraceRow.model.label("model"),
+        TraceRow.format.label("format"),
+        TraceRow.started_at.label("started_at"),
+        TraceRow.message_count.label("messages"),
+        TraceRow.tool_call_count.label("tool_calls"),
+        TraceRow.error_count.label("errors"),
+        TraceRow.problem_count.label("problems"),
+    )
+    stmt = _matching_traces(stmt, filters, text, tool, error_type)
+    stmt = stmt.order_by(TraceRow.problem_count.desc(), TraceRow.id.desc())
     with engine.connect() as conn:
-        return to_frame(conn, stmt)
+        return to_frame(conn, stmt.limit(limit).offset(offset))
+
+
+def count_traces(
+    engine: Engine,
+    filters: Filters = NO_FILTERS,
+    *,
+    text: str | None = None,
+    tool: str | None = None,
+    error_type: str | None = None,
+) -> int:
+    """How many traces :func:`search_traces` pages through with the same arguments."""
+    stmt = _matching_traces(select(func.count(TraceRow.id)), filters, text, tool, error_type)
+    with engine.connect() as conn:
+        return int(conn.execute(stmt).scalar_one())
 
 
 def find_trace(engine: Engine, display_id: str) -> dict[str, Any] | None:
@@ -316,13 +349,14 @@ def trace_findings(engine: Engine, trace_id: int) -> pd.DataFrame:
 
 
 def import_choices(engine: Engine, *, limit: int = 200) -> pd.DataFrame:
-    """Recent imports for the import filter: ``id``, ``started_at``, ``origin``,
-    ``traces_imported``, ``state``, ``encoding``; newest first."""
+    """Recent imports for the import filter: ``id``, ``started_at``, ``origin``, ``paths``
+    (the files imported), ``traces_imported``, ``state``, ``encoding``; newest first."""
     stmt = (
         select(
             ImportRun.id,
             ImportRun.started_at,
             ImportRun.origin,
+            ImportRun.paths,
             ImportRun.traces_imported,
             ImportRun.state,
             ImportRun.encoding,
