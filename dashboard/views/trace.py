@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from dashboard import files_ui, render, review_ui, state, trace_blocks, widgets
+from dashboard import files_ui, render, review_ui, state, trace_blocks, trace_outline, widgets
 from dashboard.pages import TRACE as TRACE_PAGE
 from db.annotations import trace_annotations
 from db.queries.pairs import pair_choices
@@ -207,6 +207,47 @@ def _messages_page(trace_id: int, messages: int, pair: PairRef | None) -> int:
     return page - 1
 
 
+def _findings_table(findings: pd.DataFrame, trace: str, trace_id: int) -> None:
+    """The trace's findings, each named by its message number and tool; selecting one opens
+    its pair (the URL's ``pair``, a history entry)."""
+    st.caption("Select a finding to open its pair.")
+    key = f"findings_table_{trace_id}"
+    event = st.dataframe(
+        findings.assign(
+            name=findings["name"].map(render.humanize),
+            message=[f"#{int(seq)}" for seq in findings["message_seq"]],
+        ),
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="single-row",
+        key=key,
+        placeholder=widgets.EMPTY_CELL,
+        height=widgets.table_height(len(findings), max_rows=8),
+        column_order=("name", "message", "tool"),
+        column_config={
+            "name": st.column_config.TextColumn("Finding", width="medium"),
+            "message": st.column_config.TextColumn("Message", help="the message's number (seq)"),
+            "tool": st.column_config.TextColumn("Tool"),
+        },
+    )
+    rows = event.selection.rows if event is not None else []
+    chosen = str(findings["pair"].iloc[rows[0]]) if rows else None
+    if trace_outline.changed(f"_{key}_seen", chosen) and chosen != state.selected_pair():
+        state.select_trace(trace, chosen)
+        st.rerun()
+
+
+def _first_seq_shown() -> int:
+    """The first message number of the messages page in the URL (seq counts messages from
+    0, so page p starts at (p - 1) × the page size); the outline's buttons step from there
+    while no pair is selected."""
+    page = st.session_state.get(PAGE_KEY) or st.query_params.get(PAGE_KEY) or 1
+    try:
+        return (max(int(page), 1) - 1) * MESSAGES_PER_PAGE
+    except ValueError:
+        return 0
+
+
 st.title("Trace")
 if state.store_is_empty():
     render.empty_store()
@@ -280,6 +321,11 @@ m[4].metric(
 )
 m[5].metric("Wasted tokens", f"{trace['wasted_tokens']:,}", help="results of repeated calls")
 
+pair = parse_pair(selected)
+trace_outline.draw(
+    trace_id, str(trace["display_id"]), int(trace["message_count"]), pair, _first_seq_shown()
+)
+
 # The boxes below draw their content only while open: a closed box's content is still laid
 # out by the browser (a form, a table). Open by default when there are notes to read.
 with st.expander(
@@ -307,24 +353,7 @@ with st.expander(
     elif findings.empty:
         st.caption("No findings: every Tool Message of this trace passed the checks.")
     else:
-        st.dataframe(
-            findings.assign(
-                name=findings["name"].map(render.humanize),
-                pair=[
-                    trace_blocks.pair_value(int(seq), None if pd.isna(i) else int(i))
-                    for seq, i in zip(findings["message_seq"], findings["call_index"], strict=True)
-                ],
-            ),
-            hide_index=True,
-            placeholder=widgets.EMPTY_CELL,
-            height=widgets.table_height(len(findings), max_rows=8),
-            column_order=("name", "tool", "pair"),
-            column_config={
-                "name": st.column_config.TextColumn("Finding", width="medium"),
-                "tool": st.column_config.TextColumn("Tool"),
-                "pair": st.column_config.TextColumn("Where", help="call seq:index, r = result"),
-            },
-        )
+        _findings_table(findings, str(trace["display_id"]), trace_id)
 
 # What the source said about the run (user, environment, run info …), exactly as imported: a
 # JSON viewer, never markdown, because it is untrusted text.
@@ -342,7 +371,6 @@ with st.expander(
     else:
         st.json(metadata, expanded=2)
 
-pair = parse_pair(selected)
 if pair is not None:
     detail = state.query(pair_detail, trace_id, pair)
     with st.expander("Selected pair", expanded=True, icon=":material/my_location:"):
@@ -350,6 +378,7 @@ if pair is not None:
     if found:
         _review_pair(trace_id, detail, pair, ctx)
 
+st.html(trace_blocks.HIGHLIGHT_CSS)
 page = _messages_page(trace_id, int(trace["message_count"]), pair)
 window = state.query(trace_window, trace_id, page=page, size=MESSAGES_PER_PAGE)
 rows = trace_blocks.PageRows.of(window.calls, window.results)
