@@ -108,7 +108,8 @@ def draw(
         selection_mode="points",
         config={"displayModeBar": False},
     )
-    points = event.selection.points if event is not None else []
+    # Item access: the event is a dict-like state (an AttributeDictionary in a served app).
+    points = event["selection"]["points"] if event else []
     clicked = next((p["customdata"][0] for p in points if p.get("customdata")), None)
     if changed(f"_{key}_seen", clicked) and clicked != value:
         state.select_trace(trace, clicked)
