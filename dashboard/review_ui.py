@@ -34,7 +34,11 @@ from db.vocabulary import ERROR_TYPES, VERDICTS
 
 #: Session key holding the reviewer's name across pages.
 AUTHOR_KEY = "toollens_author"
-_AUTHOR_WIDGET = "_toollens_author_input"
+#: The name field's key and URL parameter: the name stays in the address, so a reload (or a
+#: page switch) keeps it. Links meant for others leave it out (:data:`PRIVATE_PARAMS`).
+_AUTHOR_WIDGET = "reviewer"
+#: URL parameters that belong to this browser, not to the view a shared link opens.
+PRIVATE_PARAMS = (_AUTHOR_WIDGET,)
 USER_ENV = "TOOLLENS_USER"
 #: Option meaning "no correction: use what the rules derived".
 AS_DERIVED = "(as derived)"
@@ -49,17 +53,20 @@ def current_author() -> str:
 def author_field() -> str:
     """Draw the sidebar's name field (default ``$TOOLLENS_USER``); return the name.
 
-    The name lives under its own session key, so it survives pages that do not draw the field.
-    Calling this twice in one run (entry script and page) draws the field once.
+    The field is bound to the URL (``reviewer``), so the name survives a reload; it also lives
+    under its own session key, so it survives pages that do not draw the field. Calling this
+    twice in one run (entry script and page) draws the field once.
     """
-    if _AUTHOR_WIDGET not in st.session_state:
+    if _AUTHOR_WIDGET not in st.session_state and not st.query_params.get(_AUTHOR_WIDGET):
         st.session_state[_AUTHOR_WIDGET] = current_author()
     try:
         name = st.sidebar.text_input(
             "Your name",
             key=_AUTHOR_WIDGET,
             max_chars=200,
-            help="Signs your notes, corrections and reviews (default: $TOOLLENS_USER).",
+            bind="query-params",
+            help="Signs your notes, corrections and reviews (default: $TOOLLENS_USER); "
+            "kept in this page's address.",
         )
     except StreamlitDuplicateElementKey:
         return current_author()  # already drawn in this run

@@ -23,7 +23,9 @@ import streamlit as st
 
 from dashboard import files_ui, render, review_ui, state, trace_blocks, trace_outline, widgets
 from dashboard.pages import TRACE as TRACE_PAGE
+from db import review
 from db.annotations import trace_annotations
+from db.filters import Filters
 from db.queries.pairs import pair_choices
 from db.queries.traces import (
     PairRef,
@@ -101,7 +103,11 @@ def _picker(f: Any) -> None:
 def _share_link() -> str:
     """This view as a link: the page's address (just its path when the browser has not said)
     with every URL parameter, so a colleague opens the same trace, pair and filters."""
-    params = {key: st.query_params.get_all(key) for key in st.query_params}
+    params = {
+        key: st.query_params.get_all(key)
+        for key in st.query_params
+        if key not in review_ui.PRIVATE_PARAMS
+    }
     query = urlencode(params, doseq=True, safe=":")
     return f"{st.context.url or widgets.app_path(TRACE_PAGE.path)}" + (f"?{query}" if query else "")
 
@@ -237,6 +243,43 @@ def _findings_table(findings: pd.DataFrame, trace: str, trace_id: int) -> None:
         st.rerun()
 
 
+def _mark_and_next(trace_id: int, f: Filters, k: int) -> None:
+    """Sign this trace reviewed and open the first trace of the review queue (the Review
+    page's order and filters); say so when the queue is empty."""
+    engine = state.engine()
+    review.mark_reviewed(engine, trace_id, review_ui.current_author())
+    queue = review.review_queue(engine, filters=f, loop_k=k, limit=1)
+    if queue.empty:
+        st.toast("Marked reviewed. The review queue is empty.", icon=":material/done_all:")
+        return
+    state.select_trace(str(queue["display_id"].iloc[0]))
+    st.toast("Marked reviewed; this is the next trace in the queue.", icon=":material/done_all:")
+
+
+def _review_status(trace: dict[str, Any], f: Filters, k: int) -> None:
+    """Who reviewed this trace, and the button that marks it and opens the next one."""
+    reviewed = review.trace_header(state.engine(), int(trace["id"]))
+    if reviewed is not None and reviewed["reviewed_by"]:
+        st.caption(
+            render.escape_markdown(
+                f"Reviewed by {reviewed['reviewed_by']} "
+                f"{reviewed['reviewed_at']:%Y-%m-%d %H:%M} UTC"
+            )
+        )
+    author = review_ui.current_author()
+    st.button(
+        "Mark reviewed, open the next",
+        key="mark_and_next",
+        icon=":material/done_all:",
+        disabled=not author,
+        on_click=_mark_and_next,
+        args=(int(trace["id"]), f, k),
+        help="Signs this trace reviewed and opens the first trace of the review queue."
+        if author
+        else review_ui.NO_AUTHOR_TEXT,
+    )
+
+
 def _first_seq_shown() -> int:
     """The first message number of the messages page in the URL (seq counts messages from
     0, so page p starts at (p - 1) × the page size); the outline's buttons step from there
@@ -305,6 +348,7 @@ with head:
         st.caption(f"{trace['same_display_id']} traces share this id; the first imported is shown.")
 with side:
     files_ui.report_download(engine, trace_id, loop_k=k)
+    _review_status(trace, filters, k)
     st.caption("Copy link (this trace, pair and filters)")
     st.code(_share_link(), language=None, wrap_lines=True)
 
