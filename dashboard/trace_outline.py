@@ -76,11 +76,10 @@ def draw(
     else:
         previous, following = neighbours(markers, (first_seq, -1), inclusive=True)
     problems = int(markers["problem"].sum())
-    left, prev_col, next_col = st.columns([4, 1, 1], vertical_alignment="center")
+    left, prev_col, next_col = st.columns([2, 1, 1], vertical_alignment="center")
     left.caption(
-        f"Outline: {render.count_text(problems, 'problem')} among "
-        f"{render.count_text(len(markers), 'pair')}, by message number. Click a mark to open "
-        "its pair."
+        f"Outline by message number: {render.count_text(problems, 'pair')} with a problem "
+        f"of {len(markers):,}. Click a mark to open its pair."
     )
     prev_col.button(
         PREVIOUS_LABEL,

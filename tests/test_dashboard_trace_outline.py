@@ -44,8 +44,13 @@ def _tool(call_id: str, content: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-def problem_trace() -> dict[str, Any]:
-    """The trace of the module docstring (message seq = position, from 0)."""
+def problem_trace(
+    trace_id: str = "problems-1",
+    plain_calls: int = PLAIN_CALLS,
+    errors_at: frozenset[int] = frozenset(),
+) -> dict[str, Any]:
+    """The trace of the module docstring (message seq = position, from 0), with ``plain_calls``
+    calls at the end, the ones numbered in ``errors_at`` failing (call n at seq 15 + 2n)."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You look things up."},
         {"role": "user", "content": "Look things up."},
@@ -59,13 +64,11 @@ def problem_trace() -> dict[str, Any]:
     ]
     for n in range(3):
         messages += [_assistant(_call(f"loop{n}", {"q": 1})), _tool(f"loop{n}", "found 1 row")]
-    for n in range(PLAIN_CALLS):
-        messages += [
-            _assistant(_call(f"p{n}", {"n": 100 + n})),
-            _tool(f"p{n}", f"found {n} rows"),
-        ]
+    for n in range(plain_calls):
+        answer = "Error: 500 Internal Server Error" if n in errors_at else f"found {n} rows"
+        messages += [_assistant(_call(f"p{n}", {"n": 100 + n})), _tool(f"p{n}", answer)]
     messages.append({"role": "assistant", "content": "Done."})
-    return {"id": "problems-1", "model": "gpt-4o", "messages": messages}
+    return {"id": trace_id, "model": "gpt-4o", "messages": messages}
 
 
 #: Messages of :func:`problem_trace`.
