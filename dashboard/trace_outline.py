@@ -78,8 +78,8 @@ def draw(
     problems = int(markers["problem"].sum())
     left, prev_col, next_col = st.columns([2, 1, 1], vertical_alignment="center")
     left.caption(
-        f"Outline by message number: {render.count_text(problems, 'pair')} with a problem "
-        f"of {len(markers):,}. Click a mark to open its pair."
+        f"Outline by message number: {problems:,} of {render.count_text(len(markers), 'pair')} "
+        "have a problem. Click a mark to open its pair."
     )
     prev_col.button(
         PREVIOUS_LABEL,

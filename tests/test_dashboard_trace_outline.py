@@ -145,7 +145,7 @@ def test_the_outline_chart_has_a_row_per_kind_in_palette_colors_and_rings_the_se
         ("selected", [6], "rgba(0,0,0,0)"),
     ]
     assert [d[0] for d in fig.data[0].customdata] == ["4:0"]
-    assert list(fig.layout.xaxis.range) == [-1, MESSAGES]
+    assert list(fig.layout.xaxis.range) == [-0.5, MESSAGES - 0.5]
 
 
 def _highlighted(at: Any) -> list[str]:

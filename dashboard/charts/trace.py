@@ -67,7 +67,7 @@ def outline_chart(markers: pd.DataFrame, messages: int, selected: str | None = N
         height=60 + 22 * max(1, len(kinds)),
         margin={"l": 10, "r": 10, "t": 10, "b": 30},
         showlegend=False,
-        xaxis={"range": [-1, max(messages, 1)], "title": None, "tickformat": ",d"},
+        xaxis={"range": [-0.5, max(messages, 1) - 0.5], "title": None, "tickformat": ",d"},
         yaxis={
             "categoryorder": "array",
             "categoryarray": [KIND_LABELS[k] for k in kinds][::-1],
