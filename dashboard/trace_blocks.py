@@ -31,15 +31,12 @@ SELECTED_TEXT = "Selected: its notes and corrections are at the top, under the s
 #: Said once above the messages: a tooltip on every Select button costs the browser time.
 SELECT_HINT = "Select shows a pair first, to label it, write a note or correct it."
 
-#: Key prefix of the box around the selected pair where it stands among the messages; the
-#: page's style (:data:`HIGHLIGHT_CSS`) finds it by the class Streamlit derives from the key.
+#: Key prefix of the box around the selected pair where it stands among the messages (tests
+#: and the browser find it by the class Streamlit derives from the key).
 HERE_KEY = "here_"
-#: The style that marks the selected pair among the messages (a tinted box with a bar in the
-#: palette's highlight hue, violet), drawn once per page with ``st.html``.
-HIGHLIGHT_CSS = (
-    "<style>[class*='st-key-here_']{background:rgba(148,103,189,0.10);"
-    "border-left:4px solid #9467BD !important;}</style>"
-)
+#: The head of that box: a badge in the palette's highlight hue (no page-wide style: the
+#: dashboard renders no HTML).
+HERE_TEXT = ":material/my_location: Selected pair"
 
 #: What a note is about: (message seq, call index) of a call, (seq, None) of a lone result.
 Target = tuple[int, int | None]
@@ -333,9 +330,12 @@ def _here(ctx: BlockContext, target: Target, controls: bool) -> Any:
     """A highlighted box (:data:`HERE_KEY`) around the selected pair where it stands among
     the messages; no box for the others (fewer elements) or in the Selected pair box."""
     value = pair_value(*target)
-    if controls and value == ctx.selected:
-        return st.container(border=True, key=f"{HERE_KEY}{value.replace(':', '_')}")
-    return nullcontext()
+    if not (controls and value == ctx.selected):
+        return nullcontext()
+    box = st.container(border=True, key=f"{HERE_KEY}{value.replace(':', '_')}")
+    # Our own text with an icon: not escaped (escaping would break the icon's colons).
+    box.markdown(f":{TONE['highlight']}-badge[{HERE_TEXT}]")
+    return box
 
 
 def show_lone_result(result: Any, ctx: BlockContext, controls: bool = True) -> None:

@@ -2,11 +2,14 @@
 
 Missing, orphan and duplicate results show where they happen; the pair named in the URL
 (``pair``) is shown first, expanded, under "Selected pair", with its notes and the form that
-corrects its verdict or error type; every other pair has a Select button and says how many
-notes it carries. Notes on the whole trace, the incident report downloads and the link to this
-view sit at the top. Long traces are read in pages of :data:`MESSAGES_PER_PAGE` messages; the
-page is in the URL (``mpage``) and, unless the URL names one, is the selected pair's. All trace
-content is untrusted and shown as code or escaped text.
+corrects its verdict or error type, and is highlighted where it stands among the messages;
+every other pair has a Select button and says how many notes it carries. Above them, the
+outline of the whole trace (``dashboard.trace_outline``) and the findings open a pair with a
+click; "Mark reviewed, open the next" walks the review queue. Notes on the whole trace, the
+incident report downloads and the link to this view sit at the top. Long traces are read in
+pages of :data:`MESSAGES_PER_PAGE` messages; the page is in the URL (``mpage``) and, unless
+the URL names one, is the selected pair's. All trace content is untrusted and shown as code
+or escaped text.
 
 The browser lays out everything sent to it, closed boxes included, so the boxes with forms or
 tables (Find a trace once a trace is shown, Notes, Findings, the review box, Show all) draw
@@ -422,7 +425,6 @@ if pair is not None:
     if found:
         _review_pair(trace_id, detail, pair, ctx)
 
-st.html(trace_blocks.HIGHLIGHT_CSS)
 page = _messages_page(trace_id, int(trace["message_count"]), pair)
 window = state.query(trace_window, trace_id, page=page, size=MESSAGES_PER_PAGE)
 rows = trace_blocks.PageRows.of(window.calls, window.results)
