@@ -8,7 +8,8 @@ an icon name would make the browser fetch the icon from a font host), the warnin
 login guards a dashboard other machines reach, the login gate when login is configured, the
 navigation (the pages of ``dashboard.pages``), the signed-in identity with "Sign out", the
 shared sidebar filters (bound to the URL) and, below them in local mode, the reviewer's name
-that signs notes and corrections on every page, then runs the selected page.
+that signs notes and corrections on every page, the active filters as removable chips above
+the page's content, then runs the selected page.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import auth, pages, review_ui, state
+from dashboard import auth, pages, review_ui, state, widgets
 from db.migrate import NewerStoreError
 
 FAVICON = Path(__file__).resolve().parent / "static" / "favicon.png"
@@ -34,13 +35,29 @@ except NewerStoreError as exc:
     st.stop()
 
 NAVIGATION = [
-    st.Page(p.script, title=p.title, icon=p.icon, url_path=p.url_path, default=p.default)
+    st.Page(
+        p.script,
+        title=p.title,
+        icon=p.icon,
+        # The default page is served at ``/``; its own path (``/overview``) is the hidden
+        # entry below, so both addresses open it and neither says "Page not found".
+        url_path="" if p.default else p.url_path,
+        default=p.default,
+    )
     for p in pages.PAGES
 ]
+#: The default page under its own path, out of the menu (the menu's entry is ``/``). It runs
+#: the page rather than redirecting: a redirect would make Back return to the redirect.
+ALIASES = [
+    st.Page(p.script, title=p.title, icon=p.icon, url_path=p.url_path, visibility="hidden")
+    for p in pages.PAGES
+    if p.default
+]
 
-page = st.navigation(NAVIGATION)
+page = st.navigation([*NAVIGATION, *ALIASES])
 if person is not None and person.signed_in:
     auth.sidebar_identity(person)
 state.sidebar()
 review_ui.author_field()
+widgets.filter_chips()
 page.run()

@@ -135,3 +135,17 @@ def color(kind: Kind, value: str) -> str:
 def badge(kind: Kind, value: str) -> BadgeColor:
     """The badge color of ``value``: ``badge("pair_state", "paired")`` → ``"green"``."""
     return swatch(kind, value).badge
+
+
+#: The colors of the trace outline's marker kinds (``db.queries.traces.MARKER_KINDS``): the
+#: problem's own color where the vocabulary has one, a loop the color of problem bars, a plain
+#: call neutral.
+MARKER: dict[str, str] = {
+    "error": STATUS["error"].hex,
+    "missing_result": PAIR_STATE["missing_result"].hex,
+    "late_result": PAIR_STATE["late_result"].hex,
+    "lone_result": PAIR_STATE["orphan_result"].hex,
+    "loop": "#AB63FA",
+    "finding": PAIR_STATE["duplicate_result"].hex,
+    "call": GRAY.hex,
+}

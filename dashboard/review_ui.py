@@ -30,10 +30,14 @@ from db.annotations import (
 from db.corrections import UNCHANGED, result_review
 from db.vocabulary import ERROR_TYPES, VERDICTS
 
+#: The name field's key and URL parameter (local mode): the name stays in the address, so a
+#: reload (or a page switch) keeps it. Links meant for others leave it out (:data:`PRIVATE_PARAMS`).
+_AUTHOR_WIDGET = "reviewer"
+#: URL parameters that belong to this browser, not to the view a shared link opens.
+PRIVATE_PARAMS = (_AUTHOR_WIDGET,)
 #: Option meaning "no correction: use what the rules derived".
 AS_DERIVED = "(as derived)"
 NO_AUTHOR_TEXT = "Enter your name in the sidebar to write notes and corrections."
-_AUTHOR_WIDGET = "_toollens_author_input"
 
 
 def current_author() -> str:
@@ -47,20 +51,23 @@ def author_field() -> str:
     """Draw the sidebar's name field (local mode only; default ``$TOOLLENS_USER``); return what
     signs writes (:func:`current_author`).
 
-    The name lives under its own session key, so it survives pages that do not draw the field.
-    Calling this twice in one run (entry script and page) draws the field once. With login the
-    signed-in e-mail signs, and no field is drawn.
+    The field is bound to the URL (``reviewer``), so the name survives a reload; it also lives
+    under its own session key, so it survives pages that do not draw the field. Calling this
+    twice in one run (entry script and page) draws the field once. With login the signed-in
+    e-mail signs, and no field is drawn.
     """
     if auth.login_required():
         return current_author()
-    if _AUTHOR_WIDGET not in st.session_state:
+    if _AUTHOR_WIDGET not in st.session_state and not st.query_params.get(_AUTHOR_WIDGET):
         st.session_state[_AUTHOR_WIDGET] = auth.local_name()
     try:
         name = st.sidebar.text_input(
             "Your name",
             key=_AUTHOR_WIDGET,
             max_chars=200,
-            help="Signs your notes, corrections and reviews (default: $TOOLLENS_USER).",
+            bind="query-params",
+            help="Signs your notes, corrections and reviews (default: $TOOLLENS_USER); "
+            "kept in this page's address.",
         )
     except StreamlitDuplicateElementKey:
         return current_author()  # already drawn in this run

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,13 @@ LONE_RESULT_TEXT = {
 SELECTED_TEXT = "Selected: its notes and corrections are at the top, under the selected pair."
 #: Said once above the messages: a tooltip on every Select button costs the browser time.
 SELECT_HINT = "Select shows a pair first, to label it, write a note or correct it."
+
+#: Key prefix of the box around the selected pair where it stands among the messages (tests
+#: and the browser find it by the class Streamlit derives from the key).
+HERE_KEY = "here_"
+#: The head of that box: a badge in the palette's highlight hue (no page-wide style: the
+#: dashboard renders no HTML).
+HERE_TEXT = ":material/my_location: Selected pair"
 
 #: What a note is about: (message seq, call index) of a call, (seq, None) of a lone result.
 Target = tuple[int, int | None]
@@ -304,16 +312,30 @@ def show_pair(
     """A call on the left, the Tool Message(s) answering it on the right, then the review
     line (unless ``controls`` is False, as in the Selected pair box)."""
     box = "page" if controls else "sel"
-    left, right = st.columns(2)
-    with left:
-        _show_call(call, ctx, box)
-    with right:
-        if not answered_by:
-            st.warning("No result ever came back for this call.", icon=":material/help:")
-        for answer in answered_by:
-            show_result(answer, ctx, box)
-    if controls:
-        pair_controls(ctx, (int(call["message_seq"]), int(call["call_index"])))
+    target = (int(call["message_seq"]), int(call["call_index"]))
+    with _here(ctx, target, controls):
+        left, right = st.columns(2)
+        with left:
+            _show_call(call, ctx, box)
+        with right:
+            if not answered_by:
+                st.warning("No result ever came back for this call.", icon=":material/help:")
+            for answer in answered_by:
+                show_result(answer, ctx, box)
+        if controls:
+            pair_controls(ctx, target)
+
+
+def _here(ctx: BlockContext, target: Target, controls: bool) -> Any:
+    """A highlighted box (:data:`HERE_KEY`) around the selected pair where it stands among
+    the messages; no box for the others (fewer elements) or in the Selected pair box."""
+    value = pair_value(*target)
+    if not (controls and value == ctx.selected):
+        return nullcontext()
+    box = st.container(border=True, key=f"{HERE_KEY}{value.replace(':', '_')}")
+    # Our own text with an icon: not escaped (escaping would break the icon's colons).
+    box.markdown(f":{TONE['highlight']}-badge[{HERE_TEXT}]")
+    return box
 
 
 def show_lone_result(result: Any, ctx: BlockContext, controls: bool = True) -> None:
@@ -321,11 +343,13 @@ def show_lone_result(result: Any, ctx: BlockContext, controls: bool = True) -> N
     call_seq = _value(result, "call_seq")
     where = f"{int(call_seq)}:{int(result['call_index'])}" if call_seq is not None else "?"
     text = LONE_RESULT_TEXT.get(str(result["pair_state"]), "Result without a call.")
-    st.warning(text.format(call=where), icon=":material/link_off:")
-    # A duplicate answer is also shown beside its call: its own box keeps the keys apart.
-    show_result(result, ctx, "lone" if controls else "sel")
-    if controls:
-        pair_controls(ctx, (int(result["message_seq"]), None))
+    target = (int(result["message_seq"]), None)
+    with _here(ctx, target, controls):
+        st.warning(text.format(call=where), icon=":material/link_off:")
+        # A duplicate answer is also shown beside its call: its own box keeps the keys apart.
+        show_result(result, ctx, "lone" if controls else "sel")
+        if controls:
+            pair_controls(ctx, target)
 
 
 def message_header(msg: Any) -> str:

@@ -190,3 +190,47 @@ def setting_slider(
         help=help,
     )
     return current
+
+
+#: Labels of the sidebar's filters on their chips (:func:`filter_chips`).
+CHIP_LABELS = {
+    "start": "From", "end": "To", "import": "Import", "agent": "Agent", "model": "Model",
+    "tool": "Tool",
+}  # fmt: skip
+
+
+def _clear_filter(name: str) -> None:
+    # The widget is bound to the URL: setting its state also removes the URL parameter.
+    st.session_state[name] = None
+
+
+def active_filters() -> list[tuple[str, str]]:
+    """The sidebar filters in use, as ``(URL parameter, chip text)``: ``("tool", "Tool:
+    lookup")``, in the sidebar's order."""
+    out = []
+    for name in state.SIDEBAR_FILTERS:
+        value = st.session_state.get(name)
+        if value is None or value == "":
+            continue
+        shown = value.isoformat() if hasattr(value, "isoformat") else str(value)
+        out.append((name, f"{CHIP_LABELS[name]}: {shown}"))
+    return out
+
+
+def filter_chips() -> None:
+    """Above every page's content, one chip per active sidebar filter, so nobody reads
+    narrowed figures as the whole store; clicking a chip removes its filter."""
+    chips = active_filters()
+    if not chips:
+        return
+    row = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    row.caption("Filtered by")
+    for name, text in chips:
+        row.button(
+            render.escape_markdown(text),
+            key=f"chip_{name}",
+            icon=":material/close:",
+            on_click=_clear_filter,
+            args=(name,),
+            help="Remove this filter",
+        )

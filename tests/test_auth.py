@@ -244,6 +244,7 @@ def test_serve_refuses_a_non_loopback_address_without_login(no_secrets: Path) ->
 def test_serve_with_no_auth_starts_and_tells_every_page_to_warn(
     no_secrets: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    make_engine(str(no_secrets / "t.db")).dispose()  # serve opens a store, never makes one
     calls = record_exec(monkeypatch)
     args = ["serve", "--db", str(no_secrets / "t.db"), "--host", "0.0.0.0", "--no-auth"]
     assert runner.invoke(app, args).exit_code == 0
@@ -255,6 +256,7 @@ def test_serve_with_no_auth_starts_and_tells_every_page_to_warn(
 def test_serve_with_login_configured_listens_anywhere_and_reads_those_secrets(
     no_secrets: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    make_engine(str(no_secrets / "t.db")).dispose()  # serve opens a store, never makes one
     calls = record_exec(monkeypatch)
     secrets = no_secrets / "team.toml"
     secrets.write_text(SECRETS_TOML)
@@ -274,6 +276,7 @@ def test_serve_with_login_configured_listens_anywhere_and_reads_those_secrets(
 def test_serve_on_loopback_needs_no_login_and_shows_no_warning(
     no_secrets: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    make_engine(str(no_secrets / "t.db")).dispose()  # serve opens a store, never makes one
     calls = record_exec(monkeypatch)
     assert runner.invoke(app, ["serve", "--db", str(no_secrets / "t.db")]).exit_code == 0
     [(command, env)] = calls

@@ -455,3 +455,70 @@ def test_the_compare_page_shows_the_known_differences_and_a_typed_filter_goes_in
             "0", "0", "0", "0", "3",
         ]  # fmt: skip
         context.close()
+
+
+def test_a_long_trace_steps_to_the_next_problem_highlighted_and_back_returns(
+    browser: Any, tmp_path: Path
+) -> None:
+    from test_dashboard_trace_outline import problem_trace
+
+    # 1,000 messages; besides the early problems, the calls at seq 615 and 815 fail.
+    source = tmp_path / "long.jsonl"
+    source.write_bytes(orjson.dumps(problem_trace("long-1", 492, frozenset({300, 400}))) + b"\n")
+    url = f"sqlite:///{tmp_path / 'long.db'}"
+    engine = make_engine(url)
+    assert import_paths(engine, [source], origin="cli").messages == 1000
+    engine.dispose()
+    captions = '[data-testid="stCaptionContainer"]'
+
+    def shown_page() -> list[str]:
+        texts: list[str] = page.locator(captions, has_text="Messages ").all_text_contents()
+        return texts
+
+    with serve_dashboard(url, tmp_path / "server.log") as server:
+        context = new_context(browser)
+        page = context.new_page()
+        # The documented path of the default page opens it (no "Page not found").
+        open_page(page, f"{server.url}/{pages.OVERVIEW.url_path}", text=pages.OVERVIEW.title)
+        _assert_page_healthy(page, pages.OVERVIEW.title)
+        assert page.get_by_text("Page not found").count() == 0
+
+        open_page(page, f"{server.url}{pages.TRACE.path}?trace=long-1&pair=13:0", text="Trace")
+        assert shown_page() == ["Messages 1–20 of 1,000 · page 1 of 50 (the selected pair's page)"]
+        page.get_by_role("button", name="Next problem").click()
+        page.wait_for_url("**pair=615%3A0**", timeout=30_000)
+        open_page(page, page.url, selector="h3", text="long-1")
+        save_screenshot(page, SCREENSHOTS / "trace-next-problem.png")
+        _assert_page_healthy(page, pages.TRACE.title)
+        assert shown_page() == [
+            "Messages 601–620 of 1,000 · page 31 of 50 (the selected pair's page)"
+        ]
+        # Highlighted where it stands among the messages.
+        here = page.locator(".st-key-here_615_0")
+        assert here.count() == 1
+        assert here.get_by_text("call 615:0").count() == 1
+
+        # Back returns to the pair (and page) before.
+        page.go_back()
+        page.wait_for_url("**pair=13%3A0**", timeout=30_000)
+        page.locator(captions, has_text="page 1 of 50").wait_for(timeout=30_000)
+        assert shown_page() == ["Messages 1–20 of 1,000 · page 1 of 50 (the selected pair's page)"]
+        assert page.locator(".st-key-here_13_0").count() == 1
+
+        # A page switch is a history entry too.
+        page.get_by_role("link", name="Errors").click()
+        page.wait_for_url("**/errors**", timeout=30_000)
+        page.go_back()
+        page.wait_for_url("**/trace?**", timeout=30_000)
+        page.locator(captions, has_text="page 1 of 50").wait_for(timeout=30_000)
+
+        # The reviewer's name goes into the address, so a reload keeps it.
+        name = page.get_by_role("textbox", name="Your name")
+        name.fill("ana")
+        name.press("Enter")
+        page.wait_for_url("**reviewer=ana**", timeout=30_000)
+        page.reload()
+        page.get_by_role("textbox", name="Your name").wait_for(timeout=30_000)
+        assert page.get_by_role("textbox", name="Your name").input_value() == "ana"
+        context.close()
+        assert "Traceback" not in server.log()

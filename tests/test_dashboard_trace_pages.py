@@ -289,8 +289,9 @@ def test_the_findings_box_draws_its_table_only_when_opened(
     at.session_state[f"findings_{trace['id']}"] = True
     at.run()
     assert not at.exception
-    assert at.dataframe[0].value[["name", "tool", "pair"]].values.tolist() == [
-        ["Oversized", "get_weather", "r7"]
+    # Named by message number and tool; it opens the call its Tool Message (#7) answers.
+    assert at.dataframe[0].value[["name", "message", "tool", "pair"]].values.tolist() == [
+        ["Oversized", "#7", "get_weather", "6:0"]
     ]
 
 

@@ -166,8 +166,18 @@ def test_only_the_palette_maps_vocabulary_values_to_colors() -> None:
     ]
     owners = {m.__name__: _color_maps(m) for m in modules}
     assert {name: maps for name, maps in owners.items() if maps} == {
-        "dashboard.palette": ["STATUS", "STATUS_SOURCE", "PAIR_STATE", "VERDICT", "ERROR_TYPE"]
-    }
+        "dashboard.palette": [
+            "STATUS", "STATUS_SOURCE", "PAIR_STATE", "VERDICT", "ERROR_TYPE", "MARKER",
+        ]
+    }  # fmt: skip
+
+
+def test_every_outline_marker_kind_has_its_color() -> None:
+    from db.queries.traces import MARKER_KINDS
+
+    assert tuple(palette.MARKER) == MARKER_KINDS
+    assert palette.MARKER["error"] == palette.color("status", "error")
+    assert palette.MARKER["late_result"] == palette.color("pair_state", "late_result")
 
 
 def test_the_chart_layer_does_not_import_ingest() -> None:

@@ -32,6 +32,7 @@ from db.corrections import correct_result, correction_counts, result_review
 from db.engine import make_engine
 from db.filters import Filters
 from db.queries.pairs import PairQuery, count_pairs
+from db.review import trace_header as review_header
 from db.summary import summarize
 
 CALLS, TRACE, ERRORS = pages.CALLS.script, pages.TRACE.script, pages.ERRORS.script
@@ -372,3 +373,24 @@ def test_correction_counts_count_each_corrected_field_under_the_filters(
         "verdict": 1,
     }
     assert correction_counts(engine, Filters(agent="mail-bot")) == {"error_type": 0, "verdict": 0}
+
+
+def test_mark_reviewed_on_the_trace_page_opens_the_next_trace_of_the_queue(
+    monkeypatch: pytest.MonkeyPatch, sqlite_url: str, store: tuple[sa.Engine, dict[str, int]]
+) -> None:
+    engine, ids = store
+    at = open_app(monkeypatch, sqlite_url, page=TRACE, params={"trace": "incident-1"})
+    assert at.button(key="mark_and_next").disabled
+    at.sidebar.text_input[0].input("ana").run()
+    at.button(key="mark_and_next").click().run()
+    assert not at.exception
+    assert at.query_params["trace"] == "orphan-3"
+    assert at.subheader[0].value == "orphan\\-3"
+    header = review_header(engine, ids["incident-1"])
+    assert header is not None
+    assert header["reviewed_by"] == "ana"
+    # The last trace of the queue: marked, and the page says the queue is empty.
+    at.button(key="mark_and_next").click().run()
+    assert at.query_params["trace"] == "orphan-3"
+    assert [t.value for t in at.toast] == ["Marked reviewed. The review queue is empty."]
+    assert any(c.value.startswith("Reviewed by ana ") for c in at.caption)

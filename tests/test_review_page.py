@@ -15,6 +15,7 @@ from incident import import_incident, result_id
 from streamlit.testing.v1 import AppTest
 
 from dashboard.files_ui import table_csv, table_parquet
+from dashboard.render import escape_markdown
 from db.annotations import add_annotation, annotations_on, update_annotation
 from db.corrections import result_review
 from db.engine import make_engine
@@ -103,12 +104,53 @@ def test_marking_a_trace_reviewed_signs_it_and_takes_it_out_of_the_queue(
     at.sidebar.text_input[0].input("ana").run()
     at.multiselect(key="to_mark").set_value([ids["incident-1"]]).run()
     at.button(key="mark_reviewed").click().run()
+    # Nothing is signed before the reviewer confirms.
+    assert [w.value for w in at.warning] == [
+        escape_markdown("Mark 1 trace reviewed as ana: incident-1?")
+    ]
+    assert review_queue(engine)["display_id"].tolist() == ["incident-1", "orphan-3"]
+    at.button(key="confirm_mark").click().run()
     assert not at.exception
     assert at.dataframe(key="review_queue").value["trace"].tolist() == ["orphan-3"]
     stored = review_queue(engine, include_reviewed=True)
     assert stored[["display_id", "reviewed_by"]].values.tolist()[0] == ["incident-1", "ana"]
     at.toggle(key="reviewed").set_value(True).run()
     assert at.dataframe(key="review_queue").value["reviewed_by"].tolist()[0] == "ana"
+
+
+def test_marking_offers_no_select_all_and_can_be_cancelled(
+    store: tuple[sa.Engine, dict[str, int]],
+) -> None:
+    engine, ids = store
+    at = review_page()
+    # select_all = 0 in the widget's message: Streamlit shows no "Select all" option.
+    assert at.multiselect(key="to_mark").proto.select_all == 0
+    at.sidebar.text_input[0].input("ana").run()
+    at.multiselect(key="to_mark").set_value([ids["incident-1"], ids["orphan-3"]]).run()
+    at.button(key="mark_reviewed").click().run()
+    assert [w.value for w in at.warning] == [
+        escape_markdown("Mark 2 traces reviewed as ana: incident-1, orphan-3?")
+    ]
+    at.button(key="cancel_mark").click().run()
+    assert (len(at.warning), len(review_queue(engine))) == (0, 2)
+    # Changing the choice withdraws a pending confirmation.
+    at.button(key="mark_reviewed").click().run()
+    at.multiselect(key="to_mark").set_value([ids["orphan-3"]]).run()
+    assert len(at.warning) == 0
+    assert len(review_queue(engine)) == 2
+
+
+def test_the_reviewer_name_is_kept_in_the_url(
+    store: tuple[sa.Engine, dict[str, int]],
+) -> None:
+    # The browser writes a bound field into the address (checked in the browser test); a
+    # reload is a new session on that address, and it keeps the name.
+    reloaded = AppTest.from_file(str(REVIEW_PAGE), default_timeout=30)
+    reloaded.query_params["reviewer"] = "ana"
+    reloaded.run()
+    assert reloaded.sidebar.text_input[0].value == "ana"
+    reloaded.multiselect(key="to_mark").set_value([store[1]["orphan-3"]]).run()
+    assert not reloaded.button(key="mark_reviewed").disabled
 
 
 def test_the_reviewer_name_defaults_to_toollens_user(
@@ -136,6 +178,7 @@ def test_the_queue_narrows_to_one_kind_of_problem_and_says_when_nothing_is_left(
     at.sidebar.text_input[0].input("ana").run()
     at.multiselect(key="to_mark").set_value([store[1]["incident-1"]]).run()
     at.button(key="mark_reviewed").click().run()
+    at.button(key="confirm_mark").click().run()
     assert [s.value for s in at.success] == ["Nothing to review with these filters."]
 
 

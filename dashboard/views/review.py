@@ -18,6 +18,8 @@ from dashboard import auth, render, review_ui, state, widgets, writes
 from db import annotations, review
 
 QUEUE_PAGE = 25
+#: Session key of the traces waiting for the reviewer to confirm marking them.
+CONFIRM_KEY = "_confirm_mark"
 NOTES_LIMIT = 500
 QUEUE_COLUMNS = (
     "trace", "severity", "errors", "pairing", "loop_calls", "ignored", "notes", "agent", "model",
@@ -90,19 +92,14 @@ def _queue(engine: Engine, author: str) -> None:
     if not auth.can("mark_reviewed"):
         return  # viewers read the queue; marking traces is not theirs
     names = dict(zip(queue["trace_id"], queue["display_id"], strict=True))
+    # No "Select all": marking is a signed statement about each trace, made one by one.
     picked = st.multiselect(
         "Traces on this page", list(names), format_func=names.__getitem__, key="to_mark",
-        placeholder="Choose traces to mark",
+        placeholder="Choose traces to mark", select_all=False,
     )  # fmt: skip
     mark, back = st.columns(2)
     if mark.button("Mark reviewed", disabled=not (picked and author), key="mark_reviewed"):
-        try:
-            writes.mark_reviewed(engine, [int(t) for t in picked])
-        except auth.PermissionDeniedError as exc:
-            render.show_error(exc)
-            return
-        st.toast(f"{len(picked)} traces marked reviewed", icon=":material/done_all:")
-        st.rerun()
+        st.session_state[CONFIRM_KEY] = list(picked)
     if back.button("Back to the queue", disabled=not picked, key="unmark_reviewed"):
         try:
             writes.clear_reviewed(engine, [int(t) for t in picked])
@@ -110,8 +107,37 @@ def _queue(engine: Engine, author: str) -> None:
             render.show_error(exc)
             return
         st.rerun()
+    pending = st.session_state.get(CONFIRM_KEY)
+    if pending and pending == picked and author:
+        _confirm_marking(engine, [names[t] for t in picked], picked, author)
+    else:
+        st.session_state.pop(CONFIRM_KEY, None)
     if not author:
         st.caption(review_ui.NO_AUTHOR_TEXT)
+
+
+def _confirm_marking(engine: Engine, shown: list[str], picked: list[int], author: str) -> None:
+    """Ask once more before signing: how many traces, which, and under whose name."""
+    listed = ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
+    st.warning(
+        render.escape_markdown(
+            f"Mark {render.count_text(len(picked), 'trace')} reviewed as {author}: {listed}?"
+        ),
+        icon=":material/done_all:",
+    )
+    yes, no = st.columns(2)
+    if yes.button("Yes, mark reviewed", type="primary", key="confirm_mark"):
+        st.session_state.pop(CONFIRM_KEY, None)
+        try:
+            writes.mark_reviewed(engine, [int(t) for t in picked])
+        except auth.PermissionDeniedError as exc:
+            render.show_error(exc)
+            return
+        st.toast(f"{len(picked)} traces marked reviewed", icon=":material/done_all:")
+        st.rerun()
+    if no.button("Cancel", key="cancel_mark"):
+        st.session_state.pop(CONFIRM_KEY, None)
+        st.rerun()
 
 
 def _notes(engine: Engine) -> None:

@@ -2,11 +2,14 @@
 
 Missing, orphan and duplicate results show where they happen; the pair named in the URL
 (``pair``) is shown first, expanded, under "Selected pair", with its notes and the form that
-corrects its verdict or error type; every other pair has a Select button and says how many
-notes it carries. Notes on the whole trace, the incident report downloads and the link to this
-view sit at the top. Long traces are read in pages of :data:`MESSAGES_PER_PAGE` messages; the
-page is in the URL (``mpage``) and, unless the URL names one, is the selected pair's. All trace
-content is untrusted and shown as code or escaped text.
+corrects its verdict or error type, and is highlighted where it stands among the messages;
+every other pair has a Select button and says how many notes it carries. Above them, the
+outline of the whole trace (``dashboard.trace_outline``) and the findings open a pair with a
+click; "Mark reviewed, open the next" walks the review queue. Notes on the whole trace, the
+incident report downloads and the link to this view sit at the top. Long traces are read in
+pages of :data:`MESSAGES_PER_PAGE` messages; the page is in the URL (``mpage``) and, unless
+the URL names one, is the selected pair's. All trace content is untrusted and shown as code
+or escaped text.
 
 The browser lays out everything sent to it, closed boxes included, so the boxes with forms or
 tables (Find a trace once a trace is shown, Notes, Findings, the review box, Show all) draw
@@ -21,10 +24,23 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from dashboard import admin_ui, auth, files_ui, render, review_ui, state, trace_blocks, widgets
+from dashboard import (
+    admin_ui,
+    auth,
+    files_ui,
+    render,
+    review_ui,
+    state,
+    trace_blocks,
+    trace_outline,
+    widgets,
+    writes,
+)
 from dashboard.pages import TRACE as TRACE_PAGE
+from db import review
 from db.annotations import trace_annotations
 from db.deletion import traces_by_id
+from db.filters import Filters
 from db.queries.pairs import pair_choices
 from db.queries.traces import (
     PairRef,
@@ -133,7 +149,11 @@ def _picker(f: Any) -> None:
 def _share_link() -> str:
     """This view as a link: the page's address (just its path when the browser has not said)
     with every URL parameter, so a colleague opens the same trace, pair and filters."""
-    params = {key: st.query_params.get_all(key) for key in st.query_params}
+    params = {
+        key: st.query_params.get_all(key)
+        for key in st.query_params
+        if key not in review_ui.PRIVATE_PARAMS
+    }
     query = urlencode(params, doseq=True, safe=":")
     return f"{st.context.url or widgets.app_path(TRACE_PAGE.path)}" + (f"?{query}" if query else "")
 
@@ -239,6 +259,90 @@ def _messages_page(trace_id: int, messages: int, pair: PairRef | None) -> int:
     return page - 1
 
 
+def _findings_table(findings: pd.DataFrame, trace: str, trace_id: int) -> None:
+    """The trace's findings, each named by its message number and tool; selecting one opens
+    its pair (the URL's ``pair``, a history entry)."""
+    st.caption("Select a finding to open its pair.")
+    key = f"findings_table_{trace_id}"
+    event = st.dataframe(
+        findings.assign(
+            name=findings["name"].map(render.humanize),
+            message=[f"#{int(seq)}" for seq in findings["message_seq"]],
+        ),
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="single-row",
+        key=key,
+        placeholder=widgets.EMPTY_CELL,
+        height=widgets.table_height(len(findings), max_rows=8),
+        column_order=("name", "message", "tool"),
+        column_config={
+            "name": st.column_config.TextColumn("Finding", width="medium"),
+            "message": st.column_config.TextColumn("Message", help="the message's number (seq)"),
+            "tool": st.column_config.TextColumn("Tool"),
+        },
+    )
+    rows = event.selection.rows if event is not None else []
+    chosen = str(findings["pair"].iloc[rows[0]]) if rows else None
+    if trace_outline.changed(f"_{key}_seen", chosen) and chosen != state.selected_pair():
+        state.select_trace(trace, chosen)
+        st.rerun()
+
+
+def _mark_and_next(trace_id: int, f: Filters, k: int) -> None:
+    """Sign this trace reviewed and open the first trace of the review queue (the Review
+    page's order and filters); say so when the queue is empty."""
+    engine = state.engine()
+    try:
+        writes.mark_reviewed(engine, [trace_id])
+    except auth.PermissionDeniedError as exc:
+        render.show_error(exc)
+        return
+    queue = review.review_queue(engine, filters=f, loop_k=k, limit=1)
+    if queue.empty:
+        st.toast("Marked reviewed. The review queue is empty.", icon=":material/done_all:")
+        return
+    state.select_trace(str(queue["display_id"].iloc[0]))
+    st.toast("Marked reviewed; this is the next trace in the queue.", icon=":material/done_all:")
+
+
+def _review_status(trace: dict[str, Any], f: Filters, k: int) -> None:
+    """Who reviewed this trace, and the button that marks it and opens the next one."""
+    reviewed = review.trace_header(state.engine(), int(trace["id"]))
+    if reviewed is not None and reviewed["reviewed_by"]:
+        st.caption(
+            render.escape_markdown(
+                f"Reviewed by {reviewed['reviewed_by']} "
+                f"{reviewed['reviewed_at']:%Y-%m-%d %H:%M} UTC"
+            )
+        )
+    author = review_ui.current_author()
+    if not auth.can("mark_reviewed"):
+        return  # a viewer reads who reviewed; marking is not theirs
+    st.button(
+        "Mark reviewed, open the next",
+        key="mark_and_next",
+        icon=":material/done_all:",
+        disabled=not author,
+        on_click=_mark_and_next,
+        args=(int(trace["id"]), f, k),
+        help="Signs this trace reviewed and opens the first trace of the review queue."
+        if author
+        else review_ui.NO_AUTHOR_TEXT,
+    )
+
+
+def _first_seq_shown() -> int:
+    """The first message number of the messages page in the URL (seq counts messages from
+    0, so page p starts at (p - 1) × the page size); the outline's buttons step from there
+    while no pair is selected."""
+    page = st.session_state.get(PAGE_KEY) or st.query_params.get(PAGE_KEY) or 1
+    try:
+        return (max(int(page), 1) - 1) * MESSAGES_PER_PAGE
+    except ValueError:
+        return 0
+
+
 st.title("Trace")
 if state.store_is_empty():
     render.empty_store()
@@ -302,6 +406,7 @@ with head:
         st.caption(f"{trace['same_display_id']} traces share this id; the first imported is shown.")
 with side:
     files_ui.report_download(engine, trace_id, loop_k=k)
+    _review_status(trace, filters, k)
     st.caption("Copy link (this trace, pair and filters)")
     st.code(_share_link(), language=None, wrap_lines=True)
 
@@ -317,6 +422,11 @@ m[4].metric(
     f"({render.percent_text(trace['tool_result_tokens'], trace['total_tokens'])})",
 )
 m[5].metric("Wasted tokens", f"{trace['wasted_tokens']:,}", help="results of repeated calls")
+
+pair = parse_pair(selected)
+trace_outline.draw(
+    trace_id, str(trace["display_id"]), int(trace["message_count"]), pair, _first_seq_shown()
+)
 
 # The boxes below draw their content only while open: a closed box's content is still laid
 # out by the browser (a form, a table). Open by default when there are notes to read.
@@ -345,24 +455,7 @@ with st.expander(
     elif findings.empty:
         st.caption("No findings: every Tool Message of this trace passed the checks.")
     else:
-        st.dataframe(
-            findings.assign(
-                name=findings["name"].map(render.humanize),
-                pair=[
-                    trace_blocks.pair_value(int(seq), None if pd.isna(i) else int(i))
-                    for seq, i in zip(findings["message_seq"], findings["call_index"], strict=True)
-                ],
-            ),
-            hide_index=True,
-            placeholder=widgets.EMPTY_CELL,
-            height=widgets.table_height(len(findings), max_rows=8),
-            column_order=("name", "tool", "pair"),
-            column_config={
-                "name": st.column_config.TextColumn("Finding", width="medium"),
-                "tool": st.column_config.TextColumn("Tool"),
-                "pair": st.column_config.TextColumn("Where", help="call seq:index, r = result"),
-            },
-        )
+        _findings_table(findings, str(trace["display_id"]), trace_id)
 
 # What the source said about the run (user, environment, run info …), exactly as imported: a
 # JSON viewer, never markdown, because it is untrusted text.
@@ -380,7 +473,6 @@ with st.expander(
     else:
         st.json(metadata, expanded=2)
 
-pair = parse_pair(selected)
 if pair is not None:
     detail = state.query(pair_detail, trace_id, pair)
     with st.expander("Selected pair", expanded=True, icon=":material/my_location:"):

@@ -16,15 +16,20 @@ from sqlalchemy import (
     ColumnElement,
     Engine,
     and_,
+    case,
     exists,
     func,
+    literal,
     or_,
     select,
+    union_all,
 )
+from sqlalchemy import null as sa_null
 
 from db.filters import NO_FILTERS, Filters, restrict_traces
 from db.queries.common import effective_error_type, effective_verdict, to_frame
 from db.schema import FindingRow, ImportRun, MessageRow, ToolCallRow, ToolResultRow, TraceRow
+from db.vocabulary import DEFAULT_LOOP_K
 
 #: Characters of one message's content read back (the UI says how long the whole content is).
 CONTENT_CHARS = 200_000
@@ -336,16 +341,41 @@ def pair_detail(engine: Engine, trace_id: int, pair: PairRef) -> TraceWindow:
 
 def trace_findings(engine: Engine, trace_id: int) -> pd.DataFrame:
     """The findings of one trace in message order: ``name``, ``tool``, ``message_seq``,
-    ``call_index``."""
+    ``call_index`` (where the finding was recorded: a call, or a Tool Message with no index)
+    and ``pair``, the Trace page's ``pair`` value that shows it: the call itself, the call a
+    Tool Message answers, or ``"r<seq>"`` for a Tool Message no call shows as its answer."""
+    f, r = FindingRow, ToolResultRow
+    # A finding on a Tool Message opens the call it answers (a duplicate stays a lone result).
+    answered = and_(r.call_seq.is_not(None), r.pair_state != "duplicate_result")
     stmt = (
-        select(FindingRow.name, FindingRow.tool, FindingRow.message_seq, FindingRow.call_index)
-        .where(FindingRow.trace_id == trace_id)
-        .order_by(FindingRow.message_seq, FindingRow.call_index, FindingRow.name)
+        select(
+            f.name,
+            f.tool,
+            f.message_seq,
+            f.call_index,
+            case((answered, r.call_seq)).label("call_seq"),
+            case((answered, r.call_index)).label("answered_index"),
+        )
+        .select_from(f)
+        .outerjoin(
+            r,
+            and_(r.trace_id == f.trace_id, r.message_seq == f.message_seq, f.call_index.is_(None)),
+        )
+        .where(f.trace_id == trace_id)
+        .order_by(f.message_seq, f.call_index, f.name)
     )
     with engine.connect() as conn:
         df = to_frame(conn, stmt)
     df["call_index"] = df["call_index"].astype("Int64")
-    return df
+    df["pair"] = [
+        f"{seq}:{index}"
+        if pd.notna(index)
+        else (f"{int(cs)}:{int(ai)}" if pd.notna(cs) else f"r{seq}")
+        for seq, index, cs, ai in zip(
+            df["message_seq"], df["call_index"], df["call_seq"], df["answered_index"], strict=True
+        )
+    ]
+    return df.drop(columns=["call_seq", "answered_index"])
 
 
 def import_choices(engine: Engine, *, limit: int = 200) -> pd.DataFrame:
@@ -390,3 +420,98 @@ def trace_count(engine: Engine) -> int:
     """How many traces the store holds (the dashboard's "is there any data" check)."""
     with engine.connect() as conn:
         return int(conn.execute(select(func.count(TraceRow.id))).scalar_one())
+
+
+#: Kinds of place the trace outline marks, most severe first: a pair takes the first that
+#: applies. Every kind but ``call`` is a problem ("previous / next problem" stop there).
+MARKER_KINDS: tuple[str, ...] = (
+    "error", "missing_result", "late_result", "lone_result", "loop", "finding", "call",
+)  # fmt: skip
+#: Columns of :func:`trace_markers`.
+MARKER_COLUMNS: tuple[str, ...] = ("seq", "call_index", "pair", "tool", "kind", "problem")
+
+
+def _marker_kind(
+    status: str | None, pair_state: str, occurrence: int, findings: int, k: int
+) -> str:
+    if status == "error":
+        return "error"
+    if pair_state in ("missing_result", "late_result"):
+        return pair_state
+    if pair_state in ("orphan_result", "duplicate_result", "result_before_call"):
+        return "lone_result"
+    if occurrence >= k:
+        return "loop"
+    return "finding" if findings else "call"
+
+
+def trace_markers(engine: Engine, trace_id: int, *, loop_k: int = DEFAULT_LOOP_K) -> pd.DataFrame:
+    """Every pair of a trace as one marker, in message order (columns :data:`MARKER_COLUMNS`).
+
+    A call is marked at its own message (``seq``, ``call_index``; ``pair`` is the Trace page's
+    ``pair`` value ``"seq:index"``) with the kind of its worst problem (:data:`MARKER_KINDS`):
+    its answer's status, its pair state, a loop at ``loop_k``, any finding on it or its answer.
+    A Tool Message that no call shows as its answer (orphan, duplicate, before its call) is
+    marked at its own message (``"r<seq>"``). One statement: the outline of a 1,000-message
+    trace costs one round trip.
+    """
+    c, r, f = ToolCallRow, ToolResultRow, FindingRow
+    answer = r.__table__.alias("answer")
+    call_findings = (
+        select(func.count())
+        .where(
+            f.trace_id == trace_id,
+            or_(
+                and_(f.message_seq == c.message_seq, f.call_index == c.call_index),
+                and_(f.message_seq == c.result_seq, f.call_index.is_(None)),
+            ),
+        )
+        .scalar_subquery()
+    )
+    result_findings = (
+        select(func.count())
+        .where(f.trace_id == trace_id, f.message_seq == r.message_seq, f.call_index.is_(None))
+        .scalar_subquery()
+    )
+    calls = (
+        select(
+            c.message_seq.label("seq"),
+            c.call_index.label("call_index"),
+            c.tool_name.label("tool"),
+            answer.c.status.label("status"),
+            c.pair_state.label("pair_state"),
+            c.occurrence.label("occurrence"),
+            call_findings.label("findings"),
+        )
+        .select_from(c)
+        .outerjoin(
+            answer,
+            and_(answer.c.trace_id == c.trace_id, answer.c.message_seq == c.result_seq),
+        )
+        .where(c.trace_id == trace_id)
+    )
+    lone = select(
+        r.message_seq.label("seq"),
+        sa_null().label("call_index"),
+        func.coalesce(r.tool, r.provided_name).label("tool"),
+        r.status.label("status"),
+        r.pair_state.label("pair_state"),
+        literal(0).label("occurrence"),
+        result_findings.label("findings"),
+    ).where(
+        r.trace_id == trace_id,
+        or_(r.call_seq.is_(None), r.pair_state == "duplicate_result"),
+    )
+    both = union_all(calls, lone).subquery()
+    stmt = select(both).order_by(both.c.seq, both.c.call_index)
+    with engine.connect() as conn:
+        rows = conn.execute(stmt).all()
+    out = []
+    for seq, index, tool, status, pair_state, occurrence, findings in rows:
+        kind = _marker_kind(status, str(pair_state), int(occurrence), int(findings), loop_k)
+        pair = f"r{seq}" if index is None else f"{seq}:{index}"
+        out.append((int(seq), index, pair, tool, kind, kind != "call"))
+    df = pd.DataFrame(out, columns=list(MARKER_COLUMNS))
+    df["call_index"] = df["call_index"].astype("Int64")
+    df["problem"] = df["problem"].astype(bool)
+    return df
