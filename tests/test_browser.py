@@ -269,7 +269,11 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
     fields = {"tool": "lookup" + store.markup, "model": "model" + store.markup,
               "agent": "agent" + store.markup}  # fmt: skip
     filtered = urllib.parse.urlencode(fields)
-    visits = [(p.path, p.title, p.key) for p in pages.PAGES if p is not pages.COMPARE]
+    visits = [
+        (p.path, p.title, p.key) for p in pages.PAGES if p not in (pages.COMPARE, pages.SEARCH)
+    ]
+    # Search shows trace content once it finds some: the hostile trace's words.
+    visits.append((f"{pages.SEARCH.path}?q=xss", pages.SEARCH.title, "search"))
     # Compare shows trace content only once both sets are named: the store against the
     # traces of its hostile tool.
     sets = {"baseline": "import=1", "candidate": urllib.parse.urlencode({"tool": fields["tool"]})}

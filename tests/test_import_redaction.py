@@ -190,7 +190,8 @@ def test_the_cli_reads_the_mode_and_team_rules_from_the_environment(
     env = {"TOOLLENS_REDACT": "strict", "TOOLLENS_REDACT_RULES": str(rules)}
     out = CliRunner().invoke(app, ["import", str(trace), "--db", sqlite_url], env=env)
     assert out.exit_code == 0, out.output
-    assert out.output.strip().endswith("; 1 secret redacted (acme_token 1)")
+    # Every stored copy counts: the message's text and its raw payload.
+    assert out.output.strip().endswith("; 2 secrets redacted (acme_token 2)")
 
 
 def test_the_otlp_receivers_path_redacts(sqlite_url: str) -> None:

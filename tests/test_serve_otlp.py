@@ -51,6 +51,9 @@ def _wait(check, seconds: float) -> bool:  # type: ignore[no-untyped-def]
 def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
     """``serve --otlp`` running with both servers up; its process, dashboard and OTLP ports."""
     dashboard, receiver = _free_port(), _free_port()
+    from db.engine import make_engine
+
+    make_engine(str(tmp_path / "t.db")).dispose()  # serve opens a store, never makes one
     command = [
         sys.executable, "-m", "ingest.cli", "serve", "--otlp",
         "--db", str(tmp_path / "t.db"), "--port", str(dashboard), "--otlp-port", str(receiver),
