@@ -242,6 +242,48 @@ def json_list_contains(column: Any, value: str) -> ColumnElement[bool]:
     return JsonListContains(column, value)
 
 
+class JsonKeyEquals(ColumnElement[bool]):
+    """The JSON object in ``column`` has ``key`` with the value ``value`` (compared as text; see
+    :func:`json_key_equals`)."""
+
+    inherit_cache = True
+    type = Boolean()
+
+    def __init__(self, column: Any, key: str, value: str) -> None:
+        self.column = column
+        self.key = key
+        self.value = bindparam(None, value, type_=String())
+        self.name = bindparam(None, key, type_=String())
+
+
+@compiles(JsonKeyEquals, "sqlite")
+def _sqlite_key_equals(element: JsonKeyEquals, compiler: Any, **kw: Any) -> str:
+    column = compiler.process(element.column, **kw)
+    name = compiler.process(element.name, **kw)
+    value = compiler.process(element.value, **kw)
+    # json_each rather than a path: any key (quotes, dots) matches as it is. Numbers and
+    # booleans compare by their JSON text.
+    return (
+        f"EXISTS (SELECT 1 FROM json_each({column}) AS kv WHERE kv.key = {name} AND "
+        f"(CASE kv.type WHEN 'text' THEN kv.value ELSE kv.atom || '' END) = {value})"
+    )
+
+
+@compiles(JsonKeyEquals, "postgresql")
+def _postgresql_key_equals(element: JsonKeyEquals, compiler: Any, **kw: Any) -> str:
+    column = compiler.process(element.column, **kw)
+    name = compiler.process(element.name, **kw)
+    value = compiler.process(element.value, **kw)
+    return f"(({column} ->> CAST({name} AS text)) = {value})"
+
+
+def json_key_equals(column: Any, key: str, value: str) -> ColumnElement[bool]:
+    """A condition: the JSON object in ``column`` holds ``key`` with the value ``value`` (a
+    number or boolean compares by its JSON text: ``3``, ``true``). Composed without a
+    connection, like :func:`json_list_contains`."""
+    return JsonKeyEquals(column, key, value)
+
+
 def reclaim_space(engine: Engine) -> None:
     """Give the space of deleted rows back: ``VACUUM`` outside any transaction.
 

@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from sqlalchemy import ColumnElement, Select, exists, select
 
-from db.dialect import json_list_contains
+from db.dialect import json_key_equals, json_list_contains
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
 
 #: Any SELECT, whatever its columns; the restrict_* helpers keep the statement's type.
@@ -35,6 +35,8 @@ class Filters:
     tool: str | None = None
     #: Traces whose ``tags`` list holds this tag.
     tag: str | None = None
+    #: Traces whose metadata has this ``key:value`` (a top-level key; the value as text).
+    meta: str | None = None
 
     def is_empty(self) -> bool:
         """True when nothing is filtered."""
@@ -44,7 +46,7 @@ class Filters:
 NO_FILTERS = Filters()
 
 #: Query parameters of a filter, in the order :func:`format_query` writes them.
-QUERY_PARAMS = ("import", "start", "end", "agent", "model", "tool", "tag")
+QUERY_PARAMS = ("import", "start", "end", "agent", "model", "tool", "tag", "meta")
 
 
 class FilterQueryError(ValueError):
@@ -73,7 +75,7 @@ def parse_query(query: str | Mapping[str, str | date | None]) -> Filters:
 
     >>> parse_query("import=3&end=2026-01-31")
     Filters(start=None, end=datetime.datetime(2026, 2, 1, 0, 0, tzinfo=datetime.timezone.utc), \
-import_id=3, agent=None, model=None, tool=None, tag=None)
+import_id=3, agent=None, model=None, tool=None, tag=None, meta=None)
     """
     params: Mapping[str, str | date | None]
     if isinstance(query, str):
@@ -109,7 +111,18 @@ import_id=3, agent=None, model=None, tool=None, tag=None)
         model=text("model"),
         tool=text("tool"),
         tag=text("tag"),
+        meta=_meta(text("meta")),
     )
+
+
+def _meta(value: str | None) -> str | None:
+    """``key:value`` as given; an error without the colon or with an empty key."""
+    if value is None:
+        return None
+    key, colon, _ = value.partition(":")
+    if not colon or not key:
+        raise FilterQueryError(f"meta={value!r}: write it as key:value (a metadata key)")
+    return value
 
 
 def format_query(f: Filters) -> str:
@@ -126,6 +139,7 @@ def format_query(f: Filters) -> str:
         "model": f.model,
         "tool": f.tool,
         "tag": f.tag,
+        "meta": f.meta,
     }
     return urlencode([(k, str(values[k])) for k in QUERY_PARAMS if values[k] not in (None, "")])
 
@@ -150,6 +164,9 @@ def trace_conditions(f: Filters) -> list[ColumnElement[bool]]:
         conds.append(TraceRow.model == f.model)
     if f.tag:
         conds.append(json_list_contains(TraceRow.tags, f.tag))
+    if f.meta:
+        key, _, value = f.meta.partition(":")
+        conds.append(json_key_equals(TraceRow.meta, key, value))
     return conds
 
 

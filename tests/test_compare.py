@@ -60,7 +60,10 @@ EXPECTED = {
 
 
 def test_a_filter_query_reads_every_field_and_writes_back_the_same_query() -> None:
-    query = "import=3&start=2026-01-01&end=2026-01-31&agent=bot&model=gpt-4o&tool=t&tag=v2"
+    query = (
+        "import=3&start=2026-01-01&end=2026-01-31&agent=bot&model=gpt-4o&tool=t&tag=v2"
+        "&meta=env%3Astaging"
+    )
     f = parse_query(query)
     assert f == Filters(
         start=datetime(2026, 1, 1, tzinfo=UTC),
@@ -70,6 +73,7 @@ def test_a_filter_query_reads_every_field_and_writes_back_the_same_query() -> No
         model="gpt-4o",
         tool="t",
         tag="v2",
+        meta="env:staging",
     )
     assert format_query(f) == query
     assert parse_query("?model=gpt-4o&agent=") == Filters(model="gpt-4o")
@@ -79,7 +83,11 @@ def test_a_filter_query_reads_every_field_and_writes_back_the_same_query() -> No
 @pytest.mark.parametrize(
     ("query", "message"),
     [
-        ("imprt=3", "imprt: unknown filter (use import, start, end, agent, model, tool, tag)"),
+        (
+            "imprt=3",
+            "imprt: unknown filter (use import, start, end, agent, model, tool, tag, meta)",
+        ),
+        ("meta=staging", "meta='staging': write it as key:value (a metadata key)"),
         ("import=three", "import='three': not an import id"),
         ("start=yesterday", "start='yesterday': not a date (YYYY-MM-DD)"),
         ("import=1&import=2", "import: given more than once"),
@@ -224,6 +232,24 @@ def test_a_tag_picks_a_trace_set(two_runs: str) -> None:
     engine.dispose()
 
 
+def test_a_metadata_value_picks_a_trace_set(two_runs: str) -> None:
+    engine = make_engine(two_runs)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.update(TraceRow)
+            .where(TraceRow.display_id.in_(["baseline-000", "candidate-001"]))
+            .values(meta={"env": "staging", "shard": 3, 'odd "key"': "x"})
+        )
+    picked = trace_set(engine, parse_query("meta=env:staging")).traces["display_id"].tolist()
+    assert picked == ["baseline-000", "candidate-001"]
+    by_number = trace_set(engine, parse_query("meta=shard:3&import=2")).traces
+    assert by_number["display_id"].tolist() == ["candidate-001"]
+    odd = trace_set(engine, Filters(meta='odd "key":x')).traces["display_id"].tolist()
+    assert odd == ["baseline-000", "candidate-001"]
+    assert trace_set(engine, parse_query("meta=env:stag")).traces.empty
+    engine.dispose()
+
+
 def test_the_gate_fails_a_worse_candidate_and_passes_a_better_one(two_runs: str) -> None:
     gate = ["compare", "--db", two_runs, "--fail-on", "error_rate,loop_rate"]
     worse = runner.invoke(app, [*gate, "--baseline", "import=1", "--candidate", "import=2"])
@@ -263,7 +289,8 @@ def test_the_json_report_holds_every_difference_and_what_failed(two_runs: str) -
     ("args", "message"),
     [
         (["--baseline", "imprt=1", "--candidate", "import=2"],
-         "Error: filter: imprt: unknown filter (use import, start, end, agent, model, tool, tag)"),
+         "Error: filter: imprt: unknown filter "
+         "(use import, start, end, agent, model, tool, tag, meta)"),
         (["--baseline", "import=1", "--candidate", "import=2", "--fail-on", "errors"],
          "Error: --fail-on: unknown metric 'errors'"),
     ],
@@ -335,7 +362,8 @@ def test_the_page_names_a_filter_it_cannot_read_and_waits_for_both(
     # Shown as text: the markdown link in the user's filter is escaped.
     assert [e.value for e in at.error] == [
         escape_markdown(
-            "[x](https://e.x): unknown filter (use import, start, end, agent, model, tool, tag)"
+            "[x](https://e.x): unknown filter "
+            "(use import, start, end, agent, model, tool, tag, meta)"
         )
     ]
     assert not at.metric
