@@ -505,7 +505,9 @@ def test_a_long_trace_steps_to_the_next_problem_highlighted_and_back_returns(
         # Back returns to the pair (and page) before.
         page.go_back()
         page.wait_for_url("**pair=13%3A0**", timeout=30_000)
-        page.locator(captions, has_text="page 1 of 50").wait_for(timeout=30_000)
+        page.locator(captions, has_text="Messages 1–20 of 1,000 · page 1 of 50").wait_for(
+            timeout=30_000
+        )
         assert shown_page() == ["Messages 1–20 of 1,000 · page 1 of 50 (the selected pair's page)"]
         assert page.locator(".st-key-here_13_0").count() == 1
 
@@ -514,7 +516,9 @@ def test_a_long_trace_steps_to_the_next_problem_highlighted_and_back_returns(
         page.wait_for_url("**/errors**", timeout=30_000)
         page.go_back()
         page.wait_for_url("**/trace?**", timeout=30_000)
-        page.locator(captions, has_text="page 1 of 50").wait_for(timeout=30_000)
+        page.locator(captions, has_text="Messages 1–20 of 1,000 · page 1 of 50").wait_for(
+            timeout=30_000
+        )
 
         # The reviewer's name goes into the address, so a reload keeps it.
         name = page.get_by_role("textbox", name="Your name")
