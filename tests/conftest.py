@@ -12,6 +12,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -184,3 +185,24 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("labelled agreement")
         for line in lines:
             terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium for a module of browser tests (skipped, or failed where CI requires
+    it, when Chromium or playwright is missing)."""
+    from browser_support import browser_unavailable, launch
+
+    problem = browser_unavailable()
+    if problem is not None:
+        if os.environ.get("TOOLLENS_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"TOOLLENS_REQUIRE_BROWSER=1 but {problem}")
+        pytest.skip(f"{problem} (browser tests need Chromium and playwright)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        try:
+            yield chromium
+        finally:
+            chromium.close()

@@ -7,7 +7,6 @@ Screenshots of every page go to ``test-artifacts/screenshots/`` (git-ignored).
 
 from __future__ import annotations
 
-import os
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,8 +20,6 @@ from browser_support import (
     REPO,
     RequestRecorder,
     Server,
-    browser_unavailable,
-    launch,
     new_context,
     open_page,
     recording_http_server,
@@ -78,24 +75,6 @@ def record_hosts(context: Any) -> set[str]:
     hosts: set[str] = set()
     context.on("request", lambda r: hosts.add(urllib.parse.urlsplit(r.url).hostname or r.url))
     return hosts
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Headless Chromium for the whole module."""
-    problem = browser_unavailable()
-    if problem is not None:
-        if os.environ.get("TOOLLENS_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"TOOLLENS_REQUIRE_BROWSER=1 but {problem}")
-        pytest.skip(f"{problem} (browser tests need Chromium and playwright)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def _headings(page: Any, tag: str) -> list[str]:

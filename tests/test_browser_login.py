@@ -6,7 +6,6 @@ headless Chromium. Skipped like ``tests/test_browser.py`` when Chromium or playw
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,9 +16,7 @@ import sqlalchemy as sa
 from browser_support import (
     PAGE_TIMEOUT_MS,
     Server,
-    browser_unavailable,
     free_port,
-    launch,
     new_context,
     open_page,
     run_server,
@@ -37,24 +34,6 @@ VIEWER = "vic@partner.example"
 STRANGER = "eve@elsewhere.example"
 #: The Trace page's review box of a pair (``REVIEW_LABEL`` of the page script).
 REVIEW_LABEL = "Notes and corrections on this pair"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Headless Chromium for the whole module."""
-    problem = browser_unavailable()
-    if problem is not None:
-        if os.environ.get("TOOLLENS_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"TOOLLENS_REQUIRE_BROWSER=1 but {problem}")
-        pytest.skip(f"{problem} (browser tests need Chromium and playwright)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch(playwright)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 @contextlib.contextmanager
