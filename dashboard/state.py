@@ -19,12 +19,11 @@ from typing import Any, NoReturn, TypeVar
 
 import streamlit as st
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from dashboard import pages
 from dashboard.render import escape_markdown
-from db.engine import DEFAULT_DB_PATH, make_engine, resolve_url
+from db.engine import DEFAULT_DB_PATH, display_url, make_engine, resolve_url
 from db.filters import Filters, parse_query
 from db.queries.traces import filter_choices, import_choices, trace_count
 from db.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, DEFAULT_TOKEN_BUDGET
@@ -51,8 +50,8 @@ def db_url(argv: Sequence[str] | None = None) -> str:
 
 
 def safe_url(url: str) -> str:
-    """The URL with any password masked, fit to show on screen."""
-    return make_url(url).render_as_string(hide_password=True)
+    """The URL with any password masked, fit to show on screen (:func:`db.engine.display_url`)."""
+    return display_url(url)
 
 
 @st.cache_resource(show_spinner=False)
