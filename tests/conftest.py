@@ -8,6 +8,7 @@ failure, so they fail instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -91,9 +92,9 @@ def _require_pg() -> None:
     pytest.skip(f"{problem} (set TOOLLENS_TEST_PG_URL to run the PostgreSQL tests)")
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A PostgreSQL URL whose search_path is a fresh, empty schema."""
+@contextlib.contextmanager
+def fresh_pg_schema() -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh, empty schema, dropped afterwards."""
     _require_pg()
     schema = f"t_{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(_pg_admin_url())
@@ -108,6 +109,26 @@ def pg_url() -> Iterator[str]:
         with admin.begin() as conn:
             conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh, empty schema."""
+    with fresh_pg_schema() as url:
+        yield url
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def module_db_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """An empty store shared by a module's tests, once on SQLite and once on PostgreSQL (for
+    the browser tests, whose served store is built once per module)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('store') / 'toollens.db'}"
+        return
+    with fresh_pg_schema() as url:
+        yield url
 
 
 @pytest.fixture

@@ -218,15 +218,18 @@ class HostileStore:
 
 
 @pytest.fixture(scope="module")
-def hostile_store(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostileStore]:
-    """:func:`hostile_trace` imported from a file named with the markup, served."""
+def hostile_store(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory, module_db_url: str
+) -> Iterator[HostileStore]:
+    """:func:`hostile_trace` imported from a file named with the markup, served from each
+    database."""
     folder = tmp_path_factory.mktemp("hostile")
     with recording_http_server() as tracker:
         markup = hostile_markup(tracker.port)
         trace = hostile_trace(markup)
         source = folder / "hostile.jsonl"
         source.write_bytes(orjson.dumps(trace) + b"\n")
-        url = f"sqlite:///{folder / 'hostile.db'}"
+        url = module_db_url
         engine = make_engine(url)
         summary = import_paths(
             engine, [source], display_names=[f"file{markup}.jsonl"], origin="upload"

@@ -74,12 +74,14 @@ class TeamServer:
 
 
 @pytest.fixture(scope="module")
-def team_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamServer]:
-    """The scenario store served by ``toollens serve --secrets`` with login."""
+def team_server(
+    tmp_path_factory: pytest.TempPathFactory, module_db_url: str
+) -> Iterator[TeamServer]:
+    """The scenario store served by ``toollens serve --secrets`` with login, on each database."""
     folder = tmp_path_factory.mktemp("login")
     generate(folder / "traces", seed=7)
     files = sorted(p for p in (folder / "traces").iterdir() if p.name != "ground_truth.json")
-    url = f"sqlite:///{folder / 'team.db'}"
+    url = module_db_url
     engine = make_engine(url)
     import_paths(engine, files, origin="demo")
     with engine.connect() as conn:
