@@ -91,6 +91,8 @@ _FIELD_CACHE_MAX = 10_000
 #: Roles of a key word found in text: an assignment key, or a header name.
 _FIELD, _HEADER, _COOKIE = 1, 2, 3
 _SEPARATORS = ("", "_", "-", ".", " ")
+#: Characters of clean texts a redactor remembers (``Redactor._remember_clean``): 16 M.
+_CLEAN_MEMO_CHARS = 1 << 24
 
 
 class RedactionCounts(Counter[str]):
@@ -133,6 +135,8 @@ class Redactor:
         self._rules = [r for r in team_rules if strict or not r.strict_only]
         self._fields = SECRET_FIELDS | {normalize_field(f) for f in extra_fields}
         self._field_cache: dict[str, bool] = {}
+        self._clean: dict[str, None] = {}
+        self._clean_chars = 0
         self._detectors: list[tuple[Detector, re.Pattern[str]]] = [
             (d, d.regex) for d in DETECTORS if strict or not d.strict_only
         ]
@@ -187,8 +191,25 @@ class Redactor:
 
     def redact_text(self, text: str) -> str:
         """``text`` with its secrets replaced; the same object when nothing was found."""
-        if self.mode == "off":
+        if self.mode == "off" or text in self._clean:
             return text
+        out = self._redact_text(text)
+        if out is text:
+            self._remember_clean(text)
+        return out
+
+    def _remember_clean(self, text: str) -> None:
+        """Remember a text with nothing to redact: the same text comes again and again (a
+        message's content is also in its raw payload, a call's arguments in three places, system
+        prompts and tool outputs repeat across traces), and a lookup costs less than a scan.
+        Bounded by characters held (the memo is dropped whole when full)."""
+        if self._clean_chars + len(text) > _CLEAN_MEMO_CHARS:
+            self._clean.clear()
+            self._clean_chars = 0
+        self._clean[text] = None
+        self._clean_chars += len(text)
+
+    def _redact_text(self, text: str) -> str:
         found, keys = self._scan(text)
         if not found and not keys and not self._rules:
             return text

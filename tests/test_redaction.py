@@ -413,3 +413,18 @@ def test_any_text_is_unchanged_or_labelled_and_redaction_is_idempotent(text: str
     once = strict.redact_text(text)
     assert once is text or "[REDACTED:" in once
     assert strict.redact_text(once) == once
+
+
+def test_repeated_texts_are_judged_alike_and_every_secret_copy_is_counted() -> None:
+    """Clean texts are remembered (the same text comes back from content, raw payload and
+    arguments); texts with a secret never are, so each stored copy is redacted and counted."""
+    red = Redactor("default")
+    clean = "the build passed in 42 s"
+    secret = "export GITHUB_TOKEN=ghp_" + "a1B2c3D4e5" * 3 + "zzzzzz"
+    assert red.redact_text(clean) is clean
+    assert red.redact_text(clean) is clean
+    first = red.redact_text(secret)
+    second = red.redact_value({"content": secret, "again": [secret]})
+    assert "ghp_" not in first
+    assert second == {"content": first, "again": [first]}
+    assert sum(red.counts.values()) == 3
