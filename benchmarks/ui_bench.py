@@ -3,8 +3,9 @@
     python -m benchmarks.ui_bench [--messages 1000000] [--db PATH] [--no-browser]
 
 The store (:mod:`benchmarks.ui_store`) is cached in ``.bench/ui-1m.db`` and reused while its
-size, seed and generator version match; ``--db`` names another file (an existing store that
-this module did not build is measured as it is and never rewritten). Then, per page:
+size, seed and generator version match; ``--db`` names another file, which is measured as it is
+when it exists (whatever it holds, a bench store of another size too) and replaced only with
+``--rebuild``. Then, per page:
 
 * **server**: the run time of the page script in ``streamlit.testing.v1.AppTest`` on first
   load with cold caches (every ``st.cache_data`` cleared; the engine stays, as in a running
@@ -82,9 +83,10 @@ def default_db(messages: int) -> Path:
     return BENCH_DIR / f"ui-{size}.db"
 
 
-def ensure_store(path: Path, messages: int, seed: int) -> str:
-    """The SQLite URL of a store at ``path``: reused when it is the requested synthetic store
-    (or any store this module did not build), else (re)built."""
+def ensure_store(path: Path, messages: int, seed: int, rebuild: bool = False) -> str:
+    """The SQLite URL of a store at ``path``: reused when it is the requested synthetic store;
+    any other existing store is measured as it is (a bench store of another size too: a store
+    is only ever replaced when ``rebuild`` says so); a missing one is built."""
     url = f"sqlite:///{path}"
     if path.exists():
         engine = make_engine(url)
@@ -96,7 +98,10 @@ def ensure_store(path: Path, messages: int, seed: int) -> str:
         if found is None:
             print(f"store: {path} is not a ui-bench store; measuring it as it is")
             return url
-        print(f"store: {path} holds {found}; rebuilding")
+        if not rebuild:
+            print(f"store: {path} holds {found}; measuring it as it is (--rebuild replaces it)")
+            return url
+        print(f"store: {path} holds {found}; rebuilding (--rebuild)")
         for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
             stale.unlink(missing_ok=True)
     print(f"store: building {messages:,} messages (seed {seed}) into {path}")
@@ -297,10 +302,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--db", type=Path, help="store file (default .bench/ui-<size>.db)")
+    parser.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="replace a bench store of another size or seed (never done otherwise)",
+    )
     parser.add_argument("--no-browser", action="store_true", help="server timings only")
     args = parser.parse_args(argv)
     path = (args.db or default_db(args.messages)).resolve()
-    url = ensure_store(path, args.messages, args.seed)
+    # The default file is this benchmark's own cache for that size: a stale one is rebuilt.
+    url = ensure_store(path, args.messages, args.seed, args.rebuild or args.db is None)
     counts, model, display_id, pair = store_facts(url)
     print("store: " + ", ".join(f"{n:,} {table}" for table, n in counts.items()))
     print(f"filter change: model = {model}; shared link: trace {display_id}, pair {pair}")
