@@ -291,20 +291,22 @@ def pairs_command(
     """One row per call or unpaired result, for notebooks and spreadsheets."""
     import csv
 
-    from db.queries.pairs import PAIR_COLUMNS, iter_pairs
+    from db.queries.pairs import PAIR_COLUMNS, iter_pair_batches
 
     if out_format not in ("jsonl", "csv"):
         raise _usage_error(f"unknown output format {out_format!r}; use jsonl or csv")
     engine = _engine(db)
     out = sys.stdout
+    columns = list(PAIR_COLUMNS)
     if out_format == "csv":
-        writer = csv.DictWriter(out, fieldnames=list(PAIR_COLUMNS), lineterminator="\n")
-        writer.writeheader()
-        for row in iter_pairs(engine):
-            writer.writerow(row)
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        for rows in iter_pair_batches(engine):
+            writer.writerows(rows)
     else:
-        for row in iter_pairs(engine):
-            out.write(orjson.dumps(row).decode() + "\n")
+        for rows in iter_pair_batches(engine):
+            lines = (orjson.dumps(dict(zip(columns, row, strict=True))) for row in rows)
+            out.write("".join(line.decode() + "\n" for line in lines))
 
 
 @app.command("export")

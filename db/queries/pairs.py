@@ -305,15 +305,30 @@ def iter_pairs(
 ) -> Iterator[dict[str, Any]]:
     """Yield every pair as a dict of :data:`PAIR_COLUMNS`, streaming from the database (any
     store size fits in memory): ``toollens pairs``, in the order of :func:`list_pairs`."""
+    for rows in iter_pair_batches(engine, filters, query, batch=batch):
+        for row in rows:
+            yield dict(zip(PAIR_COLUMNS, row, strict=True))
+
+
+def iter_pair_batches(
+    engine: Engine,
+    filters: Filters = NO_FILTERS,
+    query: PairQuery = ALL_PAIRS,
+    *,
+    batch: int = 5000,
+) -> Iterator[list[tuple[Any, ...]]]:
+    """:func:`iter_pairs` as lists of up to ``batch`` tuples in :data:`PAIR_COLUMNS` order (for
+    writers that take many rows at once, such as ``csv.writer.writerows``)."""
     _check_sort(query)
     pairs = union_all(_call_rows(filters, query), _lone_result_rows(filters, query)).subquery(
         "pairs"
     )
     stmt = _with_trace(pairs, query)
+    width = len(PAIR_COLUMNS)
     with engine.connect() as conn:
         result = conn.execution_options(stream_results=True, yield_per=batch).execute(stmt)
-        for row in result:
-            yield dict(zip(PAIR_COLUMNS, row[: len(PAIR_COLUMNS)], strict=True))
+        for part in result.partitions():
+            yield [tuple(row[:width]) for row in part]
 
 
 def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, list[str]]:
