@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -54,19 +55,22 @@ def fingerprint(message: Message) -> Fingerprint:
     ('assistant', 'ok', (('c1', 'f', '{"a":2,"b":1}'),), None)
     """
     calls = tuple(
-        (call.tool_call_id, call.name, _arguments_key(call.arguments, call.arguments_raw))
+        (call.tool_call_id, call.name, _arguments_key(call.arguments_raw))
         for call in message.tool_calls
     )
     answered = message.tool_result.tool_call_id if message.tool_result is not None else None
     return (message.role, message.content.strip(), calls, answered)
 
 
-def _arguments_key(parsed: Any, raw: str | None) -> str | None:
-    if parsed is None:
-        return raw
+@lru_cache(maxsize=65536)
+def _arguments_key(raw: str | None) -> str | None:
+    """Arguments as compact JSON with sorted keys (the raw text when it is not JSON); cached:
+    every request resends the calls before it."""
+    if raw is None:
+        return None
     try:
-        return orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS).decode()
-    except TypeError:
+        return orjson.dumps(orjson.loads(raw), option=orjson.OPT_SORT_KEYS).decode()
+    except (orjson.JSONDecodeError, TypeError):
         return raw
 
 
@@ -113,6 +117,8 @@ class _Node:
 @dataclass(slots=True)
 class _Tree:
     conversation_id: str | None
+    #: Its place among the conversations (ties go to the later one).
+    position: int
     root: _Node = field(default_factory=lambda: _Node(None, None))
     requests: list[Request] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
@@ -126,20 +132,23 @@ def conversations(requests: Sequence[Request]) -> list[Conversation]:
     counts = Counter(r.conversation_id for r in requests if r.conversation_id is not None)
     trees: list[_Tree] = []
     by_id: dict[str, _Tree] = {}
+    ends = _PromptEnds()
     for request in requests:
         key = request.conversation_id
+        keys = [fingerprint(m) for m in request.prompt]
         tree: _Tree | None
         if key is not None and counts[key] > 1:
             tree = by_id.get(key)
             if tree is None:
-                tree = by_id[key] = _Tree(key)
+                tree = by_id[key] = _Tree(key, len(trees))
                 trees.append(tree)
         else:
-            tree = _extended(trees, request.prompt)
+            tree = _extended(ends.candidates(keys), keys)
             if tree is None:
-                tree = _Tree(None)
+                tree = _Tree(None, len(trees))
                 trees.append(tree)
-        _insert(tree, request)
+        _insert(tree, request, keys)
+        ends.add(keys, tree)
     return [Conversation(t.requests, t.messages, t.conversation_id, t.branches) for t in trees]
 
 
@@ -167,13 +176,44 @@ def _chain(requests: Sequence[Request]) -> None:
             by_response[request.response_id] = request
 
 
-def _extended(trees: list[_Tree], prompt: list[Message]) -> _Tree | None:
-    """The conversation holding an earlier prompt that ``prompt`` extends (see the module
-    docstring), or ``None``."""
+class _PromptEnds:
+    """Which conversations hold a prompt, by a hash of the prompt's fingerprints: the
+    conversations a new prompt may extend are found without walking every conversation."""
+
+    def __init__(self) -> None:
+        self._trees: dict[int, list[_Tree]] = {}
+
+    @staticmethod
+    def _prefix_hashes(keys: list[Fingerprint]) -> list[int]:
+        hashes, running = [], 0
+        for key in keys:
+            running = hash((running, key))
+            hashes.append(running)
+        return hashes
+
+    def add(self, keys: list[Fingerprint], tree: _Tree) -> None:
+        if keys:
+            listed = self._trees.setdefault(self._prefix_hashes(keys)[-1], [])
+            if tree not in listed:
+                listed.append(tree)
+
+    def candidates(self, keys: list[Fingerprint]) -> list[_Tree]:
+        """Conversations holding a prompt that may be a proper prefix of ``keys`` (a hash match:
+        :func:`_extended` checks it on the tree)."""
+        found: dict[int, _Tree] = {}
+        for running in self._prefix_hashes(keys)[:-1]:
+            for tree in self._trees.get(running, ()):
+                found[tree.position] = tree
+        return [found[position] for position in sorted(found)]
+
+
+def _extended(trees: list[_Tree], keys: list[Fingerprint]) -> _Tree | None:
+    """Of ``trees``, the conversation holding an earlier prompt that the prompt ``keys``
+    extends (see the module docstring), or ``None``."""
     best: tuple[int, int] | None = None
     chosen: _Tree | None = None
-    keys = [fingerprint(m) for m in prompt]
-    for position, tree in enumerate(trees):
+    for tree in trees:
+        position = tree.position
         node, depth, extends = tree.root, 0, False
         for key in keys:
             child = node.children.get(key)
@@ -187,14 +227,16 @@ def _extended(trees: list[_Tree], prompt: list[Message]) -> _Tree | None:
     return chosen
 
 
-def _insert(tree: _Tree, request: Request) -> None:
-    """Walk ``request``'s prompt and answer down ``tree``, adding what it does not hold."""
+def _insert(tree: _Tree, request: Request, prompt_keys: list[Fingerprint]) -> None:
+    """Walk ``request``'s prompt (whose fingerprints are ``prompt_keys``) and answer down
+    ``tree``, adding what it does not hold."""
     tree.requests.append(request)
     node = tree.root
     path = [(m, request.started) for m in request.prompt]
     path += [(m, request.ended) for m in request.answer]
+    keys = prompt_keys + [fingerprint(m) for m in request.answer]
     for index, (message, time) in enumerate(path):
-        key = fingerprint(message)
+        key = keys[index]
         child = node.children.get(key)
         if child is None:
             # A request leaves the tree once: every later message of it is new too.
