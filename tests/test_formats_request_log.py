@@ -360,3 +360,27 @@ def test_a_growing_request_log_imports_as_one_trace_with_each_call_once(
     counts = {k: data[k] for k in ("traces", "messages", "tool_calls", "tool_results")}
     # system, user, then per call its assistant message and its result, then the final answer
     assert counts == {"traces": 1, "messages": 13, "tool_calls": 5, "tool_results": 5}
+
+
+@pytest.mark.parametrize(
+    "user_id",
+    [
+        "user_5dd07c33_account__session_d2e70091-3007-41a3-a916-cb8b0d3098de",
+        '{"device_id": "5dd07c33", "account_uuid": "", '
+        '"session_id": "d2e70091-3007-41a3-a916-cb8b0d3098de"}',
+    ],
+    ids=["legacy", "json"],
+)
+def test_claude_code_requests_are_grouped_by_the_session_in_their_user_id(user_id: str) -> None:
+    def request(text: str) -> dict[str, Any]:
+        messages = [{"role": "user", "content": text}]
+        return {"request": {"system": "s", "messages": messages, "metadata": {"user_id": user_id}}}
+
+    # A sub-agent's request starts differently: in the session, it is a branch.
+    trace = only_trace(parse("request_log", recs(request("main"), request("sub-agent task"))))
+    assert trace.external_id == "d2e70091-3007-41a3-a916-cb8b0d3098de"
+    assert [(m.content, m.branch) for m in trace.messages] == [
+        ("s", None),
+        ("main", None),
+        ("sub-agent task", "line 2"),
+    ]

@@ -28,13 +28,15 @@ read by those formats' own decoders (``_openai_messages``, ``_anthropic_blocks``
 
 Conversation ids read (the record, its request, then their ``metadata``): ``conversation_id``,
 ``session_id``, ``thread_id``, ``trace_id``, ``litellm_session_id``, ``litellm_trace_id``
-(also camelCase), and a Responses ``conversation``. Times: ``startTime`` / ``start_time`` /
-``timestamp`` / ``created_at`` / ``created`` (the request), ``endTime`` / ``end_time`` (the
-answer; else the start).
+(also camelCase), a Responses ``conversation``, and the session in a Claude Code request's
+``metadata.user_id`` (``user_…_account_…_session_<uuid>``, or the JSON form's ``session_id``).
+Times: ``startTime`` / ``start_time`` / ``timestamp`` / ``created_at`` / ``created`` (the
+request), ``endTime`` / ``end_time`` (the answer; else the start).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -342,7 +344,31 @@ def _conversation_id(obj: dict[str, Any], body: dict[str, Any]) -> str | None:
     conversation = body.get("conversation")
     if isinstance(conversation, dict):
         conversation = conversation.get("id")
-    return conversation if isinstance(conversation, str) and conversation else None
+    if isinstance(conversation, str) and conversation:
+        return conversation
+    metadata = body.get("metadata")
+    user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
+    return _claude_code_session(user_id) if isinstance(user_id, str) else None
+
+
+#: Claude Code's ``metadata.user_id``: ``user_<hash>_account_<uuid>_session_<uuid>``.
+_SESSION_IN_USER_ID = re.compile(r"_session_([0-9A-Za-z-]+)$")
+
+
+def _claude_code_session(user_id: str) -> str | None:
+    """The session in a Claude Code request's ``metadata.user_id``: the end of the legacy
+    ``user_…_account_…_session_<uuid>`` form, or ``session_id`` of the newer JSON form."""
+    match = _SESSION_IN_USER_ID.search(user_id)
+    if match:
+        return match.group(1)
+    if user_id.startswith("{"):
+        try:
+            value = orjson.loads(user_id)
+        except orjson.JSONDecodeError:
+            return None
+        session = value.get("session_id") if isinstance(value, dict) else None
+        return session if isinstance(session, str) and session else None
+    return None
 
 
 def _time(places: tuple[dict[str, Any], ...], keys: tuple[str, ...]) -> datetime | None:
