@@ -384,3 +384,28 @@ def test_claude_code_requests_are_grouped_by_the_session_in_their_user_id(user_i
         ("main", None),
         ("sub-agent task", "line 2"),
     ]
+
+
+def test_runs_sharing_their_first_messages_are_traces_owning_their_own_copies() -> None:
+    # The second run's system and user messages are interned to the first run's copies while
+    # reading; each trace still gets its own, stamped with its own request's time.
+    def run(at: str, answer: str) -> dict[str, Any]:
+        reply = {"role": "assistant", "content": answer}
+        return {
+            "timestamp": at,
+            "request": {"messages": [SYSTEM, USER]},
+            "response": _answer(reply, 1),
+        }
+
+    first, second = [
+        t
+        for t in parse(
+            "request_log", recs(run("2026-01-01T10:00:00Z", "a"), run("2026-01-01T11:00:00Z", "b"))
+        )
+        if isinstance(t, Trace)
+    ]
+    assert first.messages[0] is not second.messages[0]
+    assert [m.seq for m in first.messages] == [m.seq for m in second.messages] == [0, 1, 2]
+    assert [
+        (m.timestamp.hour if m.timestamp else None) for m in first.messages + second.messages
+    ] == [10, 10, 10, 11, 11, 11]

@@ -91,6 +91,9 @@ class Request:
     label: str = ""
     started: datetime | None = None
     ended: datetime | None = None
+    #: The input line the request was read from (the ``source_line`` of a message copied from
+    #: another conversation's, see :class:`Interner`).
+    source_line: int | None = None
 
 
 @dataclass(slots=True)
@@ -125,6 +128,37 @@ class _Tree:
     branches: int = 0
 
 
+class Interner:
+    """Replaces each message of a request's prompt by the copy an earlier request sent or got
+    at the same place (the same messages before it), so that a log repeating its history holds
+    each message once in memory, not once per request (and the records' parsed JSON of the
+    copies is freed). Answers are never replaced: each keeps its own id and usage.
+
+    >>> interner = Interner()
+    >>> first = Request(0, [Message(seq=0, role="user", content="hi")])
+    >>> again = Request(1, [Message(seq=0, role="user", content="hi")])
+    >>> interner.intern(first); interner.intern(again)
+    >>> again.prompt[0] is first.prompt[0]
+    True
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[Fingerprint, Message]] = {}
+
+    def intern(self, request: Request) -> None:
+        """Swap ``request``'s messages for earlier copies, in place."""
+        running = 0
+        prompt = request.prompt
+        for index, message in enumerate(prompt + request.answer):
+            key = fingerprint(message)
+            running = hash((running, key))
+            seen = self._seen.get(running)
+            if seen is None:
+                self._seen[running] = (key, message)
+            elif seen[0] == key and index < len(prompt):
+                prompt[index] = seen[1]
+
+
 def conversations(requests: Sequence[Request]) -> list[Conversation]:
     """The conversations of ``requests`` (see the module docstring), in order of their first
     request."""
@@ -133,6 +167,7 @@ def conversations(requests: Sequence[Request]) -> list[Conversation]:
     trees: list[_Tree] = []
     by_id: dict[str, _Tree] = {}
     ends = _PromptEnds()
+    placed: dict[int, bool] = {}
     for request in requests:
         key = request.conversation_id
         keys = [fingerprint(m) for m in request.prompt]
@@ -147,7 +182,7 @@ def conversations(requests: Sequence[Request]) -> list[Conversation]:
             if tree is None:
                 tree = _Tree(None, len(trees))
                 trees.append(tree)
-        _insert(tree, request, keys)
+        _insert(tree, request, keys, placed)
         ends.add(keys, tree)
     return [Conversation(t.requests, t.messages, t.conversation_id, t.branches) for t in trees]
 
@@ -227,9 +262,13 @@ def _extended(trees: list[_Tree], keys: list[Fingerprint]) -> _Tree | None:
     return chosen
 
 
-def _insert(tree: _Tree, request: Request, prompt_keys: list[Fingerprint]) -> None:
+def _insert(
+    tree: _Tree, request: Request, prompt_keys: list[Fingerprint], placed: dict[int, bool]
+) -> None:
     """Walk ``request``'s prompt (whose fingerprints are ``prompt_keys``) and answer down
-    ``tree``, adding what it does not hold."""
+    ``tree``, adding what it does not hold. A message another conversation holds already (the
+    :class:`Interner` shares copies) is copied: each trace owns its messages (``placed``: the
+    ids of the messages in any conversation, and whether their timestamp was given here)."""
     tree.requests.append(request)
     node = tree.root
     path = [(m, request.started) for m in request.prompt]
@@ -244,6 +283,14 @@ def _insert(tree: _Tree, request: Request, prompt_keys: list[Fingerprint]) -> No
             if node.children:
                 tree.branches += 1
                 branch = request.label
+            if id(message) in placed:
+                stamped_here = placed[id(message)]
+                message = message.model_copy(deep=True)
+                if stamped_here:
+                    message.timestamp = None
+                if request.source_line is not None:
+                    message.source_line = request.source_line
+            placed[id(message)] = message.timestamp is None
             message.branch = branch
             if message.timestamp is None:
                 message.timestamp = time
@@ -254,4 +301,4 @@ def _insert(tree: _Tree, request: Request, prompt_keys: list[Fingerprint]) -> No
             node.prompt_end = True
 
 
-__all__ = ["Conversation", "Fingerprint", "Request", "conversations", "fingerprint"]
+__all__ = ["Conversation", "Fingerprint", "Interner", "Request", "conversations", "fingerprint"]

@@ -56,7 +56,7 @@ from ingest.formats._common import (
     text_of,
     tool_defs,
 )
-from ingest.formats._request_history import Conversation, Request, conversations
+from ingest.formats._request_history import Conversation, Interner, Request, conversations
 from ingest.formats.base import TraceFormat
 from ingest.model import Message, Rejected, ToolDef, Trace
 from ingest.records import Record
@@ -95,6 +95,7 @@ def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Tr
     rejected alone (``wrong_shape``, naming the path and the problem)."""
     requests: list[Request] = []
     logged: list[_Logged] = []
+    interner = Interner()
     for record in records:
         if isinstance(record, Rejected):
             yield record
@@ -104,6 +105,7 @@ def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Tr
         except ShapeError as exc:
             yield record.reject("wrong_shape", str(exc))
             continue
+        interner.intern(request)
         requests.append(request)
         logged.append(info)
     for conversation in conversations(requests):
@@ -184,6 +186,7 @@ def _read(record: Record, index: int) -> tuple[Request, _Logged]:
         label=response_id or optional_str(obj.get("id"), "id") or f"line {line}",
         started=started,
         ended=ended,
+        source_line=line,
     )
     info = _Logged(
         line=line,
