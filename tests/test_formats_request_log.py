@@ -409,3 +409,21 @@ def test_runs_sharing_their_first_messages_are_traces_owning_their_own_copies() 
     assert [
         (m.timestamp.hour if m.timestamp else None) for m in first.messages + second.messages
     ] == [10, 10, 10, 11, 11, 11]
+
+
+def test_requests_appended_to_a_log_update_its_conversation(db_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "requests.jsonl"
+    log = growing_log(3)
+    path.write_text("".join(json.dumps(line) + "\n" for line in log[:2]))
+    engine = make_engine(db_url)
+    try:
+        first = import_paths(engine, [path], workers=0)
+        with path.open("a") as out:
+            out.writelines(json.dumps(line) + "\n" for line in log[2:])
+        grown = import_paths(engine, [path], workers=0)
+        data = summarize(engine)
+    finally:
+        engine.dispose()
+    assert (first.traces, grown.traces, grown.updated) == (1, 0, 1)
+    counts = {k: data[k] for k in ("traces", "messages", "tool_calls", "tool_results")}
+    assert counts == {"traces": 1, "messages": 9, "tool_calls": 3, "tool_results": 3}
