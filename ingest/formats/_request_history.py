@@ -55,22 +55,28 @@ def fingerprint(message: Message) -> Fingerprint:
     ('assistant', 'ok', (('c1', 'f', '{"a":2,"b":1}'),), None)
     """
     calls = tuple(
-        (call.tool_call_id, call.name, _arguments_key(call.arguments_raw))
+        (call.tool_call_id, call.name, _arguments_key(call.arguments_raw, call.arguments))
         for call in message.tool_calls
     )
     answered = message.tool_result.tool_call_id if message.tool_result is not None else None
     return (message.role, message.content.strip(), calls, answered)
 
 
-@lru_cache(maxsize=65536)
-def _arguments_key(raw: str | None) -> str | None:
-    """Arguments as compact JSON with sorted keys (the raw text when it is not JSON); cached:
-    every request resends the calls before it."""
-    if raw is None:
+def _arguments_key(raw: str | None, parsed: Any) -> str | None:
+    """Arguments as compact JSON with sorted keys (the raw text when it is not JSON)."""
+    if raw is not None:
+        return _sorted_json_text(raw)
+    if parsed is None:
         return None
+    return orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
+
+
+@lru_cache(maxsize=65536)
+def _sorted_json_text(raw: str) -> str:
+    # Cached: every request resends the calls before it.
     try:
         return orjson.dumps(orjson.loads(raw), option=orjson.OPT_SORT_KEYS).decode()
-    except (orjson.JSONDecodeError, TypeError):
+    except orjson.JSONDecodeError:
         return raw
 
 
