@@ -311,8 +311,18 @@ def test_a_record_that_is_no_request_is_rejected_with_its_reason(value: Any, mes
         b'{"id": "chatcmpl-1", "trace_id": null, "call_type": "acompletion", "messages": []}',
         b'{"request": {"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}}',
         b'{"request": {"input": [{"type": "function_call_output", "call_id": "c"}]}}',
+        b'{"model": "gpt-4o", "max_completion_tokens": 500, "messages": [{"role": "tool"}]}',
+        b'{"model": "claude", "max_tokens": 1024, "messages": [{"content": [{"type": "tool_use"'
+        b"}]}]}",
     ],
-    ids=["chat pair", "litellm", "anthropic pair", "responses pair"],
+    ids=[
+        "chat pair",
+        "litellm",
+        "anthropic pair",
+        "responses pair",
+        "chat body",
+        "anthropic body",
+    ],
 )
 def test_request_logs_are_sniffed_as_request_log(head: bytes) -> None:
     assert [f.name for f in formats.claimants(head)] == ["request_log"]

@@ -15,9 +15,11 @@ A record is one of:
 * a **LiteLLM** ``StandardLoggingPayload`` (what its GCS, S3 and custom loggers write): the
   prompt is ``messages``, the answer ``response``, tool definitions
   ``model_parameters.tools``; ``status: "failure"`` counts as a failed request;
-* a **request body** alone (``{"model", "messages" | "input", ...}``) or a Responses
-  **response object** (``"object": "response"``): these look like the conversation formats'
-  files, so they are read this way only with ``--format request_log``.
+* a **request body** alone (``{"model", "messages" | "input", ...}``): sniffed when it holds a
+  parameter only requests have (``max_tokens``, ``max_completion_tokens``,
+  ``stream_options``); without one it looks like a conversation of the conversation formats,
+  and is read this way only with ``--format request_log``; the same for a Responses
+  **response object** (``"object": "response"``).
 
 The dialect of each request: a Responses request (``input``, a response with ``output``, a
 LiteLLM ``responses`` call), an Anthropic Messages request (``system``, an answer of
@@ -412,6 +414,10 @@ FORMAT = TraceFormat(
         rb'"call_type"\s*:',
         rb'"hidden_params"\s*:',
         rb'"model_parameters"\s*:',
+        # Parameters only a request body has (not a conversation, not a response object).
+        rb'"max_tokens"\s*:',
+        rb'"max_completion_tokens"\s*:',
+        rb'"stream_options"\s*:',
     ),
     # Keys typical of the format, too common to claim a head: they rank near misses.
     hints=("request", "response", "messages", "model", "previous_response_id", "usage"),
