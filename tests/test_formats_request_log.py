@@ -437,3 +437,16 @@ def test_requests_appended_to_a_log_update_its_conversation(db_url: str, tmp_pat
     assert (first.traces, grown.traces, grown.updated) == (1, 0, 1)
     counts = {k: data[k] for k in ("traces", "messages", "tool_calls", "tool_results")}
     assert counts == {"traces": 1, "messages": 9, "tool_calls": 3, "tool_results": 3}
+
+
+def test_bare_request_bodies_without_responses_are_one_conversation() -> None:
+    # Three logged request bodies (no response logged): the calls come from the later prompts.
+    bodies = [
+        {"model": "gpt-4o", "max_tokens": 256, "messages": line["request"]["messages"]}
+        for line in growing_log(2)
+    ]
+    head = json.dumps(bodies[0]).encode()
+    assert getattr(formats.sniff_format(head), "name", None) == "request_log"
+    trace = only_trace(parse("request_log", recs(*bodies)))
+    calls = [c.tool_call_id for m in trace.messages for c in m.tool_calls]
+    assert (trace.record_count, len(trace.messages), calls) == (3, 6, ["call_1", "call_2"])
