@@ -25,6 +25,7 @@ from ingest.formats import (
     openai_chat,
     openai_responses,
     otlp,
+    request_log,
     toolbench,
 )
 from ingest.formats._sniffing import Sniffing
@@ -38,6 +39,7 @@ REGISTRY: tuple[TraceFormat, ...] = (
     claude_code.FORMAT,
     toolbench.FORMAT,
     langchain.FORMAT,
+    request_log.FORMAT,
     openai_responses.FORMAT,
     anthropic.FORMAT,
     openai_chat.FORMAT,

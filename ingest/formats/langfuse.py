@@ -114,8 +114,9 @@ FORMAT = trace_per_record_format(
     markers=(rb'"observations"\s*:', rb'"parentObservationId"\s*:', rb'"projectId"\s*:'),
     # Keys typical of the format, too common to claim a head: they rank near misses.
     hints=("trace", "input", "output", "metadata", "name", "id"),
-    # Observations hold what each LLM call sent and got back, in any conversation format.
-    embeds=("openai_chat", "anthropic", "openai_responses", "langchain"),
+    # Observations hold what each LLM call sent and got back, in any conversation format
+    # (chat completion responses with `choices` as request logs hold them too).
+    embeds=("openai_chat", "anthropic", "openai_responses", "langchain", "request_log"),
 )
 
 __all__ = ["FORMAT", "NAME"]

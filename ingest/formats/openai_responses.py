@@ -241,6 +241,17 @@ def _items(value: Any, path: str, line: int) -> list[Message]:
     return _READER.convert_list(value, path, line)
 
 
+def convert_items(value: Any, path: str, line: int) -> list[Message]:
+    """Canonical messages of a Responses ``input`` or ``output`` at ``path`` (items grouped into
+    assistant turns as described above; a string is one user message; ``None`` is none)."""
+    return _items(value, path, line)
+
+
+def convert_instructions(value: Any, line: int) -> list[Message]:
+    """The system message(s) of a request's or response's ``instructions`` (none for ``None``)."""
+    return _instructions(value, line)
+
+
 def _no_model(messages: list[Message]) -> str | None:
     # Items do not name their model; only the response object does.
     return None
@@ -271,4 +282,4 @@ FORMAT = message_list_format(
     embeds=("openai_chat",),
 )
 
-__all__ = ["FORMAT", "NAME", "UNMODELLED_TYPES"]
+__all__ = ["FORMAT", "NAME", "UNMODELLED_TYPES", "convert_instructions", "convert_items"]
