@@ -25,6 +25,7 @@ from ingest.formats import (
     openai_chat,
     openai_responses,
     otlp,
+    tau2,
     toolbench,
 )
 from ingest.formats._sniffing import Sniffing
@@ -35,6 +36,7 @@ from ingest.formats.base import TraceFormat
 REGISTRY: tuple[TraceFormat, ...] = (
     otlp.FORMAT,
     langfuse.FORMAT,
+    tau2.FORMAT,
     claude_code.FORMAT,
     toolbench.FORMAT,
     langchain.FORMAT,
