@@ -101,6 +101,7 @@ def tool_call(call: dict[str, Any], path: str, call_index: int) -> ToolCall:
             arguments=text,
             args_valid=True,
             args_error=None,
+            kind="client",
         )
     raise ShapeError(f"{path}.type: unknown tool call type {kind!r}")
 
@@ -118,6 +119,7 @@ def _function_call(
         arguments=args.parsed,
         args_valid=args.valid,
         args_error=args.error,
+        kind="client",
     )
 
 
