@@ -20,6 +20,7 @@ from __future__ import annotations
 from ingest.formats import (
     anthropic,
     claude_code,
+    gemini,
     langchain,
     langfuse,
     openai_chat,
@@ -42,6 +43,7 @@ REGISTRY: tuple[TraceFormat, ...] = (
     langchain.FORMAT,
     openai_responses.FORMAT,
     anthropic.FORMAT,
+    gemini.FORMAT,
     openai_chat.FORMAT,
 )
 

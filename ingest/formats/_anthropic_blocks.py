@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from db.vocabulary import CallKind
 from ingest.formats._common import (
     ShapeError,
     canonical_role,
@@ -43,7 +44,6 @@ from ingest.formats._common import (
     text_of,
     type_name,
 )
-from db.vocabulary import CallKind
 from ingest.model import Message, ToolCall, ToolResult
 
 #: The block types of the anthropic-sdk-python ``ContentBlock`` / ``ContentBlockParam`` unions
@@ -207,7 +207,12 @@ def tool_use_count(msg: dict[str, Any]) -> int:
     content = msg.get("content")
     if not isinstance(content, list):
         return 0
-    return sum(1 for b in content if isinstance(b, dict) and b.get("type") in CALL_BLOCK_KINDS)
+    return sum(1 for b in content if isinstance(b, dict) and _call_kind(b) is not None)
+
+
+def _call_kind(block: dict[str, Any]) -> CallKind | None:
+    kind = block.get("type")
+    return CALL_BLOCK_KINDS.get(kind) if isinstance(kind, str) else None
 
 
 def _is_server_result(block: dict[str, Any]) -> bool:

@@ -115,7 +115,7 @@ FORMAT = trace_per_record_format(
     # Keys typical of the format, too common to claim a head: they rank near misses.
     hints=("trace", "input", "output", "metadata", "name", "id"),
     # Observations hold what each LLM call sent and got back, in any conversation format.
-    embeds=("openai_chat", "anthropic", "openai_responses", "langchain"),
+    embeds=("openai_chat", "anthropic", "openai_responses", "langchain", "gemini"),
 )
 
 __all__ = ["FORMAT", "NAME"]

@@ -14,17 +14,16 @@ whose own ``id`` is the answered call's and whose ``"error": true`` is the expli
 (read by ``_openai_messages``). A ``MultiToolMessage`` (``{"role": "tool", "tool_messages": […]}``)
 is unfolded into its tool messages. ``raw_data`` (the provider's response) stays in the raw payload.
 
-The document is one input record: the first simulation's trace counts it (as an OTLP file's first
-trace does); a simulation that cannot be read is rejected on its own (``wrong_shape``, naming
-``simulations[i]``), and the others still import.
+The document is one input record, counted once: by the first simulation's trace (as an OTLP
+file's first trace counts its record); when simulations cannot be read, the others still import
+and the record is counted by one ``wrong_shape`` rejection naming each unreadable
+``simulations[i]`` and its problem.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from typing import Any
-
-import orjson
 
 from ingest.formats import _openai_messages
 from ingest.formats._common import (
@@ -41,6 +40,9 @@ from ingest.model import Message, Rejected, Trace
 from ingest.records import Record
 
 NAME = "tau2"
+
+#: Unreadable simulations a rejection message names (it counts them all).
+_PROBLEMS_SHOWN = 5
 
 #: Simulation fields kept as trace metadata (the messages and the reward details are not).
 _METADATA_FIELDS = (
@@ -76,25 +78,27 @@ def _results(record: Record) -> Iterator[Trace | Rejected]:
     if not simulations:
         yield record.reject("wrong_shape", "simulations: empty (a run that finished no task)")
         return
-    counted = False
+    traces: list[Trace] = []
+    problems: list[str] = []
     for index, simulation in enumerate(simulations):
         path = f"simulations[{index}]"
         try:
-            trace = _simulation_trace(expect_object(simulation, path), path, record, run)
+            traces.append(_simulation_trace(expect_object(simulation, path), path, record, run))
         except ShapeError as exc:
-            yield Rejected(
-                source_file=record.source_file,
-                line=record.line,
-                byte_offset=record.byte_offset,
-                reason="wrong_shape",
-                message=str(exc),
-                raw=orjson.dumps(simulation, option=orjson.OPT_NON_STR_KEYS, default=str),
-            )
-            continue
-        # The document is one record: the first trace read from it counts it.
-        trace.record_count = 0 if counted else 1
-        counted = True
+            problems.append(str(exc))
+    # The document is one record, counted once: by its first trace, or, when a simulation
+    # could not be read, by the one rejection naming every such simulation (the others import).
+    for position, trace in enumerate(traces):
+        trace.record_count = 1 if position == 0 and not problems else 0
         yield trace
+    if problems:
+        shown = "; ".join(problems[:_PROBLEMS_SHOWN])
+        more = len(problems) - _PROBLEMS_SHOWN
+        yield record.reject(
+            "wrong_shape",
+            f"{len(problems)} of {len(simulations)} simulations unreadable: {shown}"
+            + (f"; and {more} more" if more > 0 else ""),
+        )
 
 
 def _run_fields(info: Any) -> dict[str, Any]:
