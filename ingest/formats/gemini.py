@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from db.vocabulary import Role
 from ingest.formats._common import (
     ShapeError,
     expect_list,
@@ -30,6 +31,7 @@ from ingest.formats._common import (
     json_type,
     make_trace,
     opaque_message,
+    opaque_role,
     optional_str,
     parse_arguments,
     required_str,
@@ -45,7 +47,12 @@ from ingest.records import Record
 NAME = "gemini"
 
 #: Gemini content roles and the canonical role of each.
-_ROLES = {"user": "user", "model": "assistant", "function": "user", "system": "system"}
+_ROLES: dict[str, Role] = {
+    "user": "user",
+    "model": "assistant",
+    "function": "user",
+    "system": "system",
+}
 
 #: The fields of a Gemini ``Part`` (REST camelCase and the Python SDK's snake_case).
 _PART_FIELDS = frozenset(
@@ -138,14 +145,14 @@ def _content(content: dict[str, Any], path: str, line: int) -> list[Message]:
             texts.append(part["text"])
         elif not any(key in part for key in _PART_FIELDS):
             unknown.append(
-                opaque_message(part, type_name(next(iter(part), None)), "assistant", line)
+                opaque_message(part, type_name(next(iter(part), None)), opaque_role(role), line)
             )
     messages: list[Message] = []
     if texts or calls or not (results or unknown):
         messages.append(
             Message(
                 seq=0,
-                role="assistant" if calls else role,  # type: ignore[arg-type]
+                role="assistant" if calls else role,
                 content="\n".join(texts),
                 tool_calls=calls,
                 source_line=line,
