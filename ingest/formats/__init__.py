@@ -23,6 +23,7 @@ from ingest.formats import (
     gemini,
     langchain,
     langfuse,
+    langsmith,
     openai_chat,
     openai_responses,
     otlp,
@@ -37,6 +38,7 @@ from ingest.formats.base import TraceFormat
 REGISTRY: tuple[TraceFormat, ...] = (
     otlp.FORMAT,
     langfuse.FORMAT,
+    langsmith.FORMAT,
     tau2.FORMAT,
     claude_code.FORMAT,
     toolbench.FORMAT,

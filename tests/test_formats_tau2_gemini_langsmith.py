@@ -1,5 +1,6 @@
-"""Rejections with reasons for broken tau2 results, Gemini records and Anthropic server / MCP
-blocks (the golden cases show what they read when whole)."""
+"""Rejections with reasons for broken tau2 results, Gemini records, LangSmith runs and Anthropic
+server / MCP blocks, and what the golden cases cannot show (the golden cases show what they read
+when whole)."""
 
 from __future__ import annotations
 
@@ -93,3 +94,63 @@ def test_server_tool_calls_number_with_the_client_calls_of_their_message() -> No
         (1, "web_search", "server"),
     ]
     assert [(m.role, m.content) for m in trace.messages] == [("assistant", ""), ("tool", "[]")]
+
+
+def _run(run_id: str, run_type: str, **fields: object) -> dict[str, object]:
+    return {"id": run_id, "run_type": run_type, "name": run_id, **fields}
+
+
+def test_langsmith_runs_are_grouped_by_trace_and_a_run_without_trace_id_joins_its_root() -> None:
+    ask = {"messages": [{"role": "user", "content": "hi"}]}
+    answer = {"choices": [{"message": {"role": "assistant", "content": "hello"}}]}
+    items = parse(
+        "langsmith",
+        recs(
+            _run("root-a", "chain", trace_id="A", dotted_order="1"),
+            _run("root-b", "chain", trace_id="B", dotted_order="1"),
+            _run("llm-a", "llm", parent_run_id="root-a", dotted_order="1.1", inputs=ask,
+                 outputs=answer),
+            _run("llm-b", "llm", trace_id="B", dotted_order="1.1", inputs=ask),
+        ),
+    )  # fmt: skip
+    traces = [t for t in items if isinstance(t, Trace)]
+    assert [(t.external_id, t.record_count, [m.content for m in t.messages]) for t in traces] == [
+        ("A", 2, ["hi", "hello"]),
+        ("B", 2, ["hi"]),
+    ]
+
+
+def test_langsmith_records_that_are_not_runs_or_hold_unreadable_messages_are_rejected() -> None:
+    bad_prompt = {"messages": [[{"lc": 1, "type": "constructor", "id": ["x"], "kwargs": 5}]]}
+    items = parse(
+        "langsmith",
+        recs(
+            {"name": "no id"},
+            _run("root", "chain", trace_id="T"),
+            _run("llm", "llm", trace_id="T", inputs=bad_prompt),
+        ),
+    )
+    assert rejections(items) == [
+        (1, "wrong_shape", 'run: not a LangSmith run (expected "id" and "run_type")'),
+        (3, "wrong_shape", "run llm: inputs.messages[0].kwargs: expected an object, got number"),
+    ]
+    (trace,) = [t for t in items if isinstance(t, Trace)]
+    assert (trace.external_id, trace.record_count, trace.messages) == ("T", 1, [])
+
+
+def test_a_failed_langsmith_tool_run_without_output_answers_its_unanswered_call() -> None:
+    call = {"name": "book", "args": {}, "id": "c1", "type": "tool_call"}
+    ai = {"type": "ai", "content": "", "tool_calls": [call]}
+    llm = _run(
+        "llm", "llm", trace_id="T", dotted_order="1",
+        inputs={"messages": [[{"type": "human", "content": "book it"}]]},
+        outputs={"generations": [[{"text": "", "message": ai}]]},
+    )  # fmt: skip
+    tool = _run("book", "tool", trace_id="T", dotted_order="2", error="Timeout", outputs=None)
+    (trace,) = parse("langsmith", recs(llm, tool))
+    assert isinstance(trace, Trace)
+    result = trace.messages[-1]
+    assert (result.role, result.content) == ("tool", "Timeout")
+    assert result.tool_result is not None
+    assert (result.tool_result.tool_call_id, result.tool_result.explicit_error) == ("c1", True)
+    assert len(trace.messages) == 3
