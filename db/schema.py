@@ -38,6 +38,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from db.vocabulary import (
+    CALL_KINDS,
     FINDING_KINDS,
     PAIR_STATES,
     PAIRING_METHODS,
@@ -281,6 +282,7 @@ class ToolCallRow(Base):
         ),
         _one_of("pair_state", PAIR_STATES),
         _one_of("pairing_method", PAIRING_METHODS),
+        _one_of("kind", CALL_KINDS),
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
@@ -308,6 +310,8 @@ class ToolCallRow(Base):
     reused_id: Mapped[bool] = mapped_column(Boolean, default=False)
     schema_issue: Mapped[str | None] = mapped_column(String(60))
     schema_detail: Mapped[str | None] = mapped_column(Text)
+    #: Who runs the call (``db.vocabulary.CallKind``): client, server (the provider's API) or mcp.
+    kind: Mapped[str] = mapped_column(String(10), default="client", server_default="client")
 
 
 #: The predicate of the partial verdict index: results with an effective verdict.

@@ -13,6 +13,12 @@ from __future__ import annotations
 
 from typing import Final, Literal, get_args
 
+#: Who runs a tool call: the agent's own code (``client``), the model provider inside the API
+#: call (``server``: Anthropic ``server_tool_use`` such as web search or code execution), or an
+#: MCP server the provider connects to (``mcp``: Anthropic ``mcp_tool_use``).
+CallKind = Literal["client", "server", "mcp"]
+CALL_KINDS: Final[tuple[CallKind, ...]] = get_args(CallKind)
+
 #: Derived status of a Tool Message.
 Status = Literal["success", "error", "partial", "unknown"]
 STATUSES: Final[tuple[Status, ...]] = get_args(Status)

@@ -25,9 +25,9 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from db.vocabulary import Role
+from db.vocabulary import CallKind, Role
 
 
 class _Model(BaseModel):
@@ -57,6 +57,18 @@ class ToolCall(_Model):
     args_valid: bool = True
     #: Parse error message when ``args_valid`` is false.
     args_error: str | None = None
+    #: Who runs the call: the agent (``client``), the provider's API (``server``) or an MCP
+    #: server the provider calls (``mcp``); see ``db.vocabulary.CallKind``.
+    kind: CallKind = "client"
+
+    @model_serializer(mode="wrap")
+    def _omit_client_kind(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Nearly every call is a client call: dumps leave the default out, so the dumps (and
+        # golden files) of formats without server or MCP tools read as they always did.
+        data: dict[str, Any] = handler(self)
+        if data.get("kind") == "client":
+            del data["kind"]
+        return data
 
 
 class ToolResult(_Model):

@@ -8,7 +8,10 @@ holds it to "stored equals parsed", field for field.
 
 from __future__ import annotations
 
+from typing import cast
+
 from db.stored import StoredTrace
+from db.vocabulary import CallKind
 from ingest.model import Message, ToolCall, ToolDef, ToolResult, Trace
 
 
@@ -25,6 +28,7 @@ def trace_from_stored(stored: StoredTrace) -> tuple[Trace, list[int]]:
                 arguments=c.arguments,
                 args_valid=c.args_valid,
                 args_error=c.args_error,
+                kind=cast(CallKind, c.kind),
             )
         )
     results = {

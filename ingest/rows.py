@@ -104,7 +104,7 @@ def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceR
                     pair_state=cf.pair_state, pairing_method=cf.pairing_method,
                     result_seq=cf.result_seq, name_mismatch=cf.name_mismatch,
                     reused_id=cf.reused_id, schema_issue=cf.schema_issue,
-                    schema_detail=cf.schema_detail,
+                    schema_detail=cf.schema_detail, kind=call.kind,
                 )
             )  # fmt: skip
             findings.extend(

@@ -100,6 +100,7 @@ def call(
         "pairing_method": "id",
         "name_mismatch": False,
         "reused_id": False,
+        "kind": "client",
         **facts,
     }
     return _row(ToolCallRecord, values)

@@ -78,45 +78,45 @@ def declared(name: str, marker: bytes, embeds: frozenset[str] = frozenset()) -> 
     )
 
 
-GEMINI = declared("gemini", rb'"functionCall"\s*:')
-GEMINI_HEAD = b'{"contents": [{"parts": [{"functionCall": {"name": "f"}}]}]}'
+COHERE = declared("cohere", rb'"tool_plan"\s*:')
+COHERE_HEAD = b'{"messages": [{"role": "chatbot", "tool_plan": "look it up"}]}'
 
 
 def test_a_new_format_is_sniffed_from_its_own_markers_alone() -> None:
-    sniffing = Sniffing.of([*formats.REGISTRY, GEMINI])
-    assert sniffing.claimants(GEMINI_HEAD) == [GEMINI]
-    assert [f.name for f in sniffing.order][-1] == "gemini"  # no format embeds it
+    sniffing = Sniffing.of([*formats.REGISTRY, COHERE])
+    assert sniffing.claimants(COHERE_HEAD) == [COHERE]
+    assert [f.name for f in sniffing.order][-1] == "cohere"  # no format embeds it
 
 
 def test_a_container_takes_a_head_showing_an_embedded_format_and_goes_first() -> None:
-    export = declared("export", rb'"spans"\s*:', frozenset({"gemini"}))
-    sniffing = Sniffing.of([GEMINI, export])
-    assert [f.name for f in sniffing.order] == ["export", "gemini"]
-    assert sniffing.claimants(b'{"spans": [' + GEMINI_HEAD + b"]}") == [export]
-    assert sniffing.claimants(GEMINI_HEAD) == [GEMINI]
+    export = declared("export", rb'"spans"\s*:', frozenset({"cohere"}))
+    sniffing = Sniffing.of([COHERE, export])
+    assert [f.name for f in sniffing.order] == ["export", "cohere"]
+    assert sniffing.claimants(b'{"spans": [' + COHERE_HEAD + b"]}") == [export]
+    assert sniffing.claimants(COHERE_HEAD) == [COHERE]
 
 
 def test_formats_that_do_not_embed_each_other_leave_a_head_showing_both_to_nobody() -> None:
     other = declared("other", rb'"other"\s*:')
-    sniffing = Sniffing.of([GEMINI, other])
-    assert sniffing.claimants(b'{"other": 1, "x": ' + GEMINI_HEAD + b"}") == []
+    sniffing = Sniffing.of([COHERE, other])
+    assert sniffing.claimants(b'{"other": 1, "x": ' + COHERE_HEAD + b"}") == []
 
 
 def test_a_format_embedded_through_another_never_claims_the_outer_head() -> None:
-    middle = declared("middle", rb'"middle"\s*:', frozenset({"gemini"}))
+    middle = declared("middle", rb'"middle"\s*:', frozenset({"cohere"}))
     outer = declared("outer", rb'"outer"\s*:', frozenset({"middle"}))
-    sniffing = Sniffing.of([GEMINI, middle, outer])
-    assert [f.name for f in sniffing.order] == ["outer", "middle", "gemini"]
-    assert sniffing.claimants(b'{"outer": 1, "x": ' + GEMINI_HEAD + b"}") == [outer]
+    sniffing = Sniffing.of([COHERE, middle, outer])
+    assert [f.name for f in sniffing.order] == ["outer", "middle", "cohere"]
+    assert sniffing.claimants(b'{"outer": 1, "x": ' + COHERE_HEAD + b"}") == [outer]
 
 
 @pytest.mark.parametrize(
     ("registered", "message"),
     [
-        ([GEMINI, GEMINI], "formats registered twice: gemini"),
+        ([COHERE, COHERE], "formats registered twice: cohere"),
         (
-            [declared("outer", rb'"o"', frozenset({"gemini", "otlp"}))],
-            "format outer embeds unknown formats: gemini, otlp",
+            [declared("outer", rb'"o"', frozenset({"cohere", "otlp"}))],
+            "format outer embeds unknown formats: cohere, otlp",
         ),
         (
             [declared("a", rb'"a"', frozenset({"b"})), declared("b", rb'"b"', frozenset({"a"}))],

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from db.schema import FindingRow, ImportRun, MessageRow, ToolCallRow, ToolResultRow, TraceRow
 from db.vocabulary import (
+    CALL_KINDS,
     ERROR_TYPES,
     FINDING_KINDS,
     PAIR_STATES,
@@ -71,6 +72,7 @@ def test_a_status_outside_the_vocabulary_is_refused_by_the_database(engine: sa.E
         (ToolResultRow, RESULT, "verdict_corrected", "Followed"),
         (ToolCallRow, CALL, "pair_state", "lost"),
         (ToolCallRow, CALL, "pairing_method", "guess"),
+        (ToolCallRow, CALL, "kind", "remote"),
         (MessageRow, {"seq": 0}, "role", "bot"),
         (FindingRow, {"message_seq": 0}, "name", "too_long"),
     ],
@@ -100,6 +102,7 @@ def test_every_word_of_the_vocabulary_and_any_error_type_is_accepted(engine: sa.
         *((ToolResultRow, {**RESULT, "error_type": v}) for v in (*ERROR_TYPES, "payment_declined")),
         *((ToolCallRow, {**CALL, "pair_state": v}) for v in PAIR_STATES),
         *((ToolCallRow, {**CALL, "pairing_method": v}) for v in (*PAIRING_METHODS, None)),
+        *((ToolCallRow, {**CALL, "kind": v}) for v in CALL_KINDS),
         *((MessageRow, {"seq": n, "role": v}) for n, v in enumerate(ROLES)),
         *((FindingRow, {"message_seq": 0, "name": v}) for v in FINDING_KINDS),
     ]
@@ -110,7 +113,7 @@ def test_every_word_of_the_vocabulary_and_any_error_type_is_accepted(engine: sa.
             t.__tablename__: conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
             for t in (ToolResultRow, ToolCallRow, MessageRow, FindingRow)
         }
-    assert counted == {"tool_results": 4 + 3 + 6 + 2 + 4 + 14, "tool_calls": 6 + 3,
+    assert counted == {"tool_results": 4 + 3 + 6 + 2 + 4 + 14, "tool_calls": 6 + 3 + 3,
                        "messages": 4, "findings": 14}  # fmt: skip
 
 
@@ -122,6 +125,7 @@ def test_the_vocabulary_holds_the_sets_of_the_design_in_display_order() -> None:
     assert v.PAIR_STATES == ("paired", "missing_result", "orphan_result", "duplicate_result",
                              "result_before_call", "late_result")  # fmt: skip
     assert v.PAIRING_METHODS == ("id", "position")
+    assert v.CALL_KINDS == ("client", "server", "mcp")
     assert v.VERDICTS == ("followed", "ignored", "unclear", "no_next_action")
     assert v.ERROR_TYPES[:2] == ("rate_limit", "timeout") and len(v.ERROR_TYPES) == 13
     assert v.ERROR_TYPES[-1] == "other"

@@ -33,7 +33,7 @@ if state.store_is_empty():
 f = state.filters()
 choices = state.query(pair_choices, f)
 
-row = st.columns([2, 2, 2, 2, 3])
+row = st.columns([2, 2, 2, 2, 2, 3])
 status = row[0].selectbox(
     "Status", choices["status"], index=None, key="status", bind="query-params", placeholder="Any"
 )
@@ -56,7 +56,17 @@ pair_state = row[2].selectbox(
 verdict = row[3].selectbox(
     "Verdict", choices["verdict"], index=None, key="verdict", bind="query-params", placeholder="Any"
 )
-trace_text = row[4].text_input(
+kind = row[4].selectbox(
+    "Call kind",
+    choices["kind"],
+    index=None,
+    key="kind",
+    bind="query-params",
+    placeholder="Any",
+    help="client: the agent's own tools; server: run by the provider's API (web search, code "
+    "execution); mcp: an MCP server the provider called",
+)
+trace_text = row[5].text_input(
     "Trace id contains", key="q", bind="query-params", placeholder="e.g. orders-7"
 )
 
@@ -72,6 +82,7 @@ pq = PairQuery(
     pair_state=pair_state,
     verdict=verdict,
     trace=trace_text or None,
+    kind=kind,
     sort=sort,
     descending=descending,
 )
@@ -110,6 +121,9 @@ event = st.dataframe(
         "model": st.column_config.TextColumn("Model"),
         "call_id": st.column_config.TextColumn("Call id"),
         "tool": st.column_config.TextColumn("Tool"),
+        "kind": st.column_config.TextColumn(
+            "Kind", help="client: the agent's tool; server: the provider's; mcp: an MCP server's"
+        ),
         "arguments": st.column_config.TextColumn("Arguments", help="the first 120 characters"),
         "result": st.column_config.TextColumn("Result", help="the first 120 characters"),
         "duration_s": st.column_config.NumberColumn(

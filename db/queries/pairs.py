@@ -26,6 +26,7 @@ from sqlalchemy import (
     String,
     and_,
     cast,
+    false,
     func,
     literal,
     null,
@@ -38,7 +39,7 @@ from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.planner import restrict_results_in_index
 from db.queries.common import effective_error_type, effective_verdict, unpaired_result
 from db.schema import MessageRow, ToolCallRow, ToolResultRow, TraceRow
-from db.vocabulary import PAIR_STATES, STATUSES, VERDICTS
+from db.vocabulary import CALL_KINDS, PAIR_STATES, STATUSES, VERDICTS
 
 SORT_KEYS: tuple[str, ...] = (
     "trace", "time", "tool", "status", "error_type", "pair_state", "tokens", "duration_s",
@@ -47,9 +48,10 @@ SORT_KEYS: tuple[str, ...] = (
 #: The fields of a pair, in order: the columns of ``toollens pairs`` and of the Tool calls table.
 #: ``time`` is the call's (a lone result's own); ``arguments`` and ``result`` are the first
 #: :data:`PREVIEW_CHARS` characters of the raw arguments and of the Tool Message, on one line;
-#: ``duration_s`` is the result's time minus the call's, when both are known.
+#: ``duration_s`` is the result's time minus the call's, when both are known; ``kind`` is who ran
+#: the call (``db.vocabulary.CallKind``: client, server, mcp; empty for a result without call).
 PAIR_COLUMNS: tuple[str, ...] = (
-    "trace", "title", "pair", "time", "model", "call_id", "tool", "arguments", "result",
+    "trace", "title", "pair", "time", "model", "call_id", "tool", "kind", "arguments", "result",
     "duration_s", "pair_state", "status", "status_source", "error_type", "tokens", "occurrence",
     "suggestion", "verdict", "verdict_reason",
 )  # fmt: skip
@@ -75,6 +77,8 @@ class PairQuery:
     pair_state: str | None = None
     verdict: str | None = None
     trace: str | None = None
+    #: Who ran the call (client, server, mcp): only calls of that kind, no lone results.
+    kind: str | None = None
     sort: str = "trace"
     descending: bool = False
 
@@ -125,6 +129,7 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
                 ToolCallRow.timestamp.label("time"),
                 ToolCallRow.tool_call_id.label("call_id"),
                 ToolCallRow.tool_name.label("tool"),
+                ToolCallRow.kind.label("kind"),
                 _preview(ToolCallRow.arguments_raw).label("arguments"),
                 seconds_between(ToolCallRow.timestamp, ToolResultRow.timestamp).label("duration_s"),
                 ToolCallRow.pair_state.label("pair_state"),
@@ -139,6 +144,8 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
         stmt = stmt.where(ToolCallRow.trace_id.in_(_traces_named(q)))
     if q.pair_state:
         stmt = stmt.where(ToolCallRow.pair_state == q.pair_state)
+    if q.kind:
+        stmt = stmt.where(ToolCallRow.kind == q.kind)
     return stmt
 
 
@@ -187,6 +194,7 @@ def _lone_result_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
             ToolResultRow.timestamp.label("time"),
             ToolResultRow.tool_call_id.label("call_id"),
             ToolResultRow.tool.label("tool"),
+            cast(null(), String).label("kind"),
             cast(null(), String).label("arguments"),
             cast(null(), Float).label("duration_s"),
             ToolResultRow.pair_state.label("pair_state"),
@@ -198,6 +206,8 @@ def _lone_result_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
         stmt = stmt.where(ToolResultRow.trace_id.in_(_traces_named(q)))
     if q.pair_state:
         stmt = stmt.where(ToolResultRow.pair_state == q.pair_state)
+    if q.kind:
+        stmt = stmt.where(false())  # a result no call answers has no call kind
     return stmt
 
 
@@ -333,7 +343,7 @@ def iter_pair_batches(
 
 def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, list[str]]:
     """Values the pairs filters offer: ``status``, ``error_type`` (those present),
-    ``pair_state`` and ``verdict``."""
+    ``pair_state``, ``verdict`` and ``kind``."""
     # Only error results have an error type: the distinct ones come off the errors index,
     # filtered where they lie.
     stmt = restrict_results_in_index(
@@ -351,4 +361,5 @@ def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, lis
         "error_type": error_types,
         "pair_state": list(PAIR_STATES),
         "verdict": list(VERDICTS),
+        "kind": list(CALL_KINDS),
     }

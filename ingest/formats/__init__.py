@@ -20,12 +20,15 @@ from __future__ import annotations
 from ingest.formats import (
     anthropic,
     claude_code,
+    gemini,
     langchain,
     langfuse,
+    langsmith,
     openai_chat,
     openai_responses,
     otlp,
     request_log,
+    tau2,
     toolbench,
 )
 from ingest.formats._sniffing import Sniffing
@@ -36,12 +39,15 @@ from ingest.formats.base import TraceFormat
 REGISTRY: tuple[TraceFormat, ...] = (
     otlp.FORMAT,
     langfuse.FORMAT,
+    langsmith.FORMAT,
+    tau2.FORMAT,
     claude_code.FORMAT,
     toolbench.FORMAT,
     langchain.FORMAT,
     request_log.FORMAT,
     openai_responses.FORMAT,
     anthropic.FORMAT,
+    gemini.FORMAT,
     openai_chat.FORMAT,
 )
 

@@ -6,9 +6,18 @@ A message whose content is a string is one canonical message. A block list split
 blocks (text, images, ``tool_use`` …) one message of the source role after them, when there are
 any (or when there was no ``tool_result`` at all). ``tool_use`` blocks become the calls of that
 message. Text is what the model reads: ``thinking`` and image blocks add none (they stay in the
-raw payload). Server-side tool blocks (``server_tool_use``, ``web_search_tool_result``,
-``mcp_tool_use`` …) run inside the API call and are answered there, so they are not modelled as
-calls; they stay in the raw payload too. A block of a type outside :data:`KNOWN_BLOCK_TYPES`
+raw payload).
+
+Server and MCP tools run inside the API call and are answered in the same assistant message:
+``server_tool_use`` (web search, web fetch, code execution, tool search …) is a call of kind
+``server`` and ``mcp_tool_use`` one of kind ``mcp`` (``ToolCall.kind``), numbered with the
+``tool_use`` calls of their message; their results (``web_search_tool_result``,
+``web_fetch_tool_result``, ``code_execution_tool_result`` …, :data:`SERVER_RESULT_TYPES`, and
+``mcp_tool_result``) become tool messages *after* the message holding the calls, in block order.
+``mcp_tool_result.is_error`` is the explicit error flag; a server result whose content is an
+error object (``{"type": "web_search_tool_result_error", "error_code": …}``, a type ending in
+``_error``) is an explicit error (source ``error_code``); other server results carry no flag.
+A block of a type outside :data:`KNOWN_BLOCK_TYPES`
 (one newer than this parser) becomes an opaque message (``_common.opaque_message``) of the
 message's role after the message, counted as an unknown item.
 """
@@ -19,6 +28,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+import orjson
+
+from db.vocabulary import CallKind
 from ingest.formats._common import (
     ShapeError,
     canonical_role,
@@ -58,6 +70,26 @@ KNOWN_BLOCK_TYPES = frozenset(
         "mcp_tool_result",
     }
 )
+
+
+#: Result blocks of Anthropic's server tools (anthropic-sdk-python ``ContentBlock`` union).
+SERVER_RESULT_TYPES = frozenset(
+    {
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+    }
+)
+
+#: Call blocks and the kind of call each one is (``tool_use``: the agent's own tools).
+CALL_BLOCK_KINDS: dict[str, CallKind] = {
+    "tool_use": "client",
+    "server_tool_use": "server",
+    "mcp_tool_use": "mcp",
+}
 
 
 def _is_known(block: dict[str, Any]) -> bool:
@@ -110,18 +142,21 @@ def convert_message(
             )
         return [message]
     results: list[tuple[int, dict[str, Any]]] = []
+    answered: list[tuple[int, dict[str, Any]]] = []  # server / MCP results, after the calls
     rest: list[Any] = []
     unknown: list[dict[str, Any]] = []
     for index, block in enumerate(content):
         if isinstance(block, dict) and block.get("type") == "tool_result":
             results.append((index, block))
+        elif isinstance(block, dict) and _is_server_result(block):
+            answered.append((index, block))
         elif isinstance(block, dict) and not _is_known(block):
             unknown.append(block)
         elif isinstance(block, dict | str):
             rest.append(block)
         else:
             raise ShapeError(f"{path}.content[{index}]: expected an object, got {json_type(block)}")
-    split = len(results) + (1 if rest else 0) + len(unknown) > 1
+    split = len(results) + len(answered) + (1 if rest else 0) + len(unknown) > 1
     messages = [
         Message(
             role="tool",
@@ -132,7 +167,7 @@ def convert_message(
         )
         for index, block in results
     ]
-    if rest or not (results or unknown):
+    if rest or not (results or answered or unknown):
         messages.append(
             Message(
                 role=role,
@@ -142,6 +177,16 @@ def convert_message(
                 **common,
             )
         )
+    messages += [
+        Message(
+            role="tool",
+            content=_server_result_text(block.get("content")),
+            tool_result=_server_result(block, f"{path}.content[{index}]"),
+            raw=wrap({**msg, "content": [block]}) if split else wrap(msg),
+            **common,
+        )
+        for index, block in answered
+    ]
     for block in unknown:
         opaque = opaque_message(
             block,
@@ -162,13 +207,24 @@ def tool_use_count(msg: dict[str, Any]) -> int:
     content = msg.get("content")
     if not isinstance(content, list):
         return 0
-    return sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_use")
+    return sum(1 for b in content if isinstance(b, dict) and _call_kind(b) is not None)
+
+
+def _call_kind(block: dict[str, Any]) -> CallKind | None:
+    kind = block.get("type")
+    return CALL_BLOCK_KINDS.get(kind) if isinstance(kind, str) else None
+
+
+def _is_server_result(block: dict[str, Any]) -> bool:
+    kind = block.get("type")
+    return kind == "mcp_tool_result" or (isinstance(kind, str) and kind in SERVER_RESULT_TYPES)
 
 
 def _tool_calls(content: list[Any], path: str, first_call_index: int) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for index, block in enumerate(content):
-        if not (isinstance(block, dict) and block.get("type") == "tool_use"):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if not (isinstance(kind, str) and kind in CALL_BLOCK_KINDS):
             continue
         block_path = f"{path}.content[{index}]"
         args = parse_arguments(block.get("input"))
@@ -181,6 +237,7 @@ def _tool_calls(content: list[Any], path: str, first_call_index: int) -> list[To
                 arguments=args.parsed,
                 args_valid=args.valid,
                 args_error=args.error,
+                kind=CALL_BLOCK_KINDS[kind],
             )
         )
     return calls
@@ -198,3 +255,38 @@ def _tool_result(block: dict[str, Any], path: str) -> ToolResult:
         explicit_error=is_error if flagged else None,
         explicit_source="is_error" if flagged else None,
     )
+
+
+def _server_result(block: dict[str, Any], path: str) -> ToolResult:
+    """A server tool's or MCP server's result: its call id, and its error flag (``is_error`` on
+    MCP results; an error object as the content of a server result)."""
+    content = block.get("content")
+    call_id = optional_str(block.get("tool_use_id"), f"{path}.tool_use_id")
+    if block.get("type") == "mcp_tool_result":
+        if content is not None and not isinstance(content, str | list):
+            raise ShapeError(
+                f"{path}.content: expected a string or an array, got {json_type(content)}"
+            )
+        is_error = block.get("is_error")
+        flagged = isinstance(is_error, bool)
+        return ToolResult(
+            tool_call_id=call_id,
+            explicit_error=is_error if flagged else None,
+            explicit_source="is_error" if flagged else None,
+        )
+    kind = content.get("type") if isinstance(content, dict) else None
+    failed = isinstance(kind, str) and kind.endswith("_error")
+    return ToolResult(
+        tool_call_id=call_id,
+        explicit_error=True if failed else None,
+        explicit_source="error_code" if failed else None,
+    )
+
+
+def _server_result_text(content: Any) -> str:
+    """What a server or MCP result says: its text parts, else its content as compact JSON
+    (search hits, fetched documents, stdout / stderr, an error code)."""
+    text = text_of(content)
+    if text or content is None or isinstance(content, str):
+        return text
+    return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS, default=str).decode()

@@ -78,9 +78,13 @@ def tool_calls(msg: dict[str, Any], path: str) -> list[ToolCall]:
 
 
 def tool_call(call: dict[str, Any], path: str, call_index: int) -> ToolCall:
-    """One ``tool_calls`` entry: ``function`` (JSON-string or object arguments) or ``custom``."""
+    """One ``tool_calls`` entry: ``function`` (JSON-string or object arguments), ``custom``, or
+    tau2's flat ``{"id", "name", "arguments", "requestor"}`` (no ``function`` object)."""
     call_id = optional_str(call.get("id"), f"{path}.id")
     kind = call.get("type", "function")
+    if kind == "function" and "function" not in call and "name" in call:
+        # tau2-bench's ToolCall model: the name and arguments sit on the call itself.
+        return _function_call(call, path, call_index, call_id)
     if kind == "function":
         spec = expect_object(call.get("function"), f"{path}.function")
         return _function_call(spec, f"{path}.function", call_index, call_id)
@@ -97,6 +101,7 @@ def tool_call(call: dict[str, Any], path: str, call_index: int) -> ToolCall:
             arguments=text,
             args_valid=True,
             args_error=None,
+            kind="client",
         )
     raise ShapeError(f"{path}.type: unknown tool call type {kind!r}")
 
@@ -114,6 +119,7 @@ def _function_call(
         arguments=args.parsed,
         args_valid=args.valid,
         args_error=args.error,
+        kind="client",
     )
 
 

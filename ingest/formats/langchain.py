@@ -130,6 +130,10 @@ def _convert(item: dict[str, Any], path: str, line: int | None) -> list[Message]
     return [message]
 
 
+#: One LangChain message (any of the forms above) as canonical messages (LangSmith runs hold them).
+convert_message = _convert
+
+
 def _tool_calls(data: dict[str, Any], path: str) -> list[ToolCall]:
     if "tool_calls" not in data and "invalid_tool_calls" not in data:
         extra = data.get("additional_kwargs")
@@ -240,4 +244,4 @@ FORMAT = message_list_format(
     embeds=("openai_chat", "anthropic", "openai_responses"),
 )
 
-__all__ = ["FORMAT", "NAME"]
+__all__ = ["FORMAT", "NAME", "convert_message"]

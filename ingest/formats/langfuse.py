@@ -116,7 +116,7 @@ FORMAT = trace_per_record_format(
     hints=("trace", "input", "output", "metadata", "name", "id"),
     # Observations hold what each LLM call sent and got back, in any conversation format
     # (chat completion responses with `choices` as request logs hold them too).
-    embeds=("openai_chat", "anthropic", "openai_responses", "langchain", "request_log"),
+    embeds=("openai_chat", "anthropic", "openai_responses", "langchain", "request_log", "gemini"),
 )
 
 __all__ = ["FORMAT", "NAME"]

@@ -205,7 +205,9 @@ FORMAT = TraceFormat(
     parse=_parse,
     # Span attributes hold what each LLM call sent and got back, in any conversation format,
     # and spans sent by Langfuse's own SDK carry its observation fields.
-    embeds=frozenset({"langfuse", "openai_chat", "anthropic", "openai_responses", "langchain"}),
+    embeds=frozenset(
+        {"langfuse", "openai_chat", "anthropic", "openai_responses", "langchain", "gemini"}
+    ),
 )
 
 __all__ = ["FORMAT", "NAME", "span_node", "trace_of"]
