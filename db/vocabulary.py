@@ -73,6 +73,7 @@ FindingKind = Literal[
     "unparsed_arguments",
     "unknown_tool",
     "arguments_schema_violation",
+    "undeclared_parameter",
     "missing_result",
     "orphan_result",
     "duplicate_result",
@@ -80,6 +81,62 @@ FindingKind = Literal[
     "late_result",
 ]
 FINDING_KINDS: Final[tuple[FindingKind, ...]] = get_args(FindingKind)
+
+#: How serious a finding is: an ``error`` is a broken contract (a call the schema forbids, a
+#: result no call asked for), a ``warning`` something a tool author should look at. SARIF's
+#: ``level`` and the JUnit output of ``toollens lint`` use it.
+FindingLevel = Literal["error", "warning"]
+FINDING_LEVELS: Final[tuple[FindingLevel, ...]] = get_args(FindingLevel)
+FINDING_LEVEL: Final[dict[FindingKind, FindingLevel]] = {
+    "bare_status": "warning",
+    "raw_exception": "warning",
+    "error_without_suggestion": "warning",
+    "empty_marked_error": "warning",
+    "name_mismatch": "error",
+    "oversized": "warning",
+    "unparsed_arguments": "error",
+    "unknown_tool": "error",
+    "arguments_schema_violation": "error",
+    "undeclared_parameter": "warning",
+    "missing_result": "error",
+    "orphan_result": "error",
+    "duplicate_result": "error",
+    "result_before_call": "error",
+    "late_result": "warning",
+}
+#: One line per finding kind: what it means, as lint output, SARIF rules and the Findings page
+#: say it.
+FINDING_DESCRIPTION: Final[dict[FindingKind, str]] = {
+    "bare_status": "the Tool Message says only a status word (ok, error, done …)",
+    "raw_exception": "an error Tool Message carries a raw exception or traceback",
+    "error_without_suggestion": "an error Tool Message gives the model no advice",
+    "empty_marked_error": "flagged as an error but says nothing more",
+    "name_mismatch": "the Tool Message names another tool than the call it answers",
+    "oversized": "the Tool Message is over the token budget",
+    "unparsed_arguments": "the call's arguments are not valid JSON",
+    "unknown_tool": "the call names a tool the trace does not declare",
+    "arguments_schema_violation": "the call's arguments violate the tool's declared schema",
+    "undeclared_parameter": "the call passes a parameter the tool's open schema does not declare",
+    "missing_result": "no Tool Message answers the call",
+    "orphan_result": "the Tool Message answers no call",
+    "duplicate_result": "a second Tool Message answers the same call",
+    "result_before_call": "the Tool Message comes before its call",
+    "late_result": "the Tool Message comes after the model spoke again",
+}
+
+
+def describe_finding(kind: str, detail: str | None = None) -> str:
+    """The message of one occurrence: its own detail (the schema problem, the error's summary)
+    when it has one, else what the kind means.
+
+    >>> describe_finding("missing_result")
+    'no Tool Message answers the call'
+    >>> describe_finding("undeclared_parameter", "undeclared parameter 'page'")
+    "undeclared parameter 'page'"
+    """
+    if detail and detail.strip():
+        return " ".join(detail.split())
+    return FINDING_DESCRIPTION.get(kind, kind)  # type: ignore[call-overload]
 
 #: What a suggestion asks of the model. The kinds before ``other`` have a detail the verdict
 #: rules compare with the next action (``ingest.suggestions.extract_suggestion``).

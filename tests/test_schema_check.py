@@ -55,11 +55,60 @@ def test_a_mistyped_parameter_names_expected_and_actual_types() -> None:
     )
 
 
-def test_an_extra_parameter_is_named_only_when_additional_properties_are_forbidden() -> None:
-    assert check("get_weather", {"city": "Paris", "country": "FR"}) == violation(
-        "unexpected parameter 'country'"
+def test_an_extra_parameter_is_a_violation_when_additional_properties_are_forbidden() -> None:
+    issue = check("get_weather", {"city": "Paris", "country": "FR"})
+    assert issue == violation("unexpected parameter 'country'")
+    assert issue is not None and issue.findings == ["arguments_schema_violation"]
+
+
+def test_an_extra_parameter_of_an_open_schema_is_an_undeclared_parameter_warning() -> None:
+    issue = check("search", {"q": "x", "page": 2, "lang": "en"})
+    assert issue == SchemaIssue(
+        "undeclared_parameter",
+        "undeclared parameter 'page'; undeclared parameter 'lang'",
+        ("page", "lang"),
     )
-    assert check("search", {"q": "x", "page": 2}) is None
+    assert issue.findings == ["undeclared_parameter"]
+
+
+def test_a_violation_and_an_undeclared_parameter_give_both_findings() -> None:
+    issue = check("search", {"page": 2})
+    assert issue == SchemaIssue(
+        "arguments_schema_violation",
+        "missing required parameter 'q'; undeclared parameter 'page'",
+        ("page",),
+    )
+    assert issue.findings == ["arguments_schema_violation", "undeclared_parameter"]
+
+
+def open_tool(parameters: dict[str, Any]) -> dict[str, Any]:
+    return dict(compile_tools([ToolDef(name="t", parameters=parameters)]))
+
+
+def test_a_schema_that_welcomes_extras_or_lists_no_properties_declares_nothing_undeclared() -> None:
+    welcoming = [
+        {"type": "object", "properties": {"q": {}}, "additionalProperties": True},
+        {"type": "object", "properties": {"q": {}}, "additionalProperties": {"type": "string"}},
+        {"type": "object"},
+        {"$ref": "#/$defs/args", "$defs": {"args": {"type": "object", "properties": {"q": {}}}}},
+    ]
+    for parameters in welcoming:
+        assert check_call("t", {"q": "x", "page": "2"}, True, open_tool(parameters)) is None
+
+
+def test_properties_declared_in_combinators_and_patterns_are_declared() -> None:
+    tools = open_tool(
+        {
+            "type": "object",
+            "properties": {"q": {}},
+            "patternProperties": {"^x-": {}},
+            "anyOf": [{"properties": {"page": {}}}, {"properties": {"cursor": {}}}],
+        }
+    )
+    assert check_call("t", {"q": "a", "page": 1, "cursor": "c", "x-trace": "1"}, True, tools) is None
+    assert check_call("t", {"q": "a", "limit": 5}, True, tools) == SchemaIssue(
+        "undeclared_parameter", "undeclared parameter 'limit'", ("limit",)
+    )
 
 
 def test_an_enum_violation_lists_the_allowed_values() -> None:
