@@ -138,6 +138,7 @@ def describe_finding(kind: str, detail: str | None = None) -> str:
         return " ".join(detail.split())
     return FINDING_DESCRIPTION.get(kind, kind)  # type: ignore[call-overload]
 
+
 #: What a suggestion asks of the model. The kinds before ``other`` have a detail the verdict
 #: rules compare with the next action (``ingest.suggestions.extract_suggestion``).
 SuggestionKind = Literal["retry_after", "missing_param", "use_instead", "ask_user", "other"]

@@ -393,7 +393,7 @@ def lint_command(
         )
     except UnknownFormatError as exc:
         raise _usage_error(str(exc)) from exc
-    typer.echo(render(report, chosen), nl=False)  # type: ignore[arg-type]
+    typer.echo(render(report, chosen), nl=False)
     limit = max_findings if max_findings is not None else (config.max_findings or 0)
     if report.total_findings > limit:
         raise typer.Exit(1)

@@ -52,7 +52,7 @@ class LintFinding:
     @property
     def level(self) -> FindingLevel:
         """``error`` or ``warning`` (``db.vocabulary.FINDING_LEVEL``; a loop is a warning)."""
-        return FINDING_LEVEL.get(self.kind, "warning")  # type: ignore[call-overload, no-any-return]
+        return FINDING_LEVEL.get(self.kind, "warning")  # type: ignore[call-overload]
 
     @property
     def location(self) -> str:
@@ -146,8 +146,8 @@ class LintReport:
                 elif kind == "unparsed_arguments":
                     detail = call.args_error
                 elif kind == "name_mismatch" and cf.result_seq is not None:
-                    answered = by_seq[cf.result_seq].tool_result
-                    named = answered.name if answered else None
+                    answer = by_seq[cf.result_seq].tool_result
+                    named = answer.name if answer else None
                     detail = f"answered by a Tool Message named '{named}'" if named else None
                 report(cf.message_seq, cf.call_index, message, call_id, call.name, kind, detail)
             if cf.signature in looping:
@@ -161,13 +161,12 @@ class LintReport:
             tool = (
                 answered.name if answered else (provided.name if provided else None)
             ) or "(unknown)"
-            call_id = (answered.tool_call_id if answered else None) or (
+            given_id = (answered.tool_call_id if answered else None) or (
                 provided.tool_call_id if provided else None
             )
-            if not call_id:
-                call_id = (
-                    f"#{rf.call_ref[0]}.{rf.call_ref[1]}" if rf.call_ref else f"#{rf.message_seq}"
-                )
+            call_id = given_id or (
+                f"#{rf.call_ref[0]}.{rf.call_ref[1]}" if rf.call_ref else f"#{rf.message_seq}"
+            )
             self.tools.add(tool)
             for kind in rf.findings:
                 if kind == "name_mismatch":

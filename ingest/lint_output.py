@@ -19,8 +19,8 @@ Trace content reaches the messages (error summaries), so XML output drops the ch
 from __future__ import annotations
 
 import re
-from importlib import metadata
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any, Final, Literal, get_args
 from urllib.parse import quote
 from xml.etree import ElementTree as ET
@@ -39,12 +39,12 @@ SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
 #: The rule a rejected record is reported under.
 REJECTED_RULE: Final = "rejected"
 _RULE_DESCRIPTION: Final[dict[str, str]] = {
-    **FINDING_DESCRIPTION,
+    **{str(kind): text for kind, text in FINDING_DESCRIPTION.items()},
     LOOP_FINDING: "the same call (tool and arguments) repeated k or more times in a trace",
     REJECTED_RULE: "an input record ToolLens could not read as part of a trace",
 }
 _RULE_LEVEL: Final[dict[str, str]] = {
-    **FINDING_LEVEL,
+    **{str(kind): level for kind, level in FINDING_LEVEL.items()},
     LOOP_FINDING: "warning",
     REJECTED_RULE: "error",
 }
@@ -52,8 +52,9 @@ _RULE_LEVEL: Final[dict[str, str]] = {
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
-def render(report: LintReport, output: OutputFormat) -> str:
-    """``report`` in one of :data:`OUTPUT_FORMATS`, ending with a newline."""
+def render(report: LintReport, output: str) -> str:
+    """``report`` in one of :data:`OUTPUT_FORMATS`, ending with a newline; raises ``KeyError``
+    for another ``output``."""
     renderers: dict[str, Callable[[LintReport], str]] = {
         "text": text,
         "json": json,
@@ -207,7 +208,9 @@ def junit(report: LintReport) -> str:
         tests = failures = 0
         for trace in dict.fromkeys(report.traces_by_file.get(file, [])):
             tests += 1
-            case = ET.SubElement(suite, "testcase", classname=_xml_text(file), name=_xml_text(trace))
+            case = ET.SubElement(
+                suite, "testcase", classname=_xml_text(file), name=_xml_text(trace)
+            )
             found = by_trace.get((file, trace), [])
             if found:
                 failures += 1

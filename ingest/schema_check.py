@@ -417,5 +417,6 @@ def check_call(
     detail = "; ".join(problems[:MAX_PROBLEMS])
     if len(problems) > MAX_PROBLEMS:
         detail += f" (+{len(problems) - MAX_PROBLEMS} more)"
-    kind = "arguments_schema_violation" if len(problems) > len(undeclared) else "undeclared_parameter"
+    violated = len(problems) > len(undeclared)
+    kind = "arguments_schema_violation" if violated else "undeclared_parameter"
     return SchemaIssue(kind, detail, undeclared)

@@ -22,7 +22,11 @@ SEARCH = {
     "type": "function",
     "function": {
         "name": "search",
-        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"q": {"type": "string"}},
+            "required": ["q"],
+        },
     },
 }
 WEATHER = {
@@ -251,9 +255,7 @@ def test_junit_has_a_testcase_per_trace_failed_by_its_findings(runs: Path) -> No
         "4 findings: arguments_schema_violation, error_without_suggestion, name_mismatch, "
         "undeclared_parameter"
     )
-    assert (failure.text or "").splitlines() == [
-        line.format(f=runs) for line in EXPECTED_LINES[:4]
-    ]
+    assert (failure.text or "").splitlines() == [line.format(f=runs) for line in EXPECTED_LINES[:4]]
 
 
 def test_junit_stays_well_formed_when_trace_text_holds_control_characters(tmp_path: Path) -> None:
