@@ -104,6 +104,19 @@ FINDING_LEVEL: Final[dict[FindingKind, FindingLevel]] = {
     "result_before_call": "error",
     "late_result": "warning",
 }
+
+
+def finding_level(kind: str) -> FindingLevel:
+    """The level of a finding kind; ``warning`` for kinds outside the vocabulary (lint's
+    ``loop``).
+
+    >>> finding_level("undeclared_parameter"), finding_level("unknown_tool")
+    ('warning', 'error')
+    """
+    return _LEVEL_OF.get(kind, "warning")
+
+
+_LEVEL_OF: Final[dict[str, FindingLevel]] = {str(k): v for k, v in FINDING_LEVEL.items()}
 #: One line per finding kind: what it means, as lint output, SARIF rules and the Findings page
 #: say it.
 FINDING_DESCRIPTION: Final[dict[FindingKind, str]] = {
@@ -137,6 +150,51 @@ def describe_finding(kind: str, detail: str | None = None) -> str:
     if detail and detail.strip():
         return " ".join(detail.split())
     return FINDING_DESCRIPTION.get(kind, kind)  # type: ignore[call-overload]
+
+
+#: Findings whose detail is the call's stored schema detail.
+_SCHEMA_FINDINGS = ("unknown_tool", "arguments_schema_violation", "undeclared_parameter")
+
+
+def finding_message(
+    kind: str,
+    *,
+    schema_issue: str | None = None,
+    schema_detail: str | None = None,
+    args_error: str | None = None,
+    answered_name: str | None = None,
+    tokens: int | None = None,
+    summary: str | None = None,
+) -> str:
+    """The message of one occurrence from the stored facts it is about: the same sentence in
+    ``toollens lint`` and on the Findings page.
+
+    ``schema_issue`` / ``schema_detail`` / ``args_error`` are the call's, ``answered_name`` the
+    name the answering Tool Message gave, ``tokens`` / ``summary`` the Tool Message's. A call
+    with a violation and an undeclared parameter has one detail; its ``undeclared_parameter``
+    finding keeps only the undeclared part.
+
+    >>> finding_message("undeclared_parameter", schema_issue="arguments_schema_violation",
+    ...                 schema_detail="missing required parameter 'q'; undeclared parameter 'p'")
+    "undeclared parameter 'p'"
+    >>> finding_message("oversized", tokens=5120)
+    '5,120 tokens, over the token budget'
+    """
+    detail: str | None = None
+    if kind in _SCHEMA_FINDINGS:
+        detail = schema_detail
+        if detail and kind != schema_issue:
+            undeclared = [p for p in detail.split("; ") if p.startswith("undeclared parameter")]
+            detail = "; ".join(undeclared) or None
+    elif kind == "unparsed_arguments":
+        detail = args_error
+    elif kind == "name_mismatch" and answered_name:
+        detail = f"answered by a Tool Message named '{answered_name}'"
+    elif kind == "oversized" and tokens is not None:
+        detail = f"{tokens:,} tokens, over the token budget"
+    elif kind in ("raw_exception", "error_without_suggestion"):
+        detail = summary
+    return describe_finding(kind, detail)
 
 
 #: What a suggestion asks of the model. The kinds before ``other`` have a detail the verdict

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from db.vocabulary import (
     DEFAULT_LOOP_K,
-    DEFAULT_TOKEN_BUDGET,
-    FINDING_LEVEL,
+    FINDING_KINDS,
     FindingLevel,
-    describe_finding,
+    finding_level,
+    finding_message,
 )
 from ingest.analysis import analyze_trace
 from ingest.model import Message, Rejected, Trace, display_id
@@ -31,7 +31,7 @@ from ingest.tokens import count_many
 #: The finding name lint adds for calls that belong to a loop at k.
 LOOP_FINDING = "loop"
 #: Every kind lint reports: the stored finding kinds and ``loop``.
-LINT_KINDS: tuple[str, ...] = (*FINDING_LEVEL, LOOP_FINDING)
+LINT_KINDS: tuple[str, ...] = (*FINDING_KINDS, LOOP_FINDING)
 
 
 @dataclass(slots=True, frozen=True)
@@ -52,7 +52,7 @@ class LintFinding:
     @property
     def level(self) -> FindingLevel:
         """``error`` or ``warning`` (``db.vocabulary.FINDING_LEVEL``; a loop is a warning)."""
-        return FINDING_LEVEL.get(self.kind, "warning")  # type: ignore[call-overload]
+        return finding_level(self.kind)
 
     @property
     def location(self) -> str:
@@ -123,14 +123,12 @@ class LintReport:
         found: list[tuple[int, int, LintFinding]] = []
 
         def report(seq: int, order: int, message: Message, call: str, tool: str, kind: str,
-                   detail: str | None) -> None:  # fmt: skip
+                   text: str) -> None:  # fmt: skip
             self.tools.add(tool)
             if kind in self.ignore:
                 return
             line = message.source_line if message.source_line is not None else trace.source_line
-            finding = LintFinding(
-                trace.source_file, line, trace_id, call, tool, kind, describe_finding(kind, detail)
-            )
+            finding = LintFinding(trace.source_file, line, trace_id, call, tool, kind, text)
             found.append((seq, order, finding))
 
         for cf in facts.calls:
@@ -140,20 +138,19 @@ class LintReport:
             message = by_seq[cf.message_seq]
             self.tools.add(call.name)
             for kind in cf.findings:
-                detail = None
-                if kind in ("unknown_tool", "arguments_schema_violation", "undeclared_parameter"):
-                    detail = _schema_detail(kind, cf.schema_issue, cf.schema_detail)
-                elif kind == "unparsed_arguments":
-                    detail = call.args_error
-                elif kind == "name_mismatch" and cf.result_seq is not None:
-                    answer = by_seq[cf.result_seq].tool_result
-                    named = answer.name if answer else None
-                    detail = f"answered by a Tool Message named '{named}'" if named else None
-                report(cf.message_seq, cf.call_index, message, call_id, call.name, kind, detail)
+                answer = by_seq[cf.result_seq].tool_result if cf.result_seq is not None else None
+                text = finding_message(
+                    kind,
+                    schema_issue=cf.schema_issue,
+                    schema_detail=cf.schema_detail,
+                    args_error=call.args_error,
+                    answered_name=answer.name if answer else None,
+                )
+                report(cf.message_seq, cf.call_index, message, call_id, call.name, kind, text)
             if cf.signature in looping:
-                detail = f"call {cf.occurrence} of the same tool and arguments (k = {loop_k})"
+                text = f"call {cf.occurrence} of the same tool and arguments (k = {loop_k})"
                 report(cf.message_seq, cf.call_index, message, call_id, call.name, LOOP_FINDING,
-                       detail)  # fmt: skip
+                       text)  # fmt: skip
         for rf in facts.results:
             message = by_seq[rf.message_seq]
             provided = message.tool_result
@@ -171,22 +168,9 @@ class LintReport:
             for kind in rf.findings:
                 if kind == "name_mismatch":
                     continue  # reported once, on the call
-                detail = None
-                if kind == "oversized":
-                    detail = f"{rf.tokens} tokens, over the budget of {DEFAULT_TOKEN_BUDGET}"
-                elif kind in ("raw_exception", "error_without_suggestion"):
-                    detail = rf.content.summary
-                report(rf.message_seq, 1_000_000, message, call_id, tool, kind, detail)
+                text = finding_message(kind, tokens=rf.tokens, summary=rf.content.summary)
+                report(rf.message_seq, 1_000_000, message, call_id, tool, kind, text)
         self.findings.extend(f for _, _, f in sorted(found, key=lambda item: item[:2]))
-
-
-def _schema_detail(kind: str, issue: str | None, detail: str | None) -> str | None:
-    """The schema detail fits the issue's kind; the second finding of a call with both a
-    violation and an undeclared parameter keeps only the undeclared part."""
-    if detail is None or kind == issue:
-        return detail
-    parts = [p for p in detail.split("; ") if p.startswith("undeclared parameter")]
-    return "; ".join(parts) or None
 
 
 def lint_paths(

@@ -9,6 +9,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 from jsonschema import Draft4Validator
+from lint_runs import call, write_runs
 from typer.testing import CliRunner
 
 from ingest.cli import app
@@ -17,73 +18,6 @@ from ingest.lint_output import junit
 
 runner = CliRunner()
 SARIF_SCHEMA = Path(__file__).parent / "sarif" / "sarif-schema-2.1.0.json"
-
-SEARCH = {
-    "type": "function",
-    "function": {
-        "name": "search",
-        "parameters": {
-            "type": "object",
-            "properties": {"q": {"type": "string"}},
-            "required": ["q"],
-        },
-    },
-}
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-            "additionalProperties": False,
-        },
-    },
-}
-
-
-def call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": call_id,
-        "type": "function",
-        "function": {"name": name, "arguments": json.dumps(arguments)},
-    }
-
-
-RUNS = [
-    {
-        "id": "run-1",
-        "tools": [SEARCH, WEATHER],
-        "messages": [
-            {"role": "user", "content": "Weather in Paris, and flights?"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    call("call_a", "search", {"q": "flights", "page": 2}),
-                    call("call_b", "get_weather", {"city": "Paris", "country": "FR"}),
-                ],
-            },
-            {"role": "tool", "tool_call_id": "call_a", "name": "search", "content": "3 flights"},
-            {
-                "role": "tool",
-                "tool_call_id": "call_b",
-                "name": "get_forecast",
-                "content": "Error: unknown country FR",
-            },
-            {"role": "assistant", "content": "Sorry."},
-        ],
-    },
-    {
-        "id": "run-2",
-        "messages": [
-            {"role": "user", "content": "Look up order 7"},
-            {"role": "assistant", "content": None, "tool_calls": [call("c1", "lookup", {"id": 7})]},
-            {"role": "assistant", "content": "Done."},
-        ],
-    },
-]
 
 EXPECTED_LINES = [
     "{f}:1 run-1 call_a: undeclared_parameter: undeclared parameter 'page'",
@@ -96,9 +30,7 @@ EXPECTED_LINES = [
 
 @pytest.fixture
 def runs(tmp_path: Path) -> Path:
-    path = tmp_path / "runs.jsonl"
-    path.write_text("\n".join(json.dumps(run) for run in RUNS) + "\n", encoding="utf-8")
-    return path
+    return write_runs(tmp_path / "runs.jsonl")
 
 
 def lint(*args: str) -> Any:
