@@ -35,7 +35,9 @@ OutputFormat = Literal["text", "json", "sarif", "junit"]
 OUTPUT_FORMATS: Final[tuple[OutputFormat, ...]] = get_args(OutputFormat)
 
 SARIF_VERSION: Final = "2.1.0"
-SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_SCHEMA: Final = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 #: The rule a rejected record is reported under.
 REJECTED_RULE: Final = "rejected"
 _RULE_DESCRIPTION: Final[dict[str, str]] = {
