@@ -42,6 +42,7 @@ TRACE = Page("trace", "Trace", ":material/forum:", "trace", "views/trace.py")
 ERRORS = Page("errors", "Errors", ":material/error:", "errors", "views/errors.py")
 TOKENS = Page("tokens", "Tokens", ":material/data_usage:", "tokens", "views/tokens.py")
 LOOPS = Page("loops", "Loops", ":material/repeat:", "loops", "views/loops.py")
+FINDINGS = Page("findings", "Findings", ":material/flag:", "findings", "views/findings.py")
 SUGGESTIONS = Page(
     "suggestions",
     "Suggestions",
@@ -55,5 +56,6 @@ COMPARE = Page("compare", "Compare", ":material/compare_arrows:", "compare", "vi
 
 #: Every page, in navigation order.
 PAGES: tuple[Page, ...] = (
-    OVERVIEW, CALLS, TRACE, SEARCH, ERRORS, TOKENS, LOOPS, SUGGESTIONS, IMPORTS, REVIEW, COMPARE,
+    OVERVIEW, CALLS, TRACE, SEARCH, ERRORS, TOKENS, LOOPS, FINDINGS, SUGGESTIONS, IMPORTS, REVIEW,
+    COMPARE,
 )  # fmt: skip

@@ -21,6 +21,7 @@ import streamlit as st
 from dashboard import palette, render, state
 from dashboard.palette import TONE, BadgeColor
 from db.annotations import Annotation
+from db.vocabulary import finding_level
 
 LONE_RESULT_TEXT = {
     "orphan_result": "Orphan result: no call in this trace has its id.",
@@ -158,7 +159,8 @@ def _call_badges(call: Any, k: int) -> list[tuple[str, BadgeColor]]:
         if bool(_value(call, flag)):
             items.append((label, TONE["warning"]))
     if _value(call, "schema_issue"):
-        items.append((str(call["schema_issue"]), TONE["error"]))
+        issue = str(call["schema_issue"])
+        items.append((issue, TONE[finding_level(issue)]))
     if _value(call, "pairing_method") == "position":
         items.append(("paired by position", TONE["muted"]))
     return items

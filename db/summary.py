@@ -18,7 +18,12 @@ from db.filters import (
     restrict_traces,
 )
 from db.planner import one_pass_counts, restrict_calls_in_index, restrict_results_in_index
-from db.queries.common import corrected_result, effective_error_type, effective_verdict
+from db.queries.common import (
+    COUNTED_FINDING,
+    corrected_result,
+    effective_error_type,
+    effective_verdict,
+)
 from db.queries.histograms import token_counts, token_figures
 from db.schema import (
     FindingRow,
@@ -219,7 +224,9 @@ def summary_counts(
             name: n
             for name, n in conn.execute(
                 restrict_findings(
+                    # A name mismatch is stored on both sides and counts once, on the call.
                     select(FindingRow.name, func.count())
+                    .where(COUNTED_FINDING)
                     .group_by(FindingRow.name)
                     .order_by(func.count().desc(), FindingRow.name),
                     f,

@@ -79,6 +79,7 @@ FindingKind = Literal[
     "unparsed_arguments",
     "unknown_tool",
     "arguments_schema_violation",
+    "undeclared_parameter",
     "missing_result",
     "orphan_result",
     "duplicate_result",
@@ -86,6 +87,121 @@ FindingKind = Literal[
     "late_result",
 ]
 FINDING_KINDS: Final[tuple[FindingKind, ...]] = get_args(FindingKind)
+
+#: How serious a finding is: an ``error`` is a broken contract (a call the schema forbids, a
+#: result no call asked for), a ``warning`` something a tool author should look at. SARIF's
+#: ``level`` and the JUnit output of ``toollens lint`` use it.
+FindingLevel = Literal["error", "warning"]
+FINDING_LEVELS: Final[tuple[FindingLevel, ...]] = get_args(FindingLevel)
+FINDING_LEVEL: Final[dict[FindingKind, FindingLevel]] = {
+    "bare_status": "warning",
+    "raw_exception": "warning",
+    "error_without_suggestion": "warning",
+    "empty_marked_error": "warning",
+    "name_mismatch": "error",
+    "oversized": "warning",
+    "unparsed_arguments": "error",
+    "unknown_tool": "error",
+    "arguments_schema_violation": "error",
+    "undeclared_parameter": "warning",
+    "missing_result": "error",
+    "orphan_result": "error",
+    "duplicate_result": "error",
+    "result_before_call": "error",
+    "late_result": "warning",
+}
+
+
+def finding_level(kind: str) -> FindingLevel:
+    """The level of a finding kind; ``warning`` for kinds outside the vocabulary (lint's
+    ``loop``).
+
+    >>> finding_level("undeclared_parameter"), finding_level("unknown_tool")
+    ('warning', 'error')
+    """
+    return _LEVEL_OF.get(kind, "warning")
+
+
+_LEVEL_OF: Final[dict[str, FindingLevel]] = {str(k): v for k, v in FINDING_LEVEL.items()}
+#: One line per finding kind: what it means, as lint output, SARIF rules and the Findings page
+#: say it.
+FINDING_DESCRIPTION: Final[dict[FindingKind, str]] = {
+    "bare_status": "the Tool Message says only a status word (ok, error, done …)",
+    "raw_exception": "an error Tool Message carries a raw exception or traceback",
+    "error_without_suggestion": "an error Tool Message gives the model no advice",
+    "empty_marked_error": "flagged as an error but says nothing more",
+    "name_mismatch": "the Tool Message names another tool than the call it answers",
+    "oversized": "the Tool Message is over the token budget",
+    "unparsed_arguments": "the call's arguments are not valid JSON",
+    "unknown_tool": "the call names a tool the trace does not declare",
+    "arguments_schema_violation": "the call's arguments violate the tool's declared schema",
+    "undeclared_parameter": "the call passes a parameter the tool's open schema does not declare",
+    "missing_result": "no Tool Message answers the call",
+    "orphan_result": "the Tool Message answers no call",
+    "duplicate_result": "a second Tool Message answers the same call",
+    "result_before_call": "the Tool Message comes before its call",
+    "late_result": "the Tool Message comes after the model spoke again",
+}
+
+
+def describe_finding(kind: str, detail: str | None = None) -> str:
+    """The message of one occurrence: its own detail (the schema problem, the error's summary)
+    when it has one, else what the kind means.
+
+    >>> describe_finding("missing_result")
+    'no Tool Message answers the call'
+    >>> describe_finding("undeclared_parameter", "undeclared parameter 'page'")
+    "undeclared parameter 'page'"
+    """
+    if detail and detail.strip():
+        return " ".join(detail.split())
+    return FINDING_DESCRIPTION.get(kind, kind)  # type: ignore[call-overload]
+
+
+#: Findings whose detail is the call's stored schema detail.
+_SCHEMA_FINDINGS = ("unknown_tool", "arguments_schema_violation", "undeclared_parameter")
+
+
+def finding_message(
+    kind: str,
+    *,
+    schema_issue: str | None = None,
+    schema_detail: str | None = None,
+    args_error: str | None = None,
+    answered_name: str | None = None,
+    tokens: int | None = None,
+    summary: str | None = None,
+) -> str:
+    """The message of one occurrence from the stored facts it is about: the same sentence in
+    ``toollens lint`` and on the Findings page.
+
+    ``schema_issue`` / ``schema_detail`` / ``args_error`` are the call's, ``answered_name`` the
+    name the answering Tool Message gave, ``tokens`` / ``summary`` the Tool Message's. A call
+    with a violation and an undeclared parameter has one detail; its ``undeclared_parameter``
+    finding keeps only the undeclared part.
+
+    >>> finding_message("undeclared_parameter", schema_issue="arguments_schema_violation",
+    ...                 schema_detail="missing required parameter 'q'; undeclared parameter 'p'")
+    "undeclared parameter 'p'"
+    >>> finding_message("oversized", tokens=5120)
+    '5,120 tokens, over the token budget'
+    """
+    detail: str | None = None
+    if kind in _SCHEMA_FINDINGS:
+        detail = schema_detail
+        if detail and kind != schema_issue:
+            undeclared = [p for p in detail.split("; ") if p.startswith("undeclared parameter")]
+            detail = "; ".join(undeclared) or None
+    elif kind == "unparsed_arguments":
+        detail = args_error
+    elif kind == "name_mismatch" and answered_name:
+        detail = f"answered by a Tool Message named '{answered_name}'"
+    elif kind == "oversized" and tokens is not None:
+        detail = f"{tokens:,} tokens, over the token budget"
+    elif kind in ("raw_exception", "error_without_suggestion"):
+        detail = summary
+    return describe_finding(kind, detail)
+
 
 #: What a suggestion asks of the model. The kinds before ``other`` have a detail the verdict
 #: rules compare with the next action (``ingest.suggestions.extract_suggestion``).

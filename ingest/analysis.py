@@ -6,7 +6,7 @@
 ``ingest.facts`` contract, findings included:
 
 * per call: ``unparsed_arguments`` (arguments did not parse), ``unknown_tool``,
-  ``arguments_schema_violation``, ``missing_result``, ``name_mismatch``;
+  ``arguments_schema_violation``, ``undeclared_parameter``, ``missing_result``, ``name_mismatch``;
 * per result: the content findings, ``oversized`` (tokens above the budget), its pair state when
   it is not ``paired``, ``name_mismatch``.
 
@@ -144,7 +144,7 @@ def _call_findings(call: ToolCall, pairing: CallPairing, issue: SchemaIssue | No
     if not call.args_valid:
         findings.append("unparsed_arguments")
     if issue is not None:
-        findings.append(issue.kind)
+        findings.extend(issue.findings)
     if pairing.pair_state == "missing_result":
         findings.append("missing_result")
     if pairing.name_mismatch:

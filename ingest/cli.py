@@ -345,27 +345,66 @@ def export_command(
 def lint_command(
     paths: Annotated[list[Path], typer.Argument(help="Trace files to check")],
     max_findings: Annotated[
-        int, typer.Option("--max-findings", min=0, help="Exit 1 above this many findings")
-    ] = 0,
-    format_name: Annotated[
-        str | None, typer.Option("--format", help="Skip sniffing: one of `toollens formats`")
+        int | None,
+        typer.Option("--max-findings", min=0, help="Exit 1 above this many findings [default: 0]"),
     ] = None,
-    loop_k: Annotated[int, typer.Option("--loop-k", min=2)] = DEFAULT_LOOP_K,
+    output: Annotated[
+        str | None,
+        typer.Option("--format", help="Output: text, json, sarif or junit [default: text]"),
+    ] = None,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option("--ignore", help="Leave out this finding kind (repeatable)"),
+    ] = None,
+    input_format: Annotated[
+        str | None,
+        typer.Option("--input-format", help="Skip sniffing: one of `toollens formats`"),
+    ] = None,
+    loop_k: Annotated[
+        int | None, typer.Option("--loop-k", min=2, help=f"[default: {DEFAULT_LOOP_K}]")
+    ] = None,
 ) -> None:
-    """Analyze trace files without a database and print findings per tool (a CI gate)."""
-    from ingest.lint import lint_paths
+    """Analyze trace files without a database and list every finding (a CI gate).
+
+    Defaults come from the nearest pyproject.toml with a [tool.toollens.lint] table."""
+    from ingest.lint import LINT_KINDS, lint_paths
+    from ingest.lint_config import LintConfigError, find_config, load_config
+    from ingest.lint_output import OUTPUT_FORMATS, render
     from ingest.reading import UnknownFormatError
 
+    try:
+        config = load_config(find_config(Path.cwd()), LINT_KINDS, OUTPUT_FORMATS)
+    except LintConfigError as exc:
+        raise _usage_error(str(exc)) from exc
+    chosen = output or config.output or "text"
+    if chosen not in OUTPUT_FORMATS:
+        hint = f"; to skip sniffing use --input-format {chosen}" if _is_input_format(chosen) else ""
+        raise _usage_error(f"--format must be one of {', '.join(OUTPUT_FORMATS)}{hint}")
+    for kind in ignore or []:
+        if kind not in LINT_KINDS:
+            raise _usage_error(f"--ignore: unknown finding kind {kind!r}")
     for path in paths:
         if not path.is_file():
             raise _usage_error(f"{path}: no such file")
     try:
-        report = lint_paths(paths, format_name=format_name, loop_k=loop_k)
+        report = lint_paths(
+            paths,
+            format_name=input_format,
+            loop_k=loop_k or config.loop_k or DEFAULT_LOOP_K,
+            ignore={*config.ignore, *(ignore or [])},
+        )
     except UnknownFormatError as exc:
         raise _usage_error(str(exc)) from exc
-    typer.echo(report.text())
-    if report.total_findings > max_findings:
+    typer.echo(render(report, chosen), nl=False)
+    limit = max_findings if max_findings is not None else (config.max_findings or 0)
+    if report.total_findings > limit:
         raise typer.Exit(1)
+
+
+def _is_input_format(name: str) -> bool:
+    from ingest.formats import format_names
+
+    return name in format_names()
 
 
 @app.command("compare")

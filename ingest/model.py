@@ -181,6 +181,14 @@ def content_hash(trace: Trace) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def display_id(trace: Trace, digest: str | None = None) -> str:
+    """What users call a trace: its external id, else the first 12 hex digits of its content
+    hash (``digest`` when the caller has it already)."""
+    if trace.external_id:
+        return trace.external_id
+    return (digest or content_hash(trace))[:12]
+
+
 def count_unknown(messages: Iterable[Message]) -> dict[str, int]:
     """How many opaque messages of each unknown type ``messages`` hold (sorted by type).
 

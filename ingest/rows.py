@@ -19,7 +19,7 @@ from db.vocabulary import DEFAULT_LOOP_K
 from db.write import TraceRows
 from ingest.bounded import column_length, fit, fit_key, storable_time
 from ingest.facts import ResultFacts, TraceFacts
-from ingest.model import Message, Trace, content_hash
+from ingest.model import Message, Trace, content_hash, display_id
 
 # Variable parts of error messages that would split one error into many fingerprints.
 _FINGERPRINT_SUBS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -40,14 +40,6 @@ def error_fingerprint(tool: str, text: str) -> str:
     for pattern, repl in _FINGERPRINT_SUBS:
         first = pattern.sub(repl, first)
     return f"{tool}: {first.strip()}"[:FINGERPRINT_MAX]
-
-
-def display_id(trace: Trace, digest: str) -> str:
-    """What users call a trace: its external id, else the first 12 hex digits of its content
-    hash ``digest``."""
-    if trace.external_id:
-        return trace.external_id
-    return digest[:12]
 
 
 class _Said(Protocol):

@@ -5,10 +5,18 @@ said. For each call:
 
 * a name no declared tool has → ``unknown_tool``;
 * parsed arguments that violate the tool's ``parameters`` schema → ``arguments_schema_violation``
-  with a detail naming each problem (at most three, then ``(+N more)``):
-  ``missing required parameter 'city'``, ``unexpected parameter 'x'`` (only when the schema sets
+  (an error) with a detail naming each problem (at most three, then ``(+N more)``):
+  ``missing required parameter 'city'``, ``unexpected parameter 'x'`` (the schema sets
   ``additionalProperties: false``), ``parameter 'days' should be integer, got string``,
-  ``parameter 'unit' should be one of 'c', 'f', got 'k'``, else the validator's own message.
+  ``parameter 'unit' should be one of 'c', 'f', got 'k'``, else the validator's own message;
+* a top-level argument an *open* schema does not declare → ``undeclared_parameter`` (a warning:
+  the schema allows it, but the model invented it), detail ``undeclared parameter 'page'``.
+  Open means the schema says nothing about extra properties (no ``additionalProperties``, no
+  ``unevaluatedProperties``) but lists its ``properties``; an explicit ``additionalProperties:
+  true`` or schema declares extras welcome, and a schema that reaches properties through
+  ``$ref`` is not second-guessed. Most OpenAI and MCP tool schemas are open, so without this an
+  invented parameter would pass unseen. A call can have both findings (a missing required
+  parameter and an invented one); the issue's ``kind`` is then the violation.
 
 Schemas are validated with the draft their ``$schema`` names, Draft 2020-12 when they name none
 (draft-07 and older schemas, common in OpenAI/MCP tool definitions, keep their own semantics).
@@ -51,10 +59,25 @@ _PRIORITY = {"required": 0, "additionalProperties": 1, "type": 2, "enum": 3}
 
 @dataclass(slots=True, frozen=True)
 class SchemaIssue:
-    """One call's schema problem: ``unknown_tool`` or ``arguments_schema_violation``."""
+    """One call's schema problem: ``unknown_tool``, ``arguments_schema_violation`` or
+    ``undeclared_parameter`` (the most serious when there are several), and the top-level
+    parameters an open schema does not declare."""
 
     kind: str
     detail: str
+    undeclared: tuple[str, ...] = ()
+
+    @property
+    def findings(self) -> list[str]:
+        """The finding kinds of the call: ``kind``, and ``undeclared_parameter`` when the
+        arguments also name undeclared parameters.
+
+        >>> SchemaIssue("arguments_schema_violation", "…", ("page",)).findings
+        ['arguments_schema_violation', 'undeclared_parameter']
+        """
+        if self.undeclared and self.kind != "undeclared_parameter":
+            return [self.kind, "undeclared_parameter"]
+        return [self.kind]
 
 
 def json_type(value: Any) -> str:
@@ -295,6 +318,82 @@ def _property_rule(
     return (tuple(types) if types is not None else None), choices
 
 
+#: Keywords whose subschemas may declare more properties of the same object.
+_COMBINATORS = ("allOf", "anyOf", "oneOf", "then", "else")
+#: Keywords that settle what an extra property means: the schema author decided, not us.
+_EXTRAS_DECIDED = ("additionalProperties", "unevaluatedProperties")
+
+
+@dataclass(slots=True, frozen=True)
+class _Declared:
+    """The top-level parameter names an open schema declares."""
+
+    names: frozenset[str]
+    patterns: tuple[str, ...]
+
+
+#: Declared names by validator id (the validator kept in the entry, as in ``_PLANS``).
+_DECLARED: dict[int, tuple[Validator, _Declared | None]] = {}
+
+
+def _declared(schema: Any) -> _Declared | None:
+    """What an open object schema declares; ``None`` when the schema is closed, welcomes
+    extras, lists no properties, or reaches properties through ``$ref``."""
+    if not isinstance(schema, dict) or any(key in schema for key in _EXTRAS_DECIDED):
+        return None
+    names: set[str] = set()
+    patterns: list[str] = []
+    listed = False
+    pending: list[Any] = [schema]
+    while pending:
+        part = pending.pop()
+        if not isinstance(part, dict):
+            continue
+        if "$ref" in part or "$dynamicRef" in part:
+            return None
+        properties = part.get("properties")
+        if isinstance(properties, dict):
+            listed = True
+            names.update(properties)
+        pattern_properties = part.get("patternProperties")
+        if isinstance(pattern_properties, dict):
+            listed = True
+            patterns.extend(pattern_properties)
+        for keyword in _COMBINATORS:
+            value = part.get(keyword)
+            pending.extend(value if isinstance(value, list) else [value])
+        dependent = part.get("dependentSchemas")
+        if isinstance(dependent, dict):
+            pending.extend(dependent.values())
+    return _Declared(frozenset(names), tuple(patterns)) if listed else None
+
+
+def undeclared_parameters(validator: Validator, arguments: Any) -> tuple[str, ...]:
+    """Top-level arguments an open schema does not declare, in argument order (see the module
+    docstring for what counts as open).
+
+    >>> v = compile_schema({"type": "object", "properties": {"q": {"type": "string"}}})
+    >>> undeclared_parameters(v, {"q": "x", "page": 2})
+    ('page',)
+    """
+    if not isinstance(arguments, dict) or not arguments:
+        return ()
+    entry = _DECLARED.get(id(validator))
+    if entry is None or entry[0] is not validator:
+        if len(_DECLARED) >= 4 * SCHEMA_CACHE_SIZE:
+            _DECLARED.clear()
+        entry = (validator, _declared(validator.schema))
+        _DECLARED[id(validator)] = entry
+    declared = entry[1]
+    if declared is None:
+        return ()
+    return tuple(
+        name
+        for name in arguments
+        if name not in declared.names and not any(_matches(p, name) for p in declared.patterns)
+    )
+
+
 def check_call(
     name: str, arguments: Any, args_valid: bool, tools: Mapping[str, Validator | None]
 ) -> SchemaIssue | None:
@@ -310,10 +409,14 @@ def check_call(
     validator = tools[name]
     if validator is None or not args_valid:
         return None
+    undeclared = undeclared_parameters(validator, arguments)
     problems = violations(validator, arguments)
+    problems += [f"undeclared parameter '{p}'" for p in undeclared]
     if not problems:
         return None
     detail = "; ".join(problems[:MAX_PROBLEMS])
     if len(problems) > MAX_PROBLEMS:
         detail += f" (+{len(problems) - MAX_PROBLEMS} more)"
-    return SchemaIssue("arguments_schema_violation", detail)
+    violated = len(problems) > len(undeclared)
+    kind = "arguments_schema_violation" if violated else "undeclared_parameter"
+    return SchemaIssue(kind, detail, undeclared)

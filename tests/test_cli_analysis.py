@@ -128,9 +128,11 @@ def test_lint_prints_findings_per_tool_and_fails_over_the_threshold(
     strict = runner.invoke(app, ["lint", path])
     assert strict.exit_code == 1
     lines = strict.stdout.splitlines()
-    assert lines[0].startswith("20 traces, ")
     total = int(lines[-1].split()[0])
     assert total > 0
+    # One line per finding, then the counts: 20 traces, and a line per tool.
+    assert lines[total].startswith("20 traces, ")
+    assert all(line.startswith(f"{path}:") for line in lines[:total])
     assert any(line.startswith("  get_weather: ") for line in lines)
     lenient = runner.invoke(app, ["lint", path, "--max-findings", str(total)])
     assert lenient.exit_code == 0

@@ -47,6 +47,8 @@ def test_lint_runs_where_sqlalchemy_cannot_be_imported() -> None:
     )
     assert result.stderr == ""
     assert result.stdout.splitlines() == [
+        f"{TAU_GOLDEN}:17 47712c8233a0 call_x1: error_without_suggestion: "
+        "Error: reservation not found",
         "2 traces, 3 tool calls, 3 tool results",
         "  cancel_reservation: 1 findings (error_without_suggestion 1)",
         "  calculate: 0 findings ()",

@@ -114,7 +114,17 @@ def test_every_word_of_the_vocabulary_and_any_error_type_is_accepted(engine: sa.
             for t in (ToolResultRow, ToolCallRow, MessageRow, FindingRow)
         }
     assert counted == {"tool_results": 4 + 3 + 6 + 2 + 4 + 14, "tool_calls": 6 + 3 + 3,
-                       "messages": 4, "findings": 14}  # fmt: skip
+                       "messages": 4, "findings": 15}  # fmt: skip
+
+
+def test_every_finding_kind_has_a_level_and_a_description() -> None:
+    from db import vocabulary as v
+
+    assert tuple(v.FINDING_LEVEL) == v.FINDING_KINDS
+    assert tuple(v.FINDING_DESCRIPTION) == v.FINDING_KINDS
+    assert set(v.FINDING_LEVEL.values()) <= set(v.FINDING_LEVELS)
+    assert v.FINDING_LEVEL["undeclared_parameter"] == "warning"
+    assert v.FINDING_LEVEL["arguments_schema_violation"] == "error"
 
 
 def test_the_vocabulary_holds_the_sets_of_the_design_in_display_order() -> None:

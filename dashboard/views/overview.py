@@ -167,6 +167,10 @@ with right.container(border=True):
     if findings.empty:
         st.caption("No findings: every Tool Message passed the checks.")
     else:
+        # Each kind opens the list of its occurrences on the Findings page.
+        findings["list"] = [
+            f"{widgets.app_path(pages.FINDINGS.path)}?kind={kind}" for kind in findings["finding"]
+        ]
         findings["finding"] = findings["finding"].map(render.humanize)
         st.dataframe(
             findings,
@@ -177,6 +181,9 @@ with right.container(border=True):
             column_config={
                 "finding": st.column_config.TextColumn("Finding", width="large"),
                 "count": widgets.count_column("Count"),
+                "list": st.column_config.LinkColumn(
+                    "Occurrences", help="every occurrence on the Findings page", display_text="list"
+                ),
             },
         )
 
@@ -193,6 +200,9 @@ card = card.assign(
     tokens=[
         widgets.EMPTY_CELL if pd.isna(a) else f"{int(a):,} / {int(b):,}"
         for a, b in zip(card["p50_tokens"], card["p95_tokens"], strict=True)
+    ],
+    kinds=[
+        ", ".join(f"{kind} {n:,}" for kind, n in kinds.items()) for kinds in card["finding_kinds"]
     ],
 )
 st.dataframe(
@@ -211,6 +221,7 @@ st.dataframe(
         "suggestion_pct",
         "follow",
         "findings",
+        "kinds",
     ),
     column_config={
         "tool": st.column_config.TextColumn("Tool"),
@@ -234,6 +245,9 @@ st.dataframe(
         "follow": st.column_config.TextColumn(
             "Advice followed", help="followed of followed + ignored"
         ),
-        "findings": widgets.count_column("Findings"),
+        "findings": widgets.count_column("Findings", help="a name mismatch counts once"),
+        "kinds": st.column_config.TextColumn(
+            "Findings per kind", width="medium", help="the Findings page lists each occurrence"
+        ),
     },
 )

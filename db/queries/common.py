@@ -16,17 +16,19 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     String,
+    and_,
     case,
     cast,
     func,
     literal,
+    not_,
     or_,
     select,
 )
 from sqlalchemy.orm import aliased
 
 from db.filters import Filters, restrict_results
-from db.schema import ToolResultRow, TraceRow
+from db.schema import FindingRow, ToolResultRow, TraceRow
 
 #: The traces table as joined for display columns. An alias, because the shared filters reach
 #: ``traces`` through an EXISTS that must not correlate with a join of the same table.
@@ -46,6 +48,10 @@ corrected_result = or_(
     ToolResultRow.error_type_corrected.is_not(None), ToolResultRow.verdict_corrected.is_not(None)
 )
 
+#: Finding rows that count: a name mismatch is stored on its call and on the Tool Message that
+#: answers it under another name, and counts once, on the call.
+COUNTED_FINDING = not_(and_(FindingRow.name == "name_mismatch", FindingRow.call_index.is_(None)))
+
 #: Label for error results whose type no rule could name.
 UNCLASSIFIED = "(unclassified)"
 
@@ -55,17 +61,16 @@ def error_type_label() -> ColumnElement[str]:
     return func.coalesce(effective_error_type, literal(UNCLASSIFIED))
 
 
-def result_pair_key() -> ColumnElement[str]:
-    """The ``pair`` URL parameter of a Tool Message, as SQL.
+def result_pair_key(results: Any = ToolResultRow) -> ColumnElement[str]:
+    """The ``pair`` URL parameter of a Tool Message, as SQL (``results``: ``tool_results`` or
+    an alias of it).
 
     ``"<call seq>:<call index>"`` when the result answers a call, else ``"r<result seq>"``.
     """
-    paired = (
-        cast(ToolResultRow.call_seq, String) + literal(":") + cast(ToolResultRow.call_index, String)
-    )
+    paired = cast(results.call_seq, String) + literal(":") + cast(results.call_index, String)
     return case(
-        (ToolResultRow.call_seq.is_not(None), paired),
-        else_=literal("r") + cast(ToolResultRow.message_seq, String),
+        (results.call_seq.is_not(None), paired),
+        else_=literal("r") + cast(results.message_seq, String),
     )
 
 

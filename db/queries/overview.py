@@ -28,10 +28,10 @@ from db.planner import (
     restrict_results_in_index,
 )
 from db.queries import histograms
-from db.queries.common import effective_verdict, error_type_label, to_frame
+from db.queries.common import COUNTED_FINDING, effective_verdict, error_type_label, to_frame
 from db.queries.histograms import oversized_tools, size_bins, tool_sizes, tool_token_counts
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
-from db.vocabulary import VERDICTS
+from db.vocabulary import FINDING_KINDS, VERDICTS
 
 #: The size bins' edges (see :mod:`db.queries.histograms`).
 TOKEN_EDGES = histograms.TOKEN_EDGES
@@ -42,7 +42,7 @@ OCCURRENCE_CAP = 10
 SCORECARD_COLUMNS: tuple[str, ...] = (
     "tool", "calls", "results", "errors", "error_rate", "top_error_type", "p50_tokens",
     "p95_tokens", "over_budget", "over_budget_rate", "loop_calls", "errors_with_suggestion",
-    "suggestion_rate", "followed", "ignored", "follow_rate", "findings",
+    "suggestion_rate", "followed", "ignored", "follow_rate", "findings", "finding_kinds",
 )  # fmt: skip
 #: Counts of :func:`scorecard_counts` (besides ``tool`` and ``top_error_type``).
 _COUNT_COLUMNS = (
@@ -288,16 +288,17 @@ def scorecard_counts(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> p
     )
     finding_key = grouping_key(FindingRow.tool)
     findings_stmt = restrict_findings(
-        select(finding_key.label("tool"), func.count().label("findings"))
-        .where(FindingRow.tool.is_not(None))
-        .group_by(finding_key),
+        select(finding_key.label("tool"), FindingRow.name.label("kind"), func.count().label("n"))
+        .where(FindingRow.tool.is_not(None), COUNTED_FINDING)
+        .group_by(finding_key, FindingRow.name),
         f,
     )
     with engine.connect() as conn:
         types = to_frame(conn, types_stmt)
         parts = [to_frame(conn, stmt) for stmt in (advised_stmt, verdicts_stmt, calls_stmt)]
         loop_rows = to_frame(conn, loops_stmt)
-        parts.append(to_frame(conn, findings_stmt))
+        finding_rows = to_frame(conn, findings_stmt)
+    parts.append(_findings_per_tool(finding_rows))
     parts.append(types.groupby("tool", as_index=False)["n"].sum().rename(columns={"n": "errors"}))
     parts.append(
         pd.DataFrame(
@@ -315,7 +316,27 @@ def scorecard_counts(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> p
     card = pd.DataFrame({"tool": pd.Series([], dtype=object)})
     for part in parts:
         card = card.merge(part, on="tool", how="outer")
-    return card[["tool", *_COUNT_COLUMNS, "top_error_type"]]
+    return card[["tool", *_COUNT_COLUMNS, "top_error_type", "finding_kinds"]]
+
+
+def _findings_per_tool(rows: pd.DataFrame) -> pd.DataFrame:
+    """``tool``, ``findings`` and ``finding_kinds`` (kind -> count, in vocabulary order) from
+    (tool, kind, n) rows."""
+    order = {kind: i for i, kind in enumerate(FINDING_KINDS)}
+    tools: list[str] = []
+    totals: list[int] = []
+    kinds: list[dict[str, int]] = []
+    for tool, group in rows.groupby("tool", sort=True):
+        counts = sorted(
+            zip(group["kind"], group["n"], strict=True),
+            key=lambda kn: (order.get(kn[0], len(order)), kn[0]),
+        )
+        tools.append(str(tool))
+        totals.append(int(group["n"].sum()))
+        kinds.append({str(kind): int(n) for kind, n in counts})
+    return pd.DataFrame(
+        {"tool": pd.Series(tools, dtype=object), "findings": totals, "finding_kinds": kinds}
+    )
 
 
 def _rate(numerator: pd.Series, denominator: pd.Series) -> pd.Series:
@@ -341,6 +362,7 @@ def scorecard(
     card["top_error_type"] = (
         card["top_error_type"].astype(object).where(card["top_error_type"].notna(), None)
     )
+    card["finding_kinds"] = [k if isinstance(k, dict) else {} for k in card["finding_kinds"]]
     card["error_rate"] = _rate(card["errors"], card["results"])
     card["over_budget_rate"] = _rate(card["over_budget"], card["results"])
     card["suggestion_rate"] = _rate(card["errors_with_suggestion"], card["errors"])

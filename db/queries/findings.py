@@ -1,0 +1,192 @@
+"""Queries behind the Findings page: every finding kind, and the list of its occurrences.
+
+A name mismatch is one problem stored twice (on the call and on the Tool Message that answers
+it under another name); every count and list here takes it once, from the call. The message of
+an occurrence is :func:`db.vocabulary.finding_message` of the stored facts it is about, the
+sentence ``toollens lint`` prints for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import Engine, String, and_, case, cast, func, literal, select
+from sqlalchemy.orm import aliased
+
+from db.filters import NO_FILTERS, Filters, restrict_findings
+from db.queries.common import COUNTED_FINDING, TRACE, result_pair_key, to_frame
+from db.schema import FindingRow, ToolCallRow, ToolResultRow
+from db.vocabulary import FINDING_KINDS, finding_level, finding_message
+
+#: Columns of :func:`finding_occurrences`.
+OCCURRENCE_COLUMNS: tuple[str, ...] = (
+    "trace", "title", "pair", "tool", "call_id", "message",
+)  # fmt: skip
+
+
+def finding_kind_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Every finding kind in vocabulary order, zeros included.
+
+    Columns: ``kind``, ``level`` (``error`` / ``warning``), ``occurrences``, ``traces`` (traces
+    with at least one), ``tools`` (tools with at least one).
+    """
+    stmt = restrict_findings(
+        select(
+            FindingRow.name,
+            func.count(),
+            func.count(FindingRow.trace_id.distinct()),
+            func.count(FindingRow.tool.distinct()),
+        )
+        .where(COUNTED_FINDING)
+        .group_by(FindingRow.name),
+        filters,
+    )
+    with engine.connect() as conn:
+        found = {str(name): (int(n), int(t), int(u)) for name, n, t, u in conn.execute(stmt)}
+    kinds = list(FINDING_KINDS) + sorted(set(found) - set(FINDING_KINDS))
+    return pd.DataFrame(
+        {
+            "kind": kinds,
+            "level": [finding_level(k) for k in kinds],
+            "occurrences": [found.get(k, (0, 0, 0))[0] for k in kinds],
+            "traces": [found.get(k, (0, 0, 0))[1] for k in kinds],
+            "tools": [found.get(k, (0, 0, 0))[2] for k in kinds],
+        }
+    )
+
+
+def finding_counts_by_tool(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Occurrences per tool and kind: ``tool``, ``kind``, ``occurrences`` (the tool scorecard's
+    counts per kind), by tool then vocabulary order."""
+    stmt = restrict_findings(
+        select(
+            FindingRow.tool.label("tool"),
+            FindingRow.name.label("kind"),
+            func.count().label("occurrences"),
+        )
+        .where(COUNTED_FINDING, FindingRow.tool.is_not(None))
+        .group_by(FindingRow.tool, FindingRow.name),
+        filters,
+    )
+    with engine.connect() as conn:
+        df = to_frame(conn, stmt)
+    order = {kind: i for i, kind in enumerate(FINDING_KINDS)}
+    df["_order"] = df["kind"].map(lambda k: order.get(k, len(order)))
+    df = df.sort_values(["tool", "_order", "kind"]).drop(columns="_order")
+    return df.reset_index(drop=True)
+
+
+def _occurrences(kind: str) -> Any:
+    """Occurrences of ``kind`` with the facts their message is made of."""
+    call = aliased(ToolCallRow, name="call")
+    result = aliased(ToolResultRow, name="result")
+    answer = aliased(ToolResultRow, name="answer")
+    call_pair = (
+        cast(FindingRow.message_seq, String) + literal(":") + cast(FindingRow.call_index, String)
+    )
+    result_pair = result_pair_key(result)
+    return (
+        select(
+            TRACE.display_id.label("trace"),
+            TRACE.title.label("title"),
+            case((FindingRow.call_index.is_not(None), call_pair), else_=result_pair).label("pair"),
+            FindingRow.tool.label("tool"),
+            func.coalesce(call.tool_call_id, result.tool_call_id).label("given_id"),
+            FindingRow.message_seq.label("message_seq"),
+            FindingRow.call_index.label("call_index"),
+            result.call_seq.label("answers_seq"),
+            result.call_index.label("answers_index"),
+            call.schema_issue.label("schema_issue"),
+            call.schema_detail.label("schema_detail"),
+            call.args_error.label("args_error"),
+            answer.provided_name.label("answered_name"),
+            result.tokens.label("tokens"),
+            result.summary.label("summary"),
+        )
+        .select_from(FindingRow)
+        .join(TRACE, TRACE.id == FindingRow.trace_id)
+        .outerjoin(
+            call,
+            and_(
+                FindingRow.call_index.is_not(None),
+                call.trace_id == FindingRow.trace_id,
+                call.message_seq == FindingRow.message_seq,
+                call.call_index == FindingRow.call_index,
+            ),
+        )
+        .outerjoin(
+            answer,
+            and_(answer.trace_id == FindingRow.trace_id, answer.message_seq == call.result_seq),
+        )
+        .outerjoin(
+            result,
+            and_(
+                FindingRow.call_index.is_(None),
+                result.trace_id == FindingRow.trace_id,
+                result.message_seq == FindingRow.message_seq,
+            ),
+        )
+        .where(FindingRow.name == kind, COUNTED_FINDING)
+    )
+
+
+def finding_occurrence_count(engine: Engine, kind: str, filters: Filters = NO_FILTERS) -> int:
+    """How many occurrences of ``kind`` :func:`finding_occurrences` pages through."""
+    stmt = restrict_findings(
+        select(func.count())
+        .select_from(FindingRow)
+        .where(FindingRow.name == kind, COUNTED_FINDING),
+        filters,
+    )
+    with engine.connect() as conn:
+        return int(conn.execute(stmt).scalar_one())
+
+
+def finding_occurrences(
+    engine: Engine,
+    kind: str,
+    filters: Filters = NO_FILTERS,
+    *,
+    limit: int = 50,
+    offset: int = 0,
+) -> pd.DataFrame:
+    """One page of the occurrences of one finding kind across traces, in import order.
+
+    Columns (:data:`OCCURRENCE_COLUMNS`): ``trace`` (display id), ``title``, ``pair`` (URL
+    ``pair`` value: the call, else the Tool Message), ``tool``, ``call_id`` (the call's
+    ``tool_call_id``, else the Tool Message's; ``#seq.index`` / ``#seq`` without one),
+    ``message`` (:func:`db.vocabulary.finding_message`).
+    """
+    stmt = restrict_findings(
+        _occurrences(kind).order_by(FindingRow.id).limit(limit).offset(offset), filters
+    )
+    with engine.connect() as conn:
+        rows = to_frame(conn, stmt)
+    if rows.empty:
+        return pd.DataFrame({column: pd.Series([], dtype=object) for column in OCCURRENCE_COLUMNS})
+    records = rows.astype(object).where(rows.notna(), None).to_dict("records")
+    rows["call_id"] = [_call_id(r) for r in records]
+    rows["message"] = [
+        finding_message(
+            kind,
+            schema_issue=r["schema_issue"],
+            schema_detail=r["schema_detail"],
+            args_error=r["args_error"],
+            answered_name=r["answered_name"],
+            tokens=int(r["tokens"]) if r["tokens"] is not None else None,
+            summary=r["summary"],
+        )
+        for r in records
+    ]
+    return rows[list(OCCURRENCE_COLUMNS)].reset_index(drop=True)
+
+
+def _call_id(row: dict[str, Any]) -> str:
+    if row["given_id"]:
+        return str(row["given_id"])
+    if row["call_index"] is not None:
+        return f"#{row['message_seq']}.{row['call_index']}"
+    if row["answers_seq"] is not None:  # the Tool Message's call, as lint names it
+        return f"#{row['answers_seq']}.{row['answers_index']}"
+    return f"#{row['message_seq']}"
