@@ -643,8 +643,12 @@ def receive_command(
         float, typer.Option(help="Largest accepted body, decompressed, in MiB")
     ] = 20,
     quiet_seconds: Annotated[
-        float, typer.Option(help="Store a trace once it got no new span for this long")
-    ] = 1.0,
+        float,
+        typer.Option(
+            help="Store a trace once it got no new span for this long "
+            "(and every 2 s at least while it keeps growing)"
+        ),
+    ] = 0.2,
 ) -> None:
     """Receive live traces over OTLP/HTTP (POST /v1/traces) and store them as they arrive."""
     from db.engine import display_url, resolve_url
