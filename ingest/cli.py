@@ -649,6 +649,10 @@ def receive_command(
             "(and every 2 s at least while it keeps growing)"
         ),
     ] = 0.2,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Processes that build and store traces (default: one per core)"),
+    ] = None,
 ) -> None:
     """Receive live traces over OTLP/HTTP (POST /v1/traces) and store them as they arrive."""
     from db.engine import display_url, resolve_url
@@ -665,6 +669,7 @@ def receive_command(
         token=token,
         max_body_bytes=int(max_body_mib * 1024 * 1024),
         quiet_seconds=quiet_seconds,
+        store_workers=workers,
     )
     typer.echo(
         f"ToolLens OTLP receiver on http://{host}:{port}/v1/traces "

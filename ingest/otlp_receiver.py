@@ -81,6 +81,8 @@ class ReceiverSettings:
     high_water_bytes: int = DEFAULT_HIGH_WATER_BYTES
     quiet_seconds: float = DEFAULT_QUIET_SECONDS
     max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS
+    #: Processes building and storing traces (``None``: one per core).
+    store_workers: int | None = None
     #: Secrets are redacted before spans reach the spool (and so before the store).
     redaction: RedactionSettings = field(default_factory=RedactionSettings.from_env)
 
@@ -226,11 +228,13 @@ def create_app(settings: ReceiverSettings, store: StoreFn) -> Starlette:
     return app
 
 
-def store_into(engine: Engine, redaction: RedactionSettings | None = None) -> SpanStore:
-    """A store building traces from spans and writing them through the import pipeline, one
-    import run per round, in a worker process (``redaction``: as
+def store_into(
+    engine: Engine, redaction: RedactionSettings | None = None, workers: int | None = None
+) -> SpanStore:
+    """A store building traces from spans and writing them through the import pipeline in
+    ``workers`` worker processes, one import run per worker and round (``redaction``: as
     :func:`ingest.pipeline.import_traces` takes it)."""
-    return SpanStore(engine, redaction)
+    return SpanStore(engine, redaction, workers=workers)
 
 
 def serve(
@@ -244,7 +248,7 @@ def serve(
     import uvicorn
 
     check_bind(host, settings.token)
-    app = create_app(settings, store_into(engine, settings.redaction))
+    app = create_app(settings, store_into(engine, settings.redaction, settings.store_workers))
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

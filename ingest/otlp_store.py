@@ -1,29 +1,34 @@
-"""Where the OTLP receiver's traces are built and stored: in a store process beside it.
+"""Where the OTLP receiver's traces are built and stored: in store processes beside it.
 
 :class:`~ingest.otlp_assembler.TraceAssembler` decides *which* traces are due and hands their
 spans (one list per trace) to a :class:`SpanStore`. Building a conversation from spans, counting
 its tokens, analyzing and writing it is most of the receiver's CPU, and in the process that
 decodes and spools requests it would hold the GIL against them. So a :class:`SpanStore` runs
-:func:`store_spans` in one long-lived worker process (a ``ProcessPoolExecutor`` of one,
-forked when the receiver starts, before it has other threads): receiving and storing run
-on two cores, and the worker's token count cache (:data:`ingest.tokens.COUNTS`) lives as long
-as the receiver, so a growing trace stored again is not tokenized again whole.
+:func:`store_spans` in long-lived worker processes (a ``ProcessPoolExecutor``, one worker per
+core by default, forked when the receiver starts, before it has other threads): receiving and
+storing run side by side, and the traces of one round are split between the workers (each
+part its own import run; a trace is never in two parts, and rounds do not overlap, so no trace
+is ever written by two workers at once). Each worker's token count cache
+(:data:`ingest.tokens.COUNTS`) lives as long as the receiver, so a growing trace stored again
+is mostly not tokenized again (the same trace usually lands on a worker that counted it).
 
 A database only this process can open (in-memory SQLite) is stored into in-process instead.
-The worker dies with the receiver (``PR_SET_PDEATHSIG``), even after a ``kill -9``: a write it
-was doing rolls back, and the spool holds the spans. If the worker dies, the round it was
-storing fails (the assembler retries it) and the next round starts a new worker.
+Workers die with the receiver (``PR_SET_PDEATHSIG``), even after a ``kill -9``: a write one was
+doing rolls back, and the spool holds the spans. If a worker dies, the round it was storing
+fails (the assembler retries it; parts already stored are then found unchanged) and the next
+round starts new workers.
 """
 
 from __future__ import annotations
 
 import ctypes
 import multiprocessing
+import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
 from sqlalchemy import Engine
@@ -53,7 +58,23 @@ def store_spans(
     return summary.traces + summary.updated + summary.unchanged
 
 
-# ---- the worker process -----------------------------------------------------------------------
+def split(groups: list[list[OtlpSpan]], parts: int) -> list[list[list[OtlpSpan]]]:
+    """``groups`` in at most ``parts`` non-empty parts of about as many spans each (the
+    largest trace first into the lightest part).
+
+    >>> [[len(g) for g in part] for part in split([[1], [1, 1, 1], [1, 1]], 2)]
+    [[3], [2, 1]]
+    """
+    shares: list[list[list[OtlpSpan]]] = [[] for _ in range(min(parts, len(groups)))]
+    weights = [0] * len(shares)
+    for group in sorted(groups, key=len, reverse=True):
+        lightest = weights.index(min(weights))
+        shares[lightest].append(group)
+        weights[lightest] += len(group)
+    return shares
+
+
+# ---- the worker processes -----------------------------------------------------------------------
 
 _engine: Engine | None = None
 
@@ -87,17 +108,25 @@ def _ready() -> bool:
 
 
 class SpanStore:
-    """Stores span groups as traces, in a worker process when the database allows it.
+    """Stores span groups as traces, in ``workers`` worker processes (default: one per core)
+    when the database allows it.
 
     Call :meth:`start` from the main thread before other threads run (it forks), then call
     the store with span groups from any one thread; :meth:`close` at the end.
     """
 
-    def __init__(self, engine: Engine, redaction: RedactionSettings | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        redaction: RedactionSettings | None = None,
+        *,
+        workers: int | None = None,
+    ) -> None:
         from db.engine import other_processes_can_open
 
         self.engine = engine
         self.redaction = redaction
+        self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         self.in_process = not other_processes_can_open(engine.url)
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -112,7 +141,7 @@ class SpanStore:
             if self._pool is None:
                 url = self.engine.url.render_as_string(hide_password=False)
                 self._pool = ProcessPoolExecutor(
-                    1,
+                    self.workers,
                     mp_context=multiprocessing.get_context("fork"),
                     initializer=_init_worker,
                     initargs=(url,),
@@ -125,7 +154,13 @@ class SpanStore:
             return
         pool = self._worker()
         try:
-            pool.submit(_store_in_worker, groups, self.redaction).result()
+            parts: list[Future[int]] = [
+                pool.submit(_store_in_worker, part, self.redaction)
+                for part in split(groups, self.workers)
+            ]
+            wait(parts)
+            for part in parts:
+                part.result()  # the first failure, if any
         except BrokenProcessPool:
             with self._lock:
                 if self._pool is pool:
@@ -141,4 +176,4 @@ class SpanStore:
             pool.shutdown(wait=True)
 
 
-__all__ = ["RECEIVER_SOURCE", "SpanStore", "store_spans"]
+__all__ = ["RECEIVER_SOURCE", "SpanStore", "split", "store_spans"]

@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otlp_agent import OPENINFERENCE_PAIRS, openinference_run, provider, stored_pairs
 
 from db.engine import make_engine
+from db.schema import ImportRun
 from ingest.otlp_decode import OtlpSpan, decode_protobuf
 from ingest.otlp_store import SpanStore
 
@@ -32,7 +33,7 @@ def workers() -> set[int]:
 
 def test_traces_are_stored_by_a_worker_process(engine: sa.Engine) -> None:
     before = workers()
-    store = SpanStore(engine)
+    store = SpanStore(engine, workers=1)
     try:
         store.start()
         assert not store.in_process
@@ -53,7 +54,7 @@ def test_after_the_worker_died_its_round_fails_and_the_next_one_gets_a_new_worke
 ) -> None:
     engine = make_engine(sqlite_url)
     before = workers()
-    store = SpanStore(engine)
+    store = SpanStore(engine, workers=1)
     try:
         store.start()
         (worker,) = workers() - before
@@ -67,6 +68,21 @@ def test_after_the_worker_died_its_round_fails_and_the_next_one_gets_a_new_worke
     finally:
         store.close()
         engine.dispose()
+
+
+def test_the_traces_of_a_round_are_split_between_the_workers(engine: sa.Engine) -> None:
+    before = workers()
+    store = SpanStore(engine, workers=2)
+    try:
+        store.start()
+        assert len(workers() - before) == 2
+        store([run_spans(0x100 + n) for n in range(4)])
+        assert stored_pairs(engine) == {f"{0x101 + n:032x}": OPENINFERENCE_PAIRS for n in range(4)}
+        with engine.connect() as conn:
+            runs = conn.execute(sa.select(sa.func.count()).select_from(ImportRun)).scalar_one()
+        assert runs == 2  # one import run per worker's part
+    finally:
+        store.close()
 
 
 def test_an_in_memory_database_is_stored_into_in_process() -> None:
