@@ -16,12 +16,32 @@ batches go, one server after the other, to:
   + ``pip install arize-phoenix==20.26.1``, as the shared ``setup.sh`` does), started with
   ``phoenix serve`` on a fresh working directory and polled on its ``spans`` table.
 
-For each: persisted spans per second (first send to the moment every span is persisted, or the
-count stalled), end-to-end tool results per second (ToolLens: stored tool-result rows; Phoenix:
-the workload's tool results scaled by the persisted fraction, as ``bench.py`` computes it), spans
-lost (sent minus persisted), and the server's peak RSS (``VmHWM``). The last line is
-``otlp ratio toollens/phoenix=X lost toollens=N phoenix=M`` (X: persisted spans/s over
-persisted spans/s).
+What each figure of a server's JSON line means (the ratio uses only the first):
+
+* ``spans_per_s``: spans **persisted** (stored and queryable) per second of wall time, from the
+  first send to the moment every span is persisted (or to the last change of the count, if it
+  stalled for ``--stall-s``). ToolLens: spans of stored traces (above); Phoenix: rows of its
+  ``spans`` table. The client's own work (the exporter encoding each batch) is in that time for
+  both, as it is in ``bench.py``;
+* ``tool_results_per_s``: tool results stored end to end per second of the same wall time
+  (ToolLens: stored tool-result rows; Phoenix: the workload's tool results scaled by the
+  persisted fraction, as ``bench.py`` computes it);
+* ``acknowledged_spans_per_s``: spans answered ``200`` per second of the send phase (first send
+  to the last answer). For ToolLens that is spans **durable in the spool** (fsync'd, replayed
+  after a crash), not yet queryable; for Phoenix spans accepted into its in-memory queue (not
+  durable). Not the ratio's figure;
+* ``lost_spans``: sent minus persisted; ``failed_batches``: spans the exporter gave up on;
+* ``server_cpu_s`` / ``server_cpu_ms_per_span``: user + system CPU of the server process and its
+  children (ToolLens: the receiver and its store workers) over the same interval, per persisted
+  span: the cost of a span whatever else the machine is doing; ``client_cpu_s``: this
+  process's CPU while sending (mostly the exporter's protobuf encoding);
+* ``peak_rss_mb``: the servers' peak resident memory (``VmHWM``), summed over the processes: for
+  ToolLens's forked store workers that counts pages shared with the receiver more than once.
+
+The machine may be shared: the two servers run one after the other in one invocation, so load
+that changes between them moves the ratio; the CPU figures are less sensitive to it. The last
+line is ``otlp ratio toollens/phoenix=X lost toollens=N phoenix=M`` (X: ToolLens's persisted
+spans/s over Phoenix's persisted spans/s); the line before it compares CPU per persisted span.
 """
 
 from __future__ import annotations
@@ -355,6 +375,15 @@ def main() -> None:
         )
     )
     ratio = toollens.spans_per_s / phoenix.spans_per_s if phoenix.spans_per_s else float("inf")
+    cpu_ratio = (
+        phoenix.server_cpu_ms_per_span / toollens.server_cpu_ms_per_span
+        if toollens.server_cpu_ms_per_span
+        else float("inf")
+    )
+    print(
+        f"otlp server CPU per persisted span: toollens={toollens.server_cpu_ms_per_span} ms "
+        f"phoenix={phoenix.server_cpu_ms_per_span} ms (phoenix/toollens={cpu_ratio:.1f})"
+    )
     print(
         f"otlp ratio toollens/phoenix={ratio:.1f} "
         f"lost toollens={toollens.lost_spans} phoenix={phoenix.lost_spans}"
