@@ -4,19 +4,20 @@
 spans (one list per trace) to a :class:`SpanStore`. Building a conversation from spans, counting
 its tokens, analyzing and writing it is most of the receiver's CPU, and in the process that
 decodes and spools requests it would hold the GIL against them. So a :class:`SpanStore` runs
-:func:`store_spans` in long-lived worker processes (a ``ProcessPoolExecutor``, one worker per
-core by default, forked when the receiver starts, before it has other threads): receiving and
-storing run side by side, and the traces of one round are split between the workers (each
-part its own import run; a trace is never in two parts, and rounds do not overlap, so no trace
-is ever written by two workers at once). Each worker's token count cache
-(:data:`ingest.tokens.COUNTS`) lives as long as the receiver, so a growing trace stored again
-is mostly not tokenized again (the same trace usually lands on a worker that counted it).
+:func:`store_spans` in long-lived worker processes (one per core by default, each a
+``ProcessPoolExecutor`` of one, forked when the receiver starts, before it has other threads):
+receiving and storing run side by side, and the traces of one round are split between the
+workers, each part its own import run. A trace always goes to the same worker
+(:func:`worker_of`), and rounds do not overlap, so no trace is ever written by two workers at
+once, and the worker's token count cache (:data:`ingest.tokens.COUNTS`), which lives as long
+as the receiver, has the counts of a growing trace's unchanged messages when it is stored
+again.
 
 A database only this process can open (in-memory SQLite) is stored into in-process instead.
 Workers die with the receiver (``PR_SET_PDEATHSIG``), even after a ``kill -9``: a write one was
-doing rolls back, and the spool holds the spans. If a worker dies, the round it was storing
-fails (the assembler retries it; parts already stored are then found unchanged) and the next
-round starts new workers.
+doing rolls back, and the spool holds the spans. If a worker dies while storing, its round
+fails (the assembler retries it; parts already stored are then found unchanged); a new worker
+takes its place for the next part it is given.
 """
 
 from __future__ import annotations
@@ -58,20 +59,24 @@ def store_spans(
     return summary.traces + summary.updated + summary.unchanged
 
 
-def split(groups: list[list[OtlpSpan]], parts: int) -> list[list[list[OtlpSpan]]]:
-    """``groups`` in at most ``parts`` non-empty parts of about as many spans each (the
-    largest trace first into the lightest part).
+def worker_of(trace_id: str, workers: int) -> int:
+    """The worker that stores a trace, always the same one (by its hex id's last 32 bits), so
+    a trace stored again finds its counts in that worker's token count cache.
 
-    >>> [[len(g) for g in part] for part in split([[1], [1, 1, 1], [1, 1]], 2)]
-    [[3], [2, 1]]
+    >>> worker_of("5b8efff798038103d269b633813fc60c", 2)
+    0
+    >>> worker_of("000000000000000000000000000000a1", 2)
+    1
     """
-    shares: list[list[list[OtlpSpan]]] = [[] for _ in range(min(parts, len(groups)))]
-    weights = [0] * len(shares)
-    for group in sorted(groups, key=len, reverse=True):
-        lightest = weights.index(min(weights))
-        shares[lightest].append(group)
-        weights[lightest] += len(group)
-    return shares
+    return int(trace_id[-8:], 16) % workers
+
+
+def split(groups: list[list[OtlpSpan]], workers: int) -> dict[int, list[list[OtlpSpan]]]:
+    """``groups`` (the spans of one trace each) by the worker that stores them."""
+    parts: dict[int, list[list[OtlpSpan]]] = {}
+    for group in groups:
+        parts.setdefault(worker_of(group[0].trace_id, workers), []).append(group)
+    return parts
 
 
 # ---- the worker processes -----------------------------------------------------------------------
@@ -128,52 +133,63 @@ class SpanStore:
         self.redaction = redaction
         self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         self.in_process = not other_processes_can_open(engine.url)
-        self._pool: ProcessPoolExecutor | None = None
+        self._pools: list[ProcessPoolExecutor | None] = [None] * self.workers
         self._lock = threading.Lock()
 
     def start(self) -> None:
-        """Start the worker (no-op where the store is in-process)."""
+        """Start the workers (no-op where the store is in-process)."""
         if not self.in_process:
-            self._worker().submit(_ready).result()
+            for n in range(self.workers):
+                self._worker(n).submit(_ready).result()
 
-    def _worker(self) -> ProcessPoolExecutor:
+    def _worker(self, n: int) -> ProcessPoolExecutor:
         with self._lock:
-            if self._pool is None:
+            pool = self._pools[n]
+            if pool is None:
                 url = self.engine.url.render_as_string(hide_password=False)
-                self._pool = ProcessPoolExecutor(
-                    self.workers,
+                pool = self._pools[n] = ProcessPoolExecutor(
+                    1,
                     mp_context=multiprocessing.get_context("fork"),
                     initializer=_init_worker,
                     initargs=(url,),
                 )
-            return self._pool
+            return pool
 
     def __call__(self, groups: list[list[OtlpSpan]]) -> None:
         if self.in_process:
             store_spans(self.engine, groups, self.redaction)
             return
-        pool = self._worker()
+        parts = {n: self._submit(n, part) for n, part in split(groups, self.workers).items()}
+        wait(parts.values())
+        failure: BaseException | None = None
+        for n, part in parts.items():
+            exc = part.exception()
+            if isinstance(exc, BrokenProcessPool):
+                self._drop(n)  # the next round starts a new worker
+            failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def _submit(self, n: int, part: list[list[OtlpSpan]]) -> Future[int]:
         try:
-            parts: list[Future[int]] = [
-                pool.submit(_store_in_worker, part, self.redaction)
-                for part in split(groups, self.workers)
-            ]
-            wait(parts)
-            for part in parts:
-                part.result()  # the first failure, if any
-        except BrokenProcessPool:
-            with self._lock:
-                if self._pool is pool:
-                    self._pool = None  # the next round starts a new worker
+            return self._worker(n).submit(_store_in_worker, part, self.redaction)
+        except BrokenProcessPool:  # it died while idle: a new one takes the part
+            self._drop(n)
+            return self._worker(n).submit(_store_in_worker, part, self.redaction)
+
+    def _drop(self, n: int) -> None:
+        with self._lock:
+            pool, self._pools[n] = self._pools[n], None
+        if pool is not None:
             pool.shutdown(wait=False)
-            raise
 
     def close(self) -> None:
-        """Stop the worker once it has finished what it was given."""
+        """Stop the workers once they have finished what they were given."""
         with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True)
+            pools, self._pools = self._pools, [None] * self.workers
+        for pool in pools:
+            if pool is not None:
+                pool.shutdown(wait=True)
 
 
-__all__ = ["RECEIVER_SOURCE", "SpanStore", "split", "store_spans"]
+__all__ = ["RECEIVER_SOURCE", "SpanStore", "split", "store_spans", "worker_of"]

@@ -8,7 +8,6 @@ import signal
 from concurrent.futures.process import BrokenProcessPool
 
 import psutil
-import pytest
 import sqlalchemy as sa
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -49,9 +48,7 @@ def test_traces_are_stored_by_a_worker_process(engine: sa.Engine) -> None:
     assert workers() - before == set()
 
 
-def test_after_the_worker_died_its_round_fails_and_the_next_one_gets_a_new_worker(
-    sqlite_url: str,
-) -> None:
+def test_a_dead_worker_is_replaced(sqlite_url: str) -> None:
     engine = make_engine(sqlite_url)
     before = workers()
     store = SpanStore(engine, workers=1)
@@ -60,9 +57,12 @@ def test_after_the_worker_died_its_round_fails_and_the_next_one_gets_a_new_worke
         (worker,) = workers() - before
         os.kill(worker, signal.SIGKILL)
         psutil.Process(worker).wait(10)
-        with pytest.raises(BrokenProcessPool):
+        # Depending on when the pool notices, the death fails this round (the assembler
+        # retries it) or a new worker takes it at once; by the second try it is stored.
+        try:
             store([run_spans(0x100)])
-        store([run_spans(0x100)])
+        except BrokenProcessPool:
+            store([run_spans(0x100)])
         assert stored_pairs(engine) == {f"{0x101:032x}": OPENINFERENCE_PAIRS}
         assert len(workers() - before - {worker}) == 1
     finally:
