@@ -16,12 +16,32 @@ batches go, one server after the other, to:
   + ``pip install arize-phoenix==20.26.1``, as the shared ``setup.sh`` does), started with
   ``phoenix serve`` on a fresh working directory and polled on its ``spans`` table.
 
-For each: persisted spans per second (first send to the moment every span is persisted, or the
-count stalled), end-to-end tool results per second (ToolLens: stored tool-result rows; Phoenix:
-the workload's tool results scaled by the persisted fraction, as ``bench.py`` computes it), spans
-lost (sent minus persisted), and the server's peak RSS (``VmHWM``). The last line is
-``otlp ratio toollens/phoenix=X lost toollens=N phoenix=M`` (X: persisted spans/s over
-persisted spans/s).
+What each figure of a server's JSON line means (the ratio uses only the first):
+
+* ``spans_per_s``: spans **persisted** (stored and queryable) per second of wall time, from the
+  first send to the moment every span is persisted (or to the last change of the count, if it
+  stalled for ``--stall-s``). ToolLens: spans of stored traces (above); Phoenix: rows of its
+  ``spans`` table. The client's own work (the exporter encoding each batch) is in that time for
+  both, as it is in ``bench.py``;
+* ``tool_results_per_s``: tool results stored end to end per second of the same wall time
+  (ToolLens: stored tool-result rows; Phoenix: the workload's tool results scaled by the
+  persisted fraction, as ``bench.py`` computes it);
+* ``acknowledged_spans_per_s``: spans answered ``200`` per second of the send phase (first send
+  to the last answer). For ToolLens that is spans **durable in the spool** (fsync'd, replayed
+  after a crash), not yet queryable; for Phoenix spans accepted into its in-memory queue (not
+  durable). Not the ratio's figure;
+* ``lost_spans``: sent minus persisted; ``failed_batches``: spans the exporter gave up on;
+* ``server_cpu_s`` / ``server_cpu_ms_per_span``: user + system CPU of the server process and its
+  children (ToolLens: the receiver and its store workers) over the same interval, per persisted
+  span: the cost of a span whatever else the machine is doing; ``client_cpu_s``: this
+  process's CPU while sending (mostly the exporter's protobuf encoding);
+* ``peak_rss_mb``: the servers' peak resident memory (``VmHWM``), summed over the processes: for
+  ToolLens's forked store workers that counts pages shared with the receiver more than once.
+
+The machine may be shared: the two servers run one after the other in one invocation, so load
+that changes between them moves the ratio; the CPU figures are less sensitive to it. The last
+line is ``otlp ratio toollens/phoenix=X lost toollens=N phoenix=M`` (X: ToolLens's persisted
+spans/s over Phoenix's persisted spans/s); the line before it compares CPU per persisted span.
 """
 
 from __future__ import annotations
@@ -68,6 +88,10 @@ class Result:
     send_s: float
     spans_per_s: float
     tool_results_per_s: float
+    acknowledged_spans_per_s: float
+    server_cpu_s: float
+    server_cpu_ms_per_span: float
+    client_cpu_s: float
     peak_rss_mb: float
     failed_batches: int
 
@@ -100,6 +124,16 @@ def peak_rss_mb(pid: int) -> float:
     return round(total / 1024, 1)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and its live children so far (the ToolLens
+    receiver and its store worker; Phoenix's server)."""
+    total = 0.0
+    for proc in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+        times = proc.cpu_times()
+        total += times.user + times.system
+    return round(total, 2)
+
+
 def stop(process: subprocess.Popen[bytes]) -> None:
     """SIGINT (both servers store or flush what they hold), then harder."""
     if process.poll() is None:
@@ -111,10 +145,21 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
-def send(batches: list[Any], endpoint: str, args: argparse.Namespace) -> tuple[float, int]:
-    """Export every batch as ``bench.py`` does; the seconds it took and the spans given up."""
+@dataclass
+class Sent:
+    """What :func:`send` measured: wall and CPU seconds of this (client) process, and the spans
+    the exporter gave up on."""
+
+    seconds: float
+    cpu_s: float
+    failed: int
+
+
+def send(batches: list[Any], endpoint: str, args: argparse.Namespace) -> Sent:
+    """Export every batch as ``bench.py`` does."""
     exporter = OTLPSpanExporter(endpoint=endpoint, timeout=args.export_timeout)
     failed = 0
+    cpu = time.process_time()
     start = time.perf_counter()
     for batch in batches:
         for attempt in range(args.app_retries + 1):
@@ -124,8 +169,9 @@ def send(batches: list[Any], endpoint: str, args: argparse.Namespace) -> tuple[f
                 failed += len(batch)
             else:
                 time.sleep(0.5)
+    seconds = time.perf_counter() - start
     exporter.shutdown()
-    return time.perf_counter() - start, failed
+    return Sent(seconds, time.process_time() - cpu, failed)
 
 
 def wait_persisted(
@@ -171,15 +217,17 @@ def run_toollens(batches: list[Any], stats: Any, args: argparse.Namespace) -> Re
             ).fetchone()
             return int(row[0])
 
+        cpu = cpu_seconds(process.pid)
         start = time.perf_counter()
-        sent_s, failed = send(batches, f"http://127.0.0.1:{port}/v1/traces", args)
+        sent = send(batches, f"http://127.0.0.1:{port}/v1/traces", args)
         persisted, wall = wait_persisted(spans, stats.spans, start, args.stall_s, args.poll_s)
+        cpu = cpu_seconds(process.pid) - cpu
         results = conn.execute("SELECT count(*) FROM tool_results").fetchone()[0]
         conn.close()
         peak = peak_rss_mb(process.pid)
     finally:
         stop(process)
-    return _result("toollens", stats, persisted, results, wall, sent_s, peak, failed)
+    return _result("toollens", stats, persisted, results, wall, sent, cpu, peak)
 
 
 def ensure_phoenix() -> Path:
@@ -226,15 +274,17 @@ def run_phoenix(batches: list[Any], stats: Any, args: argparse.Namespace) -> Res
         def spans() -> int:
             return int(conn.execute("SELECT count(*) FROM spans").fetchone()[0])
 
+        cpu = cpu_seconds(process.pid)
         start = time.perf_counter()
-        sent_s, failed = send(batches, f"http://127.0.0.1:{port}/v1/traces", args)
+        sent = send(batches, f"http://127.0.0.1:{port}/v1/traces", args)
         persisted, wall = wait_persisted(spans, stats.spans, start, args.stall_s, args.poll_s)
+        cpu = cpu_seconds(process.pid) - cpu
         conn.close()
         peak = peak_rss_mb(process.pid)
     finally:
         stop(process)
     results = stats.tool_results * persisted / stats.spans
-    return _result("phoenix", stats, persisted, results, wall, sent_s, peak, failed)
+    return _result("phoenix", stats, persisted, results, wall, sent, cpu, peak)
 
 
 def _healthy(url: str) -> bool:
@@ -263,11 +313,12 @@ def _result(
     persisted: int,
     results: float,
     wall: float,
-    sent_s: float,
+    sent: Sent,
+    cpu: float,
     peak: float,
-    failed: int,
 ) -> Result:
     wall = max(wall, 1e-6)
+    acknowledged = stats.spans - sent.failed
     return Result(
         server=server,
         sent_spans=stats.spans,
@@ -275,11 +326,15 @@ def _result(
         lost_spans=stats.spans - persisted,
         tool_results_stored=round(results, 1),
         wall_s=round(wall, 3),
-        send_s=round(sent_s, 3),
+        send_s=round(sent.seconds, 3),
         spans_per_s=round(persisted / wall, 1),
         tool_results_per_s=round(results / wall, 1),
+        acknowledged_spans_per_s=round(acknowledged / max(sent.seconds, 1e-6), 1),
+        server_cpu_s=round(cpu, 2),
+        server_cpu_ms_per_span=round(1000 * cpu / max(persisted, 1), 3),
+        client_cpu_s=round(sent.cpu_s, 2),
         peak_rss_mb=peak,
-        failed_batches=failed,
+        failed_batches=sent.failed,
     )
 
 
@@ -320,6 +375,15 @@ def main() -> None:
         )
     )
     ratio = toollens.spans_per_s / phoenix.spans_per_s if phoenix.spans_per_s else float("inf")
+    cpu_ratio = (
+        phoenix.server_cpu_ms_per_span / toollens.server_cpu_ms_per_span
+        if toollens.server_cpu_ms_per_span
+        else float("inf")
+    )
+    print(
+        f"otlp server CPU per persisted span: toollens={toollens.server_cpu_ms_per_span} ms "
+        f"phoenix={phoenix.server_cpu_ms_per_span} ms (phoenix/toollens={cpu_ratio:.1f})"
+    )
     print(
         f"otlp ratio toollens/phoenix={ratio:.1f} "
         f"lost toollens={toollens.lost_spans} phoenix={phoenix.lost_spans}"

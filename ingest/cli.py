@@ -684,8 +684,16 @@ def receive_command(
         float, typer.Option(help="Largest accepted body, decompressed, in MiB")
     ] = 20,
     quiet_seconds: Annotated[
-        float, typer.Option(help="Store a trace once it got no new span for this long")
-    ] = 1.0,
+        float,
+        typer.Option(
+            help="Store a trace once it got no new span for this long "
+            "(and every 2 s at least while it keeps growing)"
+        ),
+    ] = 0.2,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Processes that build and store traces (default: one per core)"),
+    ] = None,
 ) -> None:
     """Receive live traces over OTLP/HTTP (POST /v1/traces) and store them as they arrive."""
     from db.engine import display_url, resolve_url
@@ -702,6 +710,7 @@ def receive_command(
         token=token,
         max_body_bytes=int(max_body_mib * 1024 * 1024),
         quiet_seconds=quiet_seconds,
+        store_workers=workers,
     )
     typer.echo(
         f"ToolLens OTLP receiver on http://{host}:{port}/v1/traces "

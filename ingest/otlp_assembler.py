@@ -2,14 +2,19 @@
 
 The receiver hands every new span to :class:`TraceAssembler`, which groups spans by trace id
 (a span id it already holds is a duplicate delivery and changes nothing). A trace that got new
-spans is *dirty*; once it has been quiet for ``quiet_seconds`` (the exporter has probably sent
-the whole run), or when the receiver stops, a background thread builds it again from ALL its
-spans with :func:`ingest.formats.otlp.trace_of` and hands it to ``store``.
+spans is *dirty*. A background thread has the dirty traces that are *due* stored: quiet for
+``quiet_seconds`` (the exporter has probably sent what it had), or dirty for ``max_wait_seconds``
+while spans keep coming (a long agent run is updated while it grows, at most that often), or
+all of them when the receiver stops. The spans of every due trace of one round, ALL its spans,
+go to ``store`` in one call (:class:`ingest.otlp_store.SpanStore`: each trace built again with
+:func:`ingest.formats.otlp.trace_of`, all of them imported as one import run written in
+batches), so many small exports cost one transaction, not one each.
 
 That is the seam with trace versions: a trace is always re-assembled whole, under the same
 identity (format ``otlp`` + the OTel trace id), so storing it again is importing a changed
 trace: the store updates it in place (a new version; notes and corrections carried over), or
-finds it unchanged.
+finds it unchanged. The token counts of its unchanged messages come from the count cache
+(:class:`ingest.tokens.CountCache`), so a growing trace is not tokenized again whole.
 """
 
 from __future__ import annotations
@@ -19,20 +24,20 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from ingest.formats.otlp import trace_of
-from ingest.model import Trace
 from ingest.otlp_decode import OtlpSpan
+from ingest.otlp_store import RECEIVER_SOURCE
 
 log = logging.getLogger(__name__)
 
 #: How long a trace must go without new spans before it is stored.
-DEFAULT_QUIET_SECONDS = 1.0
+DEFAULT_QUIET_SECONDS = 0.2
+#: A trace getting new spans all the time is still stored at least this often (never more
+#: often than ``quiet_seconds`` allows, when that is longer).
+DEFAULT_MAX_WAIT_SECONDS = 2.0
 #: After a failed store (database down), wait this long before trying again.
 RETRY_SECONDS = 5.0
-#: The source name stored with the receiver's traces and import runs.
-RECEIVER_SOURCE = "otlp-receiver"
-
-StoreFn = Callable[[list[Trace]], None]
+#: Stores traces, given the spans of each (all it holds of them).
+StoreFn = Callable[[list[list[OtlpSpan]]], None]
 
 
 class TraceAssembler:
@@ -43,14 +48,18 @@ class TraceAssembler:
         store: StoreFn,
         *,
         quiet_seconds: float = DEFAULT_QUIET_SECONDS,
+        max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
         self.quiet_seconds = quiet_seconds
+        self.max_wait_seconds = max(max_wait_seconds, quiet_seconds)
         self.clock = clock
         self._spans: dict[str, dict[str, OtlpSpan]] = {}
-        #: Dirty traces: when their last new span arrived, and the spool bytes they wait with.
+        #: Dirty traces: when their last new span arrived, since when they are dirty, and the
+        #: spool bytes they wait with.
         self._dirty: dict[str, float] = {}
+        self._dirty_since: dict[str, float] = {}
         self._pending: dict[str, int] = {}
         self._retry_at = 0.0
         self._lock = threading.Lock()
@@ -87,6 +96,7 @@ class TraceAssembler:
                 held[span.span_id] = span
                 added += 1
                 self._dirty[span.trace_id] = now
+                self._dirty_since.setdefault(span.trace_id, now)
                 self._pending[span.trace_id] = self._pending.get(span.trace_id, 0) + share
             if added:
                 self._wake.notify()
@@ -115,7 +125,9 @@ class TraceAssembler:
             due = [
                 trace_id
                 for trace_id, last in self._dirty.items()
-                if everything or now - last >= self.quiet_seconds
+                if everything
+                or now - last >= self.quiet_seconds
+                or now - self._dirty_since[trace_id] >= self.max_wait_seconds
             ]
             # Assembled under the lock from a snapshot: spans arriving meanwhile make the
             # trace dirty again (their arrival time is later than ``now``).
@@ -125,12 +137,11 @@ class TraceAssembler:
             ]
         if not batch:
             return 0
-        traces = [trace_of(spans, source_file=RECEIVER_SOURCE) for _, _, spans in batch]
         try:
-            self.store(traces)
+            self.store([spans for _, _, spans in batch])
         except Exception:
             log.exception(
-                "storing %d OTLP traces failed; retrying in %ss", len(traces), RETRY_SECONDS
+                "storing %d OTLP traces failed; retrying in %ss", len(batch), RETRY_SECONDS
             )
             with self._lock:
                 self._retry_at = self.clock() + RETRY_SECONDS
@@ -139,7 +150,10 @@ class TraceAssembler:
             for trace_id, arrived, _ in batch:
                 if self._dirty.get(trace_id) == arrived:
                     del self._dirty[trace_id]
+                    del self._dirty_since[trace_id]
                     self._pending.pop(trace_id, None)
+                else:  # it grew meanwhile: what came after the snapshot waits from then on
+                    self._dirty_since[trace_id] = arrived
         return len(batch)
 
     def _run(self) -> None:
@@ -166,4 +180,10 @@ class TraceAssembler:
         self.flush(everything=True)
 
 
-__all__ = ["DEFAULT_QUIET_SECONDS", "RECEIVER_SOURCE", "StoreFn", "TraceAssembler"]
+__all__ = [
+    "DEFAULT_MAX_WAIT_SECONDS",
+    "DEFAULT_QUIET_SECONDS",
+    "RECEIVER_SOURCE",
+    "StoreFn",
+    "TraceAssembler",
+]

@@ -15,7 +15,8 @@ answered in the request's content type with an ``ExportTraceServiceResponse``:
   (the exporter retries later, its spans are not lost);
 * ``401`` without the bearer token, when one is set.
 
-Spans are then grouped into traces and stored by :class:`~ingest.otlp_assembler.TraceAssembler`.
+Spans are then grouped into traces by :class:`~ingest.otlp_assembler.TraceAssembler` and
+stored by a :class:`~ingest.otlp_store.SpanStore` (a worker process beside the receiver).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,10 +40,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ingest.model import Trace
-from ingest.otlp_assembler import DEFAULT_QUIET_SECONDS, RECEIVER_SOURCE, TraceAssembler
+from ingest.otlp_assembler import (
+    DEFAULT_MAX_WAIT_SECONDS,
+    DEFAULT_QUIET_SECONDS,
+    StoreFn,
+    TraceAssembler,
+)
 from ingest.otlp_decode import DecodedExport, OtlpDecodeError, decode_json, decode_protobuf
 from ingest.otlp_spool import Spool
+from ingest.otlp_store import SpanStore
 from ingest.trace_redaction import RedactionSettings, redact_span
 
 DEFAULT_HOST = "127.0.0.1"
@@ -74,6 +80,9 @@ class ReceiverSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     high_water_bytes: int = DEFAULT_HIGH_WATER_BYTES
     quiet_seconds: float = DEFAULT_QUIET_SECONDS
+    max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS
+    #: Processes building and storing traces (``None``: one per core).
+    store_workers: int | None = None
     #: Secrets are redacted before spans reach the spool (and so before the store).
     redaction: RedactionSettings = field(default_factory=RedactionSettings.from_env)
 
@@ -143,17 +152,24 @@ def _error(status: int, message: str, **headers: str) -> Response:
     return Response(message + "\n", status_code=status, media_type="text/plain", headers=headers)
 
 
-def create_app(settings: ReceiverSettings, store: Callable[[list[Trace]], None]) -> Starlette:
-    """The receiver's ASGI app; ``store`` writes assembled traces (see :func:`store_into`)."""
+def create_app(settings: ReceiverSettings, store: StoreFn) -> Starlette:
+    """The receiver's ASGI app; ``store`` builds and writes traces from their spans (see
+    :func:`store_into`; a :class:`SpanStore` is started and closed with the app)."""
     spool = Spool(settings.spool_dir)
-    assembler = TraceAssembler(store, quiet_seconds=settings.quiet_seconds)
+    assembler = TraceAssembler(
+        store, quiet_seconds=settings.quiet_seconds, max_wait_seconds=settings.max_wait_seconds
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         from ingest.tokens import count_tokens
 
-        # Load the tokenizer now (seconds, once) rather than when the first trace is stored.
+        # Load the tokenizer now (seconds, once) rather than when the first trace is stored;
+        # the store's worker, forked next (from this thread, which lives as long as the
+        # server: the worker is bound to it), inherits it.
         count_tokens("warm up")
+        if isinstance(store, SpanStore):
+            store.start()
         spool.open()
         # Everything acknowledged before the last stop (or crash) is assembled again; traces
         # stored already are recognized as such by the store.
@@ -166,6 +182,8 @@ def create_app(settings: ReceiverSettings, store: Callable[[list[Trace]], None])
         finally:
             assembler.stop()
             spool.close()
+            if isinstance(store, SpanStore):
+                store.close()
 
     async def export_traces(request: Request) -> Response:
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -211,18 +229,12 @@ def create_app(settings: ReceiverSettings, store: Callable[[list[Trace]], None])
 
 
 def store_into(
-    engine: Engine, redaction: RedactionSettings | None = None
-) -> Callable[[list[Trace]], None]:
-    """A ``store`` writing traces through the import pipeline, one import run per batch
-    (``redaction``: as :func:`ingest.pipeline.import_traces` takes it)."""
-    from ingest.pipeline import import_traces
-
-    def store(traces: list[Trace]) -> None:
-        # Spans are redacted before they are spooled; the pipeline redacts the assembled
-        # traces once more with the same settings (a secret split across spans, say).
-        import_traces(engine, traces, origin="otlp", source=RECEIVER_SOURCE, redaction=redaction)
-
-    return store
+    engine: Engine, redaction: RedactionSettings | None = None, workers: int | None = None
+) -> SpanStore:
+    """A store building traces from spans and writing them through the import pipeline in
+    ``workers`` worker processes, one import run per worker and round (``redaction``: as
+    :func:`ingest.pipeline.import_traces` takes it)."""
+    return SpanStore(engine, redaction, workers=workers)
 
 
 def serve(
@@ -236,7 +248,7 @@ def serve(
     import uvicorn
 
     check_bind(host, settings.token)
-    app = create_app(settings, store_into(engine, settings.redaction))
+    app = create_app(settings, store_into(engine, settings.redaction, settings.store_workers))
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

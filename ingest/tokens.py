@@ -8,6 +8,9 @@ and stays linear on multi-megabyte texts.
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cache
 from typing import Protocol
@@ -41,7 +44,60 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     return _tokenizer(encoding).count(text)
 
 
+#: Texts at least this long have their counts remembered (hashing a shorter one costs about
+#: as much as counting it).
+CACHED_MIN_CHARS = 256
+#: How many counts :class:`CountCache` keeps (an entry is ~150 bytes: 15 MB at most).
+CACHED_COUNTS = 100_000
+
+
+class CountCache:
+    """Token counts of recently counted long texts, by the BLAKE2b digest of text and encoding.
+
+    A trace that is imported again with a few more messages (a live OTLP trace growing, a
+    session file that got a line appended, a duplicate delivery) has the counts of its
+    unchanged messages found here instead of tokenizing them again. Least recently used
+    entries go first; safe to share between threads.
+    """
+
+    def __init__(self, size: int = CACHED_COUNTS) -> None:
+        self.size = size
+        self.hits = 0
+        self._counts: OrderedDict[bytes, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def count_many(self, texts: Sequence[str], encoding: str) -> list[int]:
+        """Like :func:`count_many`, counting only the long texts not seen recently."""
+        tokenizer = _tokenizer(encoding)
+        salt = encoding.encode()
+        out: list[int] = []
+        for text in texts:
+            if len(text) < CACHED_MIN_CHARS:
+                out.append(tokenizer.count(text) if text else 0)
+                continue
+            key = hashlib.blake2b(
+                text.encode("utf-8", "surrogatepass"), digest_size=16, salt=salt[:16]
+            ).digest()
+            with self._lock:
+                found = self._counts.get(key)
+                if found is not None:
+                    self._counts.move_to_end(key)
+                    self.hits += 1
+            if found is None:
+                found = tokenizer.count(text)
+                with self._lock:
+                    self._counts[key] = found
+                    if len(self._counts) > self.size:
+                        self._counts.popitem(last=False)
+            out.append(found)
+        return out
+
+
+#: The process's cache (each worker process has its own).
+COUNTS = CountCache()
+
+
 def count_many(texts: Sequence[str], encoding: str = DEFAULT_ENCODING) -> list[int]:
-    """Token counts of many texts (the unit of work handed to tokenizing worker processes)."""
-    tokenizer = _tokenizer(encoding)
-    return [tokenizer.count(t) if t else 0 for t in texts]
+    """Token counts of many texts (the unit of work handed to tokenizing worker processes);
+    counts of long texts counted recently come from :data:`COUNTS`."""
+    return COUNTS.count_many(texts, encoding)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otlp_agent import OPENINFERENCE_PAIRS, openinference_run, provider, stored_pairs
@@ -75,8 +76,12 @@ def test_every_acknowledged_span_is_stored_after_kill_9_and_a_restart(
             )
             with urllib.request.urlopen(request, timeout=10) as response:
                 assert response.status == 200
+        workers = psutil.Process(process.pid).children()
+        assert len(workers) == (os.cpu_count() or 1)  # the store workers
         os.kill(process.pid, signal.SIGKILL)
         process.wait(10)
+        # ... which die with it rather than living on as orphans.
+        assert psutil.wait_procs(workers, timeout=10)[1] == []
     engine = make_engine(db_url)
     try:
         assert stored_pairs(engine) == {}

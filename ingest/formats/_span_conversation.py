@@ -302,16 +302,29 @@ def _tool_runs(observations: list[SpanNode]) -> list[ToolRun]:
 def _tool_definitions(observations: list[SpanNode], llm_calls: list[SpanNode]) -> list[ToolDef]:
     """Every declared tool, first declaration of a name wins."""
     found: list[ToolDef] = []
+    # Every LLM span of a run usually declares the same tools, as the same JSON text: a text
+    # read once adds nothing the second time (its tools are declared already), so it is
+    # skipped rather than parsed and validated again for each span.
+    read: set[tuple[bool, str]] = set()
+
+    def once(value: Any, *, item: bool = False) -> list[ToolDef]:
+        if isinstance(value, str):
+            if (item, value) in read:
+                return []
+            read.add((item, value))
+        return definitions([value] if item else value)
+
     for obs in observations:
         attrs = obs.attrs
-        found += definitions(attrs.get("gen_ai.tool.definitions"))
-        found += definitions(attrs.get("llm.tools"))
+        found += once(attrs.get("gen_ai.tool.definitions"))
+        found += once(attrs.get("llm.tools"))
         schemas = sorted(
             (int(m.group(1)), v) for k, v in attrs.items() if (m := _JSON_SCHEMA_KEY.fullmatch(k))
         )
-        found += definitions([v for _, v in schemas])
+        for _, schema in schemas:
+            found += once(schema, item=True)
         found += definitions(_functions(attrs))
-        found += definitions(attrs.get("ai.prompt.tools"))
+        found += once(attrs.get("ai.prompt.tools"))
         request = maybe_json(attrs.get("model_request_parameters"))
         if isinstance(request, dict):
             found += definitions(request.get("function_tools"))

@@ -1,0 +1,195 @@
+"""Where the OTLP receiver's traces are built and stored: in store processes beside it.
+
+:class:`~ingest.otlp_assembler.TraceAssembler` decides *which* traces are due and hands their
+spans (one list per trace) to a :class:`SpanStore`. Building a conversation from spans, counting
+its tokens, analyzing and writing it is most of the receiver's CPU, and in the process that
+decodes and spools requests it would hold the GIL against them. So a :class:`SpanStore` runs
+:func:`store_spans` in long-lived worker processes (one per core by default, each a
+``ProcessPoolExecutor`` of one, forked when the receiver starts, before it has other threads):
+receiving and storing run side by side, and the traces of one round are split between the
+workers, each part its own import run. A trace always goes to the same worker
+(:func:`worker_of`), and rounds do not overlap, so no trace is ever written by two workers at
+once, and the worker's token count cache (:data:`ingest.tokens.COUNTS`), which lives as long
+as the receiver, has the counts of a growing trace's unchanged messages when it is stored
+again.
+
+A database only this process can open (in-memory SQLite) is stored into in-process instead.
+Workers die with the receiver (``PR_SET_PDEATHSIG``), even after a ``kill -9``: a write one was
+doing rolls back, and the spool holds the spans. If a worker dies while storing, its round
+fails (the assembler retries it; parts already stored are then found unchanged); a new worker
+takes its place for the next part it is given.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+
+from sqlalchemy import Engine
+
+from ingest.otlp_decode import OtlpSpan
+from ingest.trace_redaction import RedactionSettings
+
+#: The source name stored with the receiver's traces and import runs.
+RECEIVER_SOURCE = "otlp-receiver"
+_PR_SET_PDEATHSIG = 1
+
+
+def store_spans(
+    engine: Engine, groups: Sequence[Sequence[OtlpSpan]], redaction: RedactionSettings | None
+) -> int:
+    """Build one trace of each group's spans and import them all as one import run; how many
+    traces were imported, updated or found unchanged."""
+    from ingest.formats.otlp import trace_of
+    from ingest.pipeline import import_traces
+
+    traces = [trace_of(list(spans), source_file=RECEIVER_SOURCE) for spans in groups]
+    # Spans are redacted before they are spooled; the pipeline redacts the assembled
+    # traces once more with the same settings (a secret split across spans, say).
+    summary = import_traces(
+        engine, traces, origin="otlp", source=RECEIVER_SOURCE, redaction=redaction
+    )
+    return summary.traces + summary.updated + summary.unchanged
+
+
+def worker_of(trace_id: str, workers: int) -> int:
+    """The worker that stores a trace, always the same one (by its hex id's last 32 bits), so
+    a trace stored again finds its counts in that worker's token count cache.
+
+    >>> worker_of("5b8efff798038103d269b633813fc60c", 2)
+    0
+    >>> worker_of("000000000000000000000000000000a1", 2)
+    1
+    """
+    return int(trace_id[-8:], 16) % workers
+
+
+def split(groups: list[list[OtlpSpan]], workers: int) -> dict[int, list[list[OtlpSpan]]]:
+    """``groups`` (the spans of one trace each) by the worker that stores them."""
+    parts: dict[int, list[list[OtlpSpan]]] = {}
+    for group in groups:
+        parts.setdefault(worker_of(group[0].trace_id, workers), []).append(group)
+    return parts
+
+
+# ---- the worker processes -----------------------------------------------------------------------
+
+_engine: Engine | None = None
+
+
+def _die_with_parent() -> None:
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _init_worker(url: str) -> None:
+    from db.engine import make_engine
+
+    global _engine
+    _die_with_parent()
+    # The receiver stops its worker (SIGINT goes to the whole process group on Ctrl-C, and
+    # the worker must finish the round it is storing).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _engine = make_engine(url, migrate=False)
+
+
+def _store_in_worker(
+    groups: Sequence[Sequence[OtlpSpan]], redaction: RedactionSettings | None
+) -> int:
+    assert _engine is not None, "store worker not initialized"
+    return store_spans(_engine, groups, redaction)
+
+
+def _ready() -> bool:
+    return _engine is not None
+
+
+class SpanStore:
+    """Stores span groups as traces, in ``workers`` worker processes (default: one per core)
+    when the database allows it.
+
+    Call :meth:`start` from the main thread before other threads run (it forks), then call
+    the store with span groups from any one thread; :meth:`close` at the end.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        redaction: RedactionSettings | None = None,
+        *,
+        workers: int | None = None,
+    ) -> None:
+        from db.engine import other_processes_can_open
+
+        self.engine = engine
+        self.redaction = redaction
+        self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
+        self.in_process = not other_processes_can_open(engine.url)
+        self._pools: list[ProcessPoolExecutor | None] = [None] * self.workers
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the workers (no-op where the store is in-process)."""
+        if not self.in_process:
+            for n in range(self.workers):
+                self._worker(n).submit(_ready).result()
+
+    def _worker(self, n: int) -> ProcessPoolExecutor:
+        with self._lock:
+            pool = self._pools[n]
+            if pool is None:
+                url = self.engine.url.render_as_string(hide_password=False)
+                pool = self._pools[n] = ProcessPoolExecutor(
+                    1,
+                    mp_context=multiprocessing.get_context("fork"),
+                    initializer=_init_worker,
+                    initargs=(url,),
+                )
+            return pool
+
+    def __call__(self, groups: list[list[OtlpSpan]]) -> None:
+        if self.in_process:
+            store_spans(self.engine, groups, self.redaction)
+            return
+        parts = {n: self._submit(n, part) for n, part in split(groups, self.workers).items()}
+        wait(parts.values())
+        failure: BaseException | None = None
+        for n, part in parts.items():
+            exc = part.exception()
+            if isinstance(exc, BrokenProcessPool):
+                self._drop(n)  # the next round starts a new worker
+            failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def _submit(self, n: int, part: list[list[OtlpSpan]]) -> Future[int]:
+        try:
+            return self._worker(n).submit(_store_in_worker, part, self.redaction)
+        except BrokenProcessPool:  # it died while idle: a new one takes the part
+            self._drop(n)
+            return self._worker(n).submit(_store_in_worker, part, self.redaction)
+
+    def _drop(self, n: int) -> None:
+        with self._lock:
+            pool, self._pools[n] = self._pools[n], None
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+    def close(self) -> None:
+        """Stop the workers once they have finished what they were given."""
+        with self._lock:
+            pools, self._pools = self._pools, [None] * self.workers
+        for pool in pools:
+            if pool is not None:
+                pool.shutdown(wait=True)
+
+
+__all__ = ["RECEIVER_SOURCE", "SpanStore", "split", "store_spans", "worker_of"]

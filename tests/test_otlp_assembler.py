@@ -1,0 +1,115 @@
+"""When the assembler has traces stored: quiet ones, growing ones at least every
+``max_wait_seconds``, all due traces of a round in one store call, a failed round retried."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingest.otlp_assembler import RETRY_SECONDS, TraceAssembler
+from ingest.otlp_decode import OtlpSpan
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Store:
+    """Records each round as ``{trace id: sorted span ids}``; fails while ``failing``."""
+
+    def __init__(self) -> None:
+        self.rounds: list[dict[str, list[str]]] = []
+        self.failing = False
+
+    def __call__(self, groups: list[list[OtlpSpan]]) -> None:
+        if self.failing:
+            raise RuntimeError("database down")
+        self.rounds.append({g[0].trace_id: sorted(s.span_id for s in g) for g in groups})
+
+
+def span(trace: str, span_id: str) -> OtlpSpan:
+    return OtlpSpan(trace, span_id, None, "s", 1, 1, 2)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def store() -> Store:
+    return Store()
+
+
+def assembler(store: Store, clock: Clock) -> TraceAssembler:
+    return TraceAssembler(store, quiet_seconds=0.2, max_wait_seconds=2.0, clock=clock)
+
+
+def test_a_trace_is_stored_once_quiet_and_all_due_traces_go_in_one_round(
+    store: Store, clock: Clock
+) -> None:
+    spans = assembler(store, clock)
+    assert spans.add([span("a", "1"), span("b", "1"), span("a", "2")]) == 3
+    clock.now += 0.125
+    assert spans.flush(everything=False) == 0
+    clock.now += 0.125
+    assert spans.flush(everything=False) == 2
+    assert store.rounds == [{"a": ["1", "2"], "b": ["1"]}]
+    assert (spans.dirty_traces, spans.pending_bytes) == (0, 0)
+
+
+def test_a_trace_that_keeps_growing_is_stored_every_max_wait_seconds(
+    store: Store, clock: Clock
+) -> None:
+    spans = assembler(store, clock)
+    for n in range(20):  # a span every 0.125 s: never quiet for 0.2 s
+        spans.add([span("a", f"{n:02}")])
+        spans.flush(everything=False)
+        clock.now += 0.125
+    # Stored once 2 s after its first span (spans 0-16), then waiting again from span 17 on.
+    assert [len(r["a"]) for r in store.rounds] == [17]
+    for n in range(20, 40):
+        spans.add([span("a", f"{n:02}")])
+        spans.flush(everything=False)
+        clock.now += 0.125
+    assert [len(r["a"]) for r in store.rounds] == [17, 34]
+    spans.flush(everything=True)
+    assert [len(r["a"]) for r in store.rounds] == [17, 34, 40]
+
+
+def test_a_duplicate_span_makes_nothing_dirty(store: Store, clock: Clock) -> None:
+    spans = assembler(store, clock)
+    spans.add([span("a", "1")])
+    spans.flush(everything=True)
+    assert spans.fresh([span("a", "1"), span("a", "2"), span("a", "2")]) == [span("a", "2")]
+    assert spans.add([span("a", "1")]) == 0
+    assert spans.flush(everything=True) == 0
+    assert store.rounds == [{"a": ["1"]}]
+
+
+def test_a_failed_round_is_retried_after_retry_seconds(store: Store, clock: Clock) -> None:
+    spans = assembler(store, clock)
+    spans.add([span("a", "1")], spooled_bytes=40)
+    clock.now += 0.25
+    store.failing = True
+    assert spans.flush(everything=False) == 0
+    assert (spans.dirty_traces, spans.pending_bytes) == (1, 40)
+    store.failing = False
+    clock.now += RETRY_SECONDS - 0.25
+    assert spans.flush(everything=False) == 0  # still waiting to retry
+    clock.now += 0.25
+    assert spans.flush(everything=False) == 1
+    assert store.rounds == [{"a": ["1"]}]
+    assert (spans.dirty_traces, spans.pending_bytes) == (0, 0)
+
+
+def test_a_quiet_period_longer_than_max_wait_is_kept(store: Store, clock: Clock) -> None:
+    spans = TraceAssembler(store, quiet_seconds=3600, max_wait_seconds=2.0, clock=clock)
+    spans.add([span("a", "1")])
+    clock.now += 3599
+    assert spans.flush(everything=False) == 0
+    clock.now += 1
+    assert spans.flush(everything=False) == 1
