@@ -215,7 +215,7 @@ def input_share_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.D
     """Tool Messages by their share of the input tokens of the model call that read them
     (``tokens / read_input_tokens``), over results whose trace reported that call's usage.
 
-    Columns: ``share_from``, ``share_to`` (fractions; ``share_to`` is None for the open last
+    Columns: ``share_from``, ``share_to`` (fractions; ``share_to`` is NaN for the open last
     bin), ``results``. Every bin is present (zero when empty).
     """
     permille = cast(ToolResultRow.tokens, BigInteger) * 1000 // ToolResultRow.read_input_tokens
