@@ -131,7 +131,7 @@ _TRACE_DEFAULTS: dict[str, Any] = {
     "title": None, "tags": [], "metadata": {}, "tools": [], "record_count": 1, "message_count": 0,
     "tool_call_count": 0, "tool_result_count": 0, "error_count": 0, "problem_count": 0,
     "total_tokens": 0, "tool_result_tokens": 0, "wasted_tokens": 0, "max_occurrence": 0,
-    "token_counts": "estimate",
+    "token_counts": "exact",
 }  # fmt: skip
 
 

@@ -27,8 +27,8 @@ def test_tokens_page_counts_results_over_the_default_budget(
         "Of the transcripts' tokens": "46.0%",
     }
     assert captions(at)[0] == (
-        "Token counts: cl100k_base (the encoding of the latest import). Exact for 0 traces "
-        "(counted with their model's own tokenizer); estimates for 3 (another model's, e.g. "
+        "Token counts: cl100k_base (the encoding of the latest import). Exact for 3 traces "
+        "(counted with their model's own tokenizer); estimates for 0 (another model's, e.g. "
         "Claude counted with an OpenAI encoding, or no model named). Images count by their "
         "provider's image rule: estimates too."
     )
