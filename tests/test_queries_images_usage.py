@@ -129,3 +129,30 @@ def test_the_tokens_page_counts_exactness_images_and_input_shares(
     assert list(tokens.input_share_histogram(engine, only_claude)["results"]) == [
         0, 0, 0, 0, 0, 0, 1, 0,
     ]  # fmt: skip
+
+
+def test_reanalyze_derives_the_facts_of_traces_stored_before_them(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    from ingest.reanalyze import reanalyze
+
+    import_paths(engine, _write(tmp_path), workers=0)
+    before = {d: _results(engine, d) for d in ("run-img", "chat-img")}
+    with engine.begin() as conn:  # what migration 0013 leaves on a stored trace
+        conn.execute(sa.text("UPDATE traces SET token_counts = 'estimate'"))
+        conn.execute(
+            sa.text(
+                "UPDATE tool_results SET image_tokens = 0, images = NULL, tokens = 1,"
+                " read_by_seq = NULL, read_input_tokens = NULL"
+            )
+        )
+    assert reanalyze(engine) == 2
+    assert {d: _results(engine, d) for d in ("run-img", "chat-img")} == before
+    assert tokens.token_count_kinds(engine) == {"exact": 1, "estimate": 1}
+
+
+def test_counts_taken_with_another_encoding_than_the_models_are_estimates(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    import_paths(engine, _write(tmp_path), workers=0, encoding="cl100k_base")
+    assert tokens.token_count_kinds(engine) == {"exact": 0, "estimate": 2}
