@@ -419,7 +419,7 @@ m[3].metric("Problems", f"{trace['problem_count']:,}", help="errors + pairing + 
 m[4].metric(
     "Tool result tokens",
     f"{trace['tool_result_tokens']:,}",
-    help=f"of {trace['total_tokens']:,} tokens in the trace "
+    help=f"of {trace['total_tokens']:,} tokens in the trace's transcript "
     f"({render.percent_text(trace['tool_result_tokens'], trace['total_tokens'])})",
 )
 m[5].metric("Wasted tokens", f"{trace['wasted_tokens']:,}", help="results of repeated calls")
