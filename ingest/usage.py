@@ -31,15 +31,24 @@ _WHOLE_INPUT: Final = (
 _ANTHROPIC_CACHE: Final = ("cache_creation_input_tokens", "cache_read_input_tokens")
 
 
+#: Larger "counts" are not token counts (and would not fit the column): ignored.
+MAX_COUNT: Final = 2**53
+
+
 def _count(value: Any) -> int | None:
+    """A non-negative token count, or None.
+
+    >>> _count(12), _count("12"), _count(12.0), _count(True), _count(-1), _count(10**30)
+    (12, 12, 12, None, None, None)
+    """
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
-    if isinstance(value, str) and value.isdigit():  # OTLP JSON writes 64-bit ints as strings
-        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    elif isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)  # OTLP JSON writes 64-bit ints as strings
+    if isinstance(value, int) and 0 <= value <= MAX_COUNT:
+        return value
     return None
 
 
@@ -55,6 +64,11 @@ def input_tokens(usage: Any) -> int | None:
     >>> input_tokens({"output_tokens": 5}) is None
     True
     """
+    total = _input_tokens(usage)
+    return total if total is not None and total <= MAX_COUNT else None
+
+
+def _input_tokens(usage: Any) -> int | None:
     if not isinstance(usage, dict):
         return None
     for key in _WHOLE_INPUT:
