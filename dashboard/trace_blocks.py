@@ -53,6 +53,8 @@ class BlockContext:
     trace: str
     selected: str | None = None
     labels: Mapping[Target, Sequence[str]] = field(default_factory=dict)
+    #: The trace's ``token_counts``: ``exact`` (the model's own tokenizer) or ``estimate``.
+    token_counts: str = "exact"
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,9 +247,59 @@ def suggestion_text(
     return "" if advice == content.strip() else advice
 
 
-def result_header(result: Any, budget: int) -> str:
+def image_placeholder(image: Mapping[str, Any]) -> str:
+    """What stands for one image of a Tool Message (never its bytes): kind, size, tokens.
+
+    >>> image_placeholder({"media": "png", "width": 1024, "height": 768, "tokens": 1049})
+    '[image png 1024×768, ~1,049 tokens]'
+    >>> image_placeholder({"media": None, "width": None, "height": None, "tokens": 1600})
+    '[image, size unknown, ≤1,600 tokens]'
+    """
+    media = f" {image['media']}" if image.get("media") else ""
+    tokens = int(image["tokens"])
+    if image.get("width") and image.get("height"):
+        size = f"{int(image['width'])}×{int(image['height'])}"
+        return f"[image{media} {size}, ~{tokens:,} tokens]"
+    return f"[image{media}, size unknown, ≤{tokens:,} tokens]"
+
+
+def token_counts_caption(token_counts: str) -> str:
+    """What the trace's token counts are: the model's own tokenizer's, or estimates."""
+    if token_counts == "exact":
+        return (
+            "Token counts: exact, counted with this model's own tokenizer "
+            "(images, marked ~, are estimates by the provider's image rule)."
+        )
+    return (
+        "Token counts: estimates (~), counted with an OpenAI encoding, not this model's own "
+        "tokenizer (or the trace names no model). Shares of a model call's input compare them "
+        "with the input tokens the provider reported."
+    )
+
+
+def token_text(result: Any, token_counts: str) -> str:
+    """A Tool Message's size: ``N tokens``, with ``~`` when it is an estimate (the trace is
+    not counted with its model's tokenizer, or the result holds images)."""
+    tokens = int(result["tokens"])
+    estimate = token_counts != "exact" or int(_value(result, "image_tokens") or 0) > 0
+    return ("~" if estimate else "") + render.count_text(tokens, "token")
+
+
+def input_share_text(result: Any) -> str | None:
+    """``N % of the input of #seq``: the result's share of the input tokens of the model call
+    that read it (``None`` when the trace has no usage for that call)."""
+    read_input = _value(result, "read_input_tokens")
+    read_by = _value(result, "read_by_seq")
+    if read_input is None or read_by is None or int(read_input) <= 0:
+        return None
+    share = render.percent_text(int(result["tokens"]), int(read_input))
+    return f"{share} of the input of #{int(read_by)} ({int(read_input):,} tokens)"
+
+
+def result_header(result: Any, budget: int, token_counts: str = "exact") -> str:
     """The markdown of a Tool Message's head: where it is, then its badges (status, effective
-    error type marked when corrected, how the status was recognized, size, pairing problems)."""
+    error type marked when corrected, how the status was recognized, size, its share of the
+    input of the model call that read it, pairing problems)."""
     status = str(result["status"])
     tokens = int(result["tokens"])
     items: list[tuple[str, BadgeColor]] = [(status, palette.badge("status", status))]
@@ -258,7 +310,10 @@ def result_header(result: Any, budget: int) -> str:
         items.append((label, palette.badge("error_type", error_type)))
     items.append((_source_text(result), TONE["muted"]))
     tokens_tone = TONE["error"] if tokens > budget else TONE["info"]
-    items.append((render.count_text(tokens, "token"), tokens_tone))
+    items.append((token_text(result, token_counts), tokens_tone))
+    share = input_share_text(result)
+    if share:
+        items.append((share, TONE["muted"]))
     pair_state = str(result["pair_state"])
     if pair_state != "paired":
         items.append((pair_state, palette.badge("pair_state", pair_state)))
@@ -294,12 +349,15 @@ def advice_line(result: Any) -> str | None:
 def show_result(result: Any, ctx: BlockContext, box: str) -> None:
     """One Tool Message: its head (:func:`result_header`), the advice and verdict
     (:func:`advice_line`) with the verdict's reason, then the content."""
-    st.markdown(result_header(result, ctx.budget))
+    st.markdown(result_header(result, ctx.budget, ctx.token_counts))
     advice = advice_line(result)
     if advice:
         st.markdown(advice)
         if _value(result, "verdict_reason"):
             st.caption(render.escape_markdown(str(result["verdict_reason"])))
+    images = _value(result, "images")
+    if isinstance(images, list) and images:
+        st.text("\n".join(image_placeholder(image) for image in images))
     render.show_content(
         _value(result, "content") or "",
         tokens=int(result["tokens"]),

@@ -50,6 +50,8 @@ class TraceRecord(NamedTuple):
     tool_result_tokens: int
     wasted_tokens: int
     max_occurrence: int
+    #: ``exact``: counted with the model's own tokenizer; ``estimate``: with another.
+    token_counts: str
 
 
 class MessageRecord(NamedTuple):
@@ -127,6 +129,12 @@ class ToolResultRecord(NamedTuple):
     call_index: int | None
     name_mismatch: bool
     oversized: bool
+    #: Tokens of the result's images (included in ``tokens``) and the images as counted.
+    image_tokens: int
+    images: list[Any] | None
+    #: Seq and input tokens of the model call that read the result (from its usage).
+    read_by_seq: int | None
+    read_input_tokens: int | None
     verdict: str | None
     verdict_reason: str | None
     next_call_succeeded: bool | None
@@ -172,6 +180,6 @@ JSON_COLUMNS: dict[str, frozenset[str]] = {
     "traces": frozenset({"tags", "metadata", "tools"}),
     "messages": frozenset({"usage", "raw"}),
     "tool_calls": frozenset({"arguments"}),
-    "tool_results": frozenset({"suggestion_detail"}),
+    "tool_results": frozenset({"suggestion_detail", "images"}),
     "findings": frozenset(),
 }

@@ -45,6 +45,7 @@ from db.vocabulary import (
     ROLES,
     STATUS_SOURCES,
     STATUSES,
+    TOKEN_COUNTS,
     VERDICTS,
 )
 
@@ -179,7 +180,10 @@ class TraceRow(Base):
     """One agent run / conversation."""
 
     __tablename__ = "traces"
-    __table_args__ = (Index("ix_traces_started_at", "started_at"),)
+    __table_args__ = (
+        Index("ix_traces_started_at", "started_at"),
+        _one_of("token_counts", TOKEN_COUNTS),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     import_id: Mapped[int] = mapped_column(ForeignKey("imports.id"), index=True)
@@ -218,6 +222,10 @@ class TraceRow(Base):
     tool_result_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     wasted_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     max_occurrence: Mapped[int] = mapped_column(Integer, default=0)
+    #: ``exact``: token counts of the model's own tokenizer; ``estimate``: of another one.
+    token_counts: Mapped[str] = mapped_column(
+        String(20), default="estimate", server_default="estimate"
+    )
     #: Set when a reviewer marks the trace reviewed (the Review page's queue hides it).
     reviewed_at: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
     reviewed_by: Mapped[str | None] = mapped_column(String(200))
@@ -438,6 +446,13 @@ class ToolResultRow(Base):
     call_index: Mapped[int | None] = mapped_column(Integer)
     name_mismatch: Mapped[bool] = mapped_column(Boolean, default=False)
     oversized: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: Tokens of the images in the result (``ingest.images``; included in ``tokens``), and
+    #: each image: ``{"media", "width", "height", "rule", "tokens", "detail"}``.
+    image_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    images: Mapped[list[Any] | None] = mapped_column()
+    #: The model call that read the result: its message seq and input tokens (from its usage).
+    read_by_seq: Mapped[int | None] = mapped_column(Integer)
+    read_input_tokens: Mapped[int | None] = mapped_column(BigInteger)
     verdict: Mapped[str | None] = mapped_column(String(20))
     verdict_reason: Mapped[str | None] = mapped_column(Text)
     next_call_succeeded: Mapped[bool | None] = mapped_column(Boolean)

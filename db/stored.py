@@ -23,14 +23,15 @@ from db.records import (
     ToolResultRecord,
     TraceRecord,
 )
-from db.schema import FindingRow, MessageRow, ToolCallRow, ToolResultRow, TraceRow
+from db.schema import FindingRow, ImportRun, MessageRow, ToolCallRow, ToolResultRow, TraceRow
+from db.vocabulary import DEFAULT_ENCODING
 from db.write import TraceRows
 
 CORRECTION_FIELDS = ("error_type_corrected", "verdict_corrected", "corrected_by", "corrected_at")
 #: The per-trace figures derived by analysis (rewritten by :func:`replace_derived`).
 AGGREGATES = (
     "error_count", "problem_count", "total_tokens", "tool_result_tokens", "wasted_tokens",
-    "max_occurrence", "tool_call_count", "tool_result_count",
+    "max_occurrence", "tool_call_count", "tool_result_count", "token_counts",
 )  # fmt: skip
 
 
@@ -43,6 +44,8 @@ class StoredTrace:
     messages: list[MessageRecord]
     calls: list[ToolCallRecord]
     results: list[ToolResultRecord]
+    #: The encoding its token counts were taken with (its import's).
+    encoding: str = DEFAULT_ENCODING
 
 
 def iter_trace_id_batches(engine: Engine, size: int = 200) -> Iterator[list[int]]:
@@ -72,10 +75,20 @@ def load_traces(engine: Engine, ids: Sequence[int]) -> list[StoredTrace]:
     """The stored traces ``ids`` (in that order) with their messages, calls and results."""
     traces_table = cast(Table, TraceRow.__table__)
     with engine.connect() as conn:
-        stmt = select(traces_table.c.id, *[traces_table.c[f] for f in TraceRecord._fields]).where(
-            traces_table.c.id.in_(ids)
+        stmt = (
+            select(
+                traces_table.c.id,
+                ImportRun.encoding,
+                *[traces_table.c[f] for f in TraceRecord._fields],
+            )
+            .join(ImportRun, ImportRun.id == traces_table.c.import_id)
+            .where(traces_table.c.id.in_(ids))
         )
-        traces = {row[0]: TraceRecord(*row[1:]) for row in conn.execute(stmt)}
+        encodings: dict[int, str] = {}
+        traces: dict[int, TraceRecord] = {}
+        for row in conn.execute(stmt):
+            encodings[row[0]] = row[1]
+            traces[row[0]] = TraceRecord(*row[2:])
         messages = _children(
             conn, cast(Table, MessageRow.__table__), MessageRecord._fields, ids, ["seq"]
         )
@@ -97,6 +110,7 @@ def load_traces(engine: Engine, ids: Sequence[int]) -> list[StoredTrace]:
             messages=[MessageRecord(*r) for r in messages.get(trace_id, [])],
             calls=[ToolCallRecord(*r) for r in calls.get(trace_id, [])],
             results=[ToolResultRecord(*r) for r in results.get(trace_id, [])],
+            encoding=encodings[trace_id],
         )
         for trace_id in ids
     ]

@@ -212,6 +212,15 @@ SUGGESTION_KINDS: Final[tuple[SuggestionKind, ...]] = get_args(SuggestionKind)
 SuggestionSource = Literal["protocol", "text"]
 SUGGESTION_SOURCES: Final[tuple[SuggestionSource, ...]] = get_args(SuggestionSource)
 
+#: Whether a trace's token counts are the model's own tokenizer's ("exact") or another's
+#: ("estimate": a Claude trace counted with an OpenAI encoding, an unknown model).
+TokenCounts = Literal["exact", "estimate"]
+TOKEN_COUNTS: Final[tuple[TokenCounts, ...]] = get_args(TokenCounts)
+
+#: Which provider's documented image-token rule an image was counted with (``ingest.images``).
+ImageRule = Literal["anthropic", "openai"]
+IMAGE_RULES: Final[tuple[ImageRule, ...]] = get_args(ImageRule)
+
 #: Message roles of the canonical model.
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: Final[tuple[Role, ...]] = get_args(Role)

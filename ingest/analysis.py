@@ -20,7 +20,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from db.vocabulary import DEFAULT_TOKEN_BUDGET, Verdict
+from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET, Verdict
 from ingest.content import analyze_content
 from ingest.facts import (
     CallFacts,
@@ -28,10 +28,13 @@ from ingest.facts import (
     ResultFacts,
     TraceFacts,
 )
+from ingest.images import message_images
 from ingest.loops import Loop, find_loops, loop_facts, signature
 from ingest.model import Message, ToolCall, Trace
 from ingest.pairing import CallPairing, CallRef, PairingResult, ResultPairing, pair_trace
 from ingest.schema_check import SchemaIssue, check_call, compile_tools
+from ingest.token_accuracy import token_counts
+from ingest.usage import input_tokens
 from ingest.verdicts import CallView, NextAction, follow_verdict, next_call_succeeded
 
 
@@ -70,10 +73,26 @@ class _Timeline:
     tool_refs: dict[str, list[CallRef]] = field(default_factory=dict)
     #: For each position, the position of the next assistant message after it.
     next_assistant: list[int | None] = field(default_factory=list)
+    #: The trace's model and format (they choose the image-token rule).
+    model: str | None = None
+    format: str = ""
+    #: Per branch, the positions of its messages in order; each position's index there.
+    branch_positions: dict[str | None, list[int]] = field(default_factory=dict)
+    branch_index: list[int] = field(default_factory=list)
 
     @classmethod
-    def build(cls, messages: list[Message], views: dict[CallRef, CallView]) -> _Timeline:
-        timeline = cls(messages=messages, views=views)
+    def build(
+        cls,
+        messages: list[Message],
+        views: dict[CallRef, CallView],
+        model: str | None = None,
+        trace_format: str = "",
+    ) -> _Timeline:
+        timeline = cls(messages=messages, views=views, model=model, format=trace_format)
+        for position, message in enumerate(messages):
+            positions = timeline.branch_positions.setdefault(message.branch, [])
+            timeline.branch_index.append(len(positions))
+            positions.append(position)
         position_of = {m.seq: position for position, m in enumerate(messages)}
         for ref, view in views.items():
             timeline.tool_positions.setdefault(view.name, []).append(position_of[ref[0]])
@@ -85,6 +104,24 @@ class _Timeline:
             if messages[position].role == "assistant":
                 upcoming = position
         return timeline
+
+    def reader(self, position: int) -> tuple[int | None, int | None]:
+        """(seq, input tokens) of the model call that read the message at ``position``: the
+        first assistant message after it in its branch, or the next of that turn's assistant
+        messages, that carries usage naming input tokens; (None, None) when there is none."""
+        branch = self.branch_positions[self.messages[position].branch]
+        seen_assistant = False
+        for later in branch[self.branch_index[position] + 1 :]:
+            message = self.messages[later]
+            if message.role != "assistant":
+                if seen_assistant:
+                    break
+                continue
+            seen_assistant = True
+            n = input_tokens(message.usage)
+            if n is not None:
+                return message.seq, n
+        return None, None
 
     def later_call(self, tool: str | None, position: int) -> CallView | None:
         """The first call of ``tool`` in a message after ``position``."""
@@ -235,6 +272,10 @@ def _analyze_result(
             result_time=message.timestamp,
             later_same_tool=following,
         )
+    images = message_images(message.raw, message.content, timeline.model, timeline.format)
+    image_tokens = sum(image.tokens for image in images)
+    tokens += image_tokens
+    read_by, read_input = timeline.reader(position)
     oversized = tokens > budget
     findings = list(content.findings)
     if oversized:
@@ -251,6 +292,10 @@ def _analyze_result(
         call_ref=paired.call_ref,
         name_mismatch=paired.name_mismatch,
         tokens=tokens,
+        image_tokens=image_tokens,
+        images=[image.as_json() for image in images],
+        read_by_seq=read_by,
+        read_input_tokens=read_input,
         oversized=oversized,
         verdict=verdict,
         verdict_reason=reason,
@@ -265,12 +310,15 @@ def analyze_trace(
     *,
     budget: int = DEFAULT_TOKEN_BUDGET,
     content_facts: Sequence[ContentFacts | None] | None = None,
+    encoding: str = DEFAULT_ENCODING,
 ) -> TraceFacts:
     """All derived facts of ``trace``; ``tokens[i]`` is the token count of ``trace.messages[i]``.
 
     ``content_facts``, aligned with ``trace.messages`` like ``tokens``, supplies precomputed
     content facts (``None`` entries, and all of them when it is omitted, are computed with
-    ``ingest.content.analyze_content``).
+    ``ingest.content.analyze_content``). ``encoding`` is the one ``tokens`` were counted with:
+    it decides whether the counts are exact for the trace's model. A Tool Message's tokens
+    include its images' (``ingest.images``), and so do the trace's totals.
     """
     if len(tokens) != len(trace.messages):
         raise ValueError(f"tokens has {len(tokens)} entries for {len(trace.messages)} messages")
@@ -279,7 +327,7 @@ def analyze_trace(
     pairing = pair_trace(trace)
     messages = sorted(trace.messages, key=lambda m: m.seq)
     calls, views = _analyze_calls(trace, messages, pairing, contents)
-    timeline = _Timeline.build(messages, views)
+    timeline = _Timeline.build(messages, views, trace.model, trace.format)
     results = [
         _analyze_result(
             message,
@@ -304,9 +352,10 @@ def analyze_trace(
     return TraceFacts(
         calls=calls,
         results=results,
-        total_tokens=sum(tokens),
+        total_tokens=sum(tokens) + sum(r.image_tokens for r in results),
         tool_result_tokens=sum(r.tokens for r in results),
         wasted_tokens=wasted,
+        token_counts=token_counts(trace.model, encoding),
     )
 
 

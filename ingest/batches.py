@@ -39,6 +39,7 @@ from db.write import (
 )
 from ingest.analysis import analyze_trace
 from ingest.formats.base import Deferred
+from ingest.images import countable_text
 from ingest.model import Rejected, Trace, count_unknown
 from ingest.reading import finish_deferred
 from ingest.rows import build_rows
@@ -202,7 +203,7 @@ def analyze_batch(
     for read in traces:
         for kind, n in count_unknown(read.messages).items():
             unknown[kind] = unknown.get(kind, 0) + n
-    counts = count_many([m.content for t in traces for m in t.messages], encoding)
+    counts = count_many([countable_text(m.content) for t in traces for m in t.messages], encoding)
     rows: list[TraceRows | Rejected] = []
     pos = 0
     for trace in parsed:
@@ -213,7 +214,7 @@ def analyze_batch(
         pos += len(trace.messages)
         trace = redact_trace(trace, redactor)
         try:
-            facts = analyze_trace(trace, tokens, budget=budget)
+            facts = analyze_trace(trace, tokens, budget=budget, encoding=encoding)
             rows.append(build_rows(trace, facts, tokens))
         except Exception as exc:  # odd data must never stop an import; the trace is kept
             rows.append(_analysis_failure(trace, exc))

@@ -17,6 +17,7 @@ from db.vocabulary import (
     Status,
     StatusSource,
     SuggestionKind,
+    TokenCounts,
     Verdict,
 )
 
@@ -97,7 +98,15 @@ class ResultFacts:
     #: (message seq, call index) of the call it answers, when paired.
     call_ref: tuple[int, int] | None
     name_mismatch: bool = False
+    #: Tokens of the text plus ``image_tokens``.
     tokens: int = 0
+    #: Tokens of the images the result carries (``ingest.images``), and each image as stored.
+    image_tokens: int = 0
+    images: list[dict[str, Any]] = field(default_factory=list)
+    #: The model call that read the result: the seq of the first assistant message after it
+    #: (same branch) carrying usage, and that call's input tokens (``ingest.usage``).
+    read_by_seq: int | None = None
+    read_input_tokens: int | None = None
     oversized: bool = False
     verdict: Verdict | None = None
     verdict_reason: str | None = None
@@ -117,3 +126,5 @@ class TraceFacts:
     tool_result_tokens: int = 0
     #: Tokens of results answering repeats (occurrence >= 2) of a signature.
     wasted_tokens: int = 0
+    #: ``exact`` when the counts are the model's own tokenizer's (``ingest.token_accuracy``).
+    token_counts: TokenCounts = "estimate"

@@ -23,7 +23,7 @@ def reanalyze(engine: Engine, *, budget: int = DEFAULT_TOKEN_BUDGET) -> int:
         batch = []
         for stored in load_traces(engine, ids):
             trace, tokens = trace_from_stored(stored)
-            facts = analyze_trace(trace, tokens, budget=budget)
+            facts = analyze_trace(trace, tokens, budget=budget, encoding=stored.encoding)
             batch.append((stored.id, build_rows(trace, facts, tokens)))
         replace_derived(engine, batch)
         done += len(batch)

@@ -141,6 +141,7 @@ def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceR
         tool_result_tokens=facts.tool_result_tokens,
         wasted_tokens=facts.wasted_tokens,
         max_occurrence=max((c.occurrence for c in calls.values()), default=0),
+        token_counts=facts.token_counts,
     )
     return TraceRows(record, messages, tool_calls, tool_results, findings)
 
@@ -223,7 +224,9 @@ def _result_row(message: Message, rf: ResultFacts, tool: str) -> ToolResultRecor
         suggestion_kind=cf.suggestion_kind, suggestion_detail=cf.suggestion_detail or None,
         is_protocol=cf.is_protocol, pair_state=rf.pair_state, pairing_method=rf.pairing_method,
         call_seq=call_seq, call_index=call_index, name_mismatch=rf.name_mismatch,
-        oversized=rf.oversized, verdict=rf.verdict, verdict_reason=rf.verdict_reason,
+        oversized=rf.oversized, image_tokens=rf.image_tokens, images=rf.images or None,
+        read_by_seq=rf.read_by_seq, read_input_tokens=rf.read_input_tokens,
+        verdict=rf.verdict, verdict_reason=rf.verdict_reason,
         next_call_succeeded=rf.next_call_succeeded,
     )  # fmt: skip
 

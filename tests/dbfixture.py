@@ -121,6 +121,7 @@ def result(seq: int, tool: str, tokens: int, content: str, **facts: Any) -> Tool
         "pairing_method": "id",
         "name_mismatch": False,
         "oversized": False,
+        "image_tokens": 0,
         **facts,
     }
     return _row(ToolResultRecord, values)
@@ -131,6 +132,7 @@ _TRACE_DEFAULTS: dict[str, Any] = {
     "title": None, "tags": [], "metadata": {}, "tools": [], "record_count": 1, "message_count": 0,
     "tool_call_count": 0, "tool_result_count": 0, "error_count": 0, "problem_count": 0,
     "total_tokens": 0, "tool_result_tokens": 0, "wasted_tokens": 0, "max_occurrence": 0,
+    "token_counts": "exact",
 }  # fmt: skip
 
 

@@ -24,10 +24,18 @@ def test_tokens_page_counts_results_over_the_default_budget(
         "Over budget": "1",
         "Share over budget": "9.1%",
         "Tool Message tokens": "3,347",
-        "Of all tokens": "46.0%",
+        "Of the transcripts' tokens": "46.0%",
     }
     assert captions(at)[0] == (
-        "Token counts: cl100k_base (the encoding of the latest import), exact BPE counts."
+        "Token counts: cl100k_base (the encoding of the latest import). Exact for 3 traces "
+        "(counted with their model's own tokenizer); estimates for 0 (another model's, e.g. "
+        "Claude counted with an OpenAI encoding, or no model named). Images count by their "
+        "provider's image rule: estimates too."
+    )
+    # No trace of this store carries usage: no share of a model call's input.
+    assert (
+        "No Tool Message here was read by a model call whose usage the trace reports."
+        in captions(at)
     )
     box = chart_spec(at, 0)
     assert box["data"][0]["y"][:3] == ["get_weather", "read_file", "write_file"]

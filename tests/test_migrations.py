@@ -89,7 +89,7 @@ def test_the_migrated_check_constraints_are_the_models(db_url: str) -> None:
     }
     assert migrated == models
     assert ("tool_results", "ck_tool_results_status") in models
-    assert len(models) == 11
+    assert len(models) == 12
     engine.dispose()
 
 

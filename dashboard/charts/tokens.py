@@ -111,3 +111,42 @@ def trace_share_chart(df: pd.DataFrame) -> go.Figure:
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
     )
     return fig
+
+
+def input_share_label(share_from: float, share_to: float | None) -> str:
+    """``"2–5 %"`` for the bin [0.02, 0.05); ``"≥ 100 %"`` for the open last bin.
+
+    >>> input_share_label(0.02, 0.05), input_share_label(1.0, None)
+    ('2–5 %', '≥ 100 %')
+    """
+    if share_to is None or pd.isna(share_to):
+        return f"≥ {share_from * 100:g} %"
+    return f"{share_from * 100:g}–{share_to * 100:g} %"
+
+
+def input_share_chart(df: pd.DataFrame) -> go.Figure:
+    """Histogram bars: Tool Messages by their share of the input tokens of the model call
+    that read them.
+
+    ``df`` has columns ``share_from``, ``share_to`` (None: open bin), ``results``.
+    """
+    labels = [
+        input_share_label(a, b) for a, b in zip(df["share_from"], df["share_to"], strict=True)
+    ]
+    fig = go.Figure(
+        go.Bar(
+            x=labels,
+            y=[int(n) for n in df["results"]],
+            marker_color="#00CC96",
+            hovertemplate="%{x} of the call's input: %{y:,} Tool Messages<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        xaxis={"title": "share of the input tokens of the model call that read it",
+               "type": "category"},
+        yaxis={"title": "Tool Messages", "tickformat": ",d"},
+        bargap=0.05,
+        height=320,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+    )  # fmt: skip
+    return fig

@@ -24,7 +24,13 @@ if state.store_is_empty():
 
 f = state.filters()
 encoding = state.query(q.latest_encoding) or DEFAULT_ENCODING
-st.caption(f"Token counts: {encoding} (the encoding of the latest import), exact BPE counts.")
+kinds = state.query(q.token_count_kinds, state.filters())
+st.caption(
+    f"Token counts: {encoding} (the encoding of the latest import). Exact for "
+    f"{kinds['exact']:,} traces (counted with their model's own tokenizer); estimates for "
+    f"{kinds['estimate']:,} (another model's, e.g. Claude counted with an OpenAI encoding, or "
+    "no model named). Images count by their provider's image rule: estimates too."
+)
 
 budget = widgets.setting_slider(
     "Token budget per Tool Message",
@@ -52,7 +58,7 @@ row[1].metric(
 )
 row[2].metric("Tool Message tokens", f"{share['tool_result_tokens']:,}")
 row[3].metric(
-    "Of all tokens",
+    "Of the transcripts' tokens",
     render.percent_text(share["tool_result_tokens"], share["total_tokens"]),
     help=f"{share['tool_result_tokens']:,} of {share['total_tokens']:,} tokens in "
     f"{share['traces']:,} traces",
@@ -82,7 +88,32 @@ with st.expander("Quantiles per tool"):
         },
     )
 
-st.subheader("Share of each trace's tokens taken by tool results")
+st.subheader("Share of the model call's input taken by each Tool Message")
+st.caption(
+    "A Tool Message's tokens against the input tokens the provider reported for the model call "
+    "that read it (the first assistant message after it with usage); only traces that carry "
+    "usage. Above 100 %: the counts come from another tokenizer than the model's."
+)
+input_shares = state.query(q.input_share_histogram, f)
+with_usage = int(input_shares["results"].sum())
+if with_usage == 0:
+    st.caption("No Tool Message here was read by a model call whose usage the trace reports.")
+else:
+    st.caption(f"{with_usage:,} of {results:,} Tool Messages")
+    st.plotly_chart(charts.input_share_chart(input_shares), key="input_share")
+
+images = state.query(q.image_totals, f)
+if images["results"]:
+    st.caption(
+        f"{images['results']:,} Tool Messages carry images, "
+        f"~{images['image_tokens']:,} tokens by the providers' image rules (included above)."
+    )
+
+st.subheader("Share of each trace's transcript tokens taken by tool results")
+st.caption(
+    "Tool Message tokens over all message tokens of the trace's transcript: not the model's "
+    "context window (see the share of the model call's input above)."
+)
 histogram = state.query(q.trace_share_histogram, f)
 if int(histogram["traces"].sum()) == 0:
     st.caption("No trace has token counts.")

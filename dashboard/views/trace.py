@@ -389,6 +389,7 @@ ctx = trace_blocks.BlockContext(
     trace=str(trace["display_id"]),
     selected=selected,
     labels=trace_blocks.notes_by_target(all_notes),
+    token_counts=str(trace.get("token_counts") or "estimate"),
 )
 
 head, side = st.columns([3, 2])
@@ -418,10 +419,11 @@ m[3].metric("Problems", f"{trace['problem_count']:,}", help="errors + pairing + 
 m[4].metric(
     "Tool result tokens",
     f"{trace['tool_result_tokens']:,}",
-    help=f"of {trace['total_tokens']:,} tokens in the trace "
+    help=f"of {trace['total_tokens']:,} tokens in the trace's transcript "
     f"({render.percent_text(trace['tool_result_tokens'], trace['total_tokens'])})",
 )
 m[5].metric("Wasted tokens", f"{trace['wasted_tokens']:,}", help="results of repeated calls")
+st.caption(trace_blocks.token_counts_caption(ctx.token_counts))
 
 pair = parse_pair(selected)
 trace_outline.draw(

@@ -18,6 +18,7 @@ from db.queries.common import (
     token_histogram_by_tool,
 )
 from db.schema import ImportRun, MessageRow, ToolResultRow, TraceRow
+from db.vocabulary import TOKEN_COUNTS
 
 #: Characters of a Tool Message shown beside its size.
 PREVIEW_CHARS = 200
@@ -168,5 +169,76 @@ def trace_share_histogram(
             "share_from": [i / bins for i in range(bins)],
             "share_to": [(i + 1) / bins for i in range(bins)],
             "traces": [counts.get(i, 0) for i in range(bins)],
+        }
+    )
+
+
+def token_count_kinds(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, int]:
+    """Filtered traces per ``token_counts`` value (``exact``, ``estimate``; zero when none)."""
+    stmt = restrict_traces(
+        select(TraceRow.token_counts, func.count()).group_by(TraceRow.token_counts), filters
+    )
+    with engine.connect() as conn:
+        counts = {str(kind): int(n) for kind, n in conn.execute(stmt)}
+    return {kind: counts.get(kind, 0) for kind in TOKEN_COUNTS}
+
+
+def image_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, int]:
+    """Tool Messages carrying images among the filtered ones, and their images' tokens:
+    ``results``, ``image_tokens``."""
+    stmt = restrict_results(
+        select(func.count(), func.coalesce(func.sum(ToolResultRow.image_tokens), 0)).where(
+            ToolResultRow.image_tokens > 0
+        ),
+        filters,
+    )
+    with engine.connect() as conn:
+        results, tokens = conn.execute(stmt).one()
+    return {"results": int(results), "image_tokens": int(tokens)}
+
+
+#: Bins of a Tool Message's share of the input of the model call that read it, in per mille:
+#: (from, to); the last bin is open (a count from another tokenizer can exceed the input).
+INPUT_SHARE_BINS: tuple[tuple[int, int | None], ...] = (
+    (0, 10),
+    (10, 20),
+    (20, 50),
+    (50, 100),
+    (100, 200),
+    (200, 500),
+    (500, 1000),
+    (1000, None),
+)
+
+
+def input_share_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Tool Messages by their share of the input tokens of the model call that read them
+    (``tokens / read_input_tokens``), over results whose trace reported that call's usage.
+
+    Columns: ``share_from``, ``share_to`` (fractions; ``share_to`` is NaN for the open last
+    bin), ``results``. Every bin is present (zero when empty).
+    """
+    permille = cast(ToolResultRow.tokens, BigInteger) * 1000 // ToolResultRow.read_input_tokens
+    bin_no = case(
+        *[
+            (permille < upper, index)
+            for index, (_, upper) in enumerate(INPUT_SHARE_BINS)
+            if upper is not None
+        ],
+        else_=len(INPUT_SHARE_BINS) - 1,
+    )
+    stmt = restrict_results(
+        select(bin_no.label("bin"), func.count().label("results"))
+        .where(ToolResultRow.read_input_tokens > 0)
+        .group_by(bin_no),
+        filters,
+    )
+    with engine.connect() as conn:
+        counts = {int(b): int(n) for b, n in conn.execute(stmt)}
+    return pd.DataFrame(
+        {
+            "share_from": [low / 1000 for low, _ in INPUT_SHARE_BINS],
+            "share_to": [None if high is None else high / 1000 for _, high in INPUT_SHARE_BINS],
+            "results": [counts.get(i, 0) for i in range(len(INPUT_SHARE_BINS))],
         }
     )
