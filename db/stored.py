@@ -23,7 +23,7 @@ from db.records import (
     ToolResultRecord,
     TraceRecord,
 )
-from db.schema import FindingRow, MessageRow, ToolCallRow, ToolResultRow, TraceRow
+from db.schema import ErrorStreakRow, FindingRow, MessageRow, ToolCallRow, ToolResultRow, TraceRow
 from db.write import TraceRows
 
 CORRECTION_FIELDS = ("error_type_corrected", "verdict_corrected", "corrected_by", "corrected_at")
@@ -122,7 +122,7 @@ def replace_derived(engine: Engine, batch: Sequence[tuple[int, TraceRows]]) -> N
     with writing(engine) as conn:
         kept = _corrections(conn, ids)
         search.unindex_traces(conn, ids, tables=("tool_calls",))
-        for model in (FindingRow, ToolResultRow, ToolCallRow):
+        for model in (ErrorStreakRow, FindingRow, ToolResultRow, ToolCallRow):
             conn.execute(delete(model).where(model.trace_id.in_(ids)))
         for table, columns in CHILD_COLUMNS.items():
             if table == "messages":

@@ -8,7 +8,8 @@
 * per call: ``unparsed_arguments`` (arguments did not parse), ``unknown_tool``,
   ``arguments_schema_violation``, ``missing_result``, ``name_mismatch``;
 * per result: the content findings, ``oversized`` (tokens above the budget), its pair state when
-  it is not ``paired``, ``name_mismatch``.
+  it is not ``paired``, ``name_mismatch``; and the execution time of the call it answers
+  (``ingest.durations``).
 
 Wasted tokens are the tokens of results answering repeats (``occurrence >= 2``) of a signature;
 a ``duplicate_result`` answers nothing new and is not counted there.
@@ -20,18 +21,22 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from db.vocabulary import DEFAULT_TOKEN_BUDGET, Verdict
+from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET, Verdict
 from ingest.content import analyze_content
+from ingest.durations import tool_duration
 from ingest.facts import (
     CallFacts,
     ContentFacts,
     ResultFacts,
     TraceFacts,
 )
+from ingest.fingerprints import error_fingerprint
 from ingest.loops import Loop, find_loops, loop_facts, signature
 from ingest.model import Message, ToolCall, Trace
 from ingest.pairing import CallPairing, CallRef, PairingResult, ResultPairing, pair_trace
 from ingest.schema_check import SchemaIssue, check_call, compile_tools
+from ingest.streaks import Streak, StreakCall, find_streaks
+from ingest.tokens import count_tokens
 from ingest.verdicts import CallView, NextAction, follow_verdict, next_call_succeeded
 
 
@@ -235,6 +240,13 @@ def _analyze_result(
             result_time=message.timestamp,
             later_same_tool=following,
         )
+    # The span's own measure whatever the pairing; times only for the call a result answers.
+    answered = failed is not None and paired.pair_state != "duplicate_result"
+    duration_ms, duration_source = tool_duration(
+        failed.timestamp if failed is not None and answered else None,
+        message.timestamp,
+        message.tool_result.duration_ms if message.tool_result else None,
+    )
     oversized = tokens > budget
     findings = list(content.findings)
     if oversized:
@@ -256,6 +268,8 @@ def _analyze_result(
         verdict_reason=reason,
         next_call_succeeded=next_call_succeeded(following),
         findings=findings,
+        duration_ms=duration_ms,
+        duration_source=duration_source,
     )
 
 
@@ -265,12 +279,14 @@ def analyze_trace(
     *,
     budget: int = DEFAULT_TOKEN_BUDGET,
     content_facts: Sequence[ContentFacts | None] | None = None,
+    encoding: str = DEFAULT_ENCODING,
 ) -> TraceFacts:
     """All derived facts of ``trace``; ``tokens[i]`` is the token count of ``trace.messages[i]``.
 
     ``content_facts``, aligned with ``trace.messages`` like ``tokens``, supplies precomputed
     content facts (``None`` entries, and all of them when it is omitted, are computed with
-    ``ingest.content.analyze_content``).
+    ``ingest.content.analyze_content``). ``encoding`` counts the arguments of the calls in an
+    error streak (their wasted tokens).
     """
     if len(tokens) != len(trace.messages):
         raise ValueError(f"tokens has {len(tokens)} entries for {len(trace.messages)} messages")
@@ -307,7 +323,38 @@ def analyze_trace(
         total_tokens=sum(tokens),
         tool_result_tokens=sum(r.tokens for r in results),
         wasted_tokens=wasted,
+        streaks=_streaks(messages, calls, results, encoding),
     )
+
+
+def _streaks(
+    messages: list[Message], calls: list[CallFacts], results: list[ResultFacts], encoding: str
+) -> list[Streak]:
+    """The error streaks of a trace (``ingest.streaks``): each call with its result's error
+    fingerprint and, for error results, its result's and its arguments' tokens."""
+    by_ref = {(m.seq, c.call_index): c for m in messages for c in m.tool_calls}
+    by_seq = {m.seq: m for m in messages}
+    answers = {r.message_seq: r for r in results}
+    entries: list[StreakCall] = []
+    for facts in calls:
+        ref = (facts.message_seq, facts.call_index)
+        call = by_ref[ref]
+        answer = answers.get(facts.result_seq) if facts.result_seq is not None else None
+        if answer is None or answer.content.status != "error":
+            entries.append(StreakCall(ref, call.name, None))
+            continue
+        text = answer.content.summary or by_seq[answer.message_seq].content
+        arguments = call.arguments_raw or ""
+        entries.append(
+            StreakCall(
+                ref,
+                call.name,
+                error_fingerprint(call.name, text),
+                tokens=answer.tokens + count_tokens(arguments, encoding),
+                duration_ms=answer.duration_ms,
+            )
+        )
+    return find_streaks(entries)
 
 
 def loops_at(facts: TraceFacts, k: int) -> list[Loop]:

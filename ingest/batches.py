@@ -213,7 +213,7 @@ def analyze_batch(
         pos += len(trace.messages)
         trace = redact_trace(trace, redactor)
         try:
-            facts = analyze_trace(trace, tokens, budget=budget)
+            facts = analyze_trace(trace, tokens, budget=budget, encoding=encoding)
             rows.append(build_rows(trace, facts, tokens))
         except Exception as exc:  # odd data must never stop an import; the trace is kept
             rows.append(_analysis_failure(trace, exc))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from db.vocabulary import (
+    DurationSource,
     PairingMethod,
     PairState,
     Status,
@@ -19,6 +20,7 @@ from db.vocabulary import (
     SuggestionKind,
     Verdict,
 )
+from ingest.streaks import Streak
 
 
 @dataclass(slots=True)
@@ -104,6 +106,10 @@ class ResultFacts:
     #: Did the next call of the same tool (after this result) succeed? ``None``: no such call.
     next_call_succeeded: bool | None = None
     findings: list[str] = field(default_factory=list)
+    #: Execution time of the call it answers, in milliseconds (``ingest.durations``); negative
+    #: when the result is stamped before its call; ``None`` when unknown.
+    duration_ms: float | None = None
+    duration_source: DurationSource | None = None
 
 
 @dataclass(slots=True)
@@ -117,3 +123,5 @@ class TraceFacts:
     tool_result_tokens: int = 0
     #: Tokens of results answering repeats (occurrence >= 2) of a signature.
     wasted_tokens: int = 0
+    #: Error streaks of 2 or more calls (``ingest.streaks``), in the order of their first call.
+    streaks: list[Streak] = field(default_factory=list)
