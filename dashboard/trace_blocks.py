@@ -245,7 +245,8 @@ def suggestion_text(
 
 def result_header(result: Any, budget: int) -> str:
     """The markdown of a Tool Message's head: where it is, then its badges (status, effective
-    error type marked when corrected, how the status was recognized, size, pairing problems)."""
+    error type marked when corrected, how the status was recognized, size, execution time,
+    pairing problems)."""
     status = str(result["status"])
     tokens = int(result["tokens"])
     items: list[tuple[str, BadgeColor]] = [(status, palette.badge("status", status))]
@@ -257,6 +258,11 @@ def result_header(result: Any, budget: int) -> str:
     items.append((_source_text(result), TONE["muted"]))
     tokens_tone = TONE["error"] if tokens > budget else TONE["info"]
     items.append((render.count_text(tokens, "token"), tokens_tone))
+    duration = _value(result, "duration_ms")
+    if duration is not None:
+        # The execution time of the call it answers (a span's, or result time − call time).
+        label = f"took {render.duration_text(float(duration))}"
+        items.append((label, TONE["warning"] if float(duration) < 0 else TONE["muted"]))
     pair_state = str(result["pair_state"])
     if pair_state != "paired":
         items.append((pair_state, palette.badge("pair_state", pair_state)))

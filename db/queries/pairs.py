@@ -33,7 +33,6 @@ from sqlalchemy import (
     union_all,
 )
 
-from db.dialect import seconds_between
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.planner import restrict_results_in_index
 from db.queries.common import effective_error_type, effective_verdict, unpaired_result
@@ -47,7 +46,8 @@ SORT_KEYS: tuple[str, ...] = (
 #: The fields of a pair, in order: the columns of ``toollens pairs`` and of the Tool calls table.
 #: ``time`` is the call's (a lone result's own); ``arguments`` and ``result`` are the first
 #: :data:`PREVIEW_CHARS` characters of the raw arguments and of the Tool Message, on one line;
-#: ``duration_s`` is the result's time minus the call's, when both are known.
+#: ``duration_s`` is the tool's execution time in seconds (``ingest.durations``: the tool span's
+#: own, else the result's time minus the call's; negative when stamped before its call).
 PAIR_COLUMNS: tuple[str, ...] = (
     "trace", "title", "pair", "time", "model", "call_id", "tool", "arguments", "result",
     "duration_s", "pair_state", "status", "status_source", "error_type", "tokens", "occurrence",
@@ -126,7 +126,7 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
                 ToolCallRow.tool_call_id.label("call_id"),
                 ToolCallRow.tool_name.label("tool"),
                 _preview(ToolCallRow.arguments_raw).label("arguments"),
-                seconds_between(ToolCallRow.timestamp, ToolResultRow.timestamp).label("duration_s"),
+                _seconds().label("duration_s"),
                 ToolCallRow.pair_state.label("pair_state"),
                 *_result_fields(),
                 ToolCallRow.occurrence.label("occurrence"),
@@ -155,6 +155,11 @@ def _result_fields() -> list[Any]:
         r.verdict_reason.label("verdict_reason"),
         r.message_seq.label("result_seq"),
     ]
+
+
+def _seconds() -> ColumnElement[Any]:
+    """The stored execution time of the Tool Message in seconds (``ingest.durations``)."""
+    return cast(ToolResultRow.duration_ms, Float) / 1000.0
 
 
 def _preview(text: Any) -> ColumnElement[str]:
@@ -188,7 +193,7 @@ def _lone_result_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
             ToolResultRow.tool_call_id.label("call_id"),
             ToolResultRow.tool.label("tool"),
             cast(null(), String).label("arguments"),
-            cast(null(), Float).label("duration_s"),
+            _seconds().label("duration_s"),
             ToolResultRow.pair_state.label("pair_state"),
             *_result_fields(),
             cast(null(), Integer).label("occurrence"),
