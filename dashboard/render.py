@@ -158,11 +158,11 @@ def percent_text(numerator: int, denominator: int) -> str:
 
 
 def duration_text(ms: float | None) -> str:
-    """A tool execution time for people: ``"71 ms"``, ``"2.5 s"``, ``"3 min 5 s"``,
-    ``"2 h 48 min"``; ``"–"`` when unknown; a negative one keeps its sign.
+    """A tool execution time for people: ``"71 ms"``, ``"2.46 s"``, ``"18.5 s"``,
+    ``"3 min 5 s"``, ``"2 h 48 min"``; ``"–"`` when unknown; a negative one keeps its sign.
 
-    >>> [duration_text(v) for v in (71.0, 2464.0, 185_000.0, 10_086_099.0, -500.0, None)]
-    ['71 ms', '2.5 s', '3 min 5 s', '2 h 48 min', '−500 ms', '–']
+    >>> [duration_text(v) for v in (71.0, 2464.0, 18_453.0, 185_000.0, 10_086_099.0, -500.0)]
+    ['71 ms', '2.46 s', '18.5 s', '3 min 5 s', '2 h 48 min', '−500 ms']
     """
     if ms is None or ms != ms:  # None or NaN
         return "–"
@@ -171,6 +171,8 @@ def duration_text(ms: float | None) -> str:
     if ms < 1000:
         return f"{ms:,.0f} ms"
     seconds = ms / 1000
+    if seconds < 10:
+        return f"{seconds:.2f} s"
     if seconds < 60:
         return f"{seconds:.1f} s"
     if seconds < 3600:
