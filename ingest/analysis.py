@@ -331,26 +331,41 @@ def _streaks(
     messages: list[Message], calls: list[CallFacts], results: list[ResultFacts], encoding: str
 ) -> list[Streak]:
     """The error streaks of a trace (``ingest.streaks``): each call with its result's error
-    fingerprint and, for error results, its result's and its arguments' tokens."""
-    by_ref = {(m.seq, c.call_index): c for m in messages for c in m.tool_calls}
-    by_seq = {m.seq: m for m in messages}
+    fingerprint and, for error results, its result's and its arguments' tokens. Only tools with
+    two or more error results can have a streak: the calls of the others are not looked at."""
     answers = {r.message_seq: r for r in results}
+    failed = {
+        (c.message_seq, c.call_index): answer
+        for c in calls
+        if c.result_seq is not None
+        and (answer := answers.get(c.result_seq)) is not None
+        and answer.content.status == "error"
+    }
+    if len(failed) < 2:
+        return []
+    by_ref = {(m.seq, c.call_index): c for m in messages for c in m.tool_calls}
+    errors_per_tool: dict[str, int] = {}
+    for ref in failed:
+        name = by_ref[ref].name
+        errors_per_tool[name] = errors_per_tool.get(name, 0) + 1
+    by_seq = {m.seq: m for m in messages}
     entries: list[StreakCall] = []
     for facts in calls:
         ref = (facts.message_seq, facts.call_index)
         call = by_ref[ref]
-        answer = answers.get(facts.result_seq) if facts.result_seq is not None else None
-        if answer is None or answer.content.status != "error":
+        if errors_per_tool.get(call.name, 0) < 2:
+            continue
+        answer = failed.get(ref)
+        if answer is None:
             entries.append(StreakCall(ref, call.name, None))
             continue
         text = answer.content.summary or by_seq[answer.message_seq].content
-        arguments = call.arguments_raw or ""
         entries.append(
             StreakCall(
                 ref,
                 call.name,
                 error_fingerprint(call.name, text),
-                tokens=answer.tokens + count_tokens(arguments, encoding),
+                tokens=answer.tokens + count_tokens(call.arguments_raw or "", encoding),
                 duration_ms=answer.duration_ms,
             )
         )
