@@ -3,9 +3,9 @@
 The least work any importer must do to store what the pipeline stores: stream the file,
 ``orjson.loads`` each line, count the tokens of every message (``ingest.tokens.count_many``,
 single process) and write **the same rows the pipeline writes** (traces, messages, tool calls,
-tool results, findings: the column types of the real tables, primary keys only, no secondary
-indexes, constraints or triggers) with raw DBAPI ``executemany`` into SQLite (WAL) or ``COPY``
-into PostgreSQL, one transaction per batch of the pipeline's size.
+tool results, findings, error streaks: the column types of the real tables, primary keys only,
+no secondary indexes, constraints or triggers) with raw DBAPI ``executemany`` into SQLite (WAL) or
+``COPY`` into PostgreSQL, one transaction per batch of the pipeline's size.
 
 The values of those rows (status, error type, pairing, loops …) are what the pipeline derives;
 the ceiling takes them from the pipeline's own code (``ingest.batches.analyze_batch``) and
@@ -35,7 +35,7 @@ Exclude = Callable[[], AbstractContextManager[None]]
 Batch = dict[str, tuple[tuple[str, ...], list[tuple[Any, ...]]]]
 MESSAGES_ONLY_COLUMNS = ("trace_id", "seq", "role", "content", "tokens", "raw")
 #: Tables the pipeline writes per trace, parents first.
-TABLES = ("traces", "messages", "tool_calls", "tool_results", "findings")
+TABLES = ("traces", "messages", "tool_calls", "tool_results", "findings", "error_streaks")
 
 
 def _message_text(content: Any) -> str:

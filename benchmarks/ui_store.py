@@ -126,6 +126,12 @@ def store_marker(engine: Engine) -> str | None:
     return str(paths[0]) if paths and str(paths[0]).startswith("ui-bench ") else None
 
 
+def _duration_ms(tokens: int) -> float:
+    """A tool execution time derived from the result's size (no draw from the generator, so
+    the store's other figures stay as they were): 20 ms to about 5 s."""
+    return float(20 + tokens * 37 % 5000)
+
+
 @dataclass
 class _Trace:
     """One conversation being generated: its rows and running facts."""
@@ -264,7 +270,8 @@ class StoreGenerator:
              result_seq, call_id, tool, None, None, tr.t, tokens, len(content), len(content),
              tool, "success", "protocol" if protocol else "inferred", None,
              "protocol" if protocol else "no_error_signal", None, None, None, None, None,
-             protocol, "paired", "id", seq, index, False, oversized, None, None, None)
+             protocol, "paired", "id", seq, index, False, oversized, None, None, None,
+             _duration_ms(tokens), "timestamps")
         )  # fmt: skip
         for name, present in (("bare_status", bare), ("oversized", oversized)):
             if present:
@@ -301,7 +308,8 @@ class StoreGenerator:
              error_type, "protocol" if source == "protocol" else rule,
              error_fingerprint(tool, content), content if source == "protocol" else None,
              suggestion, kind if suggestion else None, None, source == "protocol", "paired",
-             "id", seq, index, False, False, verdict, reason, succeeded)
+             "id", seq, index, False, False, verdict, reason, succeeded, _duration_ms(tokens),
+             "timestamps")
         )  # fmt: skip
         if suggestion is None:
             tr.findings.append(FindingRecord("error_without_suggestion", tool, result_seq, None))
@@ -316,7 +324,7 @@ class StoreGenerator:
             ToolResultRecord(
              seq, "call_lost", None, None, None, tr.t, 3, 12, 12, "(unknown)", "success",
              "inferred", None, "no_error_signal", None, None, None, None, None, False,
-             "orphan_result", None, None, None, False, False, None, None, None)
+             "orphan_result", None, None, None, False, False, None, None, None, None, None)
         )  # fmt: skip
         tr.findings.append(FindingRecord("orphan_result", "(unknown)", seq, None))
 

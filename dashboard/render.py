@@ -157,6 +157,29 @@ def percent_text(numerator: int, denominator: int) -> str:
     return f"{numerator / denominator:.1%}"
 
 
+def duration_text(ms: float | None) -> str:
+    """A tool execution time for people: ``"71 ms"``, ``"2.46 s"``, ``"18.5 s"``,
+    ``"3 min 5 s"``, ``"2 h 48 min"``; ``"–"`` when unknown; a negative one keeps its sign.
+
+    >>> [duration_text(v) for v in (71.0, 2464.0, 18_453.0, 185_000.0, 10_086_099.0, -500.0)]
+    ['71 ms', '2.46 s', '18.5 s', '3 min 5 s', '2 h 48 min', '−500 ms']
+    """
+    if ms is None or ms != ms:  # None or NaN
+        return "–"
+    if ms < 0:
+        return "−" + duration_text(-ms)
+    if ms < 1000:
+        return f"{ms:,.0f} ms"
+    seconds = ms / 1000
+    if seconds < 10:
+        return f"{seconds:.2f} s"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
+
+
 def humanize(name: str) -> str:
     """A snake_case name as words for a label: ``"error_without_suggestion"`` →
     ``"Error without suggestion"``.

@@ -26,7 +26,12 @@ from dashboard.render import escape_markdown
 from db.engine import DEFAULT_DB_PATH, display_url, make_engine, resolve_url
 from db.filters import Filters, parse_query
 from db.queries.traces import filter_choices, import_choices, trace_count
-from db.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, DEFAULT_TOKEN_BUDGET
+from db.vocabulary import (
+    DEFAULT_ENCODING,
+    DEFAULT_LOOP_K,
+    DEFAULT_STREAK_K,
+    DEFAULT_TOKEN_BUDGET,
+)
 
 #: Query parameters bound to the shared sidebar widgets.
 FILTER_PARAMS = ("start", "end", "import", "agent", "model", "tool", "k", "budget")
@@ -106,6 +111,12 @@ def filters() -> Filters:
 def loop_k() -> int:
     """The loop threshold k (a signature occurring k or more times in a trace is a loop)."""
     return int(st.session_state.get("k") or DEFAULT_LOOP_K)
+
+
+def streak_k() -> int:
+    """The error-streak threshold k (k or more consecutive calls of one tool ending in the
+    same error fingerprint are a streak)."""
+    return int(st.session_state.get("sk") or DEFAULT_STREAK_K)
 
 
 def token_budget() -> int:
@@ -215,6 +226,17 @@ def sidebar() -> None:
         key="k",
         bind="query-params",
         help="A call signature repeated k or more times in one trace is a loop.",
+    )
+    bar.number_input(
+        "Error streak k",
+        min_value=2,
+        max_value=1000,
+        value=DEFAULT_STREAK_K,
+        step=1,
+        key="sk",
+        bind="query-params",
+        help="k or more consecutive calls of one tool ending in the same error, whatever their "
+        "arguments, are an error streak.",
     )
     bar.number_input(
         "Token budget",

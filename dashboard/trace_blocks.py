@@ -299,7 +299,7 @@ def input_share_text(result: Any) -> str | None:
 def result_header(result: Any, budget: int, token_counts: str = "exact") -> str:
     """The markdown of a Tool Message's head: where it is, then its badges (status, effective
     error type marked when corrected, how the status was recognized, size, its share of the
-    input of the model call that read it, pairing problems)."""
+    input of the model call that read it, execution time, pairing problems)."""
     status = str(result["status"])
     tokens = int(result["tokens"])
     items: list[tuple[str, BadgeColor]] = [(status, palette.badge("status", status))]
@@ -314,6 +314,11 @@ def result_header(result: Any, budget: int, token_counts: str = "exact") -> str:
     share = input_share_text(result)
     if share:
         items.append((share, TONE["muted"]))
+    duration = _value(result, "duration_ms")
+    if duration is not None:
+        # The execution time of the call it answers (a span's, or result time − call time).
+        label = f"took {render.duration_text(float(duration))}"
+        items.append((label, TONE["warning"] if float(duration) < 0 else TONE["muted"]))
     pair_state = str(result["pair_state"])
     if pair_state != "paired":
         items.append((pair_state, palette.badge("pair_state", pair_state)))

@@ -59,6 +59,20 @@ def count_column(label: str, *, help: str | None = None, **kwargs: Any) -> Any:
     return st.column_config.NumberColumn(label, help=help, format="localized", **kwargs)
 
 
+def seconds_column(label: str, *, help: str | None = None, **kwargs: Any) -> Any:
+    """A column of durations in seconds (see :func:`as_seconds`), two decimals."""
+    return st.column_config.NumberColumn(label, help=help, format="%.2f s", **kwargs)
+
+
+def as_seconds(ms: pd.Series) -> pd.Series:
+    """Milliseconds as seconds (floats; a missing duration stays missing).
+
+    >>> as_seconds(pd.Series([1250.0, None])).tolist()[0]
+    1.25
+    """
+    return pd.to_numeric(ms, errors="coerce") / 1000
+
+
 def percent_column(label: str, *, help: str | None = None, **kwargs: Any) -> Any:
     """A column of percentages (0–100, see :func:`as_percent`) shown with one decimal."""
     return st.column_config.NumberColumn(label, help=help, format="%.1f%%", **kwargs)

@@ -138,6 +138,10 @@ class ToolResultRecord(NamedTuple):
     verdict: str | None
     verdict_reason: str | None
     next_call_succeeded: bool | None
+    #: Execution time of the answered call in ms (negative: stamped before its call; NULL:
+    #: unknown) and where it came from (``span`` | ``timestamps``, ``ingest.durations``).
+    duration_ms: float | None
+    duration_source: str | None
 
 
 class FindingRecord(NamedTuple):
@@ -147,6 +151,27 @@ class FindingRecord(NamedTuple):
     tool: str | None
     message_seq: int
     call_index: int | None
+
+
+class ErrorStreakRecord(NamedTuple):
+    """An ``error_streaks`` row (without ``trace_id``): k or more consecutive calls of one tool
+    ending in one error fingerprint (``ingest.streaks``); streaks of 2 or more are stored."""
+
+    tool: str
+    #: The stored fingerprint of the first call's result (``tool_results.fingerprint``).
+    fingerprint: str | None
+    #: The derived error type of the first call's result.
+    error_type: str | None
+    #: The first and the last call of the streak (message seq, call index).
+    first_seq: int
+    first_index: int
+    last_seq: int
+    last_index: int
+    length: int
+    #: Result tokens + argument tokens of the calls after the first.
+    wasted_tokens: int
+    #: Known execution times of the calls after the first, in ms (NULL: none known).
+    wasted_ms: float | None
 
 
 class SourceFileRecord(NamedTuple):
@@ -173,6 +198,7 @@ CHILD_COLUMNS: dict[str, tuple[str, ...]] = {
     "tool_calls": ToolCallRecord._fields,
     "tool_results": ToolResultRecord._fields,
     "findings": FindingRecord._fields,
+    "error_streaks": ErrorStreakRecord._fields,
 }
 
 #: Columns holding JSON, per table (serialized by the writers of the raw paths).
@@ -182,4 +208,5 @@ JSON_COLUMNS: dict[str, frozenset[str]] = {
     "tool_calls": frozenset({"arguments"}),
     "tool_results": frozenset({"suggestion_detail", "images"}),
     "findings": frozenset(),
+    "error_streaks": frozenset(),
 }

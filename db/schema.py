@@ -39,6 +39,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from db.vocabulary import (
     CALL_KINDS,
+    DURATION_SOURCES,
     FINDING_KINDS,
     PAIR_STATES,
     PAIRING_METHODS,
@@ -412,6 +413,9 @@ class ToolResultRow(Base):
         _one_of("pairing_method", PAIRING_METHODS),
         _one_of("verdict", VERDICTS),
         _one_of("verdict_corrected", VERDICTS),
+        _one_of("duration_source", DURATION_SOURCES),
+        # Per-tool duration percentiles read the tool's known durations in order.
+        Index("ix_tool_results_tool_duration", "tool", "duration_ms"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
@@ -456,6 +460,11 @@ class ToolResultRow(Base):
     verdict: Mapped[str | None] = mapped_column(String(20))
     verdict_reason: Mapped[str | None] = mapped_column(Text)
     next_call_succeeded: Mapped[bool | None] = mapped_column(Boolean)
+    #: Execution time of the answered call in milliseconds (``ingest.durations``): negative
+    #: when the result is stamped before its call, NULL when unknown.
+    duration_ms: Mapped[float | None] = mapped_column(Float)
+    #: ``span`` (the tool span's end − start, a provided fact) | ``timestamps`` (derived).
+    duration_source: Mapped[str | None] = mapped_column(String(20))
     # Human corrections (never written by analysis).
     error_type_corrected: Mapped[str | None] = mapped_column(String(60))
     verdict_corrected: Mapped[str | None] = mapped_column(String(20))
@@ -479,6 +488,32 @@ class FindingRow(Base):
     #: Seq of the message the finding is about (the call's or the result's message).
     message_seq: Mapped[int] = mapped_column(Integer)
     call_index: Mapped[int | None] = mapped_column(Integer)
+
+
+class ErrorStreakRow(Base):
+    """k or more consecutive calls of one tool ending in one error fingerprint
+    (``ingest.streaks``); streaks of 2 or more are stored, the threshold k filters in SQL."""
+
+    __tablename__ = "error_streaks"
+    __table_args__ = (
+        # Streaks at any k: the few at length >= k, with what the figures group by.
+        Index("ix_error_streaks_length_tool", "length", "tool", "trace_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
+    tool: Mapped[str] = mapped_column(String(400))
+    fingerprint: Mapped[str | None] = mapped_column(String(300))
+    error_type: Mapped[str | None] = mapped_column(String(60))
+    first_seq: Mapped[int] = mapped_column(Integer)
+    first_index: Mapped[int] = mapped_column(Integer)
+    last_seq: Mapped[int] = mapped_column(Integer)
+    last_index: Mapped[int] = mapped_column(Integer)
+    length: Mapped[int] = mapped_column(Integer)
+    #: Result tokens + argument tokens of the calls after the first.
+    wasted_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    #: Known execution times of the calls after the first, in milliseconds.
+    wasted_ms: Mapped[float | None] = mapped_column(Float)
 
 
 class RejectedRecord(Base):

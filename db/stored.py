@@ -23,7 +23,15 @@ from db.records import (
     ToolResultRecord,
     TraceRecord,
 )
-from db.schema import FindingRow, ImportRun, MessageRow, ToolCallRow, ToolResultRow, TraceRow
+from db.schema import (
+    ErrorStreakRow,
+    FindingRow,
+    ImportRun,
+    MessageRow,
+    ToolCallRow,
+    ToolResultRow,
+    TraceRow,
+)
 from db.vocabulary import DEFAULT_ENCODING
 from db.write import TraceRows
 
@@ -136,7 +144,7 @@ def replace_derived(engine: Engine, batch: Sequence[tuple[int, TraceRows]]) -> N
     with writing(engine) as conn:
         kept = _corrections(conn, ids)
         search.unindex_traces(conn, ids, tables=("tool_calls",))
-        for model in (FindingRow, ToolResultRow, ToolCallRow):
+        for model in (ErrorStreakRow, FindingRow, ToolResultRow, ToolCallRow):
             conn.execute(delete(model).where(model.trace_id.in_(ids)))
         for table, columns in CHILD_COLUMNS.items():
             if table == "messages":

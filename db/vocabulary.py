@@ -221,6 +221,11 @@ TOKEN_COUNTS: Final[tuple[TokenCounts, ...]] = get_args(TokenCounts)
 ImageRule = Literal["anthropic", "openai"]
 IMAGE_RULES: Final[tuple[ImageRule, ...]] = get_args(ImageRule)
 
+#: Where a tool's execution time came from: the tool span's own start and end, or the call's
+#: and the result's message timestamps (``ingest.durations``).
+DurationSource = Literal["span", "timestamps"]
+DURATION_SOURCES: Final[tuple[DurationSource, ...]] = get_args(DurationSource)
+
 #: Message roles of the canonical model.
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: Final[tuple[Role, ...]] = get_args(Role)
@@ -234,3 +239,6 @@ DEFAULT_ENCODING: Final[Encoding] = "o200k_base"
 DEFAULT_TOKEN_BUDGET: Final = 2000
 #: Default loop threshold k: a signature occurring k or more times in a trace is a loop.
 DEFAULT_LOOP_K: Final = 3
+#: Default error-streak threshold: k or more consecutive calls of one tool ending in the same
+#: error fingerprint (``ingest.streaks``).
+DEFAULT_STREAK_K: Final = 3

@@ -26,6 +26,7 @@ from db.engine import writing
 from db.records import (
     CHILD_COLUMNS,
     JSON_COLUMNS,
+    ErrorStreakRecord,
     FindingRecord,
     MessageRecord,
     ToolCallRecord,
@@ -33,6 +34,7 @@ from db.records import (
     TraceRecord,
 )
 from db.schema import (
+    ErrorStreakRow,
     FindingRow,
     ImportFile,
     ImportRun,
@@ -56,6 +58,7 @@ class TraceRows:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     tool_results: list[ToolResultRecord] = field(default_factory=list)
     findings: list[FindingRecord] = field(default_factory=list)
+    error_streaks: list[ErrorStreakRecord] = field(default_factory=list)
 
     def children(self, table: str) -> list[tuple[Any, ...]]:
         """The child rows for ``table`` (one of :data:`db.records.CHILD_COLUMNS`)."""
@@ -331,7 +334,7 @@ def _replace_traces(
     ids = [trace_id for trace_id, _ in replaced.values()]
     # Out of the content search first: SQLite's index reads the text from the rows.
     search.unindex_traces(conn, ids)
-    for model in (FindingRow, ToolResultRow, ToolCallRow, MessageRow):
+    for model in (ErrorStreakRow, FindingRow, ToolResultRow, ToolCallRow, MessageRow):
         conn.execute(delete(model).where(model.trace_id.in_(ids)))
     for key, (trace_id, rows) in replaced.items():
         conn.execute(

@@ -8,7 +8,8 @@
 * per call: ``unparsed_arguments`` (arguments did not parse), ``unknown_tool``,
   ``arguments_schema_violation``, ``undeclared_parameter``, ``missing_result``, ``name_mismatch``;
 * per result: the content findings, ``oversized`` (tokens above the budget), its pair state when
-  it is not ``paired``, ``name_mismatch``.
+  it is not ``paired``, ``name_mismatch``; and the execution time of the call it answers
+  (``ingest.durations``).
 
 Wasted tokens are the tokens of results answering repeats (``occurrence >= 2``) of a signature;
 a ``duplicate_result`` answers nothing new and is not counted there.
@@ -22,18 +23,22 @@ from dataclasses import dataclass, field, replace
 
 from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET, Verdict
 from ingest.content import analyze_content
+from ingest.durations import tool_duration
 from ingest.facts import (
     CallFacts,
     ContentFacts,
     ResultFacts,
     TraceFacts,
 )
+from ingest.fingerprints import error_fingerprint
 from ingest.images import message_images
 from ingest.loops import Loop, find_loops, loop_facts, signature
 from ingest.model import Message, ToolCall, Trace
 from ingest.pairing import CallPairing, CallRef, PairingResult, ResultPairing, pair_trace
 from ingest.schema_check import SchemaIssue, check_call, compile_tools
+from ingest.streaks import Streak, StreakCall, find_streaks
 from ingest.token_accuracy import token_counts
+from ingest.tokens import count_tokens
 from ingest.usage import input_tokens
 from ingest.verdicts import CallView, NextAction, follow_verdict, next_call_succeeded
 
@@ -276,6 +281,13 @@ def _analyze_result(
     image_tokens = sum(image.tokens for image in images)
     tokens += image_tokens
     read_by, read_input = timeline.reader(position)
+    # The span's own measure whatever the pairing; times only for the call a result answers.
+    answered = failed is not None and paired.pair_state != "duplicate_result"
+    duration_ms, duration_source = tool_duration(
+        failed.timestamp if failed is not None and answered else None,
+        message.timestamp,
+        message.tool_result.duration_ms if message.tool_result else None,
+    )
     oversized = tokens > budget
     findings = list(content.findings)
     if oversized:
@@ -301,6 +313,8 @@ def _analyze_result(
         verdict_reason=reason,
         next_call_succeeded=next_call_succeeded(following),
         findings=findings,
+        duration_ms=duration_ms,
+        duration_source=duration_source,
     )
 
 
@@ -318,7 +332,8 @@ def analyze_trace(
     content facts (``None`` entries, and all of them when it is omitted, are computed with
     ``ingest.content.analyze_content``). ``encoding`` is the one ``tokens`` were counted with:
     it decides whether the counts are exact for the trace's model. A Tool Message's tokens
-    include its images' (``ingest.images``), and so do the trace's totals.
+    include its images' (``ingest.images``), and so do the trace's totals. ``encoding`` also
+    counts the arguments of the calls in an error streak (their wasted tokens).
     """
     if len(tokens) != len(trace.messages):
         raise ValueError(f"tokens has {len(tokens)} entries for {len(trace.messages)} messages")
@@ -356,7 +371,53 @@ def analyze_trace(
         tool_result_tokens=sum(r.tokens for r in results),
         wasted_tokens=wasted,
         token_counts=token_counts(trace.model, encoding),
+        streaks=_streaks(messages, calls, results, encoding),
     )
+
+
+def _streaks(
+    messages: list[Message], calls: list[CallFacts], results: list[ResultFacts], encoding: str
+) -> list[Streak]:
+    """The error streaks of a trace (``ingest.streaks``): each call with its result's error
+    fingerprint and, for error results, its result's and its arguments' tokens. Only tools with
+    two or more error results can have a streak: the calls of the others are not looked at."""
+    answers = {r.message_seq: r for r in results}
+    failed = {
+        (c.message_seq, c.call_index): answer
+        for c in calls
+        if c.result_seq is not None
+        and (answer := answers.get(c.result_seq)) is not None
+        and answer.content.status == "error"
+    }
+    if len(failed) < 2:
+        return []
+    by_ref = {(m.seq, c.call_index): c for m in messages for c in m.tool_calls}
+    errors_per_tool: dict[str, int] = {}
+    for ref in failed:
+        name = by_ref[ref].name
+        errors_per_tool[name] = errors_per_tool.get(name, 0) + 1
+    by_seq = {m.seq: m for m in messages}
+    entries: list[StreakCall] = []
+    for facts in calls:
+        ref = (facts.message_seq, facts.call_index)
+        call = by_ref[ref]
+        if errors_per_tool.get(call.name, 0) < 2:
+            continue
+        answer = failed.get(ref)
+        if answer is None:
+            entries.append(StreakCall(ref, call.name, None))
+            continue
+        text = answer.content.summary or by_seq[answer.message_seq].content
+        entries.append(
+            StreakCall(
+                ref,
+                call.name,
+                error_fingerprint(call.name, text),
+                tokens=answer.tokens + count_tokens(call.arguments_raw or "", encoding),
+                duration_ms=answer.duration_ms,
+            )
+        )
+    return find_streaks(entries)
 
 
 def loops_at(facts: TraceFacts, k: int) -> list[Loop]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from db.vocabulary import (
+    DurationSource,
     PairingMethod,
     PairState,
     Status,
@@ -20,6 +21,7 @@ from db.vocabulary import (
     TokenCounts,
     Verdict,
 )
+from ingest.streaks import Streak
 
 
 @dataclass(slots=True)
@@ -113,6 +115,10 @@ class ResultFacts:
     #: Did the next call of the same tool (after this result) succeed? ``None``: no such call.
     next_call_succeeded: bool | None = None
     findings: list[str] = field(default_factory=list)
+    #: Execution time of the call it answers, in milliseconds (``ingest.durations``); negative
+    #: when the result is stamped before its call; ``None`` when unknown.
+    duration_ms: float | None = None
+    duration_source: DurationSource | None = None
 
 
 @dataclass(slots=True)
@@ -128,3 +134,5 @@ class TraceFacts:
     wasted_tokens: int = 0
     #: ``exact`` when the counts are the model's own tokenizer's (``ingest.token_accuracy``).
     token_counts: TokenCounts = "estimate"
+    #: Error streaks of 2 or more calls (``ingest.streaks``), in the order of their first call.
+    streaks: list[Streak] = field(default_factory=list)

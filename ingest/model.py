@@ -81,6 +81,10 @@ class ToolResult(_Model):
     explicit_error: bool | None = None
     #: Where the explicit flag came from, e.g. ``"is_error"`` or ``"status"``.
     explicit_source: str | None = None
+    #: Execution time the source measured, in milliseconds: the tool span's end − start (OTLP,
+    #: Langfuse). ``None`` when the source records no span; then ToolLens derives the time from
+    #: the call's and the result's message timestamps (``ingest.durations``).
+    duration_ms: float | None = None
 
 
 class Message(_Model):

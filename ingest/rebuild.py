@@ -37,6 +37,8 @@ def trace_from_stored(stored: StoredTrace) -> tuple[Trace, list[int]]:
             name=r.provided_name,
             explicit_error=r.explicit_error,
             explicit_source=r.explicit_source,
+            # A span's measure is stored as the duration; one from timestamps is derived.
+            duration_ms=r.duration_ms if r.duration_source == "span" else None,
         )
         for r in stored.results
     }

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
 from db.records import (
     TITLE_MAX_CHARS,
+    ErrorStreakRecord,
     FindingRecord,
     MessageRecord,
     ToolCallRecord,
@@ -19,27 +19,8 @@ from db.vocabulary import DEFAULT_LOOP_K
 from db.write import TraceRows
 from ingest.bounded import column_length, fit, fit_key, storable_time
 from ingest.facts import ResultFacts, TraceFacts
+from ingest.fingerprints import error_fingerprint
 from ingest.model import Message, Trace, content_hash, display_id
-
-# Variable parts of error messages that would split one error into many fingerprints.
-_FINGERPRINT_SUBS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(['\"`]).*?\1"), "'…'"),
-    (re.compile(r"\b[0-9a-f]{8,}\b|\b[\w-]*\d[\w-]*\b", re.IGNORECASE), "#"),
-    (re.compile(r"\s+"), " "),
-)
-FINGERPRINT_MAX = 200
-
-
-def error_fingerprint(tool: str, text: str) -> str:
-    """Group key for "the same error": tool + the message with ids, numbers and quotes masked.
-
-    >>> error_fingerprint("get_user", "Error: user 'mia_li_3668' not found (code 404)")
-    "get_user: Error: user '…' not found (code #)"
-    """
-    first = text.strip().splitlines()[0] if text.strip() else ""
-    for pattern, repl in _FINGERPRINT_SUBS:
-        first = pattern.sub(repl, first)
-    return f"{tool}: {first.strip()}"[:FINGERPRINT_MAX]
 
 
 class _Said(Protocol):
@@ -143,7 +124,30 @@ def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceR
         max_occurrence=max((c.occurrence for c in calls.values()), default=0),
         token_counts=facts.token_counts,
     )
-    return TraceRows(record, messages, tool_calls, tool_results, findings)
+    return TraceRows(
+        record, messages, tool_calls, tool_results, findings, _streak_rows(facts, tool_results)
+    )
+
+
+def _streak_rows(facts: TraceFacts, results: list[ToolResultRecord]) -> list[ErrorStreakRecord]:
+    """The error streaks, each with the stored fingerprint and error type of its first result."""
+    answer = {(c.message_seq, c.call_index): c.result_seq for c in facts.calls}
+    by_seq = {r.message_seq: r for r in results}
+    rows: list[ErrorStreakRecord] = []
+    for streak in facts.streaks:
+        result_seq = answer[streak.calls[0]]
+        assert result_seq is not None, "a streak's calls all have error results"
+        first = by_seq[result_seq]
+        (first_seq, first_index), (last_seq, last_index) = streak.calls[0], streak.calls[-1]
+        rows.append(
+            ErrorStreakRecord(
+                tool=_tool_name(streak.tool), fingerprint=first.fingerprint,
+                error_type=first.error_type, first_seq=first_seq, first_index=first_index,
+                last_seq=last_seq, last_index=last_index, length=streak.length,
+                wasted_tokens=streak.wasted_tokens, wasted_ms=streak.wasted_ms,
+            )
+        )  # fmt: skip
+    return rows
 
 
 def _with_full_values(trace: Trace) -> dict[str, Any]:
@@ -228,6 +232,7 @@ def _result_row(message: Message, rf: ResultFacts, tool: str) -> ToolResultRecor
         read_by_seq=rf.read_by_seq, read_input_tokens=rf.read_input_tokens,
         verdict=rf.verdict, verdict_reason=rf.verdict_reason,
         next_call_succeeded=rf.next_call_succeeded,
+        duration_ms=rf.duration_ms, duration_source=rf.duration_source,
     )  # fmt: skip
 
 

@@ -29,6 +29,7 @@ def test_loops_page_at_the_default_k_matches_the_summary(
         "Errors in loops": "2",
         "Wasted tokens": "2,610",
         "Ping-pong calls": "5",
+        "Error streaks": "0",
     }
     assert (loops["signatures"], loops["calls"]) == (2, 6)
     loops_table = at.dataframe(key="loops_table").value

@@ -33,6 +33,7 @@ EXPECTED_TABLES = {
     "findings",
     "rejected_records",
     "source_files",
+    "error_streaks",
 }
 
 
@@ -89,7 +90,7 @@ def test_the_migrated_check_constraints_are_the_models(db_url: str) -> None:
     }
     assert migrated == models
     assert ("tool_results", "ck_tool_results_status") in models
-    assert len(models) == 12
+    assert len(models) == 13
     engine.dispose()
 
 

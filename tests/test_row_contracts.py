@@ -10,6 +10,7 @@ from formats_helpers import GOLDEN_CASES
 from db.engine import make_engine
 from db.records import (
     CHILD_COLUMNS,
+    ErrorStreakRecord,
     FindingRecord,
     MessageRecord,
     ToolCallRecord,
@@ -25,6 +26,7 @@ CONTRACTS: dict[str, type[tuple[object, ...]]] = {
     "tool_calls": ToolCallRecord,
     "tool_results": ToolResultRecord,
     "findings": FindingRecord,
+    "error_streaks": ErrorStreakRecord,
 }
 #: Per table, the columns outside its contract: keys the writer adds, the import time, and
 #: what reviewers write later.
@@ -37,6 +39,7 @@ OUTSIDE: dict[str, set[str]] = {
         "corrected_at",
     },
     "findings": {"id", "trace_id"},
+    "error_streaks": {"id", "trace_id"},
 }  # fmt: skip
 #: Of those, the ones an import fills in.
 WRITTEN_OUTSIDE = {"id", "trace_id", "import_id", "imported_at", "version"}

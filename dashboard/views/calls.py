@@ -13,6 +13,7 @@ from functools import partial
 import streamlit as st
 
 from dashboard import files_ui, render, state, widgets
+from db.queries.durations import durations_by_tool, slowest_calls
 from db.queries.pairs import (
     PAIR_COLUMNS,
     SORT_KEYS,
@@ -127,7 +128,10 @@ event = st.dataframe(
         "arguments": st.column_config.TextColumn("Arguments", help="the first 120 characters"),
         "result": st.column_config.TextColumn("Result", help="the first 120 characters"),
         "duration_s": st.column_config.NumberColumn(
-            "Duration", format="%.3f s", help="result time minus call time, when both are known"
+            "Duration",
+            format="%.3f s",
+            help="execution time: the tool span's own, else result time minus call time; "
+            "negative when the result is stamped before its call",
         ),
         "pair_state": st.column_config.TextColumn("Pair state"),
         "status": st.column_config.TextColumn("Status"),
@@ -160,3 +164,53 @@ selected = event.selection.rows if event is not None else []
 if selected:
     chosen = df.iloc[selected[0]]
     state.open_trace(str(chosen["trace"]), str(chosen["pair"]))
+
+st.subheader("Execution time per tool")
+st.caption(
+    "Under the sidebar filters: nearest-rank percentiles of the known times ≥ 0; results "
+    "without a time and those stamped before their call are counted, not averaged in."
+)
+timing = state.query(durations_by_tool, f)
+seconds = {c: widgets.as_seconds(timing[c]) for c in ("p50_ms", "p95_ms", "max_ms")}
+st.dataframe(
+    timing.assign(**seconds),
+    hide_index=True,
+    height=widgets.table_height(len(timing), max_rows=10),
+    placeholder=widgets.EMPTY_CELL,
+    key="tool_times",
+    column_order=(
+        "tool",
+        "p50_ms",
+        "p95_ms",
+        "max_ms",
+        "timed",
+        "missing",
+        "negative",
+        "from_spans",
+    ),
+    column_config={
+        "tool": st.column_config.TextColumn("Tool"),
+        "p50_ms": widgets.seconds_column("p50"),
+        "p95_ms": widgets.seconds_column("p95"),
+        "max_ms": widgets.seconds_column("Max"),
+        "timed": widgets.count_column("Timed", help="results with a known time ≥ 0"),
+        "missing": widgets.count_column("No time"),
+        "negative": widgets.count_column("Negative", help="stamped before their call"),
+        "from_spans": widgets.count_column("From spans", help="timed by a tool span"),
+    },
+)
+st.markdown("**Slowest calls**")
+slow = widgets.with_links(state.query(slowest_calls, f, limit=10))
+widgets.trace_table(
+    slow.assign(duration_ms=widgets.as_seconds(slow["duration_ms"])),
+    key="slowest_calls",
+    column_order=("tool", "duration_ms", "duration_source", "status", "link", "trace"),
+    column_config={
+        "tool": st.column_config.TextColumn("Tool"),
+        "duration_ms": widgets.seconds_column("Duration"),
+        "duration_source": st.column_config.TextColumn("Measured by"),
+        "status": st.column_config.TextColumn("Status"),
+        "trace": st.column_config.TextColumn("Trace", width="medium"),
+        "link": widgets.link_column("Call"),
+    },
+)

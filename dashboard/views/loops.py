@@ -11,9 +11,11 @@ import streamlit as st
 from dashboard import render, state, widgets
 from dashboard.charts import loops as charts
 from db.queries import loops as q
+from db.queries import streaks as sq
 from db.queries.errors import error_totals
 
 LOOP_PAGE = 25
+STREAK_PAGE = 25
 PING_PONG_TRACES = 20
 
 LOOP_COLUMNS = (
@@ -40,8 +42,10 @@ if state.query(error_totals, f)[1] == 0:  # no Tool Message under these filters
     st.stop()
 totals = state.query(q.loop_totals, k, f)
 ping_pong = state.query(q.ping_pong_calls, f)
+sk = state.streak_k()
+streaks = state.query(sq.streak_totals, sk, f)
 
-row = st.columns(5)
+row = st.columns(6)
 row[0].metric("Loops", f"{totals['signatures']:,}", help=f"signatures repeated ≥ {k} times")
 row[1].metric("Calls in loops", f"{totals['calls']:,}", help=f"in {totals['traces']:,} traces")
 row[2].metric(
@@ -55,6 +59,12 @@ row[3].metric(
     help="tokens of the results of repeats after the first call",
 )
 row[4].metric("Ping-pong calls", f"{ping_pong:,}", help="part of an A-B-A-B alternation")
+row[5].metric(
+    "Error streaks",
+    f"{streaks['streaks']:,}",
+    help=f"{sk}+ consecutive calls of one tool ending in the same error, whatever their "
+    f"arguments ({streaks['calls']:,} calls in {streaks['traces']:,} traces)",
+)
 
 if totals["signatures"] == 0:
     st.info(f"No call signature repeats {k} or more times in a trace. Lower k to see more.")
@@ -101,6 +111,62 @@ else:
         column_config={
             "tools": st.column_config.TextColumn("Tools", width="medium"),
             "calls": widgets.count_column("Ping-pong calls"),
+            "trace": st.column_config.TextColumn("Trace", width="medium"),
+            "link": widgets.link_column("First call"),
+        },
+    )
+
+st.subheader("Error streaks")
+sk = widgets.setting_slider(
+    "Error streak threshold k",
+    setting="sk",
+    current=sk,
+    min_value=2,
+    max_value=10,
+    help="k or more consecutive calls of one tool (its own calls in order; calls of other tools "
+    "in between do not count) whose results are the same error fingerprint, whatever their "
+    "arguments.",
+)
+if streaks["streaks"] == 0:
+    st.caption(f"No tool fails the same way {sk} or more times in a row. Lower k to see more.")
+else:
+    st.caption(
+        f"{streaks['streaks']:,} streaks · wasted {streaks['wasted_tokens']:,} tokens (results "
+        "and arguments of the calls after the first) and "
+        f"{render.duration_text(streaks['wasted_ms'])} of tool time. Select a row to open the "
+        "streak's first call."
+    )
+    offset = widgets.page_offset(streaks["streaks"], STREAK_PAGE, key="streak_page", noun="streaks")
+    table = widgets.with_links(
+        state.query(sq.error_streaks, sk, f, limit=STREAK_PAGE, offset=offset)
+    )
+    widgets.trace_table(
+        table.assign(wasted_ms=widgets.as_seconds(table["wasted_ms"])),
+        key="streaks_table",
+        height=widgets.table_height(len(table), max_rows=STREAK_PAGE),
+        column_order=(
+            "tool",
+            "fingerprint",
+            "error_type",
+            "length",
+            "wasted_tokens",
+            "wasted_ms",
+            "link",
+            "trace",
+        ),
+        column_config={
+            "tool": st.column_config.TextColumn("Tool"),
+            "fingerprint": st.column_config.TextColumn(
+                "Error", width=260, help="tool + first line, ids and numbers masked"
+            ),
+            "error_type": st.column_config.TextColumn("Error type"),
+            "length": widgets.count_column("Calls", help="consecutive calls of the tool"),
+            "wasted_tokens": widgets.count_column(
+                "Wasted tokens", help="result + argument tokens of the calls after the first"
+            ),
+            "wasted_ms": widgets.seconds_column(
+                "Wasted time", help="execution time of the calls after the first"
+            ),
             "trace": st.column_config.TextColumn("Trace", width="medium"),
             "link": widgets.link_column("First call"),
         },

@@ -7,7 +7,7 @@ import streamlit as st
 
 from dashboard import pages, render, state, widgets
 from dashboard.charts import overview as charts
-from db.queries import histograms
+from db.queries import durations, histograms
 from db.queries import overview as q
 from db.summary import summary_counts
 
@@ -186,6 +186,51 @@ with right.container(border=True):
                 ),
             },
         )
+
+st.subheader("Tool execution time")
+timing = state.query(durations.duration_totals, f)
+if timing["timed"] == 0:
+    st.caption(
+        "No call has an execution time: the traces carry no timestamps or tool spans "
+        f"({timing['missing']:,} results without one)."
+    )
+else:
+    time_row = st.columns(4, border=True)
+    time_row[0].metric(
+        "Median tool time",
+        render.duration_text(timing["p50_ms"]),
+        help="nearest-rank p50 of the execution times (result − call, or the tool span)",
+    )
+    time_row[1].metric("p95 tool time", render.duration_text(timing["p95_ms"]))
+    time_row[2].metric("Slowest call", render.duration_text(timing["max_ms"]))
+    time_row[3].metric(
+        "Timed calls",
+        f"{timing['timed']:,}",
+        help=f"{timing['missing']:,} results without a time; {timing['negative']:,} stamped "
+        "before their call (left out)",
+    )
+    by_tool = state.query(durations.durations_by_tool, f)
+    by_tool = by_tool.assign(
+        **{c: widgets.as_seconds(by_tool[c]) for c in ("p50_ms", "p95_ms", "max_ms")}
+    )
+    st.dataframe(
+        by_tool,
+        hide_index=True,
+        height=widgets.table_height(len(by_tool), max_rows=8),
+        placeholder=widgets.EMPTY_CELL,
+        column_order=("tool", "p50_ms", "p95_ms", "max_ms", "timed", "missing", "negative"),
+        column_config={
+            "tool": st.column_config.TextColumn("Tool"),
+            "p50_ms": widgets.seconds_column("p50", help="nearest-rank median execution time"),
+            "p95_ms": widgets.seconds_column("p95", help="nearest-rank 95th percentile"),
+            "max_ms": widgets.seconds_column("Max"),
+            "timed": widgets.count_column("Timed", help="results with a known time ≥ 0"),
+            "missing": widgets.count_column("No time", help="results without a time"),
+            "negative": widgets.count_column(
+                "Negative", help="results stamped before their call: left out"
+            ),
+        },
+    )
 
 st.subheader("Tool scorecard")
 card = q.scorecard(state.query(q.scorecard_counts, k, f), token_counts, budget)

@@ -42,6 +42,7 @@ from db.annotations import trace_annotations
 from db.deletion import traces_by_id
 from db.filters import Filters
 from db.queries.pairs import pair_choices
+from db.queries.streaks import trace_streaks
 from db.queries.traces import (
     PairRef,
     TraceWindow,
@@ -289,6 +290,51 @@ def _findings_table(findings: pd.DataFrame, trace: str, trace_id: int) -> None:
         st.rerun()
 
 
+def _streaks_table(streaks: pd.DataFrame, trace: str, trace_id: int) -> None:
+    """The trace's error streaks; selecting one opens its first call."""
+    st.caption(
+        "Consecutive calls of one tool ending in the same error, whatever their arguments. "
+        "Select a streak to open its first call."
+    )
+    key = f"streaks_table_{trace_id}"
+    event = st.dataframe(
+        streaks.assign(wasted_ms=widgets.as_seconds(streaks["wasted_ms"])),
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="single-row",
+        key=key,
+        placeholder=widgets.EMPTY_CELL,
+        height=widgets.table_height(len(streaks), max_rows=6),
+        column_order=(
+            "tool",
+            "length",
+            "fingerprint",
+            "pair",
+            "last",
+            "wasted_tokens",
+            "wasted_ms",
+        ),
+        column_config={
+            "tool": st.column_config.TextColumn("Tool"),
+            "length": widgets.count_column("Calls"),
+            "fingerprint": st.column_config.TextColumn("Error", width="medium"),
+            "pair": st.column_config.TextColumn("First call"),
+            "last": st.column_config.TextColumn("Last call"),
+            "wasted_tokens": widgets.count_column(
+                "Wasted tokens", help="result + argument tokens of the calls after the first"
+            ),
+            "wasted_ms": widgets.seconds_column(
+                "Wasted time", help="execution time of the calls after the first"
+            ),
+        },
+    )
+    rows = event.selection.rows if event is not None else []
+    chosen = str(streaks["pair"].iloc[rows[0]]) if rows else None
+    if trace_outline.changed(f"_{key}_seen", chosen) and chosen != state.selected_pair():
+        state.select_trace(trace, chosen)
+        st.rerun()
+
+
 def _mark_and_next(trace_id: int, f: Filters, k: int) -> None:
     """Sign this trace reviewed and open the first trace of the review queue (the Review
     page's order and filters); say so when the queue is empty."""
@@ -458,6 +504,21 @@ with st.expander(
         st.caption("No findings: every Tool Message of this trace passed the checks.")
     else:
         _findings_table(findings, str(trace["display_id"]), trace_id)
+
+sk = state.streak_k()
+streaks = state.query(trace_streaks, trace_id, sk)
+with st.expander(
+    f"Error streaks ({len(streaks)}, k = {sk})",
+    key=f"streaks_{trace_id}",
+    icon=":material/repeat_one:",
+    on_change="rerun",
+) as streaks_box:
+    if not streaks_box.open:
+        pass
+    elif streaks.empty:
+        st.caption(f"No tool of this trace fails the same way {sk} or more times in a row.")
+    else:
+        _streaks_table(streaks, str(trace["display_id"]), trace_id)
 
 # What the source said about the run (user, environment, run info …), exactly as imported: a
 # JSON viewer, never markdown, because it is untrusted text.

@@ -34,7 +34,6 @@ from sqlalchemy import (
     union_all,
 )
 
-from db.dialect import seconds_between
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.planner import restrict_results_in_index
 from db.queries.common import effective_error_type, effective_verdict, unpaired_result
@@ -48,8 +47,10 @@ SORT_KEYS: tuple[str, ...] = (
 #: The fields of a pair, in order: the columns of ``toollens pairs`` and of the Tool calls table.
 #: ``time`` is the call's (a lone result's own); ``arguments`` and ``result`` are the first
 #: :data:`PREVIEW_CHARS` characters of the raw arguments and of the Tool Message, on one line;
-#: ``duration_s`` is the result's time minus the call's, when both are known; ``kind`` is who ran
-#: the call (``db.vocabulary.CallKind``: client, server, mcp; empty for a result without call).
+#: ``duration_s`` is the tool's execution time in seconds (``ingest.durations``: the tool span's
+#: own, else the result's time minus the call's; negative when stamped before its call);
+#: ``kind`` is who ran the call (``db.vocabulary.CallKind``: client, server, mcp; empty for a
+#: result without call).
 PAIR_COLUMNS: tuple[str, ...] = (
     "trace", "title", "pair", "time", "model", "call_id", "tool", "kind", "arguments", "result",
     "duration_s", "pair_state", "status", "status_source", "error_type", "tokens", "occurrence",
@@ -131,7 +132,7 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
                 ToolCallRow.tool_name.label("tool"),
                 ToolCallRow.kind.label("kind"),
                 _preview(ToolCallRow.arguments_raw).label("arguments"),
-                seconds_between(ToolCallRow.timestamp, ToolResultRow.timestamp).label("duration_s"),
+                _seconds().label("duration_s"),
                 ToolCallRow.pair_state.label("pair_state"),
                 *_result_fields(),
                 ToolCallRow.occurrence.label("occurrence"),
@@ -162,6 +163,11 @@ def _result_fields() -> list[Any]:
         r.verdict_reason.label("verdict_reason"),
         r.message_seq.label("result_seq"),
     ]
+
+
+def _seconds() -> ColumnElement[Any]:
+    """The stored execution time of the Tool Message in seconds (``ingest.durations``)."""
+    return cast(ToolResultRow.duration_ms, Float) / 1000.0
 
 
 def _preview(text: Any) -> ColumnElement[str]:
@@ -196,7 +202,7 @@ def _lone_result_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
             ToolResultRow.tool.label("tool"),
             cast(null(), String).label("kind"),
             cast(null(), String).label("arguments"),
-            cast(null(), Float).label("duration_s"),
+            _seconds().label("duration_s"),
             ToolResultRow.pair_state.label("pair_state"),
             *_result_fields(),
             cast(null(), Integer).label("occurrence"),

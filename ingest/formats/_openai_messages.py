@@ -140,4 +140,5 @@ def _tool_result(msg: dict[str, Any], path: str) -> ToolResult:
         name=optional_str(msg.get("name"), f"{path}.name"),
         explicit_error=error if flagged else None,
         explicit_source="error" if flagged else None,
+        duration_ms=None,
     )

@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from ingest.durations import milliseconds
 from ingest.formats._span_messages import (
     Key,
     Positioned,
@@ -75,6 +76,13 @@ class ToolRun:
     error_source: str | None = None
     #: The span's id, the ``source_id`` of the call and result messages.
     span_id: str | None = None
+
+    @property
+    def duration_ms(self) -> float | None:
+        """The span's end − start in milliseconds; ``None`` without both times."""
+        if self.start is None or self.end is None:
+            return None
+        return milliseconds(self.end - self.start)
 
 
 @dataclass(slots=True)
@@ -327,6 +335,8 @@ class _Claims:
             if run.error and provided.explicit_error is None:
                 provided.explicit_error = True
                 provided.explicit_source = run.error_source
+            if provided.duration_ms is None:
+                provided.duration_ms = run.duration_ms
         return call, result
 
 
@@ -341,6 +351,8 @@ def _answer(run: ToolRun, ident: str | None) -> Message:
     error = True if run.error else None
     answer = result_message(run.output, ident, run.name, run.raw, error, run.error_source or "")
     answer.timestamp, answer.source_id = run.end, run.span_id
+    if answer.tool_result is not None:
+        answer.tool_result.duration_ms = run.duration_ms
     return answer
 
 

@@ -1,0 +1,170 @@
+"""Tool execution times: per-tool and overall p50 / p95 / max, and the slowest calls.
+
+A Tool Message's ``duration_ms`` is stored at import (``ingest.durations``: the tool span's own
+end − start, else the result's timestamp − its call's). Every statistic here is over the
+**timed** results, those with a known duration ≥ 0; the others are counted, never averaged in:
+``missing`` (no duration: a message without a time, or a result that answers no call) and
+``negative`` (the result is stamped before its call).
+
+Percentiles are **nearest-rank**: the p-th percentile of n sorted durations is the one at rank
+``ceil(p / 100 × n)`` (a value that occurred, never an interpolation), computed exactly in SQL
+with a running row number per tool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import Engine, Float, and_, case, cast, func, select
+
+from db.filters import NO_FILTERS, Filters, restrict_results
+from db.queries.common import TRACE, nearest_rank_at, result_pair_key, to_frame
+from db.schema import ToolResultRow
+
+#: (column, numerator, denominator): the percentiles reported, ``q = num / den``.
+QUANTILES = (("p50_ms", 1, 2), ("p95_ms", 19, 20))
+
+_R = ToolResultRow
+_TIMED = _R.duration_ms >= 0
+
+
+def _ranked(filters: Filters) -> Any:
+    """Timed results with their rank among their tool's (1 = fastest) and the tool's count."""
+    return restrict_results(
+        select(
+            _R.tool.label("tool"),
+            _R.duration_ms.label("ms"),
+            func.row_number()
+            .over(partition_by=_R.tool, order_by=(_R.duration_ms, _R.id))
+            .label("rank"),
+            func.count().over(partition_by=_R.tool).label("total"),
+        ).where(_TIMED),
+        filters,
+    ).subquery("duration_ranks")
+
+
+def _percentiles(ranked: Any) -> list[Any]:
+    return [
+        func.min(
+            case((nearest_rank_at(ranked.c.rank, ranked.c.total, num, den), ranked.c.ms))
+        ).label(name)
+        for name, num, den in QUANTILES
+    ]
+
+
+def _counts(filters: Filters) -> Any:
+    """Per tool: Tool Messages, timed ones, missing and negative durations, timed by span."""
+    return restrict_results(
+        select(
+            _R.tool.label("tool"),
+            func.count().label("results"),
+            func.count().filter(_TIMED).label("timed"),
+            func.count().filter(_R.duration_ms.is_(None)).label("missing"),
+            func.count().filter(_R.duration_ms < 0).label("negative"),
+            func.count().filter(and_(_TIMED, _R.duration_source == "span")).label("from_spans"),
+        ).group_by(_R.tool),
+        filters,
+    ).subquery("duration_counts")
+
+
+def durations_by_tool(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """Execution time per tool, the slowest p95 first (tools without a timed call last).
+
+    Columns: ``tool``, ``timed`` (results with a known duration ≥ 0), ``missing``,
+    ``negative``, ``p50_ms``, ``p95_ms``, ``max_ms`` (NULL without a timed result),
+    ``from_spans`` (timed results measured by a tool span).
+    """
+    ranked = _ranked(filters)
+    stats = (
+        select(ranked.c.tool, *_percentiles(ranked), func.max(ranked.c.ms).label("max_ms"))
+        .group_by(ranked.c.tool)
+        .subquery("duration_stats")
+    )
+    counts = _counts(filters)
+    stmt = (
+        select(
+            counts.c.tool,
+            counts.c.timed,
+            counts.c.missing,
+            counts.c.negative,
+            stats.c.p50_ms,
+            stats.c.p95_ms,
+            stats.c.max_ms,
+            counts.c.from_spans,
+        )
+        .select_from(counts)
+        .outerjoin(stats, stats.c.tool == counts.c.tool)
+        .order_by(
+            stats.c.p95_ms.is_(None), stats.c.p95_ms.desc(), stats.c.max_ms.desc(), counts.c.tool
+        )
+    )
+    with engine.connect() as conn:
+        return to_frame(conn, stmt)
+
+
+def duration_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, Any]:
+    """Execution time over every tool: ``timed``, ``missing``, ``negative`` (counts) and
+    ``p50_ms``, ``p95_ms``, ``max_ms`` (nearest rank over all timed results; ``None`` when
+    there is none)."""
+    timed = restrict_results(
+        select(
+            _R.duration_ms.label("ms"),
+            func.row_number().over(order_by=(_R.duration_ms, _R.id)).label("rank"),
+            func.count().over().label("total"),
+        ).where(_TIMED),
+        filters,
+    ).subquery("all_ranks")
+    stats = select(*_percentiles(timed), func.max(timed.c.ms).label("max_ms"))
+    counts = restrict_results(
+        select(
+            func.count().filter(_TIMED),
+            func.count().filter(_R.duration_ms.is_(None)),
+            func.count().filter(_R.duration_ms < 0),
+        ),
+        filters,
+    )
+    with engine.connect() as conn:
+        p50, p95, top = tuple(conn.execute(stats).one())
+        n_timed, missing, negative = conn.execute(counts).one()
+    return {
+        "timed": int(n_timed),
+        "missing": int(missing),
+        "negative": int(negative),
+        "p50_ms": _number(p50),
+        "p95_ms": _number(p95),
+        "max_ms": _number(top),
+    }
+
+
+def slowest_calls(
+    engine: Engine, filters: Filters = NO_FILTERS, *, limit: int = 20
+) -> pd.DataFrame:
+    """The ``limit`` slowest timed calls, the slowest first.
+
+    Columns: ``trace`` (display id), ``pair`` (URL ``pair`` value), ``tool``, ``duration_ms``,
+    ``duration_source``, ``status``.
+    """
+    stmt = (
+        restrict_results(
+            select(
+                TRACE.display_id.label("trace"),
+                result_pair_key().label("pair"),
+                _R.tool,
+                cast(_R.duration_ms, Float).label("duration_ms"),
+                _R.duration_source,
+                _R.status,
+            )
+            .join(TRACE, TRACE.id == _R.trace_id)
+            .where(_TIMED),
+            filters,
+        )
+        .order_by(_R.duration_ms.desc(), _R.trace_id, _R.message_seq)
+        .limit(limit)
+    )
+    with engine.connect() as conn:
+        return to_frame(conn, stmt)
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
