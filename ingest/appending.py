@@ -36,7 +36,7 @@ from ingest.model import Message, Rejected, Trace
 from ingest.reading import ReadLimits, RecordHook, appended_records
 from ingest.rebuild import trace_from_stored
 from ingest.rows import build_rows
-from ingest.tokens import count_many
+from ingest.tokens import count_many, preload
 from ingest.trace_redaction import add_counts, redact_trace
 
 
@@ -58,6 +58,9 @@ def extend_stored(
     then nothing was written or counted."""
     if fmt.extend is None:
         return False
+    records = list(appended_records(path, name, resume, limits))
+    # The new messages' tokens are counted last; the tokenizer loads while the rest is done.
+    loading = preload(writer.encoding) if records else None
     base = load_append_base(engine, fmt.name, name)
     if base is None or base.encoding != writer.encoding:
         return False
@@ -67,7 +70,6 @@ def extend_stored(
     stored, stored_tokens = trace_from_stored(base.stored)
     prefix = list(stored.messages)
     usages = [m.usage for m in prefix]
-    records = list(appended_records(path, name, resume, limits))
     try:
         items = list(fmt.extend(stored, records, name))
     except CannotExtend:
@@ -84,6 +86,8 @@ def extend_stored(
     ):
         return False
     changed = [i for i, m in enumerate(prefix) if m.usage is not usages[i]]
+    if loading is not None:
+        loading.join()
     prepared = _prepare(writer, base, trace, stored_tokens, changed)
     if prepared is None:
         return False
@@ -146,15 +150,22 @@ def _stored_facts(base: AppendBase, trace: Trace, count: int) -> list[ContentFac
     """The content facts of the stored Tool Messages (their content did not change), aligned
     with ``trace.messages``; ``None`` for the appended ones (computed by the analysis)."""
     results = {r.message_seq: r for r in base.stored.results}
+    found: dict[int, set[str]] = {}
+    for finding in base.findings:
+        if finding.call_index is None:
+            found.setdefault(finding.message_seq, set()).add(finding.name)
     facts: list[ContentFacts | None] = []
     for message in trace.messages:
         stored = results.get(message.seq) if message.seq < count else None
-        facts.append(None if stored is None else _content_facts(stored, base))
+        if stored is None:
+            facts.append(None)
+        else:
+            facts.append(_content_facts(stored, found.get(message.seq, set())))
     return facts
 
 
-def _content_facts(r: ToolResultRecord, base: AppendBase) -> ContentFacts:
-    found = base.result_findings.get(r.message_seq, [])
+def _content_facts(r: ToolResultRecord, found: set[str]) -> ContentFacts:
+    """The content facts stored with a Tool Message (``found``: its findings)."""
     return ContentFacts(
         # The stored values passed the CHECK constraints built from these very Literal sets.
         status=cast(Status, r.status),
