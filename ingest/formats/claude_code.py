@@ -54,6 +54,7 @@ from ingest.formats._common import (
     make_trace,
     parse_timestamp,
     text_of,
+    unknown_fields,
 )
 from ingest.formats.base import CannotExtend, TraceFormat
 from ingest.model import Message, Rejected, Trace
@@ -70,6 +71,19 @@ SIDECHAIN = "sidechain"
 _KNOWN_TYPES = frozenset({"user", "assistant", "system", "summary"})
 #: Fields that mark a line of an unknown ``type`` as Claude Code's own.
 _SESSION_FIELDS = ("sessionId", "uuid", "parentUuid", "leafUuid", "messageId")
+
+#: Line fields read here or known to be Claude Code's bookkeeping; another field of a
+#: conversation line carrying content is counted as an unknown field ``line.<name>`` (on the
+#: line's first message; its value stays in the raw line).
+KNOWN_LINE_FIELDS = frozenset(
+    {
+        "type", "message", "content", "uuid", "parentUuid", "leafUuid", "sessionId", "timestamp",
+        "isSidechain", "userType", "cwd", "version", "gitBranch", "requestId", "toolUseResult",
+        "isMeta", "isCompactSummary", "level", "agentId", "isApiErrorMessage", "summary",
+        "messageId", "slug", "thinkingMetadata", "todos", "logicalParentUuid",
+        "compactMetadata", "subtype", "toolUseID", "sourceToolUseID", "isVisibleInTranscriptOnly",
+    }
+)  # fmt: skip
 
 #: Line fields describing the session's environment, kept from the first line that has them.
 _ENVIRONMENT_FIELDS = ("cwd", "version", "gitBranch")
@@ -201,6 +215,9 @@ class _Session:
             converted = self._api_messages(line, record.line)
             for message in converted:
                 message.branch = branch
+            fields = unknown_fields(line, KNOWN_LINE_FIELDS, "line")
+            if fields and converted:
+                converted[0].unknown_fields = [*fields, *converted[0].unknown_fields]
             self.messages.extend(converted)
         elif kind == "system":
             self.messages.append(
