@@ -45,7 +45,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ingest.bounded import column_length
 from ingest.formats import _anthropic_blocks
 from ingest.formats._common import (
     ShapeError,
@@ -178,6 +177,10 @@ class _Session:
         session.summaries = list(metadata.get("summaries", []))
         session.other_line_types = dict(metadata.get("other_line_types", {}))
         session.stored_unknown = dict(metadata.get("unknown_items", {}))
+        # Here, not at the top: parsing must work where SQLAlchemy is not installed (``lint``);
+        # extending a stored trace happens only in an import.
+        from ingest.bounded import column_length
+
         id_max, branch_max = (
             column_length("messages", "source_id"),
             column_length("messages", "branch"),
