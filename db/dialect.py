@@ -354,26 +354,40 @@ def search_index_name(table: str) -> str:
     return f"ix_{table}_search"
 
 
-def _sqlite_fts_rows(conn: Connection, table: str, trace_ids: Sequence[int], delete: bool) -> None:
+#: The column giving a searched row's message position, per searched table.
+SEARCHED_SEQ: dict[str, str] = {"messages": "seq", "tool_calls": "message_seq"}
+
+
+def _sqlite_fts_rows(
+    conn: Connection,
+    table: str,
+    trace_ids: Sequence[int],
+    delete: bool,
+    from_seq: int | None = None,
+) -> None:
     column = SEARCHED_COLUMNS[table]
     fts = search_table(table)
     ids = ", ".join(str(int(i)) for i in trace_ids)
+    since = "" if from_seq is None else f" AND {SEARCHED_SEQ[table]} >= {int(from_seq)}"
     # External content: a delete must hand over the exact text that was indexed.
     command = "'delete', " if delete else ""
     target = f"{fts}({fts}, rowid, {column})" if delete else f"{fts}(rowid, {column})"
     conn.exec_driver_sql(
         f"INSERT INTO {target} SELECT {command}id, substr({column}, 1, {SEARCH_TEXT_CHARS}) "
-        f"FROM {table} WHERE trace_id IN ({ids}) AND {column} IS NOT NULL"
+        f"FROM {table} WHERE trace_id IN ({ids}) AND {column} IS NOT NULL{since}"
     )
 
 
-def index_search_rows(conn: Connection, table: str, trace_ids: Sequence[int]) -> None:
-    """Add the searched text of ``table``'s rows of ``trace_ids`` to the content search (a
-    no-op on PostgreSQL, whose index follows the table)."""
+def index_search_rows(
+    conn: Connection, table: str, trace_ids: Sequence[int], from_seq: int | None = None
+) -> None:
+    """Add the searched text of ``table``'s rows of ``trace_ids`` (only those of messages at
+    or after ``from_seq``, when given) to the content search (a no-op on PostgreSQL, whose
+    index follows the table)."""
     kind = name_of(conn)
     if kind == "sqlite":
         if trace_ids:
-            _sqlite_fts_rows(conn, table, trace_ids, delete=False)
+            _sqlite_fts_rows(conn, table, trace_ids, delete=False, from_seq=from_seq)
     elif kind == "postgresql":
         pass
     else:

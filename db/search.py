@@ -21,13 +21,17 @@ SEARCHED_TABLES: tuple[str, ...] = tuple(dialect.SEARCHED_COLUMNS)
 
 
 def index_traces(
-    conn: Connection, trace_ids: Sequence[int], tables: Sequence[str] = SEARCHED_TABLES
+    conn: Connection,
+    trace_ids: Sequence[int],
+    tables: Sequence[str] = SEARCHED_TABLES,
+    from_seq: int | None = None,
 ) -> None:
     """Add the messages and tool-call arguments of ``trace_ids`` (just written on ``conn``) to
     the content search; ``tables``: only these of :data:`SEARCHED_TABLES` (``reanalyze``
-    rewrites the calls and keeps the messages)."""
+    rewrites the calls and keeps the messages); ``from_seq``: only the rows of messages at or
+    after that position (the messages appended to a trace)."""
     for table in tables:
-        dialect.index_search_rows(conn, table, trace_ids)
+        dialect.index_search_rows(conn, table, trace_ids, from_seq)
 
 
 def unindex_traces(

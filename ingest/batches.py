@@ -366,25 +366,11 @@ class BatchWriter:
         self.summary = summary
         self.encoding = encoding
         self.budget = budget
+        self.workers = workers
+        #: Started with the first batch: an import whose files turn out unchanged (or only
+        #: grown, :mod:`ingest.appending`) never pays for the workers and their tokenizer.
         self.pool: ProcessPoolExecutor | None = None
         self.workers_write = workers > 0 and other_processes_can_open(engine.url)
-        if workers > 0:
-            # Loading the BPE ranks costs ~1.4 CPU s; loaded once here, the forked workers
-            # inherit it instead of each loading their own.
-            count_tokens("warm up", encoding)
-            context = multiprocessing.get_context("fork")
-            url: str | None = None
-            turn, changed = None, None
-            if self.workers_write:
-                url = engine.url.render_as_string(hide_password=False)
-                if not dialect.concurrent_writers(engine):
-                    turn, changed = context.Value("q", 0, lock=False), context.Condition()
-            self.pool = ProcessPoolExecutor(
-                workers,
-                mp_context=context,
-                initializer=_init_worker,
-                initargs=(url, import_id, turn, changed),
-            )
         # Two batches per worker in flight: when one is written, the next is already queued.
         self.max_pending = 2 * workers
         self.seq = 0
@@ -398,6 +384,30 @@ class BatchWriter:
         self.batch_messages = 0
         self.rejected: list[Rejected] = []
         self.pending: deque[Future[Any]] = deque()
+
+    @property
+    def parallel(self) -> bool:
+        """Whether batches go to worker processes (so records may be left for them to parse)."""
+        return self.workers > 0
+
+    def _start_pool(self) -> ProcessPoolExecutor:
+        # Loading the BPE ranks costs ~1.4 CPU s; loaded once here, the forked workers
+        # inherit it instead of each loading their own.
+        count_tokens("warm up", self.encoding)
+        context = multiprocessing.get_context("fork")
+        url: str | None = None
+        turn, changed = None, None
+        if self.workers_write:
+            url = self.engine.url.render_as_string(hide_password=False)
+            if not dialect.concurrent_writers(self.engine):
+                turn, changed = context.Value("q", 0, lock=False), context.Condition()
+        self.pool = ProcessPoolExecutor(
+            self.workers,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(url, self.import_id, turn, changed),
+        )
+        return self.pool
 
     def __enter__(self) -> BatchWriter:
         return self
@@ -472,7 +482,7 @@ class BatchWriter:
         seq, self.seq = self.seq, self.seq + 1
         # Trace ids in input order, even where batches commit in another order.
         ids = reserve_trace_ids(self.engine, len(batch))
-        if self.pool is None:
+        if not self.parallel:
             self._collect(
                 _analyze_only(
                     batch, seq, ids, self.encoding, self.budget, self.redaction, positions
@@ -480,8 +490,9 @@ class BatchWriter:
             )
             return
         work = analyze_and_write if self.workers_write else _analyze_only
+        pool = self.pool or self._start_pool()
         self.pending.append(
-            self.pool.submit(
+            pool.submit(
                 work, batch, seq, ids, self.encoding, self.budget, self.redaction, positions
             )
         )

@@ -82,6 +82,8 @@ from ingest.suggestions import extract_suggestion
 
 #: Longest summary kept; longer first lines are cut with an ellipsis.
 MAX_SUMMARY: Final = 200
+#: The findings a result's content alone decides (the first of ``FINDING_KINDS``, in that order).
+CONTENT_FINDINGS: Final = FINDING_KINDS[:4]
 #: Words that, alone, make a result a bare status (besides the empty text).
 BARE_WORDS: tuple[str, ...] = (
     "success",
@@ -329,4 +331,4 @@ def _findings(
         marked = explicit_error is True or (protocol is not None and protocol.status == "error")
         if marked and (bare or (protocol is not None and _protocol_is_empty(parsed))):
             found.add("empty_marked_error")
-    return [name for name in FINDING_KINDS if name in found]
+    return [name for name in CONTENT_FINDINGS if name in found]

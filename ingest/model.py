@@ -111,6 +111,12 @@ class Message(_Model):
     branch: str | None = None
     #: The raw payload this message was built from, so analysis can be re-run.
     raw: Any = None
+    #: Fields of the source item that carry content but that no parser reads, as
+    #: ``<where>.<name>`` (``message.reasoning_content``, ``text.citations_v2``): their values
+    #: stay in ``raw``; they are counted as unknown items ``field:<where>.<name>``
+    #: (``ingest.formats._common.unknown_fields`` says which fields carry content). Not part of
+    #: a dump: the trace's ``metadata["unknown_items"]`` keeps the counts.
+    unknown_fields: list[str] = Field(default_factory=list, exclude=True)
 
 
 class OpaqueMessage(Message):
@@ -194,7 +200,8 @@ def display_id(trace: Trace, digest: str | None = None) -> str:
 
 
 def count_unknown(messages: Iterable[Message]) -> dict[str, int]:
-    """How many opaque messages of each unknown type ``messages`` hold (sorted by type).
+    """How many opaque messages of each unknown type ``messages`` hold, and how many unknown
+    fields carrying content of each name (``field:<where>.<name>``), sorted by name.
 
     >>> count_unknown([
     ...     OpaqueMessage(seq=0, role="user", unknown_type=kind) for kind in ("b", "a", "b")
@@ -205,6 +212,8 @@ def count_unknown(messages: Iterable[Message]) -> dict[str, int]:
     for message in messages:
         if isinstance(message, OpaqueMessage):
             counts[message.unknown_type] = counts.get(message.unknown_type, 0) + 1
+        for name in message.unknown_fields:
+            counts[f"field:{name}"] = counts.get(f"field:{name}", 0) + 1
     return dict(sorted(counts.items()))
 
 

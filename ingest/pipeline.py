@@ -32,6 +32,7 @@ from db.source_files import (
 from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
 from db.write import finish_import, start_import, write_import_files
 from ingest import formats
+from ingest.appending import extend_stored
 from ingest.batches import BATCH_MESSAGES, BatchWriter, ImportSummary
 from ingest.bytestream import read_head
 from ingest.file_changes import Change, FileLook, entry_for, look_at
@@ -113,7 +114,7 @@ def import_paths(
                     name,
                     fmt_override,
                     _counter(summary, name, progress),
-                    defer=writer.pool is not None,
+                    defer=writer.parallel,
                     limits=limits,
                 )
                 for item in items:
@@ -266,7 +267,7 @@ class _IncrementalFiles:
         tally.traces += traces
 
     def _defer(self, resume: tuple[int, int] | None) -> dict[str, Any]:
-        return {"defer": self.writer.pool is not None, "resume": resume, "limits": self.limits}
+        return {"defer": self.writer.parallel, "resume": resume, "limits": self.limits}
 
     def _hook(self, tally: _Tally, name: str) -> RecordHook:
         count = _counter(self.summary, name, self.progress)
@@ -295,6 +296,15 @@ class _IncrementalFiles:
         on only the traces the appended lines belong to, and only where they are not stored
         as they are; False (nothing read) when an appended line's trace has no identity of
         its own (no external id) to recognize it by in the whole file."""
+        if self.previous is not None and extend_stored(
+            self.engine, self.writer, path, name, fmt, resume,
+            records_before=self.previous.records, on_record=self._hook(tally, name),
+            limits=self.limits,
+        ):  # fmt: skip
+            # Only the appended lines were read, on top of the stored version.
+            tally.records += self.previous.records
+            tally.traces += 1
+            return True
         touched: set[str] = set()
         appended = _Tally()
 

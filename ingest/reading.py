@@ -190,6 +190,14 @@ def _parse(
         yield from fmt.parse(records, name)
 
 
+def appended_records(
+    path: Path, name: str, resume: tuple[int, int], limits: ReadLimits | None = None
+) -> Iterator[Record | Rejected]:
+    """The records of the lines of an uncompressed JSONL file from ``resume=(byte_offset,
+    line)`` on, unparsed (for a format's ``extend``)."""
+    return _resumed_records(path, name, resume, limits or ReadLimits.of())
+
+
 def _resumed_records(
     path: Path, name: str, resume: tuple[int, int], limits: ReadLimits
 ) -> Iterator[Record | Rejected]:
@@ -274,6 +282,7 @@ __all__ = [
     "ReadLimits",
     "RecordHook",
     "UnknownFormatError",
+    "appended_records",
     "file_format",
     "finish_deferred",
     "read_file",

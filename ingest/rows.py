@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -51,13 +51,24 @@ def trace_title(messages: Iterable[_Said]) -> str | None:
     return None
 
 
-def build_rows(trace: Trace, facts: TraceFacts, tokens: Sequence[int]) -> TraceRows:
-    """All rows of one trace, ready for :func:`db.write.write_traces`."""
+def build_rows(
+    trace: Trace,
+    facts: TraceFacts,
+    tokens: Sequence[int],
+    *,
+    message_seqs: Container[int] | None = None,
+) -> TraceRows:
+    """All rows of one trace, ready for :func:`db.write.write_traces`; ``message_seqs``: only
+    the message rows of these messages (the rest are stored already: :mod:`db.append`)."""
     key = fit_key("traces", "dedupe_key", trace.dedupe_key())
     digest = content_hash(trace)
     by_seq = {m.seq: m for m in trace.messages}
     calls = {(c.message_seq, c.call_index): c for c in facts.calls}
-    messages = [_message_row(m, n) for m, n in zip(trace.messages, tokens, strict=True)]
+    messages = [
+        _message_row(m, n)
+        for m, n in zip(trace.messages, tokens, strict=True)
+        if message_seqs is None or m.seq in message_seqs
+    ]
     tool_calls: list[ToolCallRecord] = []
     findings: list[FindingRecord] = []
     for message in trace.messages:

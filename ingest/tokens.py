@@ -101,3 +101,14 @@ def count_many(texts: Sequence[str], encoding: str = DEFAULT_ENCODING) -> list[i
     """Token counts of many texts (the unit of work handed to tokenizing worker processes);
     counts of long texts counted recently come from :data:`COUNTS`."""
     return COUNTS.count_many(texts, encoding)
+
+
+def preload(encoding: str = DEFAULT_ENCODING) -> threading.Thread:
+    """Start loading the tokenizer of ``encoding`` in a background thread and return it; join
+    it before counting. Loading takes most of a CPU second, mostly outside the GIL, so work
+    done meanwhile (reading the store, parsing) overlaps it on a second core."""
+    thread = threading.Thread(
+        target=_tokenizer, args=(encoding,), name="toollens-tokenizer", daemon=True
+    )
+    thread.start()
+    return thread

@@ -89,9 +89,9 @@ def test_gzip_input_imports_like_plain_input(db_url: str, tmp_path: Path) -> Non
             "malformed JSON: unexpected end of data: line 1 column 15 (char 14)",
         ),
         (
-            b'{"id": "x", "messages": [{"role": "bot", "content": "hi"}]}',
+            b'{"id": "x", "messages": [{"role": "assistant", "tool_calls": 5}]}',
             "wrong_shape",
-            "messages[0].role: unknown role 'bot'",
+            "messages[0].tool_calls: expected an array, got number",
         ),
         (
             b'{"messages": [{"role": "user", "content": "\\ud800"}]}',

@@ -132,3 +132,79 @@ def test_worker_processes_count_unknown_items_too(sqlite_url: str, tmp_path: Pat
     summary = import_paths(engine, [path], format_name="openai_responses", workers=2)
     engine.dispose()
     assert (summary.traces, summary.unknown_items) == (3, {"hologram_call": 3})
+
+
+# ---- unknown roles, parts and fields ---------------------------------------------------------
+
+USER = {"role": "user", "content": "hi"}
+
+
+def test_an_openai_chat_message_of_an_unknown_role_or_part_is_kept_as_opaque() -> None:
+    bot = {"role": "bot", "content": "beep"}
+    parts = {
+        "role": "user",
+        "content": [{"type": "text", "text": "see"}, {"type": "hologram", "data": "x"}],
+    }
+    trace = only_trace(parse("openai_chat", recs({"messages": [USER, bot, parts]})))
+    assert [
+        (m.role, m.content, m.unknown_type if isinstance(m, OpaqueMessage) else None)
+        for m in trace.messages
+    ] == [
+        ("user", "hi", None),
+        ("assistant", 'role:bot: {"role":"bot","content":"beep"}', "role:bot"),
+        ("user", "see", None),
+        ("user", 'hologram: {"type":"hologram","data":"x"}', "hologram"),
+    ]
+    assert trace.metadata == {"unknown_items": {"hologram": 1, "role:bot": 1}}
+
+
+def test_unknown_fields_that_carry_content_are_counted_and_kept_in_the_raw() -> None:
+    said = {
+        "role": "assistant",
+        "content": "4",
+        "reasoning_content": "2 + 2 is 4",
+        "logprobs": {"tokens": [], "n": 3},  # no text: bookkeeping
+        "cached": True,
+        "note": "  ",
+    }
+    trace = only_trace(parse("openai_chat", recs({"messages": [USER, said]})))
+    assert trace.metadata == {"unknown_items": {"field:message.reasoning_content": 1}}
+    assert trace.messages[1].raw["reasoning_content"] == "2 + 2 is 4"
+
+
+def test_unknown_fields_in_anthropic_claude_code_and_responses_are_counted() -> None:
+    block = {"type": "text", "text": "hi", "provenance": {"source": "web"}, "weight": 2}
+    anthropic = {"messages": [{"role": "user", "content": [block], "persona": "tester"}]}
+    trace = only_trace(parse("anthropic", recs(anthropic)))
+    assert trace.metadata == {
+        "unknown_items": {"field:message.persona": 1, "field:text.provenance": 1}
+    }
+    line = {
+        "type": "user",
+        "sessionId": "s1",
+        "uuid": "u1",
+        "mood": "curious",
+        "message": {"role": "user", "content": "hi"},
+    }
+    trace = only_trace(parse("claude_code", recs(line)))
+    assert trace.metadata["unknown_items"] == {"field:line.mood": 1}
+    call = {"type": "function_call", "call_id": "c1", "name": "get", "arguments": "{}",
+            "rationale": "need the weather"}  # fmt: skip
+    trace = only_trace(parse("openai_responses", recs({"id": "r1", "output": [call]})))
+    assert trace.metadata == {"unknown_items": {"field:function_call.rationale": 1}}
+
+
+def test_an_import_counts_unknown_fields_and_roles(db_url: str, tmp_path: Path) -> None:
+    said = {"role": "assistant", "content": "4", "reasoning_content": "2 + 2"}
+    conversation = {"messages": [USER, said, {"role": "critic", "content": "ok"}]}
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps(conversation) + "\n" + json.dumps({**conversation, "id": "c2"}))
+    engine = make_engine(db_url)
+    summary = import_paths(engine, [path])
+    with engine.connect() as conn:
+        stored = conn.execute(sa.select(ImportRun.unknown_items)).scalar_one()
+    engine.dispose()
+    expected = {"field:message.reasoning_content": 2, "role:critic": 2}
+    assert (summary.traces, summary.rejected, summary.unknown_items, stored) == (
+        2, 0, expected, expected,
+    )  # fmt: skip

@@ -43,6 +43,7 @@ from ingest.formats._common import (
     required_str,
     text_of,
     type_name,
+    unknown_fields,
 )
 from ingest.model import Message, ToolCall, ToolResult
 
@@ -90,6 +91,32 @@ CALL_BLOCK_KINDS: dict[str, CallKind] = {
     "server_tool_use": "server",
     "mcp_tool_use": "mcp",
 }
+#: Message fields read here or known to be bookkeeping (others carrying content are counted as
+#: unknown fields ``message.<name>``; their values stay in the raw payload).
+KNOWN_MESSAGE_FIELDS = frozenset(
+    {
+        "role", "content", "id", "type", "model", "stop_reason", "stop_sequence", "usage",
+        "container", "timestamp", "context_management", "name", "tool_call_id",
+    }
+)  # fmt: skip
+#: Block fields of the known block types (others carrying content: ``<block type>.<name>``).
+KNOWN_BLOCK_FIELDS = frozenset(
+    {
+        "type", "text", "citations", "cache_control", "id", "name", "input", "tool_use_id",
+        "content", "is_error", "thinking", "signature", "data", "source", "title", "context",
+        "caller", "server_name",
+    }
+)  # fmt: skip
+
+
+def _block_fields(blocks: list[Any]) -> list[str]:
+    """The unknown fields carrying content of ``blocks`` (see :data:`KNOWN_BLOCK_FIELDS`)."""
+    found: list[str] = []
+    for block in blocks:
+        if isinstance(block, dict):
+            where = type_name(block.get("type")) if "type" in block else "text"
+            found.extend(unknown_fields(block, KNOWN_BLOCK_FIELDS, where))
+    return found
 
 
 def _is_known(block: dict[str, Any]) -> bool:
@@ -135,6 +162,7 @@ def convert_message(
                 f"{path}.content: expected a string or an array, got {json_type(content)}"
             )
         message = Message(role=role, content=text_of(content), usage=usage, raw=wrap(msg), **common)
+        message.unknown_fields = unknown_fields(msg, KNOWN_MESSAGE_FIELDS, "message")
         if role == "tool":
             message.tool_result = ToolResult(
                 tool_call_id=optional_str(msg.get("tool_call_id"), f"{path}.tool_call_id"),
@@ -163,6 +191,7 @@ def convert_message(
             content=text_of(block.get("content")),
             tool_result=_tool_result(block, f"{path}.content[{index}]"),
             raw=wrap({**msg, "content": [block]}) if split else wrap(msg),
+            unknown_fields=_block_fields([block]),
             **common,
         )
         for index, block in results
@@ -174,6 +203,7 @@ def convert_message(
                 content=text_of(rest),
                 tool_calls=_tool_calls(content, path, first_call_index),
                 raw=wrap({**msg, "content": rest}) if split else wrap(msg),
+                unknown_fields=_block_fields(rest),
                 **common,
             )
         )
@@ -199,6 +229,9 @@ def convert_message(
         messages.append(opaque)
     if usage is not None:
         messages[0].usage = usage
+    fields = unknown_fields(msg, KNOWN_MESSAGE_FIELDS, "message")
+    if fields:
+        messages[0].unknown_fields = [*fields, *messages[0].unknown_fields]
     return messages
 
 

@@ -287,6 +287,39 @@ def small_metadata(container: dict[str, Any], consumed: Collection[str]) -> dict
     return metadata
 
 
+def carries_content(value: Any) -> bool:
+    """Whether a field's value is content worth keeping apart from bookkeeping: a string with
+    non-blank text, or an array or object holding one. Numbers, booleans, nulls, blank strings
+    and empty containers are bookkeeping (counters, flags, ids' absence).
+
+    >>> carries_content("why"), carries_content({"a": [" ", {"b": "x"}]}), carries_content(3)
+    (True, True, False)
+    >>> carries_content({"n": 1, "ok": True, "s": ""})
+    False
+    """
+    if isinstance(value, str):
+        return bool(value.strip())
+    if isinstance(value, dict):
+        return any(carries_content(v) for v in value.values())
+    if isinstance(value, list):
+        return any(carries_content(v) for v in value)
+    return False
+
+
+def unknown_fields(item: dict[str, Any], known: frozenset[str], where: str) -> list[str]:
+    """The fields of ``item`` outside ``known`` (those the parser reads or knows to be
+    bookkeeping) that carry content (:func:`carries_content`), named ``<where>.<field>``.
+
+    >>> unknown_fields({"role": "user", "thought": "hmm", "n": 2}, frozenset({"role"}), "message")
+    ['message.thought']
+    """
+    return [
+        f"{where}.{key}"
+        for key, value in item.items()
+        if key not in known and carries_content(value)
+    ]
+
+
 def opaque_message(
     item: Any, kind: str, role: Role, line: int | None, raw: Any = None
 ) -> OpaqueMessage:

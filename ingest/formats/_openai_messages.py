@@ -8,27 +8,59 @@ from __future__ import annotations
 
 from typing import Any
 
+from db.vocabulary import Role
 from ingest.formats._common import (
+    ROLE_MAP,
+    TEXT_PART_TYPES,
     ShapeError,
     canonical_role,
     construct,
     expect_list,
     expect_object,
+    opaque_message,
+    opaque_role,
     optional_str,
     parse_arguments,
     parse_timestamp,
     required_str,
     text_of,
+    type_name,
+    unknown_fields,
 )
 from ingest.model import Message, ToolCall, ToolResult
 
+#: Message fields this module reads, or knows to be bookkeeping; another field carrying content
+#: is counted as an unknown field (its value stays in the raw message). SWE-agent's
+#: ``thought`` and ``action`` repeat what its ``content`` says; ``agent``, ``message_type`` and
+#: ``is_demo`` say who spoke and why. tau2-bench's ``requestor`` (agent or user simulator),
+#: ``turn_idx``, ``cost`` and ``raw_data`` (the provider's response the message came from) are
+#: its bookkeeping.
+KNOWN_MESSAGE_FIELDS = frozenset(
+    {
+        "role", "content", "name", "tool_calls", "function_call", "tool_call_id",
+        "tool_call_ids", "id", "usage", "timestamp", "refusal", "error", "audio",
+        "annotations", "type", "status", "thought", "action", "agent", "message_type", "is_demo",
+        "requestor", "turn_idx", "cost", "raw_data",
+    }
+)  # fmt: skip
+#: Content part types of Chat Completions (text read; images, audio and files kept in raw).
+KNOWN_PART_TYPES = frozenset(
+    {*TEXT_PART_TYPES, "refusal", "image_url", "input_audio", "file", "image", "input_image"}
+)
+
 
 def convert_message(msg: dict[str, Any], path: str, line: int | None) -> list[Message]:
-    """One OpenAI chat message as one canonical message (a list, for the shared record loop).
+    """One OpenAI chat message as canonical messages (one, plus an opaque message for each
+    content part of an unknown type).
 
-    Tool calls are read on every non-tool message: tau2's user simulator makes calls too.
+    Tool calls are read on every non-tool message: tau2's user simulator makes calls too. A
+    message of an unknown role (one newer than this parser) is kept as an opaque message,
+    counted as the unknown item ``role:<role>``; a missing role is still an error.
     """
-    role = canonical_role(msg.get("role"), f"{path}.role")
+    given = msg.get("role")
+    if given is not None and not (isinstance(given, str) and given in ROLE_MAP):
+        return [opaque_message(msg, f"role:{type_name(given)}", "assistant", line)]
+    role = canonical_role(given, f"{path}.role")
     usage = msg.get("usage")
     is_tool = role == "tool"
     # Read in the order the checks report errors: content, id, then the calls or the result.
@@ -49,8 +81,23 @@ def convert_message(msg: dict[str, Any], path: str, line: int | None) -> list[Me
         source_line=line,
         branch=None,
         raw=msg,
+        unknown_fields=unknown_fields(msg, KNOWN_MESSAGE_FIELDS, "message"),
     )
-    return [message]
+    return [message, *_unknown_parts(msg, role, line)]
+
+
+def _unknown_parts(msg: dict[str, Any], role: Role, line: int | None) -> list[Message]:
+    """An opaque message for each content part of a type outside :data:`KNOWN_PART_TYPES`."""
+    content = msg.get("content")
+    if not isinstance(content, list):
+        return []
+    return [
+        opaque_message(part, type_name(part["type"]), opaque_role(role), line)
+        for part in content
+        if isinstance(part, dict)
+        and "type" in part
+        and not (isinstance(part["type"], str) and part["type"] in KNOWN_PART_TYPES)
+    ]
 
 
 def convert_messages(items: Any, path: str, line: int | None) -> list[Message]:

@@ -9,6 +9,10 @@ A format that can leave whole-trace records unparsed for a worker process (a *de
 :class:`Deferred`) also gives ``split`` (``parse`` that defers) and ``parse_one`` (which finishes
 one deferred record).
 
+A format whose traces span many records of a file (a Claude Code session) may give ``extend``:
+go on parsing a stored trace with the records appended to its file, exactly as ``parse`` would
+have read the whole file (see :data:`Extend`).
+
 Example::
 
     >>> fmt = TraceFormat(
@@ -42,6 +46,19 @@ class Deferred:
     format: str
     source_file: str
     record: Record
+
+
+#: ``extend(stored, appended, source_file)``: the trace ``parse`` would make of the file whose
+#: first part made ``stored`` (rebuilt from the store: redacted, opaque messages as plain ones,
+#: ``metadata["unknown_items"]`` holding their counts) and whose appended records are
+#: ``appended``, plus the appended records' rejections. It may change ``stored``'s messages'
+#: ``usage`` (nothing else of them) and reuses them in the trace it returns; it raises
+#: :class:`CannotExtend` when the stored trace does not hold all it needs to be exact.
+Extend = Callable[[Trace, Iterable[Record | Rejected], str], Iterator[Trace | Rejected]]
+
+
+class CannotExtend(Exception):
+    """A stored trace cannot be extended exactly: the file is read whole again instead."""
 
 
 #: :data:`Parse`, except that records making a trace on their own come back as :class:`Deferred`.
@@ -80,6 +97,7 @@ class TraceFormat:
     trace_per_record: bool = False
     fallback_markers: tuple[bytes, ...] = ()
     hints: tuple[str, ...] = ()
+    extend: Extend | None = None
     _pattern: re.Pattern[bytes] = field(init=False, repr=False, compare=False)
     _fallback: re.Pattern[bytes] | None = field(init=False, repr=False, compare=False)
     _hints: tuple[re.Pattern[bytes], ...] = field(init=False, repr=False, compare=False)
@@ -115,4 +133,4 @@ class TraceFormat:
         return self._fallback is not None and self._fallback.search(head) is not None
 
 
-__all__ = ["Deferred", "Parse", "ParseOne", "Split", "TraceFormat"]
+__all__ = ["CannotExtend", "Deferred", "Extend", "Parse", "ParseOne", "Split", "TraceFormat"]

@@ -31,6 +31,13 @@ them all). ``external_id`` is the ``sessionId`` of the first line that has one; 
 
 ``cwd``, ``version`` and ``gitBranch`` of the first line that has them go to the metadata. A
 file of summary lines only is still one trace, with no messages.
+
+A session that grew is not parsed again whole: ``extend`` rebuilds the parser's state from the
+stored trace (call numbering and usage holders from the messages' ``source_id``, sidechain
+branches from their lines' ``uuid``, the environment, summaries and counts from the metadata)
+and reads only the appended lines. Where the stored trace cannot tell the state exactly (an id
+cut to fit its column; an appended sidechain line without ``agentId`` whose parent line made no
+message) it raises ``CannotExtend`` and the file is read whole.
 """
 
 from __future__ import annotations
@@ -46,8 +53,9 @@ from ingest.formats._common import (
     make_trace,
     parse_timestamp,
     text_of,
+    unknown_fields,
 )
-from ingest.formats.base import TraceFormat
+from ingest.formats.base import CannotExtend, TraceFormat
 from ingest.model import Message, Rejected, Trace
 from ingest.records import Record
 
@@ -63,6 +71,19 @@ _KNOWN_TYPES = frozenset({"user", "assistant", "system", "summary"})
 #: Fields that mark a line of an unknown ``type`` as Claude Code's own.
 _SESSION_FIELDS = ("sessionId", "uuid", "parentUuid", "leafUuid", "messageId")
 
+#: Line fields read here or known to be Claude Code's bookkeeping; another field of a
+#: conversation line carrying content is counted as an unknown field ``line.<name>`` (on the
+#: line's first message; its value stays in the raw line).
+KNOWN_LINE_FIELDS = frozenset(
+    {
+        "type", "message", "content", "uuid", "parentUuid", "leafUuid", "sessionId", "timestamp",
+        "isSidechain", "userType", "cwd", "version", "gitBranch", "requestId", "toolUseResult",
+        "isMeta", "isCompactSummary", "level", "agentId", "isApiErrorMessage", "summary",
+        "messageId", "slug", "thinkingMetadata", "todos", "logicalParentUuid",
+        "compactMetadata", "subtype", "toolUseID", "sourceToolUseID", "isVisibleInTranscriptOnly",
+    }
+)  # fmt: skip
+
 #: Line fields describing the session's environment, kept from the first line that has them.
 _ENVIRONMENT_FIELDS = ("cwd", "version", "gitBranch")
 
@@ -70,7 +91,18 @@ _ENVIRONMENT_FIELDS = ("cwd", "version", "gitBranch")
 def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
     """One trace per session file; only a user/assistant line without a usable ``message``
     (or a line that is not an object) is rejected."""
-    session = _Session(source_file)
+    return _read(_Session(source_file), records)
+
+
+def extend(
+    stored: Trace, appended: Iterable[Record | Rejected], source_file: str
+) -> Iterator[Trace | Rejected]:
+    """The session ``stored`` (the trace of the file's first part, rebuilt from the store)
+    with the ``appended`` lines read (see ``ingest.formats.base.Extend``)."""
+    return _read(_Session.resume(stored, source_file), appended)
+
+
+def _read(session: _Session, records: Iterable[Record | Rejected]) -> Iterator[Trace | Rejected]:
     for record in records:
         if isinstance(record, Rejected):
             yield record
@@ -120,6 +152,61 @@ class _Session:
         self.usage_holder: dict[str, Message] = {}
         #: The branch of every sidechain line read so far, by ``uuid``.
         self.branch_of_uuid: dict[str, str] = {}
+        #: False when resumed from a stored trace some of whose lines made no message (their
+        #: ``uuid`` is unknown): a sidechain parent that is no line seen may be one of those.
+        self.uuids_complete = True
+        #: When not complete: the ``uuid`` of every line seen (stored messages' and read).
+        self.seen_uuids: set[str] = set()
+        #: Unknown items of the stored part (its opaque messages come back as plain ones).
+        self.stored_unknown: dict[str, int] = {}
+
+    @classmethod
+    def resume(cls, stored: Trace, source_file: str) -> _Session:
+        """The state after reading the lines that made ``stored``."""
+        known = {*_ENVIRONMENT_FIELDS, "summaries", "other_line_types", "unknown_items"}
+        metadata = stored.metadata
+        if not set(metadata) <= known:
+            raise CannotExtend(f"metadata keys {sorted(set(metadata) - known)}")
+        session = cls(source_file)
+        session.messages = list(stored.messages)
+        session.record_count = stored.record_count
+        session.first_line = stored.source_line
+        session.session_id = stored.external_id
+        session.model = stored.model
+        session.environment = {k: metadata[k] for k in _ENVIRONMENT_FIELDS if k in metadata}
+        session.summaries = list(metadata.get("summaries", []))
+        session.other_line_types = dict(metadata.get("other_line_types", {}))
+        session.stored_unknown = dict(metadata.get("unknown_items", {}))
+        # Here, not at the top: parsing must work where SQLAlchemy is not installed (``lint``);
+        # extending a stored trace happens only in an import.
+        from ingest.bounded import column_length
+
+        id_max, branch_max = (
+            column_length("messages", "source_id"),
+            column_length("messages", "branch"),
+        )
+        lines: set[int | None] = set()
+        for message in session.messages:
+            lines.add(message.source_line)
+            if isinstance(message.raw, dict) and isinstance(message.raw.get("uuid"), str):
+                session.seen_uuids.add(message.raw["uuid"])
+            msg_id = message.source_id
+            if msg_id is not None:
+                if len(msg_id) >= id_max:
+                    raise CannotExtend("a message id was cut to fit its column")
+                seen = session.calls_by_message_id.get(msg_id, 0)
+                session.calls_by_message_id[msg_id] = seen + len(message.tool_calls)
+                if message.usage is not None and msg_id not in session.usage_holder:
+                    session.usage_holder[msg_id] = message
+            branch = message.branch
+            if branch is not None:
+                if len(branch) >= branch_max:
+                    raise CannotExtend("a branch was cut to fit its column")
+                raw = message.raw
+                if isinstance(raw, dict) and isinstance(raw.get("uuid"), str):
+                    session.branch_of_uuid[raw["uuid"]] = branch
+        session.uuids_complete = len(lines) == stored.record_count
+        return session
 
     def add(self, record: Record) -> None:
         line = record.value
@@ -131,6 +218,9 @@ class _Session:
             converted = self._api_messages(line, record.line)
             for message in converted:
                 message.branch = branch
+            fields = unknown_fields(line, KNOWN_LINE_FIELDS, "line")
+            if fields and converted:
+                converted[0].unknown_fields = [*fields, *converted[0].unknown_fields]
             self.messages.extend(converted)
         elif kind == "system":
             self.messages.append(
@@ -152,6 +242,8 @@ class _Session:
             self.other_line_types[name] = self.other_line_types.get(name, 0) + 1
         if branch is not None and isinstance(line.get("uuid"), str):
             self.branch_of_uuid[line["uuid"]] = branch
+        if not self.uuids_complete and isinstance(line.get("uuid"), str):
+            self.seen_uuids.add(line["uuid"])
         self.record_count += 1
         if self.first_line is None:
             self.first_line = record.line
@@ -169,6 +261,8 @@ class _Session:
         parent = line.get("parentUuid")
         if isinstance(parent, str) and parent in self.branch_of_uuid:
             return self.branch_of_uuid[parent]
+        if isinstance(parent, str) and not self.uuids_complete and parent not in self.seen_uuids:
+            raise CannotExtend("a sidechain line's parent may be a stored line without message")
         own = line.get("uuid")
         return own if isinstance(own, str) else SIDECHAIN
 
@@ -208,7 +302,7 @@ class _Session:
             metadata["summaries"] = self.summaries
         if self.other_line_types:
             metadata["other_line_types"] = self.other_line_types
-        return make_trace(
+        trace = make_trace(
             self.messages,
             format=NAME,
             source_file=self.source_file,
@@ -219,6 +313,12 @@ class _Session:
             metadata=metadata,
             record_count=self.record_count,
         )
+        if self.stored_unknown:
+            counts = dict(self.stored_unknown)
+            for kind, n in trace.metadata.get("unknown_items", {}).items():
+                counts[kind] = counts.get(kind, 0) + n
+            trace.metadata["unknown_items"] = dict(sorted(counts.items()))
+        return trace
 
 
 #: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
@@ -232,6 +332,7 @@ FORMAT = TraceFormat(
     hints=("sessionId", "uuid", "message", "timestamp", "type", "cwd"),
     embeds=frozenset({"anthropic"}),
     parse=parse,
+    extend=extend,
 )
 
 __all__ = ["AGENT", "FORMAT", "NAME", "SIDECHAIN", "SYNTHETIC_MODEL"]

@@ -46,9 +46,10 @@ from ingest.formats._common import (
     text_of,
     tool_defs,
     type_name,
+    unknown_fields,
 )
 from ingest.formats._record_loop import MessageListFormat, message_list_format
-from ingest.model import Message, ToolCall, ToolResult, Trace
+from ingest.model import Message, OpaqueMessage, ToolCall, ToolResult, Trace
 from ingest.records import Record
 
 NAME = "openai_responses"
@@ -79,6 +80,13 @@ UNMODELLED_TYPES = frozenset(
         "mcp_call",
     }
 )
+#: Fields of the item types read here (``message``, the calls and their outputs) that the parser
+#: reads or knows to be bookkeeping; another field carrying content is counted as the unknown
+#: field ``<item type>.<name>`` (its value stays in the raw item).
+KNOWN_ITEM_FIELDS = frozenset(
+    {"type", "id", "role", "content", "status", "call_id", "name", "arguments", "input", "output",
+     "namespace"}
+)  # fmt: skip
 _TRACE_FIELDS = {"id", "input", "output", "instructions", "model", "created_at", "tools"}
 
 
@@ -91,6 +99,7 @@ class _TurnItem:
     text: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     source_id: str | None = None
+    unknown: list[str] = field(default_factory=list)
 
 
 _Draft = Message | _TurnItem
@@ -101,6 +110,20 @@ def _is_message(value: dict[str, Any]) -> bool:
 
 
 def _convert(item: dict[str, Any], path: str, line: int | None) -> list[_Draft]:
+    drafts = _convert_item(item, path, line)
+    kind = item.get("type")
+    if kind is None or (isinstance(kind, str) and kind not in UNMODELLED_TYPES):
+        where = "message" if kind is None else type_name(kind)
+        fields = unknown_fields(item, KNOWN_ITEM_FIELDS, where)
+        for draft in drafts:
+            if isinstance(draft, _TurnItem):
+                draft.unknown = fields
+            elif not isinstance(draft, OpaqueMessage):
+                draft.unknown_fields = fields
+    return drafts
+
+
+def _convert_item(item: dict[str, Any], path: str, line: int | None) -> list[_Draft]:
     kind = item.get("type")
     if kind is None and "role" not in item:
         raise ShapeError(f'{path}: item has neither "type" nor "role"')
@@ -192,6 +215,7 @@ def _turn_message(turn: list[_TurnItem]) -> Message:
         source_id=next((part.source_id for part in turn if part.source_id), None),
         source_line=turn[0].line,
         raw=[part.item for part in turn],
+        unknown_fields=[name for part in turn for name in part.unknown],
     )
 
 
