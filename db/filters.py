@@ -109,8 +109,8 @@ def parse_query(query: str | Mapping[str, str | date | None]) -> Filters:
 
     ``start`` and ``end`` are days (UTC); the end day is inclusive, so the filter ends at the
     next midnight. ``since`` (inclusive) and ``until`` (exclusive) are instants
-    (``2026-11-30T09:05``, UTC unless an offset is given). Empty values mean "all"; unknown parameters are an error, so that a typo
-    never silently compares everything.
+    (``2026-11-30T09:05``, UTC unless an offset is given). Empty values mean "all"; unknown
+    parameters are an error, so that a typo never silently compares everything.
 
     >>> parse_query("import=3&end=2026-01-31")
     Filters(start=None, end=datetime.datetime(2026, 2, 1, 0, 0, tzinfo=datetime.timezone.utc), \
