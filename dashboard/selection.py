@@ -38,7 +38,8 @@ def selectable_chart(
     user just made, or ``None``. A returned selection is consumed (the next run draws the
     chart afresh)."""
     event = st.plotly_chart(fig, key=chart_key(key), on_select="rerun", selection_mode=tuple(modes))
-    chosen = event.selection if event is not None else None
+    # Item access: the event is a dict-like state (and a plain dict in AppTest).
+    chosen = event["selection"] if event is not None else None
     if not chosen or not (chosen.get("points") or chosen.get("box")):
         return None
     generation = key + GENERATION_SUFFIX
