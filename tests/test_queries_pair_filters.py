@@ -27,3 +27,12 @@ def test_a_finding_keeps_the_pairs_it_was_found_on(analysis_store: sa.Engine) ->
     assert oversized[["trace", "pair", "tokens"]].values.tolist() == [["run-a", "5:0", 2500]]
     assert count_pairs(analysis_store, query=PairQuery(finding="oversized")) == 1
     assert count_pairs(analysis_store, query=PairQuery(finding="unknown_tool")) == 0
+
+
+def test_how_an_error_was_recognized_keeps_those_results(analysis_store: sa.Engine) -> None:
+    explicit = PairQuery(status="error", status_source="explicit")
+    assert count_pairs(analysis_store, query=explicit) == 4
+    inferred = list_pairs(
+        analysis_store, query=PairQuery(status="error", status_source="inferred")
+    )
+    assert inferred[["trace", "pair"]].values.tolist() == [["run-b", "1:0"], ["run-b", "5:0"]]

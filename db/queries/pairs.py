@@ -84,6 +84,8 @@ class PairQuery:
     min_tokens: int | None = None
     max_tokens: int | None = None
     finding: str | None = None
+    #: How the Tool Message's status was recognized (``explicit``, ``protocol``, ``inferred``).
+    status_source: str | None = None
 
 
 ALL_PAIRS = PairQuery()
@@ -97,6 +99,8 @@ def _result_conditions(q: PairQuery) -> list[ColumnElement[bool]]:
         conds.append(effective_error_type == q.error_type)
     if q.verdict:
         conds.append(effective_verdict == q.verdict)
+    if q.status_source:
+        conds.append(ToolResultRow.status_source == q.status_source)
     if q.min_tokens is not None:
         conds.append(ToolResultRow.tokens >= q.min_tokens)
     if q.max_tokens is not None:
@@ -107,8 +111,8 @@ def _result_conditions(q: PairQuery) -> list[ColumnElement[bool]]:
 def _needs_answer(q: PairQuery) -> bool:
     """True when a condition reads the call's Tool Message."""
     return bool(
-        q.status or q.error_type or q.verdict or q.min_tokens is not None
-        or q.max_tokens is not None or q.finding
+        q.status or q.error_type or q.verdict or q.status_source or q.finding
+        or q.min_tokens is not None or q.max_tokens is not None
     )  # fmt: skip
 
 
