@@ -32,7 +32,5 @@ def test_a_finding_keeps_the_pairs_it_was_found_on(analysis_store: sa.Engine) ->
 def test_how_an_error_was_recognized_keeps_those_results(analysis_store: sa.Engine) -> None:
     explicit = PairQuery(status="error", status_source="explicit")
     assert count_pairs(analysis_store, query=explicit) == 4
-    inferred = list_pairs(
-        analysis_store, query=PairQuery(status="error", status_source="inferred")
-    )
+    inferred = list_pairs(analysis_store, query=PairQuery(status="error", status_source="inferred"))
     assert inferred[["trace", "pair"]].values.tolist() == [["run-b", "1:0"], ["run-b", "5:0"]]

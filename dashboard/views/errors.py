@@ -177,9 +177,7 @@ st.subheader("How errors were recognized")
 left, right = st.columns([2, 3])
 with left:
     totals = charts.source_totals(sources)
-    point = picked_point(
-        selectable_chart(charts.error_sources_chart(sources), key="error_sources")
-    )
+    point = picked_point(selectable_chart(charts.error_sources_chart(sources), key="error_sources"))
     if point is not None:
         picked_source = str(totals.index[point[1]])
         state.open_filtered(pages.CALLS, {"status": "error", "source": picked_source})
