@@ -14,6 +14,7 @@ import pytest
 from dbfixture import open_app
 from page_support import captions, metrics
 
+from dashboard import pages
 from dashboard.render import escape_markdown
 from dashboard.selection import GENERATION_SUFFIX, brushed_range, picked_point
 from db.vocabulary import VERDICTS
@@ -179,4 +180,40 @@ def test_an_oversized_tool_lists_its_tool_messages_over_budget(
     assert _title(at) == ["Tool calls"]
     assert at.session_state["tool"] == "get_weather"
     assert at.session_state["tmin"] == 2001
+    assert _rows_caption(at).startswith("1 rows")
+
+
+def test_a_tool_of_the_loops_chart_becomes_the_tool_filter(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=pages.LOOPS.script, params={"k": "2"})
+    assert metrics(at)["Loops"] == "3"
+    # Tools by loops: get_weather, read_file, write_file (one loop each; ties by name).
+    select_points(at, "loops_by_tool", [{"curve_number": 0, "point_index": 1}])
+    assert not at.exception
+    assert at.session_state["tool"] == "read_file"
+    assert metrics(at)["Loops"] == "1"
+
+
+def test_a_tool_of_the_token_quantiles_lists_its_biggest_tool_messages(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=pages.TOKENS.script)
+    quantiles = at.dataframe(key="quantiles_table").value
+    select_row(at, "quantiles_table", quantiles["tool"].tolist().index("write_file"))
+    assert [t.value for t in at.title] == ["Tool calls"]
+    assert at.session_state["tool"] == "write_file"
+    assert (at.session_state["sort"], at.session_state["desc"]) == ("tokens", True)
+    assert _rows_caption(at).startswith("2 rows")
+
+
+def test_a_verdict_bar_of_the_suggestions_page_lists_those_results(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=pages.SUGGESTIONS.script)
+    # Curves by suggestion kind (sorted): missing_param (ignored, no next action),
+    # retry_after (followed, ignored), use_instead (followed).
+    select_points(at, "verdicts", [{"curve_number": 0, "point_index": 1}])
+    assert [t.value for t in at.title] == ["Tool calls"]
+    assert at.session_state["verdict"] == "no_next_action"
     assert _rows_caption(at).startswith("1 rows")
