@@ -117,7 +117,7 @@ def filters() -> Filters:
         return parse_query({k: v for k, v in values.items() if k not in TEXT_FILTERS})
 
 
-def apply_filters(values: Mapping[str, str | None]) -> NoReturn:
+def apply_filters(values: Mapping[str, str | int | bool | None]) -> NoReturn:
     """Set URL-bound widgets (sidebar filters, the Tool calls page's own filters) to
     ``values`` (``None`` clears one) and rerun the page: how a chart's brushed range
     becomes the ``since``/``until`` filter."""
@@ -126,12 +126,28 @@ def apply_filters(values: Mapping[str, str | None]) -> NoReturn:
 
 
 def open_filtered(
-    page: pages.Page, values: Mapping[str, str | None], params: Mapping[str, str] | None = None
+    page: pages.Page,
+    values: Mapping[str, str | int | bool | None],
+    params: Mapping[str, str] | None = None,
 ) -> NoReturn:
     """Switch to ``page`` with URL-bound widgets set to ``values`` and the other URL
-    parameters ``params``: a selected bar or table row opening the list of what it counts."""
+    parameters ``params``: a selected bar or table row opening the list of what it counts.
+
+    The values go into the new page's URL as well: a widget first drawn on that page takes the
+    value from Session State but would not write it to the address itself.
+    """
     st.session_state[PENDING_KEY] = dict(values)
-    st.switch_page(page.script, query_params=dict(params or {}))
+    shown = {k: url_text(v) for k, v in values.items() if v is not None}
+    st.switch_page(page.script, query_params={**shown, **dict(params or {})})
+
+
+def url_text(value: str | int | bool) -> str:
+    """How a bound widget writes ``value`` in the URL (``True`` → ``"true"``).
+
+    >>> url_text(True), url_text(2001)
+    ('true', '2001')
+    """
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def adopt_pending_values() -> None:
