@@ -109,7 +109,13 @@ def activity_chart(df: pd.DataFrame, unit: str) -> go.Figure:
         barmode="stack",
         height=HEIGHT,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
+        legend={
+            "orientation": "h",
+            "x": 0,
+            "y": 1.0,
+            "yanchor": "bottom",
+            "traceorder": "normal",
+        },  # fmt: skip
         dragmode="select",
         selectdirection="h",
         hovermode="closest",
