@@ -133,11 +133,14 @@ def open_filtered(
     """Switch to ``page`` with URL-bound widgets set to ``values`` and the other URL
     parameters ``params``: a selected bar or table row opening the list of what it counts.
 
-    The values go into the new page's URL as well: a widget first drawn on that page takes the
-    value from Session State but would not write it to the address itself.
+    The values of that page's own widgets go into its URL as well: a widget first drawn there
+    takes the value from Session State but would not write it to the address itself (the
+    sidebar's widgets, bound on every page, write theirs; Streamlit refuses them here).
     """
     st.session_state[PENDING_KEY] = dict(values)
-    shown = {k: url_text(v) for k, v in values.items() if v is not None}
+    shown = {
+        k: url_text(v) for k, v in values.items() if v is not None and k not in FILTER_PARAMS
+    }
     st.switch_page(page.script, query_params={**shown, **dict(params or {})})
 
 

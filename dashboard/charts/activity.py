@@ -115,7 +115,7 @@ def activity_chart(df: pd.DataFrame, unit: str) -> go.Figure:
             "y": 1.0,
             "yanchor": "bottom",
             "traceorder": "normal",
-        },  # fmt: skip
+        },
         dragmode="select",
         selectdirection="h",
         hovermode="closest",
