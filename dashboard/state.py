@@ -138,9 +138,7 @@ def open_filtered(
     sidebar's widgets, bound on every page, write theirs; Streamlit refuses them here).
     """
     st.session_state[PENDING_KEY] = dict(values)
-    shown = {
-        k: url_text(v) for k, v in values.items() if v is not None and k not in FILTER_PARAMS
-    }
+    shown = {k: url_text(v) for k, v in values.items() if v is not None and k not in FILTER_PARAMS}
     st.switch_page(page.script, query_params={**shown, **dict(params or {})})
 
 
