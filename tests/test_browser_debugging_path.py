@@ -138,3 +138,50 @@ def test_overview_bar_to_the_list_to_a_pair_to_the_next_problem_to_search_and_ba
         assert _heading(page) == [pages.TRACE.title]
         context.close()
         assert "Traceback" not in server.log()
+
+
+def test_a_range_brushed_on_the_overview_time_series_becomes_the_since_until_filter(
+    browser: Any, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    generate(tmp_path / "traces", seed=7)
+    files = sorted(p for p in (tmp_path / "traces").iterdir() if p.name != "ground_truth.json")
+    engine = make_engine(url)
+    assert import_paths(engine, files, origin="demo").traces == 60
+    engine.dispose()
+    with serve_dashboard(url, tmp_path / "server.log") as server:
+        context = new_context(browser)
+        page = context.new_page()
+        open_page(page, f"{server.url}{pages.OVERVIEW.path}", text=pages.OVERVIEW.title)
+        traces_before = page.locator('[data-testid="stMetricValue"]').first.text_content()
+        assert traces_before == "60"
+        # Drag across the left half of the Tool Messages plot (the drag layer of its x axis).
+        chart = page.locator('[data-testid="stPlotlyChart"]').first
+        chart.scroll_into_view_if_needed()
+        area = chart.locator("rect.nsewdrag").first.bounding_box()
+        y = area["y"] + area["height"] / 2
+        page.mouse.move(area["x"] + 2, y)
+        page.mouse.down()
+        page.mouse.move(area["x"] + area["width"] * 0.5, y, steps=8)
+        page.mouse.up()
+        # The two widgets write their parameters one after the other.
+        page.wait_for_function(
+            "() => location.search.includes('since=') && location.search.includes('until=')",
+            timeout=TIMEOUT_MS,
+        )
+        query = _query(page)
+        assert set(query) >= {"since", "until"}
+        assert query["since"][0] < query["until"][0]
+        since = page.locator('[data-testid="stSidebar"]').get_by_role("textbox", name="Since (UTC)")
+        since.wait_for(timeout=TIMEOUT_MS)
+        assert since.input_value() == query["since"][0]
+        # The chips say the figures are narrowed; fewer traces started in the range.
+        page.get_by_role("button", name=f"Since: {query['since'][0]}").wait_for(timeout=TIMEOUT_MS)
+        page.wait_for_function(
+            "() => document.querySelector('[data-testid=\"stMetricValue\"]').textContent !== '60'",
+            timeout=TIMEOUT_MS,
+        )
+        save_screenshot(page, SCREENSHOTS / "overview-brushed.png")
+        assert page.locator(ERROR_BOXES).count() == 0
+        context.close()
+        assert "Traceback" not in server.log()
