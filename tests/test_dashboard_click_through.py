@@ -217,3 +217,13 @@ def test_a_verdict_bar_of_the_suggestions_page_lists_those_results(
     assert [t.value for t in at.title] == ["Tool calls"]
     assert at.session_state["verdict"] == "no_next_action"
     assert _rows_caption(at).startswith("1 rows")
+
+
+def test_traces_without_timestamps_say_so_instead_of_a_time_series(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, params={"agent": "coder"})
+    assert not at.exception
+    assert metrics(at)["Traces"] == "1"  # run-c
+    assert "No Tool Message has a time (the formats imported carry no timestamps)." in captions(at)
+    assert not any(c.startswith("Per ") for c in captions(at))
