@@ -1,8 +1,11 @@
 """Dashboard state: the database, the shared filters kept in the URL, and cached queries.
 
 The URL is the state: the sidebar widgets are bound to query parameters (``start``, ``end``,
-``import``, ``agent``, ``model``, ``tool``, ``k``, ``budget``), so a copied link opens the same
-view; the selected trace and pair travel as ``trace`` and ``pair``. Pages read the filters with
+``since``, ``until``, ``import``, ``agent``, ``model``, ``tool``, ``k``, ``budget``), so a copied
+link opens the same view; the selected trace and pair travel as ``trace`` and ``pair``. A chart
+or table that filters what it counts sets those widgets through :func:`apply_filters` /
+:func:`open_filtered` (a bound widget keeps its own value over the URL on a rerun, so the value
+is put in Session State before the widget is drawn). Pages read the filters with
 :func:`filters` and run every query through :func:`query` (cached for a minute, keyed by the
 database URL and the arguments).
 """
@@ -13,7 +16,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any, NoReturn, TypeVar
 
@@ -24,7 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from dashboard import pages
 from dashboard.render import escape_markdown
 from db.engine import DEFAULT_DB_PATH, display_url, make_engine, resolve_url
-from db.filters import Filters, parse_query
+from db.filters import FilterQueryError, Filters, parse_query
 from db.queries.traces import filter_choices, import_choices, trace_count
 from db.vocabulary import (
     DEFAULT_ENCODING,
@@ -34,9 +37,15 @@ from db.vocabulary import (
 )
 
 #: Query parameters bound to the shared sidebar widgets.
-FILTER_PARAMS = ("start", "end", "import", "agent", "model", "tool", "k", "budget")
+FILTER_PARAMS = (
+    "start", "end", "since", "until", "import", "agent", "model", "tool", "k", "budget",
+)  # fmt: skip
 #: The sidebar's trace filters (the query parameters :func:`db.filters.parse_query` reads).
-SIDEBAR_FILTERS = ("start", "end", "import", "agent", "model", "tool")
+SIDEBAR_FILTERS = ("start", "end", "since", "until", "import", "agent", "model", "tool")
+#: The sidebar filters typed as text (a brushed time range, ``2026-11-30T09:05``).
+TEXT_FILTERS = ("since", "until")
+#: Session State key of widget values to set before the widgets are drawn (next run).
+PENDING_KEY = "_pending_widget_values"
 
 T = TypeVar("T")
 
@@ -105,7 +114,53 @@ def filters() -> Filters:
     the end date is inclusive for the user and the filter ends at the next midnight (UTC).
     """
     get = st.session_state.get
-    return parse_query({name: get(name) for name in SIDEBAR_FILTERS})
+    values = {name: get(name) for name in SIDEBAR_FILTERS}
+    try:
+        return parse_query(values)
+    except FilterQueryError as exc:  # a mistyped since/until: said in the sidebar, left out
+        st.sidebar.error(str(exc), icon=":material/error:")
+        return parse_query({k: v for k, v in values.items() if k not in TEXT_FILTERS})
+
+
+def apply_filters(values: Mapping[str, str | int | bool | None]) -> NoReturn:
+    """Set URL-bound widgets (sidebar filters, the Tool calls page's own filters) to
+    ``values`` (``None`` clears one) and rerun the page: how a chart's brushed range
+    becomes the ``since``/``until`` filter."""
+    st.session_state[PENDING_KEY] = dict(values)
+    st.rerun()
+
+
+def open_filtered(
+    page: pages.Page,
+    values: Mapping[str, str | int | bool | None],
+    params: Mapping[str, str] | None = None,
+) -> NoReturn:
+    """Switch to ``page`` with URL-bound widgets set to ``values`` and the other URL
+    parameters ``params``: a selected bar or table row opening the list of what it counts.
+
+    The values of that page's own widgets go into its URL as well: a widget first drawn there
+    takes the value from Session State but would not write it to the address itself (the
+    sidebar's widgets, bound on every page, write theirs; Streamlit refuses them here).
+    """
+    st.session_state[PENDING_KEY] = dict(values)
+    shown = {k: url_text(v) for k, v in values.items() if v is not None and k not in FILTER_PARAMS}
+    st.switch_page(page.script, query_params={**shown, **dict(params or {})})
+
+
+def url_text(value: str | int | bool) -> str:
+    """How a bound widget writes ``value`` in the URL (``True`` → ``"true"``).
+
+    >>> url_text(True), url_text(2001)
+    ('true', '2001')
+    """
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def adopt_pending_values() -> None:
+    """Put the values :func:`apply_filters` / :func:`open_filtered` left into Session State;
+    runs before any widget is drawn (``app.py``), as a drawn widget's state cannot be set."""
+    for key, value in st.session_state.pop(PENDING_KEY, {}).items():
+        st.session_state[key] = ("" if key in TEXT_FILTERS else None) if value is None else value
 
 
 def loop_k() -> int:
@@ -175,8 +230,10 @@ def sidebar() -> None:
     """Draw the shared filters and analysis settings in the sidebar, bound to the URL.
 
     Choices come from small DISTINCT queries; a URL value that is not a current choice is
-    dropped by Streamlit (and so is the filter).
+    dropped by Streamlit (and so is the filter). Values a chart or table asked for
+    (:func:`open_filtered`) are put in place first, before any widget is drawn.
     """
+    adopt_pending_values()
     try:
         choices = query(filter_choices)
         imports = query(import_choices)
@@ -207,6 +264,17 @@ def sidebar() -> None:
     caption = _import_caption(imports, chosen)
     if caption:
         bar.caption(escape_markdown(caption))
+    # A range brushed on a time chart, to the minute; editable here.
+    left, right = bar.columns(2)
+    for where, name, label in ((left, "since", "Since"), (right, "until", "Until")):
+        where.text_input(
+            f"{label} (UTC)",
+            key=name,
+            bind="query-params",
+            placeholder="YYYY-MM-DDTHH:MM",
+            help="Traces that started in this range (brush a time chart to set it); "
+            "until is exclusive.",
+        )
     for name, label in (("agent", "Agent"), ("model", "Model"), ("tool", "Tool")):
         bar.selectbox(
             label,

@@ -208,14 +208,14 @@ def setting_slider(
 
 #: Labels of the sidebar's filters on their chips (:func:`filter_chips`).
 CHIP_LABELS = {
-    "start": "From", "end": "To", "import": "Import", "agent": "Agent", "model": "Model",
-    "tool": "Tool",
+    "start": "From", "end": "To", "since": "Since", "until": "Until", "import": "Import",
+    "agent": "Agent", "model": "Model", "tool": "Tool",
 }  # fmt: skip
 
 
 def _clear_filter(name: str) -> None:
     # The widget is bound to the URL: setting its state also removes the URL parameter.
-    st.session_state[name] = None
+    st.session_state[name] = "" if name in state.TEXT_FILTERS else None
 
 
 def active_filters() -> list[tuple[str, str]]:

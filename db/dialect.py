@@ -18,6 +18,7 @@ from sqlalchemy import (
     Connection,
     Engine,
     Float,
+    Integer,
     String,
     Table,
     bindparam,
@@ -511,3 +512,30 @@ def seconds_between(start: Any, end: Any) -> ColumnElement[float]:
     """The seconds from timestamp ``start`` to ``end`` (NULL when either is), to the
     millisecond; composed without a connection, spelled per database when compiled."""
     return SecondsBetween(start, end)
+
+
+class EpochSeconds(ColumnElement[int]):
+    """Whole seconds since 1970-01-01 UTC of a timestamp (see :func:`epoch_seconds`)."""
+
+    inherit_cache = True
+    type = Integer()
+
+    def __init__(self, moment: Any) -> None:
+        self.moment = moment
+
+
+@compiles(EpochSeconds, "sqlite")
+def _sqlite_epoch_seconds(element: EpochSeconds, compiler: Any, **kw: Any) -> str:
+    # Stored as naive UTC text; strftime('%s') reads it as UTC.
+    return f"CAST(strftime('%s', {compiler.process(element.moment, **kw)}) AS INTEGER)"
+
+
+@compiles(EpochSeconds, "postgresql")
+def _postgresql_epoch_seconds(element: EpochSeconds, compiler: Any, **kw: Any) -> str:
+    return f"CAST(floor(EXTRACT(EPOCH FROM {compiler.process(element.moment, **kw)})) AS BIGINT)"
+
+
+def epoch_seconds(moment: Any) -> ColumnElement[int]:
+    """Whole seconds since the epoch of the timestamp ``moment`` (NULL stays NULL), as an
+    integer on both databases, so bucket arithmetic (``// 3600``) agrees between them."""
+    return EpochSeconds(moment)

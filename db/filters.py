@@ -1,5 +1,9 @@
 """The shared filters every view applies (time range, import, agent, model, tool, tag).
 
+Two time ranges, both by the trace's start: ``start``/``end`` are whole days (the sidebar's date
+pickers), ``since``/``until`` are minutes (a range brushed on a time chart); a trace must lie in
+both.
+
 A :class:`Filters` value is plain data. It round-trips through a URL query string
 (:func:`parse_query` / :func:`format_query`): the dashboard's URL-bound sidebar and the
 ``toollens compare --baseline import=3`` filters are written the same way. The
@@ -37,6 +41,10 @@ class Filters:
     tag: str | None = None
     #: Traces whose metadata has this ``key:value`` (a top-level key; the value as text).
     meta: str | None = None
+    #: Traces that started at or after this instant (a brushed range; minutes, UTC).
+    since: datetime | None = None
+    #: Traces that started before this instant (a brushed range; minutes, UTC).
+    until: datetime | None = None
 
     def is_empty(self) -> bool:
         """True when nothing is filtered."""
@@ -46,7 +54,11 @@ class Filters:
 NO_FILTERS = Filters()
 
 #: Query parameters of a filter, in the order :func:`format_query` writes them.
-QUERY_PARAMS = ("import", "start", "end", "agent", "model", "tool", "tag", "meta")
+QUERY_PARAMS = (
+    "import", "start", "end", "agent", "model", "tool", "tag", "meta", "since", "until",
+)  # fmt: skip
+#: How ``since`` and ``until`` are written: ISO 8601 to the minute, UTC (``2026-11-30T09:05``).
+INSTANT_FORMAT = "%Y-%m-%dT%H:%M"
 
 
 class FilterQueryError(ValueError):
@@ -62,6 +74,32 @@ def _day(name: str, value: str | date) -> date:
         raise FilterQueryError(f"{name}={value!r}: not a date (YYYY-MM-DD)") from None
 
 
+def _instant(name: str, value: str | date) -> datetime:
+    """An ISO 8601 instant (``2026-11-30T09:05``; a day is its midnight), in UTC when no
+    offset is given."""
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        moment = _midnight(value)
+    else:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise FilterQueryError(
+                f"{name}={value!r}: not a time (YYYY-MM-DDTHH:MM, UTC)"
+            ) from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def instant_text(moment: datetime) -> str:
+    """How ``since``/``until`` write an instant: ``2026-11-30T09:05`` (UTC, to the minute).
+
+    >>> instant_text(datetime(2026, 11, 30, 9, 5, 59, tzinfo=UTC))
+    '2026-11-30T09:05'
+    """
+    return moment.astimezone(UTC).strftime(INSTANT_FORMAT)
+
+
 def _midnight(day: date) -> datetime:
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
@@ -70,12 +108,13 @@ def parse_query(query: str | Mapping[str, str | date | None]) -> Filters:
     """The filters a URL query string (or its parsed parameters) describes.
 
     ``start`` and ``end`` are days (UTC); the end day is inclusive, so the filter ends at the
-    next midnight. Empty values mean "all"; unknown parameters are an error, so that a typo
-    never silently compares everything.
+    next midnight. ``since`` (inclusive) and ``until`` (exclusive) are instants
+    (``2026-11-30T09:05``, UTC unless an offset is given). Empty values mean "all"; unknown
+    parameters are an error, so that a typo never silently compares everything.
 
     >>> parse_query("import=3&end=2026-01-31")
     Filters(start=None, end=datetime.datetime(2026, 2, 1, 0, 0, tzinfo=datetime.timezone.utc), \
-import_id=3, agent=None, model=None, tool=None, tag=None, meta=None)
+import_id=3, agent=None, model=None, tool=None, tag=None, meta=None, since=None, until=None)
     """
     params: Mapping[str, str | date | None]
     if isinstance(query, str):
@@ -103,6 +142,10 @@ import_id=3, agent=None, model=None, tool=None, tag=None, meta=None)
         value = given.get(name)
         return None if value is None else str(value)
 
+    def instant(name: str) -> datetime | None:
+        value = given.get(name)
+        return None if value is None else _instant(name, value)
+
     return Filters(
         start=None if start is None else _midnight(_day("start", start)),
         end=None if end is None else _midnight(_day("end", end)) + timedelta(days=1),
@@ -112,6 +155,8 @@ import_id=3, agent=None, model=None, tool=None, tag=None, meta=None)
         tool=text("tool"),
         tag=text("tag"),
         meta=_meta(text("meta")),
+        since=instant("since"),
+        until=instant("until"),
     )
 
 
@@ -140,6 +185,8 @@ def format_query(f: Filters) -> str:
         "tool": f.tool,
         "tag": f.tag,
         "meta": f.meta,
+        "since": None if f.since is None else instant_text(f.since),
+        "until": None if f.until is None else instant_text(f.until),
     }
     return urlencode([(k, str(values[k])) for k in QUERY_PARAMS if values[k] not in (None, "")])
 
@@ -150,12 +197,16 @@ def describe(f: Filters) -> str:
 
 
 def trace_conditions(f: Filters) -> list[ColumnElement[bool]]:
-    """Conditions on ``traces`` (time range by the trace's start, import, agent, model)."""
+    """Conditions on ``traces`` (time ranges by the trace's start, import, agent, model)."""
     conds: list[ColumnElement[bool]] = []
     if f.start is not None:
         conds.append(TraceRow.started_at >= f.start)
     if f.end is not None:
         conds.append(TraceRow.started_at < f.end)
+    if f.since is not None:
+        conds.append(TraceRow.started_at >= f.since)
+    if f.until is not None:
+        conds.append(TraceRow.started_at < f.until)
     if f.import_id is not None:
         conds.append(TraceRow.import_id == f.import_id)
     if f.agent:

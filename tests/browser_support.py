@@ -281,13 +281,17 @@ def chromium_version() -> str:
 #: imports 1 and 2 are the baseline and candidate populations of
 #: ``ingest.scenarios.populations`` (the demo store has one import).
 DOCS_SHOTS: tuple[tuple[str, str, int], ...] = (
-    (pages.OVERVIEW.key, pages.OVERVIEW.path, 1140),
+    (pages.OVERVIEW.key, pages.OVERVIEW.path, 1500),
     (pages.TRACE.key, f"{pages.TRACE.path}?trace=demo-050-protocol_ignored&pair=2:0", 1180),
-    (pages.ERRORS.key, pages.ERRORS.path, 1150),
+    # Arrived at an error group (as from the Overview): highlighted at the top.
+    (pages.ERRORS.key, f"{pages.ERRORS.path}?fingerprint=Bash%3A+Error", 1150),
     (pages.LOOPS.key, f"{pages.LOOPS.path}?k=3", 1100),
     (pages.TOKENS.key, pages.TOKENS.path, 1000),
     (pages.SUGGESTIONS.key, pages.SUGGESTIONS.path, 1000),
     (pages.CALLS.key, pages.CALLS.path, 900),
+    (pages.SEARCH.key, f"{pages.SEARCH.path}?q=gift+card+balance", 900),
+    (pages.IMPORTS.key, pages.IMPORTS.path, 900),
+    (pages.REVIEW.key, pages.REVIEW.path, 900),
     (pages.COMPARE.key, f"{pages.COMPARE.path}?baseline=import%3D1&candidate=import%3D2", 1180),
 )
 DOCS_WIDTH = 1440

@@ -85,7 +85,8 @@ def test_a_filter_query_reads_every_field_and_writes_back_the_same_query() -> No
     [
         (
             "imprt=3",
-            "imprt: unknown filter (use import, start, end, agent, model, tool, tag, meta)",
+            "imprt: unknown filter "
+            "(use import, start, end, agent, model, tool, tag, meta, since, until)",
         ),
         ("meta=staging", "meta='staging': write it as key:value (a metadata key)"),
         ("import=three", "import='three': not an import id"),
@@ -290,7 +291,7 @@ def test_the_json_report_holds_every_difference_and_what_failed(two_runs: str) -
     [
         (["--baseline", "imprt=1", "--candidate", "import=2"],
          "Error: filter: imprt: unknown filter "
-         "(use import, start, end, agent, model, tool, tag, meta)"),
+         "(use import, start, end, agent, model, tool, tag, meta, since, until)"),
         (["--baseline", "import=1", "--candidate", "import=2", "--fail-on", "errors"],
          "Error: --fail-on: unknown metric 'errors'"),
     ],
@@ -363,7 +364,7 @@ def test_the_page_names_a_filter_it_cannot_read_and_waits_for_both(
     assert [e.value for e in at.error] == [
         escape_markdown(
             "[x](https://e.x): unknown filter "
-            "(use import, start, end, agent, model, tool, tag, meta)"
+            "(use import, start, end, agent, model, tool, tag, meta, since, until)"
         )
     ]
     assert not at.metric

@@ -40,15 +40,20 @@ def test_errors_page_metrics_match_the_summary(
     ]
 
 
-def test_errors_over_time_default_to_hours_and_say_what_is_left_out(
+def test_errors_over_time_are_on_a_continuous_hourly_axis_and_say_what_is_left_out(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
     at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
-    assert at.segmented_control(key="errors_axis").value == "hour"
-    assert chart_spec(at, 2)["layout"]["xaxis"]["categoryarray"] == [
-        "2025-01-01 10:00",
-        "2025-01-02 09:00",
+    assert at.segmented_control(key="errors_axis").value == "time"
+    spec = chart_spec(at, 2)
+    assert spec["layout"]["xaxis"]["type"] == "date"
+    assert spec["layout"]["dragmode"] == "select"
+    # One trace per error type; each bar stands over the middle of its hour.
+    assert [(t["name"], t["x"], t["y"]) for t in spec["data"]] == [
+        ("rate_limit", ["2025-01-01T10:30:00", "2025-01-02T09:30:00"], [2, 1]),
+        ("invalid_params", ["2025-01-02T09:30:00"], [1]),
     ]
+    assert spec["data"][0]["width"] == [3_600_000 * 0.9] * 2
     note = (
         "2 errors come from traces without timestamps and are not on this axis; the import "
         "axis shows every error."
@@ -60,6 +65,58 @@ def test_errors_over_time_default_to_hours_and_say_what_is_left_out(
     assert note not in captions(at)
 
 
+def test_a_bar_of_errors_over_time_filters_to_its_hour(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    # invalid_params (trace 1), its only bar: 2025-01-02 09:00.
+    at.session_state["errors_over_time__0"] = {
+        "selection": {
+            "points": [{"curve_number": 1, "point_index": 0}],
+            "point_indices": [0],
+            "box": [],
+            "lasso": [],
+        }
+    }
+    at.run()
+    assert not at.exception
+    assert (at.session_state["since"], at.session_state["until"]) == (
+        "2025-01-02T09:00",
+        "2025-01-02T10:00",
+    )
+    assert at.metric[0].value == "2"  # run-b's two errors
+
+
+def test_a_bar_of_error_types_by_tool_lists_those_errors(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    # rate_limit is trace 0 (taxonomy order), get_weather its first tool.
+    at.session_state["errors_by_tool__0"] = {
+        "selection": {
+            "points": [{"curve_number": 0, "point_index": 0}],
+            "point_indices": [0],
+            "box": [],
+            "lasso": [],
+        }
+    }
+    at.run()
+    assert [t.value for t in at.title] == ["Tool calls"]
+    assert at.session_state["tool"] == "get_weather"
+    assert (at.session_state["status"], at.session_state["error_type"]) == ("error", "rate_limit")
+    assert any(c.startswith("3 rows") for c in captions(at))
+
+
+def test_a_row_of_how_errors_were_recognized_lists_those_errors(
+    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+) -> None:
+    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    select_row(at, "sources_table", 1)  # inferred, http_429
+    assert [t.value for t in at.title] == ["Tool calls"]
+    assert (at.session_state["status"], at.session_state["source"]) == ("error", "inferred")
+    assert any(c.startswith("2 rows") for c in captions(at))
+
+
 def test_a_fingerprint_in_the_url_lists_its_occurrences(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
@@ -68,6 +125,9 @@ def test_a_fingerprint_in_the_url_lists_its_occurrences(
     )
     assert not at.exception
     assert at.code[0].value == RATE_LIMITED
+    # At the top of the page, highlighted: the first table of the page.
+    assert at.dataframe[0].key == "occurrences_table"
+    assert "my_location: Selected error group" in at.markdown[0].value
     occurrences = at.dataframe(key="occurrences_table").value
     assert list(zip(occurrences["trace"], occurrences["pair"], strict=True)) == [
         ("run-a", "1:0"),
@@ -97,7 +157,7 @@ def test_closing_the_drill_down_clears_the_url_and_the_selection(
     at.button(key="close_fingerprint").click().run()
     assert not at.exception
     assert "fingerprint" not in at.query_params
-    assert [t.key for t in at.dataframe] == [None, "fingerprints_0_1"]
+    assert [t.key for t in at.dataframe] == ["fingerprints_0_1", "sources_table"]
     at.run()
     assert "fingerprint" not in at.query_params
 

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from dashboard import palette
 from dashboard.charts.plot_text import plot_text, plot_texts
+from db.queries.activity import BUCKET_SECONDS
 from db.vocabulary import ERROR_TYPES, STATUS_SOURCES
 
 #: A horizontal legend above the plot, entries in the order the traces were added.
@@ -32,6 +33,17 @@ def ordered_error_types(types: pd.Series) -> list[str]:
     return known + sorted(present - set(known))
 
 
+def by_tool_points(df: pd.DataFrame) -> list[tuple[str, list[str]]]:
+    """The traces of :func:`error_types_by_tool_chart`, in drawing order: each error type
+    with its tools, point by point (a selected point's ``curve_number`` and ``point_index``)."""
+    tools = list(dict.fromkeys(df["tool"]))
+    out = []
+    for error_type in ordered_error_types(df["error_type"]):
+        present = set(df.loc[df["error_type"] == error_type, "tool"])
+        out.append((error_type, [t for t in tools if t in present]))
+    return out
+
+
 def error_types_by_tool_chart(df: pd.DataFrame) -> go.Figure:
     """Stacked horizontal bars: errors per tool, one segment per error type.
 
@@ -40,14 +52,14 @@ def error_types_by_tool_chart(df: pd.DataFrame) -> go.Figure:
     """
     tools = list(dict.fromkeys(df["tool"]))
     fig = go.Figure()
-    for error_type in ordered_error_types(df["error_type"]):
+    for error_type, with_type in by_tool_points(df):
         part = df[df["error_type"] == error_type]
         counts = dict(zip(part["tool"], part["errors"], strict=True))
         fig.add_trace(
             go.Bar(
                 name=plot_text(error_type),
-                y=[plot_text(t) for t in tools if t in counts],
-                x=[int(counts[t]) for t in tools if t in counts],
+                y=[plot_text(t) for t in with_type],
+                x=[int(counts[t]) for t in with_type],
                 orientation="h",
                 marker_color=palette.color("error_type", error_type),
                 # The trace's own (escaped) name: trace text never becomes template text.
@@ -100,14 +112,70 @@ def errors_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
     return fig
 
 
+def over_time_points(df: pd.DataFrame) -> list[list[int]]:
+    """The rows of ``df`` each trace of :func:`error_types_over_time_chart` draws, in drawing
+    order (a selected point's ``curve_number`` and ``point_index``)."""
+    return [
+        [int(i) for i in df.index[df["error_type"] == error_type]]
+        for error_type in ordered_error_types(df["error_type"])
+    ]
+
+
+def error_types_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
+    """Stacked bars of errors per error type on a continuous time axis: each bar over its
+    whole ``unit`` bucket, a bucket without errors an empty stretch of the axis.
+
+    ``df`` has columns ``start`` (the bucket's start), ``error_type``, ``errors`` (the frame of
+    :func:`db.queries.activity.error_types_over_time`); dragging brushes a time range.
+    """
+    width_ms = BUCKET_MS[unit]
+    starts = pd.to_datetime(df["start"], utc=True).dt.tz_localize(None)
+    fig = go.Figure()
+    for error_type, rows in zip(
+        ordered_error_types(df["error_type"]), over_time_points(df), strict=True
+    ):
+        fig.add_trace(
+            go.Bar(
+                name=plot_text(error_type),
+                x=starts[rows] + pd.to_timedelta(width_ms / 2, unit="ms"),
+                y=[int(df.at[i, "errors"]) for i in rows],
+                width=[width_ms * 0.9] * len(rows),
+                marker_color=palette.color("error_type", error_type),
+                hovertemplate="%{x}<br>%{fullData.name}: %{y:,}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="stack",
+        xaxis={"type": "date", "title": f"per {unit} (UTC)"},
+        yaxis={"title": "errors", "tickformat": ",d"},
+        legend={"title": {"text": "error type"}, "traceorder": "normal"},
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        dragmode="select",
+        selectdirection="h",
+    )
+    return fig
+
+
+#: Milliseconds per time bucket (:data:`db.queries.activity.BUCKET_SECONDS`).
+BUCKET_MS = {unit: seconds * 1000 for unit, seconds in BUCKET_SECONDS.items()}
+
+
+def source_totals(df: pd.DataFrame) -> pd.Series:
+    """Errors per status source of ``df`` (``status_source``, ``rule``, ``errors``), in
+    vocabulary order then by name: the bars of :func:`error_sources_chart`, in order."""
+    totals = df.groupby("status_source")["errors"].sum()
+    order = [s for s in STATUS_SOURCES if s in totals.index]
+    order += sorted(set(totals.index) - set(order))
+    return totals.reindex(order)
+
+
 def error_sources_chart(df: pd.DataFrame) -> go.Figure:
     """Bars: errors by how they were recognized (explicit flag, protocol, inferred by a rule).
 
     ``df`` has columns ``status_source``, ``rule``, ``errors``; rules are summed per source.
     """
-    totals = df.groupby("status_source")["errors"].sum()
-    sources = [s for s in STATUS_SOURCES if s in totals.index]
-    sources += sorted(set(totals.index) - set(sources))
+    totals = source_totals(df)
+    sources = [str(s) for s in totals.index]
     fig = go.Figure(
         go.Bar(
             x=plot_texts(sources),

@@ -1,9 +1,11 @@
 """Tool calls: every call beside its Tool Message, filtered, sorted and paged in SQL.
 
-Selecting a row opens that pair on the Trace page. The table's own filters are bound to the URL
-like the shared ones, so a filtered, sorted page is a link too. The CSV and Parquet downloads
-hold every row the filters match (up to ``files_ui.TABLE_DOWNLOAD_MAX_ROWS``), not just this
-page; they are read from the database only when a download is clicked.
+Selecting a row opens that pair on the Trace page. The table's own filters (status, error type,
+pair state, verdict, finding, a token range, how the status was recognized) are bound to the
+URL like the shared ones, so a filtered, sorted page is a link too, and the charts and tables
+of other pages open it filtered to what they count. The CSV and Parquet downloads hold every
+row the filters match (up to ``files_ui.TABLE_DOWNLOAD_MAX_ROWS``), not just this page; they
+are read from the database only when a download is clicked.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from db.queries.pairs import (
     pair_choices,
     pair_table,
 )
+from db.vocabulary import FINDING_KINDS, STATUS_SOURCES
 
 PAGE_SIZE = 100
 
@@ -71,6 +74,45 @@ trace_text = row[5].text_input(
     "Trace id contains", key="q", bind="query-params", placeholder="e.g. orders-7"
 )
 
+row = st.columns([3, 2, 2, 2, 3])
+finding = row[0].selectbox(
+    "Finding",
+    FINDING_KINDS,
+    index=None,
+    key="finding",
+    bind="query-params",
+    placeholder="Any",
+    format_func=render.humanize,
+    help="pairs with a finding of this kind, on the call or on its Tool Message",
+)
+min_tokens = row[1].number_input(
+    "Tokens from",
+    min_value=0,
+    value=None,
+    step=100,
+    key="tmin",
+    bind="query-params",
+    help="Tool Messages of at least this many tokens",
+)
+max_tokens = row[2].number_input(
+    "Tokens below",
+    min_value=1,
+    value=None,
+    step=100,
+    key="tmax",
+    bind="query-params",
+    help="Tool Messages of fewer tokens than this",
+)
+status_source = row[3].selectbox(
+    "Recognized by",
+    STATUS_SOURCES,
+    index=None,
+    key="source",
+    bind="query-params",
+    placeholder="Any",
+    help="how the status was decided: flagged by the source, the protocol, or a text rule",
+)
+
 row = st.columns([2, 2, 2, 4], vertical_alignment="bottom")
 sort = row[0].selectbox(
     "Sort by", SORT_KEYS, key="sort", bind="query-params", format_func=render.humanize
@@ -86,6 +128,10 @@ pq = PairQuery(
     kind=kind,
     sort=sort,
     descending=descending,
+    min_tokens=None if min_tokens is None else int(min_tokens),
+    max_tokens=None if max_tokens is None else int(max_tokens),
+    finding=finding,
+    status_source=status_source,
 )
 total = state.query(count_pairs, f, pq)
 pages = max(1, -(-total // PAGE_SIZE))

@@ -1,23 +1,35 @@
-"""Errors: error types by tool and over time, how errors were recognized, and grouped errors.
+"""Errors: grouped errors first, then error types by tool and over time, and how errors were
+recognized.
 
 Errors are grouped by fingerprint (tool + first line with ids, numbers and quotes masked): one
-row per "same error", with how many traces it hit. Selecting a group lists its occurrences;
-selecting an occurrence opens it on the Trace page. The selected group is the ``fingerprint``
-URL parameter, so a drill-down is a link too.
+row per "same error", with how many traces it hit. Selecting a group lists its occurrences in a
+highlighted box at the top of the page, where a link from another page (the Overview's most
+frequent errors) lands too; selecting an occurrence opens it on the Trace page. The selected
+group is the ``fingerprint`` URL parameter, so a drill-down is a link too. A bar of the charts
+opens the Tool calls page on those errors; brushing (or clicking) the time axis sets the
+``since``/``until`` filter.
 """
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
-from dashboard import render, state, widgets
+from dashboard import pages, render, state, widgets
 from dashboard.charts import errors as charts
+from dashboard.palette import TONE
+from dashboard.selection import brushed_range, picked_point, selectable_chart
 from db.corrections import correction_counts
+from db.queries import activity
 from db.queries import errors as q
+from db.queries.common import UNCLASSIFIED
 
 FINGERPRINT_PAGE = 25
 OCCURRENCE_PAGE = 50
-TIME_UNITS = ("hour", "day", "import")
+#: The time axis: time (buckets following the range) or the import of each trace.
+TIME_AXES = ("time", "import")
+#: Key of the highlighted box of the selected error group (tests find it by its class).
+GROUP_KEY = "error_group_here"
 
 OCCURRENCE_COLUMNS = (
     "trace", "pair", "tool", "error_type", "status_source", "rule", "timestamp", "content",
@@ -75,49 +87,39 @@ if corrected:
         "and charts use the corrected types."
     )
 
-# Full width: beside another chart the tool names and the legend leave the bars no room.
-st.subheader("Error types by tool")
-by_tool = state.query(q.error_types_by_tool, f)
-st.plotly_chart(charts.error_types_by_tool_chart(by_tool), key="errors_by_tool")
-
-st.subheader("How errors were recognized")
-left, right = st.columns([2, 3])
-with left:
-    st.plotly_chart(charts.error_sources_chart(sources), key="error_sources")
-with right:
-    st.dataframe(
-        sources,
-        hide_index=True,
-        placeholder=widgets.EMPTY_CELL,
-        height=widgets.table_height(len(sources), max_rows=7),
-        column_config={
-            "status_source": st.column_config.TextColumn("Recognized by"),
-            "rule": st.column_config.TextColumn("Rule", help="the rule that decided the status"),
-            "errors": widgets.count_column("Errors"),
-        },
-    )
-
-st.subheader("Errors over time")
-natural = state.query(q.error_time_unit, f)
-unit = st.segmented_control(
-    "Time axis",
-    TIME_UNITS,
-    default=natural,
-    key="errors_axis",
-    help="import: by the import that brought each trace (for traces without timestamps)",
-)
-unit = unit or natural
-timeline = state.query(q.errors_over_time, f, unit=unit)
-placed = int(timeline["errors"].sum()) if not timeline.empty else 0
-if timeline.empty:
-    st.caption("No error has a timestamp; choose the import axis.")
-else:
-    st.plotly_chart(charts.errors_over_time_chart(timeline, unit), key="errors_over_time")
-if placed < errors and unit != "import":
-    st.caption(
-        f"{errors - placed:,} errors come from traces without timestamps and are not on this "
-        "axis; the import axis shows every error."
-    )
+fingerprint = st.query_params.get("fingerprint")
+if fingerprint:
+    # At the top, highlighted: a link from another page lands on the group it names.
+    box = st.container(border=True, key=GROUP_KEY)
+    top = box.columns([5, 1], vertical_alignment="center")
+    top[0].markdown(f":{TONE['highlight']}-badge[:material/my_location: Selected error group]")
+    top[1].button("Close", key="close_fingerprint", on_click=close_drill_down)
+    box.code(fingerprint, language=None, wrap_lines=True)
+    count = state.query(q.count_fingerprint_occurrences, fingerprint, f)
+    with box:
+        offset = widgets.page_offset(count, OCCURRENCE_PAGE, key="occ_page", noun="occurrences")
+        found = state.query(
+            q.fingerprint_occurrences, fingerprint, f, limit=OCCURRENCE_PAGE, offset=offset
+        )
+        if count == 0:
+            st.info("This error does not occur under the current filters.")
+        else:
+            st.caption("Select an occurrence to open it in its trace.")
+            widgets.trace_table(
+                found,
+                key="occurrences_table",
+                column_order=OCCURRENCE_COLUMNS,
+                column_config={
+                    "trace": st.column_config.TextColumn("Trace"),
+                    "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
+                    "tool": st.column_config.TextColumn("Tool"),
+                    "error_type": st.column_config.TextColumn("Error type"),
+                    "status_source": st.column_config.TextColumn("Recognized by"),
+                    "rule": st.column_config.TextColumn("Rule"),
+                    "timestamp": st.column_config.DatetimeColumn("Time (UTC)"),
+                    "content": st.column_config.TextColumn("Tool Message", width="large"),
+                },
+            )
 
 st.subheader("Same error, many traces")
 st.caption("Errors grouped by fingerprint. Select a row to list its occurrences.")
@@ -147,35 +149,98 @@ event = st.dataframe(
 )
 chosen = event.selection.rows if event is not None else []
 if chosen:
-    st.query_params["fingerprint"] = str(groups.iloc[chosen[0]]["fingerprint"])
-fingerprint = st.query_params.get("fingerprint")
+    picked_group = str(groups.iloc[chosen[0]]["fingerprint"])
+    if picked_group != fingerprint:
+        # The group is shown above the table: draw the page again with it.
+        st.query_params["fingerprint"] = picked_group
+        st.rerun()
 
-if fingerprint:
-    st.subheader("Occurrences")
-    top = st.columns([5, 1])
-    top[0].code(fingerprint, language=None, wrap_lines=True)
-    top[1].button("Close", key="close_fingerprint", on_click=close_drill_down)
-    count = state.query(q.count_fingerprint_occurrences, fingerprint, f)
-    offset = widgets.page_offset(count, OCCURRENCE_PAGE, key="occ_page", noun="occurrences")
-    found = state.query(
-        q.fingerprint_occurrences, fingerprint, f, limit=OCCURRENCE_PAGE, offset=offset
+# Full width: beside another chart the tool names and the legend leave the bars no room.
+st.subheader("Error types by tool")
+st.caption("Click a bar to list those errors.")
+by_tool = state.query(q.error_types_by_tool, f)
+point = picked_point(
+    selectable_chart(charts.error_types_by_tool_chart(by_tool), key="errors_by_tool")
+)
+if point is not None:
+    error_type, tools = charts.by_tool_points(by_tool)[point[0]]
+    state.open_filtered(
+        pages.CALLS,
+        {
+            "tool": tools[point[1]],
+            "status": "error",
+            "error_type": None if error_type == UNCLASSIFIED else error_type,
+        },
     )
-    if count == 0:
-        st.info("This error does not occur under the current filters.")
-    else:
-        st.caption("Select an occurrence to open it in its trace.")
-        widgets.trace_table(
-            found,
-            key="occurrences_table",
-            column_order=OCCURRENCE_COLUMNS,
-            column_config={
-                "trace": st.column_config.TextColumn("Trace"),
-                "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
-                "tool": st.column_config.TextColumn("Tool"),
-                "error_type": st.column_config.TextColumn("Error type"),
-                "status_source": st.column_config.TextColumn("Recognized by"),
-                "rule": st.column_config.TextColumn("Rule"),
-                "timestamp": st.column_config.DatetimeColumn("Time (UTC)"),
-                "content": st.column_config.TextColumn("Tool Message", width="large"),
-            },
-        )
+
+st.subheader("How errors were recognized")
+left, right = st.columns([2, 3])
+with left:
+    totals = charts.source_totals(sources)
+    point = picked_point(selectable_chart(charts.error_sources_chart(sources), key="error_sources"))
+    if point is not None:
+        picked_source = str(totals.index[point[1]])
+        state.open_filtered(pages.CALLS, {"status": "error", "source": picked_source})
+with right:
+    picked = st.dataframe(
+        sources,
+        hide_index=True,
+        placeholder=widgets.EMPTY_CELL,
+        height=widgets.table_height(len(sources), max_rows=7),
+        on_select="rerun",
+        selection_mode="single-row",
+        key="sources_table",
+        column_config={
+            "status_source": st.column_config.TextColumn("Recognized by"),
+            "rule": st.column_config.TextColumn("Rule", help="the rule that decided the status"),
+            "errors": widgets.count_column("Errors"),
+        },
+    )
+    if picked.selection.rows:
+        picked_source = str(sources.iloc[picked.selection.rows[0]]["status_source"])
+        state.open_filtered(pages.CALLS, {"status": "error", "source": picked_source})
+
+st.subheader("Errors over time")
+span = state.query(activity.time_span, f)
+axis = st.segmented_control(
+    "Time axis",
+    TIME_AXES,
+    default="time" if span is not None else "import",
+    key="errors_axis",
+    help="time: buckets of a minute, hour, day or week, following the range; import: by the "
+    "import that brought each trace (for traces without timestamps)",
+)
+axis = axis or ("time" if span is not None else "import")
+if axis == "import":
+    timeline = state.query(q.errors_over_time, f, unit="import")
+    placed = int(timeline["errors"].sum()) if not timeline.empty else 0
+    st.plotly_chart(charts.errors_over_time_chart(timeline, "import"), key="errors_by_import")
+elif span is None:
+    placed = 0
+    st.caption("No error has a timestamp; choose the import axis.")
+else:
+    unit = activity.bucket_unit(*span)
+    timeline = state.query(activity.error_types_over_time, f, unit)
+    placed = int(timeline["errors"].sum()) if not timeline.empty else 0
+    st.caption(
+        f"Per {unit}, on a continuous axis (a quiet {unit} is a gap). Drag across the chart, "
+        "or click a bar, to filter to that time range."
+    )
+    selection = selectable_chart(
+        charts.error_types_over_time_chart(timeline, unit),
+        key="errors_over_time",
+        modes=("points", "box"),
+    )
+    # A clicked bar: its bucket, found through the rows its trace (error type) draws.
+    point = picked_point(selection)
+    rows = charts.over_time_points(timeline)[point[0]] if point is not None else []
+    width = pd.Timedelta(seconds=activity.BUCKET_SECONDS[unit])
+    buckets = timeline.loc[rows].assign(end=lambda d: d["start"] + width)
+    brushed = brushed_range(selection, buckets)
+    if brushed is not None:
+        state.apply_filters({"since": brushed[0], "until": brushed[1]})
+if placed < errors and axis != "import":
+    st.caption(
+        f"{errors - placed:,} errors come from traces without timestamps and are not on this "
+        "axis; the import axis shows every error."
+    )

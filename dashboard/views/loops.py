@@ -10,6 +10,7 @@ import streamlit as st
 
 from dashboard import render, state, widgets
 from dashboard.charts import loops as charts
+from dashboard.selection import picked_point, selectable_chart
 from db.queries import loops as q
 from db.queries import streaks as sq
 from db.queries.errors import error_totals
@@ -70,8 +71,13 @@ if totals["signatures"] == 0:
     st.info(f"No call signature repeats {k} or more times in a trace. Lower k to see more.")
 else:
     st.subheader("Loops per tool")
+    st.caption("Click a tool's bar to list only its loops (the Tool filter).")
     by_tool = state.query(q.loops_by_tool, k, f)
-    st.plotly_chart(charts.loops_by_tool_chart(by_tool, k), key="loops_by_tool")
+    point = picked_point(
+        selectable_chart(charts.loops_by_tool_chart(by_tool, k), key="loops_by_tool")
+    )
+    if point is not None:
+        state.apply_filters({"tool": str(by_tool.iloc[point[1]]["tool"])})
 
     st.subheader("Looping calls")
     st.caption("Select a row to open the loop's first call in its trace.")

@@ -1,4 +1,10 @@
-"""Overview: headline figures, small distributions, top problems and the per-tool scorecard."""
+"""Overview: headline figures, activity over time, small distributions, top problems and the
+per-tool scorecard.
+
+Everything clicks through: brushing the time series (or clicking a bucket) sets the ``since`` /
+``until`` filter; a bar of a small chart opens the Tool calls (or Loops) page filtered to what it
+counts; a row of a table opens its error group, its loop or its tool's calls.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,12 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import pages, render, state, widgets
+from dashboard.charts import activity as activity_charts
 from dashboard.charts import overview as charts
-from db.queries import durations, histograms
+from dashboard.selection import brushed_range, picked_point, selectable_chart
+from db.queries import activity, durations, histograms
 from db.queries import overview as q
+from db.queries.common import UNCLASSIFIED
 from db.summary import summary_counts
 
 st.title("Overview")
@@ -70,27 +79,91 @@ widgets.rate_metric(
     f"{verdicts['with_suggestion']:,} results carry a suggestion",
 )
 
+st.subheader("Activity over time")
+span = state.query(activity.time_span, f)
+if span is None:
+    st.caption("No Tool Message has a time (the formats imported carry no timestamps).")
+else:
+    unit = activity.bucket_unit(*span)
+    timeline = state.query(activity.activity_over_time, f, unit)
+    placed = int(timeline["results"].sum())
+    st.caption(
+        f"Per {unit}: Tool Messages (errors in red), error rate and tokens; "
+        f"{results - placed:,} Tool Messages without a time are not on the axis. "
+        "Drag across the chart, or click a bar, to filter to that time range."
+        if placed < results
+        else f"Per {unit}: Tool Messages (errors in red), error rate and tokens. Drag across "
+        "the chart, or click a bar, to filter to that time range."
+    )
+    brushed = brushed_range(
+        selectable_chart(
+            activity_charts.activity_chart(timeline, unit), key="activity", modes=("points", "box")
+        ),
+        timeline,
+    )
+    if brushed is not None:
+        state.apply_filters({"since": brushed[0], "until": brushed[1]})
+
+st.caption("Click a bar to list what it counts.")
 charts_row = st.columns(4)
 with charts_row[0]:
     by_type = state.query(q.error_type_counts, f)
     if by_type.empty:
         st.caption("No error results.")
     else:
-        st.plotly_chart(charts.errors_by_type_chart(by_type.head(10)), key="errors_by_type")
+        shown_types = [str(t) for t in by_type.head(10)["error_type"]][::-1]  # bottom-up
+        point = picked_point(
+            selectable_chart(charts.errors_by_type_chart(by_type.head(10)), key="errors_by_type")
+        )
+        if point is not None:
+            picked_type = shown_types[point[1]]
+            state.open_filtered(
+                pages.CALLS,
+                {
+                    "status": "error",
+                    "error_type": None if picked_type == UNCLASSIFIED else picked_type,
+                },
+            )
 with charts_row[1]:
-    st.plotly_chart(charts.token_histogram_chart(sizes, budget), key="token_sizes")
+    point = picked_point(
+        selectable_chart(charts.token_histogram_chart(sizes, budget), key="token_sizes")
+    )
+    if point is not None:
+        size_bin = sizes.iloc[point[1]]
+        upper = size_bin["upper"]
+        state.open_filtered(
+            pages.CALLS,
+            {
+                "tmin": int(size_bin["lower"]),
+                "tmax": None if pd.isna(upper) else int(upper),
+                "sort": "tokens",
+                "desc": True,
+            },
+        )
 with charts_row[2]:
     occurrences = state.query(q.occurrence_histogram, f)
-    st.plotly_chart(charts.occurrence_chart(occurrences, k), key="occurrences")
+    point = picked_point(
+        selectable_chart(charts.occurrence_chart(occurrences, k), key="occurrences")
+    )
+    if point is not None:
+        # The n-th identical call: the loops of at least n calls (a loop needs two).
+        nth = int(occurrences.iloc[point[1]]["occurrence"])
+        state.open_filtered(pages.LOOPS, {"k": max(2, nth)})
 with charts_row[3]:
     verdict_df = state.query(q.verdict_counts, f)
     if int(verdict_df["results"].sum()) == 0:
         st.caption("No suggestions in Tool Messages.")
     else:
-        st.plotly_chart(charts.verdict_chart(verdict_df), key="verdicts")
+        point = picked_point(selectable_chart(charts.verdict_chart(verdict_df), key="verdicts"))
+        if point is not None:
+            verdict = str(verdict_df.iloc[::-1].iloc[point[1]]["verdict"])
+            state.open_filtered(pages.CALLS, {"verdict": verdict})
 
 st.subheader("Top problems")
-st.caption("Select a row to open it: an error group on the Errors page, a loop in its trace.")
+st.caption(
+    "Select a row to open it: an error group on the Errors page, a loop in its trace, a "
+    "tool's biggest Tool Messages, a finding's pairs."
+)
 # A 2 × 2 grid: four tables side by side cut their columns.
 left, right = st.columns(2)
 with left.container(border=True):
@@ -124,10 +197,13 @@ with right.container(border=True):
     if oversized.empty:
         st.caption(f"No Tool Message is over {budget:,} tokens.")
     else:
-        st.dataframe(
+        picked = st.dataframe(
             oversized,
             hide_index=True,
             placeholder=widgets.EMPTY_CELL,
+            on_select="rerun",
+            selection_mode="single-row",
+            key="top_oversized",
             column_order=("tool", "over_budget", "results", "max_tokens"),
             column_config={
                 "tool": st.column_config.TextColumn("Tool", width=160),
@@ -136,6 +212,11 @@ with right.container(border=True):
                 "max_tokens": widgets.count_column("Largest", help="tokens of the biggest result"),
             },
         )
+        if picked.selection.rows:
+            tool = str(oversized.iloc[picked.selection.rows[0]]["tool"])
+            state.open_filtered(
+                pages.CALLS, {"tool": tool, "tmin": budget + 1, "sort": "tokens", "desc": True}
+            )
 left, right = st.columns(2)
 with left.container(border=True):
     st.markdown(f"**Longest loops** (k = {k})")
@@ -167,25 +248,33 @@ with right.container(border=True):
     if findings.empty:
         st.caption("No findings: every Tool Message passed the checks.")
     else:
-        # Each kind opens the list of its occurrences on the Findings page.
+        # Each kind links to the list of its occurrences on the Findings page; selecting a row
+        # opens the Tool calls page filtered to it.
         findings["list"] = [
             f"{widgets.app_path(pages.FINDINGS.path)}?kind={kind}" for kind in findings["finding"]
         ]
-        findings["finding"] = findings["finding"].map(render.humanize)
-        st.dataframe(
+        findings["label"] = findings["finding"].map(render.humanize)
+        picked = st.dataframe(
             findings,
             hide_index=True,
             placeholder=widgets.EMPTY_CELL,
             # As tall as the loops table beside it; more findings scroll.
             height=widgets.table_height(len(findings), max_rows=5),
+            on_select="rerun",
+            selection_mode="single-row",
+            key="top_findings",
+            column_order=("label", "count", "list"),
             column_config={
-                "finding": st.column_config.TextColumn("Finding", width="large"),
+                "label": st.column_config.TextColumn("Finding", width="large"),
                 "count": widgets.count_column("Count"),
                 "list": st.column_config.LinkColumn(
                     "Occurrences", help="every occurrence on the Findings page", display_text="list"
                 ),
             },
         )
+        if picked.selection.rows:
+            kind = str(findings.iloc[picked.selection.rows[0]]["finding"])
+            state.open_filtered(pages.CALLS, {"finding": kind})
 
 st.subheader("Tool execution time")
 timing = state.query(durations.duration_totals, f)
@@ -233,6 +322,7 @@ else:
     )
 
 st.subheader("Tool scorecard")
+st.caption("Select a tool to list its calls.")
 card = q.scorecard(state.query(q.scorecard_counts, k, f), token_counts, budget)
 card = card.assign(
     follow=[
@@ -250,9 +340,12 @@ card = card.assign(
         ", ".join(f"{kind} {n:,}" for kind, n in kinds.items()) for kinds in card["finding_kinds"]
     ],
 )
-st.dataframe(
+picked = st.dataframe(
     card,
     hide_index=True,
+    on_select="rerun",
+    selection_mode="single-row",
+    key="scorecard",
     height=widgets.table_height(len(card), max_rows=20),
     placeholder=widgets.EMPTY_CELL,
     column_order=(
@@ -296,3 +389,5 @@ st.dataframe(
         ),
     },
 )
+if picked.selection.rows:
+    state.open_filtered(pages.CALLS, {"tool": str(card.iloc[picked.selection.rows[0]]["tool"])})

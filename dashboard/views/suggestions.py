@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import render, state, widgets
+from dashboard import pages, render, state, widgets
 from dashboard.charts import suggestions as charts
+from dashboard.selection import picked_point, selectable_chart
 from db.corrections import correction_counts
 from db.queries import suggestions as q
+from db.queries.common import UNCLASSIFIED
 from db.vocabulary import VERDICTS, Verdict
 
 EXAMPLES = 10
@@ -79,7 +81,12 @@ if corrected:
 left, right = st.columns(2)
 with left:
     st.subheader("Verdicts")
-    st.plotly_chart(charts.verdict_chart(breakdown), key="verdicts")
+    st.caption("Click a bar to list those results.")
+    point = picked_point(selectable_chart(charts.verdict_chart(breakdown), key="verdicts"))
+    if point is not None:
+        kinds = sorted(set(breakdown["suggestion_kind"]))
+        part = breakdown[breakdown["suggestion_kind"] == kinds[point[0]]]
+        state.open_filtered(pages.CALLS, {"verdict": str(part.iloc[point[1]]["verdict"])})
 with right:
     st.subheader("Recovery after an error")
     st.plotly_chart(charts.recovery_chart(recovery), key="recovery")
@@ -102,7 +109,18 @@ for tab, key, title in zip(
 ):
     with tab:
         rates = state.query(q.follow_rates, f, by=key)
-        st.plotly_chart(charts.follow_rate_chart(rates, key), key=f"follow_{key}")
+        point = picked_point(
+            selectable_chart(charts.follow_rate_chart(rates, key), key=f"follow_{key}")
+        )
+        if point is not None:
+            value = str(rates.iloc[point[1]][key])
+            # The calls of that tool (error type), those with a verdict first.
+            wanted = (
+                {"tool": value}
+                if key == "tool"
+                else {"status": "error", "error_type": None if value == UNCLASSIFIED else value}
+            )
+            state.open_filtered(pages.CALLS, {**wanted, "sort": "verdict"})
         st.dataframe(
             rates.assign(follow_pct=widgets.as_percent(rates["follow_rate"])),
             hide_index=True,

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import render, state, widgets
+from dashboard import pages, render, state, widgets
 from dashboard.charts import tokens as charts
+from dashboard.charts.plot_text import plot_texts
+from dashboard.selection import selectable_chart
 from db.queries import tokens as q
 from db.vocabulary import DEFAULT_ENCODING
 
@@ -69,12 +71,25 @@ st.subheader("Tokens per Tool Message, by tool")
 # logarithmic unless the reader turns it off (``tokens_log=false`` in the URL).
 log_x = st.toggle("Logarithmic axis", value=True, key="tokens_log", bind="query-params")
 quantiles = state.query(q.token_quantiles_by_tool, f)
-st.plotly_chart(charts.token_box_chart(quantiles, budget, log_x=log_x), key="token_box")
+st.caption("Click a tool's box (or its row below) to list its Tool Messages, biggest first.")
+selection = selectable_chart(
+    charts.token_box_chart(quantiles, budget, log_x=log_x), key="token_box"
+)
+if selection is not None:
+    # A box's point names its tool by the (escaped) label on the axis.
+    by_label = dict(zip(plot_texts(quantiles["tool"]), quantiles["tool"], strict=True))
+    labels = [p.get("y") for p in selection.get("points") or []]
+    tool = next((by_label[y] for y in labels if y in by_label), None)
+    if tool is not None:
+        state.open_filtered(pages.CALLS, {"tool": str(tool), "sort": "tokens", "desc": True})
 with st.expander("Quantiles per tool"):
-    st.dataframe(
+    picked = st.dataframe(
         quantiles,
         hide_index=True,
         placeholder=widgets.EMPTY_CELL,
+        on_select="rerun",
+        selection_mode="single-row",
+        key="quantiles_table",
         column_config={
             "tool": st.column_config.TextColumn("Tool"),
             "results": widgets.count_column("Results"),
@@ -87,6 +102,9 @@ with st.expander("Quantiles per tool"):
             "mean": st.column_config.NumberColumn("Mean", format="%,.1f"),
         },
     )
+    if picked.selection.rows:
+        tool = str(quantiles.iloc[picked.selection.rows[0]]["tool"])
+        state.open_filtered(pages.CALLS, {"tool": tool, "sort": "tokens", "desc": True})
 
 st.subheader("Share of the model call's input taken by each Tool Message")
 st.caption(

@@ -26,10 +26,12 @@ from sqlalchemy import (
     String,
     and_,
     cast,
+    exists,
     false,
     func,
     literal,
     null,
+    or_,
     select,
     union_all,
 )
@@ -37,7 +39,7 @@ from sqlalchemy import (
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.planner import restrict_results_in_index
 from db.queries.common import effective_error_type, effective_verdict, unpaired_result
-from db.schema import MessageRow, ToolCallRow, ToolResultRow, TraceRow
+from db.schema import FindingRow, MessageRow, ToolCallRow, ToolResultRow, TraceRow
 from db.vocabulary import CALL_KINDS, PAIR_STATES, STATUSES, VERDICTS
 
 SORT_KEYS: tuple[str, ...] = (
@@ -70,7 +72,9 @@ class PairQuery:
     """What the Tool calls page narrows the pairs to, and how it sorts them.
 
     Empty fields mean "all". ``trace`` matches a part of the trace's display id (any case);
-    ``sort`` is one of :data:`SORT_KEYS`.
+    ``sort`` is one of :data:`SORT_KEYS`. ``min_tokens`` (inclusive) and ``max_tokens``
+    (exclusive) bound the Tool Message's tokens; ``finding`` keeps the pairs with a finding of
+    that kind (on the call or on its Tool Message).
     """
 
     status: str | None = None
@@ -82,6 +86,11 @@ class PairQuery:
     kind: str | None = None
     sort: str = "trace"
     descending: bool = False
+    min_tokens: int | None = None
+    max_tokens: int | None = None
+    finding: str | None = None
+    #: How the Tool Message's status was recognized (``explicit``, ``protocol``, ``inferred``).
+    status_source: str | None = None
 
 
 ALL_PAIRS = PairQuery()
@@ -95,7 +104,49 @@ def _result_conditions(q: PairQuery) -> list[ColumnElement[bool]]:
         conds.append(effective_error_type == q.error_type)
     if q.verdict:
         conds.append(effective_verdict == q.verdict)
+    if q.status_source:
+        conds.append(ToolResultRow.status_source == q.status_source)
+    if q.min_tokens is not None:
+        conds.append(ToolResultRow.tokens >= q.min_tokens)
+    if q.max_tokens is not None:
+        conds.append(ToolResultRow.tokens < q.max_tokens)
     return conds
+
+
+def _needs_answer(q: PairQuery) -> bool:
+    """True when a condition reads the call's Tool Message."""
+    return bool(
+        q.status or q.error_type or q.verdict or q.status_source or q.finding
+        or q.min_tokens is not None or q.max_tokens is not None
+    )  # fmt: skip
+
+
+def _call_has_finding(kind: str) -> ColumnElement[bool]:
+    """A finding of ``kind`` on the call, or on the Tool Message that answers it."""
+    f, c = FindingRow, ToolCallRow
+    return exists(
+        select(f.id).where(
+            f.trace_id == c.trace_id,
+            f.name == kind,
+            or_(
+                and_(f.message_seq == c.message_seq, f.call_index == c.call_index),
+                and_(f.message_seq == c.result_seq, f.call_index.is_(None)),
+            ),
+        )
+    )
+
+
+def _result_has_finding(kind: str) -> ColumnElement[bool]:
+    """A finding of ``kind`` on a Tool Message of its own."""
+    f = FindingRow
+    return exists(
+        select(f.id).where(
+            f.trace_id == ToolResultRow.trace_id,
+            f.name == kind,
+            f.message_seq == ToolResultRow.message_seq,
+            f.call_index.is_(None),
+        )
+    )
 
 
 def _traces_named(q: PairQuery) -> Any:
@@ -114,7 +165,7 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
     stmt: Any
     if count:
         stmt = select(func.count()).select_from(ToolCallRow)
-        if q.status or q.error_type or q.verdict:
+        if _needs_answer(q):
             stmt = stmt.outerjoin(ToolResultRow, _answer())
     else:
         stmt = (
@@ -141,6 +192,8 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
             .outerjoin(ToolResultRow, _answer())
         )
     stmt = restrict_calls(stmt, f).where(*_result_conditions(q))
+    if q.finding:
+        stmt = stmt.where(_call_has_finding(q.finding))
     if q.trace:
         stmt = stmt.where(ToolCallRow.trace_id.in_(_traces_named(q)))
     if q.pair_state:
@@ -208,6 +261,8 @@ def _lone_result_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
             cast(null(), Integer).label("occurrence"),
         )
     stmt = restrict_results(stmt, f).where(unpaired_result, *_result_conditions(q))
+    if q.finding:
+        stmt = stmt.where(_result_has_finding(q.finding))
     if q.trace:
         stmt = stmt.where(ToolResultRow.trace_id.in_(_traces_named(q)))
     if q.pair_state:

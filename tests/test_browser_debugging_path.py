@@ -1,0 +1,187 @@
+"""The debugging path in a real browser (headless Chromium, ``toollens serve``): from the
+Overview's chart to the list of what a bar counts, to a pair, to the next problem in its trace,
+to a content search, and Back to where the user was.
+
+Every step waits for a specific element (a heading, a caption, a URL), never for a fixed time.
+The expected figures come from the same store through ``db`` queries, so they are exact.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_support import REPO, new_context, open_page, save_screenshot, serve_dashboard
+
+from dashboard import pages
+from dashboard.trace_outline import neighbours
+from dashboard.widgets import HEADER_PX, ROW_PX
+from db.engine import make_engine
+from db.queries.overview import error_type_counts
+from db.queries.pairs import PairQuery, count_pairs, list_pairs
+from db.queries.traces import trace_markers
+from ingest.pipeline import import_paths
+from ingest.scenarios import generate
+
+pytestmark = pytest.mark.browser
+
+CAPTIONS = '[data-testid="stCaptionContainer"]'
+ERROR_BOXES = '[data-testid="stException"], [data-testid="stAlertContentError"]'
+TIMEOUT_MS = 30_000
+SCREENSHOTS = REPO / "test-artifacts" / "screenshots"
+
+
+def _query(page: Any) -> dict[str, list[str]]:
+    return urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)
+
+
+def _heading(page: Any) -> list[str]:
+    texts: list[str] = page.locator('[data-testid="stMain"] h1').all_text_contents()
+    return texts
+
+
+def _click_table_row(page: Any, table: Any, row: int) -> None:
+    """Select ``row`` of a selectable table: a click on its row marker (the checkbox column
+    at the left of the canvas)."""
+    table.scroll_into_view_if_needed()
+    box = table.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + HEADER_PX + ROW_PX * row + ROW_PX / 2)
+
+
+def test_overview_bar_to_the_list_to_a_pair_to_the_next_problem_to_search_and_back(
+    browser: Any, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    generate(tmp_path / "traces", seed=7)
+    files = sorted(p for p in (tmp_path / "traces").iterdir() if p.name != "ground_truth.json")
+    engine = make_engine(url)
+    assert import_paths(engine, files, origin="demo").traces == 60
+    # The bar on top of "Errors by type" is the most frequent error type.
+    top = error_type_counts(engine).iloc[0]
+    error_type, errors = str(top["error_type"]), int(top["errors"])
+    listed = PairQuery(status="error", error_type=error_type)
+    assert count_pairs(engine, query=listed) == errors
+    # The first listed error with a problem after it in its trace: the pair to open.
+    rows = list_pairs(engine, query=listed, limit=12)
+    row, start, following = next(
+        (i, str(r["pair"]), after)
+        for i, r in rows.iterrows()
+        if (
+            after := neighbours(
+                trace_markers(engine, int(r["trace_id"])),
+                (int(r["seq"]), -1 if r["call_index"] is None else int(r["call_index"])),
+            )[1]
+        )
+        is not None
+    )
+    trace = str(rows.iloc[row]["trace"])
+    engine.dispose()
+
+    with serve_dashboard(url, tmp_path / "server.log") as server:
+        context = new_context(browser)
+        page = context.new_page()
+        open_page(page, f"{server.url}{pages.OVERVIEW.path}", text=pages.OVERVIEW.title)
+        assert page.locator(ERROR_BOXES).count() == 0
+
+        # 1. A bar of "Errors by type" (the top one: the last point of the trace).
+        chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)
+        chart.scroll_into_view_if_needed()
+        bars = chart.locator("g.trace.bars g.point path")
+        # Plotly's drag layer lies over the bars: click where the bar is, as a person does.
+        bar = bars.nth(bars.count() - 1).bounding_box()
+        page.mouse.click(bar["x"] + bar["width"] / 2, bar["y"] + bar["height"] / 2)
+        page.wait_for_url("**/calls?**", timeout=TIMEOUT_MS)
+        page.locator(CAPTIONS, has_text=f"{errors:,} rows · page 1").wait_for(timeout=TIMEOUT_MS)
+        assert _heading(page) == [pages.CALLS.title]
+        save_screenshot(page, SCREENSHOTS / "path-1-calls-from-a-bar.png")
+        assert _query(page)["status"] == ["error"]
+        assert _query(page)["error_type"] == [error_type]
+
+        # 2. A pair of the list opens on the Trace page.
+        table = page.locator('[data-testid="stDataFrame"]').first
+        _click_table_row(page, table, row)
+        page.wait_for_url("**/trace?**", timeout=TIMEOUT_MS)
+        open_page(page, page.url, selector="h3", text=trace)
+        assert _query(page)["trace"] == [trace]
+        assert _query(page)["pair"] == [start]
+        assert page.locator(f".st-key-here_{start.replace(':', '_')}").count() == 1
+
+        # 3. The next problem in the trace: selected and highlighted where it stands.
+        page.get_by_role("button", name="Next problem").click()
+        page.wait_for_url(f"**pair={urllib.parse.quote(following, safe='')}**", timeout=TIMEOUT_MS)
+        open_page(page, page.url, selector="h3", text=trace)
+        here = page.locator(f".st-key-here_{following.replace(':', '_')}")
+        here.first.wait_for(timeout=TIMEOUT_MS)
+        save_screenshot(page, SCREENSHOTS / "path-2-next-problem.png")
+        problem_url = page.url
+
+        # 4. A content search from the menu.
+        page.get_by_role("link", name=pages.SEARCH.title).click()
+        page.wait_for_url("**/search**", timeout=TIMEOUT_MS)
+        field = page.get_by_role("textbox", name="Search messages, tool results and call arguments")
+        field.fill("not found")
+        field.press("Enter")
+        page.wait_for_url("**q=not**", timeout=TIMEOUT_MS)
+        page.locator(CAPTIONS, has_text=" matches · page 1").wait_for(timeout=TIMEOUT_MS)
+        save_screenshot(page, SCREENSHOTS / "path-3-search.png")
+        assert page.locator(ERROR_BOXES).count() == 0
+
+        # 5. Back returns to the pair the user was on (page, trace and pair).
+        page.go_back()
+        page.wait_for_url("**/trace?**", timeout=TIMEOUT_MS)
+        page.locator("h3", has_text=trace).first.wait_for(timeout=TIMEOUT_MS)
+        assert _query(page)["pair"] == [following]
+        assert page.url == problem_url
+        here.first.wait_for(timeout=TIMEOUT_MS)
+        assert _heading(page) == [pages.TRACE.title]
+        context.close()
+        assert "Traceback" not in server.log()
+
+
+def test_a_range_brushed_on_the_overview_time_series_becomes_the_since_until_filter(
+    browser: Any, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    generate(tmp_path / "traces", seed=7)
+    files = sorted(p for p in (tmp_path / "traces").iterdir() if p.name != "ground_truth.json")
+    engine = make_engine(url)
+    assert import_paths(engine, files, origin="demo").traces == 60
+    engine.dispose()
+    with serve_dashboard(url, tmp_path / "server.log") as server:
+        context = new_context(browser)
+        page = context.new_page()
+        open_page(page, f"{server.url}{pages.OVERVIEW.path}", text=pages.OVERVIEW.title)
+        traces_before = page.locator('[data-testid="stMetricValue"]').first.text_content()
+        assert traces_before == "60"
+        # Drag across the left half of the Tool Messages plot (the drag layer of its x axis).
+        chart = page.locator('[data-testid="stPlotlyChart"]').first
+        chart.scroll_into_view_if_needed()
+        area = chart.locator("rect.nsewdrag").first.bounding_box()
+        y = area["y"] + area["height"] / 2
+        page.mouse.move(area["x"] + 2, y)
+        page.mouse.down()
+        page.mouse.move(area["x"] + area["width"] * 0.5, y, steps=8)
+        page.mouse.up()
+        # The two widgets write their parameters one after the other.
+        page.wait_for_function(
+            "() => location.search.includes('since=') && location.search.includes('until=')",
+            timeout=TIMEOUT_MS,
+        )
+        query = _query(page)
+        assert set(query) >= {"since", "until"}
+        assert query["since"][0] < query["until"][0]
+        since = page.locator('[data-testid="stSidebar"]').get_by_role("textbox", name="Since (UTC)")
+        since.wait_for(timeout=TIMEOUT_MS)
+        assert since.input_value() == query["since"][0]
+        # The chips say the figures are narrowed; fewer traces started in the range.
+        page.get_by_role("button", name=f"Since: {query['since'][0]}").wait_for(timeout=TIMEOUT_MS)
+        page.wait_for_function(
+            "() => document.querySelector('[data-testid=\"stMetricValue\"]').textContent !== '60'",
+            timeout=TIMEOUT_MS,
+        )
+        save_screenshot(page, SCREENSHOTS / "overview-brushed.png")
+        assert page.locator(ERROR_BOXES).count() == 0
+        context.close()
+        assert "Traceback" not in server.log()
