@@ -265,9 +265,10 @@ REJECTIONS: list[tuple[str, Any, str]] = [
         'no prompt (expected "messages" or "input", in the record or its "request")',
     ),
     (
-        "bad role",
-        {"request": {"messages": [{"role": "bot"}]}},
-        "messages[0].role: unknown role 'bot'",
+        # An unknown role degrades to an opaque message; a message without one is no message.
+        "missing role",
+        {"request": {"messages": [{"content": "hi"}]}},
+        "messages[0].role: missing",
     ),
     (
         "choices not a list",

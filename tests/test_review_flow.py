@@ -168,7 +168,7 @@ def test_a_reviewer_goes_from_the_overview_to_a_problem_pair_labels_corrects_and
     at.switch_page(TRACE)
     open_review_box(at, incident, 2, 0)
     assert texts(review_box(at), "caption").count(NO_AUTHOR) == 2  # both need a name
-    at.sidebar.text_input[0].input("ana").run()
+    at.text_input(key="reviewer").input("ana").run()
     add_note_on_page(at, f"notes_{incident}_2_0", "model-bug", NOTE)
     verdict = next(s for s in review_box(at).selectbox if s.label == "Verdict")
     assert verdict.format_func(verdict.value) == "as derived: ignored"
@@ -263,7 +263,7 @@ def test_a_lone_result_is_annotated_on_its_own_message(
     assert "Nothing to correct: this result is not an error and gives no suggestion." in texts(
         review_box(at), "caption"
     )
-    at.sidebar.text_input[0].input("ana").run()
+    at.text_input(key="reviewer").input("ana").run()
     add_note_on_page(at, f"notes_{orphan}_1_None", "tool-bug", "answers a call nobody made")
     assert [(n.message_seq, n.call_index, n.note) for n in annotations_on(engine, orphan, 1)] == [
         (1, None, "answers a call nobody made")
@@ -381,7 +381,7 @@ def test_mark_reviewed_on_the_trace_page_opens_the_next_trace_of_the_queue(
     engine, ids = store
     at = open_app(monkeypatch, sqlite_url, page=TRACE, params={"trace": "incident-1"})
     assert at.button(key="mark_and_next").disabled
-    at.sidebar.text_input[0].input("ana").run()
+    at.text_input(key="reviewer").input("ana").run()
     at.button(key="mark_and_next").click().run()
     assert not at.exception
     assert at.query_params["trace"] == "orphan-3"

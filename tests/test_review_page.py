@@ -101,7 +101,7 @@ def test_marking_a_trace_reviewed_signs_it_and_takes_it_out_of_the_queue(
 ) -> None:
     engine, ids = store
     at = review_page()
-    at.sidebar.text_input[0].input("ana").run()
+    at.text_input(key="reviewer").input("ana").run()
     at.multiselect(key="to_mark").set_value([ids["incident-1"]]).run()
     at.button(key="mark_reviewed").click().run()
     # Nothing is signed before the reviewer confirms.
@@ -125,7 +125,7 @@ def test_marking_offers_no_select_all_and_can_be_cancelled(
     at = review_page()
     # select_all = 0 in the widget's message: Streamlit shows no "Select all" option.
     assert at.multiselect(key="to_mark").proto.select_all == 0
-    at.sidebar.text_input[0].input("ana").run()
+    at.text_input(key="reviewer").input("ana").run()
     at.multiselect(key="to_mark").set_value([ids["incident-1"], ids["orphan-3"]]).run()
     at.button(key="mark_reviewed").click().run()
     assert [w.value for w in at.warning] == [
@@ -148,7 +148,7 @@ def test_the_reviewer_name_is_kept_in_the_url(
     reloaded = AppTest.from_file(str(REVIEW_PAGE), default_timeout=30)
     reloaded.query_params["reviewer"] = "ana"
     reloaded.run()
-    assert reloaded.sidebar.text_input[0].value == "ana"
+    assert reloaded.text_input(key="reviewer").value == "ana"
     reloaded.multiselect(key="to_mark").set_value([store[1]["orphan-3"]]).run()
     assert not reloaded.button(key="mark_reviewed").disabled
 
@@ -158,7 +158,7 @@ def test_the_reviewer_name_defaults_to_toollens_user(
 ) -> None:
     monkeypatch.setenv("TOOLLENS_USER", "ops-bot")
     at = review_page()
-    assert at.sidebar.text_input[0].value == "ops-bot"
+    assert at.text_input(key="reviewer").value == "ops-bot"
     at.multiselect(key="to_mark").set_value([store[1]["orphan-3"]]).run()
     assert not at.button(key="mark_reviewed").disabled
 
@@ -175,7 +175,7 @@ def test_the_queue_narrows_to_one_kind_of_problem_and_says_when_nothing_is_left(
     at.run()
     assert at.selectbox(key="problem").value == "loops"
     assert at.dataframe(key="review_queue").value["trace"].tolist() == ["incident-1"]
-    at.sidebar.text_input[0].input("ana").run()
+    at.text_input(key="reviewer").input("ana").run()
     at.multiselect(key="to_mark").set_value([store[1]["incident-1"]]).run()
     at.button(key="mark_reviewed").click().run()
     at.button(key="confirm_mark").click().run()
@@ -218,7 +218,7 @@ def test_annotation_panel_adds_edits_and_deletes_a_note_on_a_pair(
     trace = ids["incident-1"]
     at = widget(sqlite_url, "annotation_panel", trace, 2, 0)
     assert at.button[0].disabled  # no name yet
-    at.sidebar.text_input[0].input("ana").run()
+    at.text_input(key="reviewer").input("ana").run()
     at.selectbox[0].set_value("tool-bug")
     at.text_area[0].input("<b>ids</b> are ints, see [docs](http://e.x)")
     at.button[0].click().run()
@@ -249,7 +249,7 @@ def test_an_edit_after_someone_else_saved_shows_the_conflict_and_keeps_their_edi
     engine, ids = store
     note = add_annotation(engine, ids["incident-1"], label="needs-fix", note="v1", author="ana")
     at = widget(sqlite_url, "annotation_panel", ids["incident-1"])
-    at.sidebar.text_input[0].input("bo").run()
+    at.text_input(key="reviewer").input("bo").run()
     at.toggle[0].set_value(True).run()
     update_annotation(engine, note.id, version=1, label="root-cause", note="ana's", editor="ana")
     next(t for t in at.text_area if t.value == "v1").input("bo's")
@@ -270,7 +270,7 @@ def test_correction_form_corrects_a_verdict_and_shows_who_did(
     at = widget(sqlite_url, "correction_form", advice)
     assert [s.label for s in at.selectbox] == ["Error type", "Verdict"]
     assert at.selectbox[1].format_func(at.selectbox[1].value) == "as derived: ignored"
-    at.sidebar.text_input[0].input("ana").run()
+    at.text_input(key="reviewer").input("ana").run()
     at.selectbox[1].set_value("followed")
     at.button[0].click().run()
     assert not at.exception
@@ -345,5 +345,5 @@ def test_the_name_field_asked_for_twice_in_one_run_is_drawn_once(
     at.run()
     assert not at.exception
     assert (len(at.sidebar.text_input), at.text[0].value) == (1, "zed|zed")
-    at.sidebar.text_input[0].input("amy").run()
+    at.text_input(key="reviewer").input("amy").run()
     assert at.text[0].value == "amy|amy"

@@ -64,7 +64,8 @@ kind = row[4].selectbox(
     "Call kind",
     choices["kind"],
     index=None,
-    key="kind",
+    # Not "kind": the Findings page's URL names a finding kind with it.
+    key="call_kind",
     bind="query-params",
     placeholder="Any",
     help="client: the agent's own tools; server: run by the provider's API (web search, code "
