@@ -9,10 +9,15 @@ and stays linear on multi-megabyte texts.
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
+import importlib.util
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
+from types import ModuleType
 from typing import Protocol
 
 from db.vocabulary import DEFAULT_ENCODING, ENCODINGS
@@ -22,14 +27,42 @@ class _Counter(Protocol):
     def count(self, text: str) -> int: ...
 
 
+_BINDINGS = "bpe_openai._bindings"
+
+
+def _bindings() -> ModuleType:
+    """bpe-openai's extension module, loaded on its own. Importing it the usual way runs the
+    package's ``__init__``, whose tiktoken-compatible model table decodes the rank files of all
+    three encodings in Python (about 1.4 s of CPU in every import process, for a wrapper ToolLens
+    does not use; the extension carries its own data)."""
+    loaded = sys.modules.get(_BINDINGS)
+    if loaded is not None:
+        return loaded
+    package = importlib.util.find_spec("bpe_openai")  # finds the folder, runs nothing
+    for folder in (package.submodule_search_locations or []) if package else []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = Path(folder) / f"_bindings{suffix}"
+            if not path.is_file():
+                continue
+            loader = importlib.machinery.ExtensionFileLoader(_BINDINGS, str(path))
+            spec = importlib.util.spec_from_file_location(_BINDINGS, path, loader=loader)
+            if spec is None:
+                continue
+            module = importlib.util.module_from_spec(spec)
+            loader.exec_module(module)
+            sys.modules[_BINDINGS] = module
+            return module
+    import bpe_openai._bindings as bindings  # another layout: the usual way
+
+    return bindings
+
+
 @cache
 def _tokenizer(encoding: str) -> _Counter:
     if encoding not in ENCODINGS:
         raise ValueError(f"unknown encoding {encoding!r}; choose one of {', '.join(ENCODINGS)}")
     # The bindings expose the count-only path; the tiktoken-compatible wrapper does not.
-    from bpe_openai._bindings import tokenizer_for_encoding
-
-    tokenizer: _Counter = tokenizer_for_encoding(encoding)
+    tokenizer: _Counter = _bindings().tokenizer_for_encoding(encoding)
     return tokenizer
 
 

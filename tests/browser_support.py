@@ -287,6 +287,7 @@ DOCS_SHOTS: tuple[tuple[str, str, int], ...] = (
     (pages.ERRORS.key, f"{pages.ERRORS.path}?fingerprint=Bash%3A+Error", 1150),
     (pages.LOOPS.key, f"{pages.LOOPS.path}?k=3", 1100),
     (pages.TOKENS.key, pages.TOKENS.path, 1000),
+    (pages.FINDINGS.key, f"{pages.FINDINGS.path}?kind=error_without_suggestion", 1000),
     (pages.SUGGESTIONS.key, pages.SUGGESTIONS.path, 1000),
     (pages.CALLS.key, pages.CALLS.path, 900),
     (pages.SEARCH.key, f"{pages.SEARCH.path}?q=gift+card+balance", 900),

@@ -40,3 +40,28 @@ def test_the_least_recently_used_count_goes_first() -> None:
     assert cache.hits == hits + 2
     cache.count_many([b], "o200k_base")
     assert cache.hits == hits + 2
+
+
+def test_counting_loads_only_the_extension_not_the_packages_python_tables() -> None:
+    """The bpe-openai package's ``__init__`` decodes all three encodings' rank files in Python
+    (about a CPU second per import process); ToolLens loads the extension alone and counts
+    the same as the package's own tokenizer."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from ingest.tokens import count_tokens\n"
+        "counts = [count_tokens('Tool Messages: ünïcode, code() and 12345', e) "
+        "for e in ('o200k_base', 'cl100k_base')]\n"
+        "alone = 'bpe_openai' not in sys.modules\n"
+        "import bpe_openai\n"
+        "same = counts == [bpe_openai.build_encoding_from_name(e).encode_ordinary("
+        "'Tool Messages: ünïcode, code() and 12345').__len__() "
+        "for e in ('o200k_base', 'cl100k_base')]\n"
+        "print(alone, same, counts)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.split(maxsplit=2)[:2] == ["True", "True"]
