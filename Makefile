@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 DEMO_DB ?= .demo/toollens.db
 PORT   ?= 8501
 
-.PHONY: help venv demo serve test test-fast lint format bench bench-ui bench-otlp bench-reimport clean
+.PHONY: help venv demo serve test test-fast lint format bench bench-ui bench-otlp bench-reimport bench-search clean
 
 help:
 	@echo "make demo     set up, import the sample traces into SQLite, open the dashboard"
@@ -15,6 +15,7 @@ help:
 	@echo "make bench-ui dashboard speed benchmark (1M-message store)"
 	@echo "make bench-otlp live OTLP ingest, ToolLens receiver vs Arize Phoenix (STEPS=3000)"
 	@echo "make bench-reimport  re-import speed (unchanged real data, one line appended)"
+	@echo "make bench-search content search speed (1M-message store)"
 
 $(BIN)/toollens: pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "ToolLens needs Python 3.11 or newer")'
@@ -65,6 +66,8 @@ bench-otlp: venv
 	$(BIN)/python -m benchmarks.otlp_bench --steps $(STEPS)
 bench-reimport: venv
 	$(BIN)/python -m benchmarks.reimport_bench
+bench-search: venv
+	$(BIN)/python -m benchmarks.search_bench
 
 clean:
 	rm -rf .demo .bench test-artifacts .pytest_cache .mypy_cache .ruff_cache
