@@ -5,7 +5,6 @@ trace row, messages, calls, results, findings and the content search, on both da
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -240,13 +239,10 @@ def test_a_note_follows_its_pair_into_the_grown_session(engine: sa.Engine, tmp_p
     assert tuple(note) == (seq, index, False)
 
 
-@pytest.mark.skipif(
-    not os.environ.get("TOOLLENS_REALDATA"), reason="set TOOLLENS_REALDATA to the real traces"
-)
 def test_real_sessions_grown_line_by_line_store_what_a_fresh_import_stores(
-    engine: sa.Engine, fresh_engine: sa.Engine, tmp_path: Path
+    engine: sa.Engine, fresh_engine: sa.Engine, tmp_path: Path, realdata: Path
 ) -> None:
-    root = Path(os.environ["TOOLLENS_REALDATA"]) / "claude-code"
+    root = realdata / "claude-code"
     for source in sorted(root.glob("*.jsonl")):
         lines = source.read_bytes().splitlines()
         path = tmp_path / source.name
