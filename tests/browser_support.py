@@ -102,6 +102,19 @@ def browser_unavailable() -> str | None:
     return None
 
 
+def scenario_store(folder: Path, url: str) -> tuple[Any, int]:
+    """The demo scenarios (``ingest.scenarios``, seed 7) generated in ``folder/traces`` and
+    imported into ``url``: the engine and the number of traces imported."""
+    from db.engine import make_engine
+    from ingest.pipeline import import_paths
+    from ingest.scenarios import generate
+
+    generate(folder / "traces", seed=7)
+    files = sorted(p for p in (folder / "traces").iterdir() if p.name != "ground_truth.json")
+    engine = make_engine(url)
+    return engine, import_paths(engine, files, origin="demo").traces
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:

@@ -24,13 +24,13 @@ from browser_support import (
     open_page,
     recording_http_server,
     save_screenshot,
+    scenario_store,
     serve_dashboard,
 )
 
 from dashboard import pages
 from db.engine import make_engine
 from ingest.pipeline import import_paths
-from ingest.scenarios import generate
 from ingest.scenarios.populations import BASELINE, CANDIDATE, generate_population
 
 pytestmark = pytest.mark.browser
@@ -91,10 +91,8 @@ def test_every_page_renders_without_an_error_box_and_a_shared_trace_link_opens_t
     browser: Any, tmp_path: Path
 ) -> None:
     url = f"sqlite:///{tmp_path / 'demo.db'}"
-    generate(tmp_path / "traces", seed=7)
-    files = sorted(p for p in (tmp_path / "traces").iterdir() if p.name != "ground_truth.json")
-    engine = make_engine(url)
-    assert import_paths(engine, files, origin="demo").traces == 60
+    engine, traces = scenario_store(tmp_path, url)
+    assert traces == 60
     # A trace whose error carried advice the model then acted on (or not): the shared link
     # names the pair of that error.
     with engine.connect() as conn:

@@ -13,17 +13,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import REPO, new_context, open_page, save_screenshot, serve_dashboard
+from browser_support import (
+    REPO,
+    new_context,
+    open_page,
+    save_screenshot,
+    scenario_store,
+    serve_dashboard,
+)
 
 from dashboard import pages
 from dashboard.trace_outline import neighbours
 from dashboard.widgets import HEADER_PX, ROW_PX
-from db.engine import make_engine
 from db.queries.overview import error_type_counts
 from db.queries.pairs import PairQuery, count_pairs, list_pairs
 from db.queries.traces import trace_markers
-from ingest.pipeline import import_paths
-from ingest.scenarios import generate
 
 pytestmark = pytest.mark.browser
 
@@ -54,10 +58,8 @@ def test_overview_bar_to_the_list_to_a_pair_to_the_next_problem_to_search_and_ba
     browser: Any, tmp_path: Path
 ) -> None:
     url = f"sqlite:///{tmp_path / 'demo.db'}"
-    generate(tmp_path / "traces", seed=7)
-    files = sorted(p for p in (tmp_path / "traces").iterdir() if p.name != "ground_truth.json")
-    engine = make_engine(url)
-    assert import_paths(engine, files, origin="demo").traces == 60
+    engine, traces = scenario_store(tmp_path, url)
+    assert traces == 60
     # The bar on top of "Errors by type" is the most frequent error type.
     top = error_type_counts(engine).iloc[0]
     error_type, errors = str(top["error_type"]), int(top["errors"])
@@ -144,10 +146,8 @@ def test_a_range_brushed_on_the_overview_time_series_becomes_the_since_until_fil
     browser: Any, tmp_path: Path
 ) -> None:
     url = f"sqlite:///{tmp_path / 'demo.db'}"
-    generate(tmp_path / "traces", seed=7)
-    files = sorted(p for p in (tmp_path / "traces").iterdir() if p.name != "ground_truth.json")
-    engine = make_engine(url)
-    assert import_paths(engine, files, origin="demo").traces == 60
+    engine, traces = scenario_store(tmp_path, url)
+    assert traces == 60
     engine.dispose()
     with serve_dashboard(url, tmp_path / "server.log") as server:
         context = new_context(browser)

@@ -20,12 +20,11 @@ from browser_support import (
     new_context,
     open_page,
     run_server,
+    scenario_store,
 )
 
 from dashboard import pages
 from db.engine import make_engine
-from ingest.pipeline import import_paths
-from ingest.scenarios import generate
 
 pytestmark = pytest.mark.browser
 
@@ -79,11 +78,8 @@ def team_server(
 ) -> Iterator[TeamServer]:
     """The scenario store served by ``toollens serve --secrets`` with login, on each database."""
     folder = tmp_path_factory.mktemp("login")
-    generate(folder / "traces", seed=7)
-    files = sorted(p for p in (folder / "traces").iterdir() if p.name != "ground_truth.json")
     url = module_db_url
-    engine = make_engine(url)
-    import_paths(engine, files, origin="demo")
+    engine, _ = scenario_store(folder, url)
     with engine.connect() as conn:
         trace, call_seq, call_index = conn.execute(
             sa.text(
