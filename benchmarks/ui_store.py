@@ -270,7 +270,8 @@ class StoreGenerator:
              result_seq, call_id, tool, None, None, tr.t, tokens, len(content), len(content),
              tool, "success", "protocol" if protocol else "inferred", None,
              "protocol" if protocol else "no_error_signal", None, None, None, None, None,
-             protocol, "paired", "id", seq, index, False, oversized, None, None, None,
+             protocol, "paired", "id", seq, index, False, oversized, 0, None, None, None,
+             None, None, None,
              _duration_ms(tokens), "timestamps")
         )  # fmt: skip
         for name, present in (("bare_status", bare), ("oversized", oversized)):
@@ -308,8 +309,8 @@ class StoreGenerator:
              error_type, "protocol" if source == "protocol" else rule,
              error_fingerprint(tool, content), content if source == "protocol" else None,
              suggestion, kind if suggestion else None, None, source == "protocol", "paired",
-             "id", seq, index, False, False, verdict, reason, succeeded, _duration_ms(tokens),
-             "timestamps")
+             "id", seq, index, False, False, 0, None, None, None, verdict, reason, succeeded,
+             _duration_ms(tokens), "timestamps")
         )  # fmt: skip
         if suggestion is None:
             tr.findings.append(FindingRecord("error_without_suggestion", tool, result_seq, None))
@@ -324,7 +325,8 @@ class StoreGenerator:
             ToolResultRecord(
              seq, "call_lost", None, None, None, tr.t, 3, 12, 12, "(unknown)", "success",
              "inferred", None, "no_error_signal", None, None, None, None, None, False,
-             "orphan_result", None, None, None, False, False, None, None, None, None, None)
+             "orphan_result", None, None, None, False, False, 0, None, None, None, None, None,
+             None, None, None)
         )  # fmt: skip
         tr.findings.append(FindingRecord("orphan_result", "(unknown)", seq, None))
 
@@ -364,6 +366,7 @@ class StoreGenerator:
             total_tokens=sum(tokens_by_seq.values()),
             tool_result_tokens=sum(r.tokens for r in tr.tool_results),
             wasted_tokens=wasted, max_occurrence=max(tr.counts.values(), default=0),
+            token_counts="estimate",
         )  # fmt: skip
         return week, TraceRows(trace, tr.messages, tool_calls, tr.tool_results, tr.findings)
 
