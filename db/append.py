@@ -32,7 +32,7 @@ from sqlalchemy import (
     update,
 )
 
-from db import dialect, search
+from db import dialect, rollups, search
 from db.carry_over import carry_over, pair_map, read_reviews
 from db.engine import writing
 from db.records import (
@@ -124,6 +124,7 @@ def write_append(
         if current is None or tuple(current) != (old.content_hash, old.message_count):
             return False
         reviews = read_reviews(conn, trace_id) if _has_reviews(conn, trace_id) else None
+        rollups.subtract(conn, [trace_id])
         added = [m for m in rows.messages if m.seq >= first_new_seq]
         for message in rows.messages:
             if message.seq < first_new_seq:
@@ -172,6 +173,7 @@ def write_append(
             new = pair_map(calls, results, tool_contents)
             carry_over(conn, trace_id, reviews, new, now)
         search.index_traces(conn, [trace_id], tables=("messages",), from_seq=first_new_seq)
+        rollups.add(conn, [trace_id])
     return True
 
 

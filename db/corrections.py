@@ -14,6 +14,7 @@ from enum import Enum
 
 from sqlalchemy import Engine, func, select, update
 
+from db import rollups
 from db.annotations import ReviewError, UnknownTargetError, now_or_utc
 from db.engine import writing
 from db.filters import NO_FILTERS, Filters
@@ -97,6 +98,8 @@ def correct_result(
             )
         if isinstance(verdict, str) and row.suggestion is None:
             raise ReviewError(f"result {result_id} gives no suggestion: there is no verdict")
+        trace_id = conn.execute(select(r.trace_id).where(r.id == result_id)).scalar_one()
+        rollups.subtract(conn, [trace_id])
         new_type = row.error_type_corrected if error_type is UNCHANGED else error_type
         new_verdict = row.verdict_corrected if verdict is UNCHANGED else verdict
         corrected = new_type is not None or new_verdict is not None
@@ -110,6 +113,7 @@ def correct_result(
                 corrected_at=now_or_utc(now) if corrected else None,
             )
         )
+        rollups.add(conn, [trace_id])
     return result_review(engine, result_id)
 
 

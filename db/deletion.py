@@ -33,7 +33,7 @@ from sqlalchemy import (
     select,
 )
 
-from db import search
+from db import rollups, search
 from db.engine import writing
 from db.schema import Base
 
@@ -125,6 +125,7 @@ def delete_rows(
             # from the rows): out of it first, while the rows are still there.
             ids = conn.execute(select(traces.c.id).where(or_(*trace_where))).scalars().all()
             search.unindex_traces(conn, list(ids))
+            rollups.subtract(conn, list(ids))
         # Children before parents: a child's condition reads the parent rows still there.
         for table, where in reversed(ordered):
             counts[table.name] = conn.execute(delete(table).where(where)).rowcount

@@ -22,6 +22,7 @@ from sqlalchemy import (
     String,
     Table,
     bindparam,
+    case,
     func,
     literal_column,
 )
@@ -533,6 +534,15 @@ def _sqlite_epoch_seconds(element: EpochSeconds, compiler: Any, **kw: Any) -> st
 @compiles(EpochSeconds, "postgresql")
 def _postgresql_epoch_seconds(element: EpochSeconds, compiler: Any, **kw: Any) -> str:
     return f"CAST(floor(EXTRACT(EPOCH FROM {compiler.process(element.moment, **kw)})) AS BIGINT)"
+
+
+def floor_div(value: Any, divisor: int) -> ColumnElement[int]:
+    """``floor(value / divisor)`` of an integer expression and a positive divisor, the same on
+    both databases (their integer division truncates toward zero: wrong before 1970)."""
+    return case(
+        (value >= 0, value // divisor),
+        else_=-((-value + (divisor - 1)) // divisor),
+    )
 
 
 def epoch_seconds(moment: Any) -> ColumnElement[int]:

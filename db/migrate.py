@@ -78,6 +78,13 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     if current is not None and current not in known_revisions():
         raise NewerStoreError(store_location(engine), current)
     command.upgrade(alembic_config(engine), revision)
+    if revision == "head":
+        # A store from before the rollups: fill them once (the pages read the base tables
+        # until then).
+        from db import rollups
+
+        if not rollups.is_complete(engine):
+            rollups.rebuild(engine)
 
 
 def downgrade(engine: Engine, revision: str = "base") -> None:

@@ -604,3 +604,153 @@ class ImportFile(Base):
     updated: Mapped[int] = mapped_column(Integer, default=0)
     unchanged: Mapped[int] = mapped_column(Integer, default=0)
     rejected: Mapped[int] = mapped_column(Integer, default=0)
+
+
+# --- Rollups -------------------------------------------------------------------------------------
+# Summary tables the import keeps in the same transaction as the traces they summarize
+# (``db.rollups``): what the pages chart, counted per *grain* — a set of the trace dimensions the
+# sidebar filters on (day of the trace's start, import, agent, model), the dimensions outside the
+# grain left NULL — and per tool and the figure's own keys. A row's identity is ``key``, a hash of
+# its grain, dimensions and keys (NULLs included, which a unique index over the columns would not
+# treat as equal). ``n`` counts the rows (or traces) summarized; a row whose ``n`` falls to 0 is
+# deleted.
+
+
+class _RollupColumns:
+    """The identity and the trace dimensions every rollup row has."""
+
+    key: Mapped[bytes] = mapped_column(LargeBinary(16), primary_key=True)
+    #: Which dimensions the row is counted by: a bit set of ``db.rollups.Dim``.
+    grain: Mapped[int] = mapped_column(Integer)
+    #: Days since 1970-01-01 (UTC) of the trace's start; NULL outside the grain or without one.
+    day: Mapped[int | None] = mapped_column(Integer)
+    import_id: Mapped[int | None] = mapped_column(Integer)
+    agent: Mapped[str | None] = mapped_column(String(200))
+    model: Mapped[str | None] = mapped_column(String(200))
+    tool: Mapped[str | None] = mapped_column(String(400))
+    n: Mapped[int] = mapped_column(BigInteger)
+
+
+class RollupResultRow(_RollupColumns, Base):
+    """Tool Messages by status, effective error type and verdict, pairing and flags."""
+
+    __tablename__ = "rollup_results"
+    __table_args__ = (Index("ix_rollup_results_grain_day", "grain", "day"),)
+
+    status: Mapped[str] = mapped_column(String(20))
+    status_source: Mapped[str | None] = mapped_column(String(20))
+    #: The rule that decided an error (NULL for other results).
+    rule: Mapped[str | None] = mapped_column(String(100))
+    error_type: Mapped[str | None] = mapped_column(String(60))
+    verdict: Mapped[str | None] = mapped_column(String(40))
+    suggested: Mapped[bool] = mapped_column(Boolean)
+    pair_state: Mapped[str] = mapped_column(String(40))
+    #: ``call_seq IS NULL``: the result answers no call.
+    unanswered: Mapped[bool] = mapped_column(Boolean)
+    name_mismatch: Mapped[bool] = mapped_column(Boolean)
+    corrected: Mapped[bool] = mapped_column(Boolean)
+    tokens: Mapped[int] = mapped_column(BigInteger)
+    #: Results with images and their images' tokens.
+    with_images: Mapped[int] = mapped_column(BigInteger)
+    image_tokens: Mapped[int] = mapped_column(BigInteger)
+
+
+class RollupSizeRow(_RollupColumns, Base):
+    """Tool Messages per (tool, exact token size): every size percentile stays exact."""
+
+    __tablename__ = "rollup_sizes"
+    __table_args__ = (Index("ix_rollup_sizes_grain_day", "grain", "day"),)
+
+    tokens: Mapped[int] = mapped_column(Integer)
+
+
+class RollupCallRow(_RollupColumns, Base):
+    """Tool calls per occurrence (so any loop threshold k is a plain sum), pairing and flags."""
+
+    __tablename__ = "rollup_calls"
+    __table_args__ = (Index("ix_rollup_calls_grain_day", "grain", "day"),)
+
+    occurrence: Mapped[int] = mapped_column(Integer)
+    pair_state: Mapped[str] = mapped_column(String(40))
+    reused_id: Mapped[bool] = mapped_column(Boolean)
+    ping_pong: Mapped[bool] = mapped_column(Boolean)
+
+
+class RollupSignatureRow(_RollupColumns, Base):
+    """Signatures (tool + arguments) of a trace by how often they occur in it: the loops at any
+    k are the rows with ``occurrences >= k``."""
+
+    __tablename__ = "rollup_signatures"
+    __table_args__ = (Index("ix_rollup_signatures_grain_day", "grain", "day"),)
+
+    occurrences: Mapped[int] = mapped_column(Integer)
+    #: Error results of the signature's calls, and tokens of the results of its repeats.
+    errors: Mapped[int] = mapped_column(BigInteger)
+    wasted_tokens: Mapped[int] = mapped_column(BigInteger)
+
+
+class RollupTraceRow(_RollupColumns, Base):
+    """Traces (``tool`` NULL: every trace; else the traces that call that tool)."""
+
+    __tablename__ = "rollup_traces"
+    __table_args__ = (Index("ix_rollup_traces_grain_day", "grain", "day"),)
+
+    #: The highest occurrence of a signature (of ``tool``'s calls) in the trace.
+    max_occurrence: Mapped[int] = mapped_column(Integer)
+    token_counts: Mapped[str] = mapped_column(String(20))
+    #: Tenth of the trace's tokens spent on tool results (0-9; NULL without tokens).
+    share_bin: Mapped[int | None] = mapped_column(Integer)
+    messages: Mapped[int] = mapped_column(BigInteger)
+    total_tokens: Mapped[int] = mapped_column(BigInteger)
+    tool_result_tokens: Mapped[int] = mapped_column(BigInteger)
+
+
+class RollupFindingRow(_RollupColumns, Base):
+    """Findings (counted ones: a name mismatch once, on its call) per tool and kind."""
+
+    __tablename__ = "rollup_findings"
+    __table_args__ = (Index("ix_rollup_findings_grain_day", "grain", "day"),)
+
+    kind: Mapped[str] = mapped_column(String(40))
+    #: Traces with this (tool, kind); traces with this kind, counted on one tool's row only.
+    traces_tool: Mapped[int] = mapped_column(BigInteger)
+    traces_kind: Mapped[int] = mapped_column(BigInteger)
+
+
+class RollupFingerprintRow(_RollupColumns, Base):
+    """Error results per fingerprint ("the same error") and effective error type."""
+
+    __tablename__ = "rollup_fingerprints"
+    __table_args__ = (Index("ix_rollup_fingerprints_grain_day", "grain", "day"),)
+
+    fingerprint: Mapped[str] = mapped_column(String(300))
+    error_type: Mapped[str | None] = mapped_column(String(60))
+    #: Traces with this fingerprint, counted on the row of its smallest error type only.
+    traces: Mapped[int] = mapped_column(BigInteger)
+
+
+class RollupState(Base):
+    """Whether the rollups hold the whole store (one row). A store migrated from before the
+    rollups has none until ``toollens rebuild-rollups`` (run by the migration step) fills them;
+    until then every page reads the base tables."""
+
+    __tablename__ = "rollup_state"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    complete: Mapped[bool] = mapped_column(Boolean)
+    rebuilt_at: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
+
+
+class RollupActivityRow(_RollupColumns, Base):
+    """Tool Messages per minute of their time (own timestamp, else the trace's start): every
+    time axis (minutes to weeks) is a sum of minutes."""
+
+    __tablename__ = "rollup_activity"
+    __table_args__ = (Index("ix_rollup_activity_grain_day", "grain", "day"),)
+
+    #: Whole minutes since 1970-01-01 UTC (floored); NULL: no time.
+    minute: Mapped[int | None] = mapped_column(BigInteger)
+    error: Mapped[bool] = mapped_column(Boolean)
+    #: The effective error type of errors (NULL for other results and unclassified errors).
+    error_type: Mapped[str | None] = mapped_column(String(60))
+    tokens: Mapped[int] = mapped_column(BigInteger)

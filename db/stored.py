@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, Table, delete, select, update
 
-from db import dialect, search
+from db import dialect, rollups, search
 from db.engine import writing
 from db.records import (
     CHILD_COLUMNS,
@@ -143,6 +143,7 @@ def replace_derived(engine: Engine, batch: Sequence[tuple[int, TraceRows]]) -> N
     ids = [trace_id for trace_id, _ in batch]
     with writing(engine) as conn:
         kept = _corrections(conn, ids)
+        rollups.subtract(conn, ids)
         search.unindex_traces(conn, ids, tables=("tool_calls",))
         for model in (ErrorStreakRow, FindingRow, ToolResultRow, ToolCallRow):
             conn.execute(delete(model).where(model.trace_id.in_(ids)))
@@ -165,3 +166,4 @@ def replace_derived(engine: Engine, batch: Sequence[tuple[int, TraceRows]]) -> N
                 .where(ToolResultRow.trace_id == trace_id, ToolResultRow.message_seq == seq)
                 .values(values)
             )
+        rollups.add(conn, ids)

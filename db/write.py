@@ -20,7 +20,7 @@ from typing import Any, Literal, cast
 
 from sqlalchemy import Connection, Engine, Table, delete, insert, select, update
 
-from db import dialect, search
+from db import dialect, rollups, search
 from db.carry_over import Reviews, carry_over, new_pair_map, read_reviews
 from db.engine import writing
 from db.records import (
@@ -283,6 +283,7 @@ def write_traces(
             trace_id = plan.stored.id
             replaced[key] = (trace_id, plan.rows)
             reviews[trace_id] = read_reviews(conn, trace_id)
+        rollups.subtract(conn, [trace_id for trace_id, _ in replaced.values()])
         _replace_traces(conn, import_id, now, plans, replaced)
         _log_updates(
             conn, import_id, now,
@@ -300,6 +301,7 @@ def write_traces(
             new_map = new_pair_map(rows.messages, rows.tool_calls, rows.tool_results)
             carry_over(conn, trace_id, reviews[trace_id], new_map, now)
         search.index_traces(conn, [trace_id for trace_id, _ in written])
+        rollups.add(conn, [trace_id for trace_id, _ in written])
     return result
 
 

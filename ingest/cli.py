@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -555,6 +556,20 @@ def vacuum_command(db: DbOption = None) -> None:
     engine = _engine(db)
     reclaim_space(engine)
     typer.echo(f"vacuumed: {display_url(engine.url)}")
+
+
+@app.command("rebuild-rollups")
+def rebuild_rollups_command(db: DbOption = None) -> None:
+    """Recount the summary tables the pages read (the import keeps them exact; this is for
+    recovery, e.g. after rows were changed by hand)."""
+    from db import rollups
+    from db.engine import display_url
+
+    engine = _engine(db)
+    started = time.perf_counter()
+    traces = rollups.rebuild(engine)
+    seconds = time.perf_counter() - started
+    typer.echo(f"rollups rebuilt: {traces:,} traces in {seconds:.1f} s ({display_url(engine.url)})")
 
 
 @app.command("serve")

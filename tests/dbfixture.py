@@ -18,6 +18,7 @@ import orjson
 import pytest
 from sqlalchemy import Engine, select, update
 
+from db import rollups
 from db.engine import make_engine, writing
 from db.records import (
     FindingRecord,
@@ -469,6 +470,8 @@ def _apply_corrections(engine: Engine) -> None:
             .where(ToolResultRow.trace_id == docs, ToolResultRow.message_seq == 5)
             .values(error_type_corrected="invalid_params", corrected_by="reviewer")
         )
+    # Written straight into the base rows, as no ToolLens path writes: recount the rollups.
+    rollups.rebuild(engine)
 
 
 def fixture_store(url: str) -> str:
@@ -794,4 +797,6 @@ def build_pages2_database(engine: Engine) -> tuple[int, int]:
             .where(ToolResultRow.verdict == "unclear")
             .values(verdict_corrected="ignored", corrected_by="reviewer")
         )
+    # Written straight into the base rows, as no ToolLens path writes: recount the rollups.
+    rollups.rebuild(engine)
     return first, second

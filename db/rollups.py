@@ -1,0 +1,556 @@
+"""Rollups: summary tables the import keeps exact, in the same transaction as the traces.
+
+The pages chart counts over millions of Tool Messages; summing a few thousand rollup rows instead
+keeps a page's cost flat as the store grows. Each rollup (a table of ``db.schema``'s ``Rollup*``
+rows) holds what one family of charts needs, counted per **grain**: a set of the trace dimensions
+the sidebar filters on (:class:`Dim`: the day of the trace's start, import, agent, model), the
+other dimensions left NULL. A filter on one dimension reads that dimension's grain; a filter on
+several reads the grain of all four (:data:`FULL`); the token-size histogram, whose rows are many,
+keeps the single-dimension grains only, and such a filter reads the base tables
+(``db.rollup_read``).
+
+**One way in.** Every change of the base rows goes through :func:`subtract` (before: the rows of
+the given traces as they are) and :func:`add` (after): an import, an update that replaces a trace,
+an append, a re-analysis, a correction, a deletion. Both compute the traces' contributions from the
+base tables with the same statements (:data:`ROLLUPS`), so what is added is exactly what will be
+subtracted. :func:`rebuild` recomputes everything (``toollens rebuild-rollups``).
+
+Contributions are grouped per trace in SQL and spread over the grains in Python; rows are upserted
+in key order (two PostgreSQL writers then lock them in the same order) and a row whose count falls
+to zero is deleted. Distinct-trace figures stay additive: a trace contributes 1 to each group it
+belongs to, so e.g. "traces with this fingerprint" is a plain sum over the grain's rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import IntFlag
+from typing import Any, cast
+
+import orjson
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Table,
+    and_,
+    case,
+    delete,
+    false,
+    func,
+    literal,
+    select,
+)
+from sqlalchemy.orm import aliased
+
+from db import dialect
+from db.engine import writing
+from db.schema import (
+    FindingRow,
+    RollupActivityRow,
+    RollupCallRow,
+    RollupFindingRow,
+    RollupFingerprintRow,
+    RollupResultRow,
+    RollupSignatureRow,
+    RollupSizeRow,
+    RollupState,
+    RollupTraceRow,
+    ToolCallRow,
+    ToolResultRow,
+    TraceRow,
+)
+
+
+class Dim(IntFlag):
+    """The trace dimensions a rollup row can be counted by."""
+
+    DAY = 1
+    IMPORT = 2
+    AGENT = 4
+    MODEL = 8
+
+
+#: Every dimension: the grain a filter on several dimensions reads.
+FULL = Dim.DAY | Dim.IMPORT | Dim.AGENT | Dim.MODEL
+#: No dimension, then one each, then all: the grains of most rollups.
+GRAINS: tuple[int, ...] = (0, Dim.DAY, Dim.IMPORT, Dim.AGENT, Dim.MODEL, FULL)
+#: The size histogram has a row per distinct token count and the activity one per minute: their
+#: full grain would be as large as the results themselves, so they keep one dimension at most.
+SINGLE_GRAINS: tuple[int, ...] = (0, Dim.DAY, Dim.IMPORT, Dim.AGENT, Dim.MODEL)
+#: Trace ids per contribution statement.
+CHUNK = 500
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+r, c, t = ToolResultRow, ToolCallRow, TraceRow
+
+
+@dataclass(frozen=True, slots=True)
+class Rollup:
+    """One rollup: its table, the grains it keeps and how traces contribute to it.
+
+    ``contributions(ids)`` selects, for the traces ``ids``, rows of ``trace_id``, ``tool``,
+    then :attr:`keys` and :attr:`measures` (``n`` first), grouped per trace and key.
+    """
+
+    table: Table
+    grains: tuple[int, ...]
+    keys: tuple[str, ...]
+    measures: tuple[str, ...]
+    contributions: Callable[[Sequence[int]], Any]
+
+
+def _results(ids: Sequence[int]) -> Any:
+    error = r.status == "error"
+    keys = (
+        r.tool,
+        r.status,
+        r.status_source,
+        case((error, r.rule)),
+        func.coalesce(r.error_type_corrected, r.error_type),
+        func.coalesce(r.verdict_corrected, r.verdict),
+        r.suggestion.is_not(None),
+        r.pair_state,
+        r.call_seq.is_(None),
+        func.coalesce(r.name_mismatch, false()),
+        (r.error_type_corrected.is_not(None)) | (r.verdict_corrected.is_not(None)),
+    )
+    return (
+        select(
+            r.trace_id,
+            *keys,
+            func.count(),
+            func.sum(r.tokens),
+            func.count().filter(r.image_tokens > 0),
+            func.coalesce(func.sum(r.image_tokens), 0),
+        )
+        .where(r.trace_id.in_(ids))
+        .group_by(r.trace_id, *keys)
+    )
+
+
+def _sizes(ids: Sequence[int]) -> Any:
+    return (
+        select(r.trace_id, r.tool, r.tokens, func.count())
+        .where(r.trace_id.in_(ids))
+        .group_by(r.trace_id, r.tool, r.tokens)
+    )
+
+
+def _calls(ids: Sequence[int]) -> Any:
+    keys = (
+        c.tool_name,
+        c.occurrence,
+        c.pair_state,
+        func.coalesce(c.reused_id, false()),
+        func.coalesce(c.ping_pong, false()),
+    )
+    return (
+        select(c.trace_id, *keys, func.count())
+        .where(c.trace_id.in_(ids))
+        .group_by(c.trace_id, *keys)
+    )
+
+
+def _signatures(ids: Sequence[int]) -> Any:
+    # One row per (trace, signature): its calls (occurrences are numbered 1 … n, so the count is
+    # the highest), the errors among their results and the tokens of the repeats' results.
+    result = aliased(ToolResultRow)
+    per = (
+        select(
+            c.trace_id.label("trace_id"),
+            func.max(c.tool_name).label("tool"),
+            func.count().label("occurrences"),
+            func.count().filter(result.status == "error").label("errors"),
+            func.coalesce(func.sum(result.tokens).filter(c.occurrence >= 2), 0).label("wasted"),
+        )
+        .outerjoin(result, and_(result.trace_id == c.trace_id, result.message_seq == c.result_seq))
+        .where(c.trace_id.in_(ids))
+        .group_by(c.trace_id, c.signature)
+        .subquery()
+    )
+    return select(
+        per.c.trace_id,
+        per.c.tool,
+        per.c.occurrences,
+        func.count(),
+        func.sum(per.c.errors),
+        func.sum(per.c.wasted),
+    ).group_by(per.c.trace_id, per.c.tool, per.c.occurrences)
+
+
+def _share_bin() -> Any:
+    raw = (t.tool_result_tokens * 10) // t.total_tokens
+    return case((t.total_tokens <= 0, None), (raw >= 9, 9), else_=raw)
+
+
+def _traces(ids: Sequence[int]) -> Any:
+    # Every trace once with tool NULL, and once per tool it calls (the tool filter's traces).
+    whole = select(
+        t.id,
+        literal(None).label("tool"),
+        t.max_occurrence,
+        t.token_counts,
+        _share_bin(),
+        literal(1),
+        t.message_count,
+        t.total_tokens,
+        t.tool_result_tokens,
+    ).where(t.id.in_(ids))
+    per_tool = (
+        select(
+            t.id,
+            c.tool_name,
+            func.max(c.occurrence),
+            func.min(t.token_counts),
+            func.min(_share_bin()),
+            literal(1),
+            func.min(t.message_count),
+            func.min(t.total_tokens),
+            func.min(t.tool_result_tokens),
+        )
+        .join(c, c.trace_id == t.id)
+        .where(t.id.in_(ids))
+        .group_by(t.id, c.tool_name)
+    )
+    return whole.union_all(per_tool)
+
+
+def _findings(ids: Sequence[int]) -> Any:
+    counted = ~and_(FindingRow.name == "name_mismatch", FindingRow.call_index.is_(None))
+    per = (
+        select(
+            FindingRow.trace_id.label("trace_id"),
+            FindingRow.tool.label("tool"),
+            FindingRow.name.label("kind"),
+            func.count().label("n"),
+        )
+        .where(FindingRow.trace_id.in_(ids), counted)
+        .group_by(FindingRow.trace_id, FindingRow.tool, FindingRow.name)
+        .subquery()
+    )
+    # The kind's first tool in the trace (NULL first) carries the trace for the kind's total.
+    first = func.row_number().over(
+        partition_by=(per.c.trace_id, per.c.kind),
+        order_by=(per.c.tool.is_not(None), per.c.tool),
+    )
+    return select(
+        per.c.trace_id,
+        per.c.tool,
+        per.c.kind,
+        per.c.n,
+        literal(1),
+        case((first == 1, 1), else_=0),
+    )
+
+
+def _fingerprints(ids: Sequence[int]) -> Any:
+    effective = func.coalesce(r.error_type_corrected, r.error_type)
+    per = (
+        select(
+            r.trace_id.label("trace_id"),
+            r.tool.label("tool"),
+            r.fingerprint.label("fingerprint"),
+            effective.label("error_type"),
+            func.count().label("n"),
+        )
+        .where(r.trace_id.in_(ids), r.status == "error", r.fingerprint.is_not(None))
+        .group_by(r.trace_id, r.tool, r.fingerprint, effective)
+        .subquery()
+    )
+    # The trace counts once per fingerprint, on the row of its smallest type (NULL first).
+    first = func.row_number().over(
+        partition_by=(per.c.trace_id, per.c.fingerprint),
+        order_by=(per.c.error_type.is_not(None), per.c.error_type),
+    )
+    return select(
+        per.c.trace_id,
+        per.c.tool,
+        per.c.fingerprint,
+        per.c.error_type,
+        per.c.n,
+        case((first == 1, 1), else_=0),
+    )
+
+
+def _activity(ids: Sequence[int]) -> Any:
+    error = r.status == "error"
+    minute = dialect.floor_div(dialect.epoch_seconds(func.coalesce(r.timestamp, t.started_at)), 60)
+    effective = case((error, func.coalesce(r.error_type_corrected, r.error_type)))
+    return (
+        select(r.trace_id, r.tool, minute, error, effective, func.count(), func.sum(r.tokens))
+        .join(t, t.id == r.trace_id)
+        .where(r.trace_id.in_(ids))
+        .group_by(r.trace_id, r.tool, minute, error, effective)
+    )
+
+
+def _table(model: Any) -> Table:
+    return cast(Table, model.__table__)
+
+
+#: Every rollup, by table name.
+ROLLUPS: dict[str, Rollup] = {
+    rollup.table.name: rollup
+    for rollup in (
+        Rollup(
+            _table(RollupResultRow),
+            GRAINS,
+            (
+                "status",
+                "status_source",
+                "rule",
+                "error_type",
+                "verdict",
+                "suggested",
+                "pair_state",
+                "unanswered",
+                "name_mismatch",
+                "corrected",
+            ),
+            ("n", "tokens", "with_images", "image_tokens"),
+            _results,
+        ),
+        Rollup(_table(RollupSizeRow), SINGLE_GRAINS, ("tokens",), ("n",), _sizes),
+        Rollup(
+            _table(RollupCallRow),
+            GRAINS,
+            ("occurrence", "pair_state", "reused_id", "ping_pong"),
+            ("n",),
+            _calls,
+        ),
+        Rollup(
+            _table(RollupSignatureRow),
+            GRAINS,
+            ("occurrences",),
+            ("n", "errors", "wasted_tokens"),
+            _signatures,
+        ),
+        Rollup(
+            _table(RollupTraceRow),
+            GRAINS,
+            ("max_occurrence", "token_counts", "share_bin"),
+            ("n", "messages", "total_tokens", "tool_result_tokens"),
+            _traces,
+        ),
+        Rollup(
+            _table(RollupFindingRow),
+            GRAINS,
+            ("kind",),
+            ("n", "traces_tool", "traces_kind"),
+            _findings,
+        ),
+        Rollup(
+            _table(RollupActivityRow),
+            SINGLE_GRAINS,
+            ("minute", "error", "error_type"),
+            ("n", "tokens"),
+            _activity,
+        ),
+        Rollup(
+            _table(RollupFingerprintRow),
+            GRAINS,
+            ("fingerprint", "error_type"),
+            ("n", "traces"),
+            _fingerprints,
+        ),
+    )
+}
+
+#: The dimension columns, in :class:`Dim` order (plain ints: ``IntFlag`` arithmetic is slow).
+_DIMS: tuple[tuple[int, str], ...] = (
+    (int(Dim.DAY), "day"),
+    (int(Dim.IMPORT), "import_id"),
+    (int(Dim.AGENT), "agent"),
+    (int(Dim.MODEL), "model"),
+)
+
+
+def day_number(moment: datetime | None) -> int | None:
+    """Days since 1970-01-01 (UTC) of ``moment``, the rollups' ``day`` (floored before 1970).
+
+    >>> day_number(datetime(1969, 12, 31, 23, tzinfo=UTC))
+    -1
+    """
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH).days
+
+
+def row_key(grain: int, dims: tuple[Any, ...], tool: Any, keys: tuple[Any, ...]) -> bytes:
+    """A rollup row's identity: a 16-byte hash of its grain, dimensions, tool and keys."""
+    return hashlib.blake2b(orjson.dumps([grain, *dims, tool, *keys]), digest_size=16).digest()
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
+    for i in range(0, len(ids), CHUNK):
+        yield ids[i : i + CHUNK]
+
+
+def _trace_dims(conn: Connection, ids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+    rows = conn.execute(
+        select(t.id, t.started_at, t.import_id, t.agent, t.model).where(t.id.in_(ids))
+    )
+    return {
+        trace_id: (day_number(started), import_id, agent, model)
+        for trace_id, started, import_id, agent, model in rows
+    }
+
+
+def _masked(dims: tuple[Any, ...], grain: int) -> tuple[Any, ...]:
+    return tuple(
+        value if grain & bit else None for (bit, _), value in zip(_DIMS, dims, strict=True)
+    )
+
+
+def _value(v: Any) -> Any:
+    # Booleans come back as 0/1 from SQLite's expressions; keys hash the same on both databases.
+    return bool(v) if isinstance(v, bool) else v
+
+
+def contributions(
+    conn: Connection, rollup: Rollup, ids: Sequence[int]
+) -> dict[tuple[Any, ...], list[int]]:
+    """What the traces ``ids`` add to ``rollup``: per row (grain, dimensions, tool, keys), its
+    measures."""
+    out: dict[tuple[Any, ...], list[int]] = {}
+    nkeys = len(rollup.keys)
+    bools = [rollup.table.c[name].type.python_type is bool for name in rollup.keys]
+    grains = [int(g) for g in rollup.grains]
+    for chunk in _chunks(ids):
+        # Per trace, its dimensions as each grain counts them (computed once per trace).
+        per_trace = {
+            trace_id: [(g, *_masked(dims, g)) for g in grains]
+            for trace_id, dims in _trace_dims(conn, chunk).items()
+        }
+        for row in conn.execute(rollup.contributions(chunk)):
+            keys = tuple(
+                bool(v) if is_bool else v
+                for is_bool, v in zip(bools, row[2 : 2 + nkeys], strict=True)
+            )
+            measures = [int(v or 0) for v in row[2 + nkeys :]]
+            tool = row[1]
+            for prefix in per_trace[row[0]]:
+                key = (*prefix, tool, *keys)
+                found = out.get(key)
+                if found is None:
+                    out[key] = measures.copy()
+                else:
+                    for i, m in enumerate(measures):
+                        found[i] += m
+    return out
+
+
+def _apply(conn: Connection, ids: Sequence[int], sign: int) -> None:
+    if not ids or not complete(conn):
+        return
+    ids = sorted(set(ids))
+    for rollup in ROLLUPS.values():
+        _upsert(conn, rollup, contributions(conn, rollup, ids), sign)
+
+
+def add(conn: Connection, ids: Sequence[int]) -> None:
+    """Count the traces ``ids`` (their rows as stored now) into every rollup."""
+    _apply(conn, ids, 1)
+
+
+def subtract(conn: Connection, ids: Sequence[int]) -> None:
+    """Take the traces ``ids`` (their rows as stored now) out of every rollup: call it before
+    their rows change or go, and :func:`add` after."""
+    _apply(conn, ids, -1)
+
+
+def _columns(rollup: Rollup) -> list[str]:
+    return ["grain", *(name for _, name in _DIMS), "tool", *rollup.keys, *rollup.measures]
+
+
+def _upsert(
+    conn: Connection, rollup: Rollup, rows: dict[tuple[Any, ...], list[int]], sign: int
+) -> None:
+    """Add (``sign`` 1) or take away (-1) ``rows``, in key order (PostgreSQL writers then lock
+    rows in the same order), deleting the rows whose count falls to zero.
+
+    One driver-level ``executemany``: SQLAlchemy's per-row parameter processing cost more than
+    the upsert itself."""
+    if not rows:
+        return
+    name = rollup.table.name
+    columns = ["key", *_columns(rollup)]
+    keyed = sorted(
+        (row_key(row[0], tuple(row[1:5]), row[5], tuple(row[6:])), row, measures)
+        for row, measures in rows.items()
+    )
+    values = [
+        (key, *row, *(m if sign > 0 else -m for m in measures)) for key, row, measures in keyed
+    ]
+    kind = dialect.name_of(conn)
+    mark = "?" if kind == "sqlite" else "%s"
+    owner = "" if kind == "sqlite" else f"{name}."
+    updates = ", ".join(f"{m} = {owner}{m} + excluded.{m}" for m in rollup.measures)
+    sql = (
+        f"INSERT INTO {name} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))}) "
+        f"ON CONFLICT (key) DO UPDATE SET {updates}"
+    )
+    conn.exec_driver_sql(sql, values)
+    if sign < 0:
+        table = rollup.table
+        gone = [key for key, _, _ in keyed]
+        for i in range(0, len(gone), CHUNK):
+            conn.execute(delete(table).where(table.c.key.in_(gone[i : i + CHUNK]), table.c.n <= 0))
+
+
+def complete(conn: Connection) -> bool:
+    """Whether the rollups hold the whole store (see :class:`db.schema.RollupState`)."""
+    return bool(conn.execute(select(RollupState.complete).where(RollupState.id == 1)).scalar())
+
+
+def is_complete(engine: Engine) -> bool:
+    """Whether the rollups hold the whole store (else readers use the base tables)."""
+    with engine.connect() as conn:
+        return complete(conn)
+
+
+def rebuild(engine: Engine, *, batch: int = 5_000) -> int:
+    """Recompute every rollup from the base tables, in one transaction; the traces counted.
+
+    For recovery (``toollens rebuild-rollups``) and for stores from before the rollups."""
+    with writing(engine) as conn:
+        for rollup in ROLLUPS.values():
+            conn.execute(delete(rollup.table))
+        conn.execute(delete(RollupState))
+        conn.execute(
+            _table(RollupState).insert().values(id=1, complete=True, rebuilt_at=datetime.now(UTC))
+        )
+        ids = list(conn.execute(select(t.id).order_by(t.id)).scalars())
+        for i in range(0, len(ids), batch):
+            add(conn, ids[i : i + batch])
+    return len(ids)
+
+
+def mark_complete(conn: Connection) -> None:
+    """Record that the (empty) rollups hold the (empty) store: a new store's first state."""
+    if conn.execute(select(RollupState.id)).first() is None:
+        conn.execute(_table(RollupState).insert().values(id=1, complete=True))
+
+
+__all__ = [
+    "FULL",
+    "GRAINS",
+    "ROLLUPS",
+    "SINGLE_GRAINS",
+    "Dim",
+    "Rollup",
+    "add",
+    "complete",
+    "contributions",
+    "day_number",
+    "is_complete",
+    "mark_complete",
+    "rebuild",
+    "row_key",
+    "subtract",
+]
