@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, func, select
+from sqlalchemy import Connection, Engine, and_, case, func, select
 
 from db.filters import (
     NO_FILTERS,
@@ -25,11 +25,16 @@ from db.queries.common import (
     effective_verdict,
 )
 from db.queries.histograms import token_counts, token_figures
+from db.rollup_read import CALLS, FINDINGS, RESULTS, TRACES, scope
 from db.schema import (
     FindingRow,
     ImportRun,
     MessageRow,
     RejectedRecord,
+    RollupCallRow,
+    RollupFindingRow,
+    RollupResultRow,
+    RollupTraceRow,
     ToolCallRow,
     ToolResultRow,
     TraceRow,
@@ -134,6 +139,9 @@ def summary_counts(
     the Overview shows, which reads the sizes off its cached (tool, tokens) histogram."""
     f = filters
     with engine.connect() as conn:
+        from_rollups = _rollup_counts(conn, loop_k, f)
+        if from_rollups is not None:
+            return from_rollups
         # Per-trace counters make trace-level totals one pass over ``traces``.
         traces, messages = conn.execute(
             restrict_traces(
@@ -199,9 +207,6 @@ def summary_counts(
             )
             if et is not None
         }
-        encoding = conn.execute(
-            select(ImportRun.encoding).order_by(ImportRun.id.desc()).limit(1)
-        ).scalar()
         loop_signatures, loop_calls = loop_counts(conn, loop_k, f)
 
         suggestions: dict[str, int] = {
@@ -217,8 +222,6 @@ def summary_counts(
             )
         ):
             suggestions[verdict] = n
-        decided = suggestions["followed"] + suggestions["ignored"]
-        follow_rate = round(suggestions["followed"] / decided, 4) if decided else None
 
         findings = {
             name: n
@@ -233,25 +236,170 @@ def summary_counts(
                 )
             )
         }
-        rejected = conn.execute(select(func.count(RejectedRecord.id))).scalar_one()
+        return _assemble(
+            conn,
+            loop_k,
+            traces=traces,
+            messages=messages,
+            calls=calls,
+            res=res,
+            pair_states=pair_states,
+            reused_id=reused_id,
+            error_types=error_types,
+            loops=(loop_signatures, loop_calls),
+            verdicts=suggestions,
+            findings=findings,
+        )
 
-        return {
-            "traces": traces,
-            "messages": int(messages),
-            "tool_calls": int(calls),
-            "tool_results": res["tool_results"],
-            "pair_states": pair_states,
-            "name_mismatch": res["name_mismatch"],
-            "reused_id": int(reused_id),
-            "status": {st: res[f"status_{st}"] for st in STATUSES},
-            "error_types": error_types,
-            "tokens": {"encoding": encoding or DEFAULT_ENCODING},
-            "loops": {"k": loop_k, "signatures": loop_signatures, "calls": loop_calls},
-            "suggestions": {**suggestions, "follow_rate": follow_rate},
-            "findings": findings,
-            "corrections": res["corrections"],
-            "rejected_records": rejected,
-        }
+
+def _assemble(
+    conn: Connection,
+    loop_k: int,
+    *,
+    traces: int,
+    messages: int,
+    calls: int,
+    res: dict[str, int],
+    pair_states: dict[str, int],
+    reused_id: int,
+    error_types: dict[str, int],
+    loops: tuple[int, int],
+    verdicts: dict[str, int],
+    findings: dict[str, int],
+) -> dict[str, Any]:
+    """The summary's shape from its counts (read from the base tables or the rollups)."""
+    suggestions: dict[str, int] = {"with_suggestion": res["with_suggestion"]}
+    suggestions.update(dict.fromkeys(VERDICTS, 0))
+    suggestions.update((v, n) for v, n in verdicts.items() if v != "with_suggestion")
+    decided = suggestions["followed"] + suggestions["ignored"]
+    follow_rate = round(suggestions["followed"] / decided, 4) if decided else None
+    encoding = conn.execute(
+        select(ImportRun.encoding).order_by(ImportRun.id.desc()).limit(1)
+    ).scalar()
+    rejected = conn.execute(select(func.count(RejectedRecord.id))).scalar_one()
+    loop_signatures, loop_calls = loops
+    return {
+        "traces": traces,
+        "messages": int(messages),
+        "tool_calls": int(calls),
+        "tool_results": res["tool_results"],
+        "pair_states": pair_states,
+        "name_mismatch": res["name_mismatch"],
+        "reused_id": int(reused_id),
+        "status": {st: res[f"status_{st}"] for st in STATUSES},
+        "error_types": error_types,
+        "tokens": {"encoding": encoding or DEFAULT_ENCODING},
+        "loops": {"k": loop_k, "signatures": loop_signatures, "calls": loop_calls},
+        "suggestions": {**suggestions, "follow_rate": follow_rate},
+        "findings": findings,
+        "corrections": res["corrections"],
+        "rejected_records": rejected,
+    }
+
+
+def _rollup_counts(conn: Connection, loop_k: int, f: Filters) -> dict[str, Any] | None:
+    """:func:`summary_counts` from the rollups, or ``None`` when they cannot answer ``f``."""
+    results_at = scope(conn, RESULTS, f)
+    traces_at = scope(conn, TRACES, f, tool="all")
+    calls_at = scope(conn, CALLS, f)
+    findings_at = scope(conn, FINDINGS, f)
+    if results_at is None or traces_at is None or calls_at is None or findings_at is None:
+        return None
+    tr, rr, cr, fr = RollupTraceRow, RollupResultRow, RollupCallRow, RollupFindingRow
+    traces, messages = conn.execute(
+        select(func.coalesce(func.sum(tr.n), 0), func.coalesce(func.sum(tr.messages), 0)).where(
+            *traces_at
+        )
+    ).one()
+
+    def total(condition: Any = None) -> Any:
+        return func.coalesce(func.sum(rr.n if condition is None else case((condition, rr.n))), 0)
+
+    row = conn.execute(
+        select(
+            total(),
+            *(total(rr.status == st) for st in STATUSES),
+            total(rr.pair_state == "orphan_result"),
+            total(rr.pair_state == "duplicate_result"),
+            total(and_(rr.pair_state == "result_before_call", rr.unanswered.is_(True))),
+            total(rr.name_mismatch.is_(True)),
+            total(rr.suggested.is_(True)),
+            total(rr.corrected.is_(True)),
+        ).where(*results_at)
+    ).one()
+    names = (
+        "tool_results",
+        *(f"status_{st}" for st in STATUSES),
+        "unpaired_orphan_result",
+        "unpaired_duplicate_result",
+        "unpaired_result_before_call",
+        "name_mismatch",
+        "with_suggestion",
+        "corrections",
+    )
+    res = {name: int(value) for name, value in zip(names, row, strict=True)}
+    pair_states: dict[str, int] = dict.fromkeys(PAIR_STATES, 0)
+    calls = reused_id = 0
+    for state, n, reused in conn.execute(
+        select(
+            cr.pair_state, func.sum(cr.n), func.sum(case((cr.reused_id.is_(True), cr.n), else_=0))
+        )
+        .where(*calls_at)
+        .group_by(cr.pair_state)
+    ):
+        pair_states[state] = pair_states.get(state, 0) + int(n)
+        calls += int(n)
+        reused_id += int(reused)
+    for state in ("orphan_result", "duplicate_result", "result_before_call"):
+        pair_states[state] += res[f"unpaired_{state}"]
+    n_errors = func.sum(rr.n)
+    error_types = {
+        str(et): int(n)
+        for et, n in conn.execute(
+            select(rr.error_type, n_errors)
+            .where(*results_at, rr.status == "error", rr.error_type.is_not(None))
+            .group_by(rr.error_type)
+            .order_by(n_errors.desc(), rr.error_type)
+        )
+    }
+    verdicts = {
+        str(v): int(n)
+        for v, n in conn.execute(
+            select(rr.verdict, func.sum(rr.n))
+            .where(*results_at, rr.verdict.is_not(None))
+            .group_by(rr.verdict)
+        )
+    }
+    signatures, late = conn.execute(
+        select(
+            func.coalesce(func.sum(case((cr.occurrence == loop_k, cr.n))), 0),
+            func.coalesce(func.sum(case((cr.occurrence >= loop_k, cr.n))), 0),
+        ).where(*calls_at)
+    ).one()
+    n_findings = func.sum(fr.n)
+    findings = {
+        str(kind): int(n)
+        for kind, n in conn.execute(
+            select(fr.kind, n_findings)
+            .where(*findings_at)
+            .group_by(fr.kind)
+            .order_by(n_findings.desc(), fr.kind)
+        )
+    }
+    return _assemble(
+        conn,
+        loop_k,
+        traces=int(traces),
+        messages=int(messages),
+        calls=calls,
+        res=res,
+        pair_states=pair_states,
+        reused_id=reused_id,
+        error_types=error_types,
+        loops=(int(signatures), int(late) + (loop_k - 1) * int(signatures)),
+        verdicts=verdicts,
+        findings=findings,
+    )
 
 
 def _fields(f: Filters) -> dict[str, Any]:

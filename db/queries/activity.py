@@ -15,12 +15,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, get_args
 
 import pandas as pd
-from sqlalchemy import ColumnElement, Engine, case, func, select
+from sqlalchemy import ColumnElement, Connection, Engine, case, func, literal, select
 
-from db.dialect import epoch_seconds
+from db.dialect import epoch_seconds, floor_div
 from db.filters import NO_FILTERS, Filters, restrict_results
-from db.queries.common import TRACE, error_type_label, to_frame
-from db.schema import ToolResultRow
+from db.queries.common import TRACE, UNCLASSIFIED, error_type_label, to_frame
+from db.rollup_read import ACTIVITY, scope, total
+from db.schema import RollupActivityRow, ToolResultRow
 
 #: The bucket sizes, smallest first.
 BucketUnit = Literal["minute", "hour", "day", "week"]
@@ -66,7 +67,24 @@ def _origin(unit: BucketUnit) -> int:
 def bucket_number(unit: BucketUnit) -> ColumnElement[int]:
     """The bucket a Tool Message falls in: whole ``unit``\\ s since the epoch (weeks since a
     Monday), as SQL."""
-    return (epoch_seconds(result_time()) - _origin(unit)) // BUCKET_SECONDS[unit]
+    return floor_div(epoch_seconds(result_time()) - _origin(unit), BUCKET_SECONDS[unit])
+
+
+def _minute_bucket(minute: int, unit: BucketUnit) -> int:
+    """The bucket of ``unit`` a minute (since the epoch) falls in: as :func:`bucket_number`
+    gives it for any time within that minute (every unit is whole minutes, so is the origin)."""
+    return (minute * 60 - _origin(unit)) // BUCKET_SECONDS[unit]
+
+
+def _rolled_minutes(conn: Connection, filters: Filters, *columns: Any) -> pd.DataFrame | None:
+    """Per minute with Tool Messages: ``minute`` and ``columns`` (aggregates of the activity
+    rollup), or ``None`` when the rollups cannot answer ``filters``."""
+    at = scope(conn, ACTIVITY, filters)
+    if at is None:
+        return None
+    a = RollupActivityRow
+    stmt = select(a.minute.label("minute"), *columns).where(*at, a.minute.is_not(None))
+    return to_frame(conn, stmt.group_by(a.minute))
 
 
 def bucket_start(number: int, unit: BucketUnit) -> datetime:
@@ -80,7 +98,8 @@ def bucket_start(number: int, unit: BucketUnit) -> datetime:
 
 
 def time_span(engine: Engine, filters: Filters = NO_FILTERS) -> tuple[datetime, datetime] | None:
-    """The first and last time of the filtered Tool Messages; ``None`` when none has a time."""
+    """The first and last time of the filtered Tool Messages, to the minute (the start of
+    their minutes: what the activity rollup keeps); ``None`` when none has a time."""
     ts = result_time()
     stmt = restrict_results(
         select(func.min(ts), func.max(ts))
@@ -89,10 +108,27 @@ def time_span(engine: Engine, filters: Filters = NO_FILTERS) -> tuple[datetime, 
         filters,
     )
     with engine.connect() as conn:
+        at = scope(conn, ACTIVITY, filters)
+        if at is not None:
+            a = RollupActivityRow
+            first_min, last_min = conn.execute(
+                select(func.min(a.minute), func.max(a.minute)).where(*at)
+            ).one()
+            if first_min is None or last_min is None:
+                return None
+            return _from_minute(int(first_min)), _from_minute(int(last_min))
         first, last = conn.execute(stmt).one()
     if first is None or last is None:
         return None
-    return _utc(first), _utc(last)
+    return _to_minute(_utc(first)), _to_minute(_utc(last))
+
+
+def _from_minute(minute: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(minutes=minute)
+
+
+def _to_minute(moment: datetime) -> datetime:
+    return moment.replace(second=0, microsecond=0)
 
 
 def _utc(value: Any) -> datetime:
@@ -129,8 +165,23 @@ def activity_over_time(
         .group_by(bucket),
         filters,
     )
+    a = RollupActivityRow
     with engine.connect() as conn:
-        counted = to_frame(conn, stmt)
+        minutes = _rolled_minutes(
+            conn,
+            filters,
+            total(a.n).label("results"),
+            total(a.n, a.error.is_(True)).label("errors"),
+            total(a.tokens).label("tokens"),
+        )
+        if minutes is None:
+            counted = to_frame(conn, stmt)
+        else:
+            counted = (
+                minutes.assign(bucket=[_minute_bucket(int(m), unit) for m in minutes["minute"]])
+                .groupby("bucket", as_index=False)[["results", "errors", "tokens"]]
+                .sum()
+            )
     if counted.empty:
         return pd.DataFrame(columns=list(ACTIVITY_COLUMNS))
     counted = counted.astype({"bucket": int}).set_index("bucket")
@@ -164,8 +215,26 @@ def error_types_over_time(
         .order_by(bucket, label),
         filters,
     )
+    a = RollupActivityRow
     with engine.connect() as conn:
-        df = to_frame(conn, stmt)
+        at = scope(conn, ACTIVITY, filters)
+        if at is None:
+            df = to_frame(conn, stmt)
+        else:
+            typed = func.coalesce(a.error_type, literal(UNCLASSIFIED))
+            rows = to_frame(
+                conn,
+                select(a.minute.label("minute"), typed.label("error_type"), total(a.n).label("n"))
+                .where(*at, a.minute.is_not(None), a.error.is_(True))
+                .group_by(a.minute, typed),
+            )
+            df = (
+                rows.assign(bucket=[_minute_bucket(int(m), unit) for m in rows["minute"]])
+                .groupby(["bucket", "error_type"], as_index=False)["n"]
+                .sum()
+                .rename(columns={"n": "errors"})
+                .sort_values(["bucket", "error_type"])
+            )
     if df.empty:
         return pd.DataFrame(columns=["start", "error_type", "errors"])
     starts = [bucket_start(int(n), unit) for n in df["bucket"]]

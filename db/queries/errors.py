@@ -12,6 +12,7 @@ from typing import Any, Literal
 import pandas as pd
 from sqlalchemy import (
     ColumnElement,
+    Connection,
     Engine,
     Select,
     and_,
@@ -23,8 +24,15 @@ from sqlalchemy import (
 from db import dialect
 from db.filters import NO_FILTERS, Filters, SelectT, restrict_results
 from db.planner import restrict_results_in_index
-from db.queries.common import TRACE, error_type_label, result_pair_key, to_frame
-from db.schema import MessageRow, ToolResultRow
+from db.queries.common import (
+    TRACE,
+    UNCLASSIFIED,
+    error_type_label,
+    result_pair_key,
+    to_frame,
+)
+from db.rollup_read import FINGERPRINTS, RESULTS, scope, total
+from db.schema import MessageRow, RollupFingerprintRow, RollupResultRow, ToolResultRow
 
 TimeUnit = Literal["hour", "day", "import"]
 
@@ -48,10 +56,16 @@ def error_totals(engine: Engine, filters: Filters = NO_FILTERS) -> tuple[int, in
     """(error results, all results) among the filtered Tool Messages."""
     errors = _restrict(select(func.count()).where(_is_error()), filters)
     results = restrict_results(select(func.count()).select_from(ToolResultRow), filters)
+    stmt = select(errors.scalar_subquery(), results.scalar_subquery())
     with engine.connect() as conn:
-        n_errors, n_results = conn.execute(
-            select(errors.scalar_subquery(), results.scalar_subquery())
-        ).one()
+        at = scope(conn, RESULTS, filters)
+        if at is not None:
+            rr = RollupResultRow
+            stmt = select(
+                func.coalesce(total(rr.n, rr.status == "error"), 0),
+                func.coalesce(total(rr.n), 0),
+            ).where(*at)
+        n_errors, n_results = conn.execute(stmt).one()
     return int(n_errors), int(n_results)
 
 
@@ -77,6 +91,19 @@ def error_types_by_tool(
         filters,
     )
     with engine.connect() as conn:
+        at = scope(conn, RESULTS, filters)
+        if at is not None:
+            rr = RollupResultRow
+            typed = func.coalesce(rr.error_type, literal(UNCLASSIFIED))
+            stmt = (
+                select(
+                    rr.tool.label("tool"),
+                    typed.label("error_type"),
+                    total(rr.n).label("errors"),
+                )
+                .where(*at, rr.status == "error")
+                .group_by(rr.tool, typed)
+            )
         df = to_frame(conn, stmt)
     if df.empty:
         return df
@@ -165,6 +192,21 @@ def error_sources(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame
         filters,
     )
     with engine.connect() as conn:
+        at = scope(conn, RESULTS, filters)
+        if at is not None:
+            rr = RollupResultRow
+            rolled_rule = func.coalesce(rr.rule, literal("(none)"))
+            errors = total(rr.n)
+            stmt = (
+                select(
+                    rr.status_source.label("status_source"),
+                    rolled_rule.label("rule"),
+                    errors.label("errors"),
+                )
+                .where(*at, rr.status == "error")
+                .group_by(rr.status_source, rolled_rule)
+                .order_by(errors.desc(), rr.status_source, rolled_rule)
+            )
         return to_frame(conn, stmt)
 
 
@@ -187,8 +229,13 @@ def _fingerprint_groups(filters: Filters) -> Select[*tuple[Any, ...]]:
 def count_error_fingerprints(engine: Engine, filters: Filters = NO_FILTERS) -> int:
     """How many distinct error fingerprints the filtered errors have."""
     sub = _fingerprint_groups(filters).subquery()
+    stmt = select(func.count()).select_from(sub)
     with engine.connect() as conn:
-        return int(conn.execute(select(func.count()).select_from(sub)).scalar_one())
+        at = scope(conn, FINGERPRINTS, filters)
+        if at is not None:
+            fp = RollupFingerprintRow
+            stmt = select(func.count(fp.fingerprint.distinct())).where(*at)
+        return int(conn.execute(stmt).scalar_one())
 
 
 def error_fingerprints(
@@ -207,6 +254,10 @@ def error_fingerprints(
         .offset(offset)
         .subquery()
     )
+    with engine.connect() as conn:
+        rolled = _fingerprint_page(conn, filters, limit, offset)
+    if rolled is not None:
+        groups = rolled
     example = ToolResultRow.__table__.alias("example")
     stmt = (
         select(
@@ -229,6 +280,39 @@ def error_fingerprints(
     )
     with engine.connect() as conn:
         return to_frame(conn, stmt)
+
+
+def _fingerprint_page(conn: Connection, filters: Filters, limit: int, offset: int) -> Any:
+    """One page of :func:`_fingerprint_groups` ranked off the fingerprint rollup, each group's
+    first occurrence looked up for the page's groups only; ``None`` when the rollups cannot
+    answer ``filters``."""
+    at = scope(conn, FINGERPRINTS, filters)
+    if at is None:
+        return None
+    fp = RollupFingerprintRow
+    errors = total(fp.n)
+    page = (
+        select(
+            fp.fingerprint.label("fingerprint"),
+            func.max(fp.tool).label("tool"),
+            func.max(func.coalesce(fp.error_type, literal(UNCLASSIFIED))).label("error_type"),
+            errors.label("errors"),
+            total(fp.traces).label("traces"),
+        )
+        .where(*at)
+        .group_by(fp.fingerprint)
+        .order_by(errors.desc(), fp.fingerprint)
+        .limit(limit)
+        .offset(offset)
+        .subquery()
+    )
+    example_id = _restrict(
+        select(func.min(ToolResultRow.id)).where(
+            _is_error(), ToolResultRow.fingerprint == page.c.fingerprint
+        ),
+        filters,
+    ).scalar_subquery()
+    return select(page, example_id.label("example_id")).subquery()
 
 
 def count_fingerprint_occurrences(

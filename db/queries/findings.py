@@ -16,7 +16,8 @@ from sqlalchemy.orm import aliased
 
 from db.filters import NO_FILTERS, Filters, restrict_findings
 from db.queries.common import COUNTED_FINDING, TRACE, result_pair_key, to_frame
-from db.schema import FindingRow, ToolCallRow, ToolResultRow
+from db.rollup_read import FINDINGS, scope, total
+from db.schema import FindingRow, RollupFindingRow, ToolCallRow, ToolResultRow
 from db.vocabulary import FINDING_KINDS, finding_level, finding_message
 
 #: Columns of :func:`finding_occurrences`.
@@ -43,6 +44,19 @@ def finding_kind_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.Dat
         filters,
     )
     with engine.connect() as conn:
+        at = scope(conn, FINDINGS, filters)
+        if at is not None:
+            fr = RollupFindingRow
+            stmt = (
+                select(
+                    fr.kind,
+                    total(fr.n),
+                    total(fr.traces_tool if filters.tool else fr.traces_kind),
+                    func.count(fr.tool.distinct()),
+                )
+                .where(*at)
+                .group_by(fr.kind)
+            )
         found = {str(name): (int(n), int(t), int(u)) for name, n, t, u in conn.execute(stmt)}
     kinds = list(FINDING_KINDS) + sorted(set(found) - set(FINDING_KINDS))
     return pd.DataFrame(
@@ -70,6 +84,16 @@ def finding_counts_by_tool(engine: Engine, filters: Filters = NO_FILTERS) -> pd.
         filters,
     )
     with engine.connect() as conn:
+        at = scope(conn, FINDINGS, filters)
+        if at is not None:
+            fr = RollupFindingRow
+            stmt = (
+                select(
+                    fr.tool.label("tool"), fr.kind.label("kind"), total(fr.n).label("occurrences")
+                )
+                .where(*at, fr.tool.is_not(None))
+                .group_by(fr.tool, fr.kind)
+            )
         df = to_frame(conn, stmt)
     order = {kind: i for i, kind in enumerate(FINDING_KINDS)}
     df["_order"] = df["kind"].map(lambda k: order.get(k, len(order)))

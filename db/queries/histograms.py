@@ -15,7 +15,8 @@ import pandas as pd
 from sqlalchemy import Engine, func, select
 
 from db.filters import NO_FILTERS, Filters, restrict_results
-from db.schema import ToolResultRow
+from db.rollup_read import SIZES, scope, total
+from db.schema import RollupSizeRow, ToolResultRow
 
 #: Lower edges of the token-size histogram; the budget is added as an edge of its own so that
 #: every bar is either wholly within or wholly over budget.
@@ -39,6 +40,15 @@ def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
         filters,
     )
     with engine.connect() as conn:
+        at = scope(conn, SIZES, filters)
+        if at is not None:
+            s = RollupSizeRow
+            stmt = (
+                select(s.tool, s.tokens, total(s.n))
+                .where(*at)
+                .group_by(s.tool, s.tokens)
+                .order_by(s.tool, s.tokens)
+            )
         rows = conn.execute(stmt).all()
     # Column by column: pandas probes every row object it is given for named-tuple fields, which
     # costs SQLAlchemy rows an exception each (a third of a second for 50,000 rows).
@@ -62,6 +72,10 @@ def token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
         filters,
     )
     with engine.connect() as conn:
+        at = scope(conn, SIZES, filters)
+        if at is not None:
+            s = RollupSizeRow
+            stmt = select(s.tokens, total(s.n)).where(*at).group_by(s.tokens).order_by(s.tokens)
         rows = conn.execute(stmt).all()
     columns = list(zip(*rows, strict=True)) if rows else [(), ()]
     return pd.DataFrame(

@@ -17,7 +17,14 @@ from sqlalchemy.orm import aliased
 from db.filters import NO_FILTERS, Filters
 from db.planner import grouping_key, restrict_calls_in_index
 from db.queries.common import TRACE, to_frame
-from db.schema import ToolCallRow, ToolResultRow
+from db.rollup_read import CALLS, SIGNATURES, TRACES, scope, total
+from db.schema import (
+    RollupCallRow,
+    RollupSignatureRow,
+    RollupTraceRow,
+    ToolCallRow,
+    ToolResultRow,
+)
 
 #: Characters of a call's arguments shown to identify a loop.
 ARGS_PREVIEW_CHARS = 200
@@ -74,7 +81,23 @@ def loop_totals(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> dict[s
         func.coalesce(func.sum(groups.c.wasted_tokens), 0),
     )
     with engine.connect() as conn:
-        sigs, calls, traces, errors, wasted = conn.execute(stmt).one()
+        at = scope(conn, SIGNATURES, filters)
+        traces_at = scope(conn, TRACES, filters, tool="all")
+        if at is not None and traces_at is not None:
+            sg, tr = RollupSignatureRow, RollupTraceRow
+            looping = select(
+                func.coalesce(total(sg.n), 0),
+                func.coalesce(total(sg.n * sg.occurrences), 0),
+                func.coalesce(total(sg.errors), 0),
+                func.coalesce(total(sg.wasted_tokens), 0),
+            ).where(*at, sg.occurrences >= k)
+            with_loops = select(func.coalesce(total(tr.n), 0)).where(
+                *traces_at, tr.max_occurrence >= k
+            )
+            sigs, calls, errors, wasted = conn.execute(looping).one()
+            traces = conn.execute(with_loops).scalar_one()
+        else:
+            sigs, calls, traces, errors, wasted = conn.execute(stmt).one()
     return {
         "signatures": int(sigs),
         "calls": int(calls),
@@ -166,6 +189,22 @@ def loops_by_tool(
         .limit(top_tools)
     )
     with engine.connect() as conn:
+        at = scope(conn, SIGNATURES, filters)
+        if at is not None:
+            sg = RollupSignatureRow
+            loops, calls = total(sg.n), total(sg.n * sg.occurrences)
+            stmt = (
+                select(
+                    sg.tool.label("tool"),
+                    loops.label("loops"),
+                    calls.label("calls"),
+                    total(sg.wasted_tokens).label("wasted_tokens"),
+                )
+                .where(*at, sg.occurrences >= k)
+                .group_by(sg.tool)
+                .order_by(loops.desc(), calls.desc(), sg.tool)
+                .limit(top_tools)
+            )
         return to_frame(conn, stmt)
 
 
@@ -176,6 +215,10 @@ def ping_pong_calls(engine: Engine, filters: Filters = NO_FILTERS) -> int:
         select(func.count()).where(ToolCallRow.ping_pong == true()), filters
     )
     with engine.connect() as conn:
+        at = scope(conn, CALLS, filters)
+        if at is not None:
+            cr = RollupCallRow
+            stmt = select(func.coalesce(total(cr.n), 0)).where(*at, cr.ping_pong.is_(True))
         return int(conn.execute(stmt).scalar_one())
 
 

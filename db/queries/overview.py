@@ -17,6 +17,7 @@ from sqlalchemy import (
     case,
     cast,
     func,
+    literal,
     select,
 )
 
@@ -28,9 +29,25 @@ from db.planner import (
     restrict_results_in_index,
 )
 from db.queries import histograms
-from db.queries.common import COUNTED_FINDING, effective_verdict, error_type_label, to_frame
+from db.queries.common import (
+    COUNTED_FINDING,
+    UNCLASSIFIED,
+    effective_verdict,
+    error_type_label,
+    to_frame,
+)
 from db.queries.histograms import oversized_tools, size_bins, tool_sizes, tool_token_counts
-from db.schema import FindingRow, ToolCallRow, ToolResultRow, TraceRow
+from db.rollup_read import CALLS, FINDINGS, FINGERPRINTS, RESULTS, scope, total
+from db.schema import (
+    FindingRow,
+    RollupCallRow,
+    RollupFindingRow,
+    RollupFingerprintRow,
+    RollupResultRow,
+    ToolCallRow,
+    ToolResultRow,
+    TraceRow,
+)
 from db.vocabulary import FINDING_KINDS, VERDICTS
 
 #: The size bins' edges (see :mod:`db.queries.histograms`).
@@ -61,6 +78,17 @@ def error_type_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
         filters,
     )
     with engine.connect() as conn:
+        at = scope(conn, RESULTS, filters)
+        if at is not None:
+            rr = RollupResultRow
+            typed = func.coalesce(rr.error_type, literal(UNCLASSIFIED)).label("error_type")
+            errors = total(rr.n)
+            stmt = (
+                select(typed, errors.label("errors"))
+                .where(*at, rr.status == "error")
+                .group_by(typed)
+                .order_by(errors.desc(), typed)
+            )
         return to_frame(conn, stmt)
 
 
@@ -76,6 +104,14 @@ def verdict_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFram
         filters,
     )
     with engine.connect() as conn:
+        at = scope(conn, RESULTS, filters)
+        if at is not None:
+            rr = RollupResultRow
+            stmt = (
+                select(rr.verdict, total(rr.n))
+                .where(*at, rr.verdict.is_not(None))
+                .group_by(rr.verdict)
+            )
         found = {str(v): int(n) for v, n in conn.execute(stmt)}
     order = list(VERDICTS) + sorted(set(found) - set(VERDICTS))
     return pd.DataFrame({"verdict": order, "results": [found.get(v, 0) for v in order]})
@@ -94,7 +130,21 @@ def occurrence_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.Da
     ``label`` (``"10+"`` for the cap), ``calls``. Only occurrences that happen are listed.
     """
     occurrence = ToolCallRow.occurrence
-    if one_pass_counts(filters):
+    with engine.connect() as conn:
+        at = scope(conn, CALLS, filters)
+        if at is not None:
+            cr = RollupCallRow
+            capped_at = case(
+                (cr.occurrence >= OCCURRENCE_CAP, OCCURRENCE_CAP), else_=cr.occurrence
+            ).label("occurrence")
+            df = to_frame(
+                conn,
+                select(capped_at, total(cr.n).label("calls"))
+                .where(*at)
+                .group_by(capped_at)
+                .order_by(capped_at),
+            )
+    if at is None and one_pass_counts(filters):
         # Under a trace filter: one pass without GROUP BY (a count per occurrence, the last one
         # "or more") over the filtered traces' entries of the trace index; nothing to sort.
         counts = [func.count().filter(occurrence == o) for o in range(1, OCCURRENCE_CAP)]
@@ -103,7 +153,7 @@ def occurrence_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.Da
             row = conn.execute(restrict_calls(select(*counts), filters)).one()
         found = [(o, int(n)) for o, n in enumerate(row, start=1) if n]
         df = pd.DataFrame(found, columns=["occurrence", "calls"]).astype("int64")
-    else:
+    elif at is None:
         # Count per occurrence off the occurrence index, then cap the few groups.
         per = restrict_calls(
             select(occurrence.label("occurrence"), func.count().label("n")).group_by(occurrence),
@@ -147,6 +197,25 @@ def top_error_fingerprints(
         filters,
     )
     with engine.connect() as conn:
+        at = scope(conn, FINGERPRINTS, filters)
+        if at is not None:
+            fp = RollupFingerprintRow
+            errors = total(fp.n)
+            stmt = (
+                select(
+                    fp.fingerprint.label("fingerprint"),
+                    func.min(fp.tool).label("tool"),
+                    func.min(func.coalesce(fp.error_type, literal(UNCLASSIFIED))).label(
+                        "error_type"
+                    ),
+                    errors.label("errors"),
+                    total(fp.traces).label("traces"),
+                )
+                .where(*at)
+                .group_by(fp.fingerprint)
+                .order_by(errors.desc(), fp.fingerprint)
+                .limit(limit)
+            )
         return to_frame(conn, stmt)
 
 
@@ -294,6 +363,50 @@ def scorecard_counts(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> p
         f,
     )
     with engine.connect() as conn:
+        results_at = scope(conn, RESULTS, f)
+        calls_at = scope(conn, CALLS, f)
+        findings_at = scope(conn, FINDINGS, f)
+        if results_at is not None and calls_at is not None and findings_at is not None:
+            rr, cr, fr = RollupResultRow, RollupCallRow, RollupFindingRow
+            typed = func.coalesce(rr.error_type, literal(UNCLASSIFIED))
+            types_stmt = (
+                select(rr.tool.label("tool"), typed.label("error_type"), total(rr.n).label("n"))
+                .where(*results_at, rr.status == "error")
+                .group_by(rr.tool, typed)
+            )
+            advised_stmt = (
+                select(rr.tool.label("tool"), total(rr.n).label("errors_with_suggestion"))
+                .where(*results_at, rr.status == "error", rr.suggested.is_(True))
+                .group_by(rr.tool)
+            )
+            verdicts_stmt = (
+                select(
+                    rr.tool.label("tool"),
+                    total(rr.n, rr.verdict == "followed").label("followed"),
+                    total(rr.n, rr.verdict == "ignored").label("ignored"),
+                )
+                .where(*results_at, rr.verdict.in_(("followed", "ignored")))
+                .group_by(rr.tool)
+            )
+            calls_stmt = (
+                select(cr.tool.label("tool"), total(cr.n).label("calls"))
+                .where(*calls_at)
+                .group_by(cr.tool)
+            )
+            loops_stmt = (
+                select(
+                    cr.tool.label("tool"),
+                    total(cr.n, cr.occurrence == k).label("signatures"),
+                    total(cr.n).label("late"),
+                )
+                .where(*calls_at, cr.occurrence >= k)
+                .group_by(cr.tool)
+            )
+            findings_stmt = (
+                select(fr.tool.label("tool"), fr.kind.label("kind"), total(fr.n).label("n"))
+                .where(*findings_at, fr.tool.is_not(None))
+                .group_by(fr.tool, fr.kind)
+            )
         types = to_frame(conn, types_stmt)
         parts = [to_frame(conn, stmt) for stmt in (advised_stmt, verdicts_stmt, calls_stmt)]
         loop_rows = to_frame(conn, loops_stmt)

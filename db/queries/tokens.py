@@ -17,7 +17,16 @@ from db.queries.common import (
     to_frame,
     token_histogram_by_tool,
 )
-from db.schema import ImportRun, MessageRow, ToolResultRow, TraceRow
+from db.rollup_read import RESULTS, SIZES, TRACES, scope, total
+from db.schema import (
+    ImportRun,
+    MessageRow,
+    RollupResultRow,
+    RollupSizeRow,
+    RollupTraceRow,
+    ToolResultRow,
+    TraceRow,
+)
 from db.vocabulary import TOKEN_COUNTS
 
 #: Characters of a Tool Message shown beside its size.
@@ -55,7 +64,18 @@ def token_quantiles_by_tool(
     Columns: ``tool``, ``results``, ``min``, ``p25``, ``p50``, ``p75``, ``p95``, ``max``,
     ``mean``; tools ordered by their number of results.
     """
-    ranks = token_histogram_by_tool(filters)
+    with engine.connect() as conn:
+        at = scope(conn, SIZES, filters)
+    hist = None
+    if at is not None:
+        s = RollupSizeRow
+        hist = (
+            select(s.tool.label("tool"), s.tokens.label("tokens"), total(s.n).label("n"))
+            .where(*at)
+            .group_by(s.tool, s.tokens)
+            .subquery("token_hist")
+        )
+    ranks = token_histogram_by_tool(filters, hist)
     results = cast(func.max(ranks.c.total), BigInteger)
     stmt = select(
         ranks.c.tool,
@@ -84,8 +104,14 @@ def budget_excess(engine: Engine, budget: int, filters: Filters = NO_FILTERS) ->
         filters,
     )
     with engine.connect() as conn:
-        over, total = conn.execute(stmt).one()
-    return int(over), int(total)
+        at = scope(conn, SIZES, filters)
+        if at is not None:
+            s = RollupSizeRow
+            stmt = select(
+                func.coalesce(total(s.n, s.tokens > budget), 0), func.coalesce(total(s.n), 0)
+            ).where(*at)
+        over, results = conn.execute(stmt).one()
+    return int(over), int(results)
 
 
 def biggest_results(
@@ -141,8 +167,20 @@ def tool_result_share(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str
         filters,
     )
     with engine.connect() as conn:
-        traces, total, tool = conn.execute(stmt).one()
-    return {"traces": int(traces), "total_tokens": int(total), "tool_result_tokens": int(tool)}
+        at = scope(conn, TRACES, filters, tool="all")
+        if at is not None:
+            tr = RollupTraceRow
+            stmt = select(
+                func.coalesce(total(tr.n), 0),
+                func.coalesce(total(tr.total_tokens), 0),
+                func.coalesce(total(tr.tool_result_tokens), 0),
+            ).where(*at)
+        traces, all_tokens, tool = conn.execute(stmt).one()
+    return {
+        "traces": int(traces),
+        "total_tokens": int(all_tokens),
+        "tool_result_tokens": int(tool),
+    }
 
 
 def trace_share_histogram(
@@ -163,6 +201,15 @@ def trace_share_histogram(
         filters,
     )
     with engine.connect() as conn:
+        # The rollup keeps tenths.
+        at = scope(conn, TRACES, filters, tool="all") if bins == 10 else None
+        if at is not None:
+            tr = RollupTraceRow
+            stmt = (
+                select(tr.share_bin, total(tr.n))
+                .where(*at, tr.share_bin.is_not(None))
+                .group_by(tr.share_bin)
+            )
         counts = {int(b): int(n) for b, n in conn.execute(stmt)}
     return pd.DataFrame(
         {
@@ -179,6 +226,10 @@ def token_count_kinds(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str
         select(TraceRow.token_counts, func.count()).group_by(TraceRow.token_counts), filters
     )
     with engine.connect() as conn:
+        at = scope(conn, TRACES, filters, tool="all")
+        if at is not None:
+            tr = RollupTraceRow
+            stmt = select(tr.token_counts, total(tr.n)).where(*at).group_by(tr.token_counts)
         counts = {str(kind): int(n) for kind, n in conn.execute(stmt)}
     return {kind: counts.get(kind, 0) for kind in TOKEN_COUNTS}
 
@@ -193,6 +244,12 @@ def image_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, int
         filters,
     )
     with engine.connect() as conn:
+        at = scope(conn, RESULTS, filters)
+        if at is not None:
+            rr = RollupResultRow
+            stmt = select(
+                func.coalesce(total(rr.with_images), 0), func.coalesce(total(rr.image_tokens), 0)
+            ).where(*at)
         results, tokens = conn.execute(stmt).one()
     return {"results": int(results), "image_tokens": int(tokens)}
 

@@ -26,9 +26,20 @@ from sqlalchemy import (
 )
 from sqlalchemy import null as sa_null
 
+from db import rollups
 from db.filters import NO_FILTERS, Filters, restrict_traces
 from db.queries.common import effective_error_type, effective_verdict, to_frame
-from db.schema import FindingRow, ImportRun, MessageRow, ToolCallRow, ToolResultRow, TraceRow
+from db.rollups import Dim
+from db.schema import (
+    FindingRow,
+    ImportRun,
+    MessageRow,
+    RollupCallRow,
+    RollupTraceRow,
+    ToolCallRow,
+    ToolResultRow,
+    TraceRow,
+)
 from db.vocabulary import DEFAULT_LOOP_K
 
 #: Characters of one message's content read back (the UI says how long the whole content is).
@@ -407,6 +418,18 @@ def filter_choices(engine: Engine, *, limit: int = CHOICES_LIMIT) -> dict[str, l
     }
     out: dict[str, list[str]] = {}
     with engine.connect() as conn:
+        if rollups.complete(conn):
+            # The rollups' one-dimension grains hold every value: a few hundred rows to read.
+            tr, cr = RollupTraceRow, RollupCallRow
+            queries = {
+                "agent": select(tr.agent).where(
+                    tr.grain == int(Dim.AGENT), tr.tool.is_(None), tr.agent.is_not(None)
+                ),
+                "model": select(tr.model).where(
+                    tr.grain == int(Dim.MODEL), tr.tool.is_(None), tr.model.is_not(None)
+                ),
+                "tool": select(cr.tool).where(cr.grain == 0),
+            }
         for name, stmt in queries.items():
             column = stmt.selected_columns[0]
             out[name] = [

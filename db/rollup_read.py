@@ -1,0 +1,164 @@
+"""Reading the rollups: which grain answers a set of filters, and the conditions that pick it.
+
+A query function asks :func:`scope` for its rollup table and the filters. It gets the conditions
+that select exactly the rollup rows of the filtered data — the grain that holds the filtered
+dimensions, their values, the tool — or ``None`` when the rollups cannot answer, and then reads
+the base tables as before:
+
+* a tag or metadata filter (no rollup is kept by them);
+* a time range that does not fall on whole days (a range brushed to the minute): the rollups
+  count traces by the day they started;
+* several trace dimensions at once on a rollup without the full grain (the size histogram);
+* rollups not complete (a store migrated from before them, until they are rebuilt), or a caller
+  that asked for the base tables (:func:`base_tables`: the exactness tests and benchmarks).
+
+Every figure read this way equals the one the base tables give (``tests/test_rollups.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime, time
+from typing import Any
+
+from sqlalchemy import BigInteger, ColumnElement, Connection, Table, case, cast, func
+
+from db import rollups
+from db.filters import Filters
+from db.rollups import Dim
+from db.schema import (
+    RollupActivityRow,
+    RollupCallRow,
+    RollupFindingRow,
+    RollupFingerprintRow,
+    RollupResultRow,
+    RollupSignatureRow,
+    RollupSizeRow,
+    RollupTraceRow,
+)
+
+
+def _table(model: Any) -> Table:
+    table: Table = model.__table__
+    return table
+
+
+#: The rollup tables, for :func:`scope`.
+RESULTS = _table(RollupResultRow)
+SIZES = _table(RollupSizeRow)
+CALLS = _table(RollupCallRow)
+SIGNATURES = _table(RollupSignatureRow)
+TRACES = _table(RollupTraceRow)
+FINDINGS = _table(RollupFindingRow)
+FINGERPRINTS = _table(RollupFingerprintRow)
+ACTIVITY = _table(RollupActivityRow)
+
+_BASE_ONLY: ContextVar[bool] = ContextVar("toollens_base_tables_only", default=False)
+
+
+@contextmanager
+def base_tables() -> Iterator[None]:
+    """Within the block, every query reads the base tables (to compare, or to measure them)."""
+    token = _BASE_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _BASE_ONLY.reset(token)
+
+
+def _whole_day(moment: datetime | None) -> bool:
+    return moment is None or moment.astimezone(UTC).time() == time(0)
+
+
+def used_dims(f: Filters) -> Dim | None:
+    """The trace dimensions ``f`` filters on, or ``None`` when no grain can answer it."""
+    if f.tag or f.meta:
+        return None
+    if not all(_whole_day(m) for m in (f.start, f.end, f.since, f.until)):
+        return None
+    dims = Dim(0)
+    if any(m is not None for m in (f.start, f.end, f.since, f.until)):
+        dims |= Dim.DAY
+    if f.import_id is not None:
+        dims |= Dim.IMPORT
+    if f.agent:
+        dims |= Dim.AGENT
+    if f.model:
+        dims |= Dim.MODEL
+    return dims
+
+
+def grain_for(dims: Dim, grains: tuple[int, ...]) -> int | None:
+    """The grain of ``grains`` with the fewest dimensions that holds every one of ``dims``.
+
+    >>> grain_for(Dim.MODEL, rollups.GRAINS) == Dim.MODEL
+    True
+    >>> grain_for(Dim.MODEL | Dim.DAY, rollups.GRAINS) == rollups.FULL
+    True
+    >>> grain_for(Dim.MODEL | Dim.DAY, rollups.SINGLE_GRAINS) is None
+    True
+    """
+    fitting = [g for g in grains if g & dims == dims]
+    return min(fitting, key=lambda g: bin(g).count("1")) if fitting else None
+
+
+def _bounds(f: Filters) -> tuple[int | None, int | None]:
+    lows = [rollups.day_number(m) for m in (f.start, f.since) if m is not None]
+    highs = [rollups.day_number(m) for m in (f.end, f.until) if m is not None]
+    low = max((d for d in lows if d is not None), default=None)
+    high = min((d for d in highs if d is not None), default=None)
+    return low, high
+
+
+def scope(
+    conn: Connection, table: Table, f: Filters, *, tool: str = "tool"
+) -> list[ColumnElement[bool]] | None:
+    """The conditions on rollup ``table`` that select the rows of the data ``f`` picks, or
+    ``None`` when the base tables must answer.
+
+    ``tool="all"`` (traces): without a tool filter, the rows counting every trace (``tool``
+    NULL); with one, the rows of the traces that call it.
+    """
+    if _BASE_ONLY.get():
+        return None
+    dims = used_dims(f)
+    if dims is None:
+        return None
+    rollup = rollups.ROLLUPS[table.name]
+    grain = grain_for(dims, rollup.grains)
+    if grain is None or not rollups.complete(conn):
+        return None
+    col = table.c
+    conds: list[ColumnElement[bool]] = [col.grain == int(grain)]
+    if dims & Dim.DAY:
+        low, high = _bounds(f)
+        if low is not None:
+            conds.append(col.day >= low)
+        if high is not None:
+            conds.append(col.day < high)
+        conds.append(col.day.is_not(None))
+    if f.import_id is not None:
+        conds.append(col.import_id == f.import_id)
+    if f.agent:
+        conds.append(col.agent == f.agent)
+    if f.model:
+        conds.append(col.model == f.model)
+    if f.tool:
+        conds.append(col.tool == f.tool)
+    elif tool == "all":
+        conds.append(col.tool.is_(None))
+    return conds
+
+
+def answers(conn: Connection, table: Table, f: Filters) -> bool:
+    """Whether :func:`scope` can answer ``f`` from ``table``."""
+    return scope(conn, table, f) is not None
+
+
+def total(column: Any, condition: Any = None) -> Any:
+    """``SUM(column)`` (where ``condition`` holds) as a BIGINT: a count read from rollup rows
+    (PostgreSQL's SUM of a BIGINT is NUMERIC)."""
+    summed = func.sum(column if condition is None else case((condition, column), else_=0))
+    return cast(summed, BigInteger)
