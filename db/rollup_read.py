@@ -131,14 +131,16 @@ def scope(
     if grain is None or not rollups.complete(conn):
         return None
     col = table.c
-    conds: list[ColumnElement[bool]] = [col.grain == int(grain)]
+    g = int(grain)
+    # The key starts with (grain, day): the grain and a day range are one range of keys.
+    first, end = rollups.key_prefix(g, None), rollups.key_prefix(g + 1, None)
     if dims & Dim.DAY:
         low, high = _bounds(f)
-        if low is not None:
-            conds.append(col.day >= low)
+        # Past the rows of traces without a start (day NULL sorts first).
+        first = rollups.key_prefix(g, low if low is not None else rollups.FIRST_DAY)
         if high is not None:
-            conds.append(col.day < high)
-        conds.append(col.day.is_not(None))
+            end = min(end, rollups.key_prefix(g, high))
+    conds: list[ColumnElement[bool]] = [col.key >= first, col.key < end, col.grain == g]
     if f.import_id is not None:
         conds.append(col.import_id == f.import_id)
     if f.agent:

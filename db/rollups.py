@@ -77,7 +77,7 @@ class Dim(IntFlag):
 FULL = Dim.DAY | Dim.IMPORT | Dim.AGENT | Dim.MODEL
 #: No dimension, then one each, then all: the grains of most rollups.
 GRAINS: tuple[int, ...] = (0, Dim.DAY, Dim.IMPORT, Dim.AGENT, Dim.MODEL, FULL)
-#: The size histogram has a row per distinct token count and the activity one per minute: their
+#: The size histogram has a row per distinct token count and the activity one per hour: their
 #: full grain would be as large as the results themselves, so they keep one dimension at most.
 SINGLE_GRAINS: tuple[int, ...] = (0, Dim.DAY, Dim.IMPORT, Dim.AGENT, Dim.MODEL)
 #: Trace ids per contribution statement.
@@ -277,13 +277,13 @@ def _fingerprints(ids: Sequence[int]) -> Any:
 
 def _activity(ids: Sequence[int]) -> Any:
     error = r.status == "error"
-    minute = dialect.floor_div(dialect.epoch_seconds(func.coalesce(r.timestamp, t.started_at)), 60)
+    hour = dialect.floor_div(dialect.epoch_seconds(func.coalesce(r.timestamp, t.started_at)), 3600)
     effective = case((error, func.coalesce(r.error_type_corrected, r.error_type)))
     return (
-        select(r.trace_id, r.tool, minute, error, effective, func.count(), func.sum(r.tokens))
+        select(r.trace_id, r.tool, hour, error, effective, func.count(), func.sum(r.tokens))
         .join(t, t.id == r.trace_id)
         .where(r.trace_id.in_(ids))
-        .group_by(r.trace_id, r.tool, minute, error, effective)
+        .group_by(r.trace_id, r.tool, hour, error, effective)
     )
 
 
@@ -345,7 +345,7 @@ ROLLUPS: dict[str, Rollup] = {
         Rollup(
             _table(RollupActivityRow),
             SINGLE_GRAINS,
-            ("minute", "error", "error_type"),
+            ("hour", "error", "error_type"),
             ("n", "tokens"),
             _activity,
         ),
@@ -381,9 +381,22 @@ def day_number(moment: datetime | None) -> int | None:
     return (moment - _EPOCH).days
 
 
+#: The smallest day a key can hold (the encoding of NULL is just below it).
+FIRST_DAY = -(2**31) + 1
+
+
+def key_prefix(grain: int, day: int | None) -> bytes:
+    """The first 5 bytes of a row key: its grain, then its day (big-endian, offset so that
+    every day sorts after NULL): the primary key orders rows by (grain, day), so a grain and a
+    range of days are one range of keys — no other index is needed."""
+    return bytes([grain]) + (0 if day is None else day + 2**31).to_bytes(4, "big")
+
+
 def row_key(grain: int, dims: tuple[Any, ...], tool: Any, keys: tuple[Any, ...]) -> bytes:
-    """A rollup row's identity: a 16-byte hash of its grain, dimensions, tool and keys."""
-    return hashlib.blake2b(orjson.dumps([grain, *dims, tool, *keys]), digest_size=16).digest()
+    """A rollup row's identity: :func:`key_prefix` and an 11-byte hash of its grain,
+    dimensions, tool and keys."""
+    digest = hashlib.blake2b(orjson.dumps([grain, *dims, tool, *keys]), digest_size=11).digest()
+    return key_prefix(grain, dims[0]) + digest
 
 
 def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
@@ -407,22 +420,20 @@ def _masked(dims: tuple[Any, ...], grain: int) -> tuple[Any, ...]:
     )
 
 
-def _value(v: Any) -> Any:
-    # Booleans come back as 0/1 from SQLite's expressions; keys hash the same on both databases.
-    return bool(v) if isinstance(v, bool) else v
-
-
 def contributions(
     conn: Connection, rollup: Rollup, ids: Sequence[int]
 ) -> dict[tuple[Any, ...], list[int]]:
     """What the traces ``ids`` add to ``rollup``: per row (grain, dimensions, tool, keys), its
-    measures."""
+    measures.
+
+    The database groups each trace's rows (:attr:`Rollup.contributions`); spreading them over
+    the grains happens here, with each trace's dimensions per grain computed once (measured
+    twice as fast as a cross join with the grains and a second GROUP BY in SQL)."""
     out: dict[tuple[Any, ...], list[int]] = {}
     nkeys = len(rollup.keys)
     bools = [rollup.table.c[name].type.python_type is bool for name in rollup.keys]
     grains = [int(g) for g in rollup.grains]
     for chunk in _chunks(ids):
-        # Per trace, its dimensions as each grain counts them (computed once per trace).
         per_trace = {
             trace_id: [(g, *_masked(dims, g)) for g in grains]
             for trace_id, dims in _trace_dims(conn, chunk).items()

@@ -616,6 +616,11 @@ class ImportFile(Base):
 # deleted.
 
 
+#: Rollup tables are clustered by their key (``db.rollups.key_prefix``: grain, then day): on
+#: SQLite a table without rowid is that one B-tree.
+_ROLLUP_TABLE: Any = {"sqlite_with_rowid": False}
+
+
 class _RollupColumns:
     """The identity and the trace dimensions every rollup row has."""
 
@@ -635,7 +640,7 @@ class RollupResultRow(_RollupColumns, Base):
     """Tool Messages by status, effective error type and verdict, pairing and flags."""
 
     __tablename__ = "rollup_results"
-    __table_args__ = (Index("ix_rollup_results_grain_day", "grain", "day"),)
+    __table_args__ = _ROLLUP_TABLE
 
     status: Mapped[str] = mapped_column(String(20))
     status_source: Mapped[str | None] = mapped_column(String(20))
@@ -659,7 +664,7 @@ class RollupSizeRow(_RollupColumns, Base):
     """Tool Messages per (tool, exact token size): every size percentile stays exact."""
 
     __tablename__ = "rollup_sizes"
-    __table_args__ = (Index("ix_rollup_sizes_grain_day", "grain", "day"),)
+    __table_args__ = _ROLLUP_TABLE
 
     tokens: Mapped[int] = mapped_column(Integer)
 
@@ -668,7 +673,7 @@ class RollupCallRow(_RollupColumns, Base):
     """Tool calls per occurrence (so any loop threshold k is a plain sum), pairing and flags."""
 
     __tablename__ = "rollup_calls"
-    __table_args__ = (Index("ix_rollup_calls_grain_day", "grain", "day"),)
+    __table_args__ = _ROLLUP_TABLE
 
     occurrence: Mapped[int] = mapped_column(Integer)
     pair_state: Mapped[str] = mapped_column(String(40))
@@ -681,7 +686,7 @@ class RollupSignatureRow(_RollupColumns, Base):
     k are the rows with ``occurrences >= k``."""
 
     __tablename__ = "rollup_signatures"
-    __table_args__ = (Index("ix_rollup_signatures_grain_day", "grain", "day"),)
+    __table_args__ = _ROLLUP_TABLE
 
     occurrences: Mapped[int] = mapped_column(Integer)
     #: Error results of the signature's calls, and tokens of the results of its repeats.
@@ -693,7 +698,7 @@ class RollupTraceRow(_RollupColumns, Base):
     """Traces (``tool`` NULL: every trace; else the traces that call that tool)."""
 
     __tablename__ = "rollup_traces"
-    __table_args__ = (Index("ix_rollup_traces_grain_day", "grain", "day"),)
+    __table_args__ = _ROLLUP_TABLE
 
     #: The highest occurrence of a signature (of ``tool``'s calls) in the trace.
     max_occurrence: Mapped[int] = mapped_column(Integer)
@@ -709,7 +714,7 @@ class RollupFindingRow(_RollupColumns, Base):
     """Findings (counted ones: a name mismatch once, on its call) per tool and kind."""
 
     __tablename__ = "rollup_findings"
-    __table_args__ = (Index("ix_rollup_findings_grain_day", "grain", "day"),)
+    __table_args__ = _ROLLUP_TABLE
 
     kind: Mapped[str] = mapped_column(String(40))
     #: Traces with this (tool, kind); traces with this kind, counted on one tool's row only.
@@ -721,7 +726,7 @@ class RollupFingerprintRow(_RollupColumns, Base):
     """Error results per fingerprint ("the same error") and effective error type."""
 
     __tablename__ = "rollup_fingerprints"
-    __table_args__ = (Index("ix_rollup_fingerprints_grain_day", "grain", "day"),)
+    __table_args__ = _ROLLUP_TABLE
 
     fingerprint: Mapped[str] = mapped_column(String(300))
     error_type: Mapped[str | None] = mapped_column(String(60))
@@ -742,14 +747,14 @@ class RollupState(Base):
 
 
 class RollupActivityRow(_RollupColumns, Base):
-    """Tool Messages per minute of their time (own timestamp, else the trace's start): every
-    time axis (minutes to weeks) is a sum of minutes."""
+    """Tool Messages per hour of their time (own timestamp, else the trace's start): the time
+    axes of hours, days and weeks are sums of hours."""
 
     __tablename__ = "rollup_activity"
-    __table_args__ = (Index("ix_rollup_activity_grain_day", "grain", "day"),)
+    __table_args__ = _ROLLUP_TABLE
 
-    #: Whole minutes since 1970-01-01 UTC (floored); NULL: no time.
-    minute: Mapped[int | None] = mapped_column(BigInteger)
+    #: Whole hours since 1970-01-01 UTC (floored); NULL: no time.
+    hour: Mapped[int | None] = mapped_column(BigInteger)
     error: Mapped[bool] = mapped_column(Boolean)
     #: The effective error type of errors (NULL for other results and unclassified errors).
     error_type: Mapped[str | None] = mapped_column(String(60))

@@ -70,21 +70,17 @@ def bucket_number(unit: BucketUnit) -> ColumnElement[int]:
     return floor_div(epoch_seconds(result_time()) - _origin(unit), BUCKET_SECONDS[unit])
 
 
-def _minute_bucket(minute: int, unit: BucketUnit) -> int:
-    """The bucket of ``unit`` a minute (since the epoch) falls in: as :func:`bucket_number`
-    gives it for any time within that minute (every unit is whole minutes, so is the origin)."""
-    return (minute * 60 - _origin(unit)) // BUCKET_SECONDS[unit]
+def _hour_bucket(hour: int, unit: BucketUnit) -> int:
+    """The bucket of ``unit`` (an hour or longer) an hour since the epoch falls in: as
+    :func:`bucket_number` gives it for any time within that hour (every such unit is whole
+    hours, so is the origin)."""
+    return (hour * 3600 - _origin(unit)) // BUCKET_SECONDS[unit]
 
 
-def _rolled_minutes(conn: Connection, filters: Filters, *columns: Any) -> pd.DataFrame | None:
-    """Per minute with Tool Messages: ``minute`` and ``columns`` (aggregates of the activity
-    rollup), or ``None`` when the rollups cannot answer ``filters``."""
-    at = scope(conn, ACTIVITY, filters)
-    if at is None:
-        return None
-    a = RollupActivityRow
-    stmt = select(a.minute.label("minute"), *columns).where(*at, a.minute.is_not(None))
-    return to_frame(conn, stmt.group_by(a.minute))
+def _activity_scope(conn: Connection, filters: Filters, unit: BucketUnit) -> Any:
+    """The activity rollup's rows for ``filters``; ``None`` for minutes (the rollup keeps
+    hours) or filters it cannot answer."""
+    return None if unit == "minute" else scope(conn, ACTIVITY, filters)
 
 
 def bucket_start(number: int, unit: BucketUnit) -> datetime:
@@ -98,8 +94,8 @@ def bucket_start(number: int, unit: BucketUnit) -> datetime:
 
 
 def time_span(engine: Engine, filters: Filters = NO_FILTERS) -> tuple[datetime, datetime] | None:
-    """The first and last time of the filtered Tool Messages, to the minute (the start of
-    their minutes: what the activity rollup keeps); ``None`` when none has a time."""
+    """The first and last time of the filtered Tool Messages, to the hour (the start of their
+    hours: what the activity rollup keeps); ``None`` when none has a time."""
     ts = result_time()
     stmt = restrict_results(
         select(func.min(ts), func.max(ts))
@@ -111,24 +107,24 @@ def time_span(engine: Engine, filters: Filters = NO_FILTERS) -> tuple[datetime, 
         at = scope(conn, ACTIVITY, filters)
         if at is not None:
             a = RollupActivityRow
-            first_min, last_min = conn.execute(
-                select(func.min(a.minute), func.max(a.minute)).where(*at)
+            first_hour, last_hour = conn.execute(
+                select(func.min(a.hour), func.max(a.hour)).where(*at)
             ).one()
-            if first_min is None or last_min is None:
+            if first_hour is None or last_hour is None:
                 return None
-            return _from_minute(int(first_min)), _from_minute(int(last_min))
+            return _from_hour(int(first_hour)), _from_hour(int(last_hour))
         first, last = conn.execute(stmt).one()
     if first is None or last is None:
         return None
-    return _to_minute(_utc(first)), _to_minute(_utc(last))
+    return _to_hour(_utc(first)), _to_hour(_utc(last))
 
 
-def _from_minute(minute: int) -> datetime:
-    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(minutes=minute)
+def _from_hour(hour: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(hours=hour)
 
 
-def _to_minute(moment: datetime) -> datetime:
-    return moment.replace(second=0, microsecond=0)
+def _to_hour(moment: datetime) -> datetime:
+    return moment.replace(minute=0, second=0, microsecond=0)
 
 
 def _utc(value: Any) -> datetime:
@@ -167,18 +163,23 @@ def activity_over_time(
     )
     a = RollupActivityRow
     with engine.connect() as conn:
-        minutes = _rolled_minutes(
-            conn,
-            filters,
-            total(a.n).label("results"),
-            total(a.n, a.error.is_(True)).label("errors"),
-            total(a.tokens).label("tokens"),
-        )
-        if minutes is None:
+        at = _activity_scope(conn, filters, unit)
+        if at is None:
             counted = to_frame(conn, stmt)
         else:
+            hours = to_frame(
+                conn,
+                select(
+                    a.hour.label("hour"),
+                    total(a.n).label("results"),
+                    total(a.n, a.error.is_(True)).label("errors"),
+                    total(a.tokens).label("tokens"),
+                )
+                .where(*at, a.hour.is_not(None))
+                .group_by(a.hour),
+            )
             counted = (
-                minutes.assign(bucket=[_minute_bucket(int(m), unit) for m in minutes["minute"]])
+                hours.assign(bucket=[_hour_bucket(int(h), unit) for h in hours["hour"]])
                 .groupby("bucket", as_index=False)[["results", "errors", "tokens"]]
                 .sum()
             )
@@ -217,19 +218,19 @@ def error_types_over_time(
     )
     a = RollupActivityRow
     with engine.connect() as conn:
-        at = scope(conn, ACTIVITY, filters)
+        at = _activity_scope(conn, filters, unit)
         if at is None:
             df = to_frame(conn, stmt)
         else:
             typed = func.coalesce(a.error_type, literal(UNCLASSIFIED))
             rows = to_frame(
                 conn,
-                select(a.minute.label("minute"), typed.label("error_type"), total(a.n).label("n"))
-                .where(*at, a.minute.is_not(None), a.error.is_(True))
-                .group_by(a.minute, typed),
+                select(a.hour.label("hour"), typed.label("error_type"), total(a.n).label("n"))
+                .where(*at, a.hour.is_not(None), a.error.is_(True))
+                .group_by(a.hour, typed),
             )
             df = (
-                rows.assign(bucket=[_minute_bucket(int(m), unit) for m in rows["minute"]])
+                rows.assign(bucket=[_hour_bucket(int(h), unit) for h in rows["hour"]])
                 .groupby(["bucket", "error_type"], as_index=False)["n"]
                 .sum()
                 .rename(columns={"n": "errors"})

@@ -77,7 +77,7 @@ _TABLES: dict[str, list[sa.Column]] = {
         *_big("traces_tool", "traces_kind"),
     ],
     "rollup_activity": [
-        sa.Column("minute", sa.BigInteger(), nullable=True),
+        sa.Column("hour", sa.BigInteger(), nullable=True),
         *_bools("error"),
         sa.Column("error_type", sa.String(length=60), nullable=True),
         *_big("tokens"),
@@ -92,10 +92,14 @@ _TABLES: dict[str, list[sa.Column]] = {
 
 def upgrade() -> None:
     for name, columns in _TABLES.items():
+        # Clustered by the key (grain, day, hash): one B-tree on SQLite, no other index.
         op.create_table(
-            name, *_common(), *columns, sa.PrimaryKeyConstraint("key", name=op.f(f"pk_{name}"))
+            name,
+            *_common(),
+            *columns,
+            sa.PrimaryKeyConstraint("key", name=op.f(f"pk_{name}")),
+            sqlite_with_rowid=False,
         )
-        op.create_index(op.f(f"ix_{name}_grain_day"), name, ["grain", "day"], unique=False)
     state = op.create_table(
         "rollup_state",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -110,5 +114,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("rollup_state")
     for name in reversed(list(_TABLES)):
-        op.drop_index(op.f(f"ix_{name}_grain_day"), table_name=name)
         op.drop_table(name)
