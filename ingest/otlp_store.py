@@ -1,7 +1,9 @@
 """Where the OTLP receiver's traces are built and stored: in store processes beside it.
 
-:class:`~ingest.otlp_assembler.TraceAssembler` decides *which* traces are due and hands their
-spans (one list per trace) to a :class:`SpanStore`. Building a conversation from spans, counting
+:class:`~ingest.otlp_assembler.TraceAssembler` decides *which* traces are due and hands where
+their spans are (a :class:`~ingest.otlp_spool.TraceGroup` per trace) to a :class:`SpanStore`;
+the worker reads the spans from the spool itself, so only spool offsets cross the process
+boundary, never pickled spans. Building a conversation from spans, counting
 its tokens, analyzing and writing it is most of the receiver's CPU, and in the process that
 decodes and spools requests it would hold the GIL against them. So a :class:`SpanStore` runs
 :func:`store_spans` in long-lived worker processes (one per core by default, each a
@@ -35,6 +37,7 @@ from concurrent.futures.process import BrokenProcessPool
 from sqlalchemy import Engine
 
 from ingest.otlp_decode import OtlpSpan
+from ingest.otlp_spool import TraceGroup
 from ingest.trace_redaction import RedactionSettings
 
 #: The source name stored with the receiver's traces and import runs.
@@ -42,19 +45,37 @@ RECEIVER_SOURCE = "otlp-receiver"
 _PR_SET_PDEATHSIG = 1
 
 
+#: A group of spans to store: where they are in the spool, or the spans themselves.
+Group = TraceGroup | Sequence[OtlpSpan]
+#: Spooled spans were redacted before they were written: their traces are not redacted again.
+_ALREADY_REDACTED = RedactionSettings("off")
+
+
 def store_spans(
-    engine: Engine, groups: Sequence[Sequence[OtlpSpan]], redaction: RedactionSettings | None
+    engine: Engine, groups: Sequence[Group], redaction: RedactionSettings | None
 ) -> int:
     """Build one trace of each group's spans and import them all as one import run; how many
-    traces were imported, updated or found unchanged."""
+    traces were imported, updated or found unchanged.
+
+    Spans read from the spool (:class:`TraceGroup`) were redacted before they were spooled
+    (the spool is a store too), so their traces are redacted once, not a second time; spans
+    given as they are, are redacted with ``redaction``.
+    """
     from ingest.formats.otlp import trace_of
     from ingest.pipeline import import_traces
 
-    traces = [trace_of(list(spans), source_file=RECEIVER_SOURCE) for spans in groups]
-    # Spans are redacted before they are spooled; the pipeline redacts the assembled
-    # traces once more with the same settings (a secret split across spans, say).
+    spooled = bool(groups) and all(isinstance(group, TraceGroup) for group in groups)
+    traces = []
+    for group in groups:
+        spans = group.spans() if isinstance(group, TraceGroup) else list(group)
+        if spans:
+            traces.append(trace_of(spans, source_file=RECEIVER_SOURCE))
     summary = import_traces(
-        engine, traces, origin="otlp", source=RECEIVER_SOURCE, redaction=redaction
+        engine,
+        traces,
+        origin="otlp",
+        source=RECEIVER_SOURCE,
+        redaction=_ALREADY_REDACTED if spooled else redaction,
     )
     return summary.traces + summary.updated + summary.unchanged
 
@@ -71,11 +92,12 @@ def worker_of(trace_id: str, workers: int) -> int:
     return int(trace_id[-8:], 16) % workers
 
 
-def split(groups: list[list[OtlpSpan]], workers: int) -> dict[int, list[list[OtlpSpan]]]:
-    """``groups`` (the spans of one trace each) by the worker that stores them."""
-    parts: dict[int, list[list[OtlpSpan]]] = {}
+def split(groups: Sequence[Group], workers: int) -> dict[int, list[Group]]:
+    """``groups`` (one trace each) by the worker that stores them."""
+    parts: dict[int, list[Group]] = {}
     for group in groups:
-        parts.setdefault(worker_of(group[0].trace_id, workers), []).append(group)
+        trace_id = group.trace_id if isinstance(group, TraceGroup) else group[0].trace_id
+        parts.setdefault(worker_of(trace_id, workers), []).append(group)
     return parts
 
 
@@ -101,9 +123,7 @@ def _init_worker(url: str) -> None:
     _engine = make_engine(url, migrate=False)
 
 
-def _store_in_worker(
-    groups: Sequence[Sequence[OtlpSpan]], redaction: RedactionSettings | None
-) -> int:
+def _store_in_worker(groups: Sequence[Group], redaction: RedactionSettings | None) -> int:
     assert _engine is not None, "store worker not initialized"
     return store_spans(_engine, groups, redaction)
 
@@ -155,7 +175,7 @@ class SpanStore:
                 )
             return pool
 
-    def __call__(self, groups: list[list[OtlpSpan]]) -> None:
+    def __call__(self, groups: Sequence[Group]) -> None:
         if self.in_process:
             store_spans(self.engine, groups, self.redaction)
             return
@@ -170,7 +190,7 @@ class SpanStore:
         if failure is not None:
             raise failure
 
-    def _submit(self, n: int, part: list[list[OtlpSpan]]) -> Future[int]:
+    def _submit(self, n: int, part: list[Group]) -> Future[int]:
         try:
             return self._worker(n).submit(_store_in_worker, part, self.redaction)
         except BrokenProcessPool:  # it died while idle: a new one takes the part
