@@ -157,7 +157,16 @@ class SpanStore:
         self._lock = threading.Lock()
 
     def start(self) -> None:
-        """Start the workers (no-op where the store is in-process)."""
+        """Import what storing needs, then start the workers (no-op where the store is
+        in-process).
+
+        The import pipeline and its analysis take about a CPU second to import (modules,
+        compiled patterns, JSON schemas); imported here, before the fork, every worker
+        inherits them instead of importing them itself while the first traces wait.
+        """
+        import ingest.formats.otlp
+        import ingest.pipeline  # noqa: F401
+
         if not self.in_process:
             for n in range(self.workers):
                 self._worker(n).submit(_ready).result()
