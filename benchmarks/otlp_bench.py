@@ -69,8 +69,16 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 ROOT = Path(__file__).resolve().parent.parent
-#: ``../shared`` beside the checkout (``--workload`` names another place).
-WORKLOAD = ROOT.parent / "shared" / "bench" / "otlp-phoenix" / "workload.py"
+#: ``shared`` beside the checkout, or beside its folder (a worktree in ``wt/``); ``--workload``
+#: names another place.
+WORKLOAD = next(
+    (
+        path
+        for folder in (ROOT.parent, ROOT.parent.parent)
+        if (path := folder / "shared" / "bench" / "otlp-phoenix" / "workload.py").exists()
+    ),
+    ROOT.parent / "shared" / "bench" / "otlp-phoenix" / "workload.py",
+)
 BENCH = ROOT / ".bench" / "otlp"
 PHOENIX_VENV = ROOT / ".bench" / "phoenix-venv"
 PHOENIX_VERSION = "20.26.1"

@@ -23,6 +23,7 @@ holds only where they are in the spool) and stored by a :class:`~ingest.otlp_sto
 
 from __future__ import annotations
 
+import gc
 import hmac
 import ipaddress
 import zlib
@@ -180,6 +181,9 @@ def create_app(settings: ReceiverSettings, store: StoreFn) -> Starlette:
         # stored already are recognized as such by the store.
         assembler.add(ref for _, ref in spool.replay())
         assembler.flush(everything=True)
+        # Modules, the tokenizer and the app live as long as the receiver: the cyclic GC,
+        # set off over and over by the objects each request decodes, need not rescan them.
+        gc.freeze()
         assembler.start()
         try:
             yield
