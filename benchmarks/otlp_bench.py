@@ -36,7 +36,14 @@ What each figure of a server's JSON line means (the ratio uses only the first):
   span: the cost of a span whatever else the machine is doing; ``client_cpu_s``: this
   process's CPU while sending (mostly the exporter's protobuf encoding);
 * ``peak_rss_mb``: the servers' peak resident memory (``VmHWM``), summed over the processes: for
-  ToolLens's forked store workers that counts pages shared with the receiver more than once.
+  ToolLens's forked store workers that counts pages shared with the receiver more than once;
+  ``receiver_peak_rss_mb``: the peak of the server's main process alone (ToolLens: the
+  receiver, which holds spool references, not spans, and forgets stored traces).
+
+Before the ratio, ``otlp exporter alone`` gives the rate at which this process encodes the
+batches with the exporter's own encoder, no server at all: the ceiling any server can reach on
+this benchmark (the exporter sends a batch only after the previous one was answered, and
+encoding is in the measured time), and that ceiling as a multiple of Phoenix's rate.
 
 The machine may be shared: the two servers run one after the other in one invocation, so load
 that changes between them moves the ratio; the CPU figures are less sensitive to it. The last
@@ -65,12 +72,21 @@ from types import ModuleType
 from typing import Any
 
 import psutil
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 ROOT = Path(__file__).resolve().parent.parent
-#: ``../shared`` beside the checkout (``--workload`` names another place).
-WORKLOAD = ROOT.parent / "shared" / "bench" / "otlp-phoenix" / "workload.py"
+#: ``shared`` beside the checkout, or beside its folder (a worktree in ``wt/``); ``--workload``
+#: names another place.
+WORKLOAD = next(
+    (
+        path
+        for folder in (ROOT.parent, ROOT.parent.parent)
+        if (path := folder / "shared" / "bench" / "otlp-phoenix" / "workload.py").exists()
+    ),
+    ROOT.parent / "shared" / "bench" / "otlp-phoenix" / "workload.py",
+)
 BENCH = ROOT / ".bench" / "otlp"
 PHOENIX_VENV = ROOT / ".bench" / "phoenix-venv"
 PHOENIX_VERSION = "20.26.1"
@@ -94,6 +110,7 @@ class Result:
     server_cpu_ms_per_span: float
     client_cpu_s: float
     peak_rss_mb: float
+    receiver_peak_rss_mb: float
     failed_batches: int
 
 
@@ -114,10 +131,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def peak_rss_mb(pid: int) -> float:
-    """``VmHWM`` of a process and its children (the ToolLens receiver is one process)."""
+def peak_rss_mb(pid: int, children: bool = True) -> float:
+    """``VmHWM`` of a process and (``children``) its children."""
     total = 0
-    for proc in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+    procs = [psutil.Process(pid)]
+    if children:
+        procs += psutil.Process(pid).children(recursive=True)
+    for proc in procs:
         with open(f"/proc/{proc.pid}/status") as status:
             for line in status:
                 if line.startswith("VmHWM:"):
@@ -154,6 +174,19 @@ class Sent:
     seconds: float
     cpu_s: float
     failed: int
+
+
+def exporter_alone(batches: list[Any]) -> float:
+    """Spans per second the stock exporter's encoder gives in this process, with no server:
+    what the exporter spends before any byte is sent (the best of three passes)."""
+    spans = sum(len(batch) for batch in batches)
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for batch in batches:
+            encode_spans(batch).SerializePartialToString()
+        best = min(best, time.perf_counter() - start)
+    return spans / best
 
 
 def send(batches: list[Any], endpoint: str, args: argparse.Namespace) -> Sent:
@@ -225,7 +258,7 @@ def run_toollens(batches: list[Any], stats: Any, args: argparse.Namespace) -> Re
         cpu = cpu_seconds(process.pid) - cpu
         results = conn.execute("SELECT count(*) FROM tool_results").fetchone()[0]
         conn.close()
-        peak = peak_rss_mb(process.pid)
+        peak = peak_rss_mb(process.pid), peak_rss_mb(process.pid, children=False)
     finally:
         stop(process)
     return _result("toollens", stats, persisted, results, wall, sent, cpu, peak)
@@ -281,7 +314,7 @@ def run_phoenix(batches: list[Any], stats: Any, args: argparse.Namespace) -> Res
         persisted, wall = wait_persisted(spans, stats.spans, start, args.stall_s, args.poll_s)
         cpu = cpu_seconds(process.pid) - cpu
         conn.close()
-        peak = peak_rss_mb(process.pid)
+        peak = peak_rss_mb(process.pid), peak_rss_mb(process.pid, children=False)
     finally:
         stop(process)
     results = stats.tool_results * persisted / stats.spans
@@ -316,7 +349,7 @@ def _result(
     wall: float,
     sent: Sent,
     cpu: float,
-    peak: float,
+    peak: tuple[float, float],
 ) -> Result:
     wall = max(wall, 1e-6)
     acknowledged = stats.spans - sent.failed
@@ -334,7 +367,8 @@ def _result(
         server_cpu_s=round(cpu, 2),
         server_cpu_ms_per_span=round(1000 * cpu / max(persisted, 1), 3),
         client_cpu_s=round(sent.cpu_s, 2),
-        peak_rss_mb=peak,
+        peak_rss_mb=peak[0],
+        receiver_peak_rss_mb=peak[1],
         failed_batches=sent.failed,
     )
 
@@ -380,6 +414,13 @@ def main() -> None:
         phoenix.server_cpu_ms_per_span / toollens.server_cpu_ms_per_span
         if toollens.server_cpu_ms_per_span
         else float("inf")
+    )
+    ceiling = exporter_alone(batches)
+    print(
+        f"otlp exporter alone (encoding, no server): {ceiling:.0f} spans/s = "
+        f"{ceiling / phoenix.spans_per_s:.1f}x phoenix: the ceiling of the ratio"
+        if phoenix.spans_per_s
+        else f"otlp exporter alone (encoding, no server): {ceiling:.0f} spans/s"
     )
     print(
         f"otlp server CPU per persisted span: toollens={toollens.server_cpu_ms_per_span} ms "

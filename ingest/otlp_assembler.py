@@ -1,20 +1,32 @@
 """Spans arriving over time -> traces in the store.
 
-The receiver hands every new span to :class:`TraceAssembler`, which groups spans by trace id
-(a span id it already holds is a duplicate delivery and changes nothing). A trace that got new
-spans is *dirty*. A background thread has the dirty traces that are *due* stored: quiet for
-``quiet_seconds`` (the exporter has probably sent what it had), or dirty for ``max_wait_seconds``
-while spans keep coming (a long agent run is updated while it grows, at most that often), or
-all of them when the receiver stops. The spans of every due trace of one round, ALL its spans,
-go to ``store`` in one call (:class:`ingest.otlp_store.SpanStore`: each trace built again with
-:func:`ingest.formats.otlp.trace_of`, all of them imported as one import run written in
-batches), so many small exports cost one transaction, not one each.
+The receiver spools every new span and hands :class:`TraceAssembler` where it is (a
+:class:`~ingest.otlp_spool.SpanRef`), which groups them by trace id (a span id it already holds
+is a duplicate delivery and changes nothing). The assembler holds references, never spans: the
+store workers read the spans of a trace from the spool themselves. A trace that got new spans
+is *dirty*. A background thread has the dirty traces that are *due* stored: at once when its
+root span arrived (the SDK ends a parent after its children, so the root comes last: the trace
+is most likely complete), else quiet for ``quiet_seconds`` (the exporter has probably sent what
+it had), or dirty for ``max_wait_seconds`` while spans keep coming (a long agent run is updated
+while it grows, at most that often), or all of them when the receiver stops. Every due trace of
+one round, ALL its spans, goes to ``store`` in one call (:class:`ingest.otlp_store.SpanStore`:
+each trace built again with :func:`ingest.formats.otlp.trace_of`, all of them imported as one
+import run written in batches), so many small exports cost one transaction, not one each.
 
 That is the seam with trace versions: a trace is always re-assembled whole, under the same
 identity (format ``otlp`` + the OTel trace id), so storing it again is importing a changed
 trace: the store updates it in place (a new version; notes and corrections carried over), or
 finds it unchanged. The token counts of its unchanged messages come from the count cache
 (:class:`ingest.tokens.CountCache`), so a growing trace is not tokenized again whole.
+
+Memory stays bounded by the traces in flight: a stored trace is *evicted* (its references
+dropped, only its id remembered) once it has been clean for ``evict_finished_seconds`` with its
+root span held, or ``evict_idle_seconds`` without. A late span of an evicted trace makes it
+dirty again with ``reload`` set (for as long as it is held again): the store then finds the
+trace's earlier spans by scanning the spool (:func:`ingest.otlp_spool.scan_trace`), so the
+stored trace is the one all spans arriving together would have given. A duplicate of an
+evicted trace's span is spooled again (the assembler no longer knows its id) and found
+unchanged by the store.
 """
 
 from __future__ import annotations
@@ -22,9 +34,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from ingest.otlp_decode import OtlpSpan
+from ingest.otlp_spool import SpanRef, TraceGroup
 from ingest.otlp_store import RECEIVER_SOURCE
 
 log = logging.getLogger(__name__)
@@ -34,33 +48,53 @@ DEFAULT_QUIET_SECONDS = 0.2
 #: A trace getting new spans all the time is still stored at least this often (never more
 #: often than ``quiet_seconds`` allows, when that is longer).
 DEFAULT_MAX_WAIT_SECONDS = 2.0
+#: A stored trace whose root span arrived is forgotten after this long without new spans.
+DEFAULT_EVICT_FINISHED_SECONDS = 5.0
+#: Any other stored trace is forgotten after this long without new spans.
+DEFAULT_EVICT_IDLE_SECONDS = 300.0
 #: After a failed store (database down), wait this long before trying again.
 RETRY_SECONDS = 5.0
-#: Stores traces, given the spans of each (all it holds of them).
-StoreFn = Callable[[list[list[OtlpSpan]]], None]
+
+
+#: Stores traces, given where the spans of each are (all it holds of them).
+StoreFn = Callable[[list[TraceGroup]], None]
 
 
 class TraceAssembler:
-    """Groups spans by trace and stores quiet dirty traces from a background thread."""
+    """Groups spooled spans by trace and stores due dirty traces from a background thread."""
 
     def __init__(
         self,
         store: StoreFn,
+        spool_file: Path | str,
         *,
         quiet_seconds: float = DEFAULT_QUIET_SECONDS,
         max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
+        evict_finished_seconds: float = DEFAULT_EVICT_FINISHED_SECONDS,
+        evict_idle_seconds: float = DEFAULT_EVICT_IDLE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
+        self.spool_file = str(spool_file)
         self.quiet_seconds = quiet_seconds
         self.max_wait_seconds = max(max_wait_seconds, quiet_seconds)
+        self.evict_finished_seconds = evict_finished_seconds
+        self.evict_idle_seconds = max(evict_idle_seconds, evict_finished_seconds)
         self.clock = clock
-        self._spans: dict[str, dict[str, OtlpSpan]] = {}
+        self._spans: dict[str, dict[str, SpanRef]] = {}
         #: Dirty traces: when their last new span arrived, since when they are dirty, and the
-        #: spool bytes they wait with.
+        #: spool bytes they wait with; those whose root span came while dirty.
         self._dirty: dict[str, float] = {}
         self._dirty_since: dict[str, float] = {}
         self._pending: dict[str, int] = {}
+        self._rooted: set[str] = set()
+        #: Stored, clean traces by when they were stored (oldest first); held traces with a
+        #: root span; forgotten traces, and those of them that got late spans (held again,
+        #: but only in part: every store of theirs reloads the rest from the spool).
+        self._clean: dict[str, float] = {}
+        self._finished: set[str] = set()
+        self._evicted: set[str] = set()
+        self._reload: set[str] = set()
         self._retry_at = 0.0
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -82,22 +116,31 @@ class TraceAssembler:
                 new.append(span)
             return new
 
-    def add(self, spans: Sequence[OtlpSpan], *, spooled_bytes: int = 0) -> int:
-        """Take spans (already durable); the number that were new. ``spooled_bytes`` counts
-        toward :attr:`pending_bytes` until their traces are stored."""
+    def add(self, refs: Iterable[SpanRef]) -> int:
+        """Take spooled spans (already durable); the number that were new. Their spool bytes
+        count toward :attr:`pending_bytes` until their traces are stored."""
         now = self.clock()
         added = 0
         with self._lock:
-            share = spooled_bytes // len(spans) if spans else 0
-            for span in spans:
-                held = self._spans.setdefault(span.trace_id, {})
-                if span.span_id in held:
+            for ref in refs:
+                trace_id = ref.trace_id
+                held = self._spans.get(trace_id)
+                if held is None:
+                    held = self._spans[trace_id] = {}
+                    if trace_id in self._evicted:
+                        self._evicted.discard(trace_id)
+                        self._reload.add(trace_id)
+                elif ref.span_id in held:
                     continue
-                held[span.span_id] = span
+                held[ref.span_id] = ref
                 added += 1
-                self._dirty[span.trace_id] = now
-                self._dirty_since.setdefault(span.trace_id, now)
-                self._pending[span.trace_id] = self._pending.get(span.trace_id, 0) + share
+                self._dirty[trace_id] = now
+                self._dirty_since.setdefault(trace_id, now)
+                self._pending[trace_id] = self._pending.get(trace_id, 0) + ref.length
+                self._clean.pop(trace_id, None)
+                if ref.root:
+                    self._rooted.add(trace_id)
+                    self._finished.add(trace_id)
             if added:
                 self._wake.notify()
         return added
@@ -114,10 +157,16 @@ class TraceAssembler:
         with self._lock:
             return len(self._dirty)
 
+    @property
+    def held(self) -> tuple[int, int, int]:
+        """What is in memory: traces held, span references held, evicted trace ids."""
+        with self._lock:
+            return len(self._spans), sum(map(len, self._spans.values())), len(self._evicted)
+
     # -- traces out -------------------------------------------------------------------------
 
     def flush(self, *, everything: bool = True) -> int:
-        """Store the dirty traces (all, or only the quiet ones); how many were stored."""
+        """Store the dirty traces (all, or only the due ones); how many were stored."""
         with self._lock:
             now = self.clock()
             if not everything and now < self._retry_at:
@@ -126,19 +175,29 @@ class TraceAssembler:
                 trace_id
                 for trace_id, last in self._dirty.items()
                 if everything
+                or trace_id in self._rooted
                 or now - last >= self.quiet_seconds
                 or now - self._dirty_since[trace_id] >= self.max_wait_seconds
             ]
-            # Assembled under the lock from a snapshot: spans arriving meanwhile make the
-            # trace dirty again (their arrival time is later than ``now``).
+            # Taken under the lock from a snapshot: spans arriving meanwhile make the trace
+            # dirty again (their arrival time is later than ``now``).
             batch = [
-                (trace_id, self._dirty[trace_id], list(self._spans[trace_id].values()))
+                (
+                    self._dirty[trace_id],
+                    TraceGroup(
+                        trace_id,
+                        self.spool_file,
+                        tuple(self._spans[trace_id].values()),
+                        trace_id in self._reload,
+                    ),
+                )
                 for trace_id in due
             ]
         if not batch:
+            self._evict()
             return 0
         try:
-            self.store([spans for _, _, spans in batch])
+            self.store([group for _, group in batch])
         except Exception:
             log.exception(
                 "storing %d OTLP traces failed; retrying in %ss", len(batch), RETRY_SECONDS
@@ -147,14 +206,37 @@ class TraceAssembler:
                 self._retry_at = self.clock() + RETRY_SECONDS
             return 0
         with self._lock:
-            for trace_id, arrived, _ in batch:
+            stored = self.clock()
+            for arrived, group in batch:
+                trace_id = group.trace_id
                 if self._dirty.get(trace_id) == arrived:
                     del self._dirty[trace_id]
                     del self._dirty_since[trace_id]
                     self._pending.pop(trace_id, None)
+                    self._rooted.discard(trace_id)
+                    self._clean[trace_id] = stored
                 else:  # it grew meanwhile: what came after the snapshot waits from then on
                     self._dirty_since[trace_id] = arrived
+        self._evict()
         return len(batch)
+
+    def _evict(self) -> None:
+        """Forget stored traces clean for long enough (oldest first)."""
+        with self._lock:
+            now = self.clock()
+            gone = []
+            for trace_id, since in self._clean.items():
+                idle = now - since
+                if idle < self.evict_finished_seconds:
+                    break  # the rest were stored later still
+                if idle >= self.evict_idle_seconds or trace_id in self._finished:
+                    gone.append(trace_id)
+            for trace_id in gone:
+                del self._clean[trace_id]
+                del self._spans[trace_id]
+                self._finished.discard(trace_id)
+                self._reload.discard(trace_id)
+                self._evicted.add(trace_id)
 
     def _run(self) -> None:
         tick = min(0.2, self.quiet_seconds / 2) if self.quiet_seconds > 0 else 0.05
@@ -166,7 +248,7 @@ class TraceAssembler:
             self.flush(everything=False)
 
     def start(self) -> None:
-        """Start the background thread that stores quiet traces."""
+        """Start the background thread that stores due traces."""
         self._thread = threading.Thread(target=self._run, name="otlp-assembler", daemon=True)
         self._thread.start()
 
@@ -181,6 +263,8 @@ class TraceAssembler:
 
 
 __all__ = [
+    "DEFAULT_EVICT_FINISHED_SECONDS",
+    "DEFAULT_EVICT_IDLE_SECONDS",
     "DEFAULT_MAX_WAIT_SECONDS",
     "DEFAULT_QUIET_SECONDS",
     "RECEIVER_SOURCE",

@@ -4,7 +4,8 @@ It speaks what the OpenTelemetry exporters send (OTLP/HTTP spec): bodies in
 ``application/x-protobuf`` or ``application/json``, optionally ``Content-Encoding: gzip``,
 answered in the request's content type with an ``ExportTraceServiceResponse``:
 
-* ``200`` once the spans are durable in the :class:`~ingest.otlp_spool.Spool`, with
+* ``200`` once the spans are durable in the :class:`~ingest.otlp_spool.Spool` (redacted
+  first: the spool is a store too), with
   ``partial_success`` (``rejected_spans``, ``error_message``) when some spans could not be used
   (no valid trace or span id);
 * ``400`` for a body that is not an OTLP export (or not valid gzip), ``415`` for another
@@ -15,12 +16,14 @@ answered in the request's content type with an ``ExportTraceServiceResponse``:
   (the exporter retries later, its spans are not lost);
 * ``401`` without the bearer token, when one is set.
 
-Spans are then grouped into traces by :class:`~ingest.otlp_assembler.TraceAssembler` and
-stored by a :class:`~ingest.otlp_store.SpanStore` (a worker process beside the receiver).
+Spans are then grouped into traces by :class:`~ingest.otlp_assembler.TraceAssembler` (which
+holds only where they are in the spool) and stored by a :class:`~ingest.otlp_store.SpanStore`
+(worker processes beside the receiver, reading the spans back from the spool).
 """
 
 from __future__ import annotations
 
+import gc
 import hmac
 import ipaddress
 import zlib
@@ -157,7 +160,10 @@ def create_app(settings: ReceiverSettings, store: StoreFn) -> Starlette:
     :func:`store_into`; a :class:`SpanStore` is started and closed with the app)."""
     spool = Spool(settings.spool_dir)
     assembler = TraceAssembler(
-        store, quiet_seconds=settings.quiet_seconds, max_wait_seconds=settings.max_wait_seconds
+        store,
+        spool.path,
+        quiet_seconds=settings.quiet_seconds,
+        max_wait_seconds=settings.max_wait_seconds,
     )
 
     @asynccontextmanager
@@ -173,9 +179,11 @@ def create_app(settings: ReceiverSettings, store: StoreFn) -> Starlette:
         spool.open()
         # Everything acknowledged before the last stop (or crash) is assembled again; traces
         # stored already are recognized as such by the store.
-        replayed = list(spool.replay())
-        assembler.add(replayed)
+        assembler.add(ref for _, ref in spool.replay())
         assembler.flush(everything=True)
+        # Modules, the tokenizer and the app live as long as the receiver: the cyclic GC,
+        # set off over and over by the objects each request decodes, need not rescan them.
+        gc.freeze()
         assembler.start()
         try:
             yield
@@ -217,8 +225,8 @@ def create_app(settings: ReceiverSettings, store: StoreFn) -> Starlette:
             return _error(400, str(exc))
         redactor = settings.redaction.redactor()
         fresh = [redact_span(span, redactor) for span in assembler.fresh(export.spans)]
-        written = await run_in_threadpool(spool.append, fresh)
-        assembler.add(fresh, spooled_bytes=written)
+        refs = await run_in_threadpool(spool.append, fresh)
+        assembler.add(refs)
         return _answer(export, content_type)
 
     app = Starlette(

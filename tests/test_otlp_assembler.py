@@ -1,5 +1,6 @@
 """When the assembler has traces stored: quiet ones, growing ones at least every
-``max_wait_seconds``, all due traces of a round in one store call, a failed round retried."""
+``max_wait_seconds``, one whose root span arrived at once, all due traces of a round in one
+store call, a failed round retried; stored traces evicted, and reloaded when late spans come."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 
 from ingest.otlp_assembler import RETRY_SECONDS, TraceAssembler
 from ingest.otlp_decode import OtlpSpan
+from ingest.otlp_spool import SpanRef, TraceGroup
 
 
 class Clock:
@@ -22,16 +24,27 @@ class Store:
 
     def __init__(self) -> None:
         self.rounds: list[dict[str, list[str]]] = []
+        self.reloaded: list[str] = []
         self.failing = False
 
-    def __call__(self, groups: list[list[OtlpSpan]]) -> None:
+    def __call__(self, groups: list[TraceGroup]) -> None:
         if self.failing:
             raise RuntimeError("database down")
-        self.rounds.append({g[0].trace_id: sorted(s.span_id for s in g) for g in groups})
+        self.rounds.append({g.trace_id: sorted(r.span_id for r in g.refs) for g in groups})
+        self.reloaded += [g.trace_id for g in groups if g.reload]
 
 
-def span(trace: str, span_id: str) -> OtlpSpan:
-    return OtlpSpan(trace, span_id, None, "s", 1, 1, 2)
+def span(trace: str, span_id: str, length: int = 10) -> SpanRef:
+    """A child span's reference (``length`` spool bytes)."""
+    return SpanRef(trace, span_id, False, 0, length)
+
+
+def root(trace: str, span_id: str) -> SpanRef:
+    return SpanRef(trace, span_id, True, 0, 10)
+
+
+def otlp(trace: str, span_id: str) -> OtlpSpan:
+    return OtlpSpan(trace, span_id, "p", "s", 1, 1, 2)
 
 
 @pytest.fixture
@@ -45,7 +58,15 @@ def store() -> Store:
 
 
 def assembler(store: Store, clock: Clock) -> TraceAssembler:
-    return TraceAssembler(store, quiet_seconds=0.2, max_wait_seconds=2.0, clock=clock)
+    return TraceAssembler(
+        store,
+        "spool.jsonl",
+        quiet_seconds=0.2,
+        max_wait_seconds=2.0,
+        evict_finished_seconds=5.0,
+        evict_idle_seconds=300.0,
+        clock=clock,
+    )
 
 
 def test_a_trace_is_stored_once_quiet_and_all_due_traces_go_in_one_round(
@@ -59,6 +80,46 @@ def test_a_trace_is_stored_once_quiet_and_all_due_traces_go_in_one_round(
     assert spans.flush(everything=False) == 2
     assert store.rounds == [{"a": ["1", "2"], "b": ["1"]}]
     assert (spans.dirty_traces, spans.pending_bytes) == (0, 0)
+
+
+def test_a_trace_whose_root_span_arrived_is_stored_at_once(store: Store, clock: Clock) -> None:
+    spans = assembler(store, clock)
+    spans.add([span("a", "1"), span("b", "1")])
+    assert spans.flush(everything=False) == 0
+    spans.add([root("a", "0")])  # children end first: the root completes the trace
+    assert spans.flush(everything=False) == 1
+    assert store.rounds == [{"a": ["0", "1"]}]
+    spans.add([span("a", "2")])  # a late span: the quiet rule again
+    assert spans.flush(everything=False) == 0
+    clock.now += 0.25
+    assert spans.flush(everything=False) == 2
+    assert store.rounds[1] == {"a": ["0", "1", "2"], "b": ["1"]}
+
+
+def test_stored_traces_are_evicted_and_a_late_span_reloads_its_trace(
+    store: Store, clock: Clock
+) -> None:
+    spans = assembler(store, clock)
+    spans.add([span("a", "1"), root("a", "0"), span("b", "1")])
+    clock.now += 0.25
+    assert spans.flush(everything=False) == 2
+    assert spans.held == (2, 3, 0)
+    clock.now += 5  # "a" is finished (its root came): forgotten after 5 s
+    spans.flush(everything=False)
+    assert spans.held == (1, 1, 1)
+    clock.now += 295  # "b" never got a root: forgotten after 300 s idle
+    spans.flush(everything=False)
+    assert spans.held == (0, 0, 2)
+    assert spans.fresh([otlp("a", "1")]) == [otlp("a", "1")]  # its ids are gone too
+    spans.add([span("a", "2")])
+    clock.now += 0.25
+    assert spans.flush(everything=False) == 1
+    # Only the late span is held; the store finds the rest in the spool.
+    assert (store.rounds[-1], store.reloaded) == ({"a": ["2"]}, ["a"])
+    spans.add([span("a", "3")])
+    clock.now += 0.25
+    spans.flush(everything=False)
+    assert (store.rounds[-1], store.reloaded) == ({"a": ["2", "3"]}, ["a", "a"])
 
 
 def test_a_trace_that_keeps_growing_is_stored_every_max_wait_seconds(
@@ -84,7 +145,7 @@ def test_a_duplicate_span_makes_nothing_dirty(store: Store, clock: Clock) -> Non
     spans = assembler(store, clock)
     spans.add([span("a", "1")])
     spans.flush(everything=True)
-    assert spans.fresh([span("a", "1"), span("a", "2"), span("a", "2")]) == [span("a", "2")]
+    assert spans.fresh([otlp("a", "1"), otlp("a", "2"), otlp("a", "2")]) == [otlp("a", "2")]
     assert spans.add([span("a", "1")]) == 0
     assert spans.flush(everything=True) == 0
     assert store.rounds == [{"a": ["1"]}]
@@ -92,7 +153,7 @@ def test_a_duplicate_span_makes_nothing_dirty(store: Store, clock: Clock) -> Non
 
 def test_a_failed_round_is_retried_after_retry_seconds(store: Store, clock: Clock) -> None:
     spans = assembler(store, clock)
-    spans.add([span("a", "1")], spooled_bytes=40)
+    spans.add([span("a", "1", length=40)])
     clock.now += 0.25
     store.failing = True
     assert spans.flush(everything=False) == 0
@@ -107,7 +168,9 @@ def test_a_failed_round_is_retried_after_retry_seconds(store: Store, clock: Cloc
 
 
 def test_a_quiet_period_longer_than_max_wait_is_kept(store: Store, clock: Clock) -> None:
-    spans = TraceAssembler(store, quiet_seconds=3600, max_wait_seconds=2.0, clock=clock)
+    spans = TraceAssembler(
+        store, "spool.jsonl", quiet_seconds=3600, max_wait_seconds=2.0, clock=clock
+    )
     spans.add([span("a", "1")])
     clock.now += 3599
     assert spans.flush(everything=False) == 0

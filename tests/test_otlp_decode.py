@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -22,7 +23,7 @@ from ingest.otlp_decode import (
     decode_protobuf,
 )
 from ingest.otlp_receiver import BodyTooLarge, inflate_gzip
-from ingest.otlp_spool import Spool
+from ingest.otlp_spool import Spool, read_spans, scan_trace
 
 TRACE = "000000000000000000000000000000a2"
 
@@ -197,13 +198,31 @@ def test_the_spool_gives_back_what_it_was_given_and_cuts_a_torn_last_line(
     spans = decode_protobuf(encode_spans(sdk_spans).SerializeToString()).spans
     spool = Spool(tmp_path / "spool")
     spool.open()
-    written = spool.append(spans[:4])
+    refs = spool.append(spans[:4])
     spool.close()
-    assert written == (tmp_path / "spool" / "spans.jsonl").stat().st_size
+    assert sum(r.length for r in refs) == (tmp_path / "spool" / "spans.jsonl").stat().st_size
     with open(tmp_path / "spool" / "spans.jsonl", "ab") as stream:
         stream.write(spans[4].to_json()[:40])  # a crash in the middle of an append
     spool = Spool(tmp_path / "spool")
     spool.open()
-    spool.append(spans[4:])
+    refs += spool.append(spans[4:])
     spool.close()
-    assert list(spool.replay()) == spans
+    assert list(spool.replay()) == list(zip(spans, refs, strict=True))
+    assert refs[4].offset == refs[3].offset + refs[3].length  # the torn line is gone
+    assert read_spans(spool.path, refs[::-1]) == spans[::-1]
+
+
+def test_a_trace_is_found_again_by_scanning_the_spool(sdk_spans, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spans = decode_protobuf(encode_spans(sdk_spans).SerializeToString()).spans
+    other = [replace(s, trace_id="0" * 31 + "1") for s in spans]
+    spool = Spool(tmp_path / "spool")
+    spool.open()
+    for mine, theirs in zip(spans, other, strict=True):  # interleaved with another trace
+        spool.append([theirs, mine])
+    spool.append([replace(spans[0], name="delivered again")])  # a duplicate: the first wins
+    spool.close()
+    with open(spool.path, "ab") as stream:
+        stream.write(spans[1].to_json()[:40])  # a torn last line of the same trace
+    assert scan_trace(spool.path, spans[0].trace_id) == spans
+    assert scan_trace(spool.path, other[0].trace_id) == other
+    assert scan_trace(spool.path, "f" * 32) == []

@@ -1,11 +1,15 @@
 """The receiver's span store: traces built and written in a worker process (SQLite file and
-PostgreSQL), in-process for an in-memory database, a new worker after one died."""
+PostgreSQL), in-process for an in-memory database, a new worker after one died; a trace
+evicted from the receiver's memory and completed by late spans is stored as if they had all
+come together."""
 
 from __future__ import annotations
 
 import os
 import signal
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
 
 import psutil
 import sqlalchemy as sa
@@ -15,7 +19,9 @@ from otlp_agent import OPENINFERENCE_PAIRS, openinference_run, provider, stored_
 
 from db.engine import make_engine
 from db.schema import ImportRun
+from ingest.otlp_assembler import DEFAULT_EVICT_IDLE_SECONDS, TraceAssembler
 from ingest.otlp_decode import OtlpSpan, decode_protobuf
+from ingest.otlp_spool import Spool
 from ingest.otlp_store import SpanStore
 
 
@@ -98,3 +104,62 @@ def test_an_in_memory_database_is_stored_into_in_process() -> None:
     finally:
         store.close()
         engine.dispose()
+
+
+def stored_trace(engine: sa.Engine, trace_id: str) -> tuple[Any, ...]:
+    """What the store holds of one trace, its ids left out (two runs differ only in them)."""
+    from db.schema import MessageRow, TraceRow
+
+    with engine.connect() as conn:
+        trace = conn.execute(
+            sa.select(
+                TraceRow.id, TraceRow.agent, TraceRow.model, TraceRow.started_at, TraceRow.meta
+            ).where(TraceRow.external_id == trace_id)
+        ).one()
+        messages = conn.execute(
+            sa.select(
+                MessageRow.seq,
+                MessageRow.role,
+                MessageRow.content,
+                MessageRow.tokens,
+                MessageRow.usage,
+                MessageRow.timestamp,
+            )
+            .where(MessageRow.trace_id == trace.id)
+            .order_by(MessageRow.seq)
+        ).all()
+    return (tuple(trace[1:]), [tuple(m) for m in messages])
+
+
+def test_late_spans_after_eviction_give_the_trace_all_spans_together_give(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    store = SpanStore(engine, workers=1)
+    spool = Spool(tmp_path / "spool")
+    clock = [100.0]
+    assembler = TraceAssembler(store, spool.path, quiet_seconds=0.2, clock=lambda: clock[0])
+    together, apart = run_spans(0x100), run_spans(0x200)
+    try:
+        store.start()
+        spool.open()
+        assembler.add(spool.append(together))
+        assert assembler.flush(everything=True) == 1
+        early, late = apart[:3], apart[3:]
+        assert all(span.parent_span_id for span in early)  # the root comes late
+        assembler.add(spool.append(early))
+        assembler.flush(everything=True)
+        partial = stored_trace(engine, f"{0x201:032x}")
+        clock[0] += DEFAULT_EVICT_IDLE_SECONDS
+        assembler.flush(everything=False)
+        assert assembler.held == (0, 0, 2)  # both traces are forgotten
+        assembler.add(spool.append(late))
+        assert assembler.held == (1, len(late), 1)
+        assert assembler.flush(everything=True) == 1
+    finally:
+        spool.close()
+        store.close()
+    whole = stored_trace(engine, f"{0x101:032x}")
+    assert len(partial[1]) < len(whole[1])
+    assert stored_trace(engine, f"{0x201:032x}") == whole
+    assert whole[0][3]["span_count"] == len(together)
+    assert stored_pairs(engine)[f"{0x201:032x}"] == OPENINFERENCE_PAIRS
