@@ -31,6 +31,7 @@ from db.queries import (
     histograms,
     loops,
     overview,
+    pairs,
     tokens,
     traces,
 )
@@ -72,6 +73,13 @@ QUERIES: dict[str, Query] = {
     "ping_pong_calls": loops.ping_pong_calls,
     "finding_kind_counts": findings.finding_kind_counts,
     "finding_counts_by_tool": findings.finding_counts_by_tool,
+    "count_pairs": pairs.count_pairs,
+    "count_pairs_missing": lambda e, f: pairs.count_pairs(
+        e, f, pairs.PairQuery(pair_state="missing_result", sort="tool")
+    ),
+    "count_pairs_orphans": lambda e, f: pairs.count_pairs(
+        e, f, pairs.PairQuery(pair_state="orphan_result")
+    ),
     "time_span": activity.time_span,
     "activity_over_time": activity.activity_over_time,
     "activity_by_minute": lambda e, f: activity.activity_over_time(e, f, "minute"),

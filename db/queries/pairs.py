@@ -14,7 +14,7 @@ A row's ``pair`` is its address in the trace, the ``pair`` URL parameter of the 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -39,7 +39,16 @@ from sqlalchemy import (
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.planner import restrict_results_in_index
 from db.queries.common import effective_error_type, effective_verdict, unpaired_result
-from db.schema import FindingRow, MessageRow, ToolCallRow, ToolResultRow, TraceRow
+from db.rollup_read import CALLS, RESULTS, scope, total
+from db.schema import (
+    FindingRow,
+    MessageRow,
+    RollupCallRow,
+    RollupResultRow,
+    ToolCallRow,
+    ToolResultRow,
+    TraceRow,
+)
 from db.vocabulary import CALL_KINDS, PAIR_STATES, STATUSES, VERDICTS
 
 SORT_KEYS: tuple[str, ...] = (
@@ -273,14 +282,32 @@ def _lone_result_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
 
 
 def count_pairs(engine: Engine, filters: Filters = NO_FILTERS, query: PairQuery = ALL_PAIRS) -> int:
-    """How many rows the pairs table has under ``filters`` and ``query``."""
+    """How many rows the pairs table has under ``filters`` and ``query``.
+
+    Without conditions on the pairs but their state, a sum of rollup rows (the calls, and the
+    Tool Messages no call shows as its answer) where the filters allow."""
     stmt = select(
         _call_rows(filters, query, count=True).scalar_subquery(),
         _lone_result_rows(filters, query, count=True).scalar_subquery(),
     )
     with engine.connect() as conn:
-        calls, lone = conn.execute(stmt).one()
-    return int(calls) + int(lone)
+        plain = replace(query, pair_state=None, sort="trace", descending=False) == ALL_PAIRS
+        calls_at = scope(conn, CALLS, filters) if plain else None
+        results_at = scope(conn, RESULTS, filters) if plain else None
+        if calls_at is not None and results_at is not None:
+            cr, rr = RollupCallRow, RollupResultRow
+            state = query.pair_state
+            lone = or_(rr.pair_state.in_(("orphan_result", "duplicate_result")), rr.unanswered)
+            stmt = select(
+                select(func.coalesce(total(cr.n), 0))
+                .where(*calls_at, *([cr.pair_state == state] if state else []))
+                .scalar_subquery(),
+                select(func.coalesce(total(rr.n), 0))
+                .where(*results_at, lone, *([rr.pair_state == state] if state else []))
+                .scalar_subquery(),
+            )
+        calls, lone_results = conn.execute(stmt).one()
+    return int(calls) + int(lone_results)
 
 
 def _order(columns: Any, query: PairQuery) -> list[Any]:
