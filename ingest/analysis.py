@@ -116,8 +116,9 @@ class _Timeline:
         messages, that carries usage naming input tokens; (None, None) when there is none."""
         branch = self.branch_positions[self.messages[position].branch]
         seen_assistant = False
-        for later in branch[self.branch_index[position] + 1 :]:
-            message = self.messages[later]
+        # Indexes, not a slice: a slice copies the rest of the branch for every result.
+        for k in range(self.branch_index[position] + 1, len(branch)):
+            message = self.messages[branch[k]]
             if message.role != "assistant":
                 if seen_assistant:
                     break
