@@ -58,6 +58,9 @@ from db.schema import (
 from db.stored import StoredTrace, load_traces
 from db.write import TraceRows
 
+#: The most seqs :func:`raw_members` sends as an ``IN`` list.
+IN_LIST_MAX = 1000
+
 K = TypeVar("K")
 R = TypeVar("R", ToolCallRecord, ToolResultRecord)
 
@@ -137,12 +140,15 @@ def raw_members(
     stmt = select(m.c.seq, dialect.json_member(engine, m.c.raw, key)).where(
         m.c.trace_id == trace_id
     )
-    if seqs is not None:
+    # A long list is not sent (SQLite takes at most 32,766 parameters): all rows are read and
+    # those not asked for dropped here.
+    keep = None if seqs is None or len(seqs) <= IN_LIST_MAX else set(seqs)
+    if seqs is not None and keep is None:
         stmt = stmt.where(m.c.seq.in_(seqs))
     found: dict[int, str] = {}
     with engine.connect() as conn:
         for seq, text in conn.execute(stmt.order_by(m.c.seq)):
-            if text is not None and text.startswith('"'):
+            if text is not None and text.startswith('"') and (keep is None or seq in keep):
                 found[seq] = orjson.loads(text)
     return found
 

@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 from formats_helpers import GOLDEN_CASES, records_of
 
+from db import append
 from db.append import load_append_base, raw_members
 from ingest import formats
 from ingest.model import (
@@ -79,7 +80,7 @@ def test_the_hash_of_an_empty_trace_splices_too() -> None:
 
 
 def test_sqlite_stores_each_payload_as_the_text_the_content_hash_hashes(
-    engine: sa.Engine, tmp_path: Path
+    engine: sa.Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "session.jsonl"
     path.write_bytes(SESSION.read_bytes())
@@ -100,6 +101,8 @@ def test_sqlite_stores_each_payload_as_the_text_the_content_hash_hashes(
     branches = [m.seq for m in stored.messages if m.branch is not None]
     assert branches == [7]
     assert raw_members(engine, base.stored.id, "uuid", branches) == {7: "a-4"}
+    monkeypatch.setattr(append, "IN_LIST_MAX", 2)  # more seqs than that: all read, some kept
+    assert raw_members(engine, base.stored.id, "uuid", [0, 7, 8]) == {0: "u-1", 7: "a-4", 8: "u-4"}
     everyone = raw_members(engine, base.stored.id, "uuid")
     lines = ["u-1", "a-1", "a-2", "a-3", "u-2", "u-3", "s-1", "a-4", "u-4"]
     assert everyone == dict(enumerate(lines))
