@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
+import orjson
 from sqlalchemy import (
     ColumnElement,
     Connection,
@@ -39,6 +40,7 @@ from db.records import (
     CHILD_COLUMNS,
     JSON_COLUMNS,
     FindingRecord,
+    MessageRecord,
     ToolCallRecord,
     ToolResultRecord,
 )
@@ -56,30 +58,41 @@ from db.schema import (
 from db.stored import StoredTrace, load_traces
 from db.write import TraceRows
 
+#: The most seqs :func:`raw_members` sends as an ``IN`` list.
+IN_LIST_MAX = 1000
+
 K = TypeVar("K")
 R = TypeVar("R", ToolCallRecord, ToolResultRecord)
 
 
 @dataclass(slots=True)
 class AppendBase:
-    """The stored version of a trace about to be extended."""
+    """The stored version of a trace about to be extended.
+
+    Its messages' raw payloads are not decoded (on a 10,000-line session they are most of the
+    stored bytes): each message's ``raw`` is ``None``, :attr:`raw_json` holds the payloads'
+    stored JSON text and :func:`raw_members` reads single members of them.
+    """
 
     stored: StoredTrace
     #: The token encoding of the import that wrote it (its counts are reused).
     encoding: str
     #: Its findings, in stored order.
     findings: list[FindingRecord]
+    #: Each message's raw payload as stored (UTF-8 JSON text; ``None``: SQL NULL), in seq order.
+    raw_json: list[bytes | None]
 
 
 def load_append_base(engine: Engine, format_name: str, source_file: str) -> AppendBase | None:
     """The one stored trace of ``format_name`` read from ``source_file``, with what extending
     it needs; ``None`` when the store holds none or several."""
-    t, i, f = TraceRow, ImportRun, FindingRow
+    t, i = cast(Table, TraceRow.__table__), cast(Table, ImportRun.__table__)
+    f = cast(Table, FindingRow.__table__)
     with engine.connect() as conn:
         found = conn.execute(
-            select(t.id, i.encoding)
-            .join(i, i.id == t.import_id)
-            .where(t.format == format_name, t.source_file == source_file)
+            select(t.c.id, i.c.encoding)
+            .join(i, i.c.id == t.c.import_id)
+            .where(t.c.format == format_name, t.c.source_file == source_file)
             .limit(2)
         ).all()
         if len(found) != 1:
@@ -88,12 +101,56 @@ def load_append_base(engine: Engine, format_name: str, source_file: str) -> Appe
         findings = [
             FindingRecord(*row)
             for row in conn.execute(
-                select(*[f.__table__.c[name] for name in FindingRecord._fields])
-                .where(f.trace_id == trace_id)
-                .order_by(f.id)
+                select(*[f.c[name] for name in FindingRecord._fields])
+                .where(f.c.trace_id == trace_id)
+                .order_by(f.c.id)
             )
         ]
-    return AppendBase(load_traces(engine, [trace_id])[0], encoding, findings)
+        messages, raw_json = _messages(conn, trace_id)
+    stored = load_traces(engine, [trace_id], messages=False)[0]
+    stored.messages = messages
+    return AppendBase(stored, encoding, findings, raw_json)
+
+
+def _messages(conn: Connection, trace_id: int) -> tuple[list[MessageRecord], list[bytes | None]]:
+    """The messages of a trace (``raw`` left ``None``) and their payloads' stored JSON text."""
+    m = cast(Table, MessageRow.__table__)
+    fields = MessageRecord._fields[:-1]
+    assert MessageRecord._fields[-1] == "raw"
+    stmt = (
+        select(*[m.c[name] for name in fields], dialect.json_bytes(conn, m.c.raw))
+        .where(m.c.trace_id == trace_id)
+        .order_by(m.c.seq)
+    )
+    messages: list[MessageRecord] = []
+    raw_json: list[bytes | None] = []
+    for row in conn.execute(stmt):
+        messages.append(MessageRecord._make((*row[:-1], None)))
+        raw_json.append(row[-1])
+    return messages, raw_json
+
+
+def raw_members(
+    engine: Engine, trace_id: int, key: str, seqs: Sequence[int] | None = None
+) -> dict[int, str]:
+    """The string values of the member ``key`` of the raw payloads of the trace's messages
+    (those with ``seqs``, else all) by seq; payloads without it, or where it is no string, are
+    left out. Only the members leave the database."""
+    m = cast(Table, MessageRow.__table__)
+    stmt = select(m.c.seq, dialect.json_member(engine, m.c.raw, key)).where(
+        m.c.trace_id == trace_id
+    )
+    # A long list is not sent (SQLite takes at most 32,766 parameters): all rows are read and
+    # those not asked for dropped here.
+    keep = None if seqs is None or len(seqs) <= IN_LIST_MAX else set(seqs)
+    if seqs is not None and keep is None:
+        stmt = stmt.where(m.c.seq.in_(seqs))
+    found: dict[int, str] = {}
+    with engine.connect() as conn:
+        for seq, text in conn.execute(stmt.order_by(m.c.seq)):
+            if text is not None and text.startswith('"') and (keep is None or seq in keep):
+                found[seq] = orjson.loads(text)
+    return found
 
 
 def write_append(
@@ -317,4 +374,4 @@ def _has_reviews(conn: Connection, trace_id: int) -> bool:
     return bool(corrected)
 
 
-__all__ = ["AppendBase", "load_append_base", "write_append"]
+__all__ = ["AppendBase", "load_append_base", "raw_members", "write_append"]

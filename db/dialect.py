@@ -19,10 +19,13 @@ from sqlalchemy import (
     Engine,
     Float,
     Integer,
+    LargeBinary,
     String,
     Table,
+    Text,
     bindparam,
     case,
+    cast,
     func,
     literal_column,
 )
@@ -49,8 +52,16 @@ def name_of(conn: Connection | Engine) -> DialectName:
 
 def json_dumps(value: Any) -> str:
     """``value`` as JSON text: orjson, several times faster than the standard library, the
-    serializer of every JSON column (the engine's and the bulk writer's)."""
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    serializer of every JSON column (the engine's and the bulk writer's).
+
+    Canonical (keys sorted, no spaces): on SQLite a stored message's ``raw`` is then the very
+    bytes ``ingest.model.content_hash`` hashes of it, so the hash of a grown trace is taken
+    from the stored text without decoding it (``ingest.appending``). PostgreSQL's JSONB keeps
+    its own key order.
+    """
+    return orjson.dumps(
+        value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS, default=str
+    ).decode()
 
 
 def _json_text(value: Any) -> str | None:
@@ -192,6 +203,32 @@ def json_text(conn: Connection, column: Any, key: str) -> ColumnElement[Any]:
     if kind == "postgresql":
         result: ColumnElement[Any] = column.op("->>")(key)
         return result
+    assert_never(kind)
+
+
+def json_bytes(conn: Connection | Engine, column: Any) -> ColumnElement[bytes]:
+    """A JSON column's stored text as UTF-8 bytes, not decoded: on SQLite the text
+    :func:`json_dumps` wrote, on PostgreSQL JSONB's own rendering."""
+    kind = name_of(conn)
+    if kind == "sqlite":
+        return cast(column, LargeBinary)
+    if kind == "postgresql":
+        return func.convert_to(cast(column, Text), literal_column("'UTF8'"), type_=LargeBinary)
+    assert_never(kind)
+
+
+def json_member(conn: Connection | Engine, column: Any, key: str) -> ColumnElement[str]:
+    """The JSON text of the member ``key`` of the JSON object in ``column`` (``"abc"`` for a
+    string, ``3``, ``{…}``); NULL when it has none or is no object. Only the member is sent,
+    not the whole payload. ``key`` is an identifier (SQLite reads it as the path ``$.key``)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+        raise ValueError(f"not an identifier: {key!r}")
+    name: ColumnElement[str] = literal_column(f"'{key}'")
+    kind = name_of(conn)
+    if kind == "sqlite":
+        return column.op("->", return_type=String())(name)
+    if kind == "postgresql":
+        return cast(column.op("->")(name), Text)
     assert_never(kind)
 
 

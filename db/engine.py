@@ -35,6 +35,11 @@ SQLITE_FOREIGN_KEYS = "ON"
 SQLITE_SYNCHRONOUS = "NORMAL"
 #: 64 MiB page cache (negative = KiB) keeps indexes of a large store in memory for chart queries.
 SQLITE_CACHE_SIZE_KIB = -65536
+#: Reads through a memory map of the file (up to SQLite's default ceiling, 2 GiB) instead of a
+#: read() per 4 KiB page: a fresh connection reading a long trace back (a grown session, about
+#: 10,000 pages) spends a fifth of the CPU, far less again on a loaded machine. The mapped pages
+#: are the OS's file cache, not the process's memory.
+SQLITE_MMAP_SIZE = 2 * 1024**3
 
 
 def resolve_url(db: str | None = None) -> str:
@@ -77,6 +82,7 @@ def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     cur.execute(f"PRAGMA foreign_keys={SQLITE_FOREIGN_KEYS}")
     cur.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
     cur.execute(f"PRAGMA cache_size={SQLITE_CACHE_SIZE_KIB}")
+    cur.execute(f"PRAGMA mmap_size={SQLITE_MMAP_SIZE}")
     cur.close()
 
 

@@ -79,8 +79,9 @@ def _children(
     return grouped
 
 
-def load_traces(engine: Engine, ids: Sequence[int]) -> list[StoredTrace]:
-    """The stored traces ``ids`` (in that order) with their messages, calls and results."""
+def load_traces(engine: Engine, ids: Sequence[int], *, messages: bool = True) -> list[StoredTrace]:
+    """The stored traces ``ids`` (in that order) with their messages (unless ``messages`` is
+    false: the caller reads them its own way), calls and results."""
     traces_table = cast(Table, TraceRow.__table__)
     with engine.connect() as conn:
         stmt = (
@@ -97,8 +98,10 @@ def load_traces(engine: Engine, ids: Sequence[int]) -> list[StoredTrace]:
         for row in conn.execute(stmt):
             encodings[row[0]] = row[1]
             traces[row[0]] = TraceRecord(*row[2:])
-        messages = _children(
-            conn, cast(Table, MessageRow.__table__), MessageRecord._fields, ids, ["seq"]
+        message_rows = (
+            _children(conn, cast(Table, MessageRow.__table__), MessageRecord._fields, ids, ["seq"])
+            if messages
+            else {}
         )
         calls = _children(
             conn,
@@ -115,7 +118,7 @@ def load_traces(engine: Engine, ids: Sequence[int]) -> list[StoredTrace]:
         StoredTrace(
             id=trace_id,
             trace=traces[trace_id],
-            messages=[MessageRecord(*r) for r in messages.get(trace_id, [])],
+            messages=[MessageRecord(*r) for r in message_rows.get(trace_id, [])],
             calls=[ToolCallRecord(*r) for r in calls.get(trace_id, [])],
             results=[ToolResultRecord(*r) for r in results.get(trace_id, [])],
             encoding=encodings[trace_id],

@@ -31,7 +31,7 @@ from ingest.facts import (
     TraceFacts,
 )
 from ingest.fingerprints import error_fingerprint
-from ingest.images import message_images
+from ingest.images import ImageFact, message_images
 from ingest.loops import Loop, find_loops, loop_facts, signature
 from ingest.model import Message, ToolCall, Trace
 from ingest.pairing import CallPairing, CallRef, PairingResult, ResultPairing, pair_trace
@@ -116,8 +116,9 @@ class _Timeline:
         messages, that carries usage naming input tokens; (None, None) when there is none."""
         branch = self.branch_positions[self.messages[position].branch]
         seen_assistant = False
-        for later in branch[self.branch_index[position] + 1 :]:
-            message = self.messages[later]
+        # Indexes, not a slice: a slice copies the rest of the branch for every result.
+        for k in range(self.branch_index[position] + 1, len(branch)):
+            message = self.messages[branch[k]]
             if message.role != "assistant":
                 if seen_assistant:
                     break
@@ -258,8 +259,10 @@ def _analyze_result(
     tokens: int,
     budget: int,
     timeline: _Timeline,
+    images: list[ImageFact] | None = None,
 ) -> ResultFacts:
-    """Facts of one Tool Message at ``position`` in seq order."""
+    """Facts of one Tool Message at ``position`` in seq order (``images``: its images when
+    counted before, else found in it)."""
     failed = timeline.views[paired.call_ref] if paired.call_ref is not None else None
     following = timeline.later_call(failed.name if failed else paired.name, position)
     verdict: Verdict | None = None
@@ -277,7 +280,8 @@ def _analyze_result(
             result_time=message.timestamp,
             later_same_tool=following,
         )
-    images = message_images(message.raw, message.content, timeline.model, timeline.format)
+    if images is None:
+        images = message_images(message.raw, message.content, timeline.model, timeline.format)
     image_tokens = sum(image.tokens for image in images)
     tokens += image_tokens
     read_by, read_input = timeline.reader(position)
@@ -324,19 +328,29 @@ def analyze_trace(
     *,
     budget: int = DEFAULT_TOKEN_BUDGET,
     content_facts: Sequence[ContentFacts | None] | None = None,
+    images: Sequence[list[ImageFact] | None] | None = None,
     encoding: str = DEFAULT_ENCODING,
 ) -> TraceFacts:
     """All derived facts of ``trace``; ``tokens[i]`` is the token count of ``trace.messages[i]``.
 
     ``content_facts``, aligned with ``trace.messages`` like ``tokens``, supplies precomputed
     content facts (``None`` entries, and all of them when it is omitted, are computed with
-    ``ingest.content.analyze_content``). ``encoding`` is the one ``tokens`` were counted with:
+    ``ingest.content.analyze_content``). ``images``, aligned the same way, supplies the images
+    of Tool Messages counted before for the trace's model and format (``None`` entries, and all
+    when it is omitted, are found with ``ingest.images.message_images``: an appended session
+    reuses its stored messages' instead of reading their raw payloads again). ``encoding`` is
+    the one ``tokens`` were counted with:
     it decides whether the counts are exact for the trace's model. A Tool Message's tokens
     include its images' (``ingest.images``), and so do the trace's totals. ``encoding`` also
     counts the arguments of the calls in an error streak (their wasted tokens).
     """
     if len(tokens) != len(trace.messages):
         raise ValueError(f"tokens has {len(tokens)} entries for {len(trace.messages)} messages")
+    if images is not None and len(images) != len(trace.messages):
+        raise ValueError(f"images has {len(images)} entries for {len(trace.messages)} messages")
+    known_images = (
+        {m.seq: found for m, found in zip(trace.messages, images, strict=True)} if images else {}
+    )
     tokens_by_seq = {m.seq: count for m, count in zip(trace.messages, tokens, strict=True)}
     contents = _content_facts(trace, content_facts)
     pairing = pair_trace(trace)
@@ -352,6 +366,7 @@ def analyze_trace(
             tokens_by_seq[message.seq],
             budget,
             timeline,
+            known_images.get(message.seq),
         )
         for position, message in enumerate(messages)
         if message.role == "tool"

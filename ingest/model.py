@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -177,6 +177,15 @@ def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
+#: How :func:`content_hash` serializes: canonical JSON (sorted keys, compact), as the JSON
+#: columns are stored (``db.dialect.json_dumps``).
+_HASH_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def _canonical(value: Any) -> bytes:
+    return orjson.dumps(value, option=_HASH_OPTIONS, default=str)
+
+
 def content_hash(trace: Trace) -> str:
     """SHA-256 of the canonical content: messages, tool definitions and metadata.
 
@@ -187,8 +196,68 @@ def content_hash(trace: Trace) -> str:
     payload: list[Any] = [trace.metadata, [[m.role, m.content, m.raw] for m in trace.messages]]
     if trace.tools:  # appended only when declared: hashes of traces without tools stay as they were
         payload.append([[t.name, t.description, t.parameters] for t in trace.tools])
-    data = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
-    return hashlib.sha256(data).hexdigest()
+    return hashlib.sha256(_canonical(payload)).hexdigest()
+
+
+#: One message's share of what :func:`content_hash` hashes, ``[role,content,raw]``, in two
+#: pieces: ``[role,content,`` and the raw payload's canonical JSON (the closing ``]`` implied).
+HashPart = tuple[bytes, bytes]
+
+
+def message_hash_part(role: str, content: str, raw_json: bytes) -> HashPart:
+    """One message's :data:`HashPart`, its raw payload given as canonical JSON (``raw_json``:
+    what :func:`canonical_json` makes of it)."""
+    return _canonical([role, content])[:-1] + b",", raw_json
+
+
+def canonical_json(value: Any) -> bytes:
+    """``value`` as :func:`content_hash` serializes it (``message_hash_part``'s ``raw_json``)."""
+    return _canonical(value)
+
+
+class SplicedHash:
+    """:func:`content_hash` of the versions of a trace that share their first messages, each
+    shared message serialized once (its :data:`HashPart`): ``content_hash`` dumps
+    ``[metadata,[part,part,…](,tools)]``, and orjson writes a list as its items' dumps joined
+    by commas, without spaces. ``tests/test_spliced_hash.py`` holds the two equal.
+    """
+
+    def __init__(self, parts: Sequence[HashPart]) -> None:
+        self.parts = parts
+        #: The hash state after ``[metadata,[`` and the shared parts, by canonical metadata.
+        self._shared: dict[bytes, Any] = {}
+
+    def digest(
+        self, metadata: dict[str, Any], more: Sequence[HashPart] = (), tools: Sequence[ToolDef] = ()
+    ) -> str:
+        """The content hash of the version with ``metadata``, the shared messages followed by
+        the messages of the parts ``more``, and ``tools``."""
+        head = _canonical(metadata)
+        shared = self._shared.get(head)
+        if shared is None:
+            shared = hashlib.sha256(b"[" + head + b",[")
+            _feed(shared, self.parts, first=True)
+            self._shared[head] = shared
+        h = shared.copy()
+        _feed(h, more, first=not self.parts)
+        h.update(b"]")
+        if tools:
+            h.update(b"," + _canonical([[t.name, t.description, t.parameters] for t in tools]))
+        h.update(b"]")
+        return h.hexdigest()
+
+
+def _feed(h: Any, parts: Sequence[HashPart], *, first: bool) -> None:
+    """Hash ``parts`` as list items (a comma before each but the list's first)."""
+    update = h.update
+    for head, raw in parts:
+        if first:
+            first = False
+        else:
+            update(b",")
+        update(head)
+        update(raw)
+        update(b"]")
 
 
 def display_id(trace: Trace, digest: str | None = None) -> str:

@@ -57,11 +57,15 @@ def build_rows(
     tokens: Sequence[int],
     *,
     message_seqs: Container[int] | None = None,
+    digest: str | None = None,
 ) -> TraceRows:
     """All rows of one trace, ready for :func:`db.write.write_traces`; ``message_seqs``: only
-    the message rows of these messages (the rest are stored already: :mod:`db.append`)."""
+    the message rows of these messages (the rest are stored already: :mod:`db.append`);
+    ``digest``: its :func:`ingest.model.content_hash` when the caller has it (taken without
+    reading the stored messages' payloads again: :mod:`ingest.appending`)."""
     key = fit_key("traces", "dedupe_key", trace.dedupe_key())
-    digest = content_hash(trace)
+    if digest is None:
+        digest = content_hash(trace)
     by_seq = {m.seq: m for m in trace.messages}
     calls = {(c.message_seq, c.call_index): c for c in facts.calls}
     messages = [

@@ -26,6 +26,7 @@ from db.schema import (
     TraceUpdate,
 )
 from ingest.pipeline import import_paths
+from ingest.tokens import count_tokens
 
 GOLDEN = Path(__file__).parent / "golden"
 SESSION = (GOLDEN / "claude_code/session/input.jsonl").read_bytes().splitlines()
@@ -264,3 +265,24 @@ def test_real_sessions_grown_line_by_line_store_what_a_fresh_import_stores(
         assert whole.messages < fresh.messages, source.name
     assert dump(engine) == dump(fresh_engine)
     assert fts_rows(engine) == fts_rows(fresh_engine)
+
+
+def test_an_appended_image_payload_is_counted_as_a_fresh_import_counts_it(
+    engine: sa.Engine, fresh_engine: sa.Engine, tmp_path: Path
+) -> None:
+    # Base64 image data inside a result's text is cut before its tokens are counted
+    # (``ingest.images.countable_text``); an appended line is counted the same way.
+    user = json.loads(SESSION[5])
+    data = "data:image/png;base64," + "iVBORw0KGgo" * 40
+    block = {"type": "tool_result", "tool_use_id": "toolu_img", "content": f"shot: {data}"}
+    line = _line({**user, "uuid": "u-img", "message": {"role": "user", "content": [block]}})
+    path = write(tmp_path / "session.jsonl", SESSION)
+    import_paths(engine, [path], display_names=["session.jsonl"])
+    write(path, [*SESSION, line])
+    grown = import_paths(engine, [path], display_names=["session.jsonl"])
+    assert (grown.updated, grown.messages) == (1, 1)
+    import_paths(fresh_engine, [path], display_names=["session.jsonl"])
+    assert dump(engine) == dump(fresh_engine)
+    tokens = next(m for m in dump(engine)["messages"] if m[1] == 9)[5]
+    # The base64 characters are not counted as text.
+    assert tokens == count_tokens("shot: data:image/png;base64,") < count_tokens(data)

@@ -28,7 +28,7 @@ Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ingest.model import Rejected, Trace
@@ -48,13 +48,20 @@ class Deferred:
     record: Record
 
 
-#: ``extend(stored, appended, source_file)``: the trace ``parse`` would make of the file whose
-#: first part made ``stored`` (rebuilt from the store: redacted, opaque messages as plain ones,
-#: ``metadata["unknown_items"]`` holding their counts) and whose appended records are
+#: ``members(key, indexes)``: the string values of the member ``key`` of the raw payloads (JSON
+#: objects) of the stored trace's messages at ``indexes``, by index; a message whose payload has
+#: no such member, or one that is not a string, is left out. The payloads themselves are not
+#: read back (on a long session they are most of the stored bytes); this reads just the member.
+RawMembers = Callable[[str, Sequence[int]], dict[int, str]]
+
+#: ``extend(stored, appended, source_file, members)``: the trace ``parse`` would make of the
+#: file whose first part made ``stored`` (rebuilt from the store: redacted, opaque messages as
+#: plain ones, ``metadata["unknown_items"]`` holding their counts, the messages' ``raw`` left
+#: ``None``: ``members`` reads what is needed of it) and whose appended records are
 #: ``appended``, plus the appended records' rejections. It may change ``stored``'s messages'
 #: ``usage`` (nothing else of them) and reuses them in the trace it returns; it raises
 #: :class:`CannotExtend` when the stored trace does not hold all it needs to be exact.
-Extend = Callable[[Trace, Iterable[Record | Rejected], str], Iterator[Trace | Rejected]]
+Extend = Callable[[Trace, Iterable[Record | Rejected], str, RawMembers], Iterator[Trace | Rejected]]
 
 
 class CannotExtend(Exception):
@@ -133,4 +140,13 @@ class TraceFormat:
         return self._fallback is not None and self._fallback.search(head) is not None
 
 
-__all__ = ["CannotExtend", "Deferred", "Extend", "Parse", "ParseOne", "Split", "TraceFormat"]
+__all__ = [
+    "CannotExtend",
+    "Deferred",
+    "Extend",
+    "Parse",
+    "ParseOne",
+    "RawMembers",
+    "Split",
+    "TraceFormat",
+]

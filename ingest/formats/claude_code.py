@@ -55,7 +55,7 @@ from ingest.formats._common import (
     text_of,
     unknown_fields,
 )
-from ingest.formats.base import CannotExtend, TraceFormat
+from ingest.formats.base import CannotExtend, RawMembers, TraceFormat
 from ingest.model import Message, Rejected, Trace
 from ingest.records import Record
 
@@ -95,11 +95,11 @@ def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Tr
 
 
 def extend(
-    stored: Trace, appended: Iterable[Record | Rejected], source_file: str
+    stored: Trace, appended: Iterable[Record | Rejected], source_file: str, members: RawMembers
 ) -> Iterator[Trace | Rejected]:
     """The session ``stored`` (the trace of the file's first part, rebuilt from the store)
     with the ``appended`` lines read (see ``ingest.formats.base.Extend``)."""
-    return _read(_Session.resume(stored, source_file), appended)
+    return _read(_Session.resume(stored, source_file, members), appended)
 
 
 def _read(session: _Session, records: Iterable[Record | Rejected]) -> Iterator[Trace | Rejected]:
@@ -161,8 +161,10 @@ class _Session:
         self.stored_unknown: dict[str, int] = {}
 
     @classmethod
-    def resume(cls, stored: Trace, source_file: str) -> _Session:
-        """The state after reading the lines that made ``stored``."""
+    def resume(cls, stored: Trace, source_file: str, members: RawMembers) -> _Session:
+        """The state after reading the lines that made ``stored`` (``members`` reads the
+        ``uuid`` of stored lines: of the sidechain ones, and of all when some line made no
+        message)."""
         known = {*_ENVIRONMENT_FIELDS, "summaries", "other_line_types", "unknown_items"}
         metadata = stored.metadata
         if not set(metadata) <= known:
@@ -185,11 +187,9 @@ class _Session:
             column_length("messages", "source_id"),
             column_length("messages", "branch"),
         )
-        lines: set[int | None] = set()
+        lines = {message.source_line for message in session.messages}
+        session.uuids_complete = len(lines) == stored.record_count
         for message in session.messages:
-            lines.add(message.source_line)
-            if isinstance(message.raw, dict) and isinstance(message.raw.get("uuid"), str):
-                session.seen_uuids.add(message.raw["uuid"])
             msg_id = message.source_id
             if msg_id is not None:
                 if len(msg_id) >= id_max:
@@ -198,14 +198,22 @@ class _Session:
                 session.calls_by_message_id[msg_id] = seen + len(message.tool_calls)
                 if message.usage is not None and msg_id not in session.usage_holder:
                     session.usage_holder[msg_id] = message
-            branch = message.branch
+            if message.branch is not None and len(message.branch) >= branch_max:
+                raise CannotExtend("a branch was cut to fit its column")
+        # A sidechain line's uuid names its branch for the lines under it; every line's is
+        # needed only when some line made no message (see ``_branch``).
+        wanted = [
+            index
+            for index, message in enumerate(session.messages)
+            if message.branch is not None or not session.uuids_complete
+        ]
+        uuids = members("uuid", wanted) if wanted else {}
+        for index, uuid in uuids.items():
+            branch = session.messages[index].branch
             if branch is not None:
-                if len(branch) >= branch_max:
-                    raise CannotExtend("a branch was cut to fit its column")
-                raw = message.raw
-                if isinstance(raw, dict) and isinstance(raw.get("uuid"), str):
-                    session.branch_of_uuid[raw["uuid"]] = branch
-        session.uuids_complete = len(lines) == stored.record_count
+                session.branch_of_uuid[uuid] = branch
+            if not session.uuids_complete:
+                session.seen_uuids.add(uuid)
         return session
 
     def add(self, record: Record) -> None:
