@@ -25,6 +25,7 @@ from sqlalchemy import (
     Integer,
     String,
     and_,
+    bindparam,
     cast,
     exists,
     false,
@@ -40,6 +41,7 @@ from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.planner import restrict_results_in_index
 from db.queries.common import effective_error_type, effective_verdict, unpaired_result
 from db.schema import FindingRow, MessageRow, ToolCallRow, ToolResultRow, TraceRow
+from db.streaming import stream_ranges
 from db.vocabulary import CALL_KINDS, PAIR_STATES, STATUSES, VERDICTS
 
 SORT_KEYS: tuple[str, ...] = (
@@ -388,9 +390,19 @@ def iter_pair_batches(
     *,
     batch: int = 5000,
 ) -> Iterator[list[tuple[Any, ...]]]:
-    """:func:`iter_pairs` as lists of up to ``batch`` tuples in :data:`PAIR_COLUMNS` order (for
-    writers that take many rows at once, such as ``csv.writer.writerows``)."""
+    """:func:`iter_pairs` as lists of tuples in :data:`PAIR_COLUMNS` order (for writers that take
+    many rows at once, such as ``csv.writer.writerows``).
+
+    In the default order (by trace, ascending) the pairs are read a range of
+    :data:`STREAM_TRACES` traces at a time off the driver's cursor (:mod:`db.streaming`): each
+    range sorts a few thousand pairs where one statement would sort them all, and no row goes
+    through SQLAlchemy's result objects; ``batch`` does not apply (a list per range). Any other
+    order streams one statement in lists of up to ``batch`` rows.
+    """
     _check_sort(query)
+    if query.sort == "trace" and not query.descending:
+        yield from _stream_by_trace_ranges(engine, filters, query)
+        return
     pairs = union_all(_call_rows(filters, query), _lone_result_rows(filters, query)).subquery(
         "pairs"
     )
@@ -400,6 +412,31 @@ def iter_pair_batches(
         result = conn.execution_options(stream_results=True, yield_per=batch).execute(stmt)
         for part in result.partitions():
             yield [tuple(row[:width]) for row in part]
+
+
+#: Traces per statement when the pairs are streamed in trace order (about 10,000 pairs).
+STREAM_TRACES = 1000
+
+
+def _trace_ranges(engine: Engine, size: int = STREAM_TRACES) -> list[tuple[int, int]]:
+    """``(first id, last id)`` of consecutive runs of ``size`` stored traces, in id order."""
+    with engine.connect() as conn:
+        ids = list(conn.execute(select(TraceRow.id).order_by(TraceRow.id)).scalars())
+    return [(ids[i], ids[min(i + size, len(ids)) - 1]) for i in range(0, len(ids), size)]
+
+
+def _stream_by_trace_ranges(
+    engine: Engine, filters: Filters, query: PairQuery
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The pairs in trace order, one statement per range of trace ids."""
+    lo, hi = bindparam("lo", 0, type_=Integer), bindparam("hi", 0, type_=Integer)
+    parts = (
+        _call_rows(filters, query).where(ToolCallRow.trace_id.between(lo, hi)),
+        _lone_result_rows(filters, query).where(ToolResultRow.trace_id.between(lo, hi)),
+    )
+    rows = _with_trace(union_all(*parts).subquery("pairs"), query)
+    stmt = rows.with_only_columns(*rows.selected_columns[: len(PAIR_COLUMNS)])
+    yield from stream_ranges(engine, stmt, _trace_ranges(engine))
 
 
 def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, list[str]]:
