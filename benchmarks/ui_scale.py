@@ -30,6 +30,7 @@ from typing import Any, cast
 from sqlalchemy import Engine, Table, update
 
 from db import dialect
+from db.engine import SQLITE_JOURNAL_MODE, SQLITE_SYNCHRONOUS
 from db.schema import Base, ImportRun, UtcTimeStamp
 
 #: The tables copied, parents first. Every other table of the base store must be empty
@@ -124,6 +125,10 @@ def scale_into(
         cur = raw.cursor()
         if kind == "sqlite":
             cur.execute("PRAGMA foreign_keys = OFF")
+            # No journal while the new file is filled: under WAL one transaction of 10M
+            # messages wrote all of them twice (WAL, then checkpoint), with the disk space for
+            # both. The file is a partial one that nobody reads until it is complete.
+            cur.execute("PRAGMA journal_mode = OFF")
             cur.execute("PRAGMA synchronous = OFF")
             cur.execute("PRAGMA cache_size = -262144")
             cur.execute("ATTACH DATABASE ? AS base", (base,))
@@ -178,6 +183,8 @@ def scale_into(
         raw.commit() if kind == "postgresql" else cur.execute("COMMIT")
         if kind == "sqlite":
             cur.execute("DETACH DATABASE base")
+            cur.execute(f"PRAGMA journal_mode = {SQLITE_JOURNAL_MODE}")
+            cur.execute(f"PRAGMA synchronous = {SQLITE_SYNCHRONOUS}")
             cur.execute("PRAGMA foreign_keys = ON")
         cur.close()
     finally:
