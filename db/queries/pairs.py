@@ -123,6 +123,12 @@ def _needs_answer(q: PairQuery) -> bool:
     )  # fmt: skip
 
 
+def _answer_required(q: PairQuery) -> bool:
+    """True when a condition on the Tool Message rules out every call without one (each of
+    :func:`_result_conditions` is false on NULL; a finding may be on the call itself)."""
+    return bool(_result_conditions(q))
+
+
 def _call_has_finding(kind: str) -> ColumnElement[bool]:
     """A finding of ``kind`` on the call, or on the Tool Message that answers it."""
     f, c = FindingRow, ToolCallRow
@@ -161,13 +167,20 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
     ``count``: only the number of those rows (joining the answer only when a condition needs
     it: a call has at most one answer, so the join adds no rows).
 
+    A condition on the answer (status, error type, verdict, status source, token bounds) is
+    false for a call without one, so under such a condition the join is an inner join (the
+    same rows): the planner may then start from the few matching Tool Messages (the error
+    results' partial index) instead of joining every call to its answer.
+
     The trace's display id is joined later, to the rows of one page: a join here lets the
     planner start from ``traces`` and sort every call.
     """
     stmt: Any
     if count:
         stmt = select(func.count()).select_from(ToolCallRow)
-        if _needs_answer(q):
+        if _answer_required(q):
+            stmt = stmt.join(ToolResultRow, _answer())
+        elif _needs_answer(q):
             stmt = stmt.outerjoin(ToolResultRow, _answer())
     else:
         stmt = (
@@ -191,7 +204,7 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
                 ToolCallRow.occurrence.label("occurrence"),
             )
             .select_from(ToolCallRow)
-            .outerjoin(ToolResultRow, _answer())
+            .join(ToolResultRow, _answer(), isouter=not _answer_required(q))
         )
     stmt = restrict_calls(stmt, f).where(*_result_conditions(q))
     if q.finding:
