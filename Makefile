@@ -5,14 +5,16 @@ BIN     = $(VENV)/bin
 DEMO_DB ?= .demo/toollens.db
 PORT   ?= 8501
 
-.PHONY: help venv demo serve test test-fast lint format bench bench-ui bench-otlp bench-reimport bench-search clean
+.PHONY: help venv demo serve test test-fast lint format bench bench-ui bench-ui-growth bench-pairs bench-otlp bench-reimport bench-search clean
 
 help:
 	@echo "make demo     set up, import the sample traces into SQLite, open the dashboard"
 	@echo "make test     set up and run the whole test suite"
 	@echo "make lint     ruff check, ruff format --check, mypy on db/ and ingest/"
 	@echo "make bench    import benchmark (SQLite and PostgreSQL)"
-	@echo "make bench-ui dashboard speed benchmark (1M-message store)"
+	@echo "make bench-ui dashboard speed benchmark (MESSAGES=1000000; DB=postgresql+psycopg://… for PostgreSQL)"
+	@echo "make bench-ui-growth page times at 1M, 3M and 10M messages, SQLite and PostgreSQL (PG_URL)"
+	@echo "make bench-pairs `toollens pairs` seconds on the bench store (MESSAGES, DB)"
 	@echo "make bench-otlp live OTLP ingest, ToolLens receiver vs Arize Phoenix (STEPS=3000)"
 	@echo "make bench-reimport  re-import speed (unchanged real data, one line appended)"
 	@echo "make bench-search content search speed (1M-message store)"
@@ -58,8 +60,17 @@ format: venv
 bench: venv
 	$(BIN)/python -m benchmarks.ingest_bench
 
+# The bench's own stores: .bench/ui-<size>.db, or the schema toollens_bench_<size> of DB's database.
+MESSAGES ?= 1000000
+DB ?= sqlite
+PG_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
+SIZES ?= 1000000,3000000,10000000
 bench-ui: venv
-	$(BIN)/python -m benchmarks.ui_bench
+	$(BIN)/python -m benchmarks.ui_bench --messages $(MESSAGES) --db '$(DB)' $(BENCH_UI_ARGS)
+bench-ui-growth: venv
+	$(BIN)/python -m benchmarks.ui_bench --sizes $(SIZES) --db sqlite --db '$(PG_URL)' --no-browser --pairs
+bench-pairs: venv
+	$(BIN)/python -m benchmarks.ui_bench --pairs-only --messages $(MESSAGES) --db '$(DB)'
 
 STEPS ?= 3000
 bench-otlp: venv

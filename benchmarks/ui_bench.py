@@ -1,26 +1,33 @@
-"""``make bench-ui``: how fast the dashboard's pages are on a 1,000,000-message store.
+"""``make bench-ui``: how fast the dashboard's pages are on a large store, SQLite or PostgreSQL.
 
-    python -m benchmarks.ui_bench [--messages 1000000] [--db PATH] [--no-browser]
+    python -m benchmarks.ui_bench [--messages 1000000] [--db PATH-OR-URL …] [--no-browser]
+    python -m benchmarks.ui_bench --sizes 1000000,3000000,10000000 --db sqlite --db URL
+    python -m benchmarks.ui_bench --pairs-only --messages 10000000 [--db …]
 
-The store (:mod:`benchmarks.ui_store`) is cached in ``.bench/ui-1m.db`` and reused while its
-size, seed and generator version match; ``--db`` names another file, which is measured as it is
-when it exists (whatever it holds, a bench store of another size too) and replaced only with
-``--rebuild``. Then, per page:
+The stores (:mod:`benchmarks.ui_cache`) are the bench's own: ``.bench/ui-<size>.db`` without
+``--db`` (or with ``--db sqlite``), the schema ``toollens_bench_<size>`` with a PostgreSQL
+server URL; any other store is measured as it is and never rebuilt (``--rebuild`` replaces a
+bench-built store of another size at another path). Sizes above 1M in whole millions are copies
+of the 1M store made by SQL (:mod:`benchmarks.ui_scale`). Each store's bytes per message are
+printed. Then, per page:
 
 * **server**: the run time of the page script in ``streamlit.testing.v1.AppTest`` on first
   load with cold caches (every ``st.cache_data`` cleared; the engine stays, as in a running
   server), and after a filter change (the sidebar's Model set to the most frequent model).
   Targets: 1 s and 0.5 s. The same runs of a one-line page (``st.write("hi")``) show what
   ``AppTest`` itself costs.
-* **browser**: in headless Chromium against ``toollens serve``, the milliseconds from
-  navigation start until the page's content is visible (see ``tests/browser_support.py``):
-  the first load (this page's queries not yet cached) and the median of warm loads, next to
-  the same measurement for the one-line page served the same way in the same run, with the
-  ratio (target 1.5x).
+* **browser** (one store only): in headless Chromium against ``toollens serve``, the
+  milliseconds from navigation start until the page's content is visible (see
+  ``tests/browser_support.py``): the first load and the median of warm loads, next to the same
+  measurement for the one-line page served the same way in the same run, with the ratio
+  (target 1.5x).
+* **pairs** (``--pairs``, ``--pairs-only``): the seconds of ``toollens pairs --format csv``
+  on the store, output to ``/dev/null`` (target: 15 s at 10M messages).
 
-Every SQL statement the page scripts run is timed from its execution until its rows are
-fetched (SQLite does most of the work while rows are fetched); the slowest are printed with
-their SQLite query plans. The tables are printed; nothing is asserted.
+With several ``--db`` or ``--sizes``, every store is measured in turn and one table shows the
+page times per store (the README's growth curve). Every SQL statement the page scripts run is
+timed from its execution until its rows are fetched; the slowest are printed with their query
+plans. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -36,16 +43,17 @@ from typing import Any
 
 from sqlalchemy import text
 
+from benchmarks.ui_cache import Request, bytes_per_message, ensure
 from benchmarks.ui_sql import StatementLog, print_statements
-from benchmarks.ui_store import DEFAULT_MESSAGES, DEFAULT_SEED, build_store, marker, store_marker
+from benchmarks.ui_store import DEFAULT_MESSAGES, DEFAULT_SEED
 from dashboard import pages
-from db.engine import make_engine
+from db.engine import display_url, make_engine
 
 REPO = Path(__file__).resolve().parents[1]
-BENCH_DIR = REPO / ".bench"
 APP = REPO / "dashboard" / "app.py"
 TRIVIAL_PAGE = 'import streamlit as st\n\nst.write("hi")\n'
 SERVER_COLD_TARGET_S, SERVER_FILTER_TARGET_S, BROWSER_RATIO_TARGET = 1.0, 0.5, 1.5
+PAIRS_TARGET_S = 15.0
 WARM_LOADS = 3
 
 
@@ -75,41 +83,6 @@ class PageTiming:
     filtered_s: float | None = None
     browser_first_ms: float | None = None
     browser_warm_ms: list[float] = field(default_factory=list)
-
-
-def default_db(messages: int) -> Path:
-    """``.bench/ui-1m.db`` for a million messages, ``ui-50k.db`` for 50,000 …"""
-    size = f"{messages // 1_000_000}m" if messages % 1_000_000 == 0 else f"{messages // 1000}k"
-    return BENCH_DIR / f"ui-{size}.db"
-
-
-def ensure_store(path: Path, messages: int, seed: int, rebuild: bool = False) -> str:
-    """The SQLite URL of a store at ``path``: reused when it is the requested synthetic store;
-    any other existing store is measured as it is (a bench store of another size too: a store
-    is only ever replaced when ``rebuild`` says so); a missing one is built."""
-    url = f"sqlite:///{path}"
-    if path.exists():
-        engine = make_engine(url)
-        found = store_marker(engine)
-        engine.dispose()
-        if found == marker(messages, seed):
-            print(f"store: reusing {path} ({found})")
-            return url
-        if found is None:
-            print(f"store: {path} is not a ui-bench store; measuring it as it is")
-            return url
-        if not rebuild:
-            print(f"store: {path} holds {found}; measuring it as it is (--rebuild replaces it)")
-            return url
-        print(f"store: {path} holds {found}; rebuilding (--rebuild)")
-        for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-            stale.unlink(missing_ok=True)
-    print(f"store: building {messages:,} messages (seed {seed}) into {path}")
-    started = time.perf_counter()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    build_store(path, messages, seed)
-    print(f"store: built in {time.perf_counter() - started:.1f} s")
-    return url
 
 
 def store_facts(url: str) -> tuple[dict[str, int], str, str, str]:
@@ -296,37 +269,115 @@ def print_table(
     print(line)
 
 
+def pairs_seconds(url: str) -> float:
+    """Seconds of ``toollens pairs --format csv`` on ``url``, output to ``/dev/null`` (the
+    command as a user runs it: a process of its own, start-up included)."""
+    import subprocess
+
+    toollens = Path(sys.executable).with_name("toollens")
+    started = time.perf_counter()
+    done = subprocess.run(
+        [str(toollens), "pairs", "--db", url, "--format", "csv"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        check=False,
+    )
+    seconds = time.perf_counter() - started
+    if done.returncode:
+        raise RuntimeError(f"toollens pairs failed: {done.stderr.decode()[-500:]}")
+    return seconds
+
+
+@dataclass(slots=True)
+class StoreRun:
+    """What was measured on one store."""
+
+    label: str
+    url: str
+    messages: int = 0
+    bytes_per_message: float = 0.0
+    timings: list[PageTiming] = field(default_factory=list)
+    baseline: tuple[float, float] = (0.0, 0.0)
+    pairs_s: float | None = None
+
+
+def measure_store(label: str, url: str, args: argparse.Namespace, with_browser: bool) -> StoreRun:
+    """Everything the bench measures on one store, printed as it goes."""
+    run = StoreRun(label, url)
+    size, run.bytes_per_message = bytes_per_message(url)
+    counts, model, display_id, pair = store_facts(url)
+    run.messages = counts["messages"]
+    print("store: " + ", ".join(f"{n:,} {table}" for table, n in counts.items()))
+    print(f"store: {size / 2**30:.2f} GiB, {run.bytes_per_message:,.0f} bytes per message")
+    if not args.pairs_only:
+        print(f"filter change: model = {model}; shared link: trace {display_id}, pair {pair}")
+        cases = page_cases(display_id, pair)
+        log = StatementLog()
+        with log.installed():
+            run.timings, run.baseline = server_timings(url, cases, model, log)
+        trivial_ms: list[float] = []
+        if with_browser:
+            with tempfile.TemporaryDirectory() as folder:
+                trivial_ms = browser_timings(url, run.timings, Path(folder))
+        print_table(run.timings, run.baseline, trivial_ms, log)
+        engine = make_engine(url)
+        print_statements(log, engine)
+        engine.dispose()
+    if args.pairs or args.pairs_only:
+        run.pairs_s = pairs_seconds(url)
+        verdict = "ok" if run.pairs_s <= PAIRS_TARGET_S else "SLOW"
+        print(f"pairs: toollens pairs --format csv on {run.messages:,} messages: "
+              f"{run.pairs_s:.1f} s (target {PAIRS_TARGET_S:.0f} s at 10M: {verdict})")  # fmt: skip
+    return run
+
+
+def print_growth(runs: list[StoreRun]) -> None:
+    """One table: the page times (cold / after a filter change) of every measured store."""
+    print("\npage times per store, seconds: cold / after a filter change")
+    print(f"{'store':<22} {'messages':>11} {'B/msg':>6} " + " ".join(
+        f"{t.case.label[:15]:>15}" for t in runs[0].timings) + f" {'pairs s':>8}")  # fmt: skip
+    for run in runs:
+        cells = " ".join(f"{f'{t.cold_s:.2f}/{t.filtered_s:.2f}':>15}" for t in run.timings)
+        pairs = f"{run.pairs_s:.1f}" if run.pairs_s is not None else "-"
+        print(f"{run.label[:22]:<22} {run.messages:>11,} {run.bytes_per_message:>6,.0f} "
+              f"{cells} {pairs:>8}")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Build or reuse the store, measure every page, print the tables."""
+    """Build or reuse the stores, measure every page, print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES)
+    parser.add_argument(
+        "--sizes", help="comma-separated message counts, measured in turn (the growth curve)"
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    parser.add_argument("--db", type=Path, help="store file (default .bench/ui-<size>.db)")
+    parser.add_argument(
+        "--db",
+        action="append",
+        help="store file, PostgreSQL server URL (the bench's own schema in it) or 'sqlite' "
+        "(the bench's own file); repeat to measure several (default: sqlite)",
+    )
     parser.add_argument(
         "--rebuild",
         action="store_true",
-        help="replace a bench store of another size or seed (never done otherwise)",
+        help="replace a bench-built store of another size or seed at a path given by --db",
     )
     parser.add_argument("--no-browser", action="store_true", help="server timings only")
+    parser.add_argument("--pairs", action="store_true", help="also time `toollens pairs`")
+    parser.add_argument("--pairs-only", action="store_true", help="only time `toollens pairs`")
     args = parser.parse_args(argv)
-    path = (args.db or default_db(args.messages)).resolve()
-    # The default file is this benchmark's own cache for that size: a stale one is rebuilt.
-    url = ensure_store(path, args.messages, args.seed, args.rebuild or args.db is None)
-    counts, model, display_id, pair = store_facts(url)
-    print("store: " + ", ".join(f"{n:,} {table}" for table, n in counts.items()))
-    print(f"filter change: model = {model}; shared link: trace {display_id}, pair {pair}")
-    cases = page_cases(display_id, pair)
-    log = StatementLog()
-    with log.installed():
-        timings, baseline = server_timings(url, cases, model, log)
-    trivial_ms: list[float] = []
-    if not args.no_browser:
-        with tempfile.TemporaryDirectory() as folder:
-            trivial_ms = browser_timings(url, timings, Path(folder))
-    print_table(timings, baseline, trivial_ms, log)
-    engine = make_engine(url)
-    print_statements(log, engine)
-    engine.dispose()
+    sizes = [int(n) for n in args.sizes.split(",")] if args.sizes else [args.messages]
+    targets = args.db or ["sqlite"]
+    runs = []
+    for db in targets:
+        for messages in sizes:
+            url = ensure(None if db == "sqlite" else db, Request(messages, args.seed, args.rebuild))
+            label = f"{'sqlite' if url.startswith('sqlite') else 'postgresql'} {messages:,}"
+            print(f"\n== {label}: {display_url(url)}")
+            single = len(targets) * len(sizes) == 1
+            runs.append(measure_store(label, url, args, single and not args.no_browser))
+    if len(runs) > 1 and not args.pairs_only:
+        print_growth(runs)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 :class:`StatementLog` listens on every engine and times each statement from its execution until
 its rows are fetched (SQLite does most of a query's work while the rows are fetched), labelled
 with the bench's current phase and the ``db`` query function that ran it;
-:func:`print_statements` prints the slowest and the SQLite query plans of the slowest few.
+:func:`print_statements` prints the slowest and the query plans of the slowest few (SQLite's
+``EXPLAIN QUERY PLAN``, PostgreSQL's ``EXPLAIN (ANALYZE, BUFFERS)``).
 """
 
 from __future__ import annotations
@@ -131,7 +132,13 @@ def print_statements(log: StatementLog, engine: Engine) -> None:
             if s.caller in explained:
                 continue
             explained.add(s.caller)
-            plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {s.sql}", s.parameters).all()
+            # SQLite's plan outline; PostgreSQL's plan as run, with times and buffers.
+            explain = (
+                "EXPLAIN QUERY PLAN"
+                if engine.dialect.name == "sqlite"
+                else "EXPLAIN (ANALYZE, BUFFERS)"
+            )
+            plan = conn.exec_driver_sql(f"{explain} {s.sql}", s.parameters).all()
             print(f"\nplan of {s.caller} ({s.seconds:.2f} s, {s.phase}):")
             for row in plan:
                 print(f"  {row[-1]}")

@@ -382,12 +382,10 @@ class StoreGenerator:
             yield week, rows
 
 
-def build_store(path: Path, messages: int, seed: int, progress: bool = True) -> None:
-    """Write the synthetic store to ``path`` (built beside it, renamed when complete)."""
-    partial = path.with_name(path.name + ".partial")
-    for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
-        leftover.unlink(missing_ok=True)
-    engine = make_engine(f"sqlite:///{partial}")
+def generate_into(engine: Engine, messages: int, seed: int, progress: bool = True) -> int:
+    """Write the synthetic store of ``messages`` messages into the empty, migrated store
+    ``engine`` (either database) through :func:`db.write.write_traces`; returns the messages
+    written. The caller runs :func:`after_bulk_load`."""
     imports = [
         start_import(
             engine, origin="bench", encoding=DEFAULT_ENCODING,
@@ -414,12 +412,29 @@ def build_store(path: Path, messages: int, seed: int, progress: bool = True) -> 
             engine, import_id, files=1, records=traces[week], traces_imported=traces[week],
             messages=counts[week], state="done",
         )  # fmt: skip
+    if progress:
+        print(f"\r  {written:,} messages written{' ' * 20}")
+    return written
+
+
+def after_bulk_load(engine: Engine) -> None:
+    """What a store needs after rows were loaded in bulk, around ``db.write`` (generated here,
+    or copied by SQL in :mod:`benchmarks.ui_scale`): the planner's statistics, as ``toollens
+    import`` leaves them after a large load. The single place for every such refresh."""
     with engine.begin() as conn:
-        # Planner statistics, as ``toollens import`` leaves them after a large load.
         analyze(conn, ANALYZED_TABLES)
+
+
+def build_store(path: Path, messages: int, seed: int, progress: bool = True) -> None:
+    """Write the synthetic store to the SQLite file ``path`` (built beside it, renamed when
+    complete)."""
+    partial = path.with_name(path.name + ".partial")
+    for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+        leftover.unlink(missing_ok=True)
+    engine = make_engine(f"sqlite:///{partial}")
+    generate_into(engine, messages, seed, progress)
+    after_bulk_load(engine)
     with engine.begin() as conn:
         conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
     engine.dispose()
-    if progress:
-        print(f"\r  {written:,} messages written{' ' * 20}")
     partial.rename(path)

@@ -1,11 +1,14 @@
-"""Steering SQLite's query planner: the same rows by another plan.
+"""Steering SQLite's query planner: the same rows by another plan, on SQLite only.
 
 Every helper here returns SQL with exactly the values and rows of the plain form; it only takes
 an index out of the planner's reach or picks a statement shape, so that SQLite (which plans from
 simple heuristics, and which the dashboard reads a million-row store from) takes the cheap plan.
-PostgreSQL plans by costs: it runs the same SQL with the same results, and the helpers were
-written for and measured on SQLite (``benchmarks/ui_bench.py``). Where the plain form is meant,
-use the plain form: these are for the statements named below.
+The expressions are compiled per dialect (:class:`SqliteSteered`): SQLite gets the steered
+form (``trace_id + 0``, ``tool || ''``), PostgreSQL the plain column. PostgreSQL plans by costs
+and statistics, and on it the steered forms only hide the indexes it would have used: measured on
+a 1M-message store (``make bench-ui --db postgresql+psycopg://…``), ``trace_id + 0`` turned the
+trace filter's index probes into a scan of the whole ``tool_results`` table. Where the plain
+form is meant, use the plain form: these are for the statements named below.
 
 When to use which:
 
@@ -32,28 +35,67 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, String, literal, type_coerce
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.visitors import InternalTraversal
 
 from db.filters import Filters, SelectT, narrows_traces, restrict_rows
 from db.schema import ToolCallRow, ToolResultRow
 
 
+class SqliteSteered(ColumnElement[Any]):
+    """An expression that SQLite reads as ``steered`` and every other database as ``plain``.
+
+    Both have the same value on every row; ``steered`` only keeps SQLite's heuristic planner
+    away from an index (see the module docstring). The choice is made when the statement is
+    compiled for a dialect, so statements are still composed without a connection and each
+    dialect's compiled form is cached on its own.
+    """
+
+    inherit_cache = True
+    _traverse_internals = [  # noqa: RUF012 (SQLAlchemy reads it from the class)
+        ("plain", InternalTraversal.dp_clauseelement),
+        ("steered", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, plain: Any, steered: Any) -> None:
+        self.plain = plain
+        self.steered = steered
+        self.type = plain.type
+
+    @property
+    def _from_objects(self) -> list[Any]:
+        return list(self.plain._from_objects)
+
+
+@compiles(SqliteSteered)
+def _compile_plain(element: SqliteSteered, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.plain, **kw))
+
+
+@compiles(SqliteSteered, "sqlite")
+def _compile_steered(element: SqliteSteered, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.steered, **kw))
+
+
 def trace_filter_in_index(trace_id: Any) -> ColumnElement[Any]:
-    """``trace_id + 0``: the trace id for the trace filter's ``IN``, with no index on it.
+    """``trace_id + 0`` on SQLite: the trace id for the trace filter's ``IN``, with no index
+    on it (the plain ``trace_id`` elsewhere).
 
     SQLite then keeps the small covering index the statement's other conditions pick and tests
     each of its entries against the filtered traces, instead of fetching every row of those
     traces from the table through the ``trace_id`` index.
     """
-    return trace_id + 0
+    return SqliteSteered(trace_id, trace_id + 0)
 
 
 def tool_filter_in_index(tool: Any) -> ColumnElement[Any]:
-    """``tool || ''``: the tool name for the tool filter, with no index on it.
+    """``tool || ''`` on SQLite: the tool name for the tool filter, with no index on it (the
+    plain column elsewhere).
 
     The partial indexes hold the tool, so the tool filter is tested there instead of reading
     every result (or call) of the tool from the table through the tool index.
     """
-    return tool.op("||")(literal("", String))
+    return SqliteSteered(tool, tool.op("||")(literal("", String)))
 
 
 def restrict_results_in_index(stmt: SelectT, f: Filters) -> SelectT:
@@ -85,12 +127,16 @@ def grouping_key(column: Any) -> ColumnElement[Any]:
     SQLite's planner likes to avoid the sort of a GROUP BY by walking an index on the grouped
     column and fetching every row from the table in that index's order: random reads of the whole
     table, where a scan of the few rows that qualify and a small sort cost milliseconds. The
-    expression has the column's value (NULL stays NULL) but matches no index. Select the key
-    itself (not the bare column): PostgreSQL requires selected columns to be grouped.
+    expression has the column's value (NULL stays NULL) but matches no index. Other databases
+    get the plain column (PostgreSQL sorts or hashes by costs). Select the key itself (not the
+    bare column), so that the selected and the grouped expression are the same on every dialect.
     """
+    steered: ColumnElement[Any]
     if isinstance(column.type, Integer):
-        return type_coerce(column + 0, column.type)
-    return type_coerce(column.op("||")(literal("", String)), String)
+        steered = type_coerce(column + 0, column.type)
+    else:
+        steered = type_coerce(column.op("||")(literal("", String)), String)
+    return SqliteSteered(column, steered)
 
 
 def one_pass_counts(f: Filters) -> bool:

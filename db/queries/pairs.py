@@ -25,6 +25,7 @@ from sqlalchemy import (
     Integer,
     String,
     and_,
+    bindparam,
     cast,
     exists,
     false,
@@ -49,6 +50,7 @@ from db.schema import (
     ToolResultRow,
     TraceRow,
 )
+from db.streaming import stream_ranges
 from db.vocabulary import CALL_KINDS, PAIR_STATES, STATUSES, VERDICTS
 
 SORT_KEYS: tuple[str, ...] = (
@@ -130,6 +132,12 @@ def _needs_answer(q: PairQuery) -> bool:
     )  # fmt: skip
 
 
+def _answer_required(q: PairQuery) -> bool:
+    """True when a condition on the Tool Message rules out every call without one (each of
+    :func:`_result_conditions` is false on NULL; a finding may be on the call itself)."""
+    return bool(_result_conditions(q))
+
+
 def _call_has_finding(kind: str) -> ColumnElement[bool]:
     """A finding of ``kind`` on the call, or on the Tool Message that answers it."""
     f, c = FindingRow, ToolCallRow
@@ -168,13 +176,20 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
     ``count``: only the number of those rows (joining the answer only when a condition needs
     it: a call has at most one answer, so the join adds no rows).
 
+    A condition on the answer (status, error type, verdict, status source, token bounds) is
+    false for a call without one, so under such a condition the join is an inner join (the
+    same rows): the planner may then start from the few matching Tool Messages (the error
+    results' partial index) instead of joining every call to its answer.
+
     The trace's display id is joined later, to the rows of one page: a join here lets the
     planner start from ``traces`` and sort every call.
     """
     stmt: Any
     if count:
         stmt = select(func.count()).select_from(ToolCallRow)
-        if _needs_answer(q):
+        if _answer_required(q):
+            stmt = stmt.join(ToolResultRow, _answer())
+        elif _needs_answer(q):
             stmt = stmt.outerjoin(ToolResultRow, _answer())
     else:
         stmt = (
@@ -198,7 +213,7 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
                 ToolCallRow.occurrence.label("occurrence"),
             )
             .select_from(ToolCallRow)
-            .outerjoin(ToolResultRow, _answer())
+            .join(ToolResultRow, _answer(), isouter=not _answer_required(q))
         )
     stmt = restrict_calls(stmt, f).where(*_result_conditions(q))
     if q.finding:
@@ -415,9 +430,19 @@ def iter_pair_batches(
     *,
     batch: int = 5000,
 ) -> Iterator[list[tuple[Any, ...]]]:
-    """:func:`iter_pairs` as lists of up to ``batch`` tuples in :data:`PAIR_COLUMNS` order (for
-    writers that take many rows at once, such as ``csv.writer.writerows``)."""
+    """:func:`iter_pairs` as lists of tuples in :data:`PAIR_COLUMNS` order (for writers that take
+    many rows at once, such as ``csv.writer.writerows``).
+
+    In the default order (by trace, ascending) the pairs are read a range of
+    :data:`STREAM_TRACES` traces at a time off the driver's cursor (:mod:`db.streaming`): each
+    range sorts a few thousand pairs where one statement would sort them all, and no row goes
+    through SQLAlchemy's result objects; ``batch`` does not apply (a list per range). Any other
+    order streams one statement in lists of up to ``batch`` rows.
+    """
     _check_sort(query)
+    if query.sort == "trace" and not query.descending:
+        yield from _stream_by_trace_ranges(engine, filters, query)
+        return
     pairs = union_all(_call_rows(filters, query), _lone_result_rows(filters, query)).subquery(
         "pairs"
     )
@@ -427,6 +452,31 @@ def iter_pair_batches(
         result = conn.execution_options(stream_results=True, yield_per=batch).execute(stmt)
         for part in result.partitions():
             yield [tuple(row[:width]) for row in part]
+
+
+#: Traces per statement when the pairs are streamed in trace order (about 10,000 pairs).
+STREAM_TRACES = 1000
+
+
+def _trace_ranges(engine: Engine, size: int = STREAM_TRACES) -> list[tuple[int, int]]:
+    """``(first id, last id)`` of consecutive runs of ``size`` stored traces, in id order."""
+    with engine.connect() as conn:
+        ids = list(conn.execute(select(TraceRow.id).order_by(TraceRow.id)).scalars())
+    return [(ids[i], ids[min(i + size, len(ids)) - 1]) for i in range(0, len(ids), size)]
+
+
+def _stream_by_trace_ranges(
+    engine: Engine, filters: Filters, query: PairQuery
+) -> Iterator[list[tuple[Any, ...]]]:
+    """The pairs in trace order, one statement per range of trace ids."""
+    lo, hi = bindparam("lo", 0, type_=Integer), bindparam("hi", 0, type_=Integer)
+    parts = (
+        _call_rows(filters, query).where(ToolCallRow.trace_id.between(lo, hi)),
+        _lone_result_rows(filters, query).where(ToolResultRow.trace_id.between(lo, hi)),
+    )
+    rows = _with_trace(union_all(*parts).subquery("pairs"), query)
+    stmt = rows.with_only_columns(*rows.selected_columns[: len(PAIR_COLUMNS)])
+    yield from stream_ranges(engine, stmt, _trace_ranges(engine))
 
 
 def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, list[str]]:
