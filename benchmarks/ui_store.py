@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, select
 
+from db import rollups
 from db.dialect import analyze
 from db.engine import make_engine
 from db.records import (
@@ -419,8 +420,11 @@ def generate_into(engine: Engine, messages: int, seed: int, progress: bool = Tru
 
 def after_bulk_load(engine: Engine) -> None:
     """What a store needs after rows were loaded in bulk, around ``db.write`` (generated here,
-    or copied by SQL in :mod:`benchmarks.ui_scale`): the planner's statistics, as ``toollens
-    import`` leaves them after a large load. The single place for every such refresh."""
+    or copied by SQL in :mod:`benchmarks.ui_scale`): the rollups recounted (rows copied by SQL
+    bypass their maintenance; ``toollens rebuild-rollups``), then the planner's statistics, as
+    ``toollens import`` leaves them after a large load. The single place for every such
+    refresh."""
+    rollups.rebuild(engine)
     with engine.begin() as conn:
         analyze(conn, ANALYZED_TABLES)
 

@@ -111,6 +111,17 @@ def _of(column: Any, ids: Sequence[int] | None) -> Any:
     return true() if ids is None else column.in_(ids)
 
 
+def _timing() -> Any:
+    """How a Tool Message's execution time is known (``db.queries.durations``): ``span`` or
+    ``timed`` (a duration ≥ 0 from a span, or from timestamps), ``negative``, ``missing``."""
+    return case(
+        (r.duration_ms.is_(None), "missing"),
+        (r.duration_ms < 0, "negative"),
+        (r.duration_source == "span", "span"),
+        else_="timed",
+    )
+
+
 def _results(ids: Sequence[int] | None) -> Any:
     error = r.status == "error"
     keys = (
@@ -125,6 +136,7 @@ def _results(ids: Sequence[int] | None) -> Any:
         r.call_seq.is_(None),
         func.coalesce(r.name_mismatch, false()),
         (r.error_type_corrected.is_not(None)) | (r.verdict_corrected.is_not(None)),
+        _timing(),
     )
     return (
         select(
@@ -318,6 +330,7 @@ ROLLUPS: dict[str, Rollup] = {
                 "unanswered",
                 "name_mismatch",
                 "corrected",
+                "timing",
             ),
             ("n", "tokens", "with_images", "image_tokens"),
             _results,

@@ -416,6 +416,8 @@ class ToolResultRow(Base):
         _one_of("duration_source", DURATION_SOURCES),
         # Per-tool duration percentiles read the tool's known durations in order.
         Index("ix_tool_results_tool_duration", "tool", "duration_ms"),
+        # The overall nearest-rank percentiles read the ordered durations at a rank.
+        Index("ix_tool_results_duration", "duration_ms"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
@@ -654,6 +656,8 @@ class RollupResultRow(_RollupColumns, Base):
     unanswered: Mapped[bool] = mapped_column(Boolean)
     name_mismatch: Mapped[bool] = mapped_column(Boolean)
     corrected: Mapped[bool] = mapped_column(Boolean)
+    #: How the execution time is known: ``span`` | ``timed`` | ``negative`` | ``missing``.
+    timing: Mapped[str] = mapped_column(String(10))
     tokens: Mapped[int] = mapped_column(BigInteger)
     #: Results with images and their images' tokens.
     with_images: Mapped[int] = mapped_column(BigInteger)

@@ -26,6 +26,7 @@ from db.engine import make_engine
 from db.filters import Filters
 from db.queries import (
     activity,
+    durations,
     errors,
     findings,
     histograms,
@@ -80,6 +81,8 @@ QUERIES: dict[str, Query] = {
     "count_pairs_orphans": lambda e, f: pairs.count_pairs(
         e, f, pairs.PairQuery(pair_state="orphan_result")
     ),
+    "durations_by_tool": durations.durations_by_tool,
+    "duration_totals": durations.duration_totals,
     "time_span": activity.time_span,
     "activity_over_time": activity.activity_over_time,
     "activity_by_minute": lambda e, f: activity.activity_over_time(e, f, "minute"),

@@ -16,14 +16,20 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine, Float, and_, case, cast, func, select
+from sqlalchemy import Connection, Engine, Float, and_, case, cast, func, select
 
-from db.filters import NO_FILTERS, Filters, restrict_results
+from db.filters import NO_FILTERS, Filters, narrows_traces, restrict_results
 from db.queries.common import TRACE, nearest_rank_at, result_pair_key, to_frame
-from db.schema import ToolResultRow
+from db.rollup_read import RESULTS, scope, total
+from db.schema import RollupResultRow, ToolResultRow
 
 #: (column, numerator, denominator): the percentiles reported, ``q = num / den``.
 QUANTILES = (("p50_ms", 1, 2), ("p95_ms", 19, 20))
+
+#: Columns of :func:`durations_by_tool`.
+BY_TOOL_COLUMNS = (
+    "tool", "timed", "missing", "negative", "p50_ms", "p95_ms", "max_ms", "from_spans",
+)  # fmt: skip
 
 _R = ToolResultRow
 _TIMED = _R.duration_ms >= 0
@@ -68,13 +74,61 @@ def _counts(filters: Filters) -> Any:
     ).subquery("duration_counts")
 
 
+def _rank(count: int, num: int, den: int) -> int:
+    """The nearest rank ``ceil(num / den × count)`` (1-based)."""
+    return max(1, -(-count * num // den))
+
+
+def _at_rank(conn: Connection, rank: int, tool: str | None = None) -> float:
+    """The ``rank``-th shortest timed duration (of ``tool``'s results, or of all), read off
+    the duration indexes: the entries before it are skipped, no row is sorted."""
+    stmt = select(_R.duration_ms).where(_TIMED)
+    if tool is not None:
+        stmt = stmt.where(_R.tool == tool)
+    value = conn.execute(stmt.order_by(_R.duration_ms).limit(1).offset(rank - 1)).scalar_one()
+    return float(value or 0.0)
+
+
+def _timing_counts(conn: Connection, filters: Filters) -> pd.DataFrame | None:
+    """Per tool: ``results``, ``timed``, ``missing``, ``negative``, ``from_spans`` from the
+    result rollup — only for the filters the duration indexes can rank under (none but the
+    tool); ``None`` otherwise."""
+    if narrows_traces(filters):
+        return None
+    at = scope(conn, RESULTS, filters)
+    if at is None:
+        return None
+    rr = RollupResultRow
+    return to_frame(
+        conn,
+        select(
+            rr.tool.label("tool"),
+            total(rr.n).label("results"),
+            total(rr.n, rr.timing.in_(("span", "timed"))).label("timed"),
+            total(rr.n, rr.timing == "missing").label("missing"),
+            total(rr.n, rr.timing == "negative").label("negative"),
+            total(rr.n, rr.timing == "span").label("from_spans"),
+        )
+        .where(*at)
+        .group_by(rr.tool),
+    )
+
+
 def durations_by_tool(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
     """Execution time per tool, the slowest p95 first (tools without a timed call last).
 
     Columns: ``tool``, ``timed`` (results with a known duration ≥ 0), ``missing``,
     ``negative``, ``p50_ms``, ``p95_ms``, ``max_ms`` (NULL without a timed result),
     ``from_spans`` (timed results measured by a tool span).
+
+    Unfiltered (or by tool), the counts come from the rollups and each percentile is one
+    look-up at its rank in the (tool, duration) index; under a trace filter every timed result
+    of the picked traces is ranked.
     """
+    with engine.connect() as conn:
+        counts_df = _timing_counts(conn, filters)
+        if counts_df is not None:
+            return _by_tool_from_ranks(conn, counts_df)
     ranked = _ranked(filters)
     stats = (
         select(ranked.c.tool, *_percentiles(ranked), func.max(ranked.c.ms).label("max_ms"))
@@ -103,10 +157,42 @@ def durations_by_tool(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
         return to_frame(conn, stmt)
 
 
+def _by_tool_from_ranks(conn: Connection, counts: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for tool, timed, missing, negative, from_spans in zip(
+        counts["tool"], counts["timed"], counts["missing"], counts["negative"],
+        counts["from_spans"], strict=True,
+    ):  # fmt: skip
+        n = int(timed)
+        p50 = p95 = top = None
+        if n:
+            p50 = _at_rank(conn, _rank(n, 1, 2), tool)
+            p95 = _at_rank(conn, _rank(n, 19, 20), tool)
+            top = _at_rank(conn, n, tool)
+        rows.append((tool, n, int(missing), int(negative), p50, p95, top, int(from_spans)))
+    df = pd.DataFrame(rows, columns=list(BY_TOOL_COLUMNS))
+    df["_none"] = df["p95_ms"].isna()
+    df = df.sort_values(["_none", "p95_ms", "max_ms", "tool"], ascending=[True, False, False, True])
+    return df.drop(columns="_none").reset_index(drop=True)
+
+
 def duration_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, Any]:
     """Execution time over every tool: ``timed``, ``missing``, ``negative`` (counts) and
     ``p50_ms``, ``p95_ms``, ``max_ms`` (nearest rank over all timed results; ``None`` when
-    there is none)."""
+    there is none). Unfiltered, the counts come from the rollups and each percentile is one
+    look-up at its rank in the duration index."""
+    with engine.connect() as conn:
+        counts_df = None if filters.tool else _timing_counts(conn, filters)
+        if counts_df is not None:
+            n = int(counts_df["timed"].sum())
+            return {
+                "timed": n,
+                "missing": int(counts_df["missing"].sum()),
+                "negative": int(counts_df["negative"].sum()),
+                "p50_ms": _at_rank(conn, _rank(n, 1, 2)) if n else None,
+                "p95_ms": _at_rank(conn, _rank(n, 19, 20)) if n else None,
+                "max_ms": _at_rank(conn, n) if n else None,
+            }
     timed = restrict_results(
         select(
             _R.duration_ms.label("ms"),

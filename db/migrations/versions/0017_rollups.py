@@ -54,6 +54,7 @@ _TABLES: dict[str, list[sa.Column]] = {
         *_bools("suggested"),
         sa.Column("pair_state", sa.String(length=40), nullable=False),
         *_bools("unanswered", "name_mismatch", "corrected"),
+        sa.Column("timing", sa.String(length=10), nullable=False),
         *_big("tokens", "with_images", "image_tokens"),
     ],
     "rollup_sizes": [sa.Column("tokens", sa.Integer(), nullable=False)],
@@ -100,6 +101,7 @@ def upgrade() -> None:
             sa.PrimaryKeyConstraint("key", name=op.f(f"pk_{name}")),
             sqlite_with_rowid=False,
         )
+    op.create_index(op.f("ix_tool_results_duration"), "tool_results", ["duration_ms"], unique=False)
     state = op.create_table(
         "rollup_state",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -112,6 +114,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index(op.f("ix_tool_results_duration"), table_name="tool_results")
     op.drop_table("rollup_state")
     for name in reversed(list(_TABLES)):
         op.drop_table(name)
