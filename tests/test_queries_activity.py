@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from db.filters import Filters, format_query, parse_query
 from db.queries import activity
 from db.queries.errors import error_totals
+from db.rollup_read import base_tables
 
 JAN1_10 = datetime(2025, 1, 1, 10, tzinfo=UTC)
 JAN2_09 = datetime(2025, 1, 2, 9, tzinfo=UTC)
@@ -41,10 +42,17 @@ def test_week_buckets_start_on_monday() -> None:
 
 
 def test_the_time_span_is_that_of_the_timed_tool_messages(analysis_store: sa.Engine) -> None:
+    # To the hour (the start of the first and of the last hour), as the activity rollup keeps
+    # it: the timed Tool Messages run from 10:00:02 on the first day to 09:00:06 on the next.
     assert activity.time_span(analysis_store) == (
-        datetime(2025, 1, 1, 10, 0, 2, tzinfo=UTC),
-        datetime(2025, 1, 2, 9, 0, 6, tzinfo=UTC),
+        datetime(2025, 1, 1, 10, 0, tzinfo=UTC),
+        datetime(2025, 1, 2, 9, 0, tzinfo=UTC),
     )
+    with base_tables():
+        assert activity.time_span(analysis_store) == (
+            datetime(2025, 1, 1, 10, 0, tzinfo=UTC),
+            datetime(2025, 1, 2, 9, 0, tzinfo=UTC),
+        )
     assert activity.time_span(analysis_store, Filters(agent="coder")) is None
 
 

@@ -281,6 +281,7 @@ def test_a_store_from_before_the_rollups_is_filled_when_opened(sqlite_url: str) 
         conn.execute(sa.text("UPDATE rollup_state SET complete = false"))
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0016'"))
         conn.execute(sa.text("DROP TABLE rollup_state"))
+        conn.execute(sa.text("DROP INDEX ix_tool_results_duration"))
         for rollup in rollups.ROLLUPS.values():
             conn.execute(sa.text(f"DROP TABLE {rollup.table.name}"))
     engine.dispose()
