@@ -137,6 +137,9 @@ def _app_test(url: str, script: Path) -> Any:
 
     app_test_module.PagesManager = NavigationPagesManager  # type: ignore[misc]
     os.environ["TOOLLENS_DB"] = url
+    # The dashboard reads ``--db`` from its command line (``toollens serve``): the bench's own
+    # arguments (``--db sqlite``) must not reach it, or it opens a store named "sqlite".
+    sys.argv = [str(script)]
     return AppTest.from_file(str(script), default_timeout=600)
 
 
