@@ -154,11 +154,6 @@ def scope(
     return conds
 
 
-def answers(conn: Connection, table: Table, f: Filters) -> bool:
-    """Whether :func:`scope` can answer ``f`` from ``table``."""
-    return scope(conn, table, f) is not None
-
-
 def total(column: Any, condition: Any = None) -> Any:
     """``SUM(column)`` (where ``condition`` holds) as a BIGINT: a count read from rollup rows
     (PostgreSQL's SUM of a BIGINT is NUMERIC)."""

@@ -51,6 +51,12 @@ from sqlalchemy.orm import aliased
 
 from db import dialect
 from db.engine import writing
+from db.queries.common import (
+    COUNTED_FINDING,
+    corrected_result,
+    effective_error_type,
+    effective_verdict,
+)
 from db.schema import (
     FindingRow,
     RollupActivityRow,
@@ -129,13 +135,13 @@ def _results(ids: Sequence[int] | None) -> Any:
         r.status,
         r.status_source,
         case((error, r.rule)),
-        func.coalesce(r.error_type_corrected, r.error_type),
-        func.coalesce(r.verdict_corrected, r.verdict),
+        effective_error_type,
+        effective_verdict,
         r.suggestion.is_not(None),
         r.pair_state,
         r.call_seq.is_(None),
         func.coalesce(r.name_mismatch, false()),
-        (r.error_type_corrected.is_not(None)) | (r.verdict_corrected.is_not(None)),
+        corrected_result,
         _timing(),
     )
     return (
@@ -240,7 +246,6 @@ def _traces(ids: Sequence[int] | None) -> Any:
 
 
 def _findings(ids: Sequence[int] | None) -> Any:
-    counted = ~and_(FindingRow.name == "name_mismatch", FindingRow.call_index.is_(None))
     per = (
         select(
             FindingRow.trace_id.label("trace_id"),
@@ -248,7 +253,7 @@ def _findings(ids: Sequence[int] | None) -> Any:
             FindingRow.name.label("kind"),
             func.count().label("n"),
         )
-        .where(_of(FindingRow.trace_id, ids), counted)
+        .where(_of(FindingRow.trace_id, ids), COUNTED_FINDING)
         .group_by(FindingRow.trace_id, FindingRow.tool, FindingRow.name)
         .subquery()
     )
@@ -268,7 +273,7 @@ def _findings(ids: Sequence[int] | None) -> Any:
 
 
 def _fingerprints(ids: Sequence[int] | None) -> Any:
-    effective = func.coalesce(r.error_type_corrected, r.error_type)
+    effective = effective_error_type
     per = (
         select(
             r.trace_id.label("trace_id"),
@@ -299,7 +304,7 @@ def _fingerprints(ids: Sequence[int] | None) -> Any:
 def _activity(ids: Sequence[int] | None) -> Any:
     error = r.status == "error"
     hour = dialect.floor_div(dialect.epoch_seconds(func.coalesce(r.timestamp, t.started_at)), 3600)
-    effective = case((error, func.coalesce(r.error_type_corrected, r.error_type)))
+    effective = case((error, effective_error_type))
     return (
         select(r.trace_id, r.tool, hour, error, effective, func.count(), func.sum(r.tokens))
         .join(t, t.id == r.trace_id)
@@ -616,12 +621,6 @@ def rebuild(engine: Engine, *, chunk: int = 20_000) -> int:
     return int(traces)
 
 
-def mark_complete(conn: Connection) -> None:
-    """Record that the (empty) rollups hold the (empty) store: a new store's first state."""
-    if conn.execute(select(RollupState.id)).first() is None:
-        conn.execute(_table(RollupState).insert().values(id=1, complete=True))
-
-
 __all__ = [
     "FULL",
     "GRAINS",
@@ -634,7 +633,6 @@ __all__ = [
     "contributions",
     "day_number",
     "is_complete",
-    "mark_complete",
     "rebuild",
     "row_key",
     "subtract",

@@ -25,7 +25,7 @@ from db.queries.common import (
     effective_verdict,
 )
 from db.queries.histograms import token_counts, token_figures
-from db.rollup_read import CALLS, FINDINGS, RESULTS, TRACES, scope
+from db.rollup_read import CALLS, FINDINGS, RESULTS, TRACES, scope, total
 from db.schema import (
     FindingRow,
     ImportRun,
@@ -312,19 +312,19 @@ def _rollup_counts(conn: Connection, loop_k: int, f: Filters) -> dict[str, Any] 
         )
     ).one()
 
-    def total(condition: Any = None) -> Any:
-        return func.coalesce(func.sum(rr.n if condition is None else case((condition, rr.n))), 0)
+    def count(condition: Any = None) -> Any:
+        return func.coalesce(total(rr.n, condition), 0)
 
     row = conn.execute(
         select(
-            total(),
-            *(total(rr.status == st) for st in STATUSES),
-            total(rr.pair_state == "orphan_result"),
-            total(rr.pair_state == "duplicate_result"),
-            total(and_(rr.pair_state == "result_before_call", rr.unanswered.is_(True))),
-            total(rr.name_mismatch.is_(True)),
-            total(rr.suggested.is_(True)),
-            total(rr.corrected.is_(True)),
+            count(),
+            *(count(rr.status == st) for st in STATUSES),
+            count(rr.pair_state == "orphan_result"),
+            count(rr.pair_state == "duplicate_result"),
+            count(and_(rr.pair_state == "result_before_call", rr.unanswered.is_(True))),
+            count(rr.name_mismatch.is_(True)),
+            count(rr.suggested.is_(True)),
+            count(rr.corrected.is_(True)),
         ).where(*results_at)
     ).one()
     names = (
