@@ -33,6 +33,7 @@ from db.schema import (
     RollupCallRow,
     RollupFindingRow,
     RollupFingerprintRow,
+    RollupInputShareRow,
     RollupResultRow,
     RollupSignatureRow,
     RollupSizeRow,
@@ -54,6 +55,7 @@ TRACES = _table(RollupTraceRow)
 FINDINGS = _table(RollupFindingRow)
 FINGERPRINTS = _table(RollupFingerprintRow)
 ACTIVITY = _table(RollupActivityRow)
+INPUT_SHARES = _table(RollupInputShareRow)
 
 _BASE_ONLY: ContextVar[bool] = ContextVar("toollens_base_tables_only", default=False)
 

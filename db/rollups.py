@@ -56,6 +56,7 @@ from db.queries.common import (
     corrected_result,
     effective_error_type,
     effective_verdict,
+    input_share_bin,
 )
 from db.schema import (
     FindingRow,
@@ -63,6 +64,7 @@ from db.schema import (
     RollupCallRow,
     RollupFindingRow,
     RollupFingerprintRow,
+    RollupInputShareRow,
     RollupResultRow,
     RollupSignatureRow,
     RollupSizeRow,
@@ -313,6 +315,15 @@ def _activity(ids: Sequence[int] | None) -> Any:
     )
 
 
+def _input_shares(ids: Sequence[int] | None) -> Any:
+    share = input_share_bin()
+    return (
+        select(r.trace_id, r.tool, share, func.count())
+        .where(_of(r.trace_id, ids), r.read_input_tokens > 0)
+        .group_by(r.trace_id, r.tool, share)
+    )
+
+
 def _table(model: Any) -> Table:
     return cast(Table, model.__table__)
 
@@ -376,6 +387,7 @@ ROLLUPS: dict[str, Rollup] = {
             ("n", "tokens"),
             _activity,
         ),
+        Rollup(_table(RollupInputShareRow), GRAINS, ("bin",), ("n",), _input_shares),
         Rollup(
             _table(RollupFingerprintRow),
             GRAINS,

@@ -673,6 +673,16 @@ class RollupSizeRow(_RollupColumns, Base):
     tokens: Mapped[int] = mapped_column(Integer)
 
 
+class RollupInputShareRow(_RollupColumns, Base):
+    """Tool Messages per bin of their share of the input of the model call that read them
+    (``db.queries.common.INPUT_SHARE_BINS``; results with a reported input only)."""
+
+    __tablename__ = "rollup_input_shares"
+    __table_args__ = _ROLLUP_TABLE
+
+    bin: Mapped[int] = mapped_column(Integer)
+
+
 class RollupCallRow(_RollupColumns, Base):
     """Tool calls per occurrence (so any loop threshold k is a plain sum), pairing and flags."""
 

@@ -67,6 +67,7 @@ QUERIES: dict[str, Query] = {
     "tool_result_share": tokens.tool_result_share,
     "trace_share_histogram": tokens.trace_share_histogram,
     "token_count_kinds": tokens.token_count_kinds,
+    "input_share_histogram": tokens.input_share_histogram,
     "image_totals": tokens.image_totals,
     "loop_totals_k2": lambda e, f: loops.loop_totals(e, 2, f),
     "loop_totals_k4": lambda e, f: loops.loop_totals(e, 4, f),
@@ -284,6 +285,26 @@ def test_a_store_from_before_the_rollups_is_filled_when_opened(sqlite_url: str) 
         conn.execute(sa.text("DROP INDEX ix_tool_results_duration"))
         for rollup in rollups.ROLLUPS.values():
             conn.execute(sa.text(f"DROP TABLE {rollup.table.name}"))
+    engine.dispose()
+    reopened = make_engine(sqlite_url)
+    try:
+        assert rollups.is_complete(reopened)
+        assert _rollup_rows(reopened) == expected
+    finally:
+        reopened.dispose()
+
+
+def test_a_store_from_before_the_input_share_rollup_gets_it_when_opened(sqlite_url: str) -> None:
+    """Migration 0019 adds a rollup to a store whose others are complete: opening the store
+    counts it (the histogram reads the base tables until then)."""
+    engine = make_engine(sqlite_url)
+    import_paths(engine, _golden_inputs(), workers=0)
+    expected = _rollup_rows(engine)
+    assert len(expected["rollup_input_shares"]) == 92
+    assert list(tokens.input_share_histogram(engine)["results"]) == [4, 0, 4, 7, 3, 0, 0, 0]
+    with engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE rollup_input_shares"))
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0017'"))
     engine.dispose()
     reopened = make_engine(sqlite_url)
     try:

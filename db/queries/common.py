@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import (
+    BigInteger,
     ColumnElement,
     Connection,
     String,
@@ -51,6 +52,34 @@ corrected_result = or_(
 #: Finding rows that count: a name mismatch is stored on its call and on the Tool Message that
 #: answers it under another name, and counts once, on the call.
 COUNTED_FINDING = not_(and_(FindingRow.name == "name_mismatch", FindingRow.call_index.is_(None)))
+
+#: Bins of a Tool Message's share of the input of the model call that read it, in per mille:
+#: (from, to); the last bin is open (a count from another tokenizer can exceed the input).
+INPUT_SHARE_BINS: tuple[tuple[int, int | None], ...] = (
+    (0, 10),
+    (10, 20),
+    (20, 50),
+    (50, 100),
+    (100, 200),
+    (200, 500),
+    (500, 1000),
+    (1000, None),
+)
+
+
+def input_share_bin() -> ColumnElement[int]:
+    """The :data:`INPUT_SHARE_BINS` index of a Tool Message's ``tokens / read_input_tokens``
+    (for results whose ``read_input_tokens`` > 0; the page's histogram and its rollup)."""
+    permille = cast(ToolResultRow.tokens, BigInteger) * 1000 // ToolResultRow.read_input_tokens
+    return case(
+        *[
+            (permille < upper, index)
+            for index, (_, upper) in enumerate(INPUT_SHARE_BINS)
+            if upper is not None
+        ],
+        else_=len(INPUT_SHARE_BINS) - 1,
+    )
+
 
 #: Label for error results whose type no rule could name.
 UNCLASSIFIED = "(unclassified)"

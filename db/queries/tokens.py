@@ -11,16 +11,19 @@ from sqlalchemy import BigInteger, Engine, and_, case, cast, func, select
 
 from db.filters import NO_FILTERS, Filters, restrict_results, restrict_traces
 from db.queries.common import (
+    INPUT_SHARE_BINS,
     TRACE,
+    input_share_bin,
     percentile_columns,
     result_pair_key,
     to_frame,
     token_histogram_by_tool,
 )
-from db.rollup_read import RESULTS, SIZES, TRACES, scope, total
+from db.rollup_read import INPUT_SHARES, RESULTS, SIZES, TRACES, scope, total
 from db.schema import (
     ImportRun,
     MessageRow,
+    RollupInputShareRow,
     RollupResultRow,
     RollupSizeRow,
     RollupTraceRow,
@@ -254,20 +257,6 @@ def image_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, int
     return {"results": int(results), "image_tokens": int(tokens)}
 
 
-#: Bins of a Tool Message's share of the input of the model call that read it, in per mille:
-#: (from, to); the last bin is open (a count from another tokenizer can exceed the input).
-INPUT_SHARE_BINS: tuple[tuple[int, int | None], ...] = (
-    (0, 10),
-    (10, 20),
-    (20, 50),
-    (50, 100),
-    (100, 200),
-    (200, 500),
-    (500, 1000),
-    (1000, None),
-)
-
-
 def input_share_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
     """Tool Messages by their share of the input tokens of the model call that read them
     (``tokens / read_input_tokens``), over results whose trace reported that call's usage.
@@ -275,22 +264,19 @@ def input_share_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.D
     Columns: ``share_from``, ``share_to`` (fractions; ``share_to`` is NaN for the open last
     bin), ``results``. Every bin is present (zero when empty).
     """
-    permille = cast(ToolResultRow.tokens, BigInteger) * 1000 // ToolResultRow.read_input_tokens
-    bin_no = case(
-        *[
-            (permille < upper, index)
-            for index, (_, upper) in enumerate(INPUT_SHARE_BINS)
-            if upper is not None
-        ],
-        else_=len(INPUT_SHARE_BINS) - 1,
-    )
-    stmt = restrict_results(
-        select(bin_no.label("bin"), func.count().label("results"))
-        .where(ToolResultRow.read_input_tokens > 0)
-        .group_by(bin_no),
-        filters,
-    )
     with engine.connect() as conn:
+        at = scope(conn, INPUT_SHARES, filters)
+        if at is not None:
+            rs = RollupInputShareRow
+            stmt = select(rs.bin, total(rs.n)).where(*at).group_by(rs.bin)
+        else:
+            bin_no = input_share_bin()
+            stmt = restrict_results(
+                select(bin_no, func.count())
+                .where(ToolResultRow.read_input_tokens > 0)
+                .group_by(bin_no),
+                filters,
+            )
         counts = {int(b): int(n) for b, n in conn.execute(stmt)}
     return pd.DataFrame(
         {
