@@ -130,7 +130,7 @@ def scope(
         return None
     rollup = rollups.ROLLUPS[table.name]
     grain = grain_for(dims, rollup.grains)
-    if grain is None or not rollups.complete(conn):
+    if grain is None or not rollups.counted(conn, table.name):
         return None
     col = table.c
     g = int(grain)

@@ -569,8 +569,29 @@ def _upsert(
 
 
 def complete(conn: Connection) -> bool:
-    """Whether the rollups hold the whole store (see :class:`db.schema.RollupState`)."""
+    """Whether the rollups hold the whole store (see :class:`db.schema.RollupState`), but for
+    the :func:`pending` ones."""
     return bool(conn.execute(select(RollupState.complete).where(RollupState.id == 1)).scalar())
+
+
+def pending_in(conn: Connection) -> list[str]:
+    """:func:`pending`, on an open connection."""
+    names = conn.execute(select(RollupState.pending).where(RollupState.id == 1)).scalar()
+    return [name for name in (names or "").split() if name in ROLLUPS]
+
+
+def counted(conn: Connection, table: str) -> bool:
+    """Whether the rollup ``table`` holds the whole store (readers may use it)."""
+    row = conn.execute(
+        select(RollupState.complete, RollupState.pending).where(RollupState.id == 1)
+    ).one_or_none()
+    return row is not None and bool(row[0]) and table not in (row[1] or "").split()
+
+
+def pending(engine: Engine) -> list[str]:
+    """The rollups a migration added to a store with traces, not counted yet."""
+    with engine.connect() as conn:
+        return pending_in(conn)
 
 
 def is_complete(engine: Engine) -> bool:
@@ -600,18 +621,32 @@ def _spread(rollup: Rollup) -> Any:
     )
 
 
-def rebuild(engine: Engine, *, chunk: int = 20_000) -> int:
-    """Recompute every rollup from the base tables, in one transaction; the traces counted.
+def rebuild(engine: Engine, *, chunk: int = 20_000, only: Sequence[str] | None = None) -> int:
+    """Recompute every rollup (``only``: those tables) from the base tables, in one
+    transaction; the traces counted.
 
-    For recovery (``toollens rebuild-rollups``) and for stores from before the rollups."""
+    For recovery (``toollens rebuild-rollups``), for stores from before the rollups, and
+    (``only``) for a rollup a migration added to a store that has the others."""
+    chosen = [ROLLUPS[name] for name in only] if only is not None else list(ROLLUPS.values())
     with writing(engine) as conn:
-        for rollup in ROLLUPS.values():
+        for rollup in chosen:
             conn.execute(delete(rollup.table))
-        conn.execute(delete(RollupState))
-        conn.execute(
-            _table(RollupState).insert().values(id=1, complete=True, rebuilt_at=datetime.now(UTC))
-        )
-        for rollup in ROLLUPS.values():
+        if only is None:
+            conn.execute(delete(RollupState))
+            conn.execute(
+                _table(RollupState)
+                .insert()
+                .values(id=1, complete=True, rebuilt_at=datetime.now(UTC), pending=None)
+            )
+        else:
+            left = [name for name in pending_in(conn) if name not in only]
+            conn.execute(
+                _table(RollupState)
+                .update()
+                .where(RollupState.id == 1)
+                .values(pending=" ".join(left) or None)
+            )
+        for rollup in chosen:
             nkeys = len(rollup.keys)
             bools = [rollup.table.c[name].type.python_type is bool for name in rollup.keys]
             rows: dict[tuple[Any, ...], list[int]] = {}
@@ -640,8 +675,11 @@ __all__ = [
     "add",
     "complete",
     "contributions",
+    "counted",
     "day_number",
     "is_complete",
+    "pending",
+    "pending_in",
     "rebuild",
     "row_key",
     "subtract",

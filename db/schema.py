@@ -751,13 +751,16 @@ class RollupFingerprintRow(_RollupColumns, Base):
 class RollupState(Base):
     """Whether the rollups hold the whole store (one row). A store migrated from before the
     rollups has none until ``toollens rebuild-rollups`` (run by the migration step) fills them;
-    until then every page reads the base tables."""
+    until then every page reads the base tables. A rollup a later migration adds to a store
+    with traces is ``pending`` until counted alone (the others stay in use)."""
 
     __tablename__ = "rollup_state"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     complete: Mapped[bool] = mapped_column(Boolean)
     rebuilt_at: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
+    #: Names of rollup tables not counted yet, space-separated (NULL: none).
+    pending: Mapped[str | None] = mapped_column(Text)
 
 
 class RollupActivityRow(_RollupColumns, Base):

@@ -294,7 +294,9 @@ def test_a_store_from_before_the_rollups_is_filled_when_opened(sqlite_url: str) 
         reopened.dispose()
 
 
-def test_a_store_from_before_the_input_share_rollup_gets_it_when_opened(sqlite_url: str) -> None:
+def test_a_store_from_before_the_input_share_rollup_gets_it_when_opened(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Migration 0019 adds a rollup to a store whose others are complete: opening the store
     counts it (the histogram reads the base tables until then)."""
     engine = make_engine(sqlite_url)
@@ -304,14 +306,42 @@ def test_a_store_from_before_the_input_share_rollup_gets_it_when_opened(sqlite_u
     assert list(tokens.input_share_histogram(engine)["results"]) == [4, 0, 4, 7, 3, 0, 0, 0]
     with engine.begin() as conn:
         conn.execute(sa.text("DROP TABLE rollup_input_shares"))
+        conn.execute(sa.text("ALTER TABLE rollup_state DROP COLUMN pending"))
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0017'"))
     engine.dispose()
+    counted: list[Any] = []
+    monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
     reopened = make_engine(sqlite_url)
     try:
-        assert rollups.is_complete(reopened)
+        assert counted == [("rollup_input_shares",)]
+        assert rollups.is_complete(reopened) and rollups.pending(reopened) == []
         assert _rollup_rows(reopened) == expected
     finally:
         reopened.dispose()
+
+
+def _recorded(rebuild: Callable[..., int], calls: list[Any]) -> Callable[..., int]:
+    def recorded(engine: sa.Engine, **kwargs: Any) -> int:
+        only = kwargs.get("only")
+        calls.append(None if only is None else tuple(only))
+        return rebuild(engine, **kwargs)
+
+    return recorded
+
+
+def test_a_pending_rollup_is_read_from_the_base_tables_until_counted(sqlite_url: str) -> None:
+    engine = make_engine(sqlite_url)
+    import_paths(engine, _golden_inputs(), workers=0)
+    with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM rollup_input_shares"))
+        conn.execute(sa.text("UPDATE rollup_state SET pending = 'rollup_input_shares'"))
+        assert not rollups.counted(conn, "rollup_input_shares")
+        assert rollups.counted(conn, "rollup_sizes")
+    assert list(tokens.input_share_histogram(engine)["results"]) == [4, 0, 4, 7, 3, 0, 0, 0]
+    rollups.rebuild(engine, only=["rollup_input_shares"])
+    with engine.connect() as conn:
+        assert rollups.counted(conn, "rollup_input_shares")
+    assert list(tokens.input_share_histogram(engine)["results"]) == [4, 0, 4, 7, 3, 0, 0, 0]
 
 
 def test_rebuild_rollups_recounts_rows_changed_by_hand(sqlite_url: str) -> None:

@@ -1,8 +1,8 @@
 """The input-share rollup (``rollup_input_shares``): Tool Messages per bin of their share of the
 input of the model call that read them, so the Tokens page's input-share histogram no longer
-scans every Tool Message. A store that already holds traces gets ``rollup_state.complete =
-false``: the pages read the base tables until the rollups are recounted, which opening the store
-does once (``db.migrate.upgrade``).
+scans every Tool Message; and ``rollup_state.pending``, the rollups not counted yet. On a store
+that already holds traces the new rollup is pending: the histogram reads the base tables until it
+is counted, which opening the store does once, for this rollup alone (``db.migrate.upgrade``).
 
 Revision ID: 0019
 Revises: 0017
@@ -35,10 +35,14 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("key", name=op.f("pk_rollup_input_shares")),
         sqlite_with_rowid=False,
     )
+    with op.batch_alter_table("rollup_state") as batch:
+        batch.add_column(sa.Column("pending", sa.Text(), nullable=True))
     bind = op.get_bind()
     if bind.execute(sa.text("SELECT EXISTS (SELECT 1 FROM traces)")).scalar():
-        bind.execute(sa.text("UPDATE rollup_state SET complete = :no"), {"no": False})
+        bind.execute(sa.text("UPDATE rollup_state SET pending = 'rollup_input_shares'"))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("rollup_state") as batch:
+        batch.drop_column("pending")
     op.drop_table("rollup_input_shares")
