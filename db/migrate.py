@@ -67,24 +67,29 @@ def known_revisions() -> set[str]:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Bring the database to ``revision``; a no-op (one cheap query) when it is already there.
+    """Bring the database to ``revision``; a no-op (two cheap queries) when it is already there
+    with its rollups complete.
 
     Raises :class:`NewerStoreError` when a newer ToolLens migrated the database past what this
     one knows (Alembic would fail with a traceback naming a revision it cannot locate).
     """
+    from db import rollups
+
     current = current_revision(engine)
     if revision == "head" and current == head_revision():
+        # Rollups left incomplete at the head: a rebuild after a migration that was interrupted
+        # (it takes minutes on a large store); without this the pages would read the base
+        # tables until someone ran ``toollens rebuild-rollups``.
+        if not rollups.is_complete(engine):
+            rollups.rebuild(engine)
         return
     if current is not None and current not in known_revisions():
         raise NewerStoreError(store_location(engine), current)
     command.upgrade(alembic_config(engine), revision)
-    if revision == "head":
-        # A store from before the rollups: fill them once (the pages read the base tables
-        # until then).
-        from db import rollups
-
-        if not rollups.is_complete(engine):
-            rollups.rebuild(engine)
+    if revision == "head" and not rollups.is_complete(engine):
+        # A store from before the rollups, or from before one of them (0017, 0018): fill them
+        # once (the pages read the base tables until then).
+        rollups.rebuild(engine)
 
 
 def downgrade(engine: Engine, revision: str = "base") -> None:
