@@ -192,9 +192,11 @@ def durations_by_tool(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
     with engine.connect() as conn:
         counts_df = _timing_counts(conn, filters)
         if counts_df is not None:
-            stats = _rollup_stats(conn, filters, by_tool=True)
-            if stats is None and not narrows_traces(filters):
-                stats = _ranked_stats(conn, counts_df)
+            stats = (
+                _rollup_stats(conn, filters, by_tool=True)
+                if narrows_traces(filters)
+                else _ranked_stats(conn, counts_df)
+            )
             if stats is not None:
                 return _by_tool_frame(counts_df, stats)
     ranked = _ranked(filters)
@@ -251,16 +253,15 @@ def duration_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, 
         counts_df = _timing_counts(conn, filters)
         if counts_df is not None:
             n = int(counts_df["timed"].sum())
-            stats = _rollup_stats(conn, filters, by_tool=False)
-            figures: tuple[float | None, ...] | None = None
-            if stats is not None:
-                figures = stats.get(None, (None, None, None))
-            elif not narrows_traces(filters) and not filters.tool:
-                figures = (
-                    (_at_rank(conn, _rank(n, 1, 2)), _at_rank(conn, _rank(n, 19, 20)),
-                     _at_rank(conn, n))
-                    if n else (None, None, None)
-                )  # fmt: skip
+            figures: tuple[float | None, ...] | None = (None, None, None)
+            if narrows_traces(filters):
+                stats = _rollup_stats(conn, filters, by_tool=False)
+                figures = None if stats is None else stats.get(None, figures)
+            elif n:
+                tool = filters.tool or None
+                figures = tuple(
+                    _at_rank(conn, rank, tool) for rank in (_rank(n, 1, 2), _rank(n, 19, 20), n)
+                )
             if figures is not None:
                 return {
                     "timed": n,
