@@ -119,47 +119,45 @@ def _rollup_stats(conn: Connection, filters: Filters, *, by_tool: bool) -> dict[
     """Nearest-rank p50, p95 and max per tool (``by_tool``; else one entry, key ``None``, over
     every timed result in scope) from the duration rollup; ``None`` when it cannot answer.
 
-    The rollup counts the timed results per exact duration, so the running count over the
+    The rollup counts the timed results per exact duration, so a running count over the
     durations in order reaches a rank at the very value the ranked results hold there: the
-    figures equal the base tables' exactly, from a window over the distinct durations in scope
-    instead of over every result."""
+    figures equal the base tables' exactly. The database sums the counts per distinct duration
+    in scope (its GROUP BY returns them in order); the running count is one pass here, measured
+    as fast as or faster than a window over the groups in SQL on the 1M store (README)."""
     at = scope(conn, DURATIONS, filters)
     if at is None:
         return None
     d = RollupDurationRow
     parts = (d.tool,) if by_tool else ()
-    hist = (
-        select(*(c.label("tool") for c in parts), d.duration_ms.label("ms"), total(d.n).label("n"))
+    rows = conn.execute(
+        select(*parts, d.duration_ms, total(d.n))
         .where(*at)
         .group_by(*parts, d.duration_ms)
-        .subquery("duration_hist")
+        .order_by(*parts, d.duration_ms)
     )
-    part = hist.c.tool if by_tool else None
-    ranks = select(
-        *((hist.c.tool,) if by_tool else ()),
-        hist.c.ms,
-        func.sum(hist.c.n).over(partition_by=part, order_by=hist.c.ms, rows=(None, 0)).label("cum"),
-        # Same partition and order, the whole partition as the frame: one sort for both.
-        func.sum(hist.c.n)
-        .over(partition_by=part, order_by=hist.c.ms, rows=(None, None))
-        .label("total"),
-    ).subquery("duration_ranks")
-    stmt = select(
-        *(ranks.c.tool,) if by_tool else (),
-        *(
-            func.min(case((nearest_rank_at(ranks.c.cum, ranks.c.total, num, den), ranks.c.ms)))
-            for _, num, den in QUANTILES
-        ),
-        func.max(ranks.c.ms),
-    )
-    if by_tool:
-        stmt = stmt.group_by(ranks.c.tool)
-    out: dict[Any, Stats] = {}
-    for row in conn.execute(stmt):
-        *key, p50, p95, top = row
-        if top is not None:
-            out[key[0] if by_tool else None] = (float(p50), float(p95), float(top))
-    return out
+    groups: dict[Any, list[tuple[float, int]]] = {}
+    for row in rows:
+        groups.setdefault(row[0] if by_tool else None, []).append((row[-2], row[-1]))
+    return {key: _nearest_ranks(counts) for key, counts in groups.items()}
+
+
+def _nearest_ranks(counts: list[tuple[float, int]]) -> Stats:
+    """(p50, p95, max) of the durations given as (duration, how many) in duration order.
+
+    >>> _nearest_ranks([(7.25, 1), (100.5, 4), (2000.0, 1)])
+    (100.5, 2000.0, 2000.0)
+    """
+    n = sum(count for _, count in counts)
+    wanted = [_rank(n, num, den) for _, num, den in QUANTILES]
+    found: list[float] = []
+    running = 0
+    for ms, count in counts:
+        running += count
+        while len(found) < len(wanted) and running >= wanted[len(found)]:
+            found.append(float(ms))
+        if len(found) == len(wanted):
+            break
+    return (found[0], found[1], float(counts[-1][0]))
 
 
 def _ranked_stats(conn: Connection, counts: pd.DataFrame) -> dict[Any, Stats]:
