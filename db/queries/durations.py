@@ -7,8 +7,10 @@ end − start, else the result's timestamp − its call's). Every statistic here
 ``negative`` (the result is stamped before its call).
 
 Percentiles are **nearest-rank**: the p-th percentile of n sorted durations is the one at rank
-``ceil(p / 100 × n)`` (a value that occurred, never an interpolation), computed exactly in SQL
-with a running row number per tool.
+``ceil(p / 100 × n)`` (a value that occurred, never an interpolation), read exactly one of three
+ways: without a trace filter, a look-up at the rank in the duration indexes (no row is sorted);
+under a filter the rollups answer, a running count over ``rollup_durations``' counts per distinct
+duration; else a running row number per tool over the picked traces' timed results.
 """
 
 from __future__ import annotations
