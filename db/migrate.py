@@ -67,27 +67,36 @@ def known_revisions() -> set[str]:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Bring the database to ``revision``; a no-op (one cheap query) when it is already there.
+    """Bring the database to ``revision``; a no-op (two cheap queries) when it is already there
+    with its rollups complete.
 
     Raises :class:`NewerStoreError` when a newer ToolLens migrated the database past what this
     one knows (Alembic would fail with a traceback naming a revision it cannot locate).
     """
     current = current_revision(engine)
     if revision == "head" and current == head_revision():
+        # Rollups left uncounted at the head: a rebuild after a migration that was interrupted
+        # (it takes minutes on a large store); without this the pages would read the base
+        # tables until someone ran ``toollens rebuild-rollups``.
+        _count_rollups(engine)
         return
     if current is not None and current not in known_revisions():
         raise NewerStoreError(store_location(engine), current)
     command.upgrade(alembic_config(engine), revision)
     if revision == "head":
-        # A store from before the rollups: fill them once (the pages read the base tables
-        # until then).
-        from db import rollups
+        _count_rollups(engine)
 
-        if not rollups.is_complete(engine):
-            rollups.rebuild(engine)
-        elif missing := rollups.pending(engine):
-            # A rollup added by a migration: counted alone, the others stay as they are.
-            rollups.rebuild(engine, only=missing)
+
+def _count_rollups(engine: Engine) -> None:
+    """Fill what the rollups lack: all of them for a store from before them (or whose rebuild
+    was interrupted), else the ones a migration added (``pending``), counted alone. The pages
+    read the base tables for what is not counted."""
+    from db import rollups
+
+    if not rollups.is_complete(engine):
+        rollups.rebuild(engine)
+    elif missing := rollups.pending(engine):
+        rollups.rebuild(engine, only=missing)
 
 
 def downgrade(engine: Engine, revision: str = "base") -> None:

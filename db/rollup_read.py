@@ -8,7 +8,8 @@ the base tables as before:
 * a tag or metadata filter (no rollup is kept by them);
 * a time range that does not fall on whole days (a range brushed to the minute): the rollups
   count traces by the day they started;
-* several trace dimensions at once on a rollup without the full grain (the size histogram);
+* several trace dimensions at once on a rollup without the full grain (the size and duration
+  histograms, the activity);
 * rollups not complete (a store migrated from before them, until they are rebuilt), or a caller
   that asked for the base tables (:func:`base_tables`: the exactness tests and benchmarks).
 
@@ -31,6 +32,7 @@ from db.rollups import Dim
 from db.schema import (
     RollupActivityRow,
     RollupCallRow,
+    RollupDurationRow,
     RollupFindingRow,
     RollupFingerprintRow,
     RollupInputShareRow,
@@ -49,6 +51,7 @@ def _table(model: Any) -> Table:
 #: The rollup tables, for :func:`scope`.
 RESULTS = _table(RollupResultRow)
 SIZES = _table(RollupSizeRow)
+DURATIONS = _table(RollupDurationRow)
 CALLS = _table(RollupCallRow)
 SIGNATURES = _table(RollupSignatureRow)
 TRACES = _table(RollupTraceRow)

@@ -5,9 +5,9 @@ keeps a page's cost flat as the store grows. Each rollup (a table of ``db.schema
 rows) holds what one family of charts needs, counted per **grain**: a set of the trace dimensions
 the sidebar filters on (:class:`Dim`: the day of the trace's start, import, agent, model), the
 other dimensions left NULL. A filter on one dimension reads that dimension's grain; a filter on
-several reads the grain of all four (:data:`FULL`); the token-size histogram, whose rows are many,
-keeps the single-dimension grains only, and such a filter reads the base tables
-(``db.rollup_read``).
+several reads the grain of all four (:data:`FULL`); the token-size and execution-time histograms
+and the activity, whose rows are many, keep the single-dimension grains only, and such a filter
+reads the base tables (``db.rollup_read``).
 
 **One way in.** Every change of the base rows goes through :func:`subtract` (before: the rows of
 the given traces as they are) and :func:`add` (after): an import, an update that replaces a trace,
@@ -62,6 +62,7 @@ from db.schema import (
     FindingRow,
     RollupActivityRow,
     RollupCallRow,
+    RollupDurationRow,
     RollupFindingRow,
     RollupFingerprintRow,
     RollupInputShareRow,
@@ -89,8 +90,9 @@ class Dim(IntFlag):
 FULL = Dim.DAY | Dim.IMPORT | Dim.AGENT | Dim.MODEL
 #: No dimension, then one each, then all: the grains of most rollups.
 GRAINS: tuple[int, ...] = (0, Dim.DAY, Dim.IMPORT, Dim.AGENT, Dim.MODEL, FULL)
-#: The size histogram has a row per distinct token count and the activity one per hour: their
-#: full grain would be as large as the results themselves, so they keep one dimension at most.
+#: The size and duration histograms have a row per distinct token count or duration, the activity
+#: one per hour: their full grain would be as large as the results themselves, so they keep one
+#: dimension at most.
 SINGLE_GRAINS: tuple[int, ...] = (0, Dim.DAY, Dim.IMPORT, Dim.AGENT, Dim.MODEL)
 #: Trace ids per contribution statement.
 CHUNK = 500
@@ -165,6 +167,16 @@ def _sizes(ids: Sequence[int] | None) -> Any:
         select(r.trace_id, r.tool, r.tokens, func.count())
         .where(_of(r.trace_id, ids))
         .group_by(r.trace_id, r.tool, r.tokens)
+    )
+
+
+def _durations(ids: Sequence[int] | None) -> Any:
+    # Timed results only (``db.queries.durations``: a known duration ≥ 0), each exact value its
+    # own row, so that every nearest-rank percentile read from the counts is a stored duration.
+    return (
+        select(r.trace_id, r.tool, r.duration_ms, func.count())
+        .where(_of(r.trace_id, ids), r.duration_ms >= 0)
+        .group_by(r.trace_id, r.tool, r.duration_ms)
     )
 
 
@@ -352,6 +364,7 @@ ROLLUPS: dict[str, Rollup] = {
             _results,
         ),
         Rollup(_table(RollupSizeRow), SINGLE_GRAINS, ("tokens",), ("n",), _sizes),
+        Rollup(_table(RollupDurationRow), SINGLE_GRAINS, ("duration_ms",), ("n",), _durations),
         Rollup(
             _table(RollupCallRow),
             GRAINS,

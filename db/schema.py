@@ -683,6 +683,18 @@ class RollupInputShareRow(_RollupColumns, Base):
     bin: Mapped[int] = mapped_column(Integer)
 
 
+class RollupDurationRow(_RollupColumns, Base):
+    """Timed Tool Messages (a duration ≥ 0) per (tool, exact duration): every execution-time
+    percentile stays exact, and under a trace filter it is read off these counts instead of
+    ranking every timed result of the picked traces."""
+
+    __tablename__ = "rollup_durations"
+    __table_args__ = _ROLLUP_TABLE
+
+    #: ``tool_results.duration_ms`` as stored (milliseconds).
+    duration_ms: Mapped[float] = mapped_column(Float)
+
+
 class RollupCallRow(_RollupColumns, Base):
     """Tool calls per occurrence (so any loop threshold k is a plain sum), pairing and flags."""
 

@@ -7,9 +7,10 @@ equal the rows ``toollens rebuild-rollups`` computes from scratch.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import sqlalchemy as sa
 from formats_helpers import GOLDEN_CASES
 
 from benchmarks.ui_store import StoreGenerator
-from db import rollups
+from db import migrate, rollups
 from db.corrections import correct_result
 from db.deletion import delete_rows, import_by_id, traces_by_id
 from db.engine import make_engine
@@ -36,12 +37,13 @@ from db.queries import (
     tokens,
     traces,
 )
-from db.rollup_read import base_tables, scope, used_dims
-from db.schema import RollupSizeRow, ToolResultRow, TraceRow
+from db.rollup_read import DURATIONS, base_tables, scope, used_dims
+from db.schema import RollupDurationRow, RollupSizeRow, ToolResultRow, TraceRow
 from db.summary import summarize, summary_counts
 from db.vocabulary import DEFAULT_ENCODING
 from db.write import finish_import, start_import, write_traces
-from ingest.pipeline import import_paths
+from ingest.model import Message, ToolCall, ToolResult, Trace
+from ingest.pipeline import import_paths, import_traces
 
 Query = Callable[[sa.Engine, Filters], Any]
 
@@ -213,6 +215,53 @@ def test_every_figure_equals_the_base_tables(store: sa.Engine) -> None:
         assert conn.execute(sa.select(sa.func.count()).select_from(sizes)).scalar_one() > 0
         # The rollups do answer the plain grid (the comparison is not base against base).
         assert scope(conn, RollupSizeRow.__table__, Filters(model="x")) is not None  # type: ignore[arg-type]
+        assert scope(conn, DURATIONS, Filters(model="x")) is not None
+
+
+def _with_statements(engine: sa.Engine, run: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """What ``run()`` returns and the SQL statements it sends to ``engine``."""
+    sent: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        sent.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", record)
+    try:
+        result = run()
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", record)
+    return result, sent
+
+
+@pytest.mark.parametrize("dimension", ["model", "agent", "import", "days"])
+def test_execution_times_under_one_trace_filter_are_read_from_the_rollups(
+    store: sa.Engine, dimension: str
+) -> None:
+    """Under a filter on one trace dimension the percentiles come from ``rollup_durations``
+    (no statement reads ``tool_results``) and equal the ranked base rows."""
+    with store.connect() as conn:
+        agent, model = conn.execute(
+            sa.select(TraceRow.agent, TraceRow.model)
+            .where(TraceRow.agent.is_not(None), TraceRow.model.is_not(None))
+            .order_by(TraceRow.id)
+            .limit(1)
+        ).one()
+        first = conn.execute(sa.select(sa.func.min(TraceRow.started_at))).scalar_one()
+    day = datetime(first.year, first.month, first.day, tzinfo=UTC)
+    f = {
+        "model": Filters(model=model),
+        "agent": Filters(agent=agent),
+        "import": Filters(import_id=2),
+        "days": Filters(start=day, end=day + timedelta(days=3)),
+    }[dimension]
+    for query in (durations.durations_by_tool, durations.duration_totals):
+        got, sent = _with_statements(store, lambda q=query: q(store, f))  # type: ignore[misc]
+        assert sent and not [s for s in sent if "tool_results" in s], sent
+        with base_tables():
+            base = query(store, f)
+        _same(got, base)
+    timed = durations.duration_totals(store, f)["timed"]
+    assert timed > 0
 
 
 def test_maintained_rollups_equal_a_rebuild_after_every_kind_of_change(
@@ -297,8 +346,8 @@ def test_a_store_from_before_the_rollups_is_filled_when_opened(sqlite_url: str) 
 def test_a_store_from_before_the_input_share_rollup_gets_it_when_opened(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Migration 0019 adds a rollup to a store whose others are complete: opening the store
-    counts it (the histogram reads the base tables until then)."""
+    """Migrations 0018 and 0019 add rollups to a store whose others are complete: opening the
+    store counts them alone (the histogram reads the base tables until then)."""
     engine = make_engine(sqlite_url)
     import_paths(engine, _golden_inputs(), workers=0)
     expected = _rollup_rows(engine)
@@ -306,6 +355,7 @@ def test_a_store_from_before_the_input_share_rollup_gets_it_when_opened(
     assert list(tokens.input_share_histogram(engine)["results"]) == [4, 0, 4, 7, 3, 0, 0, 0]
     with engine.begin() as conn:
         conn.execute(sa.text("DROP TABLE rollup_input_shares"))
+        conn.execute(sa.text("DROP TABLE rollup_durations"))
         conn.execute(sa.text("ALTER TABLE rollup_state DROP COLUMN pending"))
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0017'"))
     engine.dispose()
@@ -313,8 +363,48 @@ def test_a_store_from_before_the_input_share_rollup_gets_it_when_opened(
     monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
     reopened = make_engine(sqlite_url)
     try:
-        assert counted == [("rollup_input_shares",)]
+        # Both rollups added since 0017, counted in one pass; the others left as they were.
+        assert counted == [("rollup_input_shares", "rollup_durations")]
         assert rollups.is_complete(reopened) and rollups.pending(reopened) == []
+        assert _rollup_rows(reopened) == expected
+    finally:
+        reopened.dispose()
+
+
+def test_a_store_from_before_the_duration_rollup_gets_it_when_opened(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0019 on a store at 0018 with traces: the new table starts empty, so it is
+    pending (its figures read from the base tables meanwhile) and opening the store counts it
+    alone — also when the migration ran but the count did not (interrupted), since ``upgrade``
+    checks the rollups at the head too."""
+    engine = make_engine(sqlite_url)
+    _write_generated(engine, 600)
+    expected = _rollup_rows(engine)
+    assert expected["rollup_durations"]
+    with engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE rollup_durations"))
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0018'"))
+    engine.dispose()
+    migrated = make_engine(sqlite_url, migrate=False)
+    try:
+        migrate.upgrade(migrated, "0019")  # a revision, not "head": nothing is counted
+        assert rollups.is_complete(migrated)
+        assert rollups.pending(migrated) == ["rollup_durations"]
+        with base_tables():
+            base = durations.durations_by_tool(migrated, Filters(import_id=2))
+        # A pending rollup is never read: the figures come from the base tables.
+        pd.testing.assert_frame_equal(
+            durations.durations_by_tool(migrated, Filters(import_id=2)), base
+        )
+    finally:
+        migrated.dispose()
+    counted: list[Any] = []
+    monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
+    reopened = make_engine(sqlite_url)
+    try:
+        assert counted == [("rollup_durations",)]
+        assert rollups.pending(reopened) == []
         assert _rollup_rows(reopened) == expected
     finally:
         reopened.dispose()
@@ -368,3 +458,116 @@ def test_rebuild_rollups_recounts_rows_changed_by_hand(sqlite_url: str) -> None:
     pd.testing.assert_frame_equal(overview.error_type_counts(engine), expected)
     assert expected["error_type"].tolist() == ["typed_by_hand"]
     engine.dispose()
+
+
+def _timed_trace(
+    external_id: str, model: str, results: list[tuple[str, float | str | None]]
+) -> Trace:
+    """A trace of ``model`` whose calls are answered in order: a number is the tool span's
+    duration, ``"negative"`` a result stamped 500 ms before its call, ``None`` no time at all."""
+    t0 = datetime(2026, 11, 2, 9, tzinfo=UTC)
+    messages = [Message(seq=0, role="user", content="go", timestamp=t0)]
+    for i, (tool, ms) in enumerate(results):
+        call_id = f"{external_id}-{i}"
+        at = t0 + pd.Timedelta(seconds=10 * i + 1)
+        messages.append(
+            Message(
+                seq=len(messages),
+                role="assistant",
+                timestamp=at,
+                tool_calls=[
+                    ToolCall(
+                        call_index=0,
+                        tool_call_id=call_id,
+                        name=tool,
+                        arguments_raw=f'{{"i": {i}}}',
+                        arguments={"i": i},
+                    )
+                ],
+            )
+        )
+        span = ms if isinstance(ms, float) else None
+        answered = at - pd.Timedelta(milliseconds=500) if ms == "negative" else None
+        messages.append(
+            Message(
+                seq=len(messages),
+                role="tool",
+                content=f"result {i}",
+                timestamp=answered,
+                tool_result=ToolResult(tool_call_id=call_id, duration_ms=span),
+            )
+        )
+    return Trace(
+        format="openai_chat",
+        source_file="timed.jsonl",
+        external_id=external_id,
+        model=model,
+        messages=messages,
+    )
+
+
+#: alpha: run [7.25, 100.5 ×4, 2000] (ties), one negative, one missing; read [40] (one timed
+#: result). beta: run [5000], grep [1], read missing only.
+TIMED_TRACES = [
+    ("t1", "alpha", [("run", 100.5), ("run", 100.5), ("run", 100.5), ("run", 2000.0),
+                     ("read", 40.0), ("run", "negative"), ("run", None)]),
+    ("t2", "alpha", [("run", 100.5), ("run", 7.25)]),
+    ("t3", "beta", [("run", 5000.0), ("grep", 1.0), ("read", None)]),
+]  # fmt: skip
+
+
+def test_execution_time_percentiles_from_the_rollup_are_exact(engine: sa.Engine) -> None:
+    """Nearest rank over the rollup's counts per duration: alpha's run has 6 timed results,
+    p50 = rank 3 → 100.5 (a tie of four), p95 = rank ⌈5.7⌉ = 6 → 2000; over every tool of
+    alpha (7 timed) p50 = rank 4 → 100.5, p95 = rank ⌈6.65⌉ = 7 → 2000."""
+    import_traces(engine, [_timed_trace(*spec) for spec in TIMED_TRACES])
+    with engine.connect() as conn:
+        d = RollupDurationRow
+        rows = conn.execute(
+            sa.select(d.tool, d.duration_ms, d.n)
+            .where(d.grain == int(rollups.Dim.MODEL), d.model == "alpha")
+            .order_by(d.tool, d.duration_ms)
+        ).all()
+    assert [tuple(r) for r in rows] == [
+        ("read", 40.0, 1), ("run", 7.25, 1), ("run", 100.5, 4), ("run", 2000.0, 1),
+    ]  # fmt: skip
+    alpha, beta = Filters(model="alpha"), Filters(model="beta")
+    by_tool = {
+        # tool, timed, missing, negative, p50, p95, max, from spans; slowest p95 first.
+        alpha: [
+            ("run", 6, 1, 1, 100.5, 2000.0, 2000.0, 6),
+            ("read", 1, 0, 0, 40.0, 40.0, 40.0, 1),
+        ],
+        beta: [
+            ("run", 1, 0, 0, 5000.0, 5000.0, 5000.0, 1),
+            ("grep", 1, 0, 0, 1.0, 1.0, 1.0, 1),
+            ("read", 0, 1, 0, None, None, None, 0),
+        ],
+        Filters(): [
+            ("run", 7, 1, 1, 100.5, 5000.0, 5000.0, 7),
+            ("read", 1, 1, 0, 40.0, 40.0, 40.0, 1),
+            ("grep", 1, 0, 0, 1.0, 1.0, 1.0, 1),
+        ],
+    }
+    totals = {
+        alpha: (7, 1, 1, 100.5, 2000.0, 2000.0),
+        beta: (2, 1, 0, 1.0, 5000.0, 5000.0),
+        Filters(): (9, 2, 1, 100.5, 5000.0, 5000.0),
+        Filters(model="beta", tool="read"): (0, 1, 0, None, None, None),
+    }
+    for base in (False, True):
+        with base_tables() if base else contextlib.nullcontext():
+            for f, expected in by_tool.items():
+                got = durations.durations_by_tool(engine, f)
+                listed = [
+                    tuple(None if pd.isna(v) else v for v in row)
+                    for row in got.itertuples(index=False)
+                ]
+                assert listed == expected, (f, base)
+            for f, figures in totals.items():
+                got_totals = durations.duration_totals(engine, f)
+                assert tuple(got_totals.values()) == figures, (f, base)
+                assert all(
+                    isinstance(got_totals[k], float) or got_totals[k] is None
+                    for k in ("p50_ms", "p95_ms", "max_ms")
+                )

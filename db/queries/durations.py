@@ -7,8 +7,10 @@ end − start, else the result's timestamp − its call's). Every statistic here
 ``negative`` (the result is stamped before its call).
 
 Percentiles are **nearest-rank**: the p-th percentile of n sorted durations is the one at rank
-``ceil(p / 100 × n)`` (a value that occurred, never an interpolation), computed exactly in SQL
-with a running row number per tool.
+``ceil(p / 100 × n)`` (a value that occurred, never an interpolation), read exactly one of three
+ways: without a trace filter, a look-up at the rank in the duration indexes (no row is sorted);
+under a filter the rollups answer, a running count over ``rollup_durations``' counts per distinct
+duration; else a running row number per tool over the picked traces' timed results.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from sqlalchemy import Connection, Engine, Float, and_, case, cast, func, select
 
 from db.filters import NO_FILTERS, Filters, narrows_traces, restrict_results
 from db.queries.common import TRACE, nearest_rank_at, result_pair_key, to_frame
-from db.rollup_read import RESULTS, scope, total
-from db.schema import RollupResultRow, ToolResultRow
+from db.rollup_read import DURATIONS, RESULTS, scope, total
+from db.schema import RollupDurationRow, RollupResultRow, ToolResultRow
 
 #: (column, numerator, denominator): the percentiles reported, ``q = num / den``.
 QUANTILES = (("p50_ms", 1, 2), ("p95_ms", 19, 20))
@@ -91,10 +93,7 @@ def _at_rank(conn: Connection, rank: int, tool: str | None = None) -> float:
 
 def _timing_counts(conn: Connection, filters: Filters) -> pd.DataFrame | None:
     """Per tool: ``results``, ``timed``, ``missing``, ``negative``, ``from_spans`` from the
-    result rollup — only for the filters the duration indexes can rank under (none but the
-    tool); ``None`` otherwise."""
-    if narrows_traces(filters):
-        return None
+    result rollup; ``None`` when the rollups cannot answer ``filters``."""
     at = scope(conn, RESULTS, filters)
     if at is None:
         return None
@@ -114,6 +113,69 @@ def _timing_counts(conn: Connection, filters: Filters) -> pd.DataFrame | None:
     )
 
 
+#: (p50, p95, max) of one tool's (or every tool's) timed results.
+Stats = tuple[float, float, float]
+
+
+def _rollup_stats(conn: Connection, filters: Filters, *, by_tool: bool) -> dict[Any, Stats] | None:
+    """Nearest-rank p50, p95 and max per tool (``by_tool``; else one entry, key ``None``, over
+    every timed result in scope) from the duration rollup; ``None`` when it cannot answer.
+
+    The rollup counts the timed results per exact duration, so a running count over the
+    durations in order reaches a rank at the very value the ranked results hold there: the
+    figures equal the base tables' exactly. The database sums the counts per distinct duration
+    in scope (its GROUP BY returns them in order); the running count is one pass here, measured
+    as fast as or faster than a window over the groups in SQL on the 1M store (README)."""
+    at = scope(conn, DURATIONS, filters)
+    if at is None:
+        return None
+    d = RollupDurationRow
+    parts = (d.tool,) if by_tool else ()
+    rows = conn.execute(
+        select(*parts, d.duration_ms, total(d.n))
+        .where(*at)
+        .group_by(*parts, d.duration_ms)
+        .order_by(*parts, d.duration_ms)
+    )
+    groups: dict[Any, list[tuple[float, int]]] = {}
+    for row in rows:
+        groups.setdefault(row[0] if by_tool else None, []).append((row[-2], row[-1]))
+    return {key: _nearest_ranks(counts) for key, counts in groups.items()}
+
+
+def _nearest_ranks(counts: list[tuple[float, int]]) -> Stats:
+    """(p50, p95, max) of the durations given as (duration, how many) in duration order.
+
+    >>> _nearest_ranks([(7.25, 1), (100.5, 4), (2000.0, 1)])
+    (100.5, 2000.0, 2000.0)
+    """
+    n = sum(count for _, count in counts)
+    wanted = [_rank(n, num, den) for _, num, den in QUANTILES]
+    found: list[float] = []
+    running = 0
+    for ms, count in counts:
+        running += count
+        while len(found) < len(wanted) and running >= wanted[len(found)]:
+            found.append(float(ms))
+        if len(found) == len(wanted):
+            break
+    return (found[0], found[1], float(counts[-1][0]))
+
+
+def _ranked_stats(conn: Connection, counts: pd.DataFrame) -> dict[Any, Stats]:
+    """Per tool, each percentile as one look-up at its rank in the (tool, duration) index."""
+    out: dict[Any, Stats] = {}
+    for tool, timed in zip(counts["tool"], counts["timed"], strict=True):
+        n = int(timed)
+        if n:
+            out[tool] = (
+                _at_rank(conn, _rank(n, 1, 2), tool),
+                _at_rank(conn, _rank(n, 19, 20), tool),
+                _at_rank(conn, n, tool),
+            )
+    return out
+
+
 def durations_by_tool(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
     """Execution time per tool, the slowest p95 first (tools without a timed call last).
 
@@ -121,16 +183,24 @@ def durations_by_tool(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
     ``negative``, ``p50_ms``, ``p95_ms``, ``max_ms`` (NULL without a timed result),
     ``from_spans`` (timed results measured by a tool span).
 
-    Unfiltered (or by tool), the counts come from the rollups and each percentile is one
-    look-up at its rank in the (tool, duration) index; under a trace filter every timed result
-    of the picked traces is ranked.
+    Where the rollups answer the filters, the counts come from the result rollup and the
+    percentiles from the duration rollup's counts per exact duration; unfiltered (or by tool)
+    each percentile is one look-up at its rank in the (tool, duration) index; otherwise (a tag, a
+    range brushed to the minute, several trace dimensions at once) every timed result of the
+    picked traces is ranked.
     """
     with engine.connect() as conn:
         counts_df = _timing_counts(conn, filters)
         if counts_df is not None:
-            return _by_tool_from_ranks(conn, counts_df)
+            stats = (
+                _rollup_stats(conn, filters, by_tool=True)
+                if narrows_traces(filters)
+                else _ranked_stats(conn, counts_df)
+            )
+            if stats is not None:
+                return _by_tool_frame(counts_df, stats)
     ranked = _ranked(filters)
-    stats = (
+    stats_q = (
         select(ranked.c.tool, *_percentiles(ranked), func.max(ranked.c.ms).label("max_ms"))
         .group_by(ranked.c.tool)
         .subquery("duration_stats")
@@ -142,34 +212,32 @@ def durations_by_tool(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
             counts.c.timed,
             counts.c.missing,
             counts.c.negative,
-            stats.c.p50_ms,
-            stats.c.p95_ms,
-            stats.c.max_ms,
+            stats_q.c.p50_ms,
+            stats_q.c.p95_ms,
+            stats_q.c.max_ms,
             counts.c.from_spans,
         )
         .select_from(counts)
-        .outerjoin(stats, stats.c.tool == counts.c.tool)
+        .outerjoin(stats_q, stats_q.c.tool == counts.c.tool)
         .order_by(
-            stats.c.p95_ms.is_(None), stats.c.p95_ms.desc(), stats.c.max_ms.desc(), counts.c.tool
+            stats_q.c.p95_ms.is_(None),
+            stats_q.c.p95_ms.desc(),
+            stats_q.c.max_ms.desc(),
+            counts.c.tool,
         )
     )
     with engine.connect() as conn:
         return to_frame(conn, stmt)
 
 
-def _by_tool_from_ranks(conn: Connection, counts: pd.DataFrame) -> pd.DataFrame:
+def _by_tool_frame(counts: pd.DataFrame, stats: dict[Any, Stats]) -> pd.DataFrame:
     rows = []
     for tool, timed, missing, negative, from_spans in zip(
         counts["tool"], counts["timed"], counts["missing"], counts["negative"],
         counts["from_spans"], strict=True,
     ):  # fmt: skip
-        n = int(timed)
-        p50 = p95 = top = None
-        if n:
-            p50 = _at_rank(conn, _rank(n, 1, 2), tool)
-            p95 = _at_rank(conn, _rank(n, 19, 20), tool)
-            top = _at_rank(conn, n, tool)
-        rows.append((tool, n, int(missing), int(negative), p50, p95, top, int(from_spans)))
+        p50, p95, top = stats.get(tool, (None, None, None))
+        rows.append((tool, int(timed), int(missing), int(negative), p50, p95, top, int(from_spans)))
     df = pd.DataFrame(rows, columns=list(BY_TOOL_COLUMNS))
     df["_none"] = df["p95_ms"].isna()
     df = df.sort_values(["_none", "p95_ms", "max_ms", "tool"], ascending=[True, False, False, True])
@@ -179,20 +247,30 @@ def _by_tool_from_ranks(conn: Connection, counts: pd.DataFrame) -> pd.DataFrame:
 def duration_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, Any]:
     """Execution time over every tool: ``timed``, ``missing``, ``negative`` (counts) and
     ``p50_ms``, ``p95_ms``, ``max_ms`` (nearest rank over all timed results; ``None`` when
-    there is none). Unfiltered, the counts come from the rollups and each percentile is one
-    look-up at its rank in the duration index."""
+    there is none). Read like :func:`durations_by_tool`: from the rollups where they answer
+    the filters, unfiltered by rank look-ups in the duration index, else from the base tables."""
     with engine.connect() as conn:
-        counts_df = None if filters.tool else _timing_counts(conn, filters)
+        counts_df = _timing_counts(conn, filters)
         if counts_df is not None:
             n = int(counts_df["timed"].sum())
-            return {
-                "timed": n,
-                "missing": int(counts_df["missing"].sum()),
-                "negative": int(counts_df["negative"].sum()),
-                "p50_ms": _at_rank(conn, _rank(n, 1, 2)) if n else None,
-                "p95_ms": _at_rank(conn, _rank(n, 19, 20)) if n else None,
-                "max_ms": _at_rank(conn, n) if n else None,
-            }
+            figures: tuple[float | None, ...] | None = (None, None, None)
+            if narrows_traces(filters):
+                stats = _rollup_stats(conn, filters, by_tool=False)
+                figures = None if stats is None else stats.get(None, figures)
+            elif n:
+                tool = filters.tool or None
+                figures = tuple(
+                    _at_rank(conn, rank, tool) for rank in (_rank(n, 1, 2), _rank(n, 19, 20), n)
+                )
+            if figures is not None:
+                return {
+                    "timed": n,
+                    "missing": int(counts_df["missing"].sum()),
+                    "negative": int(counts_df["negative"].sum()),
+                    "p50_ms": figures[0],
+                    "p95_ms": figures[1],
+                    "max_ms": figures[2],
+                }
     timed = restrict_results(
         select(
             _R.duration_ms.label("ms"),
@@ -201,7 +279,7 @@ def duration_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, 
         ).where(_TIMED),
         filters,
     ).subquery("all_ranks")
-    stats = select(*_percentiles(timed), func.max(timed.c.ms).label("max_ms"))
+    ranked = select(*_percentiles(timed), func.max(timed.c.ms).label("max_ms"))
     counts = restrict_results(
         select(
             func.count().filter(_TIMED),
@@ -211,7 +289,7 @@ def duration_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, 
         filters,
     )
     with engine.connect() as conn:
-        p50, p95, top = tuple(conn.execute(stats).one())
+        p50, p95, top = tuple(conn.execute(ranked).one())
         n_timed, missing, negative = conn.execute(counts).one()
     return {
         "timed": int(n_timed),

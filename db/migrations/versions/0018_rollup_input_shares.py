@@ -4,7 +4,7 @@ scans every Tool Message; and ``rollup_state.pending``, the rollups not counted 
 that already holds traces the new rollup is pending: the histogram reads the base tables until it
 is counted, which opening the store does once, for this rollup alone (``db.migrate.upgrade``).
 
-Revision ID: 0019
+Revision ID: 0018
 Revises: 0017
 Create Date: 2026-12-02
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019"
+revision = "0018"
 down_revision = "0017"
 branch_labels = None
 depends_on = None
