@@ -162,18 +162,20 @@ def _nearest_ranks(counts: list[tuple[float, int]]) -> Stats:
     return (found[0], found[1], float(counts[-1][0]))
 
 
+def _index_stats(conn: Connection, n: int, tool: str | None) -> Stats:
+    """(p50, p95, max) of ``n`` timed results (``tool``'s, or all), each one look-up at its rank
+    in the (tool, duration) or (duration) index."""
+    p50, p95 = (_at_rank(conn, _rank(n, num, den), tool) for _, num, den in QUANTILES)
+    return (p50, p95, _at_rank(conn, n, tool))
+
+
 def _ranked_stats(conn: Connection, counts: pd.DataFrame) -> dict[Any, Stats]:
     """Per tool, each percentile as one look-up at its rank in the (tool, duration) index."""
-    out: dict[Any, Stats] = {}
-    for tool, timed in zip(counts["tool"], counts["timed"], strict=True):
-        n = int(timed)
-        if n:
-            out[tool] = (
-                _at_rank(conn, _rank(n, 1, 2), tool),
-                _at_rank(conn, _rank(n, 19, 20), tool),
-                _at_rank(conn, n, tool),
-            )
-    return out
+    return {
+        tool: _index_stats(conn, int(timed), tool)
+        for tool, timed in zip(counts["tool"], counts["timed"], strict=True)
+        if int(timed)
+    }
 
 
 def durations_by_tool(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
@@ -258,10 +260,7 @@ def duration_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, 
                 stats = _rollup_stats(conn, filters, by_tool=False)
                 figures = None if stats is None else stats.get(None, figures)
             elif n:
-                tool = filters.tool or None
-                figures = tuple(
-                    _at_rank(conn, rank, tool) for rank in (_rank(n, 1, 2), _rank(n, 19, 20), n)
-                )
+                figures = _index_stats(conn, n, filters.tool or None)
             if figures is not None:
                 return {
                     "timed": n,
