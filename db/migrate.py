@@ -78,16 +78,16 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         # Rollups left uncounted at the head: a rebuild after a migration that was interrupted
         # (it takes minutes on a large store); without this the pages would read the base
         # tables until someone ran ``toollens rebuild-rollups``.
-        _count_rollups(engine)
+        count_rollups(engine)
         return
     if current is not None and current not in known_revisions():
         raise NewerStoreError(store_location(engine), current)
     command.upgrade(alembic_config(engine), revision)
     if revision == "head":
-        _count_rollups(engine)
+        count_rollups(engine)
 
 
-def _count_rollups(engine: Engine) -> None:
+def count_rollups(engine: Engine) -> None:
     """Fill what the rollups lack: all of them for a store from before them (or whose rebuild
     was interrupted), else the ones a migration added (``pending``), counted alone. The pages
     read the base tables for what is not counted."""

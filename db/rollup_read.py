@@ -137,14 +137,20 @@ def scope(
         return None
     col = table.c
     g = int(grain)
-    # The key starts with (grain, day): the grain and a day range are one range of keys.
-    first, end = rollups.key_prefix(g, None), rollups.key_prefix(g + 1, None)
-    if dims & Dim.DAY:
-        low, high = _bounds(f)
-        # Past the rows of traces without a start (day NULL sorts first).
-        first = rollups.key_prefix(g, low if low is not None else rollups.FIRST_DAY)
-        if high is not None:
-            end = min(end, rollups.key_prefix(g, high))
+    if g & Dim.DAY:
+        # The grain's keys start with (grain, day): a range of days is one range of keys.
+        first, end = rollups.key_prefix(g, None), rollups.key_prefix(g + 1, None)
+        if dims & Dim.DAY:
+            low, high = _bounds(f)
+            # Past the rows of traces without a start (day NULL sorts first).
+            first = rollups.key_prefix(g, low if low is not None else rollups.FIRST_DAY)
+            if high is not None:
+                end = rollups.key_prefix(g, high)
+    else:
+        # A grain of one dimension (or none) starts its keys with that dimension's value, then
+        # the tool: the rows of the filtered value (and tool) are one range of keys.
+        named = f.tool if f.tool else (None if tool == "all" else rollups.ANY_TOOL)
+        first, end = rollups.value_range(g, (None, f.import_id, f.agent, f.model), named)
     conds: list[ColumnElement[bool]] = [col.key >= first, col.key < end, col.grain == g]
     if f.import_id is not None:
         conds.append(col.import_id == f.import_id)

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntFlag
+from functools import lru_cache
 from typing import Any, cast
 
 import orjson
@@ -440,20 +441,66 @@ def day_number(moment: datetime | None) -> int | None:
 
 #: The smallest day a key can hold (the encoding of NULL is just below it).
 FIRST_DAY = -(2**31) + 1
+#: ``tool`` of :func:`value_range` that leaves the tool open.
+ANY_TOOL: Any = object()
+_DAY, _IMPORT, _AGENT, _MODEL = (int(d) for d in Dim)
+
+
+def _number(value: int | None) -> bytes:
+    # Offset so that negative days sort before positive ones, and every value after NULL.
+    return (0 if value is None else value + 2**31).to_bytes(4, "big")
+
+
+@lru_cache(maxsize=8192)
+def _text(value: str | None, size: int) -> bytes:
+    if value is None:
+        return bytes(size)
+    return hashlib.blake2b(value.encode(), digest_size=size).digest()
+
+
+def _slot(grain: int, dims: tuple[Any, ...]) -> bytes:
+    """The 4 key bytes after the grain: the value of the grain's leading dimension — the day
+    where the grain has it, else the import, agent or model (a text as its hash)."""
+    if grain & _DAY:
+        return _number(dims[0])
+    if grain & _IMPORT:
+        return _number(dims[1])
+    if grain & _AGENT:
+        return _text(dims[2], 4)
+    if grain & _MODEL:
+        return _text(dims[3], 4)
+    return _number(None)
 
 
 def key_prefix(grain: int, day: int | None) -> bytes:
-    """The first 5 bytes of a row key: its grain, then its day (big-endian, offset so that
-    every day sorts after NULL): the primary key orders rows by (grain, day), so a grain and a
-    range of days are one range of keys — no other index is needed."""
-    return bytes([grain]) + (0 if day is None else day + 2**31).to_bytes(4, "big")
+    """The first 5 bytes of the keys of a grain with the day: its grain, then its day: the
+    rows of a range of days are one range of keys (see :func:`row_key`)."""
+    return bytes([grain]) + _number(day)
+
+
+def _successor(prefix: bytes) -> bytes:
+    return (int.from_bytes(prefix, "big") + 1).to_bytes(len(prefix), "big")
+
+
+def value_range(grain: int, dims: tuple[Any, ...], tool: Any = ANY_TOOL) -> tuple[bytes, bytes]:
+    """``(first, end)``: the keys of the ``grain`` rows whose leading dimension has its value
+    in ``dims`` (day, import, agent, model) — and whose tool is ``tool``, unless
+    :data:`ANY_TOOL` — lie in ``first <= key < end``. Other values that share the hash lie
+    there too: readers still compare the columns."""
+    prefix = bytes([grain]) + _slot(grain, dims)
+    if tool is not ANY_TOOL:
+        prefix += _text(tool, 3)
+    return prefix, _successor(prefix)
 
 
 def row_key(grain: int, dims: tuple[Any, ...], tool: Any, keys: tuple[Any, ...]) -> bytes:
-    """A rollup row's identity: :func:`key_prefix` and an 11-byte hash of its grain,
-    dimensions, tool and keys."""
-    digest = hashlib.blake2b(orjson.dumps([grain, *dims, tool, *keys]), digest_size=11).digest()
-    return key_prefix(grain, dims[0]) + digest
+    """A rollup row's identity, 16 bytes that order the primary key: the grain (1), the value
+    of its leading dimension (4: :func:`_slot`), a hash of the tool (3), then a hash of the
+    grain, dimensions, tool and keys (8). So the rows of one day, import, agent or model are one
+    range of keys, and those of one tool a range within it (:func:`value_range`); a range of
+    days is one too."""
+    digest = hashlib.blake2b(orjson.dumps([grain, *dims, tool, *keys]), digest_size=8).digest()
+    return bytes([grain]) + _slot(grain, dims) + _text(tool, 3) + digest
 
 
 def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
@@ -684,6 +731,7 @@ def rebuild(engine: Engine, *, chunk: int = 20_000, only: Sequence[str] | None =
 
 
 __all__ = [
+    "ANY_TOOL",
     "FILTER_GRAINS",
     "FULL",
     "GRAINS",
@@ -702,4 +750,5 @@ __all__ = [
     "rebuild",
     "row_key",
     "subtract",
+    "value_range",
 ]

@@ -321,6 +321,67 @@ def test_an_append_keeps_the_rollups_exact(db_url: str, tmp_path: Path, realdata
         engine.dispose()
 
 
+def test_a_rows_key_leads_with_its_grains_value_then_its_tool(store: sa.Engine) -> None:
+    """The primary key orders each grain by its leading dimension's value (the day where the
+    grain has it), then the tool: the rows one import, agent, model or tool filter reads are
+    one range of keys (``rollups.value_range``), a range of days too."""
+    model_key = rollups.row_key(
+        int(rollups.Dim.MODEL), (None, None, None, "gpt-4o"), "search", (5,)
+    )
+    assert model_key[:8] == bytes([8]) + bytes.fromhex("b505dd4c") + bytes.fromhex("44a85b")
+    day_key = rollups.row_key(int(rollups.FULL), (20_000, 3, "a", "m"), None, (1,))
+    assert day_key[:8] == bytes([15, 0x80, 0x00, 0x4E, 0x20, 0, 0, 0])
+    checked = 0
+    with store.connect() as conn:
+        for rollup in rollups.ROLLUPS.values():
+            c = rollup.table.c
+            rows = conn.execute(
+                sa.select(c.key, c.grain, c.day, c.import_id, c.agent, c.model, c.tool)
+            ).all()
+            for key, grain, day, import_id, agent, model, tool in rows:
+                if grain & rollups.Dim.DAY:
+                    following = rollups.FIRST_DAY if day is None else day + 1
+                    assert (
+                        rollups.key_prefix(grain, day) <= key < rollups.key_prefix(grain, following)
+                    )
+                else:
+                    first, end = rollups.value_range(grain, (day, import_id, agent, model), tool)
+                    assert first <= key < end
+                    first, end = rollups.value_range(grain, (day, import_id, agent, model))
+                    assert first <= key < end and len(first) == 5
+                checked += 1
+    assert checked == sum(len(rows) for rows in _rollup_rows(store).values())
+
+
+def test_a_store_with_the_earlier_rollup_keys_is_recounted_when_opened(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0020 changed the key layout: a store at 0019 is recounted, all of it, once."""
+    engine = make_engine(sqlite_url)
+    _write_generated(engine, 600)
+    expected = _rollup_rows(engine)
+    with engine.begin() as conn:
+        # The earlier layout's keys: the day (NULL: 0) after the grain, an 11-byte hash.
+        for rollup in rollups.ROLLUPS.values():
+            conn.execute(
+                sa.text(
+                    f"UPDATE {rollup.table.name} SET key = substr(key, 1, 1) || "
+                    "zeroblob(4) || substr(key, 6)"
+                )
+            )
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0019'"))
+    engine.dispose()
+    counted: list[Any] = []
+    monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
+    reopened = make_engine(sqlite_url)
+    try:
+        assert counted == [None]
+        assert rollups.is_complete(reopened)
+        assert _rollup_rows(reopened) == expected
+    finally:
+        reopened.dispose()
+
+
 def test_a_store_from_before_the_rollups_is_filled_when_opened(sqlite_url: str) -> None:
     engine = make_engine(sqlite_url)
     _write_generated(engine, 600)
@@ -361,8 +422,12 @@ def test_a_store_from_before_the_input_share_rollup_gets_it_when_opened(
     engine.dispose()
     counted: list[Any] = []
     monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
-    reopened = make_engine(sqlite_url)
+    reopened = make_engine(sqlite_url, migrate=False)
     try:
+        # Up to 0019 (0020 recounts every rollup: see the test of the key layout), then what
+        # opening the store does.
+        migrate.upgrade(reopened, "0019")
+        migrate.count_rollups(reopened)
         # Both rollups added since 0017, counted in one pass; the others left as they were.
         assert counted == [("rollup_input_shares", "rollup_durations")]
         assert rollups.is_complete(reopened) and rollups.pending(reopened) == []
@@ -401,8 +466,9 @@ def test_a_store_from_before_the_duration_rollup_gets_it_when_opened(
         migrated.dispose()
     counted: list[Any] = []
     monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
-    reopened = make_engine(sqlite_url)
+    reopened = make_engine(sqlite_url, migrate=False)
     try:
+        migrate.count_rollups(reopened)
         assert counted == [("rollup_durations",)]
         assert rollups.pending(reopened) == []
         assert _rollup_rows(reopened) == expected
