@@ -129,7 +129,9 @@ def error_types_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
     :func:`db.queries.activity.error_types_over_time`); dragging brushes a time range.
     """
     width_ms = BUCKET_MS[unit]
-    starts = pd.to_datetime(df["start"], utc=True).dt.tz_localize(None)
+    middles = pd.to_datetime(df["start"], utc=True).dt.tz_localize(None) + pd.to_timedelta(
+        width_ms / 2, unit="ms"
+    )
     fig = go.Figure()
     for error_type, rows in zip(
         ordered_error_types(df["error_type"]), over_time_points(df), strict=True
@@ -137,8 +139,8 @@ def error_types_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
         fig.add_trace(
             go.Bar(
                 name=plot_text(error_type),
-                x=starts[rows] + pd.to_timedelta(width_ms / 2, unit="ms"),
-                y=[int(df.at[i, "errors"]) for i in rows],
+                x=middles.loc[rows],
+                y=[int(n) for n in df["errors"].loc[rows]],
                 width=[width_ms * 0.9] * len(rows),
                 marker_color=palette.color("error_type", error_type),
                 hovertemplate="%{x}<br>%{fullData.name}: %{y:,}<extra></extra>",
