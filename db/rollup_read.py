@@ -104,7 +104,13 @@ def grain_for(dims: Dim, grains: tuple[int, ...]) -> int | None:
     True
     >>> grain_for(Dim.MODEL | Dim.DAY, rollups.SINGLE_GRAINS) is None
     True
+    >>> grain_for(Dim(0), rollups.FILTER_GRAINS) == Dim.AGENT
+    True
     """
+    if not dims and 0 not in grains and Dim.AGENT in grains:
+        # Each trace has one agent (NULL included), so the agent grain's rows sum to the whole
+        # store, and agents are few: a rollup without the grain of no dimension is read so.
+        return int(Dim.AGENT)
     fitting = [g for g in grains if g & dims == dims]
     return min(fitting, key=lambda g: bin(g).count("1")) if fitting else None
 
@@ -146,11 +152,14 @@ def scope(
             first = rollups.key_prefix(g, low if low is not None else rollups.FIRST_DAY)
             if high is not None:
                 end = rollups.key_prefix(g, high)
-    else:
+    elif g & dims or not g:
         # A grain of one dimension (or none) starts its keys with that dimension's value, then
         # the tool: the rows of the filtered value (and tool) are one range of keys.
         named = f.tool if f.tool else (None if tool == "all" else rollups.ANY_TOOL)
         first, end = rollups.value_range(g, (None, f.import_id, f.agent, f.model), named)
+    else:
+        # The whole grain, standing for the whole store (``grain_for``).
+        first, end = rollups.key_prefix(g, None), rollups.key_prefix(g + 1, None)
     conds: list[ColumnElement[bool]] = [col.key >= first, col.key < end, col.grain == g]
     if f.import_id is not None:
         conds.append(col.import_id == f.import_id)

@@ -264,6 +264,37 @@ def test_execution_times_under_one_trace_filter_are_read_from_the_rollups(
     assert timed > 0
 
 
+@pytest.mark.parametrize("tool", [None, "first"])
+def test_unfiltered_execution_times_beyond_the_walk_limit_are_read_from_the_agent_grain(
+    store: sa.Engine, monkeypatch: pytest.MonkeyPatch, tool: str | None
+) -> None:
+    """Without a trace filter, beyond ``INDEX_WALK_LIMIT`` timed results, the percentiles come
+    from the agent grain of ``rollup_durations`` (the whole store: every trace has one agent),
+    and equal the ranked base rows; below it, from look-ups in the duration indexes."""
+    with store.connect() as conn:
+        first_tool = conn.execute(
+            sa.select(ToolResultRow.tool).order_by(ToolResultRow.id).limit(1)
+        ).scalar_one()
+    f = Filters(tool=first_tool if tool else None)
+    with store.connect() as conn:
+        at = scope(conn, DURATIONS, f)
+    assert at is not None
+    for query in (durations.durations_by_tool, durations.duration_totals):
+        with base_tables():
+            base = query(store, f)
+        walked, sent = _with_statements(store, lambda q=query: q(store, f))  # type: ignore[misc]
+        assert [s for s in sent if "FROM tool_results" in s]
+        assert not [s for s in sent if "rollup_durations" in s]
+        _same(walked, base)
+        monkeypatch.setattr(durations, "INDEX_WALK_LIMIT", 0)
+        got, sent = _with_statements(store, lambda q=query: q(store, f))  # type: ignore[misc]
+        monkeypatch.undo()
+        assert not [s for s in sent if "tool_results" in s], sent
+        assert [s for s in sent if "rollup_durations" in s]
+        _same(got, base)
+    assert durations.duration_totals(store, f)["timed"] > 0
+
+
 def test_maintained_rollups_equal_a_rebuild_after_every_kind_of_change(
     store: sa.Engine, tmp_path: Path
 ) -> None:

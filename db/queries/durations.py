@@ -8,9 +8,11 @@ end − start, else the result's timestamp − its call's). Every statistic here
 
 Percentiles are **nearest-rank**: the p-th percentile of n sorted durations is the one at rank
 ``ceil(p / 100 × n)`` (a value that occurred, never an interpolation), read exactly one of three
-ways: without a trace filter, a look-up at the rank in the duration indexes (no row is sorted);
-under a filter the rollups answer, a running count over ``rollup_durations``' counts per distinct
-duration; else a running row number per tool over the picked traces' timed results.
+ways: without a trace filter and up to :data:`INDEX_WALK_LIMIT` timed results, a look-up at the
+rank in the duration indexes (no row is sorted); under a filter the rollups answer, or beyond that
+limit, a running count over ``rollup_durations``' counts per distinct duration (unfiltered: its
+agent grain, ``db.rollup_read.grain_for``); else a running row number per tool over the picked
+traces' timed results.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from db.queries.common import TRACE, nearest_rank_at, result_pair_key, to_frame
 from db.rollup_read import DURATIONS, RESULTS, scope, total
 from db.schema import RollupDurationRow, RollupResultRow, ToolResultRow
 
+#: Up to this many timed results an unfiltered percentile is a look-up at its rank in the
+#: duration indexes (a walk over up to half of them); beyond, the duration rollup's counts per
+#: distinct duration are read instead, whose number does not grow with the results.
+INDEX_WALK_LIMIT = 1_000_000
 #: (column, numerator, denominator): the percentiles reported, ``q = num / den``.
 QUANTILES = (("p50_ms", 1, 2), ("p95_ms", 19, 20))
 
@@ -149,6 +155,12 @@ def _rollup_stats(conn: Connection, filters: Filters, *, by_tool: bool) -> dict[
     return {key: _nearest_ranks(counts) for key, counts in groups.items()}
 
 
+def _from_rollup(filters: Filters, timed: int) -> bool:
+    """Whether the percentiles of ``timed`` results are read from the duration rollup (under a
+    trace filter, or beyond :data:`INDEX_WALK_LIMIT`), not looked up in the indexes."""
+    return narrows_traces(filters) or timed > INDEX_WALK_LIMIT
+
+
 def _nearest_ranks(counts: list[tuple[float, int]]) -> Stats:
     """(p50, p95, max) of the durations given as (duration, how many) in duration order.
 
@@ -202,7 +214,7 @@ def durations_by_tool(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
         if counts_df is not None:
             stats = (
                 _rollup_stats(conn, filters, by_tool=True)
-                if narrows_traces(filters)
+                if _from_rollup(filters, int(counts_df["timed"].sum()))
                 else _ranked_stats(conn, counts_df)
             )
             if stats is not None:
@@ -262,7 +274,7 @@ def duration_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, 
         if counts_df is not None:
             n = int(counts_df["timed"].sum())
             figures: tuple[float | None, ...] | None = (None, None, None)
-            if narrows_traces(filters):
+            if _from_rollup(filters, n):
                 stats = _rollup_stats(conn, filters, by_tool=False)
                 figures = None if stats is None else stats.get(None, figures)
             elif n:
