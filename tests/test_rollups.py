@@ -34,6 +34,7 @@ from db.queries import (
     loops,
     overview,
     pairs,
+    suggestions,
     tokens,
     traces,
 )
@@ -92,6 +93,10 @@ QUERIES: dict[str, Query] = {
     "activity_by_week": lambda e, f: activity.activity_over_time(e, f, "week"),
     "error_types_by_day": activity.error_types_over_time,
     "error_types_by_hour": lambda e, f: activity.error_types_over_time(e, f, "hour"),
+    "follow_rates_by_tool": suggestions.follow_rates,
+    "follow_rates_by_error_type": lambda e, f: suggestions.follow_rates(
+        e, f, by="error_type", limit=4
+    ),
 }
 
 DAY = datetime(2026, 10, 8, tzinfo=UTC)
@@ -210,6 +215,10 @@ def test_the_grid_reads_rollups_where_it_can() -> None:
 
 def test_every_figure_equals_the_base_tables(store: sa.Engine) -> None:
     assert _check_grid(store) == 13 * len(QUERIES)
+    # The suggestion figures compared are not empty (17 advised tools, ties ordered by name).
+    advised = suggestions.follow_rates(store)
+    assert list(advised["tool"][:2]) == ["fetch_url", "update_user"]
+    assert list(advised["suggestions"]) == [10, 10, 9, 6, 5, 5, 5, 4, 4, 4, 3, 3, 3, 2, 1, 1, 1]
     with store.connect() as conn:
         sizes = sa.Table("rollup_sizes", sa.MetaData(), autoload_with=conn)
         assert conn.execute(sa.select(sa.func.count()).select_from(sizes)).scalar_one() > 0

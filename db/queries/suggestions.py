@@ -22,7 +22,8 @@ from db.queries.common import (
     result_pair_key,
     to_frame,
 )
-from db.schema import ToolResultRow
+from db.rollup_read import RESULTS, scope, total
+from db.schema import RollupResultRow, ToolResultRow
 from db.vocabulary import VERDICTS
 
 FollowKey = Literal["tool", "error_type"]
@@ -68,6 +69,23 @@ def follow_rates(
         filters,
     )
     with engine.connect() as conn:
+        at = scope(conn, RESULTS, filters)
+        if at is not None:
+            # The result rollup counts effective verdicts and error types per tool.
+            rr = RollupResultRow
+            key = rr.tool if by == "tool" else func.coalesce(rr.error_type, literal(NO_ERROR_TYPE))
+            advised = total(rr.n)
+            stmt = (
+                select(
+                    key.label(by),
+                    advised.label("suggestions"),
+                    *(total(rr.n, rr.verdict == v).label(v) for v in VERDICTS),
+                )
+                .where(*at, rr.verdict.is_not(None))
+                .group_by(key)
+                .order_by(advised.desc(), key)
+                .limit(limit)
+            )
         df = to_frame(conn, stmt)
     df["decided"] = df["followed"] + df["ignored"]
     df["follow_rate"] = _rate(df["followed"], df["decided"])
