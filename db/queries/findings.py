@@ -15,7 +15,7 @@ from sqlalchemy import ColumnElement, Engine, String, and_, case, cast, func, li
 from sqlalchemy.orm import aliased
 
 from db.filters import NO_FILTERS, Filters, restrict_findings, restrict_rows
-from db.planner import bounded_walk
+from db.planner import bounded_walks
 from db.queries.common import COUNTED_FINDING, TRACE, result_pair_key, to_frame
 from db.rollup_read import FINDINGS, scope, total
 from db.schema import FindingRow, RollupFindingRow, ToolCallRow, ToolResultRow
@@ -194,11 +194,10 @@ def finding_occurrences(
     # The page's ids first, in id order; only those few are joined to their trace, call and
     # results.
     with engine.connect() as conn:
-        walk = bounded_walk(conn, offset + limit)
-        rows = None
-        if walk is not None:
-            # The findings in id order (the table itself), the kind and the filters tested on
-            # each: a frequent kind fills the page within the first few hundred.
+        found: list[int] | None = None
+        for walk in bounded_walks(conn, offset + limit):
+            # The first findings in id order (the table itself), the kind and the filters
+            # tested on each: a frequent kind fills the page within the first few hundred.
             f = FindingRow
             first = (
                 select(f.id, f.name, f.call_index, f.trace_id, f.tool)
@@ -206,18 +205,22 @@ def finding_occurrences(
                 .limit(walk)
                 .subquery("walked")
             )
-            page = restrict_rows(
+            ids = restrict_rows(
                 select(first.c.id).where(*_of_kind(kind, first.c)),
                 filters,
                 tool=first.c.tool,
                 trace_id=first.c.trace_id,
             )
-            rows = to_frame(conn, _occurrences(_page(page, first.c.id, limit, offset)))
-            if len(rows) < limit:
-                rows = None
-        if rows is None:
-            page = restrict_findings(select(FindingRow.id).where(*_of_kind(kind)), filters)
-            rows = to_frame(conn, _occurrences(_page(page, FindingRow.id, limit, offset)))
+            found = list(conn.execute(_page(ids, first.c.id, limit, offset)).scalars())
+            if len(found) == limit:
+                break
+            found = None
+        if found is not None:
+            page = select(FindingRow.id).where(FindingRow.id.in_(found)).subquery("page")
+        else:
+            ids = restrict_findings(select(FindingRow.id).where(*_of_kind(kind)), filters)
+            page = _page(ids, FindingRow.id, limit, offset).subquery("page")
+        rows = to_frame(conn, _occurrences(page))
     if rows.empty:
         return pd.DataFrame({column: pd.Series([], dtype=object) for column in OCCURRENCE_COLUMNS})
     records = rows.astype(object).where(rows.notna(), None).to_dict("records")
@@ -238,7 +241,7 @@ def finding_occurrences(
 
 
 def _page(ids: Any, order: Any, limit: int, offset: int) -> Any:
-    return ids.order_by(order).limit(limit).offset(offset).subquery("page")
+    return ids.order_by(order).limit(limit).offset(offset)
 
 
 def _call_id(row: dict[str, Any]) -> str:
