@@ -28,13 +28,16 @@ When to use which:
   ``count(*) FILTER (WHERE …)`` without GROUP BY under a trace filter (the picked traces'
   entries come in trace order, so a GROUP BY would sort them), a GROUP BY along an ordered
   index otherwise (no sort, cheaper than testing every row for every value).
+* :func:`bounded_walks` for a list of the first rows in an order under a filter: the filtered
+  rows among the first entries of the order's index first, the plain statement only when those
+  do not fill the page.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, String, literal, type_coerce
+from sqlalchemy import ColumnElement, Connection, Integer, String, literal, type_coerce
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.visitors import InternalTraversal
 
@@ -148,3 +151,33 @@ def one_pass_counts(f: Filters) -> bool:
     which is cheaper still.
     """
     return narrows_traces(f)
+
+
+#: Bounded walks read at most this many entries per row they must find: first a short walk,
+#: enough where the filter keeps one entry in a few, then a long one, enough where it keeps one
+#: in 200 …
+WALK_PER_ROW = (10, 200)
+#: … and never more than this many.
+MAX_WALK = 100_000
+#: The databases that walk first (the tests add PostgreSQL, to run the walks there too).
+WALK_DIALECTS: tuple[str, ...] = ("sqlite",)
+
+
+def bounded_walks(conn: Connection, needed: int, *, when: bool = True) -> tuple[int, ...]:
+    """How many entries a "first rows" list should walk in its order, one walk after the other,
+    before it falls back to its plain statement (none: run the plain statement; PostgreSQL, or
+    ``when`` is false).
+
+    A list of the first ``needed`` rows in an order (the slowest calls, the biggest results, a
+    finding kind's occurrences) under a filter: SQLite reads every filtered row and sorts them,
+    where walking the order's index (or the table in id order) and testing the filter on each
+    entry stops after a few. Unbounded, that walk reads everything when the filter keeps few
+    entries. So the list first takes the filtered rows among the first ``walk`` entries of its
+    order: if there are ``needed`` of them they are exactly the first ``needed`` filtered rows
+    (every later entry comes after them in the order); else the next, longer walk, and after
+    the last the plain statement runs. PostgreSQL plans the plain statement by costs and
+    statistics, so it gets it directly.
+    """
+    if conn.dialect.name not in WALK_DIALECTS or not when:
+        return ()
+    return tuple(sorted({min(max(needed, 1) * n, MAX_WALK) for n in WALK_PER_ROW}))

@@ -86,6 +86,26 @@ def test_the_slowest_calls_and_the_filters(timed_store: sa.Engine) -> None:
     assert durations.durations_by_tool(timed_store, nothing).empty
 
 
+def test_the_slowest_calls_under_a_trace_filter_keep_their_order_and_limit(
+    timed_store: sa.Engine,
+) -> None:
+    # A trace filter: on SQLite the slowest calls walk the duration index first.
+    day = Filters(start=datetime(2026, 11, 1, tzinfo=UTC), end=datetime(2026, 11, 2, tzinfo=UTC))
+    assert rows(durations.slowest_calls(timed_store, day, limit=2)) == [
+        ("build-1", "1:0", "run", 2500.0, "timestamps", "error"),
+        ("build-1", "3:0", "run", 1250.0, "timestamps", "error"),
+    ]
+    assert [r[1] for r in rows(durations.slowest_calls(timed_store, day, limit=10))] == [
+        "1:0", "3:0", "3:1", "6:0", "1:0",
+    ]  # fmt: skip
+    search = Filters(start=day.start, end=day.end, tool="search")
+    assert rows(durations.slowest_calls(timed_store, search, limit=1)) == [
+        ("search-2", "1:0", "search", 300.25, "span", "success"),
+    ]
+    next_day = Filters(start=day.end, end=day.end + timedelta(days=1))
+    assert durations.slowest_calls(timed_store, next_day, limit=2).empty
+
+
 def test_a_span_duration_is_stored_and_read_back_as_a_provided_fact(
     timed_store: sa.Engine,
 ) -> None:

@@ -28,6 +28,14 @@ def test_trace_filters_narrow_the_queries_that_also_join_traces(analysis_store: 
         "run-c",
         "run-c",
     ]
+    # The biggest first, ties by id (on SQLite off the tokens index, under the filter).
+    assert [
+        (r[0], r[1], r[3])
+        for r in rows(tokens.biggest_results(analysis_store, Filters(import_id=2), limit=3))
+    ] == [("run-c", "1:0", 100), ("run-c", "5:0", 100), ("run-c", "3:0", 40)]
+    assert [r[1] for r in rows(tokens.biggest_results(analysis_store, SUPPORT, limit=3))] == [
+        "5:0", "3:0", "1:0",
+    ]  # fmt: skip
     assert list(suggestions.verdict_examples(analysis_store, "ignored", SUPPORT)["trace"]) == [
         "run-a"
     ]

@@ -87,6 +87,18 @@ def test_occurrences_follow_the_shared_filters_and_page(store: sa.Engine) -> Non
     assert q.finding_occurrences(store, "oversized", offset=1).empty
 
 
+def test_a_filtered_page_of_occurrences_keeps_the_order_and_the_limit(store: sa.Engine) -> None:
+    first_import = Filters(import_id=1)
+    assert q.finding_occurrences(store, "bare_status", first_import, limit=1)[
+        ["trace", "pair", "tool", "call_id"]
+    ].values.tolist() == [["orders-7", "4:0", "lookup_order", "t3"]]
+    assert q.finding_occurrences(store, "bare_status", first_import, offset=1).empty
+    assert q.finding_occurrences(store, "bare_status", Filters(agent="support-bot")).empty
+    assert q.finding_occurrences(store, "oversized", Filters(model="gpt-4o"), limit=1)[
+        ["trace", "pair", "message"]
+    ].values.tolist() == [["weather-1", "6:0", "3,000 tokens, over the token budget"]]
+
+
 def test_the_findings_page_says_what_lint_says_and_a_name_mismatch_counts_once(
     runs: tuple[sa.Engine, Path],
 ) -> None:

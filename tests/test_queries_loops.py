@@ -27,6 +27,27 @@ def test_loop_signatures_at_k3_with_runs_errors_and_wasted_tokens(
     ]  # fmt: skip
 
 
+def test_a_filtered_page_of_loop_signatures_keeps_the_order_and_the_limit(
+    analysis_store: sa.Engine,
+) -> None:
+    run_c = Filters(import_id=2)
+    # One row: only the signatures of 3 or more calls are read (read_file's); the next page
+    # reads every signature of 2 or more.
+    assert rows(loops.loop_signatures(analysis_store, 2, run_c, limit=1)) == [
+        ("run-c", "1:0", "read_file", '{"path":"a"}', 3, 1, 0, 100,
+         "read_file:a000000000000000"),
+    ]  # fmt: skip
+    assert rows(loops.loop_signatures(analysis_store, 2, run_c, limit=1, offset=1)) == [
+        ("run-c", "3:0", "write_file", '{"path":"a"}', 2, 1, 2, 40,
+         "write_file:a00000000000000"),
+    ]  # fmt: skip
+    assert [r[-1] for r in rows(loops.loop_signatures(analysis_store, 2, limit=2))] == [
+        "get_weather:paris0000000000000",
+        "read_file:a000000000000000",
+    ]
+    assert loops.loop_signatures(analysis_store, 2, Filters(agent="support"), offset=1).empty
+
+
 def test_lowering_k_refilters_without_reimport_and_agrees_with_the_summary(
     analysis_store: sa.Engine,
 ) -> None:

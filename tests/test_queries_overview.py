@@ -122,6 +122,24 @@ def test_top_loops_name_the_trace_and_its_first_call(store: sa.Engine) -> None:
     assert q.top_loops(store, 4).empty
 
 
+def test_top_loops_under_a_filter_keep_their_order_and_limit(store: sa.Engine) -> None:
+    support = Filters(agent="support-bot")
+    assert q.top_loops(store, 2, support, limit=1).to_dict("records") == [
+        {
+            "trace": "weather-1",
+            "tool": "get_weather",
+            "calls": 3,
+            "first_seq": 2,
+            "first_call_index": 0,
+        }
+    ]
+    shop = Filters(model="claude-sonnet")
+    assert q.top_loops(store, 2, shop, limit=1)[["trace", "tool", "calls"]].values.tolist() == [
+        ["orders-7", "lookup_order", 2]
+    ]
+    assert q.top_loops(store, 2, Filters(import_id=2)).empty
+
+
 def test_scorecard_has_one_row_per_tool_with_exact_figures(store: sa.Engine) -> None:
     card = q.tool_scorecard(store, 3, 2000)
     assert list(card.columns) == list(q.SCORECARD_COLUMNS)

@@ -13,6 +13,7 @@ from page_support import rows
 
 from db.filters import Filters
 from db.queries import suggestions
+from db.schema import ToolResultRow
 
 
 def test_follow_rate_by_tool_comes_with_its_counts(analysis_store: sa.Engine) -> None:
@@ -46,6 +47,38 @@ def test_verdict_breakdown_in_verdict_order(analysis_store: sa.Engine) -> None:
         ("followed", "use_instead", 1),
         ("ignored", "missing_param", 1),
         ("ignored", "retry_after", 1),
+        ("no_next_action", "missing_param", 1),
+    ]
+
+
+def test_verdict_breakdown_under_a_filter_and_with_a_kind_outside_the_vocabulary(
+    analysis_store: sa.Engine,
+) -> None:
+    assert rows(suggestions.verdict_breakdown(analysis_store, Filters(agent="support"))) == [
+        ("followed", "retry_after", 1),
+        ("followed", "use_instead", 1),
+        ("ignored", "retry_after", 1),
+    ]
+    # Counted per kind of the vocabulary in one pass; a kind outside it (and a result without
+    # one) is counted by the grouped statement instead, in the same order.
+    with analysis_store.begin() as conn:
+        kinds = sa.select(ToolResultRow.id, ToolResultRow.suggestion_kind).where(
+            ToolResultRow.suggestion_kind.is_not(None)
+        )
+        ids = [i for i, _ in conn.execute(kinds.order_by(ToolResultRow.id)).all()]
+        conn.execute(
+            sa.update(ToolResultRow).where(ToolResultRow.id == ids[0]).values(suggestion_kind=None)
+        )
+        conn.execute(
+            sa.update(ToolResultRow)
+            .where(ToolResultRow.id == ids[1])
+            .values(suggestion_kind="from_the_docs")
+        )
+    assert rows(suggestions.verdict_breakdown(analysis_store)) == [
+        ("followed", "from_the_docs", 1),
+        ("followed", "use_instead", 1),
+        ("ignored", "(none)", 1),
+        ("ignored", "missing_param", 1),
         ("no_next_action", "missing_param", 1),
     ]
 

@@ -24,6 +24,7 @@ from db.annotations import (
 )
 from db.corrections import correct_result, result_review
 from db.engine import make_engine
+from db.filters import Filters
 from db.migrate import downgrade, upgrade
 from db.review import mark_reviewed, review_queue
 from db.summary import summarize
@@ -168,6 +169,16 @@ def test_the_queue_lists_unreviewed_traces_with_problems_most_severe_first(
     assert list(review_queue(engine, problem="errors", loop_k=4)["display_id"]) == ["incident-1"]
     assert list(review_queue(engine, problem="loops", loop_k=4)["display_id"]) == []
     assert list(review_queue(engine, limit=1, offset=1)["display_id"]) == ["orphan-3"]
+    # Under a filter, paged: the same order, cut the same way.
+    first_import = Filters(import_id=1)
+    assert list(review_queue(engine, filters=first_import)["display_id"]) == [
+        "incident-1",
+        "orphan-3",
+    ]
+    assert list(review_queue(engine, filters=first_import, limit=1)["display_id"]) == ["incident-1"]
+    page_two = review_queue(engine, filters=first_import, limit=1, offset=1)
+    assert rows(page_two[cols]) == [("orphan-3", 1, 0, 1, 0, 0, 0)]
+    assert review_queue(engine, filters=Filters(model="gpt-4o"), offset=1).empty
 
 
 def test_marking_a_trace_reviewed_takes_it_out_of_the_queue_until_cleared(

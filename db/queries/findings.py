@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine, String, and_, case, cast, func, literal, select
+from sqlalchemy import ColumnElement, Engine, String, and_, case, cast, func, literal, select
 from sqlalchemy.orm import aliased
 
-from db.filters import NO_FILTERS, Filters, restrict_findings
+from db.filters import NO_FILTERS, Filters, restrict_findings, restrict_rows
+from db.planner import bounded_walks
 from db.queries.common import COUNTED_FINDING, TRACE, result_pair_key, to_frame
 from db.rollup_read import FINDINGS, scope, total
 from db.schema import FindingRow, RollupFindingRow, ToolCallRow, ToolResultRow
@@ -101,8 +102,18 @@ def finding_counts_by_tool(engine: Engine, filters: Filters = NO_FILTERS) -> pd.
     return df.reset_index(drop=True)
 
 
-def _occurrences(kind: str) -> Any:
-    """Occurrences of ``kind`` with the facts their message is made of."""
+def _of_kind(kind: str, columns: Any = FindingRow) -> list[ColumnElement[bool]]:
+    """The findings of ``kind`` that count (``name = kind AND COUNTED_FINDING``): a name mismatch
+    counts on its call; every other kind's rows all count. ``columns``: ``findings``' columns,
+    or a subquery's of the same names."""
+    if kind == "name_mismatch":
+        return [columns.name == kind, columns.call_index.is_not(None)]
+    return [columns.name == kind]
+
+
+def _occurrences(page: Any) -> Any:
+    """The occurrences of ``page`` (a subquery of finding ids) with the facts their message is
+    made of."""
     call = aliased(ToolCallRow, name="call")
     result = aliased(ToolResultRow, name="result")
     answer = aliased(ToolResultRow, name="answer")
@@ -128,7 +139,8 @@ def _occurrences(kind: str) -> Any:
             result.tokens.label("tokens"),
             result.summary.label("summary"),
         )
-        .select_from(FindingRow)
+        .select_from(page)
+        .join(FindingRow, FindingRow.id == page.c.id)
         .join(TRACE, TRACE.id == FindingRow.trace_id)
         .outerjoin(
             call,
@@ -151,17 +163,14 @@ def _occurrences(kind: str) -> Any:
                 result.message_seq == FindingRow.message_seq,
             ),
         )
-        .where(FindingRow.name == kind, COUNTED_FINDING)
+        .order_by(FindingRow.id)
     )
 
 
 def finding_occurrence_count(engine: Engine, kind: str, filters: Filters = NO_FILTERS) -> int:
     """How many occurrences of ``kind`` :func:`finding_occurrences` pages through."""
     stmt = restrict_findings(
-        select(func.count())
-        .select_from(FindingRow)
-        .where(FindingRow.name == kind, COUNTED_FINDING),
-        filters,
+        select(func.count()).select_from(FindingRow).where(*_of_kind(kind)), filters
     )
     with engine.connect() as conn:
         return int(conn.execute(stmt).scalar_one())
@@ -182,11 +191,36 @@ def finding_occurrences(
     ``tool_call_id``, else the Tool Message's; ``#seq.index`` / ``#seq`` without one),
     ``message`` (:func:`db.vocabulary.finding_message`).
     """
-    stmt = restrict_findings(
-        _occurrences(kind).order_by(FindingRow.id).limit(limit).offset(offset), filters
-    )
+    # The page's ids first, in id order; only those few are joined to their trace, call and
+    # results.
     with engine.connect() as conn:
-        rows = to_frame(conn, stmt)
+        found: list[int] | None = None
+        for walk in bounded_walks(conn, offset + limit):
+            # The first findings in id order (the table itself), the kind and the filters
+            # tested on each: a frequent kind fills the page within the first few hundred.
+            f = FindingRow
+            first = (
+                select(f.id, f.name, f.call_index, f.trace_id, f.tool)
+                .order_by(f.id)
+                .limit(walk)
+                .subquery("walked")
+            )
+            ids = restrict_rows(
+                select(first.c.id).where(*_of_kind(kind, first.c)),
+                filters,
+                tool=first.c.tool,
+                trace_id=first.c.trace_id,
+            )
+            found = list(conn.execute(_page(ids, first.c.id, limit, offset)).scalars())
+            if len(found) == limit:
+                break
+            found = None
+        if found is not None:
+            page = select(FindingRow.id).where(FindingRow.id.in_(found)).subquery("page")
+        else:
+            ids = restrict_findings(select(FindingRow.id).where(*_of_kind(kind)), filters)
+            page = _page(ids, FindingRow.id, limit, offset).subquery("page")
+        rows = to_frame(conn, _occurrences(page))
     if rows.empty:
         return pd.DataFrame({column: pd.Series([], dtype=object) for column in OCCURRENCE_COLUMNS})
     records = rows.astype(object).where(rows.notna(), None).to_dict("records")
@@ -204,6 +238,10 @@ def finding_occurrences(
         for r in records
     ]
     return rows[list(OCCURRENCE_COLUMNS)].reset_index(drop=True)
+
+
+def _page(ids: Any, order: Any, limit: int, offset: int) -> Any:
+    return ids.order_by(order).limit(limit).offset(offset)
 
 
 def _call_id(row: dict[str, Any]) -> str:

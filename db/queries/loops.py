@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine, Select, Text, and_, cast, func, select, true
+from sqlalchemy import Connection, Engine, Select, Text, and_, cast, func, select, true
 from sqlalchemy.orm import aliased
 
 from db.filters import NO_FILTERS, Filters
@@ -35,7 +35,9 @@ def _loop_groups(k: int, filters: Filters) -> Select[*tuple[Any, ...]]:
 
     Occurrences of a signature in a trace are numbered 1 … n, so each looping signature has
     exactly one call at ``occurrence == k``: those few calls (off the occurrence index) are the
-    keys, and each key's calls are read from its trace.
+    keys, and each key's calls are read from its trace. A group's figures do not depend on
+    ``k``: with a higher ``k`` the rows are the groups of at least ``k`` calls
+    (:func:`top_occurrence`).
     """
     keys = restrict_calls_in_index(
         select(
@@ -67,6 +69,29 @@ def _loop_groups(k: int, filters: Filters) -> Select[*tuple[Any, ...]]:
         )
         .group_by(keys.c.trace_id, keys.c.signature)
     )
+
+
+def top_occurrence(conn: Connection, k: int, filters: Filters, needed: int) -> int:
+    """The highest ``o >= k`` at which ``needed`` looping signatures have ``o`` or more calls
+    (``k`` when fewer than ``needed`` reach ``k``).
+
+    A signature with n calls has exactly one call at each occurrence 1 … n, so the calls at
+    occurrence ``o`` count the signatures of ``o`` or more calls: a list of the ``needed`` most
+    repeated signatures holds only signatures of ``o`` or more calls, and reads their groups
+    (:func:`_loop_groups` at ``o``) instead of every looping signature's. Counted off the
+    occurrence index from the highest occurrence down, the filters tested in its entries.
+    """
+    at = restrict_calls_in_index(
+        select(ToolCallRow.occurrence)
+        .where(ToolCallRow.occurrence >= k)
+        .group_by(ToolCallRow.occurrence)
+        .having(func.count() >= needed)
+        .order_by(ToolCallRow.occurrence.desc())
+        .limit(1),
+        filters,
+    )
+    found = conn.execute(at).scalar()
+    return k if found is None else int(found)
 
 
 def loop_totals(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> dict[str, int]:
@@ -117,7 +142,18 @@ def loop_signatures(
     (longest consecutive run), ``errors`` (error results among the calls), ``wasted_tokens``,
     ``signature``.
     """
-    every = _loop_groups(k, filters).subquery()
+    with engine.connect() as conn:
+        # Only signatures with as many calls as the page's last row can be on the page.
+        at = top_occurrence(conn, k, filters, offset + limit)
+        df = to_frame(conn, _signature_page(at, filters, limit, offset))
+    pair = df["message_seq"].astype(str) + ":" + df["call_index"].astype(str)
+    df.insert(1, "pair", pair)
+    return df.drop(columns=["message_seq", "call_index"])
+
+
+def _signature_page(at: int, filters: Filters, limit: int, offset: int) -> Any:
+    """One page of the signatures of ``at`` or more calls, with their first call."""
+    every = _loop_groups(at, filters).subquery()
     groups = (
         select(every)
         .order_by(
@@ -132,7 +168,7 @@ def loop_signatures(
     )
     first = aliased(ToolCallRow)
     args = func.coalesce(first.arguments_raw, cast(first.arguments, Text))
-    stmt = (
+    return (
         select(
             TRACE.display_id.label("trace"),
             first.message_seq.label("message_seq"),
@@ -162,11 +198,6 @@ def loop_signatures(
             groups.c.signature,
         )
     )
-    with engine.connect() as conn:
-        df = to_frame(conn, stmt)
-    pair = df["message_seq"].astype(str) + ":" + df["call_index"].astype(str)
-    df.insert(1, "pair", pair)
-    return df.drop(columns=["message_seq", "call_index"])
 
 
 def loops_by_tool(

@@ -10,6 +10,8 @@ UI, so changing the budget needs no re-import.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 from sqlalchemy import (
     BigInteger,
@@ -37,6 +39,7 @@ from db.queries.common import (
     to_frame,
 )
 from db.queries.histograms import oversized_tools, size_bins, tool_sizes, tool_token_counts
+from db.queries.loops import top_occurrence
 from db.rollup_read import CALLS, FINDINGS, FINGERPRINTS, RESULTS, scope, total
 from db.schema import (
     FindingRow,
@@ -237,8 +240,16 @@ def top_loops(
 
     Occurrences of a signature in a trace are numbered 1 … n, so a looping signature's calls are
     found off the occurrence index (``occurrence >= k``) and number ``max(occurrence)``; only the
-    few loops shown look up their first call.
+    few loops shown look up their first call. Only signatures with as many calls as the last
+    row shown can be shown: the calls read start at that occurrence
+    (:func:`db.queries.loops.top_occurrence`; a signature's tool is its calls' tool).
     """
+    with engine.connect() as conn:
+        at = top_occurrence(conn, k, filters, limit)
+        return to_frame(conn, _top_loops(at, filters, limit))
+
+
+def _top_loops(k: int, filters: Filters, limit: int) -> Any:
     trace_key = grouping_key(ToolCallRow.trace_id)
     groups = restrict_calls_in_index(
         select(
@@ -269,15 +280,13 @@ def top_loops(
         ToolCallRow.signature == shown.c.signature,
         ToolCallRow.message_seq == shown.c.first_seq,
     )
-    stmt = select(
+    return select(
         shown.c.trace,
         shown.c.tool,
         shown.c.calls,
         shown.c.first_seq,
         first_index.scalar_subquery().label("first_call_index"),
     ).order_by(shown.c.calls.desc(), shown.c.trace, shown.c.tool)
-    with engine.connect() as conn:
-        return to_frame(conn, stmt)
 
 
 def tool_scorecard(

@@ -24,7 +24,10 @@ from db.queries.common import (
 )
 from db.rollup_read import RESULTS, scope, total
 from db.schema import RollupResultRow, ToolResultRow
-from db.vocabulary import VERDICTS
+from db.vocabulary import SUGGESTION_KINDS, VERDICTS
+
+#: The kind of a result with a verdict but no suggestion kind.
+NO_KIND = "(none)"
 
 FollowKey = Literal["tool", "error_type"]
 
@@ -98,19 +101,49 @@ def verdict_breakdown(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
     Columns: ``verdict``, ``suggestion_kind`` (``protocol``, ``retry_after`` … or ``(none)``),
     ``results``; in ``VERDICTS`` order, then the most frequent kind first.
     """
-    kind = func.coalesce(ToolResultRow.suggestion_kind, literal("(none)"))
-    stmt = restrict_results_in_index(
-        select(
-            effective_verdict.label("verdict"),
-            kind.label("suggestion_kind"),
-            func.count().label("results"),
+    kind = func.coalesce(ToolResultRow.suggestion_kind, literal(NO_KIND))
+    # Per verdict (the verdict index's order, no sort), one count per kind of the vocabulary
+    # and the total: a kind outside the vocabulary makes them differ, and then the grouped
+    # statement counts.
+    known = (None, *SUGGESTION_KINDS)
+    per_kind = [
+        func.count().filter(
+            ToolResultRow.suggestion_kind.is_(None)
+            if k is None
+            else ToolResultRow.suggestion_kind == k
         )
+        for k in known
+    ]
+    one_pass = restrict_results_in_index(
+        select(effective_verdict, func.count(), *per_kind)
         .where(effective_verdict.is_not(None))
-        .group_by(effective_verdict, kind),
+        .group_by(effective_verdict),
         filters,
     )
     with engine.connect() as conn:
-        df = to_frame(conn, stmt)
+        counted = conn.execute(one_pass).all()
+        if all(row[1] == sum(row[2:]) for row in counted):
+            df = pd.DataFrame(
+                [
+                    (verdict, NO_KIND if k is None else k, int(n))
+                    for verdict, _, *counts in counted
+                    for k, n in zip(known, counts, strict=True)
+                    if n
+                ],
+                columns=["verdict", "suggestion_kind", "results"],
+            )
+        else:
+            stmt = restrict_results_in_index(
+                select(
+                    effective_verdict.label("verdict"),
+                    kind.label("suggestion_kind"),
+                    func.count().label("results"),
+                )
+                .where(effective_verdict.is_not(None))
+                .group_by(effective_verdict, kind),
+                filters,
+            )
+            df = to_frame(conn, stmt)
     order = {v: i for i, v in enumerate(VERDICTS)}
     df["_order"] = df["verdict"].map(lambda v: order.get(v, len(order)))
     df = df.sort_values(

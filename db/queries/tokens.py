@@ -6,10 +6,21 @@ integer arithmetic) so that a store of a million messages ships a few dozen numb
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import pandas as pd
 from sqlalchemy import BigInteger, Engine, and_, case, cast, func, select
 
-from db.filters import NO_FILTERS, Filters, restrict_results, restrict_traces
+from db.filters import (
+    NO_FILTERS,
+    Filters,
+    narrows_traces,
+    restrict_results,
+    restrict_rows,
+    restrict_traces,
+)
+from db.planner import bounded_walks
 from db.queries.common import (
     INPUT_SHARE_BINS,
     TRACE,
@@ -127,13 +138,38 @@ def biggest_results(
     """
     # Pick the ids first: sorting narrow rows, then joining 50 of them to their content, is
     # far cheaper than letting the planner sort joined rows.
-    top = (
-        restrict_results(select(ToolResultRow.id), filters)
-        .order_by(ToolResultRow.tokens.desc(), ToolResultRow.id)
-        .limit(limit)
-        .subquery()
-    )
-    stmt = (
+    r = ToolResultRow
+    with engine.connect() as conn:
+        for walk in bounded_walks(conn, limit, when=narrows_traces(filters)):
+            # The biggest results (of the tool) off the tokens index, then the picked traces'
+            # among them.
+            first = (
+                restrict_results(select(r.id, r.trace_id, r.tokens), Filters(tool=filters.tool))
+                .order_by(r.tokens.desc(), r.id)
+                .limit(walk)
+                .subquery("walked")
+            )
+            ids = restrict_rows(
+                select(first.c.id),
+                replace(filters, tool=None),
+                tool=None,
+                trace_id=first.c.trace_id,
+            ).order_by(first.c.tokens.desc(), first.c.id)
+            found = list(conn.execute(ids.limit(limit)).scalars())
+            if len(found) == limit:
+                return to_frame(conn, _biggest(select(r.id).where(r.id.in_(found)).subquery()))
+        top = (
+            restrict_results(select(r.id), filters)
+            .order_by(r.tokens.desc(), r.id)
+            .limit(limit)
+            .subquery()
+        )
+        return to_frame(conn, _biggest(top))
+
+
+def _biggest(top: Any) -> Any:
+    """The results of ``top`` (a subquery of their ids) with their trace and content."""
+    return (
         select(
             TRACE.display_id.label("trace"),
             result_pair_key().label("pair"),
@@ -155,8 +191,6 @@ def biggest_results(
         )
         .order_by(ToolResultRow.tokens.desc(), ToolResultRow.id)
     )
-    with engine.connect() as conn:
-        return to_frame(conn, stmt)
 
 
 def tool_result_share(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, int]:
