@@ -30,6 +30,7 @@ from db import rollups
 from db.filters import Filters
 from db.rollups import Dim
 from db.schema import (
+    RollupActivityDayRow,
     RollupActivityRow,
     RollupCallRow,
     RollupDurationRow,
@@ -58,6 +59,7 @@ TRACES = _table(RollupTraceRow)
 FINDINGS = _table(RollupFindingRow)
 FINGERPRINTS = _table(RollupFingerprintRow)
 ACTIVITY = _table(RollupActivityRow)
+ACTIVITY_DAYS = _table(RollupActivityDayRow)
 INPUT_SHARES = _table(RollupInputShareRow)
 
 _BASE_ONLY: ContextVar[bool] = ContextVar("toollens_base_tables_only", default=False)

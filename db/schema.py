@@ -777,13 +777,30 @@ class RollupState(Base):
 
 class RollupActivityRow(_RollupColumns, Base):
     """Tool Messages per hour of their time (own timestamp, else the trace's start): the time
-    axes of hours, days and weeks are sums of hours."""
+    axis of hours (days and weeks: :class:`RollupActivityDayRow`)."""
 
     __tablename__ = "rollup_activity"
     __table_args__ = _ROLLUP_TABLE
 
     #: Whole hours since 1970-01-01 UTC (floored); NULL: no time.
     hour: Mapped[int | None] = mapped_column(BigInteger)
+    error: Mapped[bool] = mapped_column(Boolean)
+    #: The effective error type of errors (NULL for other results and unclassified errors).
+    error_type: Mapped[str | None] = mapped_column(String(60))
+    tokens: Mapped[int] = mapped_column(BigInteger)
+
+
+class RollupActivityDayRow(_RollupColumns, Base):
+    """Tool Messages per day of their time (own timestamp, else the trace's start): the time
+    axes of days and weeks (a week is 7 whole days from a Monday) are sums of days, far fewer
+    rows than the hours of :class:`RollupActivityRow` over a store that spans weeks."""
+
+    __tablename__ = "rollup_activity_days"
+    __table_args__ = _ROLLUP_TABLE
+
+    #: Whole days since 1970-01-01 UTC (floored) of the Tool Message's time; NULL: no time.
+    #: (``day`` is the trace's start, like every rollup's.)
+    result_day: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[bool] = mapped_column(Boolean)
     #: The effective error type of errors (NULL for other results and unclassified errors).
     error_type: Mapped[str | None] = mapped_column(String(60))

@@ -8,6 +8,7 @@ equal the rows ``toollens rebuild-rollups`` computes from scratch.
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -38,6 +39,7 @@ from db.queries import (
     tokens,
     traces,
 )
+from db.queries.common import effective_error_type
 from db.rollup_read import DURATIONS, base_tables, scope, used_dims
 from db.schema import RollupDurationRow, RollupSizeRow, ToolResultRow, TraceRow
 from db.summary import summarize, summary_counts
@@ -88,8 +90,11 @@ QUERIES: dict[str, Query] = {
     "durations_by_tool": durations.durations_by_tool,
     "duration_totals": durations.duration_totals,
     "time_span": activity.time_span,
+    "span_unit": activity.span_unit,
     "activity_over_time": activity.activity_over_time,
     "activity_by_minute": lambda e, f: activity.activity_over_time(e, f, "minute"),
+    "activity_by_hour": lambda e, f: activity.activity_over_time(e, f, "hour"),
+    "activity_by_day": lambda e, f: activity.activity_over_time(e, f, "day"),
     "activity_by_week": lambda e, f: activity.activity_over_time(e, f, "week"),
     "error_types_by_day": activity.error_types_over_time,
     "error_types_by_hour": lambda e, f: activity.error_types_over_time(e, f, "hour"),
@@ -97,6 +102,10 @@ QUERIES: dict[str, Query] = {
     "follow_rates_by_error_type": lambda e, f: suggestions.follow_rates(
         e, f, by="error_type", limit=4
     ),
+    "error_types_by_week": lambda e, f: activity.error_types_over_time(e, f, "week"),
+    "pair_choices": pairs.pair_choices,
+    "filter_choices": lambda e, f: traces.filter_choices(e),
+    "trace_count": lambda e, f: traces.trace_count(e),
 }
 
 DAY = datetime(2026, 10, 8, tzinfo=UTC)
@@ -304,6 +313,77 @@ def test_unfiltered_execution_times_beyond_the_walk_limit_are_read_from_the_agen
     assert durations.duration_totals(store, f)["timed"] > 0
 
 
+def _reads(sent: list[str], table: str) -> bool:
+    """Whether a statement of ``sent`` reads ``table`` (not a table whose name it begins)."""
+    return any(re.search(rf"\b{table}\b(?!_)", s) for s in sent)
+
+
+def test_the_generated_store_spans_days_and_its_axes_read_the_daily_rollup(
+    store: sa.Engine,
+) -> None:
+    """The grid's store spans years: its activity axis is in weeks (the unit settled by the
+    daily rollup's first and last day, without the hours), and days and weeks are summed
+    from ``rollup_activity_days``, hours from ``rollup_activity``, minutes from the base
+    tables — each equal to the base tables (the grid)."""
+    unit, sent = _with_statements(store, lambda: activity.span_unit(store, Filters()))
+    with base_tables():
+        span = activity.time_span(store, Filters())
+    # The golden cases are from other years than the generated traces: weeks.
+    assert span is not None and unit == activity.bucket_unit(*span) == "week"
+    assert _reads(sent, "rollup_activity_days") and not _reads(sent, "rollup_activity")
+    assert not _reads(sent, "tool_results")
+    expected = {
+        "minute": "tool_results",
+        "hour": "rollup_activity",
+        "day": "rollup_activity_days",
+        "week": "rollup_activity_days",
+    }
+    tables = ("tool_results", "rollup_activity", "rollup_activity_days")
+    for axis, table in expected.items():
+        for query in (activity.activity_over_time, activity.error_types_over_time):
+            got, sent = _with_statements(store, lambda q=query, u=axis: q(store, Filters(), u))  # type: ignore[misc]
+            assert [t for t in tables if _reads(sent, t)] == [table], (axis, query)
+            with base_tables():
+                _same(got, query(store, Filters(), axis))  # type: ignore[arg-type]
+    weekly = activity.activity_over_time(store, Filters(), "week")
+    daily = activity.activity_over_time(store, Filters(), "day")
+    assert len(weekly) >= 3 and weekly["results"].sum() == daily["results"].sum() > 0
+    # One day: the span in hours is not settled by the days (minute? hour?): the hours say.
+    day = Filters(start=DAY, end=DAY + timedelta(days=1))
+    unit, sent = _with_statements(store, lambda: activity.span_unit(store, day))
+    assert _reads(sent, "rollup_activity")
+    span = activity.time_span(store, day)
+    assert span is not None and unit == activity.bucket_unit(*span) == "hour"
+
+
+def test_the_choices_and_the_count_read_the_rollups(store: sa.Engine) -> None:
+    """The sidebar's choices, the trace count and the pairs' error types come from the
+    rollups' grain rows (one range of keys), not from ``traces``, ``tool_calls`` or
+    ``tool_results``, and equal what those give."""
+    for name in ("filter_choices", "trace_count", "pair_choices"):
+        for f in (Filters(), Filters(import_id=2), Filters(tool="no such tool")):
+            got, sent = _with_statements(store, lambda n=name, g=f: QUERIES[n](store, g))  # type: ignore[misc]
+            assert sent and not [
+                s for s in sent if re.search(r"\b(traces|tool_calls|tool_results)\b", s)
+            ], (name, sent)
+            with base_tables():
+                _same(got, QUERIES[name](store, f))
+    with store.connect() as conn:
+        stored = conn.execute(sa.select(sa.func.count()).select_from(TraceRow)).scalar_one()
+        types = (
+            conn.execute(
+                sa.select(effective_error_type)
+                .where(ToolResultRow.status == "error", effective_error_type.is_not(None))
+                .distinct()
+                .order_by(effective_error_type)
+            )
+            .scalars()
+            .all()
+        )
+    assert traces.trace_count(store) == stored > 0
+    assert pairs.pair_choices(store)["error_type"] == types and len(types) >= 2
+
+
 def test_maintained_rollups_equal_a_rebuild_after_every_kind_of_change(
     store: sa.Engine, tmp_path: Path
 ) -> None:
@@ -402,7 +482,10 @@ def test_a_store_with_the_earlier_rollup_keys_is_recounted_when_opened(
     expected = _rollup_rows(engine)
     with engine.begin() as conn:
         # The earlier layout's keys: the day (NULL: 0) after the grain, an 11-byte hash.
+        conn.execute(sa.text("DROP TABLE rollup_activity_days"))  # from 0021
         for rollup in rollups.ROLLUPS.values():
+            if rollup.table.name == "rollup_activity_days":
+                continue
             conn.execute(
                 sa.text(
                     f"UPDATE {rollup.table.name} SET key = substr(key, 1, 1) || "
@@ -510,6 +593,51 @@ def test_a_store_from_before_the_duration_rollup_gets_it_when_opened(
     try:
         migrate.count_rollups(reopened)
         assert counted == [("rollup_durations",)]
+        assert rollups.pending(reopened) == []
+        assert _rollup_rows(reopened) == expected
+    finally:
+        reopened.dispose()
+
+
+def test_a_store_from_before_the_daily_activity_rollup_gets_it_when_opened(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0021 on a store at 0020 with traces: the daily rollup starts empty and
+    pending — the day and week axes are summed from the hours meanwhile, and equal the base
+    tables — and opening the store counts it alone."""
+    engine = make_engine(sqlite_url)
+    _write_generated(engine, 600)
+    expected = _rollup_rows(engine)
+    assert expected["rollup_activity_days"]
+    with engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE rollup_activity_days"))
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0020'"))
+    engine.dispose()
+    migrated = make_engine(sqlite_url, migrate=False)
+    try:
+        migrate.upgrade(migrated, "0021")  # a revision, not "head": nothing is counted
+        assert rollups.is_complete(migrated)
+        assert rollups.pending(migrated) == ["rollup_activity_days"]
+        for axis in ("day", "week"):
+            got, sent = _with_statements(
+                migrated,
+                lambda u=axis: activity.activity_over_time(migrated, Filters(), u),  # type: ignore[misc]
+            )
+            assert _reads(sent, "rollup_activity") and not _reads(sent, "rollup_activity_days")
+            with base_tables():
+                _same(got, activity.activity_over_time(migrated, Filters(), axis))  # type: ignore[arg-type]
+            assert got["results"].sum() > 0
+        with base_tables():
+            unit = activity.span_unit(migrated)
+        assert activity.span_unit(migrated) == unit == "day"
+    finally:
+        migrated.dispose()
+    counted: list[Any] = []
+    monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
+    reopened = make_engine(sqlite_url, migrate=False)
+    try:
+        migrate.count_rollups(reopened)
+        assert counted == [("rollup_activity_days",)]
         assert rollups.pending(reopened) == []
         assert _rollup_rows(reopened) == expected
     finally:

@@ -201,25 +201,24 @@ with right:
         state.open_filtered(pages.CALLS, {"status": "error", "source": picked_source})
 
 st.subheader("Errors over time")
-span = state.query(activity.time_span, f)
+unit = state.query(activity.span_unit, f)
 axis = st.segmented_control(
     "Time axis",
     TIME_AXES,
-    default="time" if span is not None else "import",
+    default="time" if unit is not None else "import",
     key="errors_axis",
     help="time: buckets of a minute, hour, day or week, following the range; import: by the "
     "import that brought each trace (for traces without timestamps)",
 )
-axis = axis or ("time" if span is not None else "import")
+axis = axis or ("time" if unit is not None else "import")
 if axis == "import":
     timeline = state.query(q.errors_over_time, f, unit="import")
     placed = int(timeline["errors"].sum()) if not timeline.empty else 0
     st.plotly_chart(charts.errors_over_time_chart(timeline, "import"), key="errors_by_import")
-elif span is None:
+elif unit is None:
     placed = 0
     st.caption("No error has a timestamp; choose the import axis.")
 else:
-    unit = activity.bucket_unit(*span)
     timeline = state.query(activity.error_types_over_time, f, unit)
     placed = int(timeline["errors"].sum()) if not timeline.empty else 0
     st.caption(

@@ -80,11 +80,10 @@ widgets.rate_metric(
 )
 
 st.subheader("Activity over time")
-span = state.query(activity.time_span, f)
-if span is None:
+unit = state.query(activity.span_unit, f)
+if unit is None:
     st.caption("No Tool Message has a time (the formats imported carry no timestamps).")
 else:
-    unit = activity.bucket_unit(*span)
     timeline = state.query(activity.activity_over_time, f, unit)
     placed = int(timeline["results"].sum())
     st.caption(

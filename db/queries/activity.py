@@ -7,10 +7,17 @@ bucket size follows the range (:func:`bucket_unit`: minutes for a few hours, the
 weeks), buckets are counted in SQL by their number since the epoch (the same arithmetic on both
 databases), and every bucket between the first and the last is returned, the empty ones with
 zero counts, so a quiet hour shows as a gap instead of vanishing from the axis.
+
+Counted from the rollups where the filters allow (``db.rollup_read``): hours from
+``rollup_activity``, days and weeks from ``rollup_activity_days`` (a week is 7 whole days from a
+Monday, so days sum into weeks exactly; while that rollup is pending, from the hours), minutes
+from the base tables.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, get_args
 
@@ -20,8 +27,8 @@ from sqlalchemy import ColumnElement, Connection, Engine, case, func, literal, s
 from db.dialect import epoch_seconds, floor_div
 from db.filters import NO_FILTERS, Filters, restrict_results
 from db.queries.common import TRACE, UNCLASSIFIED, error_type_label, to_frame
-from db.rollup_read import ACTIVITY, scope, total
-from db.schema import RollupActivityRow, ToolResultRow
+from db.rollup_read import ACTIVITY, ACTIVITY_DAYS, scope, total
+from db.schema import RollupActivityDayRow, RollupActivityRow, ToolResultRow
 
 #: The bucket sizes, smallest first.
 BucketUnit = Literal["minute", "hour", "day", "week"]
@@ -53,7 +60,11 @@ def bucket_unit(first: datetime, last: datetime) -> BucketUnit:
     >>> bucket_unit(datetime(2026, 1, 1), datetime(2026, 1, 20))
     'day'
     """
-    span = (last - first).total_seconds()
+    return _unit_of((last - first).total_seconds())
+
+
+def _unit_of(span: float) -> BucketUnit:
+    """:func:`bucket_unit` of a span of ``span`` seconds (non-decreasing in ``span``)."""
     for unit in BUCKET_UNITS:
         if span / BUCKET_SECONDS[unit] < MAX_BUCKETS:
             return unit
@@ -70,17 +81,41 @@ def bucket_number(unit: BucketUnit) -> ColumnElement[int]:
     return floor_div(epoch_seconds(result_time()) - _origin(unit), BUCKET_SECONDS[unit])
 
 
-def _hour_bucket(hour: int, unit: BucketUnit) -> int:
-    """The bucket of ``unit`` (an hour or longer) an hour since the epoch falls in: as
-    :func:`bucket_number` gives it for any time within that hour (every such unit is whole
-    hours, so is the origin)."""
-    return (hour * 3600 - _origin(unit)) // BUCKET_SECONDS[unit]
+def _bucket_of(seconds: int, unit: BucketUnit) -> Callable[[int], int]:
+    """The bucket of ``unit`` that the rollup time number ``n`` (whole units of ``seconds``
+    since the epoch: hours, days) falls in: as :func:`bucket_number` gives it for any time
+    within that hour or day (``unit`` and its origin are whole multiples of ``seconds``)."""
+    origin, width = _origin(unit), BUCKET_SECONDS[unit]
+    return lambda n: (n * seconds - origin) // width
 
 
-def _activity_scope(conn: Connection, filters: Filters, unit: BucketUnit) -> Any:
-    """The activity rollup's rows for ``filters``; ``None`` for minutes (the rollup keeps
-    hours) or filters it cannot answer."""
-    return None if unit == "minute" else scope(conn, ACTIVITY, filters)
+@dataclass(frozen=True, slots=True)
+class _Rollup:
+    """The activity rollup rows that answer a query: the row class, its time column (whole
+    hours or days since the epoch), their bucket of the query's unit, and the conditions."""
+
+    row: Any
+    time: Any
+    bucket: Callable[[int], int]
+    where: list[Any]
+
+
+def _activity_scope(conn: Connection, filters: Filters, unit: BucketUnit) -> _Rollup | None:
+    """The activity rollup's rows for ``filters``: days for days and weeks (hours while the
+    daily rollup is pending), hours for hours; ``None`` for minutes (no rollup keeps them) or
+    filters the rollups cannot answer."""
+    if unit == "minute":
+        return None
+    if unit != "hour":
+        days = scope(conn, ACTIVITY_DAYS, filters)
+        if days is not None:
+            d = RollupActivityDayRow
+            return _Rollup(d, d.result_day, _bucket_of(86_400, unit), days)
+    hours = scope(conn, ACTIVITY, filters)
+    if hours is None:
+        return None
+    a = RollupActivityRow
+    return _Rollup(a, a.hour, _bucket_of(3600, unit), hours)
 
 
 def bucket_start(number: int, unit: BucketUnit) -> datetime:
@@ -119,6 +154,30 @@ def time_span(engine: Engine, filters: Filters = NO_FILTERS) -> tuple[datetime, 
     return _to_hour(_utc(first)), _to_hour(_utc(last))
 
 
+def span_unit(engine: Engine, filters: Filters = NO_FILTERS) -> BucketUnit | None:
+    """:func:`bucket_unit` of :func:`time_span` (``None`` when it is ``None``): the bucket size
+    of the activity axes.
+
+    From the first and last day of the daily rollup where those settle it (the span in hours is
+    within 23 hours of the whole days between them, and the unit changes at 200 hours, 200
+    days: a store that spans weeks), else from :func:`time_span`'s hours."""
+    with engine.connect() as conn:
+        at = scope(conn, ACTIVITY_DAYS, filters)
+        if at is not None:
+            d = RollupActivityDayRow
+            first, last = conn.execute(
+                select(func.min(d.result_day), func.max(d.result_day)).where(*at)
+            ).one()
+            if first is None or last is None:
+                return None
+            hours = (int(last) - int(first)) * 24
+            low, high = _unit_of(max(hours - 23, 0) * 3600), _unit_of((hours + 23) * 3600)
+            if low == high:
+                return low
+    span = time_span(engine, filters)
+    return None if span is None else bucket_unit(*span)
+
+
 def _from_hour(hour: int) -> datetime:
     return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(hours=hour)
 
@@ -143,10 +202,9 @@ def activity_over_time(
     and ``tokens`` (of those Tool Messages). Empty when no Tool Message has a time.
     """
     if unit is None:
-        span = time_span(engine, filters)
-        if span is None:
+        unit = span_unit(engine, filters)
+        if unit is None:
             return pd.DataFrame(columns=list(ACTIVITY_COLUMNS))
-        unit = bucket_unit(*span)
     bucket = bucket_number(unit)
     stmt = restrict_results(
         select(
@@ -161,25 +219,25 @@ def activity_over_time(
         .group_by(bucket),
         filters,
     )
-    a = RollupActivityRow
     with engine.connect() as conn:
         at = _activity_scope(conn, filters, unit)
         if at is None:
             counted = to_frame(conn, stmt)
         else:
-            hours = to_frame(
+            a = at.row
+            times = to_frame(
                 conn,
                 select(
-                    a.hour.label("hour"),
+                    at.time.label("time"),
                     total(a.n).label("results"),
                     total(a.n, a.error.is_(True)).label("errors"),
                     total(a.tokens).label("tokens"),
                 )
-                .where(*at, a.hour.is_not(None))
-                .group_by(a.hour),
+                .where(*at.where, at.time.is_not(None))
+                .group_by(at.time),
             )
             counted = (
-                hours.assign(bucket=[_hour_bucket(int(h), unit) for h in hours["hour"]])
+                times.assign(bucket=[at.bucket(int(n)) for n in times["time"]])
                 .groupby("bucket", as_index=False)[["results", "errors", "tokens"]]
                 .sum()
             )
@@ -216,21 +274,21 @@ def error_types_over_time(
         .order_by(bucket, label),
         filters,
     )
-    a = RollupActivityRow
     with engine.connect() as conn:
         at = _activity_scope(conn, filters, unit)
         if at is None:
             df = to_frame(conn, stmt)
         else:
+            a = at.row
             typed = func.coalesce(a.error_type, literal(UNCLASSIFIED))
             rows = to_frame(
                 conn,
-                select(a.hour.label("hour"), typed.label("error_type"), total(a.n).label("n"))
-                .where(*at, a.hour.is_not(None), a.error.is_(True))
-                .group_by(a.hour, typed),
+                select(at.time.label("time"), typed.label("error_type"), total(a.n).label("n"))
+                .where(*at.where, at.time.is_not(None), a.error.is_(True))
+                .group_by(at.time, typed),
             )
             df = (
-                rows.assign(bucket=[_hour_bucket(int(h), unit) for h in rows["hour"]])
+                rows.assign(bucket=[at.bucket(int(n)) for n in rows["time"]])
                 .groupby(["bucket", "error_type"], as_index=False)["n"]
                 .sum()
                 .rename(columns={"n": "errors"})

@@ -484,7 +484,7 @@ def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, lis
     ``pair_state``, ``verdict`` and ``kind``."""
     # Only error results have an error type: the distinct ones come off the errors index,
     # filtered where they lie.
-    stmt = restrict_results_in_index(
+    stmt: Any = restrict_results_in_index(
         select(effective_error_type)
         .where(ToolResultRow.status == "error", effective_error_type.is_not(None))
         .distinct()
@@ -493,6 +493,18 @@ def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, lis
         filters,
     )
     with engine.connect() as conn:
+        at = scope(conn, RESULTS, filters)
+        if at is not None:
+            # The results rollup keys its rows by the effective error type: the distinct ones
+            # of the filters' grain rows, a few thousand instead of every error's index entry.
+            rr = RollupResultRow
+            stmt = (
+                select(rr.error_type)
+                .where(*at, rr.status == "error", rr.error_type.is_not(None))
+                .distinct()
+                .order_by(rr.error_type)
+                .limit(ERROR_TYPE_CHOICES)
+            )
         error_types = [str(v) for v in conn.execute(stmt).scalars()]
     return {
         "status": list(STATUSES),

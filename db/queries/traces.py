@@ -409,6 +409,13 @@ def import_choices(engine: Engine, *, limit: int = 200) -> pd.DataFrame:
         return to_frame(conn, stmt)
 
 
+def _grain(row: Any, grain: int) -> list[Any]:
+    """The rows of one grain of a rollup (``row``: its row class): one range of its keys
+    (``db.rollups.key_prefix``), so the database reads that range instead of the table."""
+    first, end = rollups.key_prefix(grain, None), rollups.key_prefix(grain + 1, None)
+    return [row.key >= first, row.key < end, row.grain == grain]
+
+
 def filter_choices(engine: Engine, *, limit: int = CHOICES_LIMIT) -> dict[str, list[str]]:
     """Distinct ``agent``, ``model`` and ``tool`` values for the shared filters, sorted."""
     queries = {
@@ -419,16 +426,17 @@ def filter_choices(engine: Engine, *, limit: int = CHOICES_LIMIT) -> dict[str, l
     out: dict[str, list[str]] = {}
     with engine.connect() as conn:
         if rollups.complete(conn):
-            # The rollups' one-dimension grains hold every value: a few hundred rows to read.
+            # The rollups' one-dimension grains hold every value: a few hundred rows to read,
+            # one range of keys each (the grain's).
             tr, cr = RollupTraceRow, RollupCallRow
             queries = {
                 "agent": select(tr.agent).where(
-                    tr.grain == int(Dim.AGENT), tr.tool.is_(None), tr.agent.is_not(None)
+                    *_grain(tr, int(Dim.AGENT)), tr.tool.is_(None), tr.agent.is_not(None)
                 ),
                 "model": select(tr.model).where(
-                    tr.grain == int(Dim.MODEL), tr.tool.is_(None), tr.model.is_not(None)
+                    *_grain(tr, int(Dim.MODEL)), tr.tool.is_(None), tr.model.is_not(None)
                 ),
-                "tool": select(cr.tool).where(cr.grain == 0),
+                "tool": select(cr.tool).where(*_grain(cr, 0)),
             }
         for name, stmt in queries.items():
             column = stmt.selected_columns[0]
@@ -440,8 +448,19 @@ def filter_choices(engine: Engine, *, limit: int = CHOICES_LIMIT) -> dict[str, l
 
 
 def trace_count(engine: Engine) -> int:
-    """How many traces the store holds (the dashboard's "is there any data" check)."""
+    """How many traces the store holds (the dashboard's "is there any data" check): the sum of
+    the traces rollup's rows of no dimension that count every trace (one range of keys), else
+    a count of ``traces``."""
     with engine.connect() as conn:
+        if rollups.complete(conn):
+            tr = RollupTraceRow
+            first, end = rollups.value_range(0, (None, None, None, None), None)
+            counted = conn.execute(
+                select(func.sum(tr.n)).where(
+                    tr.key >= first, tr.key < end, tr.grain == 0, tr.tool.is_(None)
+                )
+            ).scalar()
+            return int(counted or 0)
         return int(conn.execute(select(func.count(TraceRow.id))).scalar_one())
 
 
