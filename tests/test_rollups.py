@@ -492,6 +492,7 @@ def test_a_store_with_the_earlier_rollup_keys_is_recounted_when_opened(
                     "zeroblob(4) || substr(key, 6)"
                 )
             )
+        conn.execute(sa.text("DROP INDEX ix_tool_results_error_examples"))  # from 0022
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0019'"))
     engine.dispose()
     counted: list[Any] = []
@@ -516,6 +517,7 @@ def test_a_store_from_before_the_rollups_is_filled_when_opened(sqlite_url: str) 
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0016'"))
         conn.execute(sa.text("DROP TABLE rollup_state"))
         conn.execute(sa.text("DROP INDEX ix_tool_results_duration"))
+        conn.execute(sa.text("DROP INDEX ix_tool_results_error_examples"))
         for rollup in rollups.ROLLUPS.values():
             conn.execute(sa.text(f"DROP TABLE {rollup.table.name}"))
     engine.dispose()
@@ -611,6 +613,7 @@ def test_a_store_from_before_the_daily_activity_rollup_gets_it_when_opened(
     assert expected["rollup_activity_days"]
     with engine.begin() as conn:
         conn.execute(sa.text("DROP TABLE rollup_activity_days"))
+        conn.execute(sa.text("DROP INDEX ix_tool_results_error_examples"))  # from 0022
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0020'"))
     engine.dispose()
     migrated = make_engine(sqlite_url, migrate=False)

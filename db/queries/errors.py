@@ -306,12 +306,19 @@ def _fingerprint_page(conn: Connection, filters: Filters, limit: int, offset: in
         .offset(offset)
         .subquery()
     )
-    example_id = _restrict(
-        select(func.min(ToolResultRow.id)).where(
-            _is_error(), ToolResultRow.fingerprint == page.c.fingerprint
-        ),
-        filters,
-    ).scalar_subquery()
+    # The first in id order, not min(id): PostgreSQL then walks the fingerprint's entries of
+    # ix_tool_results_error_examples in order and stops at the first picked trace.
+    example_id = (
+        _restrict(
+            select(ToolResultRow.id).where(
+                _is_error(), ToolResultRow.fingerprint == page.c.fingerprint
+            ),
+            filters,
+        )
+        .order_by(ToolResultRow.id)
+        .limit(1)
+        .scalar_subquery()
+    )
     return select(page, example_id.label("example_id")).subquery()
 
 
