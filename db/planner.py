@@ -35,9 +35,11 @@ When to use which:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Integer, String, literal, type_coerce
+from sqlalchemy import ColumnElement, Connection, Integer, String, literal, select, type_coerce
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.visitors import InternalTraversal
 
@@ -181,3 +183,42 @@ def bounded_walks(conn: Connection, needed: int, *, when: bool = True) -> tuple[
     if conn.dialect.name not in WALK_DIALECTS or not when:
         return ()
     return tuple(sorted({min(max(needed, 1) * n, MAX_WALK) for n in WALK_PER_ROW}))
+
+
+def walked_result_ids(
+    conn: Connection,
+    f: Filters,
+    limit: int,
+    keys: Sequence[tuple[Any, bool]],
+    *where: ColumnElement[bool],
+) -> list[int] | None:
+    """The ids of the first ``limit`` Tool Messages (those ``where`` holds for) that ``f`` picks,
+    in the order of ``keys`` (``(column of tool_results, descending)``, the last one unique),
+    off :func:`bounded_walks`: the first entries of that order (of ``f``'s tool), then the picked
+    traces' among them. ``None`` when no walk applies or none fills the page: the caller then
+    runs its plain statement."""
+    r = ToolResultRow
+    for walk in bounded_walks(conn, limit, when=narrows_traces(f)):
+        labelled = [column.label(f"k{i}") for i, (column, _) in enumerate(keys)]
+        first = (
+            restrict_rows(
+                select(r.id.label("id"), r.trace_id.label("trace_id"), *labelled).where(*where),
+                Filters(tool=f.tool),
+                tool=r.tool,
+                trace_id=r.trace_id,
+            )
+            .order_by(*(c.desc() if down else c for (c, down) in keys))
+            .limit(walk)
+            .subquery("walked")
+        )
+        order = [
+            first.c[f"k{i}"].desc() if down else first.c[f"k{i}"]
+            for i, (_, down) in enumerate(keys)
+        ]
+        ids = restrict_rows(
+            select(first.c.id), replace(f, tool=None), tool=None, trace_id=first.c.trace_id
+        ).order_by(*order)
+        found = list(conn.execute(ids.limit(limit)).scalars())
+        if len(found) == limit:
+            return found
+    return None

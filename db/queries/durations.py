@@ -17,14 +17,13 @@ traces' timed results.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 from sqlalchemy import Connection, Engine, Float, and_, case, cast, func, select
 
-from db.filters import NO_FILTERS, Filters, narrows_traces, restrict_results, restrict_rows
-from db.planner import bounded_walks
+from db.filters import NO_FILTERS, Filters, narrows_traces, restrict_results
+from db.planner import walked_result_ids
 from db.queries.common import TRACE, nearest_rank_at, result_pair_key, to_frame
 from db.rollup_read import DURATIONS, RESULTS, scope, total
 from db.schema import RollupDurationRow, RollupResultRow, ToolResultRow
@@ -340,29 +339,18 @@ def slowest_calls(
         _R.status,
     )
     with engine.connect() as conn:
-        for walk in bounded_walks(conn, limit, when=narrows_traces(filters)):
-            # The slowest timed results (of the tool) off the duration index, then the picked
-            # traces' among them.
-            walked = restrict_results(
-                select(_R.id, _R.trace_id, _R.message_seq, _R.duration_ms).where(_TIMED),
-                Filters(tool=filters.tool),
+        # The slowest timed results (of the tool) off the duration index, then the picked
+        # traces' among them.
+        keys = ((_R.duration_ms, True), (_R.trace_id, False), (_R.message_seq, False))
+        found = walked_result_ids(conn, filters, limit, keys, _TIMED)
+        if found is not None:
+            stmt = (
+                select(*columns)
+                .join(TRACE, TRACE.id == _R.trace_id)
+                .where(_R.id.in_(found))
+                .order_by(*order)
             )
-            first = walked.order_by(*order).limit(walk).subquery("walked")
-            ids = restrict_rows(
-                select(first.c.id),
-                replace(filters, tool=None),
-                tool=None,
-                trace_id=first.c.trace_id,
-            ).order_by(first.c.duration_ms.desc(), first.c.trace_id, first.c.message_seq)
-            found = list(conn.execute(ids.limit(limit)).scalars())
-            if len(found) == limit:
-                stmt = (
-                    select(*columns)
-                    .join(TRACE, TRACE.id == _R.trace_id)
-                    .where(_R.id.in_(found))
-                    .order_by(*order)
-                )
-                return to_frame(conn, stmt)
+            return to_frame(conn, stmt)
         stmt = (
             restrict_results(
                 select(*columns).join(TRACE, TRACE.id == _R.trace_id).where(_TIMED), filters

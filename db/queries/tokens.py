@@ -6,21 +6,13 @@ integer arithmetic) so that a store of a million messages ships a few dozen numb
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 from sqlalchemy import BigInteger, Engine, and_, case, cast, func, select
 
-from db.filters import (
-    NO_FILTERS,
-    Filters,
-    narrows_traces,
-    restrict_results,
-    restrict_rows,
-    restrict_traces,
-)
-from db.planner import bounded_walks
+from db.filters import NO_FILTERS, Filters, restrict_results, restrict_traces
+from db.planner import walked_result_ids
 from db.queries.common import (
     INPUT_SHARE_BINS,
     TRACE,
@@ -140,24 +132,11 @@ def biggest_results(
     # far cheaper than letting the planner sort joined rows.
     r = ToolResultRow
     with engine.connect() as conn:
-        for walk in bounded_walks(conn, limit, when=narrows_traces(filters)):
-            # The biggest results (of the tool) off the tokens index, then the picked traces'
-            # among them.
-            first = (
-                restrict_results(select(r.id, r.trace_id, r.tokens), Filters(tool=filters.tool))
-                .order_by(r.tokens.desc(), r.id)
-                .limit(walk)
-                .subquery("walked")
-            )
-            ids = restrict_rows(
-                select(first.c.id),
-                replace(filters, tool=None),
-                tool=None,
-                trace_id=first.c.trace_id,
-            ).order_by(first.c.tokens.desc(), first.c.id)
-            found = list(conn.execute(ids.limit(limit)).scalars())
-            if len(found) == limit:
-                return to_frame(conn, _biggest(select(r.id).where(r.id.in_(found)).subquery()))
+        # The biggest results (of the tool) off the tokens index, then the picked traces'
+        # among them.
+        found = walked_result_ids(conn, filters, limit, ((r.tokens, True), (r.id, False)))
+        if found is not None:
+            return to_frame(conn, _biggest(select(r.id).where(r.id.in_(found)).subquery()))
         top = (
             restrict_results(select(r.id), filters)
             .order_by(r.tokens.desc(), r.id)
