@@ -145,9 +145,10 @@ def scope(
         return None
     col = table.c
     g = int(grain)
+    # The whole grain; without a filtered dimension of its own (``grain_for``), the whole store.
+    first, end = rollups.grain_range(g)
     if g & Dim.DAY:
         # The grain's keys start with (grain, day): a range of days is one range of keys.
-        first, end = rollups.key_prefix(g, None), rollups.key_prefix(g + 1, None)
         if dims & Dim.DAY:
             low, high = _bounds(f)
             # Past the rows of traces without a start (day NULL sorts first).
@@ -159,9 +160,6 @@ def scope(
         # the tool: the rows of the filtered value (and tool) are one range of keys.
         named = f.tool if f.tool else (None if tool == "all" else rollups.ANY_TOOL)
         first, end = rollups.value_range(g, (None, f.import_id, f.agent, f.model), named)
-    else:
-        # The whole grain, standing for the whole store (``grain_for``).
-        first, end = rollups.key_prefix(g, None), rollups.key_prefix(g + 1, None)
     conds: list[ColumnElement[bool]] = [col.key >= first, col.key < end, col.grain == g]
     if f.import_id is not None:
         conds.append(col.import_id == f.import_id)

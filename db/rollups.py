@@ -493,6 +493,11 @@ def key_prefix(grain: int, day: int | None) -> bytes:
     return bytes([grain]) + _number(day)
 
 
+def grain_range(grain: int) -> tuple[bytes, bytes]:
+    """``(first, end)``: every row of ``grain`` has ``first <= key < end``."""
+    return key_prefix(grain, None), key_prefix(grain + 1, None)
+
+
 def _successor(prefix: bytes) -> bytes:
     return (int.from_bytes(prefix, "big") + 1).to_bytes(len(prefix), "big")
 
@@ -759,6 +764,7 @@ __all__ = [
     "contributions",
     "counted",
     "day_number",
+    "grain_range",
     "is_complete",
     "pending",
     "pending_in",

@@ -589,16 +589,9 @@ def test_a_store_from_before_the_duration_rollup_gets_it_when_opened(
         )
     finally:
         migrated.dispose()
-    counted: list[Any] = []
-    monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
-    reopened = make_engine(sqlite_url, migrate=False)
-    try:
-        migrate.count_rollups(reopened)
-        assert counted == [("rollup_durations",)]
-        assert rollups.pending(reopened) == []
-        assert _rollup_rows(reopened) == expected
-    finally:
-        reopened.dispose()
+    counted, rows = _counted_when_opened(sqlite_url, monkeypatch)
+    assert counted == [("rollup_durations",)]
+    assert rows == expected
 
 
 def test_a_store_from_before_the_daily_activity_rollup_gets_it_when_opened(
@@ -635,14 +628,23 @@ def test_a_store_from_before_the_daily_activity_rollup_gets_it_when_opened(
         assert activity.span_unit(migrated) == unit == "day"
     finally:
         migrated.dispose()
+    counted, rows = _counted_when_opened(sqlite_url, monkeypatch)
+    assert counted == [("rollup_activity_days",)]
+    assert rows == expected
+
+
+def _counted_when_opened(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[Any], dict[str, set[tuple[Any, ...]]]]:
+    """What opening the store at ``url`` counts (``migrate.count_rollups``): the rebuilds it
+    ran (their ``only``), then every rollup's rows; nothing is left pending."""
     counted: list[Any] = []
     monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
-    reopened = make_engine(sqlite_url, migrate=False)
+    reopened = make_engine(url, migrate=False)
     try:
         migrate.count_rollups(reopened)
-        assert counted == [("rollup_activity_days",)]
         assert rollups.pending(reopened) == []
-        assert _rollup_rows(reopened) == expected
+        return counted, _rollup_rows(reopened)
     finally:
         reopened.dispose()
 

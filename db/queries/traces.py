@@ -411,8 +411,8 @@ def import_choices(engine: Engine, *, limit: int = 200) -> pd.DataFrame:
 
 def _grain(row: Any, grain: int) -> list[Any]:
     """The rows of one grain of a rollup (``row``: its row class): one range of its keys
-    (``db.rollups.key_prefix``), so the database reads that range instead of the table."""
-    first, end = rollups.key_prefix(grain, None), rollups.key_prefix(grain + 1, None)
+    (``db.rollups.grain_range``), so the database reads that range instead of the table."""
+    first, end = rollups.grain_range(grain)
     return [row.key >= first, row.key < end, row.grain == grain]
 
 
