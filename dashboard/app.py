@@ -18,7 +18,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import auth, pages, review_ui, state, widgets
+from dashboard import auth, heap, pages, review_ui, state, widgets
 from db.migrate import NewerStoreError
 
 FAVICON = Path(__file__).resolve().parent / "static" / "favicon.png"
@@ -61,3 +61,5 @@ state.sidebar()
 review_ui.author_field()
 widgets.filter_chips()
 page.run()
+# After the first run the modules and the engine exist: out of the collector's way from now on.
+heap.freeze_startup_heap()
