@@ -1,38 +1,65 @@
-"""Alembic migrations, applied automatically the first time a database is opened."""
+"""Alembic migrations, applied automatically the first time a database is opened.
+
+Opening a store already at the head imports no Alembic (a fifth of a second of every
+command): the stored revision is read from ``alembic_version`` with SQLAlchemy, and the
+revisions this ToolLens knows from the ``revision = …`` lines of the migration files, without
+running them (a test checks they are Alembic's). Alembic is imported to migrate.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Engine, String, column, inspect, select, table
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+#: Alembic's table of the revision a database is at (its default name).
+VERSION_TABLE = "alembic_version"
+#: ``revision = "0022"`` and ``down_revision = "0021"`` (or ``None``) at a migration's top level.
+_REVISION_LINE = re.compile(
+    r"^(revision|down_revision)(?:\s*:[^=\n]*)?\s*=\s*(?:[\"']([^\"']+)[\"']|None)\s*$",
+    re.MULTILINE,
+)
 
 
 def alembic_config(engine: Engine) -> Config:
     """An Alembic config bound to ``engine`` (no ini file needed)."""
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.attributes["engine"] = engine
     return cfg
 
 
+def _revisions() -> dict[str, str | None]:
+    """Each migration's revision and the one it revises, read from the files' text."""
+    graph: dict[str, str | None] = {}
+    for path in sorted((MIGRATIONS_DIR / "versions").glob("*.py")):
+        found = dict(_REVISION_LINE.findall(path.read_text(encoding="utf-8")))
+        graph[found["revision"]] = found.get("down_revision") or None
+    return graph
+
+
 def head_revision() -> str:
-    """The newest migration this version of ToolLens knows."""
-    script = ScriptDirectory(str(MIGRATIONS_DIR))
-    head = script.get_current_head()
-    assert head is not None
+    """The newest migration this version of ToolLens knows: the one no other revises."""
+    graph = _revisions()
+    (head,) = set(graph) - set(graph.values())
     return head
 
 
 def current_revision(engine: Engine) -> str | None:
     """The migration the database is at (``None`` for an empty database)."""
     with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        if not inspect(conn).has_table(VERSION_TABLE):
+            return None
+        version = column("version_num", String)
+        return conn.execute(select(version).select_from(table(VERSION_TABLE))).scalar_one_or_none()
 
 
 class NewerStoreError(RuntimeError):
@@ -62,8 +89,7 @@ def store_location(engine: Engine) -> str:
 
 def known_revisions() -> set[str]:
     """Every migration revision this version of ToolLens has."""
-    script = ScriptDirectory(str(MIGRATIONS_DIR))
-    return {r.revision for r in script.walk_revisions()}
+    return set(_revisions())
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
@@ -82,6 +108,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         return
     if current is not None and current not in known_revisions():
         raise NewerStoreError(store_location(engine), current)
+    from alembic import command
+
     command.upgrade(alembic_config(engine), revision)
     if revision == "head":
         count_rollups(engine)
@@ -101,4 +129,6 @@ def count_rollups(engine: Engine) -> None:
 
 def downgrade(engine: Engine, revision: str = "base") -> None:
     """Walk migrations down to ``revision`` (used by the migration tests)."""
+    from alembic import command
+
     command.downgrade(alembic_config(engine), revision)

@@ -18,6 +18,7 @@ from db.migrate import (
     current_revision,
     downgrade,
     head_revision,
+    known_revisions,
     upgrade,
 )
 from db.schema import Base
@@ -41,6 +42,19 @@ def test_opening_a_database_applies_every_migration(db_url: str) -> None:
     engine = make_engine(db_url)
     assert current_revision(engine) == head_revision()
     assert set(sa.inspect(engine).get_table_names()) >= EXPECTED_TABLES
+    engine.dispose()
+
+
+def test_the_revisions_read_from_the_files_are_alembics() -> None:
+    # Opening a store reads them from the files' text, without Alembic (tests/test_import_cost.py).
+    script = ScriptDirectory(str(MIGRATIONS_DIR))
+    assert head_revision() == script.get_current_head()
+    assert known_revisions() == {r.revision for r in script.walk_revisions()}
+
+
+def test_an_empty_database_is_at_no_revision(db_url: str) -> None:
+    engine = make_engine(db_url, migrate=False)
+    assert current_revision(engine) is None
     engine.dispose()
 
 

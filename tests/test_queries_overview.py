@@ -207,24 +207,33 @@ def test_size_figures_derive_from_one_histogram(store: sa.Engine) -> None:
     card = q.scorecard(q.scorecard_counts(store, 3), counts, 10)
     assert card.equals(q.tool_scorecard(store, 3, 10))
     summary = summarize(store)
-    assert histograms.token_figures(counts) == {
+    figures = histograms.token_figures(zip(counts["tokens"], counts["results"], strict=True))
+    assert figures == {
         "tool_results": summary["tool_results"],
         "token_total": summary["tokens"]["tool_result_total"],
         "token_max": summary["tokens"]["max"],
         "p50": summary["tokens"]["p50"],
         "p95": summary["tokens"]["p95"],
     }
-    assert histograms.token_figures(histograms.token_counts(store)) == histograms.token_figures(
-        counts
-    )
+    assert figures == {
+        "tool_results": 9,
+        "token_total": 3067,
+        "token_max": 3000,
+        "p50": 9,
+        "p95": 3000,
+    }
+    # All tools together: the sizes of the nine results (each size once here).
+    by_size = histograms.token_counts(store)
+    assert by_size == [(1, 1), (2, 1), (6, 1), (8, 1), (9, 1), (12, 1), (14, 1), (15, 1), (3000, 1)]
+    assert histograms.token_figures(by_size) == figures
     assert summary_counts(store) == {**summary, "tokens": {"encoding": "o200k_base"}}
 
 
 def test_size_figures_of_no_results_are_empty_or_zero(engine: sa.Engine) -> None:
     counts = histograms.tool_token_counts(engine)
     assert counts.empty
-    assert histograms.token_counts(engine).empty
-    assert histograms.token_figures(counts) == dict.fromkeys(
+    assert histograms.token_counts(engine) == []
+    assert histograms.token_figures(histograms.token_counts(engine)) == dict.fromkeys(
         ("tool_results", "token_total", "token_max", "p50", "p95"), 0
     )
     assert histograms.tool_sizes(counts, 10).empty

@@ -9,9 +9,8 @@ SQLite and PostgreSQL; the expressions that only steer SQLite's planner live in 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
@@ -30,6 +29,9 @@ from sqlalchemy.orm import aliased
 
 from db.filters import Filters, restrict_results
 from db.schema import FindingRow, ToolResultRow, TraceRow
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The traces table as joined for display columns. An alias, because the shared filters reach
 #: ``traces`` through an EXISTS that must not correlate with a join of the same table.
@@ -105,6 +107,10 @@ def result_pair_key(results: Any = ToolResultRow) -> ColumnElement[str]:
 
 def to_frame(conn: Connection, stmt: Any) -> pd.DataFrame:
     """Run ``stmt`` and return its rows as a DataFrame with the statement's column names."""
+    # pandas is imported here, not at the top: ``toollens summary`` needs this module's SQL
+    # and no frame, and importing pandas was a third of its run (tests/test_import_cost.py).
+    import pandas as pd
+
     result = conn.execute(stmt)
     keys = list(result.keys())
     rows = result.all()

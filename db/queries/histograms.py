@@ -6,17 +6,25 @@ token budget. Every size figure of the Overview and of ``toollens summary`` is d
 in Python, exactly: the size bins, the most oversized tools, each tool's results, results over
 budget and nearest-rank p50/p95, and the overall count, total, maximum and p50/p95. The
 dashboard caches the histogram once per filter set and derives the rest for any budget.
+
+``toollens summary`` needs only :func:`token_counts` and :func:`token_figures`, which build no
+frame: pandas and numpy are imported by the functions that do (importing pandas took a third
+of the command's run; ``tests/test_import_cost.py``).
 """
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from sqlalchemy import Engine, func, select
 
 from db.filters import NO_FILTERS, Filters, restrict_results
 from db.rollup_read import SIZES, scope, total
 from db.schema import RollupSizeRow, ToolResultRow
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Lower edges of the token-size histogram; the budget is added as an edge of its own so that
 #: every bar is either wholly within or wholly over budget.
@@ -32,6 +40,8 @@ def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
     Unfiltered the grouping walks the (tool, tokens) index; under a filter it sorts the filtered
     traces' entries of the trace index once.
     """
+    import pandas as pd
+
     r = ToolResultRow
     stmt = restrict_results(
         select(r.tool, r.tokens, func.count())
@@ -62,8 +72,8 @@ def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
     )
 
 
-def token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
-    """Tool Messages per token size, ordered by tokens (columns ``tokens``, ``results``): the
+def token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> list[tuple[int, int]]:
+    """Tool Messages per token size, ordered by tokens: ``(tokens, results)`` pairs, the
     histogram of all tools together, fewer rows when only :func:`token_figures` are needed."""
     stmt = restrict_results(
         select(ToolResultRow.tokens, func.count())
@@ -76,46 +86,52 @@ def token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
         if at is not None:
             s = RollupSizeRow
             stmt = select(s.tokens, total(s.n)).where(*at).group_by(s.tokens).order_by(s.tokens)
-        rows = conn.execute(stmt).all()
-    columns = list(zip(*rows, strict=True)) if rows else [(), ()]
-    return pd.DataFrame(
-        {
-            "tokens": pd.Series(columns[0], dtype="int64"),
-            "results": pd.Series(columns[1], dtype="int64"),
-        }
-    )
+        return [(int(tokens), int(results)) for tokens, results in conn.execute(stmt)]
 
 
-def _nearest_rank(counts: pd.DataFrame, by: str | None, num: int, den: int) -> pd.Series:
-    """The nearest-rank percentile ``q = num / den`` of tokens (per ``by`` group, or overall as
-    one row): the smallest size whose running count reaches ``ceil(q * n)``. ``counts`` is
-    ordered by (``by``,) tokens."""
+def _nearest_rank(counts: pd.DataFrame, num: int, den: int) -> pd.Series:
+    """Per tool, the nearest-rank percentile ``q = num / den`` of tokens: the smallest size
+    whose running count reaches ``ceil(q * n)``. ``counts`` is ordered by tool, tokens."""
     n = counts["results"]
-    if by is None:
-        cum, total = n.cumsum(), n.sum()
-        reached = counts.loc[cum * den >= total * num, "tokens"]
-        return pd.Series([reached.min()])
-    group = n.groupby(counts[by], sort=False)
+    group = n.groupby(counts["tool"], sort=False)
     cum, total = group.cumsum(), group.transform("sum")
     reached = counts.loc[cum * den >= total * num]
-    return reached.groupby(by, sort=False)["tokens"].min()
+    return reached.groupby("tool", sort=False)["tokens"].min()
 
 
-def token_figures(counts: pd.DataFrame) -> dict[str, int]:
+def token_figures(counts: Iterable[tuple[int, int]]) -> dict[str, int]:
     """Count, total, maximum and nearest-rank p50/p95 of the sizes (0 when there is none), from
-    :func:`tool_token_counts` or :func:`token_counts`.
+    ``(tokens, results)`` pairs in any order, a size's pairs summed: :func:`token_counts`, or
+    the ``tokens`` and ``results`` columns of :func:`tool_token_counts`.
 
     Keys: ``tool_results``, ``token_total``, ``token_max``, ``p50``, ``p95``.
+
+    >>> token_figures([(300, 1), (10, 2), (300, 1)])
+    {'tool_results': 4, 'token_total': 620, 'token_max': 300, 'p50': 10, 'p95': 300}
     """
-    if counts.empty:
+    by_size: dict[int, int] = {}
+    for tokens, results in counts:
+        by_size[int(tokens)] = by_size.get(int(tokens), 0) + int(results)
+    sizes = sorted(by_size.items())
+    n = sum(results for _, results in sizes)
+    if n == 0:
         return dict.fromkeys(("tool_results", "token_total", "token_max", "p50", "p95"), 0)
-    by_size = counts.groupby("tokens", as_index=False)["results"].sum().sort_values("tokens")
+
+    def nearest_rank(num: int, den: int) -> int:
+        # The smallest size whose running count reaches ceil(q * n), q = num / den.
+        running = 0
+        for tokens, results in sizes:
+            running += results
+            if running * den >= n * num:
+                return tokens
+        raise AssertionError("the running count reaches n")
+
     return {
-        "tool_results": int(by_size["results"].sum()),
-        "token_total": int((by_size["tokens"] * by_size["results"]).sum()),
-        "token_max": int(by_size["tokens"].max()),
-        "p50": int(_nearest_rank(by_size, None, 1, 2).iloc[0]),
-        "p95": int(_nearest_rank(by_size, None, 19, 20).iloc[0]),
+        "tool_results": n,
+        "token_total": sum(tokens * results for tokens, results in sizes),
+        "token_max": sizes[-1][0],
+        "p50": nearest_rank(1, 2),
+        "p95": nearest_rank(19, 20),
     }
 
 
@@ -129,7 +145,7 @@ def tool_sizes(counts: pd.DataFrame, budget: int) -> pd.DataFrame:
         .sum()
     )
     for name, num, den in (("p50_tokens", 1, 2), ("p95_tokens", 19, 20)):
-        sizes[name] = sizes["tool"].map(_nearest_rank(counts, "tool", num, den))
+        sizes[name] = sizes["tool"].map(_nearest_rank(counts, num, den))
     return sizes.astype({"results": "int64", "over_budget": "int64"})
 
 
@@ -151,6 +167,9 @@ def size_bins(counts: pd.DataFrame, budget: int) -> pd.DataFrame:
     """
     # Bins are [edge, next edge); the budget edge is shifted by one so that the bin starting
     # right after it holds exactly the results over budget (tokens > budget).
+    import numpy as np
+    import pandas as pd
+
     lowers = [e + 1 if e == budget else e for e in token_edges(budget)]
     index = np.searchsorted(np.asarray(lowers), counts["tokens"].to_numpy(), side="right") - 1
     per_bin = np.bincount(
