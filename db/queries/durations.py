@@ -17,6 +17,7 @@ traces' timed results.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -25,6 +26,7 @@ from sqlalchemy import Connection, Engine, Float, and_, case, cast, func, select
 from db.filters import NO_FILTERS, Filters, narrows_traces, restrict_results
 from db.planner import walked_result_ids
 from db.queries.common import TRACE, nearest_rank_at, result_pair_key, to_frame
+from db.queries.ranks import group_ranks
 from db.rollup_read import DURATIONS, RESULTS, scope, total
 from db.schema import RollupDurationRow, RollupResultRow, ToolResultRow
 
@@ -139,8 +141,8 @@ def _rollup_stats(conn: Connection, filters: Filters, *, by_tool: bool) -> dict[
     The rollup counts the timed results per exact duration, so a running count over the
     durations in order reaches a rank at the very value the ranked results hold there: the
     figures equal the base tables' exactly. The database sums the counts per distinct duration
-    in scope (its GROUP BY returns them in order); the running count is one pass here, measured
-    as fast as or faster than a window over the groups in SQL on the 1M store (README)."""
+    in scope (its GROUP BY returns them in order); the running counts are one vectorized pass
+    here (:mod:`db.queries.ranks`)."""
     at = scope(conn, DURATIONS, filters)
     if at is None:
         return None
@@ -151,36 +153,24 @@ def _rollup_stats(conn: Connection, filters: Filters, *, by_tool: bool) -> dict[
         .where(*at)
         .group_by(*parts, d.duration_ms)
         .order_by(*parts, d.duration_ms)
-    )
-    groups: dict[Any, list[tuple[float, int]]] = {}
-    for row in rows:
-        groups.setdefault(row[0] if by_tool else None, []).append((row[-2], row[-1]))
-    return {key: _nearest_ranks(counts) for key, counts in groups.items()}
+    ).all()
+    if not rows:
+        return {}
+    columns = list(zip(*rows, strict=True))
+    groups: Sequence[Any] = columns[0] if by_tool else [None] * len(rows)
+    ranks = group_ranks(groups, columns[-2], columns[-1], [(num, den) for _, num, den in QUANTILES])
+    keys = [groups[i] for i in ranks.starts]
+    p50, p95 = (p.tolist() for p in ranks.percentiles)
+    return {
+        key: (float(a), float(b), float(top))
+        for key, a, b, top in zip(keys, p50, p95, ranks.maxima.tolist(), strict=True)
+    }
 
 
 def _from_rollup(filters: Filters, timed: int) -> bool:
     """Whether the percentiles of ``timed`` results are read from the duration rollup (under a
     trace filter, or beyond :data:`INDEX_WALK_LIMIT`), not looked up in the indexes."""
     return narrows_traces(filters) or timed > INDEX_WALK_LIMIT
-
-
-def _nearest_ranks(counts: list[tuple[float, int]]) -> Stats:
-    """(p50, p95, max) of the durations given as (duration, how many) in duration order.
-
-    >>> _nearest_ranks([(7.25, 1), (100.5, 4), (2000.0, 1)])
-    (100.5, 2000.0, 2000.0)
-    """
-    n = sum(count for _, count in counts)
-    wanted = [_rank(n, num, den) for _, num, den in QUANTILES]
-    found: list[float] = []
-    running = 0
-    for ms, count in counts:
-        running += count
-        while len(found) < len(wanted) and running >= wanted[len(found)]:
-            found.append(float(ms))
-        if len(found) == len(wanted):
-            break
-    return (found[0], found[1], float(counts[-1][0]))
 
 
 def _index_stats(conn: Connection, n: int, tool: str | None) -> Stats:

@@ -15,11 +15,12 @@ of the command's run; ``tests/test_import_cost.py``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, func, select
 
 from db.filters import NO_FILTERS, Filters, restrict_results
+from db.queries.ranks import group_ranks, group_starts
 from db.rollup_read import SIZES, scope, total
 from db.schema import RollupSizeRow, ToolResultRow
 
@@ -89,16 +90,6 @@ def token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> list[tuple[in
         return [(int(tokens), int(results)) for tokens, results in conn.execute(stmt)]
 
 
-def _nearest_rank(counts: pd.DataFrame, num: int, den: int) -> pd.Series:
-    """Per tool, the nearest-rank percentile ``q = num / den`` of tokens: the smallest size
-    whose running count reaches ``ceil(q * n)``. ``counts`` is ordered by tool, tokens."""
-    n = counts["results"]
-    group = n.groupby(counts["tool"], sort=False)
-    cum, total = group.cumsum(), group.transform("sum")
-    reached = counts.loc[cum * den >= total * num]
-    return reached.groupby("tool", sort=False)["tokens"].min()
-
-
 def token_figures(counts: Iterable[tuple[int, int]]) -> dict[str, int]:
     """Count, total, maximum and nearest-rank p50/p95 of the sizes (0 when there is none), from
     ``(tokens, results)`` pairs in any order, a size's pairs summed: :func:`token_counts`, or
@@ -137,16 +128,32 @@ def token_figures(counts: Iterable[tuple[int, int]]) -> dict[str, int]:
 
 def tool_sizes(counts: pd.DataFrame, budget: int) -> pd.DataFrame:
     """Per tool with results: ``tool``, ``results``, ``over_budget`` (results with more than
-    ``budget`` tokens), ``p50_tokens``, ``p95_tokens`` (nearest rank)."""
-    over = counts["results"].where(counts["tokens"] > budget, 0)
-    sizes = (
-        counts.assign(over_budget=over)
-        .groupby("tool", as_index=False, sort=False)[["results", "over_budget"]]
-        .sum()
+    ``budget`` tokens), ``p50_tokens``, ``p95_tokens`` (nearest rank); ``counts`` ordered by
+    tool and tokens, as :func:`tool_token_counts` returns them."""
+    import numpy as np
+    import pandas as pd
+
+    tokens, results = counts["tokens"].to_numpy(), counts["results"].to_numpy()
+    ranks = group_ranks(counts["tool"].to_numpy(), tokens, results, ((1, 2), (19, 20)))
+    over = np.where(tokens > budget, results, 0)
+    return pd.DataFrame(
+        {
+            "tool": counts["tool"].to_numpy()[ranks.starts],
+            "results": ranks.totals,
+            "over_budget": _group_sums(over, ranks.starts),
+            "p50_tokens": ranks.percentiles[0].astype("int64"),
+            "p95_tokens": ranks.percentiles[1].astype("int64"),
+        }
     )
-    for name, num, den in (("p50_tokens", 1, 2), ("p95_tokens", 19, 20)):
-        sizes[name] = sizes["tool"].map(_nearest_rank(counts, num, den))
-    return sizes.astype({"results": "int64", "over_budget": "int64"})
+
+
+def _group_sums(values: Any, starts: Any) -> Any:
+    """Sums of ``values`` per group of rows beginning at ``starts`` (int64)."""
+    import numpy as np
+
+    if len(starts) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.add.reduceat(np.asarray(values, dtype=np.int64), starts)
 
 
 def token_edges(budget: int) -> list[int]:
@@ -183,27 +190,41 @@ def size_bins(counts: pd.DataFrame, budget: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["bin", "lower", "upper", "results", "over_budget"])
 
 
+#: Columns of :func:`oversized_tools`.
+OVERSIZED = ("tool", "results", "over_budget", "max_tokens", "tokens_over")
+
+
 def oversized_tools(counts: pd.DataFrame, budget: int, *, limit: int = 5) -> pd.DataFrame:
     """Tools whose Tool Messages most often exceed ``budget`` tokens.
 
     Columns: ``tool``, ``results``, ``over_budget``, ``max_tokens``, ``tokens_over`` (tokens
     beyond the budget, summed over the oversized results). Tools without oversized results are
-    left out; the most oversized first, then by tool.
+    left out; the most oversized first, then by tool. ``counts`` is ordered by tool and tokens,
+    as :func:`tool_token_counts` returns them.
     """
-    over = counts["tokens"] > budget
-    df = counts.assign(
-        over_budget=counts["results"].where(over, 0),
-        tokens_over=((counts["tokens"] - budget) * counts["results"]).where(over, 0),
-    )
-    per_tool = df.groupby("tool", as_index=False).agg(
-        results=("results", "sum"),
-        over_budget=("over_budget", "sum"),
-        max_tokens=("tokens", "max"),
-        tokens_over=("tokens_over", "sum"),
+    import numpy as np
+    import pandas as pd
+
+    tools = counts["tool"].to_numpy()
+    tokens, results = counts["tokens"].to_numpy(), counts["results"].to_numpy()
+    over = tokens > budget
+    if len(tools) == 0:
+        return pd.DataFrame(
+            {name: pd.Series(dtype=object if name == "tool" else "int64") for name in OVERSIZED}
+        )
+    starts = group_starts(tools)
+    ends = np.concatenate((starts[1:], [len(tools)])) - 1
+    per_tool = pd.DataFrame(
+        {
+            "tool": tools[starts],
+            "results": _group_sums(results, starts),
+            "over_budget": _group_sums(np.where(over, results, 0), starts),
+            # Tokens ascend within a tool: its last row is its largest.
+            "max_tokens": tokens[ends].astype("int64"),
+            "tokens_over": _group_sums(np.where(over, (tokens - budget) * results, 0), starts),
+        }
     )
     top = per_tool[per_tool["over_budget"] > 0].sort_values(
         ["over_budget", "tool"], ascending=[False, True]
     )
-    columns = ["tool", "results", "over_budget", "max_tokens", "tokens_over"]
-    top = top[columns].head(limit).reset_index(drop=True)
-    return top.astype(dict.fromkeys(columns[1:], "int64"))
+    return top.head(limit).reset_index(drop=True)
