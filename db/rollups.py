@@ -58,6 +58,7 @@ from db.queries.common import (
     effective_error_type,
     effective_verdict,
     input_share_bin,
+    next_call_outcome,
 )
 from db.schema import (
     FindingRow,
@@ -154,6 +155,7 @@ def _results(ids: Sequence[int] | None) -> Any:
         func.coalesce(r.name_mismatch, false()),
         corrected_result,
         _timing(),
+        case((error, next_call_outcome)),
     )
     return (
         select(
@@ -373,6 +375,7 @@ ROLLUPS: dict[str, Rollup] = {
                 "name_mismatch",
                 "corrected",
                 "timing",
+                "next_call",
             ),
             ("n", "tokens", "with_images", "image_tokens"),
             _results,

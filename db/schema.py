@@ -26,6 +26,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    SmallInteger,
     String,
     Text,
     TypeDecorator,
@@ -671,6 +672,9 @@ class RollupResultRow(_RollupColumns, Base):
     corrected: Mapped[bool] = mapped_column(Boolean)
     #: How the execution time is known: ``span`` | ``timed`` | ``negative`` | ``missing``.
     timing: Mapped[str] = mapped_column(String(10))
+    #: An error's next call of the same tool: 1 succeeded, 0 did not, -1 none (NULL for results
+    #: that are not errors): the Suggestions page's recovery rates.
+    next_call: Mapped[int | None] = mapped_column(SmallInteger)
     tokens: Mapped[int] = mapped_column(BigInteger)
     #: Results with images and their images' tokens.
     with_images: Mapped[int] = mapped_column(BigInteger)

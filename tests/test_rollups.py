@@ -41,7 +41,13 @@ from db.queries import (
 )
 from db.queries.common import effective_error_type
 from db.rollup_read import DURATIONS, base_tables, scope, used_dims
-from db.schema import RollupDurationRow, RollupSizeRow, ToolResultRow, TraceRow
+from db.schema import (
+    RollupDurationRow,
+    RollupResultRow,
+    RollupSizeRow,
+    ToolResultRow,
+    TraceRow,
+)
 from db.summary import summarize, summary_counts
 from db.vocabulary import DEFAULT_ENCODING
 from db.write import finish_import, start_import, write_traces
@@ -102,6 +108,7 @@ QUERIES: dict[str, Query] = {
     "follow_rates_by_error_type": lambda e, f: suggestions.follow_rates(
         e, f, by="error_type", limit=4
     ),
+    "recovery_rates": suggestions.recovery_rates,
     "error_types_by_week": lambda e, f: activity.error_types_over_time(e, f, "week"),
     "pair_choices": pairs.pair_choices,
     "filter_choices": lambda e, f: traces.filter_choices(e),
@@ -228,6 +235,25 @@ def test_every_figure_equals_the_base_tables(store: sa.Engine) -> None:
     advised = suggestions.follow_rates(store)
     assert list(advised["tool"][:2]) == ["fetch_url", "update_user"]
     assert list(advised["suggestions"]) == [10, 10, 9, 6, 5, 5, 5, 4, 4, 4, 3, 3, 3, 2, 1, 1, 1]
+    # Errors with and without advice, by each outcome of the next call of their tool.
+    with store.connect() as conn:
+        r = ToolResultRow
+        advised = r.suggestion.is_not(None)
+        errors_by = conn.execute(
+            sa.select(advised, r.next_call_succeeded, sa.func.count())
+            .where(r.status == "error")
+            .group_by(advised, r.next_call_succeeded)
+        ).all()
+    assert {(bool(a), n): c for a, n, c in errors_by} == {
+        (False, None): 43, (False, False): 36, (False, True): 31,
+        (True, None): 6, (True, False): 38, (True, True): 32,
+    }  # fmt: skip
+    recovery, sent = _with_statements(store, lambda: suggestions.recovery_rates(store))
+    assert _reads(sent, "rollup_results") and not _reads(sent, "tool_results"), sent
+    assert recovery.values.tolist() == [
+        ["with suggestion", 76, 32, 38, 6, 0.4571],
+        ["without suggestion", 110, 31, 36, 43, 0.4627],
+    ]
     with store.connect() as conn:
         sizes = sa.Table("rollup_sizes", sa.MetaData(), autoload_with=conn)
         assert conn.execute(sa.select(sa.func.count()).select_from(sizes)).scalar_one() > 0
@@ -493,6 +519,7 @@ def test_a_store_with_the_earlier_rollup_keys_is_recounted_when_opened(
                 )
             )
         conn.execute(sa.text("DROP INDEX ix_tool_results_error_examples"))  # from 0022
+        conn.execute(sa.text("ALTER TABLE rollup_results DROP COLUMN next_call"))  # from 0023
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0019'"))
     engine.dispose()
     counted: list[Any] = []
@@ -630,6 +657,45 @@ def test_a_store_from_before_the_daily_activity_rollup_gets_it_when_opened(
         migrated.dispose()
     counted, rows = _counted_when_opened(sqlite_url, monkeypatch)
     assert counted == [("rollup_activity_days",)]
+    assert rows == expected
+
+
+def test_a_store_from_before_the_recovery_outcome_recounts_the_results_rollup_when_opened(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0023 on a store at 0022 with traces: the results rollup's rows lack the next
+    call's outcome, so it is pending — every figure of it reads the base tables meanwhile, and
+    equals them — and opening the store recounts it alone."""
+    engine = make_engine(sqlite_url)
+    _write_generated(engine, 600)
+    expected = _rollup_rows(engine)
+    # The outcomes the rollup keeps: NULL on the rows that are not errors, 1, 0 and -1.
+    with engine.connect() as conn:
+        outcomes = set(conn.execute(sa.select(RollupResultRow.next_call).distinct()).scalars())
+    assert outcomes == {None, 1, 0, -1}
+    with base_tables():
+        recovery = suggestions.recovery_rates(engine, Filters(import_id=2))
+    with engine.begin() as conn:
+        # The rows as 0022 kept them: without the outcome, the same counts summed.
+        conn.execute(sa.text("DELETE FROM rollup_results"))
+        conn.execute(sa.text("ALTER TABLE rollup_results DROP COLUMN next_call"))
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0022'"))
+    engine.dispose()
+    migrated = make_engine(sqlite_url, migrate=False)
+    try:
+        migrate.upgrade(migrated, "0023")  # a revision, not "head": nothing is counted
+        assert rollups.is_complete(migrated)
+        assert rollups.pending(migrated) == ["rollup_results"]
+        got, sent = _with_statements(
+            migrated, lambda: suggestions.recovery_rates(migrated, Filters(import_id=2))
+        )
+        assert _reads(sent, "tool_results") and not _reads(sent, "rollup_results")
+        _same(got, recovery)
+        assert got["errors"].sum() > 0
+    finally:
+        migrated.dispose()
+    counted, rows = _counted_when_opened(sqlite_url, monkeypatch)
+    assert counted == [("rollup_results",)]
     assert rows == expected
 
 

@@ -51,6 +51,16 @@ corrected_result = or_(
     ToolResultRow.error_type_corrected.is_not(None), ToolResultRow.verdict_corrected.is_not(None)
 )
 
+#: The outcome of the next call of the same tool after a result (``next_call_succeeded``), as
+#: the results rollup keeps it for errors (``next_call``): :data:`RECOVERED`, :data:`NOT_RECOVERED`,
+#: :data:`NO_NEXT_CALL`.
+RECOVERED, NOT_RECOVERED, NO_NEXT_CALL = 1, 0, -1
+next_call_outcome = case(
+    (ToolResultRow.next_call_succeeded.is_(True), RECOVERED),
+    (ToolResultRow.next_call_succeeded.is_(False), NOT_RECOVERED),
+    else_=NO_NEXT_CALL,
+)
+
 #: Finding rows that count: a name mismatch is stored on its call and on the Tool Message that
 #: answers it under another name, and counts once, on the call.
 COUNTED_FINDING = not_(and_(FindingRow.name == "name_mismatch", FindingRow.call_index.is_(None)))

@@ -3,7 +3,9 @@
 Follow rate = followed / (followed + ignored), always returned with its counts so that a rate is
 never shown without the numbers behind it. Verdicts are effective (a reviewer's correction wins).
 Recovery: for error results, did the next call of the same tool succeed
-(``next_call_succeeded``), with versus without a suggestion.
+(``next_call_succeeded``), with versus without a suggestion. Follow and recovery rates sum the
+results rollup's rows (its ``verdict``, ``suggested`` and ``next_call``) where it answers the
+filters, else they group the base rows.
 """
 
 from __future__ import annotations
@@ -11,14 +13,18 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import pandas as pd
-from sqlalchemy import ColumnElement, Engine, case, func, literal, select
+from sqlalchemy import ColumnElement, Connection, Engine, func, literal, select
 
 from db.filters import NO_FILTERS, Filters
 from db.planner import grouping_key, restrict_results_in_index
 from db.queries.common import (
+    NO_NEXT_CALL,
+    NOT_RECOVERED,
+    RECOVERED,
     TRACE,
     effective_error_type,
     effective_verdict,
+    next_call_outcome,
     result_pair_key,
     to_frame,
 )
@@ -33,6 +39,8 @@ FollowKey = Literal["tool", "error_type"]
 
 #: Label of suggestions on results that carry no error type (partial results, hints on success).
 NO_ERROR_TYPE = "(none)"
+#: The next call's outcomes of an error (``db.queries.common.next_call_outcome``).
+OUTCOMES = (RECOVERED, NOT_RECOVERED, NO_NEXT_CALL)
 #: Characters of a suggestion shown in the examples.
 SUGGESTION_CHARS = 300
 WITH_SUGGESTION = "with suggestion"
@@ -152,6 +160,25 @@ def verdict_breakdown(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
     return df.drop(columns="_order").reset_index(drop=True)
 
 
+def _outcomes_from_results(
+    conn: Connection, filters: Filters
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Errors by the next call's outcome: all of them off the errors index, those with advice
+    off the advice index (the errors without advice are the difference)."""
+    is_error = ToolResultRow.status == "error"
+
+    def by_outcome(*conds: ColumnElement[bool]) -> Any:
+        key = next_call_outcome
+        return restrict_results_in_index(
+            select(key, func.count()).where(is_error, *conds).group_by(key), filters
+        )
+
+    every = {int(k): int(n) for k, n in conn.execute(by_outcome())}
+    has = ToolResultRow.suggestion.is_not(None)
+    advised = {int(k): int(n) for k, n in conn.execute(by_outcome(has))}
+    return every, advised
+
+
 def recovery_rates(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
     """For error results: did the next call of the same tool succeed, with vs without advice?
 
@@ -159,29 +186,29 @@ def recovery_rates(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFram
     ``recovered``, ``not_recovered``, ``no_next_call``, ``recovery_rate`` (recovered /
     (recovered + not_recovered), ``None`` when no error was followed by a call of its tool).
     """
-    # Every error by the next call's outcome off the errors index, those with advice off the
-    # advice index; the errors without advice are the difference.
-    nxt = ToolResultRow.next_call_succeeded
-    is_error = ToolResultRow.status == "error"
-
-    def by_outcome(*conds: ColumnElement[bool]) -> Any:
-        key = case((nxt.is_(True), 1), (nxt.is_(False), 0), else_=-1)
-        return restrict_results_in_index(
-            select(key, func.count()).where(is_error, *conds).group_by(key), filters
-        )
-
     with engine.connect() as conn:
-        every = {int(k): int(n) for k, n in conn.execute(by_outcome())}
-        has = ToolResultRow.suggestion.is_not(None)
-        advised = {int(k): int(n) for k, n in conn.execute(by_outcome(has))}
-    without = {k: every.get(k, 0) - advised.get(k, 0) for k in (1, 0, -1)}
+        at = scope(conn, RESULTS, filters)
+        if at is None:
+            every, advised = _outcomes_from_results(conn, filters)
+            without = {k: every.get(k, 0) - advised.get(k, 0) for k in OUTCOMES}
+        else:
+            # The result rollup counts the errors per (with advice, next call's outcome).
+            rr = RollupResultRow
+            stmt = (
+                select(rr.suggested, rr.next_call, total(rr.n))
+                .where(*at, rr.status == "error")
+                .group_by(rr.suggested, rr.next_call)
+            )
+            counts = {(bool(s), int(k)): int(n) for s, k, n in conn.execute(stmt)}
+            advised = {k: counts.get((True, k), 0) for k in OUTCOMES}
+            without = {k: counts.get((False, k), 0) for k in OUTCOMES}
     rows = [
         {
             "group": group,
             "errors": sum(part.values()),
-            "recovered": part.get(1, 0),
-            "not_recovered": part.get(0, 0),
-            "no_next_call": part.get(-1, 0),
+            "recovered": part.get(RECOVERED, 0),
+            "not_recovered": part.get(NOT_RECOVERED, 0),
+            "no_next_call": part.get(NO_NEXT_CALL, 0),
         }
         for group, part in ((WITH_SUGGESTION, advised), (WITHOUT_SUGGESTION, without))
     ]
