@@ -140,24 +140,24 @@ def nearest_rank_at(cumulative: Any, total: Any, num: int, den: int) -> ColumnEl
     return cumulative * den >= total * num
 
 
-def token_histogram_by_tool(f: Filters, hist: Any = None) -> Any:
+def token_histogram_by_tool(f: Filters) -> Any:
     """Tool Messages per (tool, tokens) with running counts, as a subquery.
 
     Columns: ``tool``, ``tokens``, ``n`` (results with that size),
     ``cum`` (results of the tool up to that size), ``total`` (results of the tool). Token counts
     repeat a lot (tens of thousands of distinct values in a million results), so the window runs
-    over a few groups instead of every row, and the grouping walks the tokens indexes.
-    ``hist``: the (tool, tokens, n) subquery to rank instead (read from the size rollup).
+    over a few groups instead of every row, and the grouping walks the tokens indexes. (Where
+    the size rollup answers the filters, its histogram is ranked in Python instead:
+    :func:`db.queries.tokens.quantiles_from_counts`.)
     """
-    if hist is None:
-        hist = restrict_results(
-            select(
-                ToolResultRow.tool.label("tool"),
-                ToolResultRow.tokens.label("tokens"),
-                func.count().label("n"),
-            ).group_by(ToolResultRow.tool, ToolResultRow.tokens),
-            f,
-        ).subquery("token_hist")
+    hist = restrict_results(
+        select(
+            ToolResultRow.tool.label("tool"),
+            ToolResultRow.tokens.label("tokens"),
+            func.count().label("n"),
+        ).group_by(ToolResultRow.tool, ToolResultRow.tokens),
+        f,
+    ).subquery("token_hist")
     return select(
         hist.c.tool,
         hist.c.tokens,

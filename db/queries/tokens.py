@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import BigInteger, Engine, and_, case, cast, func, select
 
@@ -22,6 +23,8 @@ from db.queries.common import (
     to_frame,
     token_histogram_by_tool,
 )
+from db.queries.histograms import tool_token_counts
+from db.queries.ranks import group_ranks
 from db.rollup_read import INPUT_SHARES, RESULTS, SIZES, TRACES, scope, total
 from db.schema import (
     ImportRun,
@@ -72,32 +75,49 @@ def token_quantiles_by_tool(
     """
     with engine.connect() as conn:
         at = scope(conn, SIZES, filters)
-    hist = None
     if at is not None:
-        s = RollupSizeRow
-        hist = (
-            select(s.tool.label("tool"), s.tokens.label("tokens"), total(s.n).label("n"))
-            .where(*at)
-            .group_by(s.tool, s.tokens)
-            .subquery("token_hist")
-        )
-    ranks = token_histogram_by_tool(filters, hist)
-    results = cast(func.max(ranks.c.total), BigInteger)
-    stmt = select(
-        ranks.c.tool,
-        results.label("results"),
-        func.min(ranks.c.tokens).label("min"),
-        *percentile_columns(ranks, QUANTILES),
-        func.max(ranks.c.tokens).label("max"),
-        (func.sum(ranks.c.tokens * ranks.c.n) * 1.0 / func.max(ranks.c.total)).label("mean"),
-    ).group_by(ranks.c.tool)
-    with engine.connect() as conn:
-        df = to_frame(conn, stmt)
+        # The rollup's (tool, tokens) histogram, ranked here in one vectorized pass: the window
+        # over its rows in SQL took 0.2-0.4 s of the page on the 1M store.
+        df = quantiles_from_counts(tool_token_counts(engine, filters))
+    else:
+        ranks = token_histogram_by_tool(filters)
+        results = cast(func.max(ranks.c.total), BigInteger)
+        stmt = select(
+            ranks.c.tool,
+            results.label("results"),
+            func.min(ranks.c.tokens).label("min"),
+            *percentile_columns(ranks, QUANTILES),
+            func.max(ranks.c.tokens).label("max"),
+            (func.sum(ranks.c.tokens * ranks.c.n) * 1.0 / func.max(ranks.c.total)).label("mean"),
+        ).group_by(ranks.c.tool)
+        with engine.connect() as conn:
+            df = to_frame(conn, stmt)
     if df.empty:
         return pd.DataFrame(columns=["tool", "results", "min", *QUANTILE_NAMES, "max", "mean"])
     df["mean"] = df["mean"].astype(float).round(1)
     df = df.sort_values(["results", "tool"], ascending=[False, True]).head(top_tools)
     return df.reset_index(drop=True)
+
+
+def quantiles_from_counts(counts: pd.DataFrame) -> pd.DataFrame:
+    """Per tool of a (tool, tokens) histogram ordered by tool and tokens
+    (:func:`db.queries.histograms.tool_token_counts`): ``tool``, ``results``, ``min``, the
+    nearest-rank :data:`QUANTILES`, ``max`` and ``mean`` (unrounded), in tool order."""
+    tokens, n = counts["tokens"].to_numpy(), counts["results"].to_numpy()
+    ranks = group_ranks(
+        counts["tool"].to_numpy(), tokens, n, [(num, den) for _, num, den in QUANTILES]
+    )
+    weighted = np.add.reduceat(tokens * n, ranks.starts) if len(n) else np.zeros(0, np.int64)
+    return pd.DataFrame(
+        {
+            "tool": counts["tool"].to_numpy()[ranks.starts],
+            "results": ranks.totals,
+            "min": tokens[ranks.starts],
+            **{name: p for (name, _, _), p in zip(QUANTILES, ranks.percentiles, strict=True)},
+            "max": ranks.maxima,
+            "mean": weighted / np.maximum(ranks.totals, 1),
+        }
+    )
 
 
 def budget_excess(engine: Engine, budget: int, filters: Filters = NO_FILTERS) -> tuple[int, int]:
