@@ -23,11 +23,9 @@ from sqlalchemy import (
     literal,
     not_,
     or_,
-    select,
 )
 from sqlalchemy.orm import aliased
 
-from db.filters import Filters, restrict_results
 from db.schema import FindingRow, ToolResultRow, TraceRow
 
 if TYPE_CHECKING:
@@ -138,47 +136,3 @@ def nearest_rank_at(cumulative: Any, total: Any, num: int, den: int) -> ColumnEl
     """True where a running count reaches the nearest rank ``ceil(q * total)`` of ``q = num /
     den``: the smallest value where it holds is the nearest-rank percentile."""
     return cumulative * den >= total * num
-
-
-def token_histogram_by_tool(f: Filters) -> Any:
-    """Tool Messages per (tool, tokens) with running counts, as a subquery.
-
-    Columns: ``tool``, ``tokens``, ``n`` (results with that size),
-    ``cum`` (results of the tool up to that size), ``total`` (results of the tool). Token counts
-    repeat a lot (tens of thousands of distinct values in a million results), so the window runs
-    over a few groups instead of every row, and the grouping walks the tokens indexes. (Where
-    the size rollup answers the filters, its histogram is ranked in Python instead:
-    :func:`db.queries.tokens.quantiles_from_counts`.)
-    """
-    hist = restrict_results(
-        select(
-            ToolResultRow.tool.label("tool"),
-            ToolResultRow.tokens.label("tokens"),
-            func.count().label("n"),
-        ).group_by(ToolResultRow.tool, ToolResultRow.tokens),
-        f,
-    ).subquery("token_hist")
-    return select(
-        hist.c.tool,
-        hist.c.tokens,
-        hist.c.n,
-        func.sum(hist.c.n)
-        .over(partition_by=hist.c.tool, order_by=hist.c.tokens, rows=(None, 0))
-        .label("cum"),
-        # The same partition and order as the running count (the whole partition as its frame):
-        # both windows come from one sort.
-        func.sum(hist.c.n)
-        .over(partition_by=hist.c.tool, order_by=hist.c.tokens, rows=(None, None))
-        .label("total"),
-    ).subquery("token_ranks")
-
-
-def percentile_columns(ranks: Any, quantiles: tuple[tuple[str, int, int], ...]) -> list[Any]:
-    """Aggregates over :func:`token_histogram_by_tool` rows: the nearest-rank percentile per
-    ``(name, num, den)`` (``q = num / den``)."""
-    return [
-        func.min(
-            case((nearest_rank_at(ranks.c.cum, ranks.c.total, num, den), ranks.c.tokens))
-        ).label(name)
-        for name, num, den in quantiles
-    ]

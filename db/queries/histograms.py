@@ -15,12 +15,12 @@ of the command's run; ``tests/test_import_cost.py``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, func, select
 
 from db.filters import NO_FILTERS, Filters, restrict_results
-from db.queries.ranks import group_ranks, group_starts
+from db.queries.ranks import group_ranks, group_sums
 from db.rollup_read import SIZES, scope, total
 from db.schema import RollupSizeRow, ToolResultRow
 
@@ -133,27 +133,19 @@ def tool_sizes(counts: pd.DataFrame, budget: int) -> pd.DataFrame:
     import numpy as np
     import pandas as pd
 
+    tools = counts["tool"].to_numpy()
     tokens, results = counts["tokens"].to_numpy(), counts["results"].to_numpy()
-    ranks = group_ranks(counts["tool"].to_numpy(), tokens, results, ((1, 2), (19, 20)))
+    ranks = group_ranks(tools, tokens, results, ((1, 2), (19, 20)))
     over = np.where(tokens > budget, results, 0)
     return pd.DataFrame(
         {
-            "tool": counts["tool"].to_numpy()[ranks.starts],
+            "tool": tools[ranks.starts],
             "results": ranks.totals,
-            "over_budget": _group_sums(over, ranks.starts),
+            "over_budget": group_sums(over, ranks.starts),
             "p50_tokens": ranks.percentiles[0].astype("int64"),
             "p95_tokens": ranks.percentiles[1].astype("int64"),
         }
     )
-
-
-def _group_sums(values: Any, starts: Any) -> Any:
-    """Sums of ``values`` per group of rows beginning at ``starts`` (int64)."""
-    import numpy as np
-
-    if len(starts) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.add.reduceat(np.asarray(values, dtype=np.int64), starts)
 
 
 def token_edges(budget: int) -> list[int]:
@@ -190,10 +182,6 @@ def size_bins(counts: pd.DataFrame, budget: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["bin", "lower", "upper", "results", "over_budget"])
 
 
-#: Columns of :func:`oversized_tools`.
-OVERSIZED = ("tool", "results", "over_budget", "max_tokens", "tokens_over")
-
-
 def oversized_tools(counts: pd.DataFrame, budget: int, *, limit: int = 5) -> pd.DataFrame:
     """Tools whose Tool Messages most often exceed ``budget`` tokens.
 
@@ -208,20 +196,15 @@ def oversized_tools(counts: pd.DataFrame, budget: int, *, limit: int = 5) -> pd.
     tools = counts["tool"].to_numpy()
     tokens, results = counts["tokens"].to_numpy(), counts["results"].to_numpy()
     over = tokens > budget
-    if len(tools) == 0:
-        return pd.DataFrame(
-            {name: pd.Series(dtype=object if name == "tool" else "int64") for name in OVERSIZED}
-        )
-    starts = group_starts(tools)
-    ends = np.concatenate((starts[1:], [len(tools)])) - 1
+    ranks = group_ranks(tools, tokens, results, ())
     per_tool = pd.DataFrame(
         {
-            "tool": tools[starts],
-            "results": _group_sums(results, starts),
-            "over_budget": _group_sums(np.where(over, results, 0), starts),
+            "tool": tools[ranks.starts],
+            "results": ranks.totals,
+            "over_budget": group_sums(np.where(over, results, 0), ranks.starts),
             # Tokens ascend within a tool: its last row is its largest.
-            "max_tokens": tokens[ends].astype("int64"),
-            "tokens_over": _group_sums(np.where(over, (tokens - budget) * results, 0), starts),
+            "max_tokens": ranks.maxima.astype("int64"),
+            "tokens_over": group_sums(np.where(over, (tokens - budget) * results, 0), ranks.starts),
         }
     )
     top = per_tool[per_tool["over_budget"] > 0].sort_values(

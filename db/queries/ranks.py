@@ -75,3 +75,17 @@ def group_starts(labels: npt.NDArray[np.object_]) -> npt.NDArray[np.intp]:
     import numpy as np
 
     return np.flatnonzero(np.concatenate(([True], labels[1:] != labels[:-1])))
+
+
+def group_sums(values: npt.ArrayLike, starts: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
+    """Sums of ``values`` per group of rows beginning at ``starts`` (:attr:`GroupRanks.starts`).
+
+    >>> import numpy as np
+    >>> group_sums([1, 2, 3, 4], np.array([0, 2])).tolist()
+    [3, 7]
+    """
+    import numpy as np
+
+    if len(starts) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.add.reduceat(np.asarray(values, dtype=np.int64), starts)
