@@ -51,11 +51,11 @@ def error_types_by_tool_chart(df: pd.DataFrame) -> go.Figure:
     order they first appear (the query sorts them by their error total).
     """
     tools = list(dict.fromkeys(df["tool"]))
-    fig = go.Figure()
+    traces: list[go.Bar] = []
     for error_type, with_type in by_tool_points(df):
         part = df[df["error_type"] == error_type]
         counts = dict(zip(part["tool"], part["errors"], strict=True))
-        fig.add_trace(
+        traces.append(
             go.Bar(
                 name=plot_text(error_type),
                 y=[plot_text(t) for t in with_type],
@@ -66,17 +66,21 @@ def error_types_by_tool_chart(df: pd.DataFrame) -> go.Figure:
                 hovertemplate="%{y}<br>%{fullData.name}: %{x}<extra></extra>",
             )
         )
-    fig.update_layout(
-        barmode="stack",
-        xaxis={"title": "errors", "tickformat": ",d"},
-        yaxis={"categoryorder": "array", "categoryarray": plot_texts(tools[::-1]), "title": None},
+    layout = {
+        "barmode": "stack",
+        "xaxis": {"title": "errors", "tickformat": ",d"},
+        "yaxis": {
+            "categoryorder": "array",
+            "categoryarray": plot_texts(tools[::-1]),
+            "title": None,
+        },
         # Above the bars, in taxonomy order: a legend on the side takes a third of the width
         # from the bars in a half-width column.
-        legend=TOP_LEGEND,
-        height=max(300, 30 * len(tools) + 170),
-        margin={"l": 10, "r": 10, "t": 10, "b": 10},
-    )
-    return fig
+        "legend": TOP_LEGEND,
+        "height": max(300, 30 * len(tools) + 170),
+        "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
+    }
+    return go.Figure(data=traces, layout=layout)
 
 
 def errors_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
@@ -86,10 +90,10 @@ def errors_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
     (``hour``, ``day`` or ``import``).
     """
     buckets = list(dict.fromkeys(df["bucket"]))
-    fig = go.Figure()
+    traces: list[go.Bar] = []
     for error_type in ordered_error_types(df["error_type"]):
         part = df[df["error_type"] == error_type]
-        fig.add_trace(
+        traces.append(
             go.Bar(
                 name=plot_text(error_type),
                 x=plot_texts(part["bucket"]),
@@ -97,19 +101,19 @@ def errors_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
                 marker_color=palette.color("error_type", error_type),
             )
         )
-    fig.update_layout(
-        barmode="stack",
-        xaxis={
+    layout = {
+        "barmode": "stack",
+        "xaxis": {
             "type": "category",
             "categoryorder": "array",
             "categoryarray": plot_texts(buckets),
             "title": unit,
         },
-        yaxis={"title": "errors", "tickformat": ",d"},
-        legend={"title": {"text": "error type"}, "traceorder": "normal"},
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    )
-    return fig
+        "yaxis": {"title": "errors", "tickformat": ",d"},
+        "legend": {"title": {"text": "error type"}, "traceorder": "normal"},
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+    }
+    return go.Figure(data=traces, layout=layout)
 
 
 def over_time_points(df: pd.DataFrame) -> list[list[int]]:
@@ -132,11 +136,11 @@ def error_types_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
     middles = pd.to_datetime(df["start"], utc=True).dt.tz_localize(None) + pd.to_timedelta(
         width_ms / 2, unit="ms"
     )
-    fig = go.Figure()
+    traces: list[go.Bar] = []
     for error_type, rows in zip(
         ordered_error_types(df["error_type"]), over_time_points(df), strict=True
     ):
-        fig.add_trace(
+        traces.append(
             go.Bar(
                 name=plot_text(error_type),
                 x=middles.loc[rows],
@@ -146,16 +150,16 @@ def error_types_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
                 hovertemplate="%{x}<br>%{fullData.name}: %{y:,}<extra></extra>",
             )
         )
-    fig.update_layout(
-        barmode="stack",
-        xaxis={"type": "date", "title": f"per {unit} (UTC)"},
-        yaxis={"title": "errors", "tickformat": ",d"},
-        legend={"title": {"text": "error type"}, "traceorder": "normal"},
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        dragmode="select",
-        selectdirection="h",
-    )
-    return fig
+    layout = {
+        "barmode": "stack",
+        "xaxis": {"type": "date", "title": f"per {unit} (UTC)"},
+        "yaxis": {"title": "errors", "tickformat": ",d"},
+        "legend": {"title": {"text": "error type"}, "traceorder": "normal"},
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+        "dragmode": "select",
+        "selectdirection": "h",
+    }
+    return go.Figure(data=traces, layout=layout)
 
 
 #: Milliseconds per time bucket (:data:`db.queries.activity.BUCKET_SECONDS`).
@@ -178,20 +182,18 @@ def error_sources_chart(df: pd.DataFrame) -> go.Figure:
     """
     totals = source_totals(df)
     sources = [str(s) for s in totals.index]
-    fig = go.Figure(
-        go.Bar(
-            x=plot_texts(sources),
-            y=[int(totals[s]) for s in sources],
-            text=[f"{int(totals[s]):,}" for s in sources],
-            textposition="outside",
-            cliponaxis=False,
-            marker_color=[palette.color("status_source", s) for s in sources],
-        )
+    bars = go.Bar(
+        x=plot_texts(sources),
+        y=[int(totals[s]) for s in sources],
+        text=[f"{int(totals[s]):,}" for s in sources],
+        textposition="outside",
+        cliponaxis=False,
+        marker_color=[palette.color("status_source", s) for s in sources],
     )
-    fig.update_layout(
-        xaxis_title="recognized by",
-        yaxis={"title": "errors", "tickformat": ",d"},
-        height=280,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    )
-    return fig
+    layout = {
+        "xaxis": {"title": {"text": "recognized by"}},
+        "yaxis": {"title": "errors", "tickformat": ",d"},
+        "height": 280,
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+    }
+    return go.Figure(data=[bars], layout=layout)

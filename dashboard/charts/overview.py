@@ -10,6 +10,7 @@ types keep the colors they have on the Errors page.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -24,23 +25,29 @@ LABEL_CHARS = 17
 
 
 def _small_layout(
-    fig: go.Figure, title: str, x_title: str, y_title: str, subtitle: str = ""
-) -> go.Figure:
-    fig.update_layout(
-        title={
+    title: str,
+    x_title: str,
+    y_title: str,
+    subtitle: str = "",
+    *,
+    xaxis: dict[str, Any] | None = None,
+    yaxis: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The layout of a small chart, as one dict: a figure built in one constructor call costs
+    a fifth of one updated property by property (``update_layout``, ``update_xaxes``)."""
+    return {
+        "title": {
             "text": title,
             "font": {"size": 14},
             "subtitle": {"text": subtitle, "font": {"size": 11}},
         },
-        height=SMALL_HEIGHT,
-        margin={"l": 10, "r": 10, "t": 52 if subtitle else 36, "b": 10},
-        showlegend=False,
-        xaxis_title=x_title,
-        yaxis_title=y_title,
-    )
-    # Room for the category labels (a fixed 10 px margin cuts them at the left edge).
-    fig.update_yaxes(automargin=True)
-    return fig
+        "height": SMALL_HEIGHT,
+        "margin": {"l": 10, "r": 10, "t": 52 if subtitle else 36, "b": 10},
+        "showlegend": False,
+        "xaxis": {"title": {"text": x_title}, **(xaxis or {})},
+        # Room for the category labels (a fixed 10 px margin cuts them at the left edge).
+        "yaxis": {"title": {"text": y_title}, "automargin": True, **(yaxis or {})},
+    }
 
 
 def compact_number(n: float) -> str:
@@ -85,23 +92,28 @@ def errors_by_type_chart(df: pd.DataFrame) -> go.Figure:
     data = df.iloc[::-1]  # Plotly draws the first category at the bottom.
     types = [str(t) for t in data["error_type"]]
     errors = [int(n) for n in data["errors"]]
-    fig = go.Figure(
-        go.Bar(
-            x=errors,
-            y=[plot_text(short_label(t)) for t in types],
-            customdata=plot_texts(types),
-            orientation="h",
-            marker_color=[palette.color("error_type", t) for t in types],
-            name="errors",
-            text=[f"{n:,}" for n in errors],
-            textposition="outside",
-            cliponaxis=False,
-            hovertemplate="%{customdata}: %{x:,} errors<extra></extra>",
-        )
+    bars = go.Bar(
+        x=errors,
+        y=[plot_text(short_label(t)) for t in types],
+        customdata=plot_texts(types),
+        orientation="h",
+        marker_color=[palette.color("error_type", t) for t in types],
+        name="errors",
+        text=[f"{n:,}" for n in errors],
+        textposition="outside",
+        cliponaxis=False,
+        hovertemplate="%{customdata}: %{x:,} errors<extra></extra>",
     )
     # The counts are on the bars; a count axis would crowd the narrow chart.
-    fig.update_xaxes(showticklabels=False, showgrid=False, range=[0, max([*errors, 1]) * 1.25])
-    return _small_layout(fig, "Errors by type", "", "", subtitle="error results, top 10")
+    counts_axis = {
+        "showticklabels": False,
+        "showgrid": False,
+        "range": [0, max([*errors, 1]) * 1.25],
+    }
+    layout = _small_layout(
+        "Errors by type", "", "", subtitle="error results, top 10", xaxis=counts_axis
+    )
+    return go.Figure(data=[bars], layout=layout)
 
 
 def token_histogram_chart(df: pd.DataFrame, budget: int) -> go.Figure:
@@ -109,21 +121,23 @@ def token_histogram_chart(df: pd.DataFrame, budget: int) -> go.Figure:
     ``over_budget``); bins over the budget in the problem color. The axis shows compact bin
     labels (:func:`bin_label`), the hover the exact bin."""
     colors = [palette.PROBLEM if over else palette.NEUTRAL for over in df["over_budget"]]
-    fig = go.Figure(
-        go.Bar(
-            x=[bin_label(lo, up) for lo, up in zip(df["lower"], df["upper"], strict=True)],
-            y=[int(n) for n in df["results"]],
-            marker_color=colors,
-            name="Tool Messages",
-            customdata=[str(b) for b in df["bin"]],
-            hovertemplate="%{customdata} tokens: %{y:,} results<extra></extra>",
-        )
+    bars = go.Bar(
+        x=[bin_label(lo, up) for lo, up in zip(df["lower"], df["upper"], strict=True)],
+        y=[int(n) for n in df["results"]],
+        marker_color=colors,
+        name="Tool Messages",
+        customdata=[str(b) for b in df["bin"]],
+        hovertemplate="%{customdata} tokens: %{y:,} results<extra></extra>",
     )
-    fig.update_xaxes(type="category", tickangle=-45)
-    fig.update_yaxes(tickformat=",d")
-    return _small_layout(
-        fig, "Tool Message size", "", "results", subtitle=f"tokens; red: over {budget:,}"
+    layout = _small_layout(
+        "Tool Message size",
+        "",
+        "results",
+        subtitle=f"tokens; red: over {budget:,}",
+        xaxis={"type": "category", "tickangle": -45},
+        yaxis={"tickformat": ",d"},
     )
+    return go.Figure(data=[bars], layout=layout)
 
 
 def occurrence_chart(df: pd.DataFrame, k: int) -> go.Figure:
@@ -136,28 +150,26 @@ def occurrence_chart(df: pd.DataFrame, k: int) -> go.Figure:
     """
     calls = [int(n) for n in df["calls"]]
     colors = [palette.PROBLEM if int(o) >= k else palette.NEUTRAL for o in df["occurrence"]]
-    fig = go.Figure(
-        go.Bar(
-            x=plot_texts(df["label"]),
-            y=calls,
-            marker_color=colors,
-            name="calls",
-            text=[f"{n:,}" for n in calls],
-            textposition="outside",
-            cliponaxis=False,
-            hovertemplate="%{x}. time: %{y:,} calls<extra></extra>",
-        )
+    bars = go.Bar(
+        x=plot_texts(df["label"]),
+        y=calls,
+        marker_color=colors,
+        name="calls",
+        text=[f"{n:,}" for n in calls],
+        textposition="outside",
+        cliponaxis=False,
+        hovertemplate="%{x}. time: %{y:,} calls<extra></extra>",
     )
     top = math.log10(max([*calls, 1]))
-    fig.update_xaxes(type="category")
-    fig.update_yaxes(type="log", dtick=1, tickformat=",d", range=[-0.3, top + 0.5])
-    return _small_layout(
-        fig,
+    layout = _small_layout(
         "Repeats of the same call",
         "n-th identical call",
         "calls",
         subtitle=f"red: loop (k = {k})",
+        xaxis={"type": "category"},
+        yaxis={"type": "log", "dtick": 1, "tickformat": ",d", "range": [-0.3, top + 0.5]},
     )
+    return go.Figure(data=[bars], layout=layout)
 
 
 def verdict_label(verdict: str) -> str:
@@ -171,19 +183,21 @@ def verdict_chart(df: pd.DataFrame) -> go.Figure:
     data = df.iloc[::-1]
     verdicts = [str(v) for v in data["verdict"]]
     results = [int(n) for n in data["results"]]
-    fig = go.Figure(
-        go.Bar(
-            x=results,
-            y=[plot_text(verdict_label(v)) for v in verdicts],
-            orientation="h",
-            marker_color=[palette.color("verdict", v) for v in verdicts],
-            name="results",
-            text=[f"{n:,}" for n in results],
-            textposition="auto",
-            hovertemplate="%{y}: %{x:,}<extra></extra>",
-        )
+    bars = go.Bar(
+        x=results,
+        y=[plot_text(verdict_label(v)) for v in verdicts],
+        orientation="h",
+        marker_color=[palette.color("verdict", v) for v in verdicts],
+        name="results",
+        text=[f"{n:,}" for n in results],
+        textposition="auto",
+        hovertemplate="%{y}: %{x:,}<extra></extra>",
     )
-    fig.update_xaxes(tickformat=",d")
-    return _small_layout(
-        fig, "Were suggestions followed?", "", "", subtitle="results with a suggestion"
+    layout = _small_layout(
+        "Were suggestions followed?",
+        "",
+        "",
+        subtitle="results with a suggestion",
+        xaxis={"tickformat": ",d"},
     )
+    return go.Figure(data=[bars], layout=layout)

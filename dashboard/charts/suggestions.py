@@ -34,19 +34,19 @@ def verdict_chart(df: pd.DataFrame) -> go.Figure:
     """
     present = set(df["verdict"])
     verdicts = [v for v in VERDICTS if v in present] + sorted(present - set(VERDICTS))
-    fig = go.Figure()
+    traces: list[go.Bar] = []
     for kind in sorted(set(df["suggestion_kind"])):
         part = df[df["suggestion_kind"] == kind]
-        fig.add_trace(
+        traces.append(
             go.Bar(
                 name=plot_text(kind),
                 x=plot_texts(part["verdict"]),
                 y=[int(n) for n in part["results"]],
             )
         )
-    fig.update_layout(
-        barmode="stack",
-        xaxis={
+    layout = {
+        "barmode": "stack",
+        "xaxis": {
             "categoryorder": "array",
             "categoryarray": plot_texts(verdicts),
             "title": "verdict",
@@ -54,11 +54,11 @@ def verdict_chart(df: pd.DataFrame) -> go.Figure:
             "tickvals": plot_texts(verdicts),
             "ticktext": [plot_text(v.replace("_", " ")) for v in verdicts],
         },
-        yaxis_title="results with a suggestion",
-        legend_title_text="suggestion kind",
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    )
-    return fig
+        "yaxis": {"title": {"text": "results with a suggestion"}},
+        "legend": {"title": {"text": "suggestion kind"}},
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+    }
+    return go.Figure(data=traces, layout=layout)
 
 
 def follow_rate_chart(df: pd.DataFrame, key: str) -> go.Figure:
@@ -70,24 +70,22 @@ def follow_rate_chart(df: pd.DataFrame, key: str) -> go.Figure:
     names = plot_texts(df[key])
     rates = [None if pd.isna(r) else round(float(r) * 100, 1) for r in df["follow_rate"]]
     texts = [rate_label(int(f), int(d)) for f, d in zip(df["followed"], df["decided"], strict=True)]
-    fig = go.Figure(
-        go.Bar(
-            y=names,
-            x=[0 if r is None else r for r in rates],
-            orientation="h",
-            text=texts,
-            textposition="outside",
-            marker_color=palette.color("verdict", "followed"),
-            hovertemplate="%{y}: %{text}<extra></extra>",
-        )
+    bars = go.Bar(
+        y=names,
+        x=[0 if r is None else r for r in rates],
+        orientation="h",
+        text=texts,
+        textposition="outside",
+        marker_color=palette.color("verdict", "followed"),
+        hovertemplate="%{y}: %{text}<extra></extra>",
     )
-    fig.update_layout(
-        xaxis={"title": "follow rate (%)", "range": [0, 115]},
-        yaxis={"categoryorder": "array", "categoryarray": names[::-1], "title": None},
-        height=max(240, 34 * len(names) + 110),
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    )
-    return fig
+    layout = {
+        "xaxis": {"title": "follow rate (%)", "range": [0, 115]},
+        "yaxis": {"categoryorder": "array", "categoryarray": names[::-1], "title": None},
+        "height": max(240, 34 * len(names) + 110),
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+    }
+    return go.Figure(data=[bars], layout=layout)
 
 
 def recovery_chart(df: pd.DataFrame) -> go.Figure:
@@ -96,24 +94,22 @@ def recovery_chart(df: pd.DataFrame) -> go.Figure:
     ``df`` has columns ``group``, ``recovered``, ``not_recovered``, ``no_next_call``.
     """
     groups = plot_texts(df["group"])
-    fig = go.Figure()
-    for outcome, label in (
-        ("recovered", "next call of the tool succeeded"),
-        ("not_recovered", "next call failed"),
-        ("no_next_call", "no later call of the tool"),
-    ):
-        fig.add_trace(
-            go.Bar(
-                name=label,
-                x=groups,
-                y=[int(n) for n in df[outcome]],
-                marker_color=OUTCOME_COLORS[outcome],
-            )
+    traces = [
+        go.Bar(
+            name=label,
+            x=groups,
+            y=[int(n) for n in df[outcome]],
+            marker_color=OUTCOME_COLORS[outcome],
         )
-    fig.update_layout(
-        barmode="stack",
-        xaxis_title=None,
-        yaxis_title="error results",
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    )
-    return fig
+        for outcome, label in (
+            ("recovered", "next call of the tool succeeded"),
+            ("not_recovered", "next call failed"),
+            ("no_next_call", "no later call of the tool"),
+        )
+    ]
+    layout = {
+        "barmode": "stack",
+        "yaxis": {"title": {"text": "error results"}},
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+    }
+    return go.Figure(data=traces, layout=layout)

@@ -31,57 +31,66 @@ def token_box_chart(df: pd.DataFrame, budget: int, *, log_x: bool = True) -> go.
     def values(column: str) -> list[int]:
         return [max(int(v), floor) for v in df[column]]
 
-    fig = go.Figure(
-        go.Box(
-            name="tokens",
-            y=tools,
-            q1=values("p25"),
-            median=values("p50"),
-            q3=values("p75"),
-            lowerfence=values("min"),
-            upperfence=values("max"),
-            mean=[max(float(v), floor) for v in df["mean"]],
-            orientation="h",
-            boxpoints=False,
-            customdata=[
-                [int(n), int(a), int(b), int(c), int(d)]
-                for n, a, b, c, d in zip(
-                    df["results"], df["min"], df["p50"], df["p95"], df["max"], strict=True
-                )
-            ],
-            hovertemplate=(
-                "%{y}<br>results: %{customdata[0]:,}<br>min: %{customdata[1]:,}"
-                "<br>median: %{customdata[2]:,}<br>p95: %{customdata[3]:,}"
-                "<br>max: %{customdata[4]:,}<extra></extra>"
-            ),
-        )
+    box = go.Box(
+        name="tokens",
+        y=tools,
+        q1=values("p25"),
+        median=values("p50"),
+        q3=values("p75"),
+        lowerfence=values("min"),
+        upperfence=values("max"),
+        mean=[max(float(v), floor) for v in df["mean"]],
+        orientation="h",
+        boxpoints=False,
+        customdata=[
+            [int(n), int(a), int(b), int(c), int(d)]
+            for n, a, b, c, d in zip(
+                df["results"], df["min"], df["p50"], df["p95"], df["max"], strict=True
+            )
+        ],
+        hovertemplate=(
+            "%{y}<br>results: %{customdata[0]:,}<br>min: %{customdata[1]:,}"
+            "<br>median: %{customdata[2]:,}<br>p95: %{customdata[3]:,}"
+            "<br>max: %{customdata[4]:,}<extra></extra>"
+        ),
     )
-    fig.add_vline(x=budget, line_dash="dash", line_color=BUDGET_COLOR)
-    # Annotations on a log axis take log10 positions (shapes take values): the label of
-    # add_vline would sit at 10^budget, off the chart.
-    fig.add_annotation(
-        x=math.log10(max(budget, 1)) if log_x else budget,
-        y=1,
-        yref="paper",
-        text=f"budget {budget:,} tokens",
-        showarrow=False,
-        xanchor="left",
-        yanchor="bottom",
-        font={"color": BUDGET_COLOR},
-    )
-    fig.update_layout(
-        showlegend=False,
-        xaxis={
+    # A dashed line at the budget. Annotations on a log axis take log10 positions (shapes take
+    # values): a label placed like the line would sit at 10^budget, off the chart.
+    budget_line = {
+        "type": "line",
+        "xref": "x",
+        "yref": "y domain",
+        "x0": budget,
+        "x1": budget,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": BUDGET_COLOR, "dash": "dash"},
+    }
+    budget_label = {
+        "x": math.log10(max(budget, 1)) if log_x else budget,
+        "y": 1,
+        "yref": "paper",
+        "text": f"budget {budget:,} tokens",
+        "showarrow": False,
+        "xanchor": "left",
+        "yanchor": "bottom",
+        "font": {"color": BUDGET_COLOR},
+    }
+    layout = {
+        "shapes": [budget_line],
+        "annotations": [budget_label],
+        "showlegend": False,
+        "xaxis": {
             "title": "tokens per Tool Message" + (" (log scale)" if log_x else ""),
             "type": "log" if log_x else "linear",
             # On the log axis: a tick per decade (1, 10, 100, 1k …), not 2s and 5s between.
             **({"dtick": 1, "tickformat": "~s"} if log_x else {"tickformat": ",d"}),
         },
-        yaxis={"title": None, "categoryorder": "array", "categoryarray": tools[::-1]},
-        height=max(260, 30 * len(tools) + 110),
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-    )
-    return fig
+        "yaxis": {"title": None, "categoryorder": "array", "categoryarray": tools[::-1]},
+        "height": max(260, 30 * len(tools) + 110),
+        "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+    }
+    return go.Figure(data=[box], layout=layout)
 
 
 def share_label(share_from: float, share_to: float) -> str:
@@ -95,22 +104,20 @@ def trace_share_chart(df: pd.DataFrame) -> go.Figure:
     ``df`` has columns ``share_from``, ``share_to``, ``traces`` (one row per bin).
     """
     labels = [share_label(a, b) for a, b in zip(df["share_from"], df["share_to"], strict=True)]
-    fig = go.Figure(
-        go.Bar(
-            x=labels,
-            y=[int(n) for n in df["traces"]],
-            marker_color="#636EFA",
-            hovertemplate="%{x} of tokens in tool results: %{y:,} traces<extra></extra>",
-        )
+    bars = go.Bar(
+        x=labels,
+        y=[int(n) for n in df["traces"]],
+        marker_color="#636EFA",
+        hovertemplate="%{x} of tokens in tool results: %{y:,} traces<extra></extra>",
     )
-    fig.update_layout(
-        xaxis={"title": "share of the trace's tokens in Tool Messages", "type": "category"},
-        yaxis={"title": "traces", "tickformat": ",d"},
-        bargap=0.05,
-        height=320,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    )
-    return fig
+    layout = {
+        "xaxis": {"title": "share of the trace's tokens in Tool Messages", "type": "category"},
+        "yaxis": {"title": "traces", "tickformat": ",d"},
+        "bargap": 0.05,
+        "height": 320,
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+    }
+    return go.Figure(data=[bars], layout=layout)
 
 
 def input_share_label(share_from: float, share_to: float | None) -> str:
@@ -133,20 +140,20 @@ def input_share_chart(df: pd.DataFrame) -> go.Figure:
     labels = [
         input_share_label(a, b) for a, b in zip(df["share_from"], df["share_to"], strict=True)
     ]
-    fig = go.Figure(
-        go.Bar(
-            x=labels,
-            y=[int(n) for n in df["results"]],
-            marker_color="#00CC96",
-            hovertemplate="%{x} of the call's input: %{y:,} Tool Messages<extra></extra>",
-        )
+    bars = go.Bar(
+        x=labels,
+        y=[int(n) for n in df["results"]],
+        marker_color="#00CC96",
+        hovertemplate="%{x} of the call's input: %{y:,} Tool Messages<extra></extra>",
     )
-    fig.update_layout(
-        xaxis={"title": "share of the input tokens of the model call that read it",
-               "type": "category"},
-        yaxis={"title": "Tool Messages", "tickformat": ",d"},
-        bargap=0.05,
-        height=320,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-    )  # fmt: skip
-    return fig
+    layout = {
+        "xaxis": {
+            "title": "share of the input tokens of the model call that read it",
+            "type": "category",
+        },
+        "yaxis": {"title": "Tool Messages", "tickformat": ",d"},
+        "bargap": 0.05,
+        "height": 320,
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+    }
+    return go.Figure(data=[bars], layout=layout)

@@ -30,11 +30,11 @@ def outline_chart(markers: pd.DataFrame, messages: int, selected: str | None = N
     """The outline strip: x is the message number (0 … ``messages`` - 1), one row per kind
     present, one mark per pair; the ``selected`` pair (``pair`` value) is ringed."""
     kinds = [k for k in MARKER_KINDS if k in set(markers["kind"])]
-    fig = go.Figure()
+    traces: list[go.Scatter] = []
     for kind in kinds:
         rows = markers[markers["kind"] == kind]
         tools = [str(t) if isinstance(t, str) else "" for t in rows["tool"]]
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 x=[int(s) for s in rows["seq"]],
                 y=[KIND_LABELS[kind]] * len(rows),
@@ -49,7 +49,7 @@ def outline_chart(markers: pd.DataFrame, messages: int, selected: str | None = N
         )
     chosen = markers[markers["pair"] == selected] if selected else markers.iloc[0:0]
     if not chosen.empty:
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 x=[int(chosen["seq"].iloc[0])],
                 y=[KIND_LABELS[str(chosen["kind"].iloc[0])]],
@@ -63,16 +63,16 @@ def outline_chart(markers: pd.DataFrame, messages: int, selected: str | None = N
                 hoverinfo="skip",
             )
         )
-    fig.update_layout(
-        height=60 + 22 * max(1, len(kinds)),
-        margin={"l": 10, "r": 10, "t": 10, "b": 30},
-        showlegend=False,
-        xaxis={"range": [-0.5, max(messages, 1) - 0.5], "title": None, "tickformat": ",d"},
-        yaxis={
+    layout = {
+        "height": 60 + 22 * max(1, len(kinds)),
+        "margin": {"l": 10, "r": 10, "t": 10, "b": 30},
+        "showlegend": False,
+        "xaxis": {"range": [-0.5, max(messages, 1) - 0.5], "title": None, "tickformat": ",d"},
+        "yaxis": {
             "categoryorder": "array",
             "categoryarray": [KIND_LABELS[k] for k in kinds][::-1],
             "title": None,
             "fixedrange": True,
         },
-    )
-    return fig
+    }
+    return go.Figure(data=traces, layout=layout)
