@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.sql import Select
 
 Row = tuple[Any, ...]
@@ -33,7 +33,7 @@ READERS = 2
 READ_AHEAD = 4
 
 
-def _processors(stmt: Select[Any], engine: Engine, description: Any) -> list[Any]:
+def _processors(stmt: Select[*tuple[Any, ...]], engine: Engine, description: Any) -> list[Any]:
     """Per selected column, SQLAlchemy's result processor for its type and the driver's type
     code, or ``None`` where values pass unchanged."""
     dialect = engine.dialect
@@ -42,6 +42,37 @@ def _processors(stmt: Select[Any], engine: Engine, description: Any) -> list[Any
         impl = column.type.dialect_impl(dialect)
         out.append(impl.result_processor(dialect, desc[1]))
     return out
+
+
+def read_columns(conn: Connection, stmt: Select[*tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The rows of ``stmt`` column by column, one tuple per selected column, with the values
+    ``conn.execute(stmt).all()`` holds: the statement runs through ``conn`` (its transaction,
+    its compiled-statement cache) and its rows are taken straight off the driver's cursor.
+
+    Pages read histograms of 50,000 rows, where a ``Row`` per row and taking the rows apart
+    again into columns cost a third as much as the database's own reading."""
+    return read_keyed_columns(conn, stmt)[1]
+
+
+def read_keyed_columns(
+    conn: Connection, stmt: Select[*tuple[Any, ...]]
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """:func:`read_columns` with the result's column names (``Result.keys()``)."""
+    result = conn.execute(stmt)
+    try:
+        keys = list(result.keys())
+        cursor = result.cursor
+        rows = cursor.fetchall()
+        description = cursor.description
+    finally:
+        result.close()
+    if not rows:
+        return keys, [() for _ in keys]
+    columns = list(zip(*rows, strict=True))
+    for i, processor in enumerate(_processors(stmt, conn.engine, description)):
+        if processor is not None:
+            columns[i] = tuple(map(processor, columns[i]))
+    return keys, columns
 
 
 def _converter(processors: Sequence[Any]) -> Callable[[list[Row]], list[Row]]:

@@ -27,9 +27,11 @@ from sqlalchemy import (
 from sqlalchemy.orm import aliased
 
 from db.schema import FindingRow, ToolResultRow, TraceRow
+from db.streaming import read_keyed_columns
 
 if TYPE_CHECKING:
     import pandas as pd
+    from sqlalchemy import Select
 
 #: The traces table as joined for display columns. An alias, because the shared filters reach
 #: ``traces`` through an EXISTS that must not correlate with a join of the same table.
@@ -113,21 +115,19 @@ def result_pair_key(results: Any = ToolResultRow) -> ColumnElement[str]:
     )
 
 
-def to_frame(conn: Connection, stmt: Any) -> pd.DataFrame:
+def to_frame(conn: Connection, stmt: Select[*tuple[Any, ...]]) -> pd.DataFrame:
     """Run ``stmt`` and return its rows as a DataFrame with the statement's column names."""
     # pandas is imported here, not at the top: ``toollens summary`` needs this module's SQL
     # and no frame, and importing pandas was a third of its run (tests/test_import_cost.py).
     import pandas as pd
 
-    result = conn.execute(stmt)
-    keys = list(result.keys())
-    rows = result.all()
-    if not rows:
+    # Column by column, off the driver's cursor: given rows, pandas probes each row object for
+    # named-tuple fields, which costs a SQLAlchemy row an exception each (5-10x slower on 50,000
+    # rows). By position: two columns may share a name.
+    keys, columns = read_keyed_columns(conn, stmt)
+    if not columns[0]:
         return pd.DataFrame([], columns=keys)
-    # Column by column: given the rows, pandas probes each row object for named-tuple fields,
-    # which costs a SQLAlchemy row an exception each (5-10x slower on 50,000 rows). By position:
-    # two columns may share a name.
-    frame = pd.DataFrame({i: list(column) for i, column in enumerate(zip(*rows, strict=True))})
+    frame = pd.DataFrame({i: list(column) for i, column in enumerate(columns)})
     frame.columns = pd.Index(keys)
     return frame
 

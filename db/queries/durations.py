@@ -29,6 +29,7 @@ from db.queries.common import TRACE, nearest_rank_at, result_pair_key, to_frame
 from db.queries.ranks import group_ranks
 from db.rollup_read import DURATIONS, RESULTS, scope, total
 from db.schema import RollupDurationRow, RollupResultRow, ToolResultRow
+from db.streaming import read_columns
 
 #: Up to this many timed results an unfiltered percentile is a look-up at its rank in the
 #: duration indexes (a walk over up to half of them); beyond, the duration rollup's counts per
@@ -148,16 +149,16 @@ def _rollup_stats(conn: Connection, filters: Filters, *, by_tool: bool) -> dict[
         return None
     d = RollupDurationRow
     parts = (d.tool,) if by_tool else ()
-    rows = conn.execute(
+    columns = read_columns(
+        conn,
         select(*parts, d.duration_ms, total(d.n))
         .where(*at)
         .group_by(*parts, d.duration_ms)
-        .order_by(*parts, d.duration_ms)
-    ).all()
-    if not rows:
+        .order_by(*parts, d.duration_ms),
+    )
+    if not columns[-1]:
         return {}
-    columns = list(zip(*rows, strict=True))
-    groups: Sequence[Any] = columns[0] if by_tool else [None] * len(rows)
+    groups: Sequence[Any] = columns[0] if by_tool else [None] * len(columns[-1])
     ranks = group_ranks(groups, columns[-2], columns[-1], [(num, den) for _, num, den in QUANTILES])
     keys = [groups[i] for i in ranks.starts]
     p50, p95 = (p.tolist() for p in ranks.percentiles)

@@ -23,6 +23,7 @@ from db.filters import NO_FILTERS, Filters, restrict_results
 from db.queries.ranks import group_ranks, group_sums
 from db.rollup_read import SIZES, scope, total
 from db.schema import RollupSizeRow, ToolResultRow
+from db.streaming import read_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,10 +61,8 @@ def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
                 .group_by(s.tool, s.tokens)
                 .order_by(s.tool, s.tokens)
             )
-        rows = conn.execute(stmt).all()
-    # Column by column: pandas probes every row object it is given for named-tuple fields, which
-    # costs SQLAlchemy rows an exception each (a third of a second for 50,000 rows).
-    columns = list(zip(*rows, strict=True)) if rows else [(), (), ()]
+        # Column by column, off the driver's cursor: no row object per (tool, tokens).
+        columns = read_columns(conn, stmt)
     return pd.DataFrame(
         {
             "tool": pd.Series(columns[0], dtype=object),
