@@ -522,8 +522,14 @@ def row_key(grain: int, dims: tuple[Any, ...], tool: Any, keys: tuple[Any, ...])
     grain, dimensions, tool and keys (8). So the rows of one day, import, agent or model are one
     range of keys, and those of one tool a range within it (:func:`value_range`); a range of
     days is one too."""
-    digest = hashlib.blake2b(orjson.dumps([grain, *dims, tool, *keys]), digest_size=8).digest()
-    return bytes([grain]) + _slot(grain, dims) + _text(tool, 3) + digest
+    return _key((grain, *dims, tool, *keys))
+
+
+def _key(row: tuple[Any, ...]) -> bytes:
+    """:func:`row_key` of a row ``(grain, day, import, agent, model, tool, *keys)``."""
+    grain = row[0]
+    digest = hashlib.blake2b(orjson.dumps(row), digest_size=8).digest()
+    return bytes([grain]) + _slot(grain, row[1:5]) + _text(row[5], 3) + digest
 
 
 def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
@@ -565,10 +571,13 @@ def contributions(
     trace's rows in Python)."""
     out: dict[tuple[Any, ...], list[int]] = {}
     width = 4 + 1 + len(rollup.keys)
+    # Positions in (tool, *keys) of the keys the database returns as 0/1.
     bools = [
-        5 + i for i, name in enumerate(rollup.keys) if rollup.table.c[name].type.python_type is bool
+        1 + i for i, name in enumerate(rollup.keys) if rollup.table.c[name].type.python_type is bool
     ]
-    grains = [(int(g), [bool(g & bit) for bit, _ in _DIMS]) for g in rollup.grains]
+    # Per grain, which of (day, import, agent, model) it keeps: the spread below is the
+    # import's innermost loop, written out (a generator per key cost a fifth of the upkeep).
+    masks = [(int(g), *(bool(g & bit) for bit, _ in _DIMS)) for g in rollup.grains]
     for chunk in _chunks(ids):
         source, group = _per_dims(rollup, chunk)
         per_trace = source.left
@@ -578,15 +587,21 @@ def contributions(
             .group_by(*_by_position(len(group)))
         )
         for row in conn.execute(stmt):
-            head = list(row[:width])
-            for i in bools:
-                head[i] = bool(head[i])
-            dims, rest = head[:4], tuple(head[4:])
+            day, import_id, agent, model = row[0], row[1], row[2], row[3]
+            rest = tuple(row[4:width])
+            if bools:
+                listed = list(rest)
+                for i in bools:
+                    listed[i] = bool(listed[i])
+                rest = tuple(listed)
             measures = [int(v or 0) for v in row[width:]]
-            for grain, kept in grains:
+            for grain, by_day, by_import, by_agent, by_model in masks:
                 key = (
                     grain,
-                    *(v if keep else None for v, keep in zip(dims, kept, strict=True)),
+                    day if by_day else None,
+                    import_id if by_import else None,
+                    agent if by_agent else None,
+                    model if by_model else None,
                     *rest,
                 )
                 found = out.get(key)
@@ -633,10 +648,7 @@ def _upsert(
         return
     name = rollup.table.name
     columns = ["key", *_columns(rollup)]
-    keyed = sorted(
-        (row_key(row[0], tuple(row[1:5]), row[5], tuple(row[6:])), row, measures)
-        for row, measures in rows.items()
-    )
+    keyed = sorted((_key(row), row, measures) for row, measures in rows.items())
     values = [
         (key, *row, *(m if sign > 0 else -m for m in measures)) for key, row, measures in keyed
     ]
