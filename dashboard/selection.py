@@ -82,25 +82,48 @@ def _minute_ceil(moment: datetime) -> datetime:
     return floor if floor == moment else floor + timedelta(minutes=1)
 
 
+#: Bucket units whose brushed ranges snap to whole days (UTC): their bars are whole days, and
+#: a range of whole days is read from the daily rollups, where one cut at a minute sends every
+#: figure of the page to the base tables (at 10M messages, seconds instead of a tenth).
+WHOLE_DAY_UNITS = ("day", "week")
+
+
+def _day_floor(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _day_ceil(moment: datetime) -> datetime:
+    floor = _day_floor(moment)
+    return floor if floor == moment else floor + timedelta(days=1)
+
+
 def brushed_range(
-    selection: Mapping[str, Any] | None, buckets: pd.DataFrame | None = None
+    selection: Mapping[str, Any] | None,
+    buckets: pd.DataFrame | None = None,
+    unit: str | None = None,
 ) -> tuple[str, str] | None:
     """The time range a selection on a time chart covers, as ``since``/``until`` filter values
     (``2026-11-30T09:05``, whole minutes that contain it), or ``None``.
 
     A brushed box gives its x range (a box on a date axis has the instants at its edges);
-    a clicked bar gives its bucket: the row ``point_index`` of ``buckets`` (columns ``start``
+    on a chart of days or weeks (``unit``, :data:`WHOLE_DAY_UNITS`) the whole days it touches.
+    A clicked bar gives its bucket: the row ``point_index`` of ``buckets`` (columns ``start``
     and ``end``).
 
     >>> brushed_range({"box": [{"x": ["2025-01-01 10:12:30", "2025-01-01 09:58"]}]})
     ('2025-01-01T09:58', '2025-01-01T10:13')
+    >>> brushed_range({"box": [{"x": ["2025-01-01 10:12", "2025-01-03 09:58"]}]}, unit="day")
+    ('2025-01-01T00:00', '2025-01-04T00:00')
     """
+    floor, ceil = (
+        (_day_floor, _day_ceil) if unit in WHOLE_DAY_UNITS else (_minute_floor, _minute_ceil)
+    )
     for box in (selection or {}).get("box") or []:
         xs = [_instant(x) for x in box.get("x") or []]
         edges = [x for x in xs if x is not None]
         if len(edges) == 2:
             low, high = sorted(edges)
-            return instant_text(_minute_floor(low)), instant_text(_minute_ceil(high))
+            return instant_text(floor(low)), instant_text(ceil(high))
     point = picked_point(selection)
     if point is not None and buckets is not None and 0 <= point[1] < len(buckets):
         row = buckets.iloc[point[1]]

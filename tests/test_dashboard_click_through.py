@@ -17,6 +17,9 @@ from page_support import captions, metrics
 from dashboard import pages
 from dashboard.render import escape_markdown
 from dashboard.selection import GENERATION_SUFFIX, brushed_range, picked_point
+from db.filters import parse_query
+from db.rollup_read import used_dims
+from db.rollups import Dim
 from db.vocabulary import VERDICTS
 
 
@@ -54,6 +57,33 @@ def test_a_brushed_box_is_the_minutes_that_contain_it() -> None:
     assert brushed_range({"box": [{"x": ["not a time", "2025-01-02"]}]}) is None
     assert brushed_range({"points": [], "box": []}) is None
     assert picked_point({"points": [{"curve_number": 0}]}) is None
+
+
+@pytest.mark.parametrize(
+    ("unit", "expected"),
+    [
+        ("minute", ("2025-01-02T08:00", "2025-01-02T10:00")),
+        ("hour", ("2025-01-02T08:00", "2025-01-02T10:00")),
+        ("day", ("2025-01-02T00:00", "2025-01-03T00:00")),
+        ("week", ("2025-01-02T00:00", "2025-01-03T00:00")),
+    ],
+)
+def test_a_box_brushed_on_a_chart_of_days_or_weeks_is_the_whole_days_it_touches(
+    unit: str, expected: tuple[str, str]
+) -> None:
+    box = {"box": [{"x": ["2025-01-02 09:59:59.5", "2025-01-02 08:00"]}]}
+    assert brushed_range(box, unit=unit) == expected
+    # Across midnight, and with an edge exactly at midnight (kept, not widened).
+    wide = {"box": [{"x": ["2025-01-05 00:00", "2025-01-02 23:10"]}]}
+    assert brushed_range(wide, unit=unit) == (
+        ("2025-01-02T23:10", "2025-01-05T00:00")
+        if unit in ("minute", "hour")
+        else ("2025-01-02T00:00", "2025-01-05T00:00")
+    )
+    # Whole days are what the daily rollups answer; minutes send the pages to the base tables.
+    since, until = brushed_range(wide, unit=unit) or ("", "")
+    answered = used_dims(parse_query({"since": since, "until": until}))
+    assert answered == (None if unit in ("minute", "hour") else Dim.DAY)
 
 
 def test_clicking_a_bucket_of_the_overview_time_series_filters_to_that_hour(

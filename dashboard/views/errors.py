@@ -235,7 +235,7 @@ else:
     rows = charts.over_time_points(timeline)[point[0]] if point is not None else []
     width = pd.Timedelta(seconds=activity.BUCKET_SECONDS[unit])
     buckets = timeline.loc[rows].assign(end=lambda d: d["start"] + width)
-    brushed = brushed_range(selection, buckets)
+    brushed = brushed_range(selection, buckets, unit)
     if brushed is not None:
         state.apply_filters({"since": brushed[0], "until": brushed[1]})
 if placed < errors and axis != "import":

@@ -99,6 +99,7 @@ else:
             activity_charts.activity_chart(timeline, unit), key="activity", modes=("points", "box")
         ),
         timeline,
+        unit,
     )
     if brushed is not None:
         state.apply_filters({"since": brushed[0], "until": brushed[1]})
