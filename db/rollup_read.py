@@ -117,6 +117,15 @@ def grain_for(dims: Dim, grains: tuple[int, ...]) -> int | None:
     return min(fitting, key=lambda g: bin(g).count("1")) if fitting else None
 
 
+def spans_days(table: Table, f: Filters) -> bool:
+    """Whether :func:`scope` reads ``table`` at a grain with the day, where the rows of a range
+    of days repeat each key once per day: summed in SQL, few rows come back; otherwise each key
+    comes once per value of the grain's dimension, and reading the rows as they are is cheaper."""
+    dims = used_dims(f)
+    grain = None if dims is None else grain_for(dims, rollups.ROLLUPS[table.name].grains)
+    return grain is not None and bool(grain & Dim.DAY)
+
+
 def _bounds(f: Filters) -> tuple[int | None, int | None]:
     lows = [rollups.day_number(m) for m in (f.start, f.since) if m is not None]
     highs = [rollups.day_number(m) for m in (f.end, f.until) if m is not None]

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from page_support import rows
 
 from db.filters import Filters
-from db.queries import tokens
+from db.queries import histograms, tokens
 
 
 def test_token_quantiles_per_tool_are_nearest_rank_computed_in_sql(
@@ -81,3 +81,19 @@ def test_tool_result_share_and_encoding_of_the_latest_import(analysis_store: sa.
 
 def test_latest_encoding_of_an_empty_store_is_none(engine: sa.Engine) -> None:
     assert tokens.latest_encoding(engine) is None
+
+
+def test_rollup_rows_of_a_size_histogram_are_summed_per_tool_and_size_in_order() -> None:
+    # Rows as a rollup range returns them: any order, a (tool, tokens) pair on several rows.
+    summed = histograms._summed(
+        ["web", "bash", "web", "Bash", "bash", "web"], [40, 7, 3, 7, 7, 40], [1, 2, 5, 1, 3, 4]
+    )
+    assert summed.to_dict("list") == {
+        "tool": ["Bash", "bash", "web", "web"],
+        "tokens": [7, 7, 3, 40],
+        "results": [1, 5, 5, 5],
+    }
+    assert list(summed.dtypes.astype(str)) == ["object", "int64", "int64"]
+    empty = histograms._summed([], [], [])
+    assert empty.empty
+    assert list(empty.columns) == ["tool", "tokens", "results"]

@@ -14,14 +14,14 @@ of the command's run; ``tests/test_import_cost.py``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, func, select
 
 from db.filters import NO_FILTERS, Filters, restrict_results
 from db.queries.ranks import group_ranks, group_sums
-from db.rollup_read import SIZES, scope, total
+from db.rollup_read import SIZES, scope, spans_days, total
 from db.schema import RollupSizeRow, ToolResultRow
 from db.streaming import read_columns
 
@@ -53,8 +53,12 @@ def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
     )
     with engine.connect() as conn:
         at = scope(conn, SIZES, filters)
+        s = RollupSizeRow
+        if at is not None and not spans_days(SIZES, filters):
+            # About one row per (tool, tokens) comes back: sorted and summed here, in one
+            # vectorized pass, instead of in a temporary B-tree (30 of 120 ms on the 10M store).
+            return _summed(*read_columns(conn, select(s.tool, s.tokens, s.n).where(*at)))
         if at is not None:
-            s = RollupSizeRow
             stmt = (
                 select(s.tool, s.tokens, total(s.n))
                 .where(*at)
@@ -68,6 +72,36 @@ def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
             "tool": pd.Series(columns[0], dtype=object),
             "tokens": pd.Series(columns[1], dtype="int64"),
             "results": pd.Series(columns[2], dtype="int64"),
+        }
+    )
+
+
+def _summed(tool: Sequence[str], tokens: Sequence[int], n: Sequence[int]) -> pd.DataFrame:
+    """The frame of :func:`tool_token_counts` from rollup rows ``(tool, tokens, n)`` in any
+    order, a (tool, tokens) pair possibly on several rows: summed per pair, ordered by tool
+    (code point order, as SQLite's and PostgreSQL's C collation) and tokens."""
+    import numpy as np
+    import pandas as pd
+
+    codes, names = pd.factorize(np.asarray(tool, dtype=object), sort=True)
+    sizes = np.asarray(tokens, dtype=np.int64)
+    counts = np.asarray(n, dtype=np.int64)
+    order = np.lexsort((sizes, codes))
+    codes, sizes, counts = codes[order], sizes[order], counts[order]
+    starts = (
+        np.flatnonzero(
+            np.concatenate(([True], (codes[1:] != codes[:-1]) | (sizes[1:] != sizes[:-1])))
+        )
+        if len(codes)
+        else np.zeros(0, dtype=np.int64)
+    )
+    return pd.DataFrame(
+        {
+            "tool": pd.Series(np.asarray(names, dtype=object)[codes[starts]], dtype=object),
+            "tokens": pd.Series(sizes[starts], dtype="int64"),
+            "results": pd.Series(
+                np.add.reduceat(counts, starts) if len(starts) else counts[:0], dtype="int64"
+            ),
         }
     )
 
