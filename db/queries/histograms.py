@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine, func, select
 
 from db.filters import NO_FILTERS, Filters, restrict_results
-from db.queries.ranks import group_ranks, group_sums
+from db.queries.ranks import group_ranks, group_sums, summed_counts
 from db.rollup_read import SIZES, scope, spans_days, total
 from db.schema import RollupSizeRow, ToolResultRow
 from db.streaming import read_columns
@@ -78,30 +78,15 @@ def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
 
 def _summed(tool: Sequence[str], tokens: Sequence[int], n: Sequence[int]) -> pd.DataFrame:
     """The frame of :func:`tool_token_counts` from rollup rows ``(tool, tokens, n)`` in any
-    order, a (tool, tokens) pair possibly on several rows: summed per pair, ordered by tool
-    (code point order, as SQLite's and PostgreSQL's C collation) and tokens."""
-    import numpy as np
+    order (:func:`db.queries.ranks.summed_counts`)."""
     import pandas as pd
 
-    codes, names = pd.factorize(np.asarray(tool, dtype=object), sort=True)
-    sizes = np.asarray(tokens, dtype=np.int64)
-    counts = np.asarray(n, dtype=np.int64)
-    order = np.lexsort((sizes, codes))
-    codes, sizes, counts = codes[order], sizes[order], counts[order]
-    starts = (
-        np.flatnonzero(
-            np.concatenate(([True], (codes[1:] != codes[:-1]) | (sizes[1:] != sizes[:-1])))
-        )
-        if len(codes)
-        else np.zeros(0, dtype=np.int64)
-    )
+    tools, sizes, counts = summed_counts(tool, tokens, n)
     return pd.DataFrame(
         {
-            "tool": pd.Series(np.asarray(names, dtype=object)[codes[starts]], dtype=object),
-            "tokens": pd.Series(sizes[starts], dtype="int64"),
-            "results": pd.Series(
-                np.add.reduceat(counts, starts) if len(starts) else counts[:0], dtype="int64"
-            ),
+            "tool": pd.Series(tools, dtype=object),
+            "tokens": pd.Series(sizes, dtype="int64"),
+            "results": pd.Series(counts, dtype="int64"),
         }
     )
 

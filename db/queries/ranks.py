@@ -89,3 +89,34 @@ def group_sums(values: npt.ArrayLike, starts: npt.NDArray[np.intp]) -> npt.NDArr
     if len(starts) == 0:
         return np.zeros(0, dtype=np.int64)
     return np.add.reduceat(np.asarray(values, dtype=np.int64), starts)
+
+
+def summed_counts(
+    groups: Sequence[Any], values: Sequence[Any], counts: Sequence[int]
+) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Rollup rows ``(group, value, count)`` in any order, a (group, value) pair possibly on
+    several rows (one per day, agent …), as ``(groups, values, counts)`` summed per pair and
+    ordered by group (code point order, as SQLite's and PostgreSQL's C collation; a NULL group
+    last) and value: the input of :func:`group_ranks`, without a GROUP BY's sort in the database.
+
+    >>> summed_counts(["b", None, "b", None], [2, 9, 2, 1], [1, 1, 3, 1])
+    (array(['b', None, None], dtype=object), array([2, 1, 9]), array([4, 1, 1]))
+    """
+    import numpy as np
+    import pandas as pd
+
+    codes, uniques = pd.factorize(
+        np.asarray(groups, dtype=object), sort=True, use_na_sentinel=False
+    )
+    names = np.asarray(uniques, dtype=object)
+    names[pd.isna(names)] = None  # a NULL group (last) stays None, not NaN
+    sized = np.asarray(values, dtype=np.int64)
+    counted = np.asarray(counts, dtype=np.int64)
+    order = np.lexsort((sized, codes))
+    codes, sized, counted = codes[order], sized[order], counted[order]
+    if not len(codes):
+        return names[codes], sized, counted
+    new = np.concatenate(([True], (codes[1:] != codes[:-1]) | (sized[1:] != sized[:-1])))
+    starts = np.flatnonzero(new)
+    labels = names[codes[starts]]
+    return labels, sized[starts], np.add.reduceat(counted, starts)
