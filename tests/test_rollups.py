@@ -49,7 +49,7 @@ from db.schema import (
     TraceRow,
 )
 from db.summary import summarize, summary_counts
-from db.vocabulary import DEFAULT_ENCODING
+from db.vocabulary import DEFAULT_ENCODING, FINDING_KINDS
 from db.write import finish_import, start_import, write_traces
 from ingest.model import Message, ToolCall, ToolResult, Trace
 from ingest.pipeline import import_paths, import_traces
@@ -86,6 +86,9 @@ QUERIES: dict[str, Query] = {
     "ping_pong_calls": loops.ping_pong_calls,
     "finding_kind_counts": findings.finding_kind_counts,
     "finding_counts_by_tool": findings.finding_counts_by_tool,
+    "finding_occurrence_count": lambda e, f: {
+        kind: findings.finding_occurrence_count(e, kind, f) for kind in FINDING_KINDS
+    },
     "count_pairs": pairs.count_pairs,
     "count_pairs_missing": lambda e, f: pairs.count_pairs(
         e, f, pairs.PairQuery(pair_state="missing_result", sort="tool")

@@ -168,12 +168,18 @@ def _occurrences(page: Any) -> Any:
 
 
 def finding_occurrence_count(engine: Engine, kind: str, filters: Filters = NO_FILTERS) -> int:
-    """How many occurrences of ``kind`` :func:`finding_occurrences` pages through."""
+    """How many occurrences of ``kind`` :func:`finding_occurrences` pages through: the kind's
+    counted findings, from the findings rollup where it answers the filters (a model's share of
+    a frequent kind at 10M messages: 0.22-0.36 s counted from the findings' rows)."""
     stmt = restrict_findings(
         select(func.count()).select_from(FindingRow).where(*_of_kind(kind)), filters
     )
     with engine.connect() as conn:
-        return int(conn.execute(stmt).scalar_one())
+        at = scope(conn, FINDINGS, filters)
+        if at is not None:
+            fr = RollupFindingRow
+            stmt = select(total(fr.n)).where(*at, fr.kind == kind)
+        return int(conn.execute(stmt).scalar_one() or 0)
 
 
 def finding_occurrences(
