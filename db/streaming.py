@@ -68,25 +68,27 @@ def read_keyed_columns(
         result.close()
     if not rows:
         return keys, [() for _ in keys]
-    columns = list(zip(*rows, strict=True))
-    for i, processor in enumerate(_processors(stmt, conn.engine, description)):
+    return keys, _processed(
+        list(zip(*rows, strict=True)), _processors(stmt, conn.engine, description)
+    )
+
+
+def _processed(columns: list[tuple[Any, ...]], processors: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """``columns`` with each passed through its column's processor (``None``: left as it is)."""
+    for i, processor in enumerate(processors):
         if processor is not None:
             columns[i] = tuple(map(processor, columns[i]))
-    return keys, columns
+    return columns
 
 
 def _converter(processors: Sequence[Any]) -> Callable[[list[Row]], list[Row]]:
     """A function turning a batch of raw rows into processed tuples (the batch itself when no
     column needs processing)."""
-    used = [(i, p) for i, p in enumerate(processors) if p is not None]
-    if not used:
+    if all(p is None for p in processors):
         return lambda rows: rows
 
     def convert(rows: list[Row]) -> list[Row]:
-        columns = list(zip(*rows, strict=True))
-        for i, processor in used:
-            columns[i] = tuple(map(processor, columns[i]))
-        return list(zip(*columns, strict=True))
+        return list(zip(*_processed(list(zip(*rows, strict=True)), processors), strict=True))
 
     return convert
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -93,6 +94,17 @@ def token_box_chart(df: pd.DataFrame, budget: int, *, log_x: bool = True) -> go.
     return go.Figure(data=[box], layout=layout)
 
 
+def _share_layout(x_title: str, y_title: str) -> dict[str, Any]:
+    """The layout of a histogram of shares: its bins as categories, counts on the y axis."""
+    return {
+        "xaxis": {"title": x_title, "type": "category"},
+        "yaxis": {"title": y_title, "tickformat": ",d"},
+        "bargap": 0.05,
+        "height": 320,
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
+    }
+
+
 def share_label(share_from: float, share_to: float) -> str:
     """``"30–40 %"`` for the bin [0.3, 0.4)."""
     return f"{round(share_from * 100)}–{round(share_to * 100)} %"
@@ -110,13 +122,7 @@ def trace_share_chart(df: pd.DataFrame) -> go.Figure:
         marker_color="#636EFA",
         hovertemplate="%{x} of tokens in tool results: %{y:,} traces<extra></extra>",
     )
-    layout = {
-        "xaxis": {"title": "share of the trace's tokens in Tool Messages", "type": "category"},
-        "yaxis": {"title": "traces", "tickformat": ",d"},
-        "bargap": 0.05,
-        "height": 320,
-        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
-    }
+    layout = _share_layout("share of the trace's tokens in Tool Messages", "traces")
     return go.Figure(data=[bars], layout=layout)
 
 
@@ -146,14 +152,7 @@ def input_share_chart(df: pd.DataFrame) -> go.Figure:
         marker_color="#00CC96",
         hovertemplate="%{x} of the call's input: %{y:,} Tool Messages<extra></extra>",
     )
-    layout = {
-        "xaxis": {
-            "title": "share of the input tokens of the model call that read it",
-            "type": "category",
-        },
-        "yaxis": {"title": "Tool Messages", "tickformat": ",d"},
-        "bargap": 0.05,
-        "height": 320,
-        "margin": {"l": 10, "r": 10, "t": 30, "b": 10},
-    }
+    layout = _share_layout(
+        "share of the input tokens of the model call that read it", "Tool Messages"
+    )
     return go.Figure(data=[bars], layout=layout)

@@ -15,7 +15,7 @@ of the command's run; ``tests/test_import_cost.py``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, func, select
 
@@ -39,11 +39,9 @@ def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
     """Tool Messages per (tool, tokens), ordered by tool and tokens.
 
     Columns: ``tool``, ``tokens``, ``results`` (how many of the tool's results have that size).
-    Unfiltered the grouping walks the (tool, tokens) index; under a filter it sorts the filtered
-    traces' entries of the trace index once.
+    From the size rollup where it answers the filters; else unfiltered the grouping walks the
+    (tool, tokens) index, and under a filter it sorts the filtered traces' entries once.
     """
-    import pandas as pd
-
     r = ToolResultRow
     stmt = restrict_results(
         select(r.tool, r.tokens, func.count())
@@ -66,27 +64,24 @@ def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
                 .order_by(s.tool, s.tokens)
             )
         # Column by column, off the driver's cursor: no row object per (tool, tokens).
-        columns = read_columns(conn, stmt)
-    return pd.DataFrame(
-        {
-            "tool": pd.Series(columns[0], dtype=object),
-            "tokens": pd.Series(columns[1], dtype="int64"),
-            "results": pd.Series(columns[2], dtype="int64"),
-        }
-    )
+        return _frame(*read_columns(conn, stmt))
 
 
 def _summed(tool: Sequence[str], tokens: Sequence[int], n: Sequence[int]) -> pd.DataFrame:
     """The frame of :func:`tool_token_counts` from rollup rows ``(tool, tokens, n)`` in any
     order (:func:`db.queries.ranks.summed_counts`)."""
+    return _frame(*summed_counts(tool, tokens, n))
+
+
+def _frame(tools: Any, tokens: Any, results: Any) -> pd.DataFrame:
+    """The frame of :func:`tool_token_counts` from its three columns."""
     import pandas as pd
 
-    tools, sizes, counts = summed_counts(tool, tokens, n)
     return pd.DataFrame(
         {
             "tool": pd.Series(tools, dtype=object),
-            "tokens": pd.Series(sizes, dtype="int64"),
-            "results": pd.Series(counts, dtype="int64"),
+            "tokens": pd.Series(tokens, dtype="int64"),
+            "results": pd.Series(results, dtype="int64"),
         }
     )
 
