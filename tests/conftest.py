@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import schema_replay
 import sqlalchemy as sa
+
+# An empty test database is brought to the head schema by a replay of the statements the first
+# real migration of its dialect sent (``tests/schema_replay.py``; checked in
+# ``tests/test_schema_replay.py``): it saves a fifth of the suite's time.
+schema_replay.install()
 
 #: ``TOOLLENS_REALDATA`` names the folder where the checkout is not beside ``shared/`` (a worktree).
 REALDATA = Path(
