@@ -40,7 +40,7 @@ CHROMIUM_ARGS = (
 )  # fmt: skip
 VIEWPORT = {"width": 1400, "height": 900}
 #: How long the ready condition must hold before a page counts as rendered.
-SETTLE_MS = 300
+SETTLE_MS = 600
 SERVER_START_TIMEOUT_S = 60.0
 PAGE_TIMEOUT_MS = 60_000
 #: Environment for every server: no file watcher (nothing edits the app while it is measured),
