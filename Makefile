@@ -46,7 +46,7 @@ serve: venv
 
 # Not -q: the header says which PostgreSQL, browser and real data the run used or skipped.
 # Three workers on two cores: a third of the time a worker waits (a served page, a subprocess,
-# PostgreSQL), and a third worker fills it (whole suite 11.4 → 10.3 min; four: 10.7).
+# PostgreSQL), and a third worker fills it (four workers were slower: 10.7 min against 10.3).
 test: venv
 	$(BIN)/python -m pytest -n 3 --dist loadfile
 
