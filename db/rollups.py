@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntFlag
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, cast
 
 import orjson
@@ -38,6 +38,7 @@ from sqlalchemy import (
     Integer,
     Table,
     and_,
+    bindparam,
     case,
     delete,
     false,
@@ -113,8 +114,9 @@ r, c, t = ToolResultRow, ToolCallRow, TraceRow
 class Rollup:
     """One rollup: its table, the grains it keeps and how traces contribute to it.
 
-    ``contributions(ids)`` selects, for the traces ``ids``, rows of ``trace_id``, ``tool``,
-    then :attr:`keys` and :attr:`measures` (``n`` first), grouped per trace and key.
+    ``contributions(ids)`` selects, for the traces ``ids`` (a list, or the bound :data:`IDS`;
+    ``None``: every trace), rows of ``trace_id``, ``tool``, then :attr:`keys` and
+    :attr:`measures` (``n`` first), grouped per trace and key.
     """
 
     table: Table
@@ -124,9 +126,15 @@ class Rollup:
     contributions: Callable[[Sequence[int] | None], Any]
 
 
-def _of(column: Any, ids: Sequence[int] | None) -> Any:
-    """``column IN ids``; every row when ``ids`` is ``None`` (a rebuild)."""
+def _of(column: Any, ids: Any) -> Any:
+    """``column IN ids`` (a list, or :data:`IDS`); every row when ``ids`` is ``None`` (a
+    rebuild)."""
     return true() if ids is None else column.in_(ids)
+
+
+#: The trace ids of a batch, bound when its contributions are read: each rollup's statement is
+#: built once (building it for every batch cost a tenth of the rollup upkeep).
+IDS: Any = bindparam("ids", expanding=True)
 
 
 def _timing() -> Any:
@@ -537,7 +545,7 @@ def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
         yield ids[i : i + CHUNK]
 
 
-def _per_dims(rollup: Rollup, ids: Sequence[int] | None) -> tuple[Any, list[Any]]:
+def _per_dims(rollup: Rollup, ids: Any) -> tuple[Any, list[Any]]:
     """The contributions of the traces ``ids`` (every trace: ``None``) summed per trace
     dimensions (day, import, agent, model), tool and keys — a statement's FROM clause and its
     grouped columns, shared by :func:`contributions` and :func:`_spread`."""
@@ -556,6 +564,18 @@ def _by_position(count: int) -> list[Any]:
 
 def _measures(rollup: Rollup, source: Any) -> list[Any]:
     return [func.sum(m) for m in list(source.c)[2 + len(rollup.keys) :]]
+
+
+@cache
+def _contribution_statement(name: str) -> Any:
+    """The statement of :func:`contributions` for the rollup ``name``, its traces :data:`IDS`."""
+    rollup = ROLLUPS[name]
+    source, group = _per_dims(rollup, IDS)
+    return (
+        select(*group, *_measures(rollup, source.left))
+        .select_from(source)
+        .group_by(*_by_position(len(group)))
+    )
 
 
 def contributions(
@@ -578,15 +598,9 @@ def contributions(
     # Per grain, which of (day, import, agent, model) it keeps: the spread below is the
     # import's innermost loop, written out (a generator per key cost a fifth of the upkeep).
     masks = [(int(g), *(bool(g & bit) for bit, _ in _DIMS)) for g in rollup.grains]
+    stmt = _contribution_statement(rollup.table.name)
     for chunk in _chunks(ids):
-        source, group = _per_dims(rollup, chunk)
-        per_trace = source.left
-        stmt = (
-            select(*group, *_measures(rollup, per_trace))
-            .select_from(source)
-            .group_by(*_by_position(len(group)))
-        )
-        for row in conn.execute(stmt):
+        for row in conn.execute(stmt, {"ids": list(chunk)}):
             day, import_id, agent, model = row[0], row[1], row[2], row[3]
             rest = tuple(row[4:width])
             if bools:
