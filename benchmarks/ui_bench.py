@@ -1,6 +1,7 @@
 """``make bench-ui``: how fast the dashboard's pages are on a large store, SQLite or PostgreSQL.
 
     python -m benchmarks.ui_bench [--messages 1000000] [--db PATH-OR-URL …] [--no-browser]
+    python -m benchmarks.ui_bench --change days --no-browser       # a range of days, not a model
     python -m benchmarks.ui_bench --sizes 1000000,3000000,10000000 --db sqlite --db URL
     python -m benchmarks.ui_bench --pairs-only --messages 10000000 [--db …]
 
@@ -13,8 +14,10 @@ printed. Then, per page:
 
 * **server**: the run time of the page script in ``streamlit.testing.v1.AppTest`` on first
   load with cold caches (every ``st.cache_data`` cleared; the engine stays, as in a running
-  server), and after a filter change (the sidebar's Model set to the most frequent model).
-  Targets: 1 s and 0.5 s. The same runs of a one-line page (``st.write("hi")``) show what
+  server), and after a filter change: the sidebar's Model set to the most frequent model, or
+  with ``--change days`` its From / To dates set to the first half of the store's days (whole
+  days, the range a user picks; the model filter is the issue's measure). Targets: 1 s and
+  0.5 s. The same runs of a one-line page (``st.write("hi")``) show what
   ``AppTest`` itself costs.
 * **browser** (one store only): in headless Chromium against ``toollens serve``, the
   milliseconds from navigation start until the page's content is visible (see
@@ -38,6 +41,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +87,50 @@ class PageTiming:
     filtered_s: float | None = None
     browser_first_ms: float | None = None
     browser_warm_ms: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class FilterChange:
+    """The sidebar change after a page's first load: a model, or a range of whole days."""
+
+    model: str
+    days: tuple[date, date] | None = None
+
+    def describe(self) -> str:
+        if self.days is None:
+            return f"model = {self.model}"
+        return f"From {self.days[0]} To {self.days[1]} (half the store's days)"
+
+    def apply(self, at: Any) -> None:
+        if self.days is None:
+            at.selectbox(key="model").select(self.model)
+        else:
+            at.date_input(key="start").set_value(self.days[0])
+            at.date_input(key="end").set_value(self.days[1])
+
+    def undo(self, at: Any) -> None:
+        if self.days is None:
+            at.selectbox(key="model").select(None)
+        else:
+            at.date_input(key="start").set_value(None)
+            at.date_input(key="end").set_value(None)
+
+
+def half_of_the_days(url: str) -> tuple[date, date]:
+    """The first half of the days on which the store's traces start (From, To inclusive)."""
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        first, last = conn.execute(
+            text("SELECT min(started_at), max(started_at) FROM traces")
+        ).one()
+    engine.dispose()
+    first, last = (_as_datetime(v).date() for v in (first, last))
+    return first, first + (last - first) // 2
+
+
+def _as_datetime(value: Any) -> datetime:
+    # SQLite returns the stored text, PostgreSQL a datetime.
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
 
 
 def store_facts(url: str) -> tuple[dict[str, int], str, str, str]:
@@ -153,7 +201,7 @@ def _timed_run(at: Any) -> float:
 
 
 def server_timings(
-    url: str, cases: list[PageCase], model: str, log: StatementLog
+    url: str, cases: list[PageCase], change: FilterChange, log: StatementLog
 ) -> tuple[list[PageTiming], tuple[float, float]]:
     """Cold and filtered run times of every page in ``AppTest``, and of the one-line page."""
     import streamlit as st
@@ -169,11 +217,11 @@ def server_timings(
         at.switch_page(case.file)
         log.phase = f"{case.label} cold"
         timing = PageTiming(case, cold_s=_timed_run(at))
-        at.selectbox(key="model").select(model)
+        change.apply(at)
         log.phase = f"{case.label} filtered"
         timing.filtered_s = _timed_run(at)
         log.phase = "reset"
-        at.selectbox(key="model").select(None)
+        change.undo(at)
         _timed_run(at)
         timings.append(timing)
         print(f"  server {case.label}: cold {timing.cold_s:.2f} s, filtered "
@@ -313,11 +361,12 @@ def measure_store(label: str, url: str, args: argparse.Namespace, with_browser: 
     print("store: " + ", ".join(f"{n:,} {table}" for table, n in counts.items()))
     print(f"store: {size / 2**30:.2f} GiB, {run.bytes_per_message:,.0f} bytes per message")
     if not args.pairs_only:
-        print(f"filter change: model = {model}; shared link: trace {display_id}, pair {pair}")
+        change = FilterChange(model, half_of_the_days(url) if args.change == "days" else None)
+        print(f"filter change: {change.describe()}; shared link: trace {display_id}, pair {pair}")
         cases = page_cases(display_id, pair)
         log = StatementLog()
         with log.installed():
-            run.timings, run.baseline = server_timings(url, cases, model, log)
+            run.timings, run.baseline = server_timings(url, cases, change, log)
         trivial_ms: list[float] = []
         if with_browser:
             with tempfile.TemporaryDirectory() as folder:
@@ -364,6 +413,13 @@ def main(argv: list[str] | None = None) -> None:
         "--rebuild",
         action="store_true",
         help="replace a bench-built store of another size or seed at a path given by --db",
+    )
+    parser.add_argument(
+        "--change",
+        choices=("model", "days"),
+        default="model",
+        help="the filter change measured: the most frequent model (default) or the first half "
+        "of the store's days",
     )
     parser.add_argument("--no-browser", action="store_true", help="server timings only")
     parser.add_argument("--pairs", action="store_true", help="also time `toollens pairs`")
