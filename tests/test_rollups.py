@@ -98,6 +98,7 @@ QUERIES: dict[str, Query] = {
     ),
     "durations_by_tool": durations.durations_by_tool,
     "duration_totals": durations.duration_totals,
+    "duration_figures": durations.duration_figures,
     "time_span": activity.time_span,
     "span_unit": activity.span_unit,
     "activity_over_time": activity.activity_over_time,
@@ -171,6 +172,9 @@ def store(module_db_url: str) -> Iterator[sa.Engine]:
 
 
 def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, tuple):
+        assert len(a) == len(b)
+        return all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, pd.DataFrame):
         pd.testing.assert_frame_equal(
             a.reset_index(drop=True), b.reset_index(drop=True), check_dtype=False
@@ -350,6 +354,37 @@ def test_unfiltered_execution_times_beyond_the_walk_limit_or_on_postgresql_read_
 def _reads(sent: list[str], table: str) -> bool:
     """Whether a statement of ``sent`` reads ``table`` (not a table whose name it begins)."""
     return any(re.search(rf"\b{table}\b(?!_)", s) for s in sent)
+
+
+@pytest.mark.parametrize("over", ["model", "days"])
+def test_the_overviews_execution_times_read_the_duration_rollup_once(
+    store: sa.Engine, over: str
+) -> None:
+    """``duration_figures`` (the Overview) equals ``durations_by_tool`` and ``duration_totals``
+    and reads ``rollup_durations`` in one statement where the two read it in two."""
+    with store.connect() as conn:
+        model = conn.execute(  # the model with the most timed results
+            sa.select(TraceRow.model)
+            .join(ToolResultRow, ToolResultRow.trace_id == TraceRow.id)
+            .where(TraceRow.model.is_not(None), ToolResultRow.duration_ms >= 0)
+            .group_by(TraceRow.model)
+            .order_by(sa.func.count().desc(), TraceRow.model)
+            .limit(1)
+        ).scalar_one()
+    f = (
+        Filters(model=model)
+        if over == "model"
+        else Filters(start=DAY, end=datetime(2026, 10, 15, tzinfo=UTC))
+    )
+    (by_tool, totals), sent = _with_statements(store, lambda: durations.duration_figures(store, f))
+    pair, sent_pair = _with_statements(
+        store, lambda: (durations.durations_by_tool(store, f), durations.duration_totals(store, f))
+    )
+    _same((by_tool, totals), pair)
+    assert totals["timed"] > 0 and len(by_tool) > 1
+    assert sum(_reads([s], "rollup_durations") for s in sent) == 1
+    assert sum(_reads([s], "rollup_durations") for s in sent_pair) == 2
+    assert not _reads(sent, "tool_results")
 
 
 def test_the_generated_store_spans_days_and_its_axes_read_the_daily_rollup(

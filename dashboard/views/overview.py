@@ -277,7 +277,7 @@ with right.container(border=True):
             state.open_filtered(pages.CALLS, {"finding": kind})
 
 st.subheader("Tool execution time")
-timing = state.query(durations.duration_totals, f)
+by_tool, timing = state.query(durations.duration_figures, f)
 if timing["timed"] == 0:
     st.caption(
         "No call has an execution time: the traces carry no timestamps or tool spans "
@@ -298,7 +298,6 @@ else:
         help=f"{timing['missing']:,} results without a time; {timing['negative']:,} stamped "
         "before their call (left out)",
     )
-    by_tool = state.query(durations.durations_by_tool, f)
     by_tool = by_tool.assign(
         **{c: widgets.as_seconds(by_tool[c]) for c in ("p50_ms", "p95_ms", "max_ms")}
     )

@@ -137,37 +137,66 @@ def _timing_counts(conn: Connection, filters: Filters) -> pd.DataFrame | None:
 Stats = tuple[float, float, float]
 
 
-def _rollup_stats(conn: Connection, filters: Filters, *, by_tool: bool) -> dict[Any, Stats] | None:
-    """Nearest-rank p50, p95 and max per tool (``by_tool``; else one entry, key ``None``, over
-    every timed result in scope) from the duration rollup; ``None`` when it cannot answer.
-
-    The rollup counts the timed results per exact duration, so a running count over the
-    durations in order reaches a rank at the very value the ranked results hold there: the
-    figures equal the base tables' exactly. The database sums the counts per distinct duration
-    in scope (its GROUP BY returns them in order); the running counts are one vectorized pass
-    here (:mod:`db.queries.ranks`)."""
+def _rollup_histogram(conn: Connection, filters: Filters) -> list[tuple[Any, ...]] | None:
+    """The timed results in scope counted per (tool, exact duration), in that order, from the
+    duration rollup (the database sums a key's rows over the grain's days, imports …);
+    ``None`` when it cannot answer."""
     at = scope(conn, DURATIONS, filters)
     if at is None:
         return None
     d = RollupDurationRow
-    parts = (d.tool,) if by_tool else ()
-    columns = read_columns(
+    return read_columns(
         conn,
-        select(*parts, d.duration_ms, total(d.n))
+        select(d.tool, d.duration_ms, total(d.n))
         .where(*at)
-        .group_by(*parts, d.duration_ms)
-        .order_by(*parts, d.duration_ms),
+        .group_by(d.tool, d.duration_ms)
+        .order_by(d.tool, d.duration_ms),
     )
-    if not columns[-1]:
+
+
+def _ranked_counts(groups: Sequence[Any], values: Any, counts: Any) -> dict[Any, Stats]:
+    """Nearest-rank p50, p95 and max per group of ``(group, value, count)`` rows ordered by
+    group and value. The rollup counts the timed results per exact duration, so a running count
+    over the durations in order reaches a rank at the very value the ranked results hold there:
+    the figures equal the base tables' exactly (one vectorized pass, :mod:`db.queries.ranks`)."""
+    if not len(counts):
         return {}
-    groups: Sequence[Any] = columns[0] if by_tool else [None] * len(columns[-1])
-    ranks = group_ranks(groups, columns[-2], columns[-1], [(num, den) for _, num, den in QUANTILES])
+    ranks = group_ranks(groups, values, counts, [(num, den) for _, num, den in QUANTILES])
     keys = [groups[i] for i in ranks.starts]
     p50, p95 = (p.tolist() for p in ranks.percentiles)
     return {
         key: (float(a), float(b), float(top))
         for key, a, b, top in zip(keys, p50, p95, ranks.maxima.tolist(), strict=True)
     }
+
+
+def _merged(values: Sequence[float], counts: Sequence[int]) -> tuple[Any, Any]:
+    """Counts per duration of every tool at once: ``values`` summed over the tools, in order."""
+    import numpy as np
+
+    merged, where = np.unique(np.asarray(values, dtype=np.float64), return_inverse=True)
+    summed = np.bincount(where, weights=np.asarray(counts, dtype=np.float64))
+    return merged, summed.astype(np.int64)
+
+
+def _rollup_stats(conn: Connection, filters: Filters, *, by_tool: bool) -> dict[Any, Stats] | None:
+    """Nearest-rank p50, p95 and max per tool (``by_tool``; else one entry, key ``None``, over
+    every timed result in scope) from the duration rollup; ``None`` when it cannot answer."""
+    if by_tool:
+        columns = _rollup_histogram(conn, filters)
+        return None if columns is None else _ranked_counts(*columns)
+    at = scope(conn, DURATIONS, filters)
+    if at is None:
+        return None
+    d = RollupDurationRow
+    values, counts = read_columns(
+        conn,
+        select(d.duration_ms, total(d.n))
+        .where(*at)
+        .group_by(d.duration_ms)
+        .order_by(d.duration_ms),
+    )
+    return _ranked_counts([None] * len(counts), values, counts)
 
 
 def _from_rollup(conn: Connection, filters: Filters, timed: int) -> bool:
@@ -280,14 +309,47 @@ def duration_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, 
             elif n:
                 figures = _index_stats(conn, n, filters.tool or None)
             if figures is not None:
-                return {
-                    "timed": n,
-                    "missing": int(counts_df["missing"].sum()),
-                    "negative": int(counts_df["negative"].sum()),
-                    "p50_ms": figures[0],
-                    "p95_ms": figures[1],
-                    "max_ms": figures[2],
-                }
+                return _totals(counts_df, figures)
+    return _base_totals(engine, filters)
+
+
+def _totals(counts: pd.DataFrame, figures: Sequence[float | None]) -> dict[str, Any]:
+    """:func:`duration_totals` from the per-tool counts and the overall (p50, p95, max)."""
+    return {
+        "timed": int(counts["timed"].sum()),
+        "missing": int(counts["missing"].sum()),
+        "negative": int(counts["negative"].sum()),
+        "p50_ms": figures[0],
+        "p95_ms": figures[1],
+        "max_ms": figures[2],
+    }
+
+
+def duration_figures(
+    engine: Engine, filters: Filters = NO_FILTERS
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """:func:`durations_by_tool` and :func:`duration_totals` at once (the Overview shows both).
+    Where both would read the duration rollup, it is read once: the per-tool counts per exact
+    duration give each tool's figures, and summed over the tools the overall ones (a range of
+    days sums many rollup rows; reading them twice cost a third of the Overview's queries
+    under such a range)."""
+    with engine.connect() as conn:
+        counts_df = _timing_counts(conn, filters)
+        timed = 0 if counts_df is None else int(counts_df["timed"].sum())
+        if counts_df is not None and _from_rollup(conn, filters, timed):
+            columns = _rollup_histogram(conn, filters)
+            if columns is not None:
+                tools, values, counts = columns
+                overall = _ranked_counts([None] * len(counts), *_merged(values, counts))
+                return (
+                    _by_tool_frame(counts_df, _ranked_counts(tools, values, counts)),
+                    _totals(counts_df, overall.get(None, (None, None, None))),
+                )
+    return durations_by_tool(engine, filters), duration_totals(engine, filters)
+
+
+def _base_totals(engine: Engine, filters: Filters) -> dict[str, Any]:
+    """:func:`duration_totals` from the base tables."""
     timed = restrict_results(
         select(
             _R.duration_ms.label("ms"),
