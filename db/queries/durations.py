@@ -137,20 +137,23 @@ def _timing_counts(conn: Connection, filters: Filters) -> pd.DataFrame | None:
 Stats = tuple[float, float, float]
 
 
-def _rollup_histogram(conn: Connection, filters: Filters) -> list[tuple[Any, ...]] | None:
-    """The timed results in scope counted per (tool, exact duration), in that order, from the
-    duration rollup (the database sums a key's rows over the grain's days, imports …);
-    ``None`` when it cannot answer."""
+def _rollup_histogram(
+    conn: Connection, filters: Filters, *, by_tool: bool = True
+) -> list[tuple[Any, ...]] | None:
+    """The timed results in scope counted per (tool, exact duration) — per exact duration alone
+    unless ``by_tool`` — in that order, from the duration rollup (the database sums a key's rows
+    over the grain's days, imports …); ``None`` when it cannot answer."""
     at = scope(conn, DURATIONS, filters)
     if at is None:
         return None
     d = RollupDurationRow
+    parts = (d.tool,) if by_tool else ()
     return read_columns(
         conn,
-        select(d.tool, d.duration_ms, total(d.n))
+        select(*parts, d.duration_ms, total(d.n))
         .where(*at)
-        .group_by(d.tool, d.duration_ms)
-        .order_by(d.tool, d.duration_ms),
+        .group_by(*parts, d.duration_ms)
+        .order_by(*parts, d.duration_ms),
     )
 
 
@@ -182,20 +185,12 @@ def _merged(values: Sequence[float], counts: Sequence[int]) -> tuple[Any, Any]:
 def _rollup_stats(conn: Connection, filters: Filters, *, by_tool: bool) -> dict[Any, Stats] | None:
     """Nearest-rank p50, p95 and max per tool (``by_tool``; else one entry, key ``None``, over
     every timed result in scope) from the duration rollup; ``None`` when it cannot answer."""
-    if by_tool:
-        columns = _rollup_histogram(conn, filters)
-        return None if columns is None else _ranked_counts(*columns)
-    at = scope(conn, DURATIONS, filters)
-    if at is None:
+    columns = _rollup_histogram(conn, filters, by_tool=by_tool)
+    if columns is None:
         return None
-    d = RollupDurationRow
-    values, counts = read_columns(
-        conn,
-        select(d.duration_ms, total(d.n))
-        .where(*at)
-        .group_by(d.duration_ms)
-        .order_by(d.duration_ms),
-    )
+    if by_tool:
+        return _ranked_counts(*columns)
+    values, counts = columns
     return _ranked_counts([None] * len(counts), values, counts)
 
 
@@ -214,6 +209,12 @@ def _index_stats(conn: Connection, n: int, tool: str | None) -> Stats:
     in the (tool, duration) or (duration) index."""
     p50, p95 = (_at_rank(conn, _rank(n, num, den), n, tool) for _, num, den in QUANTILES)
     return (p50, p95, _at_rank(conn, n, n, tool))
+
+
+def _index_totals(conn: Connection, filters: Filters, n: int) -> tuple[float | None, ...]:
+    """(p50, p95, max) over all ``n`` timed results by look-ups in the duration index (each
+    ``None`` when there is none)."""
+    return _index_stats(conn, n, filters.tool or None) if n else (None, None, None)
 
 
 def _ranked_stats(conn: Connection, counts: pd.DataFrame) -> dict[Any, Stats]:
@@ -306,8 +307,8 @@ def duration_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, 
             if _from_rollup(conn, filters, n):
                 stats = _rollup_stats(conn, filters, by_tool=False)
                 figures = None if stats is None else stats.get(None, figures)
-            elif n:
-                figures = _index_stats(conn, n, filters.tool or None)
+            else:
+                figures = _index_totals(conn, filters, n)
             if figures is not None:
                 return _totals(counts_df, figures)
     return _base_totals(engine, filters)
@@ -336,7 +337,13 @@ def duration_figures(
     with engine.connect() as conn:
         counts_df = _timing_counts(conn, filters)
         timed = 0 if counts_df is None else int(counts_df["timed"].sum())
-        if counts_df is not None and _from_rollup(conn, filters, timed):
+        if counts_df is not None and not _from_rollup(conn, filters, timed):
+            # Each percentile one look-up in the duration indexes, the counts read once.
+            return (
+                _by_tool_frame(counts_df, _ranked_stats(conn, counts_df)),
+                _totals(counts_df, _index_totals(conn, filters, timed)),
+            )
+        if counts_df is not None:
             columns = _rollup_histogram(conn, filters)
             if columns is not None:
                 tools, values, counts = columns
