@@ -33,12 +33,14 @@ from db.schema import (
     RollupActivityDayRow,
     RollupActivityRow,
     RollupCallRow,
+    RollupDurationBucketRow,
     RollupDurationRow,
     RollupFindingRow,
     RollupFingerprintRow,
     RollupInputShareRow,
     RollupResultRow,
     RollupSignatureRow,
+    RollupSizeBucketRow,
     RollupSizeRow,
     RollupTraceRow,
 )
@@ -53,6 +55,8 @@ def _table(model: Any) -> Table:
 RESULTS = _table(RollupResultRow)
 SIZES = _table(RollupSizeRow)
 DURATIONS = _table(RollupDurationRow)
+SIZE_BUCKETS = _table(RollupSizeBucketRow)
+DURATION_BUCKETS = _table(RollupDurationBucketRow)
 CALLS = _table(RollupCallRow)
 SIGNATURES = _table(RollupSignatureRow)
 TRACES = _table(RollupTraceRow)

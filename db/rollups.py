@@ -51,7 +51,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 
-from db import dialect
+from db import dialect, value_buckets
 from db.engine import writing
 from db.queries.common import (
     COUNTED_FINDING,
@@ -66,12 +66,14 @@ from db.schema import (
     RollupActivityDayRow,
     RollupActivityRow,
     RollupCallRow,
+    RollupDurationBucketRow,
     RollupDurationRow,
     RollupFindingRow,
     RollupFingerprintRow,
     RollupInputShareRow,
     RollupResultRow,
     RollupSignatureRow,
+    RollupSizeBucketRow,
     RollupSizeRow,
     RollupState,
     RollupTraceRow,
@@ -117,6 +119,9 @@ class Rollup:
     ``contributions(ids)`` selects, for the traces ``ids`` (a list, or the bound :data:`IDS`;
     ``None``: every trace), rows of ``trace_id``, ``tool``, then :attr:`keys` and
     :attr:`measures` (``n`` first), grouped per trace and key.
+
+    A rollup with a :attr:`source` is counted from that rollup's rows of its own grains, each
+    mapped by :attr:`derive` (``(keys, measures)`` to its own): no statement of its own.
     """
 
     table: Table
@@ -124,6 +129,11 @@ class Rollup:
     keys: tuple[str, ...]
     measures: tuple[str, ...]
     contributions: Callable[[Sequence[int] | None], Any]
+    #: The first key is a value whose bucket (``db.value_buckets``) follows the tool in the row
+    #: keys: the exact rows of one bucket are one range of keys (``row_key``).
+    by_value: bool = False
+    source: str | None = None
+    derive: Callable[[tuple[Any, ...], list[int]], tuple[tuple[Any, ...], list[int]]] | None = None
 
 
 def _of(column: Any, ids: Any) -> Any:
@@ -364,6 +374,18 @@ def _table(model: Any) -> Table:
     return cast(Table, model.__table__)
 
 
+def _size_bucket(keys: tuple[Any, ...], measures: list[int]) -> tuple[tuple[Any, ...], list[int]]:
+    # (tokens,), [n] -> (bucket,), [n, tokens]
+    return (value_buckets.bucket_of(keys[0]),), [measures[0], measures[0] * int(keys[0])]
+
+
+def _duration_bucket(
+    keys: tuple[Any, ...], measures: list[int]
+) -> tuple[tuple[Any, ...], list[int]]:
+    # (duration_ms,), [n] -> (bucket,), [n]
+    return (value_buckets.bucket_of(keys[0]),), measures
+
+
 #: Every rollup, by table name.
 ROLLUPS: dict[str, Rollup] = {
     rollup.table.name: rollup
@@ -388,8 +410,33 @@ ROLLUPS: dict[str, Rollup] = {
             ("n", "tokens", "with_images", "image_tokens"),
             _results,
         ),
-        Rollup(_table(RollupSizeRow), SINGLE_GRAINS, ("tokens",), ("n",), _sizes),
-        Rollup(_table(RollupDurationRow), FILTER_GRAINS, ("duration_ms",), ("n",), _durations),
+        Rollup(_table(RollupSizeRow), SINGLE_GRAINS, ("tokens",), ("n",), _sizes, by_value=True),
+        Rollup(
+            _table(RollupDurationRow),
+            FILTER_GRAINS,
+            ("duration_ms",),
+            ("n",),
+            _durations,
+            by_value=True,
+        ),
+        Rollup(
+            _table(RollupSizeBucketRow),
+            (Dim.DAY,),
+            ("bucket",),
+            ("n", "tokens"),
+            _sizes,
+            source="rollup_sizes",
+            derive=_size_bucket,
+        ),
+        Rollup(
+            _table(RollupDurationBucketRow),
+            (Dim.DAY,),
+            ("bucket",),
+            ("n",),
+            _durations,
+            source="rollup_durations",
+            derive=_duration_bucket,
+        ),
         Rollup(
             _table(RollupCallRow),
             GRAINS,
@@ -524,20 +571,40 @@ def value_range(grain: int, dims: tuple[Any, ...], tool: Any = ANY_TOOL) -> tupl
     return prefix, _successor(prefix)
 
 
-def row_key(grain: int, dims: tuple[Any, ...], tool: Any, keys: tuple[Any, ...]) -> bytes:
+def row_key(
+    grain: int,
+    dims: tuple[Any, ...],
+    tool: Any,
+    keys: tuple[Any, ...],
+    *,
+    by_value: bool = False,
+) -> bytes:
     """A rollup row's identity, 16 bytes that order the primary key: the grain (1), the value
     of its leading dimension (4: :func:`_slot`), a hash of the tool (3), then a hash of the
     grain, dimensions, tool and keys (8). So the rows of one day, import, agent or model are one
     range of keys, and those of one tool a range within it (:func:`value_range`); a range of
-    days is one too."""
-    return _key((grain, *dims, tool, *keys))
+    days is one too. A rollup :attr:`~Rollup.by_value` puts the bucket of its value before the
+    hash (2 + 6 bytes): the rows of a day, tool and bucket are one range (:func:`bucket_range`)."""
+    return _key((grain, *dims, tool, *keys), by_value)
 
 
-def _key(row: tuple[Any, ...]) -> bytes:
+def _key(row: tuple[Any, ...], by_value: bool = False) -> bytes:
     """:func:`row_key` of a row ``(grain, day, import, agent, model, tool, *keys)``."""
     grain = row[0]
     digest = hashlib.blake2b(orjson.dumps(row), digest_size=8).digest()
-    return bytes([grain]) + _slot(grain, row[1:5]) + _text(row[5], 3) + digest
+    head = bytes([grain]) + _slot(grain, row[1:5]) + _text(row[5], 3)
+    if by_value:
+        bucket = value_buckets.bucket_of(row[6]).to_bytes(value_buckets.WIDTH, "big")
+        return head + bucket + digest[: 8 - value_buckets.WIDTH]
+    return head + digest
+
+
+def bucket_range(day: int, tool: Any, bucket: int) -> tuple[bytes, bytes]:
+    """``(first, end)``: the keys of the day-grain rows of a :attr:`~Rollup.by_value` rollup
+    for ``day``, ``tool`` and value ``bucket`` lie in ``first <= key < end`` (with those of
+    tools that share the hash: readers compare the tool)."""
+    prefix = key_prefix(_DAY, day) + _text(tool, 3) + bucket.to_bytes(value_buckets.WIDTH, "big")
+    return prefix, _successor(prefix)
 
 
 def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
@@ -627,12 +694,39 @@ def contributions(
     return out
 
 
+def derived(
+    rollup: Rollup, rows: dict[tuple[Any, ...], list[int]]
+) -> dict[tuple[Any, ...], list[int]]:
+    """What ``rows`` of :attr:`Rollup.source` (:func:`contributions`) add to the derived
+    ``rollup``: those of its grains, mapped by :attr:`Rollup.derive` and summed."""
+    assert rollup.derive is not None
+    out: dict[tuple[Any, ...], list[int]] = {}
+    for row, measures in rows.items():
+        if row[0] not in rollup.grains:
+            continue
+        keys, mapped = rollup.derive(row[6:], measures)
+        key = (*row[:6], *keys)
+        found = out.get(key)
+        if found is None:
+            out[key] = mapped
+        else:
+            for i, m in enumerate(mapped):
+                found[i] += m
+    return out
+
+
 def _apply(conn: Connection, ids: Sequence[int], sign: int) -> None:
     if not ids or not complete(conn):
         return
     ids = sorted(set(ids))
-    for rollup in ROLLUPS.values():
-        _upsert(conn, rollup, contributions(conn, rollup, ids), sign)
+    counted: dict[str, dict[tuple[Any, ...], list[int]]] = {}
+    for name, rollup in ROLLUPS.items():
+        if rollup.source is None:
+            rows = contributions(conn, rollup, ids)
+        else:
+            rows = derived(rollup, counted[rollup.source])
+        counted[name] = rows
+        _upsert(conn, rollup, rows, sign)
 
 
 def add(conn: Connection, ids: Sequence[int]) -> None:
@@ -662,7 +756,7 @@ def _upsert(
         return
     name = rollup.table.name
     columns = ["key", *_columns(rollup)]
-    keyed = sorted((_key(row), row, measures) for row, measures in rows.items())
+    keyed = sorted((_key(row, rollup.by_value), row, measures) for row, measures in rows.items())
     values = [
         (key, *row, *(m if sign > 0 else -m for m in measures)) for key, row, measures in keyed
     ]
@@ -691,7 +785,8 @@ def complete(conn: Connection) -> bool:
 def pending_in(conn: Connection) -> list[str]:
     """:func:`pending`, on an open connection."""
     names = conn.execute(select(RollupState.pending).where(RollupState.id == 1)).scalar()
-    return [name for name in (names or "").split() if name in ROLLUPS]
+    # Each once: a migration undone and done again lists its rollups twice.
+    return [name for name in dict.fromkeys((names or "").split()) if name in ROLLUPS]
 
 
 def counted(conn: Connection, table: str) -> bool:
@@ -718,8 +813,10 @@ def _spread(rollup: Rollup) -> Any:
     """Every row of ``rollup`` for the whole store, in one statement: the per-trace rows
     joined to their traces, repeated once per grain (a small UNION of constants), the
     dimensions outside the grain NULL, summed per rollup row — for :func:`rebuild`, where the
-    database grouping everything at once is many times faster than :func:`contributions`."""
-    source, group = _per_dims(rollup, None)
+    database grouping everything at once is many times faster than :func:`contributions`.
+    A derived rollup gets its source's rows of its own grains (:func:`derived` maps them)."""
+    counted = ROLLUPS[rollup.source] if rollup.source is not None else rollup
+    source, group = _per_dims(counted, None)
     grains = union_all(
         *(select(literal(int(g), Integer).label("grain")) for g in rollup.grains)
     ).subquery("grains")
@@ -729,10 +826,16 @@ def _spread(rollup: Rollup) -> Any:
     ]
     spread = (grains.c.grain, *dims, *group[4:])
     return (
-        select(*spread, *_measures(rollup, source.left))
+        select(*spread, *_measures(counted, source.left))
         .select_from(source.join(grains, true()))
         .group_by(*_by_position(len(spread)))
     )
+
+
+def _mapped(
+    rollup: Rollup, rows: dict[tuple[Any, ...], list[int]]
+) -> dict[tuple[Any, ...], list[int]]:
+    return rows if rollup.source is None else derived(rollup, rows)
 
 
 def rebuild(engine: Engine, *, chunk: int = 20_000, only: Sequence[str] | None = None) -> int:
@@ -741,7 +844,11 @@ def rebuild(engine: Engine, *, chunk: int = 20_000, only: Sequence[str] | None =
 
     For recovery (``toollens rebuild-rollups``), for stores from before the rollups, and
     (``only``) for a rollup a migration added to a store that has the others."""
-    chosen = [ROLLUPS[name] for name in only] if only is not None else list(ROLLUPS.values())
+    chosen = (
+        [ROLLUPS[name] for name in dict.fromkeys(only)]
+        if only is not None
+        else list(ROLLUPS.values())
+    )
     with writing(engine) as conn:
         for rollup in chosen:
             conn.execute(delete(rollup.table))
@@ -761,8 +868,10 @@ def rebuild(engine: Engine, *, chunk: int = 20_000, only: Sequence[str] | None =
                 .values(pending=" ".join(left) or None)
             )
         for rollup in chosen:
-            nkeys = len(rollup.keys)
-            bools = [rollup.table.c[name].type.python_type is bool for name in rollup.keys]
+            # A derived rollup reads its source's keys, then maps each chunk of rows.
+            read = ROLLUPS[rollup.source] if rollup.source is not None else rollup
+            nkeys = len(read.keys)
+            bools = [read.table.c[name].type.python_type is bool for name in read.keys]
             rows: dict[tuple[Any, ...], list[int]] = {}
             result = conn.execute(_spread(rollup).execution_options(yield_per=chunk))
             for row in result:
@@ -772,9 +881,9 @@ def rebuild(engine: Engine, *, chunk: int = 20_000, only: Sequence[str] | None =
                 )
                 rows[(*row[:6], *keys)] = [int(v or 0) for v in row[6 + nkeys :]]
                 if len(rows) >= chunk:
-                    _upsert(conn, rollup, rows, 1)
+                    _upsert(conn, rollup, _mapped(rollup, rows), 1)
                     rows = {}
-            _upsert(conn, rollup, rows, 1)
+            _upsert(conn, rollup, _mapped(rollup, rows), 1)
         traces = conn.execute(select(func.count(t.id))).scalar_one()
     return int(traces)
 
@@ -789,10 +898,12 @@ __all__ = [
     "Dim",
     "Rollup",
     "add",
+    "bucket_range",
     "complete",
     "contributions",
     "counted",
     "day_number",
+    "derived",
     "grain_range",
     "is_complete",
     "pending",

@@ -712,6 +712,28 @@ class RollupDurationRow(_RollupColumns, Base):
     duration_ms: Mapped[float] = mapped_column(Float)
 
 
+class RollupSizeBucketRow(_RollupColumns, Base):
+    """Tool Messages per day, tool and bucket of their token size (``db.value_buckets``), with
+    their tokens: over a range of days, which sizes decide a figure (``db.wide_histograms``).
+    Kept at the day grain alone, from :class:`RollupSizeRow`'s counts."""
+
+    __tablename__ = "rollup_size_buckets"
+    __table_args__ = _ROLLUP_TABLE
+
+    bucket: Mapped[int] = mapped_column(Integer)
+    tokens: Mapped[int] = mapped_column(BigInteger)
+
+
+class RollupDurationBucketRow(_RollupColumns, Base):
+    """Timed Tool Messages per day, tool and bucket of their duration (``db.value_buckets``):
+    :class:`RollupSizeBucketRow` for execution times, from :class:`RollupDurationRow`."""
+
+    __tablename__ = "rollup_duration_buckets"
+    __table_args__ = _ROLLUP_TABLE
+
+    bucket: Mapped[int] = mapped_column(Integer)
+
+
 class RollupCallRow(_RollupColumns, Base):
     """Tool calls per occurrence (so any loop threshold k is a plain sum), pairing and flags."""
 

@@ -49,6 +49,7 @@ from db.schema import (
     TraceRow,
 )
 from db.summary import summarize, summary_counts
+from db.value_buckets import bucket_of
 from db.vocabulary import DEFAULT_ENCODING, FINDING_KINDS
 from db.write import finish_import, start_import, write_traces
 from ingest.model import Message, ToolCall, ToolResult, Trace
@@ -66,8 +67,8 @@ QUERIES: dict[str, Query] = {
     "top_error_fingerprints": overview.top_error_fingerprints,
     "scorecard_counts": lambda e, f: overview.scorecard_counts(e, 3, f),
     "tool_scorecard": lambda e, f: overview.tool_scorecard(e, 2, 150, f),
-    "tool_token_counts": histograms.tool_token_counts,
-    "token_counts": histograms.token_counts,
+    "size_figures": lambda e, f: _size_figures(e, f),
+    "token_figures": lambda e, f: histograms.token_figures(histograms.token_counts(e, f)),
     "error_totals": errors.error_totals,
     "error_types_by_tool": errors.error_types_by_tool,
     "error_sources": errors.error_sources,
@@ -120,6 +121,26 @@ QUERIES: dict[str, Query] = {
 }
 
 DAY = datetime(2026, 10, 8, tzinfo=UTC)
+#: Budgets the size figures are compared for: on a bucket's edge, inside a bucket, tiny.
+BUDGETS = (1000, 1234, 37)
+
+
+def _size_figures(engine: sa.Engine, f: Filters) -> tuple[Any, ...]:
+    """Every figure the pages derive from the (tool, tokens) histogram, for each of
+    :data:`BUDGETS` (under a range of days the histogram's rows are exact only where these are
+    decided: ``db.wide_histograms``)."""
+    figures: list[Any] = []
+    for budget in BUDGETS:
+        counts = histograms.tool_token_counts(engine, f, budget)
+        figures += [
+            histograms.size_bins(counts, budget),
+            histograms.tool_sizes(counts, budget),
+            histograms.oversized_tools(counts, budget),
+            histograms.token_figures(zip(counts["tokens"], counts["results"], strict=True)),
+            tokens.quantiles_from_counts(counts),
+            counts["results"].sum(),
+        ]
+    return tuple(figures)
 
 
 def _grid(agent: str, model: str, tool: str) -> list[Filters]:
@@ -520,7 +541,7 @@ def test_a_rows_key_leads_with_its_grains_value_then_its_tool(store: sa.Engine) 
     assert model_key[:8] == bytes([8]) + bytes.fromhex("b505dd4c") + bytes.fromhex("44a85b")
     day_key = rollups.row_key(int(rollups.FULL), (20_000, 3, "a", "m"), None, (1,))
     assert day_key[:8] == bytes([15, 0x80, 0x00, 0x4E, 0x20, 0, 0, 0])
-    checked = 0
+    checked = by_bucket = 0
     with store.connect() as conn:
         for rollup in rollups.ROLLUPS.values():
             c = rollup.table.c
@@ -533,6 +554,13 @@ def test_a_rows_key_leads_with_its_grains_value_then_its_tool(store: sa.Engine) 
                     assert (
                         rollups.key_prefix(grain, day) <= key < rollups.key_prefix(grain, following)
                     )
+                    if rollup.by_value and grain == rollups.Dim.DAY:
+                        value = conn.execute(
+                            sa.select(rollup.table.c[rollup.keys[0]]).where(c.key == key)
+                        ).scalar_one()
+                        first, end = rollups.bucket_range(day, tool, bucket_of(value))
+                        assert first <= key < end
+                        by_bucket += 1
                 else:
                     first, end = rollups.value_range(grain, (day, import_id, agent, model), tool)
                     assert first <= key < end
@@ -540,6 +568,70 @@ def test_a_rows_key_leads_with_its_grains_value_then_its_tool(store: sa.Engine) 
                     assert first <= key < end and len(first) == 5
                 checked += 1
     assert checked == sum(len(rows) for rows in _rollup_rows(store).values())
+    with store.connect() as conn:
+        day_rows = sum(
+            conn.execute(
+                sa.select(sa.func.count()).where(rollup.table.c.grain == rollups.Dim.DAY)
+            ).scalar_one()
+            for rollup in rollups.ROLLUPS.values()
+            if rollup.by_value
+        )
+    assert by_bucket == day_rows > 0
+
+
+def test_a_range_of_days_reads_the_buckets_then_only_the_deciding_rows(store: sa.Engine) -> None:
+    """Under a range of days the size and duration histograms are read through their bucket
+    rollups: one statement each on the buckets, one on the exact rows by ranges of keys (no
+    GROUP BY over every exact row of the days), with the full histogram's count and total (this
+    store's sizes are small, each its own bucket: the figures are compared by the grid)."""
+    week = Filters(start=DAY, end=datetime(2026, 10, 15, tzinfo=UTC))
+    counts, sent = _with_statements(store, lambda: histograms.tool_token_counts(store, week, 500))
+    assert sum(_reads([s], "rollup_size_buckets") for s in sent) == 1
+    exact = [s for s in sent if _reads([s], "rollup_sizes")]
+    assert len(exact) == 1 and exact[0].startswith("WITH wanted") and "GROUP BY" not in exact[0]
+    with base_tables():
+        full = histograms.tool_token_counts(store, week)
+    assert 0 < len(counts) <= len(full)
+    assert counts["results"].sum() == full["results"].sum()
+    assert (counts["tokens"] * counts["results"]).sum() == (full["tokens"] * full["results"]).sum()
+    _, sent = _with_statements(store, lambda: durations.duration_figures(store, week))
+    assert sum(_reads([s], "rollup_duration_buckets") for s in sent) == 1
+    exact = [s for s in sent if _reads([s], "rollup_durations")]
+    assert len(exact) == 1 and exact[0].startswith("WITH wanted")
+
+
+def test_a_store_from_before_the_value_buckets_recounts_the_histograms_when_opened(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0024 on a store at 0023 with traces: the bucket rollups start empty and the
+    exact histograms' keys change, so the four are pending — a range of days reads the base
+    tables for them meanwhile, and equals them — and opening the store counts the four alone."""
+    engine = make_engine(sqlite_url)
+    _write_generated(engine, 600)
+    expected = _rollup_rows(engine)
+    assert expected["rollup_size_buckets"] and expected["rollup_duration_buckets"]
+    week = Filters(start=DAY, end=datetime(2026, 10, 15, tzinfo=UTC))
+    with base_tables():
+        sizes = _size_figures(engine, week)
+    with engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE rollup_size_buckets"))
+        conn.execute(sa.text("DROP TABLE rollup_duration_buckets"))
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0023'"))
+    engine.dispose()
+    migrated = make_engine(sqlite_url, migrate=False)
+    four = ["rollup_sizes", "rollup_durations", "rollup_size_buckets", "rollup_duration_buckets"]
+    try:
+        migrate.upgrade(migrated, "0024")  # a revision, not "head": nothing is counted
+        assert rollups.is_complete(migrated)
+        assert rollups.pending(migrated) == four
+        got, sent = _with_statements(migrated, lambda: _size_figures(migrated, week))
+        assert _reads(sent, "tool_results") and not _reads(sent, "rollup_sizes")
+        _same(got, sizes)
+    finally:
+        migrated.dispose()
+    counted, rows = _counted_when_opened(sqlite_url, monkeypatch)
+    assert counted == [tuple(four)]
+    assert rows == expected
 
 
 def test_a_store_with_the_earlier_rollup_keys_is_recounted_when_opened(
@@ -551,9 +643,11 @@ def test_a_store_with_the_earlier_rollup_keys_is_recounted_when_opened(
     expected = _rollup_rows(engine)
     with engine.begin() as conn:
         # The earlier layout's keys: the day (NULL: 0) after the grain, an 11-byte hash.
-        conn.execute(sa.text("DROP TABLE rollup_activity_days"))  # from 0021
+        later = ("rollup_activity_days", "rollup_size_buckets", "rollup_duration_buckets")
+        for name in later:  # from 0021 and 0024
+            conn.execute(sa.text(f"DROP TABLE {name}"))
         for rollup in rollups.ROLLUPS.values():
-            if rollup.table.name == "rollup_activity_days":
+            if rollup.table.name in later:
                 continue
             conn.execute(
                 sa.text(

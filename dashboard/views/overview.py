@@ -39,8 +39,8 @@ results = summary["tool_results"]
 verdicts = summary["suggestions"]
 decided = verdicts["followed"] + verdicts["ignored"]
 
-# One (tool, tokens) histogram per filter set: every size figure below derives from it.
-token_counts = state.query(histograms.tool_token_counts, f)
+# One (tool, tokens) histogram per filter set and budget: every size figure below derives from it.
+token_counts = state.query(histograms.tool_token_counts, f, budget)
 sizes = histograms.size_bins(token_counts, budget)
 over_budget = int(sizes.loc[sizes["over_budget"].astype(bool), "results"].sum())
 

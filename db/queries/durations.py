@@ -24,12 +24,13 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection, Engine, Float, and_, case, cast, func, select
 
+from db import wide_histograms
 from db.dialect import name_of
 from db.filters import NO_FILTERS, Filters, narrows_traces, restrict_results
 from db.planner import walked_result_ids
 from db.queries.common import TRACE, nearest_rank_at, result_pair_key, to_frame
 from db.queries.ranks import group_ranks
-from db.rollup_read import DURATIONS, RESULTS, scope, total
+from db.rollup_read import DURATION_BUCKETS, DURATIONS, RESULTS, scope, spans_days, total
 from db.schema import RollupDurationRow, RollupResultRow, ToolResultRow
 from db.streaming import read_columns
 
@@ -142,10 +143,20 @@ def _rollup_histogram(
 ) -> list[tuple[Any, ...]] | None:
     """The timed results in scope counted per (tool, exact duration) — per exact duration alone
     unless ``by_tool`` — in that order, from the duration rollup (the database sums a key's rows
-    over the grain's days, imports …); ``None`` when it cannot answer."""
+    over the grain's imports, agents …); ``None`` when it cannot answer. Under a range of days
+    through its buckets (``db.wide_histograms``): exact at every p50 / p95 and maximum, per tool
+    and overall, the other buckets' counts on one row each."""
     at = scope(conn, DURATIONS, filters)
     if at is None:
         return None
+    if spans_days(DURATIONS, filters):
+        needs = wide_histograms.Needs(tuple((num, den) for _, num, den in QUANTILES))
+        wide = wide_histograms.read(conn, DURATIONS, DURATION_BUCKETS, filters, needs)
+        if wide is not None:
+            tools, values, counts = wide
+            if by_tool:
+                return [tuple(tools), tuple(values), tuple(counts)]
+            return [tuple(column) for column in _merged(values, counts)]
     d = RollupDurationRow
     parts = (d.tool,) if by_tool else ()
     return read_columns(

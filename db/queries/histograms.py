@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, func, select
 
+from db import wide_histograms
 from db.filters import NO_FILTERS, Filters, restrict_results
 from db.queries.ranks import group_ranks, group_sums, summed_counts
-from db.rollup_read import SIZES, scope, spans_days, total
+from db.rollup_read import SIZE_BUCKETS, SIZES, scope, spans_days, total
 from db.schema import RollupSizeRow, ToolResultRow
 from db.streaming import read_columns
 
@@ -33,14 +34,25 @@ if TYPE_CHECKING:
 TOKEN_EDGES: tuple[int, ...] = (0, 100, 250, 500, 1000, 2000, 5000, 10000, 20000)
 #: Columns of :func:`tool_token_counts`.
 COUNT_COLUMNS = ("tool", "tokens", "results")
+#: The nearest ranks any page derives from the histogram: the Overview's p50 / p95 per tool and
+#: overall, the Tokens page's quartiles (``db.queries.tokens.QUANTILES``).
+RANKS: tuple[tuple[int, int], ...] = ((1, 4), (1, 2), (3, 4), (19, 20))
 
 
-def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+def tool_token_counts(
+    engine: Engine, filters: Filters = NO_FILTERS, budget: int | None = None
+) -> pd.DataFrame:
     """Tool Messages per (tool, tokens), ordered by tool and tokens.
 
     Columns: ``tool``, ``tokens``, ``results`` (how many of the tool's results have that size).
     From the size rollup where it answers the filters; else unfiltered the grouping walks the
     (tool, tokens) index, and under a filter it sorts the filtered traces' entries once.
+
+    Under a range of days the rollup is read through its value buckets
+    (``db.wide_histograms``): the rows are then exact where a figure of this module or of
+    ``db.queries.tokens`` is decided — the :data:`RANKS`, each tool's minimum and maximum, the
+    bins' round edges, the results over ``budget`` (pass the budget the figures are for) — and
+    the counts and totals of every other bucket stand on one or two rows inside it.
     """
     r = ToolResultRow
     stmt = restrict_results(
@@ -52,6 +64,10 @@ def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
     with engine.connect() as conn:
         at = scope(conn, SIZES, filters)
         s = RollupSizeRow
+        if at is not None and spans_days(SIZES, filters):
+            wide = _wide(conn, filters, budget)
+            if wide is not None:
+                return _frame(*wide)
         if at is not None and not spans_days(SIZES, filters):
             # About one row per (tool, tokens) comes back: sorted and summed here, in one
             # vectorized pass, instead of in a temporary B-tree (30 of 120 ms on the 10M store).
@@ -65,6 +81,13 @@ def tool_token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
             )
         # Column by column, off the driver's cursor: no row object per (tool, tokens).
         return _frame(*read_columns(conn, stmt))
+
+
+def _wide(conn: Any, filters: Filters, budget: int | None) -> wide_histograms.Histogram | None:
+    """The size histogram under a range of days, through its buckets (``None``: they cannot
+    answer); exact at the :data:`RANKS`, the extremes and the ``budget``'s edge."""
+    needs = wide_histograms.Needs(RANKS, edges=() if budget is None else (budget + 1,), sums=True)
+    return wide_histograms.read(conn, SIZES, SIZE_BUCKETS, filters, needs)
 
 
 def _summed(tool: Sequence[str], tokens: Sequence[int], n: Sequence[int]) -> pd.DataFrame:
@@ -97,10 +120,22 @@ def token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> list[tuple[in
     )
     with engine.connect() as conn:
         at = scope(conn, SIZES, filters)
+        if at is not None and spans_days(SIZES, filters):
+            wide = _wide(conn, filters, None)
+            if wide is not None:
+                return _over_tools(wide[1], wide[2])
         if at is not None:
             s = RollupSizeRow
             stmt = select(s.tokens, total(s.n)).where(*at).group_by(s.tokens).order_by(s.tokens)
         return [(int(tokens), int(results)) for tokens, results in conn.execute(stmt)]
+
+
+def _over_tools(tokens: Sequence[int], results: Sequence[int]) -> list[tuple[int, int]]:
+    """``(tokens, results)`` summed over the tools, ordered by tokens."""
+    by_size: dict[int, int] = {}
+    for size, n in zip(tokens, results, strict=True):
+        by_size[int(size)] = by_size.get(int(size), 0) + int(n)
+    return sorted(by_size.items())
 
 
 def token_figures(counts: Iterable[tuple[int, int]]) -> dict[str, int]:

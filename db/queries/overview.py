@@ -123,7 +123,7 @@ def verdict_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFram
 def token_histogram(engine: Engine, budget: int, filters: Filters = NO_FILTERS) -> pd.DataFrame:
     """Tool Messages per token-size bin: :func:`db.queries.histograms.size_bins` of the
     filtered results."""
-    return size_bins(tool_token_counts(engine, filters), budget)
+    return size_bins(tool_token_counts(engine, filters, budget), budget)
 
 
 def occurrence_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
@@ -227,7 +227,7 @@ def top_oversized_tools(
 ) -> pd.DataFrame:
     """Tools whose Tool Messages most often exceed ``budget`` tokens: see
     :func:`db.queries.histograms.oversized_tools`."""
-    return oversized_tools(tool_token_counts(engine, filters), budget, limit=limit)
+    return oversized_tools(tool_token_counts(engine, filters, budget), budget, limit=limit)
 
 
 def top_loops(
@@ -304,7 +304,7 @@ def tool_scorecard(
     :func:`db.queries.histograms.tool_token_counts` are the two sources (see :func:`scorecard`).
     """
     counts = scorecard_counts(engine, k, filters)
-    return scorecard(counts, tool_token_counts(engine, filters), budget, limit=limit)
+    return scorecard(counts, tool_token_counts(engine, filters, budget), budget, limit=limit)
 
 
 def scorecard_counts(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> pd.DataFrame:
