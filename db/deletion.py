@@ -33,7 +33,7 @@ from sqlalchemy import (
     select,
 )
 
-from db import rollups, search
+from db import dialect, rollups, search
 from db.engine import writing
 from db.schema import Base
 
@@ -135,3 +135,9 @@ def delete_rows(
             # the next import must read their files again instead of skipping them unchanged.
             conn.execute(delete(registry))
     return {table.name: counts[table.name] for table, _ in ordered}
+
+
+def vacuum(engine: Engine) -> None:
+    """Give the space of deleted rows back to the disk (``toollens vacuum``): the store's own
+    tables only (``db.dialect.reclaim_space``)."""
+    dialect.reclaim_space(engine, [table.name for table in Base.metadata.sorted_tables])

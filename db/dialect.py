@@ -323,13 +323,15 @@ def json_key_equals(column: Any, key: str, value: str) -> ColumnElement[bool]:
     return JsonKeyEquals(column, key, value)
 
 
-def reclaim_space(engine: Engine) -> None:
+def reclaim_space(engine: Engine, tables: Sequence[str]) -> None:
     """Give the space of deleted rows back: ``VACUUM`` outside any transaction.
 
     SQLite rewrites the whole file (it never shrinks by itself); on PostgreSQL plain ``VACUUM``
-    makes the space reusable and refreshes statistics (autovacuum does the same in time;
-    ``VACUUM FULL``, which returns it to the operating system, locks every table and is left
-    to the administrator).
+    of the store's ``tables`` (in its schema, by the search path: never the database's other
+    schemas, whose tables a database-wide ``VACUUM`` would wait on and work through) makes the
+    space reusable and refreshes statistics (autovacuum does the same in time; ``VACUUM FULL``,
+    which returns it to the operating system, locks every table and is left to the
+    administrator).
     """
     kind = name_of(engine)
     # A DBAPI connection of its own: VACUUM refuses to run inside a transaction, and the
@@ -344,7 +346,7 @@ def reclaim_space(engine: Engine) -> None:
             cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         elif kind == "postgresql":
             raw.driver_connection.autocommit = True  # type: ignore[union-attr]
-            cur.execute("VACUUM (ANALYZE)")
+            cur.execute(f"VACUUM (ANALYZE) {', '.join(tables)}")
         else:
             assert_never(kind)
         cur.close()

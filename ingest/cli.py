@@ -550,11 +550,11 @@ def prune_command(
 @app.command("vacuum")
 def vacuum_command(db: DbOption = None) -> None:
     """Give the space of deleted rows back (SQLite: rewrites the file; PostgreSQL: VACUUM)."""
-    from db.dialect import reclaim_space
+    from db.deletion import vacuum
     from db.engine import display_url
 
     engine = _engine(db)
-    reclaim_space(engine)
+    vacuum(engine)
     typer.echo(f"vacuumed: {display_url(engine.url)}")
 
 

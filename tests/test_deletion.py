@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -313,6 +314,35 @@ def test_prune_keeps_recent_imports_and_vacuum_shrinks_the_file(
 def test_vacuum_runs_on_postgresql(pg_url: str) -> None:
     out = CliRunner().invoke(app, ["vacuum", "--db", pg_url])
     assert out.exit_code == 0, out.output
+
+
+def test_vacuum_on_postgresql_keeps_to_the_stores_own_tables(pg_url: str) -> None:
+    """A team's database holds other schemas: ``toollens vacuum`` works through the store's
+    tables only, so a table of another schema held by someone else's transaction (which a
+    database-wide ``VACUUM`` would wait on) does not stop it."""
+    url = sa.engine.make_url(pg_url)
+    other = f"{url.query['options'].split('=', 1)[1]}_other"
+    admin = sa.create_engine(url.set(query={}))
+    holder = admin.connect()
+    try:
+        with admin.begin() as conn:
+            conn.execute(sa.text(f'CREATE SCHEMA "{other}"'))
+            conn.execute(sa.text(f'CREATE TABLE "{other}".busy (id int)'))
+        holder.execute(sa.text(f'LOCK TABLE "{other}".busy IN SHARE UPDATE EXCLUSIVE MODE'))
+        make_engine(pg_url).dispose()  # the store's schema
+        done = threading.Event()
+        thread = threading.Thread(
+            target=lambda: (CliRunner().invoke(app, ["vacuum", "--db", pg_url]), done.set()),
+            daemon=True,
+        )
+        thread.start()
+        assert done.wait(60), "vacuum waited on another schema's table"
+    finally:
+        holder.rollback()
+        holder.close()
+        with admin.begin() as conn:
+            conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{other}" CASCADE'))
+        admin.dispose()
 
 
 @pytest.mark.parametrize("days", ["0", "-1"])
