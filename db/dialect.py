@@ -34,6 +34,7 @@ from sqlalchemy import table as sa_table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.visitors import InternalTraversal
 
 DialectName = Literal["sqlite", "postgresql"]
 #: Rows SQLite's ANALYZE looks at per index (``PRAGMA analysis_limit``).
@@ -246,10 +247,18 @@ def analyze(conn: Connection, tables: Sequence[str]) -> None:
         assert_never(kind)
 
 
+def _clause_children(*names: str) -> list[tuple[str, InternalTraversal]]:
+    """``_traverse_internals`` of a construct whose attributes ``names`` are SQL elements: what
+    the statement cache keys on (with ``inherit_cache`` alone such a construct has no cache key,
+    and every statement holding it is compiled anew on every execution)."""
+    return [(name, InternalTraversal.dp_clauseelement) for name in names]
+
+
 class JsonListContains(ColumnElement[bool]):
     """``value`` is an element of the JSON list in ``column`` (see :func:`json_list_contains`)."""
 
     inherit_cache = True
+    _traverse_internals = _clause_children("column", "value")
     type = Boolean()
 
     def __init__(self, column: Any, value: str) -> None:
@@ -286,6 +295,7 @@ class JsonKeyEquals(ColumnElement[bool]):
     :func:`json_key_equals`)."""
 
     inherit_cache = True
+    _traverse_internals = _clause_children("column", "name", "value")
     type = Boolean()
 
     def __init__(self, column: Any, key: str, value: str) -> None:
@@ -526,6 +536,7 @@ class SecondsBetween(ColumnElement[float]):
     """Seconds from the timestamp ``start`` to ``end`` (see :func:`seconds_between`)."""
 
     inherit_cache = True
+    _traverse_internals = _clause_children("start", "end")
     type = Float()
 
     def __init__(self, start: Any, end: Any) -> None:
@@ -558,6 +569,7 @@ class EpochSeconds(ColumnElement[int]):
     """Whole seconds since 1970-01-01 UTC of a timestamp (see :func:`epoch_seconds`)."""
 
     inherit_cache = True
+    _traverse_internals = _clause_children("moment")
     type = Integer()
 
     def __init__(self, moment: Any) -> None:
