@@ -107,6 +107,8 @@ SINGLE_GRAINS: tuple[int, ...] = (0, Dim.DAY, Dim.IMPORT, Dim.AGENT, Dim.MODEL)
 FILTER_GRAINS: tuple[int, ...] = (Dim.DAY, Dim.IMPORT, Dim.AGENT, Dim.MODEL)
 #: Trace ids per contribution statement.
 CHUNK = 500
+#: Row keys this process has computed, per rollup (:func:`_keys`), at most this many each.
+KEY_CACHE_ROWS = 20_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 r, c, t = ToolResultRow, ToolCallRow, TraceRow
@@ -588,6 +590,26 @@ def row_key(
     return _key((grain, *dims, tool, *keys), by_value)
 
 
+_KEYS: dict[str, dict[tuple[Any, ...], bytes]] = {}
+
+
+def _keys(rollup: Rollup, rows: dict[tuple[Any, ...], list[int]]) -> list[bytes]:
+    """:func:`_key` of each of ``rows`` of ``rollup``, remembered: a batch's rows mostly repeat
+    rows of the batches before it (the same days, tools and values: 81–84 % of the rows of the
+    100,000-message bench import), and hashing them was a sixth of the upkeep's time. Per rollup,
+    since a row tuple alone does not say how its values hash (``True`` equals ``1``)."""
+    cache = _KEYS.setdefault(rollup.table.name, {})
+    if len(cache) > KEY_CACHE_ROWS:
+        cache.clear()
+    out = []
+    for row in rows:
+        key = cache.get(row)
+        if key is None:
+            key = cache[row] = _key(row, rollup.by_value)
+        out.append(key)
+    return out
+
+
 def _key(row: tuple[Any, ...], by_value: bool = False) -> bytes:
     """:func:`row_key` of a row ``(grain, day, import, agent, model, tool, *keys)``."""
     grain = row[0]
@@ -756,9 +778,9 @@ def _upsert(
         return
     name = rollup.table.name
     columns = ["key", *_columns(rollup)]
-    keyed = sorted((_key(row, rollup.by_value), row, measures) for row, measures in rows.items())
+    keyed = sorted(zip(_keys(rollup, rows), rows.items(), strict=True))
     values = [
-        (key, *row, *(m if sign > 0 else -m for m in measures)) for key, row, measures in keyed
+        (key, *row, *(m if sign > 0 else -m for m in measures)) for key, (row, measures) in keyed
     ]
     kind = dialect.name_of(conn)
     mark = "?" if kind == "sqlite" else "%s"
@@ -771,7 +793,7 @@ def _upsert(
     conn.exec_driver_sql(sql, values)
     if sign < 0:
         table = rollup.table
-        gone = [key for key, _, _ in keyed]
+        gone = [key for key, _ in keyed]
         for i in range(0, len(gone), CHUNK):
             conn.execute(delete(table).where(table.c.key.in_(gone[i : i + CHUNK]), table.c.n <= 0))
 

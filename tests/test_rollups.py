@@ -579,6 +579,31 @@ def test_a_rows_key_leads_with_its_grains_value_then_its_tool(store: sa.Engine) 
     assert by_bucket == day_rows > 0
 
 
+def test_remembered_keys_are_the_keys_per_rollup_and_stay_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The import's writer remembers row keys (``rollups._keys``): the same key as computing it,
+    per rollup (``True`` and ``1`` are equal as dict keys but hash apart), and at most
+    ``KEY_CACHE_ROWS`` rows a rollup."""
+    monkeypatch.setattr(rollups, "_KEYS", {})
+    monkeypatch.setattr(rollups, "KEY_CACHE_ROWS", 3)
+    calls, signatures = rollups.ROLLUPS["rollup_calls"], rollups.ROLLUPS["rollup_signatures"]
+    flag = (0, None, None, None, None, "search", 2, "paired", True, False)
+    number = (0, None, None, None, None, "search", 2, "paired", 1, 0)
+    assert rollups._key(flag) != rollups._key(number)
+    assert rollups._keys(calls, {flag: [1]}) == [rollups._key(flag)]
+    assert rollups._keys(signatures, {number: [1]}) == [rollups._key(number)]
+    assert rollups._keys(calls, {flag: [1]}) == [rollups._key(flag)]  # remembered
+    rows = {(1, day, None, None, None, "t", 5): [1] for day in range(5)}
+    sizes = rollups.ROLLUPS["rollup_sizes"]
+    assert rollups._keys(sizes, rows) == [rollups._key(row, by_value=True) for row in rows]
+    assert len(rollups._KEYS["rollup_sizes"]) == 5
+    assert rollups._keys(sizes, {(0, None, None, None, None, "t", 5): [1]}) == [
+        rollups._key((0, None, None, None, None, "t", 5), by_value=True)
+    ]
+    assert len(rollups._KEYS["rollup_sizes"]) == 1  # over the bound: cleared, then this one
+
+
 def test_a_range_of_days_reads_the_buckets_then_only_the_deciding_rows(store: sa.Engine) -> None:
     """Under a range of days the size and duration histograms are read through their bucket
     rollups: one statement each on the buckets, one on the exact rows by ranges of keys (no
