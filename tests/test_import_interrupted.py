@@ -55,13 +55,22 @@ def _stored(url: str) -> tuple[int, list[tuple[str, int, int]]]:
     return int(traces), [(str(r[0]), int(r[1]), int(r[2])) for r in runs]
 
 
+def _as_in_a_terminal() -> None:
+    """Ctrl-C's SIGINT stops a command run in a terminal, but a shell starts a background job
+    with SIGINT ignored and its children inherit that (tests run as one, e.g. under ``nohup …
+    &``, saw the import run to its end): the import starts as a terminal's foreground job does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_import_stops_its_workers_and_completes_when_run_again(
     db_url: str, workload: tuple[Path, int], signum: int
 ) -> None:
     path, total = workload
     command = [TOOLLENS, "import", "--db", db_url, "--workers", "2", str(path)]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_as_in_a_terminal
+    )
     parent = psutil.Process(proc.pid)
     deadline = time.monotonic() + 30
     while len(parent.children()) < 2 and time.monotonic() < deadline:
