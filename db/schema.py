@@ -324,6 +324,9 @@ class ToolCallRow(Base):
     kind: Mapped[str] = mapped_column(String(10), default="client", server_default="client")
 
 
+#: The results no call shows as its answer (the predicate of ``ix_tool_results_unpaired``; the
+#: queries spell it the same way, with literals, so both databases use the index).
+UNPAIRED_RESULT_SQL = "pair_state IN ('orphan_result', 'duplicate_result') OR call_seq IS NULL"
 #: The predicate of the partial verdict index: results with an effective verdict.
 _HAS_VERDICT = "coalesce(verdict_corrected, verdict) IS NOT NULL"
 
@@ -406,6 +409,16 @@ class ToolResultRow(Base):
             "trace_id",
             sqlite_where=text("suggestion IS NOT NULL"),
             postgresql_where=text("suggestion IS NOT NULL"),
+        ),
+        # The few results no call shows as its answer (orphans, second answers, early results:
+        # ``db.queries.common.unpaired_result``), in trace order: the pairs list's branch of
+        # them reads this instead of walking every result of the store to find its first page.
+        Index(
+            "ix_tool_results_unpaired",
+            "trace_id",
+            "message_seq",
+            sqlite_where=text(UNPAIRED_RESULT_SQL),
+            postgresql_where=text(UNPAIRED_RESULT_SQL),
         ),
         # The few results a reviewer corrected.
         Index(

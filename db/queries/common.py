@@ -21,6 +21,7 @@ from sqlalchemy import (
     cast,
     func,
     literal,
+    literal_column,
     not_,
     or_,
 )
@@ -42,8 +43,13 @@ effective_error_type = func.coalesce(ToolResultRow.error_type_corrected, ToolRes
 effective_verdict = func.coalesce(ToolResultRow.verdict_corrected, ToolResultRow.verdict)
 #: Results that are not the answer of any call: orphans, second answers (their call is paired
 #: with the first answer), and early results no later call took.
+#: The states are literals, not parameters: a query with parameters there is not seen to imply
+#: the predicate of the partial index over these rows (``UNPAIRED_RESULT_SQL``) by PostgreSQL's
+#: generic plans.
 unpaired_result = or_(
-    ToolResultRow.pair_state.in_(("orphan_result", "duplicate_result")),
+    ToolResultRow.pair_state.in_(
+        [literal_column("'orphan_result'"), literal_column("'duplicate_result'")]
+    ),
     ToolResultRow.call_seq.is_(None),
 )
 #: Results a reviewer corrected (the predicate of the partial index that finds them).
