@@ -176,6 +176,7 @@ def _results(ids: Sequence[int] | None) -> Any:
         corrected_result,
         _timing(),
         case((error, next_call_outcome)),
+        r.suggestion_kind,
     )
     return (
         select(
@@ -408,6 +409,7 @@ ROLLUPS: dict[str, Rollup] = {
                 "corrected",
                 "timing",
                 "next_call",
+                "suggestion_kind",
             ),
             ("n", "tokens", "with_images", "image_tokens"),
             _results,

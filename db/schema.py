@@ -688,6 +688,9 @@ class RollupResultRow(_RollupColumns, Base):
     #: An error's next call of the same tool: 1 succeeded, 0 did not, -1 none (NULL for results
     #: that are not errors): the Suggestions page's recovery rates.
     next_call: Mapped[int | None] = mapped_column(SmallInteger)
+    #: The kind of the Tool Message's advice (``tool_results.suggestion_kind``): the
+    #: Suggestions page's verdicts by kind of advice.
+    suggestion_kind: Mapped[str | None] = mapped_column(String(30))
     tokens: Mapped[int] = mapped_column(BigInteger)
     #: Results with images and their images' tokens.
     with_images: Mapped[int] = mapped_column(BigInteger)

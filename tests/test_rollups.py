@@ -114,6 +114,7 @@ QUERIES: dict[str, Query] = {
         e, f, by="error_type", limit=4
     ),
     "recovery_rates": suggestions.recovery_rates,
+    "verdict_breakdown": suggestions.verdict_breakdown,
     "error_types_by_week": lambda e, f: activity.error_types_over_time(e, f, "week"),
     "pair_choices": pairs.pair_choices,
     "filter_choices": lambda e, f: traces.filter_choices(e),
@@ -121,6 +122,16 @@ QUERIES: dict[str, Query] = {
 }
 
 DAY = datetime(2026, 10, 8, tzinfo=UTC)
+#: The store's verdicts by kind of advice (``suggestions.verdict_breakdown``).
+BREAKDOWN = [
+    ["followed", "retry_after", 12], ["followed", "missing_param", 10],
+    ["followed", "use_instead", 9], ["followed", "ask_user", 4],
+    ["ignored", "retry_after", 10], ["ignored", "use_instead", 8],
+    ["ignored", "missing_param", 4], ["ignored", "ask_user", 3], ["ignored", "other", 1],
+    ["unclear", "missing_param", 3], ["unclear", "retry_after", 3], ["unclear", "use_instead", 3],
+    ["no_next_action", "use_instead", 3], ["no_next_action", "missing_param", 2],
+    ["no_next_action", "retry_after", 1],
+]  # fmt: skip
 #: Budgets the size figures are compared for: on a bucket's edge, inside a bucket, tiny.
 BUDGETS = (1000, 1234, 37)
 
@@ -282,6 +293,9 @@ def test_every_figure_equals_the_base_tables(store: sa.Engine) -> None:
         ["with suggestion", 76, 32, 38, 6, 0.4571],
         ["without suggestion", 110, 31, 36, 43, 0.4627],
     ]
+    breakdown, sent = _with_statements(store, lambda: suggestions.verdict_breakdown(store))
+    assert _reads(sent, "rollup_results") and not _reads(sent, "tool_results"), sent
+    assert breakdown.values.tolist() == BREAKDOWN
     with store.connect() as conn:
         sizes = sa.Table("rollup_sizes", sa.MetaData(), autoload_with=conn)
         assert conn.execute(sa.select(sa.func.count()).select_from(sizes)).scalar_one() > 0
@@ -683,6 +697,7 @@ def test_a_store_with_the_earlier_rollup_keys_is_recounted_when_opened(
         conn.execute(sa.text("DROP INDEX ix_tool_results_error_examples"))  # from 0022
         conn.execute(sa.text("DROP INDEX ix_tool_results_unpaired"))  # from 0025
         conn.execute(sa.text("ALTER TABLE rollup_results DROP COLUMN next_call"))  # from 0023
+        conn.execute(sa.text("ALTER TABLE rollup_results DROP COLUMN suggestion_kind"))  # 0026
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0019'"))
     engine.dispose()
     counted: list[Any] = []
@@ -856,6 +871,40 @@ def test_a_store_from_before_the_recovery_outcome_recounts_the_results_rollup_wh
         assert _reads(sent, "tool_results") and not _reads(sent, "rollup_results")
         _same(got, recovery)
         assert got["errors"].sum() > 0
+    finally:
+        migrated.dispose()
+    counted, rows = _counted_when_opened(sqlite_url, monkeypatch)
+    assert counted == [("rollup_results",)]
+    assert rows == expected
+
+
+def test_a_store_from_before_the_kind_of_advice_recounts_the_results_rollup_when_opened(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0026 on a store at 0025 with traces: the results rollup's rows lack the kind
+    of advice, so it is pending — the verdicts' breakdown reads the base tables meanwhile, and
+    equals them — and opening the store recounts it alone."""
+    engine = make_engine(sqlite_url)
+    _write_generated(engine, 600)
+    expected = _rollup_rows(engine)
+    with base_tables():
+        breakdown = suggestions.verdict_breakdown(engine, Filters(import_id=2))
+    with engine.begin() as conn:
+        # The rows as 0025 kept them: without the kind, the same counts summed.
+        conn.execute(sa.text("DELETE FROM rollup_results"))
+        conn.execute(sa.text("ALTER TABLE rollup_results DROP COLUMN suggestion_kind"))
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0025'"))
+    engine.dispose()
+    migrated = make_engine(sqlite_url, migrate=False)
+    try:
+        migrate.upgrade(migrated, "0026")  # a revision, not "head": nothing is counted
+        assert rollups.pending(migrated) == ["rollup_results"]
+        got, sent = _with_statements(
+            migrated, lambda: suggestions.verdict_breakdown(migrated, Filters(import_id=2))
+        )
+        assert _reads(sent, "tool_results") and not _reads(sent, "rollup_results")
+        _same(got, breakdown)
+        assert got["results"].sum() > 0
     finally:
         migrated.dispose()
     counted, rows = _counted_when_opened(sqlite_url, monkeypatch)

@@ -4,8 +4,9 @@ Follow rate = followed / (followed + ignored), always returned with its counts s
 never shown without the numbers behind it. Verdicts are effective (a reviewer's correction wins).
 Recovery: for error results, did the next call of the same tool succeed
 (``next_call_succeeded``), with versus without a suggestion. Follow and recovery rates sum the
-results rollup's rows (its ``verdict``, ``suggested`` and ``next_call``) where it answers the
-filters, else they group the base rows.
+results rollup's rows (its ``verdict``, ``suggested``, ``next_call`` and ``suggestion_kind``)
+where it answers the filters, else they group the base rows, as does the verdicts' breakdown by
+kind of advice.
 """
 
 from __future__ import annotations
@@ -109,7 +110,34 @@ def verdict_breakdown(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
     Columns: ``verdict``, ``suggestion_kind`` (``protocol``, ``retry_after`` … or ``(none)``),
     ``results``; in ``VERDICTS`` order, then the most frequent kind first.
     """
-    kind = func.coalesce(ToolResultRow.suggestion_kind, literal(NO_KIND))
+    with engine.connect() as conn:
+        at = scope(conn, RESULTS, filters)
+        if at is None:
+            df = _breakdown_from_results(conn, filters)
+        else:
+            # The result rollup counts the effective verdicts per kind of advice.
+            rr = RollupResultRow
+            kind = func.coalesce(rr.suggestion_kind, literal(NO_KIND))
+            stmt = (
+                select(
+                    rr.verdict.label("verdict"),
+                    kind.label("suggestion_kind"),
+                    total(rr.n).label("results"),
+                )
+                .where(*at, rr.verdict.is_not(None))
+                .group_by(rr.verdict, kind)
+            )
+            df = to_frame(conn, stmt)
+    order = {v: i for i, v in enumerate(VERDICTS)}
+    df["_order"] = df["verdict"].map(lambda v: order.get(v, len(order)))
+    df = df.sort_values(
+        ["_order", "verdict", "results", "suggestion_kind"], ascending=[True, True, False, True]
+    )
+    return df.drop(columns="_order").reset_index(drop=True)
+
+
+def _breakdown_from_results(conn: Connection, filters: Filters) -> pd.DataFrame:
+    """:func:`verdict_breakdown`'s rows (unsorted) counted from the results themselves."""
     # Per verdict (the verdict index's order, no sort), one count per kind of the vocabulary
     # and the total: a kind outside the vocabulary makes them differ, and then the grouped
     # statement counts.
@@ -128,36 +156,29 @@ def verdict_breakdown(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataF
         .group_by(effective_verdict),
         filters,
     )
-    with engine.connect() as conn:
-        counted = conn.execute(one_pass).all()
-        if all(row[1] == sum(row[2:]) for row in counted):
-            df = pd.DataFrame(
-                [
-                    (verdict, NO_KIND if k is None else k, int(n))
-                    for verdict, _, *counts in counted
-                    for k, n in zip(known, counts, strict=True)
-                    if n
-                ],
-                columns=["verdict", "suggestion_kind", "results"],
-            )
-        else:
-            stmt = restrict_results_in_index(
-                select(
-                    effective_verdict.label("verdict"),
-                    kind.label("suggestion_kind"),
-                    func.count().label("results"),
-                )
-                .where(effective_verdict.is_not(None))
-                .group_by(effective_verdict, kind),
-                filters,
-            )
-            df = to_frame(conn, stmt)
-    order = {v: i for i, v in enumerate(VERDICTS)}
-    df["_order"] = df["verdict"].map(lambda v: order.get(v, len(order)))
-    df = df.sort_values(
-        ["_order", "verdict", "results", "suggestion_kind"], ascending=[True, True, False, True]
+    counted = conn.execute(one_pass).all()
+    if all(row[1] == sum(row[2:]) for row in counted):
+        return pd.DataFrame(
+            [
+                (verdict, NO_KIND if k is None else k, int(n))
+                for verdict, _, *counts in counted
+                for k, n in zip(known, counts, strict=True)
+                if n
+            ],
+            columns=["verdict", "suggestion_kind", "results"],
+        )
+    kind = func.coalesce(ToolResultRow.suggestion_kind, literal(NO_KIND))
+    stmt = restrict_results_in_index(
+        select(
+            effective_verdict.label("verdict"),
+            kind.label("suggestion_kind"),
+            func.count().label("results"),
+        )
+        .where(effective_verdict.is_not(None))
+        .group_by(effective_verdict, kind),
+        filters,
     )
-    return df.drop(columns="_order").reset_index(drop=True)
+    return to_frame(conn, stmt)
 
 
 def _outcomes_from_results(
