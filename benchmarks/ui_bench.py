@@ -23,7 +23,7 @@ printed. Then, per page:
   milliseconds from navigation start until the page's content is visible (see
   ``tests/browser_support.py``): the first load and the median of warm loads, next to the same
   measurement for the one-line page served the same way in the same run, with the ratio
-  (target 1.5x).
+  (target 2x, the issue's).
 * **pairs** (``--pairs``, ``--pairs-only``): the seconds of ``toollens pairs --format csv``
   on the store, output to ``/dev/null`` (target: 15 s at 10M messages).
 
@@ -56,7 +56,7 @@ from db.engine import display_url, make_engine
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "dashboard" / "app.py"
 TRIVIAL_PAGE = 'import streamlit as st\n\nst.write("hi")\n'
-SERVER_COLD_TARGET_S, SERVER_FILTER_TARGET_S, BROWSER_RATIO_TARGET = 1.0, 0.5, 1.5
+SERVER_COLD_TARGET_S, SERVER_FILTER_TARGET_S, BROWSER_RATIO_TARGET = 1.0, 0.5, 2.0
 PAIRS_TARGET_S = 15.0
 WARM_LOADS = 3
 
@@ -300,7 +300,7 @@ def print_table(
     print(f"{'page':<18} {'server cold s':>14} {'sql':>5} {'filtered s':>12} {'sql':>5} "
           f"{'browser first ms':>17} {'warm ms':>8} {'ratio':>10}")  # fmt: skip
     print(f"{'(target)':<18} {'<= 1.0':>14} {'':>5} {'<= 0.5':>12} {'':>5} {'':>17} {'':>8} "
-          f"{'<= 1.5x':>10}")  # fmt: skip
+          f"{f'<= {BROWSER_RATIO_TARGET:g}x':>10}")  # fmt: skip
     for t in timings:
         warm = statistics.median(t.browser_warm_ms) if t.browser_warm_ms else None
         ratio = f"{warm / trivial:.2f}x" if warm and trivial else "-"
