@@ -116,14 +116,17 @@ def print_statements(log: StatementLog, engine: Engine) -> None:
     for s in measured[:SLOWEST_STATEMENTS]:
         sql = " ".join(s.sql.split())
         print(f"  {s.seconds:6.2f} s  {s.phase:<28} {s.caller}\n           {sql[:150]}")
-    per_function: dict[str, list[float]] = {}
-    for s in measured:
-        if s.phase.endswith("cold"):
-            per_function.setdefault(s.caller, []).append(s.seconds)
-    ranked = sorted(per_function.items(), key=lambda item: -sum(item[1]))
-    print("\nSQL time per query function, cold runs of every page (total, statements, slowest)")
-    for caller, times in ranked[:SLOWEST_STATEMENTS]:
-        print(f"  {sum(times):6.2f} s  {len(times):3d}  {max(times):6.2f} s  {caller}")
+    for run in ("cold", "filtered"):
+        per_function: dict[str, list[float]] = {}
+        for s in measured:
+            if s.phase.endswith(run):
+                per_function.setdefault(s.caller, []).append(s.seconds)
+        ranked = sorted(per_function.items(), key=lambda item: -sum(item[1]))
+        print(
+            f"\nSQL time per query function, {run} runs of every page (total, statements, slowest)"
+        )
+        for caller, times in ranked[:SLOWEST_STATEMENTS]:
+            print(f"  {sum(times):6.2f} s  {len(times):3d}  {max(times):6.2f} s  {caller}")
     explained: set[str] = set()
     with engine.connect() as conn:
         for s in measured:

@@ -24,7 +24,18 @@ from contextvars import ContextVar
 from datetime import UTC, datetime, time
 from typing import Any
 
-from sqlalchemy import BigInteger, ColumnElement, Connection, Table, case, cast, func
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Connection,
+    Table,
+    and_,
+    case,
+    cast,
+    false,
+    func,
+    or_,
+)
 
 from db import rollups
 from db.filters import Filters
@@ -158,6 +169,20 @@ def scope(
         return None
     col = table.c
     g = int(grain)
+    if (
+        g == Dim.DAY
+        and dims & Dim.DAY
+        and any(b in rollup.grains for b in rollups.BLOCK_GRAINS.values())
+    ):
+        # Whole blocks of days, and single days at the range's edges: a range of keys each.
+        low, high = _bounds(f)
+        lengths = [d for d, b in rollups.BLOCK_GRAINS.items() if b in rollup.grains]
+        ranges = [
+            and_(col.key >= a, col.key < b)
+            for a, b in (_day_keys(*found) for found in rollups.day_ranges(low, high, lengths))
+        ]
+        tools = [col.tool == f.tool] if f.tool else []
+        return [or_(*ranges) if ranges else false(), *tools]
     # The whole grain; without a filtered dimension of its own (``grain_for``), the whole store.
     first, end = rollups.grain_range(g)
     if g & Dim.DAY:
@@ -185,6 +210,14 @@ def scope(
     elif tool == "all":
         conds.append(col.tool.is_(None))
     return conds
+
+
+def _day_keys(grain: int, first: int | None, end: int | None) -> tuple[bytes, bytes]:
+    """The keys of ``grain``'s rows whose day lies in ``first <= day < end`` (``None``:
+    unbounded, but past the rows of traces without a start)."""
+    low = rollups.key_prefix(grain, first if first is not None else rollups.FIRST_DAY)
+    high = rollups.key_prefix(grain, end) if end is not None else rollups.grain_range(grain)[1]
+    return low, high
 
 
 def total(column: Any, condition: Any = None) -> Any:

@@ -105,6 +105,13 @@ SINGLE_GRAINS: tuple[int, ...] = (0, Dim.DAY, Dim.IMPORT, Dim.AGENT, Dim.MODEL)
 #: nearly one per timed result per grain on traces timed to the millisecond, so each grain left
 #: out is import time saved.
 FILTER_GRAINS: tuple[int, ...] = (Dim.DAY, Dim.IMPORT, Dim.AGENT, Dim.MODEL)
+#: Blocks of days, aligned on 1970-01-01, that the day-grain value buckets are also counted by
+#: (:data:`BLOCK_GRAINS`): a range of many days reads its whole blocks and only the days at its
+#: edges (:func:`day_ranges`) — 150 days are 17 to 30 rows per tool and bucket instead of 150.
+BLOCK_DAYS: tuple[int, ...] = (8, 64)
+#: The grain of each block length: the day's bit (a row's ``day`` is its block's first day, so
+#: its keys order by it like a day's) and a bit of its own above the dimensions'.
+BLOCK_GRAINS: dict[int, int] = {8: 16 | int(Dim.DAY), 64: 32 | int(Dim.DAY)}
 #: Trace ids per contribution statement.
 CHUNK = 500
 #: Row keys this process has computed, per rollup (:func:`_keys`), at most this many each.
@@ -425,7 +432,7 @@ ROLLUPS: dict[str, Rollup] = {
         ),
         Rollup(
             _table(RollupSizeBucketRow),
-            (Dim.DAY,),
+            (Dim.DAY, *BLOCK_GRAINS.values()),
             ("bucket",),
             ("n", "tokens"),
             _sizes,
@@ -434,7 +441,7 @@ ROLLUPS: dict[str, Rollup] = {
         ),
         Rollup(
             _table(RollupDurationBucketRow),
-            (Dim.DAY,),
+            (Dim.DAY, *BLOCK_GRAINS.values()),
             ("bucket",),
             ("n",),
             _durations,
@@ -718,25 +725,68 @@ def contributions(
     return out
 
 
+def _blocks_of(rollup: Rollup) -> list[tuple[int, int]]:
+    """``(grain, days)`` of each block grain of ``rollup``."""
+    return [(grain, days) for days, grain in BLOCK_GRAINS.items() if grain in rollup.grains]
+
+
 def derived(
     rollup: Rollup, rows: dict[tuple[Any, ...], list[int]]
 ) -> dict[tuple[Any, ...], list[int]]:
     """What ``rows`` of :attr:`Rollup.source` (:func:`contributions`) add to the derived
-    ``rollup``: those of its grains, mapped by :attr:`Rollup.derive` and summed."""
+    ``rollup``: those of its grains, mapped by :attr:`Rollup.derive` and summed; a day-grain
+    row counts in its blocks of days too (:data:`BLOCK_GRAINS`)."""
     assert rollup.derive is not None
     out: dict[tuple[Any, ...], list[int]] = {}
+    blocks = _blocks_of(rollup)
     for row, measures in rows.items():
-        if row[0] not in rollup.grains:
+        grain = row[0]
+        if grain not in rollup.grains:
             continue
         keys, mapped = rollup.derive(row[6:], measures)
-        key = (*row[:6], *keys)
-        found = out.get(key)
-        if found is None:
-            out[key] = mapped
-        else:
-            for i, m in enumerate(mapped):
-                found[i] += m
+        targets = [(*row[:6], *keys)]
+        day = row[1]
+        if grain == _DAY and day is not None:
+            # (Traces without a start fall in no range of days: their day rows are not read.)
+            targets += [(block, day - day % days, *row[2:6], *keys) for block, days in blocks]
+        for key in targets:
+            found = out.get(key)
+            if found is None:
+                out[key] = list(mapped)
+            else:
+                for i, m in enumerate(mapped):
+                    found[i] += m
     return out
+
+
+def day_ranges(
+    low: int | None, high: int | None, lengths: Sequence[int] = tuple(BLOCK_DAYS)
+) -> list[tuple[int, int | None, int | None]]:
+    """The days ``low <= day < high`` (``None``: unbounded) as ``(grain, first, end)`` ranges of
+    rows: whole blocks of the longest of ``lengths`` that fit, then of the shorter ones at the
+    edges, then single days (the day grain); a block grain's ``first`` and ``end`` are multiples
+    of its length.
+
+    >>> day_ranges(5, 150, (8, 64))
+    [(33, 64, 128), (17, 8, 64), (1, 5, 8), (17, 128, 144), (1, 144, 150)]
+    >>> day_ranges(None, 20, (8,))
+    [(17, None, 16), (1, 16, 20)]
+    >>> day_ranges(3, 6, (8,))
+    [(1, 3, 6)]
+    """
+    if not lengths:
+        return [(_DAY, low, high)] if low is None or high is None or low < high else []
+    days, finer = lengths[-1], lengths[:-1]
+    first = None if low is None else -(-low // days) * days
+    end = None if high is None else high // days * days
+    if first is not None and end is not None and first >= end:
+        return day_ranges(low, high, finer)
+    found: list[tuple[int, int | None, int | None]] = [(BLOCK_GRAINS[days], first, end)]
+    if low is not None:
+        found += day_ranges(low, first, finer)
+    if high is not None:
+        found += day_ranges(end, high, finer)
+    return found
 
 
 def _apply(conn: Connection, ids: Sequence[int], sign: int) -> None:
@@ -841,8 +891,10 @@ def _spread(rollup: Rollup) -> Any:
     A derived rollup gets its source's rows of its own grains (:func:`derived` maps them)."""
     counted = ROLLUPS[rollup.source] if rollup.source is not None else rollup
     source, group = _per_dims(counted, None)
+    # A block grain's rows are the day grain's, counted in their blocks by :func:`derived`.
+    spread_grains = [g for g in rollup.grains if g not in BLOCK_GRAINS.values()]
     grains = union_all(
-        *(select(literal(int(g), Integer).label("grain")) for g in rollup.grains)
+        *(select(literal(int(g), Integer).label("grain")) for g in spread_grains)
     ).subquery("grains")
     dims = [
         case((grains.c.grain.op("&")(bit) != 0, expr))
@@ -914,6 +966,8 @@ def rebuild(engine: Engine, *, chunk: int = 20_000, only: Sequence[str] | None =
 
 __all__ = [
     "ANY_TOOL",
+    "BLOCK_DAYS",
+    "BLOCK_GRAINS",
     "FILTER_GRAINS",
     "FULL",
     "GRAINS",

@@ -6,8 +6,9 @@ a row per day, tool and value (1.2M rows for half the days of the 10M-message be
 sorted by the database's GROUP BY). This module reads them in two steps instead:
 
 1. the day-grain **bucket** rollup (``rollup_size_buckets``, ``rollup_duration_buckets``: a row
-   per day, tool and bucket of two significant digits, ``db.value_buckets``) gives each tool's
-   counts per bucket, and so the bucket that holds each figure: each nearest rank of
+   per day, tool and bucket of two significant digits, ``db.value_buckets``, and one per block
+   of 8 and of 64 days, so a range reads its whole blocks and the days at its edges) gives each
+   tool's counts per bucket, and so the bucket that holds each figure: each nearest rank of
    :attr:`Needs.fractions` (per tool, and over every tool together), each tool's lowest and
    highest value, and the value at each of :attr:`Needs.edges` (a budget);
 2. only the exact rows of those buckets are read, as ranges of keys (the exact rollups' keys put
@@ -27,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Table, func, literal, select
+from sqlalchemy import Connection, Table, case, func, literal, select
 
 from db import rollups
 from db.dialect import name_of
@@ -71,8 +72,13 @@ def read(
     summed = total(b.tokens) if needs.sums else literal(0)
     # Summed over the days here (a few thousand rows come back, not one per day), with the
     # first and last day each bucket has rows on: its exact rows lie on those days or between.
+    # A block's row (``rollups.BLOCK_GRAINS``: whole blocks of days read as one row each) has
+    # its first day and covers the block's length.
+    last = b.day + case(
+        *((b.grain == grain, days - 1) for days, grain in rollups.BLOCK_GRAINS.items()), else_=0
+    )
     stmt = (
-        select(b.tool, b.bucket, total(b.n), summed, func.min(b.day), func.max(b.day))
+        select(b.tool, b.bucket, total(b.n), summed, func.min(b.day), func.max(last))
         .where(*at)
         .group_by(b.tool, b.bucket)
     )

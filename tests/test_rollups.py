@@ -40,7 +40,7 @@ from db.queries import (
     traces,
 )
 from db.queries.common import effective_error_type
-from db.rollup_read import DURATIONS, base_tables, scope, used_dims
+from db.rollup_read import DURATIONS, SIZE_BUCKETS, base_tables, scope, used_dims
 from db.schema import (
     RollupDurationRow,
     RollupResultRow,
@@ -169,6 +169,10 @@ def _grid(agent: str, model: str, tool: str) -> list[Filters]:
         Filters(start=DAY, end=DAY, model=model),
         Filters(import_id=2, agent=agent, tool=tool),
         Filters(start=week.start, end=week.end, model=model, tool=tool),
+        # Whole blocks of 8 days inside, single days at both edges (``rollups.day_ranges``).
+        Filters(start=datetime(2026, 10, 3, tzinfo=UTC), end=datetime(2026, 10, 29, tzinfo=UTC)),
+        # Open below: the blocks of 64 days up to 2026-10-10, one of 8, then two days.
+        Filters(until=datetime(2026, 10, 20, tzinfo=UTC)),
         Filters(since=datetime(2026, 10, 8, 9, 30, tzinfo=UTC)),
         Filters(tag="nightly"),
         Filters(agent="no such agent"),
@@ -269,7 +273,7 @@ def test_the_grid_reads_rollups_where_it_can() -> None:
 
 
 def test_every_figure_equals_the_base_tables(store: sa.Engine) -> None:
-    assert _check_grid(store) == 13 * len(QUERIES)
+    assert _check_grid(store) == 15 * len(QUERIES)
     # The suggestion figures compared are not empty (17 advised tools, ties ordered by name).
     advised = suggestions.follow_rates(store)
     assert list(advised["tool"][:2]) == ["fetch_url", "update_user"]
@@ -637,6 +641,91 @@ def test_a_range_of_days_reads_the_buckets_then_only_the_deciding_rows(store: sa
     assert sum(_reads([s], "rollup_duration_buckets") for s in sent) == 1
     exact = [s for s in sent if _reads([s], "rollup_durations")]
     assert len(exact) == 1 and exact[0].startswith("WITH wanted")
+
+
+def test_a_range_of_days_splits_into_whole_blocks_then_single_days() -> None:
+    """``rollups.day_ranges``: the longest blocks that fit, shorter ones at the edges, then days;
+    every day of the range exactly once, whatever its bounds."""
+    assert rollups.day_ranges(5, 150, (8, 64)) == [
+        (33, 64, 128), (17, 8, 64), (1, 5, 8), (17, 128, 144), (1, 144, 150),
+    ]  # fmt: skip
+    assert rollups.day_ranges(None, 20, (8,)) == [(17, None, 16), (1, 16, 20)]
+    assert rollups.day_ranges(-3, None, (8, 64)) == [(33, 0, None), (1, -3, 0)]
+    assert rollups.day_ranges(3, 6, (8,)) == [(1, 3, 6)]
+    assert rollups.day_ranges(8, 8, (8,)) == []
+    span = {17: 8, 33: 64, 1: 1}
+    for low in range(-70, 75, 3):
+        for high in range(low, 220, 7):
+            days: list[int] = []
+            for grain, first, end in rollups.day_ranges(low, high):
+                assert first is not None and end is not None
+                assert first % span[grain] == 0 and end % span[grain] == 0
+                days += range(first, end)
+            assert sorted(days) == list(range(low, high)), (low, high)
+
+
+def test_a_wide_range_of_days_reads_the_bucket_rows_of_its_whole_blocks(store: sa.Engine) -> None:
+    """The bucket rollups hold a row per block of 8 and of 64 days too: a range reads the blocks
+    that lie inside it and the single days at its edges, never a day twice."""
+    day = rollups.day_number
+    wide = Filters(start=datetime(2026, 10, 3, tzinfo=UTC), end=datetime(2026, 10, 29, tzinfo=UTC))
+    with store.connect() as conn:
+        at = scope(conn, SIZE_BUCKETS, wide)
+        assert at is not None
+        read = set(conn.execute(sa.select(SIZE_BUCKETS.c.grain, SIZE_BUCKETS.c.day).where(*at)))
+        kept = set(conn.execute(sa.select(SIZE_BUCKETS.c.grain, SIZE_BUCKETS.c.day).distinct()))
+    first, last = day(datetime(2026, 10, 3, tzinfo=UTC)), day(datetime(2026, 10, 28, tzinfo=UTC))
+    assert first is not None and last is not None
+    assert (first, last) == (20_729, 20_754)
+    blocks = {(17, 20_736), (17, 20_744)}
+    edges = {(1, d) for d in [*range(20_729, 20_736), *range(20_752, 20_755)]}
+    assert read == (blocks | edges) & kept and blocks <= read
+    # Each block row sums the day rows of its days.
+    with store.connect() as conn:
+        b = SIZE_BUCKETS.c
+        per_block = dict(
+            conn.execute(
+                sa.select(b.day, sa.func.sum(b.n)).where(b.grain == 17).group_by(b.day)
+            ).all()
+        )
+        per_day: dict[int, int] = {}
+        for d, n in conn.execute(sa.select(b.day, b.n).where(b.grain == 1, b.day.is_not(None))):
+            per_day[d - d % 8] = per_day.get(d - d % 8, 0) + n
+    assert per_block == per_day and len(per_block) >= 4
+
+
+def test_a_store_from_before_the_blocks_of_days_recounts_the_buckets_when_opened(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0027 on a store at 0026 with traces: the bucket rollups lack their blocks, so
+    both are pending — a range of days reads the exact histograms' rows meanwhile, and equals
+    the base tables — and opening the store counts the two alone; 0027 undone deletes the
+    blocks."""
+    engine = make_engine(sqlite_url)
+    _write_generated(engine, 600)
+    expected = _rollup_rows(engine)
+    wide = Filters(start=datetime(2026, 10, 3, tzinfo=UTC), end=datetime(2026, 10, 29, tzinfo=UTC))
+    with base_tables():
+        sizes = _size_figures(engine, wide)
+    engine.dispose()
+    migrated = make_engine(sqlite_url, migrate=False)
+    two = ["rollup_size_buckets", "rollup_duration_buckets"]
+    try:
+        migrate.downgrade(migrated, "0026")
+        with migrated.connect() as conn:
+            for name in two:
+                grains = conn.execute(sa.text(f"SELECT DISTINCT grain FROM {name}")).scalars()
+                assert set(grains) == {1}
+        migrate.upgrade(migrated, "0027")  # a revision, not "head": nothing is counted
+        assert rollups.pending(migrated) == two
+        got, sent = _with_statements(migrated, lambda: _size_figures(migrated, wide))
+        assert _reads(sent, "rollup_sizes") and not _reads(sent, "rollup_size_buckets")
+        _same(got, sizes)
+    finally:
+        migrated.dispose()
+    counted, rows = _counted_when_opened(sqlite_url, monkeypatch)
+    assert counted == [tuple(two)]
+    assert rows == expected
 
 
 def test_a_store_from_before_the_value_buckets_recounts_the_histograms_when_opened(
