@@ -169,14 +169,10 @@ def scope(
         return None
     col = table.c
     g = int(grain)
-    if (
-        g == Dim.DAY
-        and dims & Dim.DAY
-        and any(b in rollup.grains for b in rollups.BLOCK_GRAINS.values())
-    ):
+    lengths = [days for _, days in rollups.blocks_of(rollup)]
+    if g == Dim.DAY and dims & Dim.DAY and lengths:
         # Whole blocks of days, and single days at the range's edges: a range of keys each.
         low, high = _bounds(f)
-        lengths = [d for d, b in rollups.BLOCK_GRAINS.items() if b in rollup.grains]
         ranges = [
             and_(col.key >= a, col.key < b)
             for a, b in (_day_keys(*found) for found in rollups.day_ranges(low, high, lengths))

@@ -725,7 +725,7 @@ def contributions(
     return out
 
 
-def _blocks_of(rollup: Rollup) -> list[tuple[int, int]]:
+def blocks_of(rollup: Rollup) -> list[tuple[int, int]]:
     """``(grain, days)`` of each block grain of ``rollup``."""
     return [(grain, days) for days, grain in BLOCK_GRAINS.items() if grain in rollup.grains]
 
@@ -738,7 +738,7 @@ def derived(
     row counts in its blocks of days too (:data:`BLOCK_GRAINS`)."""
     assert rollup.derive is not None
     out: dict[tuple[Any, ...], list[int]] = {}
-    blocks = _blocks_of(rollup)
+    blocks = blocks_of(rollup)
     for row, measures in rows.items():
         grain = row[0]
         if grain not in rollup.grains:
@@ -983,6 +983,7 @@ __all__ = [
     "Dim",
     "Rollup",
     "add",
+    "blocks_of",
     "bucket_range",
     "complete",
     "contributions",

@@ -954,77 +954,74 @@ def test_a_store_from_before_the_daily_activity_rollup_gets_it_when_opened(
     assert rows == expected
 
 
+def _results_column_recounted_when_opened(
+    url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    column: str,
+    revision: str,
+    figure: Callable[[sa.Engine, Filters], pd.DataFrame],
+    measure: str,
+) -> None:
+    """Migration ``revision`` added ``column`` to the results rollup: on a store at the revision
+    before it, with traces, the rollup's rows lack it, so the rollup is pending — ``figure``
+    reads the base tables meanwhile, and equals them — and opening the store recounts it alone."""
+    engine = make_engine(url)
+    _write_generated(engine, 600)
+    expected = _rollup_rows(engine)
+    with base_tables():
+        base = figure(engine, Filters(import_id=2))
+    before = f"{int(revision) - 1:04d}"
+    with engine.begin() as conn:
+        # The rows as the revision before kept them: without the column, the same counts summed.
+        conn.execute(sa.text("DELETE FROM rollup_results"))
+        conn.execute(sa.text(f"ALTER TABLE rollup_results DROP COLUMN {column}"))
+        conn.execute(sa.text(f"UPDATE alembic_version SET version_num = '{before}'"))
+    engine.dispose()
+    migrated = make_engine(url, migrate=False)
+    try:
+        migrate.upgrade(migrated, revision)  # a revision, not "head": nothing is counted
+        assert rollups.is_complete(migrated)
+        assert rollups.pending(migrated) == ["rollup_results"]
+        got, sent = _with_statements(migrated, lambda: figure(migrated, Filters(import_id=2)))
+        assert _reads(sent, "tool_results") and not _reads(sent, "rollup_results")
+        _same(got, base)
+        assert got[measure].sum() > 0
+    finally:
+        migrated.dispose()
+    counted, rows = _counted_when_opened(url, monkeypatch)
+    assert counted == [("rollup_results",)]
+    assert rows == expected
+
+
 def test_a_store_from_before_the_recovery_outcome_recounts_the_results_rollup_when_opened(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Migration 0023 on a store at 0022 with traces: the results rollup's rows lack the next
-    call's outcome, so it is pending — every figure of it reads the base tables meanwhile, and
-    equals them — and opening the store recounts it alone."""
-    engine = make_engine(sqlite_url)
-    _write_generated(engine, 600)
-    expected = _rollup_rows(engine)
+    """Migration 0023 (the next call's outcome of an error) on a store at 0022."""
+    _results_column_recounted_when_opened(
+        sqlite_url, monkeypatch, "next_call", "0023", suggestions.recovery_rates, "errors"
+    )
     # The outcomes the rollup keeps: NULL on the rows that are not errors, 1, 0 and -1.
-    with engine.connect() as conn:
-        outcomes = set(conn.execute(sa.select(RollupResultRow.next_call).distinct()).scalars())
-    assert outcomes == {None, 1, 0, -1}
-    with base_tables():
-        recovery = suggestions.recovery_rates(engine, Filters(import_id=2))
-    with engine.begin() as conn:
-        # The rows as 0022 kept them: without the outcome, the same counts summed.
-        conn.execute(sa.text("DELETE FROM rollup_results"))
-        conn.execute(sa.text("ALTER TABLE rollup_results DROP COLUMN next_call"))
-        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0022'"))
-    engine.dispose()
-    migrated = make_engine(sqlite_url, migrate=False)
+    engine = make_engine(sqlite_url, migrate=False)
     try:
-        migrate.upgrade(migrated, "0023")  # a revision, not "head": nothing is counted
-        assert rollups.is_complete(migrated)
-        assert rollups.pending(migrated) == ["rollup_results"]
-        got, sent = _with_statements(
-            migrated, lambda: suggestions.recovery_rates(migrated, Filters(import_id=2))
-        )
-        assert _reads(sent, "tool_results") and not _reads(sent, "rollup_results")
-        _same(got, recovery)
-        assert got["errors"].sum() > 0
+        with engine.connect() as conn:
+            outcomes = set(conn.execute(sa.select(RollupResultRow.next_call).distinct()).scalars())
     finally:
-        migrated.dispose()
-    counted, rows = _counted_when_opened(sqlite_url, monkeypatch)
-    assert counted == [("rollup_results",)]
-    assert rows == expected
+        engine.dispose()
+    assert outcomes == {None, 1, 0, -1}
 
 
 def test_a_store_from_before_the_kind_of_advice_recounts_the_results_rollup_when_opened(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Migration 0026 on a store at 0025 with traces: the results rollup's rows lack the kind
-    of advice, so it is pending — the verdicts' breakdown reads the base tables meanwhile, and
-    equals them — and opening the store recounts it alone."""
-    engine = make_engine(sqlite_url)
-    _write_generated(engine, 600)
-    expected = _rollup_rows(engine)
-    with base_tables():
-        breakdown = suggestions.verdict_breakdown(engine, Filters(import_id=2))
-    with engine.begin() as conn:
-        # The rows as 0025 kept them: without the kind, the same counts summed.
-        conn.execute(sa.text("DELETE FROM rollup_results"))
-        conn.execute(sa.text("ALTER TABLE rollup_results DROP COLUMN suggestion_kind"))
-        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0025'"))
-    engine.dispose()
-    migrated = make_engine(sqlite_url, migrate=False)
-    try:
-        migrate.upgrade(migrated, "0026")  # a revision, not "head": nothing is counted
-        assert rollups.pending(migrated) == ["rollup_results"]
-        got, sent = _with_statements(
-            migrated, lambda: suggestions.verdict_breakdown(migrated, Filters(import_id=2))
-        )
-        assert _reads(sent, "tool_results") and not _reads(sent, "rollup_results")
-        _same(got, breakdown)
-        assert got["results"].sum() > 0
-    finally:
-        migrated.dispose()
-    counted, rows = _counted_when_opened(sqlite_url, monkeypatch)
-    assert counted == [("rollup_results",)]
-    assert rows == expected
+    """Migration 0026 (the kind of advice) on a store at 0025."""
+    _results_column_recounted_when_opened(
+        sqlite_url,
+        monkeypatch,
+        "suggestion_kind",
+        "0026",
+        suggestions.verdict_breakdown,
+        "results",
+    )
 
 
 def _counted_when_opened(
