@@ -44,6 +44,7 @@ from db.records import (
     ToolCallRecord,
     ToolResultRecord,
     TraceRecord,
+    one_line_preview,
 )
 from db.schema import ImportRun
 from db.vocabulary import DEFAULT_ENCODING
@@ -273,7 +274,7 @@ class StoreGenerator:
              "protocol" if protocol else "no_error_signal", None, None, None, None, None,
              protocol, "paired", "id", seq, index, False, oversized, 0, None, None, None,
              None, None, None,
-             _duration_ms(tokens), "timestamps")
+             _duration_ms(tokens), "timestamps", one_line_preview(content))
         )  # fmt: skip
         for name, present in (("bare_status", bare), ("oversized", oversized)):
             if present:
@@ -311,7 +312,7 @@ class StoreGenerator:
              error_fingerprint(tool, content), content if source == "protocol" else None,
              suggestion, kind if suggestion else None, None, source == "protocol", "paired",
              "id", seq, index, False, False, 0, None, None, None, verdict, reason, succeeded,
-             _duration_ms(tokens), "timestamps")
+             _duration_ms(tokens), "timestamps", one_line_preview(content))
         )  # fmt: skip
         if suggestion is None:
             tr.findings.append(FindingRecord("error_without_suggestion", tool, result_seq, None))
@@ -327,7 +328,7 @@ class StoreGenerator:
              seq, "call_lost", None, None, None, tr.t, 3, 12, 12, "(unknown)", "success",
              "inferred", None, "no_error_signal", None, None, None, None, None, False,
              "orphan_result", None, None, None, False, False, 0, None, None, None, None, None,
-             None, None, None)
+             None, None, None, "stray result")
         )  # fmt: skip
         tr.findings.append(FindingRecord("orphan_result", "(unknown)", seq, None))
 

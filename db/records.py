@@ -100,6 +100,27 @@ class ToolCallRecord(NamedTuple):
     kind: str = "client"
 
 
+#: Characters of a tool call's arguments and of a Tool Message a pair shows.
+PREVIEW_CHARS = 120
+#: What :func:`one_line_preview` turns into a space, in this order (``\r\n`` as one).
+PREVIEW_BREAKS: tuple[str, ...] = ("\r\n", "\n", "\r", "\t")
+
+
+def one_line_preview(text: str | None) -> str | None:
+    """The first :data:`PREVIEW_CHARS` characters of ``text``, each of :data:`PREVIEW_BREAKS`
+    then a space (``db.queries.pairs`` computes the same in SQL for the arguments).
+
+    >>> one_line_preview("line one\r\nline\ttwo")
+    'line one line two'
+    """
+    if text is None:
+        return None
+    head = text[:PREVIEW_CHARS]
+    for brk in PREVIEW_BREAKS:
+        head = head.replace(brk, " ")
+    return head
+
+
 class ToolResultRecord(NamedTuple):
     """A ``tool_results`` row (without ``trace_id`` and the human corrections)."""
 
@@ -142,6 +163,9 @@ class ToolResultRecord(NamedTuple):
     #: unknown) and where it came from (``span`` | ``timestamps``, ``ingest.durations``).
     duration_ms: float | None
     duration_source: str | None
+    #: The Tool Message's first :data:`PREVIEW_CHARS` characters on one line
+    #: (:func:`one_line_preview`): the ``result`` of a pair, read without the message's text.
+    preview: str | None
 
 
 class FindingRecord(NamedTuple):

@@ -494,6 +494,8 @@ class ToolResultRow(Base):
     duration_ms: Mapped[float | None] = mapped_column(Float)
     #: ``span`` (the tool span's end − start, a provided fact) | ``timestamps`` (derived).
     duration_source: Mapped[str | None] = mapped_column(String(20))
+    #: The Tool Message's first characters on one line (``db.records.one_line_preview``).
+    preview: Mapped[str | None] = mapped_column(Text)
     # Human corrections (never written by analysis).
     error_type_corrected: Mapped[str | None] = mapped_column(String(60))
     verdict_corrected: Mapped[str | None] = mapped_column(String(20))

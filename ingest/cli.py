@@ -290,8 +290,6 @@ def pairs_command(
     out_format: Annotated[str, typer.Option("--format", help="jsonl or csv")] = "jsonl",
 ) -> None:
     """One row per call or unpaired result, for notebooks and spreadsheets."""
-    import csv
-
     from db.queries.pairs import PAIR_COLUMNS, iter_pair_batches
 
     if out_format not in ("jsonl", "csv"):
@@ -300,14 +298,27 @@ def pairs_command(
     out = sys.stdout
     columns = list(PAIR_COLUMNS)
     if out_format == "csv":
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(columns)
-        for rows in iter_pair_batches(engine):
-            writer.writerows(rows)
+        _write_pairs_csv(engine, out)
     else:
         for rows in iter_pair_batches(engine):
             lines = (orjson.dumps(dict(zip(columns, row, strict=True))) for row in rows)
             out.write("".join(line.decode() + "\n" for line in lines))
+
+
+def _write_pairs_csv(engine, out) -> None:  # type: ignore[no-untyped-def]
+    """The pairs as CSV (RFC 4180: every text value quoted, an empty field for a missing
+    value, times as ``2026-11-03 09:00:00.000000Z``), written by Arrow's C++ CSV writer from
+    the tables the ADBC drivers read (``db.queries.pairs.iter_pair_tables``)."""
+    import pyarrow.csv as arrow_csv
+
+    from db.queries.pairs import PAIR_SCHEMA, iter_pair_tables
+
+    out.flush()
+    binary = out.buffer
+    with arrow_csv.CSVWriter(binary, PAIR_SCHEMA) as writer:
+        for table in iter_pair_tables(engine):
+            writer.write_table(table)
+    binary.flush()
 
 
 @app.command("export")

@@ -14,6 +14,7 @@ from db.records import (
     ToolCallRecord,
     ToolResultRecord,
     TraceRecord,
+    one_line_preview,
 )
 from db.vocabulary import DEFAULT_LOOP_K
 from db.write import TraceRows
@@ -248,6 +249,7 @@ def _result_row(message: Message, rf: ResultFacts, tool: str) -> ToolResultRecor
         verdict=rf.verdict, verdict_reason=rf.verdict_reason,
         next_call_succeeded=rf.next_call_succeeded,
         duration_ms=rf.duration_ms, duration_source=rf.duration_source,
+        preview=one_line_preview(content),
     )  # fmt: skip
 
 

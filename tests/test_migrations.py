@@ -136,3 +136,44 @@ def test_a_newer_postgresql_store_is_named_without_its_password(pg_url: str) -> 
         f"toollens: the database at {location} was written by a newer ToolLens (schema 0999); "
         "upgrade ToolLens"
     )
+
+
+def test_migration_0028_stores_each_results_preview_as_the_import_does(db_url: str) -> None:
+    """A store from before 0028 gets each Tool Message's preview from its text, in SQL, equal
+    to what the import now stores (``db.records.one_line_preview``): line breaks and tabs as
+    one space each, a CR LF as one, the first 120 characters counted as characters."""
+    from ingest.model import Message, ToolCall, ToolResult, Trace
+    from ingest.pipeline import import_traces
+
+    texts = [
+        "a\r\nb\tc\rd\ne " + "é" * 200,
+        "😀" * 130,
+        "x" * 119 + "\r\n" + "y",
+        "",
+        "short",
+    ]
+    calls = [ToolCall(call_index=i, tool_call_id=f"c{i}", name="t") for i in range(len(texts))]
+    messages = [Message(seq=0, role="assistant", tool_calls=calls)]
+    messages += [
+        Message(seq=i + 1, role="tool", content=text, tool_result=ToolResult(tool_call_id=f"c{i}"))
+        for i, text in enumerate(texts)
+    ]
+    trace = Trace(format="openai_chat", source_file="p.json", external_id="p", messages=messages)
+    engine = make_engine(db_url)
+    import_traces(engine, [trace], origin="test", source="p")
+    previews = sa.text("SELECT preview FROM tool_results ORDER BY message_seq")
+    with engine.connect() as conn:
+        imported = list(conn.execute(previews).scalars())
+    assert imported == [
+        "a b c d e " + "é" * 109,
+        "😀" * 120,
+        "x" * 119 + " ",
+        "",
+        "short",
+    ]
+    downgrade(engine, "0027")
+    assert "preview" not in {c["name"] for c in sa.inspect(engine).get_columns("tool_results")}
+    upgrade(engine, "0028")
+    with engine.connect() as conn:
+        assert list(conn.execute(previews).scalars()) == imported
+    engine.dispose()

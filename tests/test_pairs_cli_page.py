@@ -121,3 +121,51 @@ def test_a_pair_shows_its_time_model_previews_and_duration(engine: Any) -> None:
     ]  # fmt: skip
     assert page["time"].tolist()[0] == pd.Timestamp(t0)
     assert pd.isna(page["time"].tolist()[1])
+
+
+def test_the_cli_csv_writes_times_durations_and_quoted_text_exactly(engine: Any) -> None:
+    """The CSV as Arrow's writer makes it from the tables the ADBC drivers read: text quoted
+    (quotes doubled), a missing value empty, times in UTC to the microsecond, durations as the
+    shortest decimal that reads back as the same float."""
+    from datetime import UTC, datetime, timedelta
+
+    from ingest.model import Message, ToolCall, ToolResult, Trace
+    from ingest.pipeline import import_traces
+
+    t0 = datetime(2026, 11, 3, 9, 0, 0, 123456, tzinfo=UTC)
+    call = ToolCall(
+        call_index=0, tool_call_id="c1", name="grep",
+        arguments_raw='{"q": "a,\\"b\\""}', arguments={"q": 'a,"b"'},
+    )  # fmt: skip
+    trace = Trace(
+        format="openai_chat", source_file="a.json", external_id="run-csv", model="m-1",
+        messages=[
+            Message(seq=0, role="user", content="Find it", timestamp=t0),
+            Message(seq=1, role="assistant", tool_calls=[call], timestamp=t0),
+            Message(
+                seq=2, role="tool", content='Error: no match for "b"',
+                tool_result=ToolResult(tool_call_id="c1"), timestamp=t0 + timedelta(seconds=0.1),
+            ),
+            Message(seq=3, role="tool", content="stray", tool_result=ToolResult(tool_call_id="zz")),
+        ],
+    )  # fmt: skip
+    import_traces(engine, [trace], origin="test", source="pairs")
+    url = engine.url.render_as_string(hide_password=False)
+    result = runner.invoke(app, ["pairs", "--db", url, "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        ",".join(f'"{c}"' for c in PAIR_COLUMNS),
+        '"run-csv","Find it","1:0",2026-11-03 09:00:00.123456Z,"m-1","c1","grep","client",'
+        '"{""q"": ""a,\\""b\\""""}","Error: no match for ""b""",0.1,"paired","error",'
+        '"inferred","other",8,1,,,',
+        '"run-csv","Find it","r3",,"m-1","zz","(unknown)",,,"stray",,"orphan_result",'
+        '"success","inferred",,2,,,,',
+    ]
+    # Read back by the csv module, each cell is the page's value as text.
+    page = list_pairs(engine, limit=10)[list(PAIR_COLUMNS)].astype(object)
+    table = list(csv.reader(io.StringIO(result.stdout)))[1:]
+    for row, shown in zip(table, page.itertuples(False), strict=True):
+        assert row[PAIR_COLUMNS.index("duration_s")] == (
+            "" if pd.isna(shown.duration_s) else repr(shown.duration_s)
+        )
+        assert row[PAIR_COLUMNS.index("result")] == shown.result

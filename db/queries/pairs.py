@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from sqlalchemy import (
     ColumnElement,
     Engine,
@@ -37,13 +38,14 @@ from sqlalchemy import (
     union_all,
 )
 
+from db.arrow_read import UTC_MICROSECONDS, stream_range_tables
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.planner import restrict_results_in_index
 from db.queries.common import effective_error_type, effective_verdict, unpaired_result
+from db.records import PREVIEW_BREAKS, PREVIEW_CHARS
 from db.rollup_read import CALLS, RESULTS, scope, total
 from db.schema import (
     FindingRow,
-    MessageRow,
     RollupCallRow,
     RollupResultRow,
     ToolCallRow,
@@ -69,8 +71,6 @@ PAIR_COLUMNS: tuple[str, ...] = (
     "duration_s", "pair_state", "status", "status_source", "error_type", "tokens", "occurrence",
     "suggestion", "verdict", "verdict_reason",
 )  # fmt: skip
-#: Characters of the arguments and of the result a pair shows.
-PREVIEW_CHARS = 120
 #: Where a pair lies in its trace (the page's order and links); :func:`list_pairs` returns
 #: them after :data:`PAIR_COLUMNS`.
 POSITION_COLUMNS: tuple[str, ...] = ("trace_id", "seq", "call_index", "result_seq")
@@ -171,7 +171,9 @@ def _traces_named(q: PairQuery) -> Any:
     return select(TraceRow.id).where(TraceRow.display_id.icontains(q.trace, autoescape=True))
 
 
-def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
+def _call_rows(
+    f: Filters, q: PairQuery, *, count: bool = False, traces: tuple[Any, Any] | None = None
+) -> Any:
     """Every call, with the Tool Message that answers it (outer join: unanswered calls too);
     ``count``: only the number of those rows (joining the answer only when a condition needs
     it: a call has at most one answer, so the join adds no rows).
@@ -183,14 +185,21 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
 
     The trace's display id is joined later, to the rows of one page: a join here lets the
     planner start from ``traces`` and sort every call.
+
+    ``traces``: only the calls of the traces with ids from its first to its second value, the
+    bound stated for the answers too (PostgreSQL does not carry a range across a join, and
+    hashed every Tool Message of the store for each range of ``toollens pairs``).
     """
+    answer = _answer()
+    if traces is not None:
+        answer = and_(answer, ToolResultRow.trace_id.between(*traces))
     stmt: Any
     if count:
         stmt = select(func.count()).select_from(ToolCallRow)
         if _answer_required(q):
-            stmt = stmt.join(ToolResultRow, _answer())
+            stmt = stmt.join(ToolResultRow, answer)
         elif _needs_answer(q):
-            stmt = stmt.outerjoin(ToolResultRow, _answer())
+            stmt = stmt.outerjoin(ToolResultRow, answer)
     else:
         stmt = (
             select(
@@ -213,9 +222,11 @@ def _call_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
                 ToolCallRow.occurrence.label("occurrence"),
             )
             .select_from(ToolCallRow)
-            .join(ToolResultRow, _answer(), isouter=not _answer_required(q))
+            .join(ToolResultRow, answer, isouter=not _answer_required(q))
         )
     stmt = restrict_calls(stmt, f).where(*_result_conditions(q))
+    if traces is not None:
+        stmt = stmt.where(ToolCallRow.trace_id.between(*traces))
     if q.finding:
         stmt = stmt.where(_call_has_finding(q.finding))
     if q.trace:
@@ -239,6 +250,7 @@ def _result_fields() -> list[Any]:
         effective_verdict.label("verdict"),
         r.verdict_reason.label("verdict_reason"),
         r.message_seq.label("result_seq"),
+        r.preview.label("result"),
     ]
 
 
@@ -248,10 +260,10 @@ def _seconds() -> ColumnElement[Any]:
 
 
 def _preview(text: Any) -> ColumnElement[str]:
-    """The first :data:`PREVIEW_CHARS` characters of ``text`` on one line."""
+    """``db.records.one_line_preview`` of ``text``, in SQL (the Tool Message's is stored)."""
     head = func.substr(text, 1, PREVIEW_CHARS)
-    for newline in ("\r\n", "\n", "\r", "\t"):
-        head = func.replace(head, literal(newline), literal(" "))
+    for brk in PREVIEW_BREAKS:
+        head = func.replace(head, literal(brk), literal(" "))
     return head
 
 
@@ -384,14 +396,10 @@ def _with_trace(rows: Any, query: PairQuery) -> Any:
         "trace": TraceRow.display_id.label("trace"),
         "title": TraceRow.title.label("title"),
         "model": TraceRow.model.label("model"),
-        "result": _preview(MessageRow.content).label("result"),
     }
-    # The Tool Message's text is read here too, for the rows left: its preview.
-    message = and_(MessageRow.trace_id == rows.c.trace_id, MessageRow.seq == rows.c.result_seq)
     return (
         select(*(columns[c] for c in (*PAIR_COLUMNS, *POSITION_COLUMNS)))
         .join(TraceRow, TraceRow.id == rows.c.trace_id)
-        .outerjoin(MessageRow, message)
         .order_by(*_order(rows.c, query))
     )
 
@@ -469,14 +477,43 @@ def _stream_by_trace_ranges(
     engine: Engine, filters: Filters, query: PairQuery
 ) -> Iterator[list[tuple[Any, ...]]]:
     """The pairs in trace order, one statement per range of trace ids."""
+    yield from stream_ranges(engine, _range_statement(filters, query), _trace_ranges(engine))
+
+
+def _range_statement(filters: Filters, query: PairQuery) -> Any:
+    """The pairs of the traces with ids from the bind parameter ``lo`` to ``hi``, in
+    :data:`PAIR_COLUMNS`, sorted by ``query``."""
     lo, hi = bindparam("lo", 0, type_=Integer), bindparam("hi", 0, type_=Integer)
     parts = (
-        _call_rows(filters, query).where(ToolCallRow.trace_id.between(lo, hi)),
+        _call_rows(filters, query, traces=(lo, hi)),
         _lone_result_rows(filters, query).where(ToolResultRow.trace_id.between(lo, hi)),
     )
     rows = _with_trace(union_all(*parts).subquery("pairs"), query)
-    stmt = rows.with_only_columns(*rows.selected_columns[: len(PAIR_COLUMNS)])
-    yield from stream_ranges(engine, stmt, _trace_ranges(engine))
+    return rows.with_only_columns(*rows.selected_columns[: len(PAIR_COLUMNS)])
+
+
+#: The Arrow types of :data:`PAIR_COLUMNS` (:func:`iter_pair_tables`): times are UTC instants.
+PAIR_SCHEMA = pa.schema(
+    [
+        (name, {"time": UTC_MICROSECONDS, "duration_s": pa.float64(), "tokens": pa.int64(),
+                "occurrence": pa.int64()}.get(name, pa.string()))
+        for name in PAIR_COLUMNS
+    ]
+)  # fmt: skip
+
+
+def iter_pair_tables(
+    engine: Engine, filters: Filters = NO_FILTERS, query: PairQuery = ALL_PAIRS
+) -> Iterator[pa.Table]:
+    """The pairs of :func:`iter_pairs` (in trace order, the only order it takes) as Arrow
+    tables of :data:`PAIR_SCHEMA`, read by the ADBC drivers (:mod:`db.arrow_read`), one table
+    per range of :data:`STREAM_TRACES` traces: ``toollens pairs --format csv``."""
+    _check_sort(query)
+    if query.sort != "trace" or query.descending:
+        raise ValueError("the pairs are read as tables in trace order only")
+    yield from stream_range_tables(
+        engine, _range_statement(filters, query), _trace_ranges(engine), PAIR_SCHEMA
+    )
 
 
 def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, list[str]]:
