@@ -11,16 +11,17 @@ columns in C, and the caller hands the tables to a C++ writer (``pyarrow.csv``).
 :func:`stream_range_tables` runs one statement per range of a key, like
 :func:`db.streaming.stream_ranges`: on :data:`READERS` connections of their own (read-only on
 SQLite), in threads that stay up to :data:`READ_AHEAD` ranges ahead of the consumer (the
-drivers and the writer release the GIL), handing the tables over in order, each cast to the
-caller's schema. Timestamps come back as UTC instants on both databases (SQLite keeps them as
-text, PostgreSQL as ``timestamptz``).
+drivers and the writer release the GIL), handing the tables over in order, each made by the
+caller's function that puts a range's tables together (:func:`conform` casts them to the
+caller's schema: timestamps as UTC instants on both databases, where SQLite keeps them as text
+and PostgreSQL as ``timestamptz``).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
@@ -29,7 +30,13 @@ import pyarrow as pa
 from sqlalchemy import Engine
 from sqlalchemy.sql import Select
 
-from db.engine import PG_JIT, PG_WORK_MEM, SQLITE_MMAP_SIZE, other_processes_can_open
+from db.engine import (
+    PG_JIT,
+    PG_WORK_MEM,
+    SQLITE_BUSY_TIMEOUT_MS,
+    SQLITE_MMAP_SIZE,
+    other_processes_can_open,
+)
 
 #: Connections reading ranges at the same time (the consumer writes on the same two cores).
 READERS = 2
@@ -64,6 +71,9 @@ def connect(engine: Engine) -> Any:
             conn_kwargs={"adbc.sqlite.query.batch_rows": str(_SQLITE_BATCH_ROWS)},
         )
         with conn.cursor() as cur:
+            # Wait for a lock as the store's other connections do (a checkpoint, another
+            # connection opening the write-ahead log) instead of failing at once.
+            cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
             cur.execute(f"PRAGMA mmap_size={SQLITE_MMAP_SIZE}")
         return conn
     if engine.dialect.name == "postgresql":
@@ -82,6 +92,12 @@ def connect(engine: Engine) -> Any:
             # The ranges are read on READERS connections already; a parallel worker per range
             # on top made a range of the 1M bench store's pairs slower (171 ms against 97).
             cur.execute("SELECT set_config('max_parallel_workers_per_gather', '0', false)")
+            cur.fetchall()
+            # A range joins a few thousand calls to their answers by (trace, seq): PostgreSQL
+            # merged them on the trace alone, comparing every call of a trace with each of its
+            # results (211,435 rows filtered out for 12,034 pairs: 45-51 ms), where hashing them
+            # takes 27 ms. These connections read only such ranges.
+            cur.execute("SELECT set_config('enable_mergejoin', 'off', false)")
             cur.fetchall()
         return conn
     raise ArrowReadUnavailable(f"no ADBC driver for {engine.dialect.name}")
@@ -112,11 +128,15 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def stream_range_tables(
-    engine: Engine, stmt: Select[Any], ranges: Sequence[tuple[int, int]], schema: pa.Schema
+    engine: Engine,
+    statements: Sequence[Any],
+    ranges: Sequence[tuple[int, int]],
+    assemble: Callable[[Sequence[pa.Table]], pa.Table],
 ) -> Iterator[pa.Table]:
-    """The rows of ``stmt`` (bound by ``lo`` and ``hi``) for each ``(lo, hi)`` of ``ranges`` in
-    turn, one table of ``schema`` per range that has rows."""
-    sql = range_sql(engine, stmt)
+    """For each ``(lo, hi)`` of ``ranges`` in turn, ``assemble`` of the tables of
+    ``statements`` (each bound by ``lo`` and ``hi``), run in the thread that read them; the
+    ranges whose table has no rows are left out."""
+    sqls = [range_sql(engine, stmt) for stmt in statements]
     connections: dict[int, Any] = {}
 
     def read(lo: int, hi: int) -> pa.Table:
@@ -124,9 +144,12 @@ def stream_range_tables(
         conn = connections.get(key)
         if conn is None:
             conn = connections[key] = connect(engine)
+        tables = []
         with conn.cursor() as cur:
-            cur.execute(sql.format(lo=lo, hi=hi))
-            return conform(cur.fetch_arrow_table(), schema)
+            for sql in sqls:
+                cur.execute(sql.format(lo=lo, hi=hi))
+                tables.append(cur.fetch_arrow_table())
+        return assemble(tables)
 
     pool = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="toollens-arrow")
     pending: deque[Future[pa.Table]] = deque()

@@ -1,0 +1,104 @@
+"""Bulk range reads as Arrow tables (``db.arrow_read``): in range order, typed by the caller,
+read-only on SQLite, on both databases."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import sqlalchemy as sa
+
+from db.arrow_read import (
+    UTC_MICROSECONDS,
+    ArrowReadUnavailable,
+    conform,
+    connect,
+    range_sql,
+    stream_range_tables,
+)
+from db.engine import make_engine
+from db.schema import TraceRow
+from ingest.model import Message, Trace
+from ingest.pipeline import import_traces
+
+LO, HI = sa.bindparam("lo", 0, type_=sa.Integer), sa.bindparam("hi", 0, type_=sa.Integer)
+SCHEMA = pa.schema([("id", pa.int64()), ("trace", pa.string()), ("started", UTC_MICROSECONDS)])
+
+
+def _store(engine: Any, n: int) -> list[int]:
+    t0 = datetime(2026, 11, 3, 9, 0, 0, 250000, tzinfo=UTC)
+    traces = [
+        Trace(
+            format="openai_chat",
+            source_file="a.json",
+            external_id=f"run-{i}",
+            messages=[Message(seq=0, role="user", content=f"hi {i}", timestamp=t0)],
+        )
+        for i in range(n)
+    ]
+    import_traces(engine, traces, origin="test", source="arrow")
+    with engine.connect() as conn:
+        return list(conn.execute(sa.select(TraceRow.id).order_by(TraceRow.id)).scalars())
+
+
+def test_ranges_come_back_in_their_order_typed_and_without_the_empty_ones(engine: Any) -> None:
+    ids = _store(engine, 5)
+    stmt = sa.select(
+        TraceRow.id, TraceRow.display_id.label("trace"), TraceRow.started_at.label("started")
+    ).where(TraceRow.id.between(LO, HI))
+    ranges = [(ids[3], ids[4]), (ids[4] + 100, ids[4] + 200), (ids[0], ids[0])]
+    tables = list(stream_range_tables(engine, [stmt], ranges, lambda t: conform(t[0], SCHEMA)))
+    assert [t.schema for t in tables] == [SCHEMA, SCHEMA]
+    assert [t.to_pylist() for t in tables] == [
+        [
+            {
+                "id": ids[3],
+                "trace": "run-3",
+                "started": datetime(2026, 11, 3, 9, 0, 0, 250000, UTC),
+            },
+            {
+                "id": ids[4],
+                "trace": "run-4",
+                "started": datetime(2026, 11, 3, 9, 0, 0, 250000, UTC),
+            },
+        ],
+        [{"id": ids[0], "trace": "run-0", "started": datetime(2026, 11, 3, 9, 0, 0, 250000, UTC)}],
+    ]
+
+
+def test_a_column_of_nulls_takes_the_callers_type() -> None:
+    table = pa.table({"id": pa.array([1], pa.int32()), "trace": pa.array([None], pa.int64()),
+                      "started": pa.array(["2026-11-03 09:00:00.000001"])})  # fmt: skip
+    assert conform(table, SCHEMA).to_pylist() == [
+        {"id": 1, "trace": None, "started": datetime(2026, 11, 3, 9, 0, 0, 1, UTC)}
+    ]
+
+
+def test_a_sqlite_store_is_read_read_only(sqlite_url: str) -> None:
+    engine = make_engine(sqlite_url)
+    conn = connect(engine)
+    try:
+        with conn.cursor() as cur, pytest.raises(Exception, match="readonly"):
+            cur.execute("CREATE TABLE written (a)")
+    finally:
+        conn.close()
+        engine.dispose()
+
+
+def test_a_statement_must_be_bounded_by_lo_and_hi(sqlite_url: str) -> None:
+    engine = make_engine(sqlite_url)
+    with pytest.raises(ValueError, match="lo and hi"):
+        range_sql(engine, sa.select(TraceRow.id))
+    assert "BETWEEN {lo} AND {hi}" in range_sql(
+        engine, sa.select(TraceRow.id).where(TraceRow.id.between(LO, HI))
+    )
+    engine.dispose()
+
+
+def test_an_in_memory_store_has_no_second_connection() -> None:
+    engine = make_engine("sqlite://")
+    with pytest.raises(ArrowReadUnavailable):
+        connect(engine)
+    engine.dispose()
