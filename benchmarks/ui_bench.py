@@ -24,6 +24,8 @@ printed. Then, per page:
   ``tests/browser_support.py``): the first load and the median of warm loads, next to the same
   measurement for the one-line page served the same way in the same run, with the ratio
   (target 2x, the issue's).
+* **summary**: the seconds of ``toollens summary`` on the store, median of three runs, each a
+  process of its own (target: 1 s).
 * **pairs** (``--pairs``, ``--pairs-only``): the seconds of ``toollens pairs --format csv``
   on the store, output to ``/dev/null`` (target: 15 s at 10M messages).
 
@@ -58,6 +60,8 @@ APP = REPO / "dashboard" / "app.py"
 TRIVIAL_PAGE = 'import streamlit as st\n\nst.write("hi")\n'
 SERVER_COLD_TARGET_S, SERVER_FILTER_TARGET_S, BROWSER_RATIO_TARGET = 1.0, 0.5, 2.0
 PAIRS_TARGET_S = 15.0
+#: Seconds ``toollens summary`` may take (the issue's target).
+SUMMARY_TARGET_S = 1.0
 WARM_LOADS = 3
 
 
@@ -339,6 +343,38 @@ def pairs_seconds(url: str) -> float:
     return seconds
 
 
+#: Runs of ``toollens summary`` timed per store (after one that is not: see
+#: :func:`summary_seconds`).
+SUMMARY_RUNS = 3
+
+
+def summary_seconds(url: str) -> list[float]:
+    """Seconds of ``toollens summary`` on ``url``, :data:`SUMMARY_RUNS` times, each a process
+    of its own as a user runs it. Python may cache the modules' bytecode (an installed package
+    has it; a ``PYTHONDONTWRITEBYTECODE`` in this environment would compile every module on
+    every run), and one untimed run first writes that cache."""
+    import os
+    import subprocess
+
+    toollens = Path(sys.executable).with_name("toollens")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    seconds = []
+    for i in range(SUMMARY_RUNS + 1):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [str(toollens), "summary", "--db", url],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            check=False,
+            env=env,
+        )
+        if done.returncode:
+            raise RuntimeError(f"toollens summary failed: {done.stderr.decode()[-500:]}")
+        if i:
+            seconds.append(time.perf_counter() - started)
+    return seconds
+
+
 @dataclass(slots=True)
 class StoreRun:
     """What was measured on one store."""
@@ -350,6 +386,7 @@ class StoreRun:
     timings: list[PageTiming] = field(default_factory=list)
     baseline: tuple[float, float] = (0.0, 0.0)
     pairs_s: float | None = None
+    summary_s: float | None = None
 
 
 def measure_store(label: str, url: str, args: argparse.Namespace, with_browser: bool) -> StoreRun:
@@ -375,6 +412,12 @@ def measure_store(label: str, url: str, args: argparse.Namespace, with_browser: 
         engine = make_engine(url)
         print_statements(log, engine)
         engine.dispose()
+        runs = summary_seconds(url)
+        run.summary_s = statistics.median(runs)
+        verdict = "ok" if run.summary_s <= SUMMARY_TARGET_S else "SLOW"
+        print(f"summary: toollens summary: median {run.summary_s:.2f} s (runs "
+              f"{', '.join(f'{r:.2f}' for r in runs)}; target {SUMMARY_TARGET_S:.0f} s: "
+              f"{verdict})")  # fmt: skip
     if args.pairs or args.pairs_only:
         run.pairs_s = pairs_seconds(url)
         verdict = "ok" if run.pairs_s <= PAIRS_TARGET_S else "SLOW"
@@ -387,12 +430,14 @@ def print_growth(runs: list[StoreRun]) -> None:
     """One table: the page times (cold / after a filter change) of every measured store."""
     print("\npage times per store, seconds: cold / after a filter change")
     print(f"{'store':<22} {'messages':>11} {'B/msg':>6} " + " ".join(
-        f"{t.case.label[:15]:>15}" for t in runs[0].timings) + f" {'pairs s':>8}")  # fmt: skip
+        f"{t.case.label[:15]:>15}" for t in runs[0].timings) + f" {'summary s':>9}"
+        + f" {'pairs s':>8}")  # fmt: skip
     for run in runs:
         cells = " ".join(f"{f'{t.cold_s:.2f}/{t.filtered_s:.2f}':>15}" for t in run.timings)
         pairs = f"{run.pairs_s:.1f}" if run.pairs_s is not None else "-"
+        summary = f"{run.summary_s:.2f}" if run.summary_s is not None else "-"
         print(f"{run.label[:22]:<22} {run.messages:>11,} {run.bytes_per_message:>6,.0f} "
-              f"{cells} {pairs:>8}")  # fmt: skip
+              f"{cells} {summary:>9} {pairs:>8}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:

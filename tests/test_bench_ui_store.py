@@ -102,3 +102,16 @@ def test_its_own_file_holding_a_foreign_store_is_refused(
     with pytest.raises(Refused, match="was not built by the bench; move it away"):
         ui_cache.ensure(None, Request(1_000_000, 11))
     assert built == []
+
+
+def test_the_bench_times_toollens_summary_in_processes_of_its_own(tmp_path: Path) -> None:
+    from benchmarks.ui_bench import SUMMARY_RUNS, summary_seconds
+    from db.engine import make_engine
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    make_engine(url).dispose()
+    runs = summary_seconds(url)
+    assert len(runs) == SUMMARY_RUNS == 3
+    assert all(0 < r < 60 for r in runs)
+    with pytest.raises(RuntimeError, match="toollens summary failed"):
+        summary_seconds(f"sqlite:///{tmp_path / 'missing.db'}")
