@@ -58,7 +58,8 @@ class ArrowReadUnavailable(RuntimeError):
 
 def connect(engine: Engine) -> Any:
     """An ADBC connection to ``engine``'s database (a DB-API connection with Arrow fetches):
-    read-only on SQLite, with the session settings :mod:`db.engine` gives PostgreSQL."""
+    read-only on SQLite; on PostgreSQL with the session settings :mod:`db.engine` gives it,
+    and the bulk range reads' own (no parallel workers, no merge joins)."""
     url = engine.url
     if not other_processes_can_open(url):
         raise ArrowReadUnavailable("an in-memory SQLite database has no second connection")

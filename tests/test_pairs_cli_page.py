@@ -169,3 +169,31 @@ def test_the_cli_csv_writes_times_durations_and_quoted_text_exactly(engine: Any)
             "" if pd.isna(shown.duration_s) else repr(shown.duration_s)
         )
         assert row[PAIR_COLUMNS.index("result")] == shown.result
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {},
+        {"pair_state": "paired"},
+        {"status": "error"},
+        {"verdict": "ignored"},
+        {"kind": "client"},
+    ],
+)
+def test_the_arrow_tables_hold_the_pages_rows_under_a_condition(
+    pairs_store: str, query: dict[str, str]
+) -> None:
+    """``iter_pair_tables`` (sorted and joined to the traces in Arrow) lists what the page's
+    SQL lists, under the page's conditions too."""
+    from db.queries.pairs import PairQuery, iter_pair_tables
+
+    q = PairQuery(**query)
+    engine = make_engine(pairs_store)
+    page = list_pairs(engine, query=q, limit=1000)[list(PAIR_COLUMNS)].astype(object)
+    tables = list(iter_pair_tables(engine, query=q))
+    engine.dispose()
+    rows = [list(r.values()) for t in tables for r in t.to_pylist()]
+    shown = [[None if pd.isna(v) else v for v in row] for row in page.itertuples(False)]
+    assert rows == shown
+    assert len(rows) > 0
