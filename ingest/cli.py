@@ -290,34 +290,42 @@ def pairs_command(
     out_format: Annotated[str, typer.Option("--format", help="jsonl or csv")] = "jsonl",
 ) -> None:
     """One row per call or unpaired result, for notebooks and spreadsheets."""
-    from db.queries.pairs import PAIR_COLUMNS, iter_pair_batches
-
     if out_format not in ("jsonl", "csv"):
         raise _usage_error(f"unknown output format {out_format!r}; use jsonl or csv")
-    engine = _engine(db)
-    out = sys.stdout
-    columns = list(PAIR_COLUMNS)
-    if out_format == "csv":
-        _write_pairs_csv(engine, out)
-    else:
-        for rows in iter_pair_batches(engine):
-            lines = (orjson.dumps(dict(zip(columns, row, strict=True))) for row in rows)
-            out.write("".join(line.decode() + "\n" for line in lines))
+    _write_pairs(_engine(db), sys.stdout, out_format)
 
 
-def _write_pairs_csv(engine, out) -> None:  # type: ignore[no-untyped-def]
-    """The pairs as CSV (RFC 4180: every text value quoted, an empty field for a missing
-    value, times as ``2026-11-03 09:00:00.000000Z``), written by Arrow's C++ CSV writer from
-    the tables the ADBC drivers read (``db.queries.pairs.iter_pair_tables``)."""
+def _write_pairs(engine, out, out_format: str) -> None:  # type: ignore[no-untyped-def]
+    """The pairs from the Arrow tables the ADBC drivers read (``db.queries.pairs
+    .iter_pair_tables``). CSV (RFC 4180: every text value quoted, an empty field for a missing
+    value, times as ``2026-11-03 09:00:00.000000Z``) by Arrow's C++ CSV writer; JSON Lines a
+    column at a time (``ingest.arrow_jsonl``), keeping the values' types."""
+    from collections import deque
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    import pyarrow as pa
     import pyarrow.csv as arrow_csv
 
-    from db.queries.pairs import PAIR_SCHEMA, iter_pair_tables
+    from db.queries.pairs import PAIR_COLUMNS, PAIR_SCHEMA, iter_pair_tables
+    from ingest.arrow_jsonl import json_lines, lines_bytes
 
     out.flush()
     binary = out.buffer
-    with arrow_csv.CSVWriter(binary, PAIR_SCHEMA) as writer:
-        for table in iter_pair_tables(engine):
-            writer.write_table(table)
+    if out_format == "csv":
+        with arrow_csv.CSVWriter(binary, PAIR_SCHEMA) as writer:
+            for table in iter_pair_tables(engine):
+                writer.write_table(table)
+    else:
+        # Arrow's compute functions release the GIL: the tables' lines are made on two threads
+        # (a few tables ahead), the reading threads' tables taken in order.
+        pending: deque[Future[pa.Array]] = deque()
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="toollens-jsonl") as pool:
+            for table in iter_pair_tables(engine):
+                pending.append(pool.submit(json_lines, table, PAIR_COLUMNS))
+                if len(pending) > 4:
+                    binary.write(lines_bytes(pending.popleft().result()))
+            while pending:
+                binary.write(lines_bytes(pending.popleft().result()))
     binary.flush()
 
 

@@ -1,0 +1,83 @@
+"""JSON Lines from Arrow tables read back as orjson's encoding of the same values."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ingest.arrow_jsonl import json_lines, lines_bytes
+
+SCHEMA = pa.schema(
+    [
+        ("text", pa.string()),
+        ("count", pa.int64()),
+        ("seconds", pa.float64()),
+        ("time", pa.timestamp("us", tz="UTC")),
+    ]
+)
+times = st.datetimes(
+    min_value=datetime(1970, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+)
+rows = st.fixed_dictionaries(
+    {
+        "text": st.none() | st.text(st.characters(exclude_categories=["Cs"])),
+        "count": st.none() | st.integers(-(2**63), 2**63 - 1),
+        "seconds": st.none() | st.floats(allow_nan=True, allow_infinity=True),
+        "time": st.none() | times,
+    }
+)
+
+
+def _expected(row: dict[str, Any]) -> Any:
+    return orjson.loads(orjson.dumps(row))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(rows, max_size=20))
+def test_each_line_reads_back_as_orjsons_encoding_of_the_row(data: list[dict[str, Any]]) -> None:
+    table = pa.Table.from_pylist(data, schema=SCHEMA)
+    text = bytes(lines_bytes(json_lines(table))).decode()
+    assert text.count("\n") == len(data)
+    got = [json.loads(line) for line in text.split("\n")[:-1]]
+    assert got == [_expected(row) for row in data]
+    for line, row in zip(got, data, strict=True):
+        # Floats stay floats (4.0, not 4), as the page and orjson keep them.
+        if row["seconds"] is not None and math.isfinite(row["seconds"]):
+            assert isinstance(line["seconds"], float)
+
+
+def test_the_lines_are_exact_text() -> None:
+    table = pa.table(
+        {
+            "s": pa.array(['a"b\\c', None, "x\ny\u0001", "é😀"]),
+            "f": pa.array([4.0, None, float("nan"), 1e16]),
+            "t": pa.array(
+                [
+                    datetime(2025, 3, 3, 10, 9, 15, tzinfo=UTC),
+                    None,
+                    datetime(2025, 3, 3, 10, 9, 15, 5, tzinfo=UTC),
+                    None,
+                ],
+                pa.timestamp("us", tz="UTC"),
+            ),
+        }
+    )
+    assert bytes(lines_bytes(json_lines(table, ["S", "F", "T"]))).decode().splitlines() == [
+        '{"S":"a\\"b\\\\c","F":4.0,"T":"2025-03-03T10:09:15+00:00"}',
+        '{"S":null,"F":null,"T":null}',
+        '{"S":"x\\ny\\u0001","F":null,"T":"2025-03-03T10:09:15.000005+00:00"}',
+        '{"S":"é😀","F":1e+16,"T":null}',
+    ]
+
+
+def test_a_slice_writes_only_its_own_lines() -> None:
+    lines = json_lines(pa.table({"n": pa.array([1, 2, 3], pa.int64())}))
+    assert bytes(lines_bytes(lines.slice(1, 1))) == b'{"n":2}\n'
+    assert bytes(lines_bytes(lines.slice(3))) == b""
