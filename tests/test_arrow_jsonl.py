@@ -23,7 +23,7 @@ SCHEMA = pa.schema(
     ]
 )
 times = st.datetimes(
-    min_value=datetime(1970, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+    min_value=datetime(1900, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
 )
 rows = st.fixed_dictionaries(
     {
