@@ -324,23 +324,29 @@ def print_table(
     print(line)
 
 
-def pairs_seconds(url: str) -> float:
-    """Seconds of ``toollens pairs --format csv`` on ``url``, output to ``/dev/null`` (the
-    command as a user runs it: a process of its own, start-up included)."""
+def _toollens_seconds(args: list[str], env: dict[str, str] | None = None) -> float:
+    """Seconds of the command ``toollens *args`` in a process of its own (start-up included),
+    its output to ``/dev/null``; raises when it fails."""
     import subprocess
 
     toollens = Path(sys.executable).with_name("toollens")
     started = time.perf_counter()
     done = subprocess.run(
-        [str(toollens), "pairs", "--db", url, "--format", "csv"],
+        [str(toollens), *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         check=False,
+        env=env,
     )
     seconds = time.perf_counter() - started
     if done.returncode:
-        raise RuntimeError(f"toollens pairs failed: {done.stderr.decode()[-500:]}")
+        raise RuntimeError(f"toollens {args[0]} failed: {done.stderr.decode()[-500:]}")
     return seconds
+
+
+def pairs_seconds(url: str) -> float:
+    """Seconds of ``toollens pairs --format csv`` on ``url`` (the command as a user runs it)."""
+    return _toollens_seconds(["pairs", "--db", url, "--format", "csv"])
 
 
 #: Runs of ``toollens summary`` timed per store (after one that is not: see
@@ -354,25 +360,10 @@ def summary_seconds(url: str) -> list[float]:
     has it; a ``PYTHONDONTWRITEBYTECODE`` in this environment would compile every module on
     every run), and one untimed run first writes that cache."""
     import os
-    import subprocess
 
-    toollens = Path(sys.executable).with_name("toollens")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    seconds = []
-    for i in range(SUMMARY_RUNS + 1):
-        started = time.perf_counter()
-        done = subprocess.run(
-            [str(toollens), "summary", "--db", url],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            check=False,
-            env=env,
-        )
-        if done.returncode:
-            raise RuntimeError(f"toollens summary failed: {done.stderr.decode()[-500:]}")
-        if i:
-            seconds.append(time.perf_counter() - started)
-    return seconds
+    runs = [_toollens_seconds(["summary", "--db", url], env) for _ in range(SUMMARY_RUNS + 1)]
+    return runs[1:]
 
 
 @dataclass(slots=True)

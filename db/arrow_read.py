@@ -9,9 +9,9 @@ object first: on the 1M-message SQLite bench store two thirds of the time (5.9 o
 columns in C, and the caller hands the tables to a C++ writer (``pyarrow.csv``).
 
 :func:`stream_range_tables` runs one statement per range of a key, like
-:func:`db.streaming.stream_ranges`: on :data:`READERS` connections of their own (read-only on
-SQLite), in threads that stay up to :data:`READ_AHEAD` ranges ahead of the consumer (the
-drivers and the writer release the GIL), handing the tables over in order, each made by the
+:func:`db.streaming.stream_ranges`: on connections of their own (read-only on SQLite), in
+threads that stay a few ranges ahead of the consumer (``db.streaming.in_order``; the drivers
+and the writer release the GIL), handing the tables over in order, each made by the
 caller's function that puts a range's tables together (:func:`conform` casts them to the
 caller's schema: timestamps as UTC instants on both databases, where SQLite keeps them as text
 and PostgreSQL as ``timestamptz``).
@@ -20,9 +20,8 @@ and PostgreSQL as ``timestamptz``).
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from typing import Any
 from urllib.parse import quote
 
@@ -30,18 +29,9 @@ import pyarrow as pa
 from sqlalchemy import Engine
 from sqlalchemy.sql import Select
 
-from db.engine import (
-    PG_JIT,
-    PG_WORK_MEM,
-    SQLITE_BUSY_TIMEOUT_MS,
-    SQLITE_MMAP_SIZE,
-    other_processes_can_open,
-)
+from db.engine import PG_SESSION_SQL, SQLITE_READ_PRAGMAS, other_processes_can_open
+from db.streaming import in_order
 
-#: Connections reading ranges at the same time (the consumer writes on the same two cores).
-READERS = 2
-#: Ranges read ahead of the consumer.
-READ_AHEAD = 4
 #: Stand-ins for a range's bounds in the statement's SQL, replaced per range (the statement is
 #: compiled once, with every other value written out, so PostgreSQL can read it by ``COPY``).
 _LO, _HI = -7_345_912_001, -7_345_912_002
@@ -50,6 +40,18 @@ _LO, _HI = -7_345_912_001, -7_345_912_002
 _SQLITE_BATCH_ROWS = 1_000_000
 #: What timestamps are in the tables handed over.
 UTC_MICROSECONDS = pa.timestamp("us", tz="UTC")
+
+
+#: The bulk range reads' own PostgreSQL settings. No parallel workers: the ranges are read on
+#: several connections already (``db.streaming.in_order``), and a parallel worker per range on
+#: top made a range of the 1M bench store's pairs slower (171 ms against 97). No merge joins: a
+#: range joins a few thousand calls to their answers by (trace, seq), and PostgreSQL merged them
+#: on the trace alone, comparing every call of a trace with each of its results (211,435 rows
+#: filtered out for 12,034 pairs: 45-51 ms), where hashing them takes 27 ms.
+_PG_BULK_SQL: tuple[str, ...] = (
+    "SELECT set_config('max_parallel_workers_per_gather', '0', false)",
+    "SELECT set_config('enable_mergejoin', 'off', false)",
+)
 
 
 class ArrowReadUnavailable(RuntimeError):
@@ -72,10 +74,10 @@ def connect(engine: Engine) -> Any:
             conn_kwargs={"adbc.sqlite.query.batch_rows": str(_SQLITE_BATCH_ROWS)},
         )
         with conn.cursor() as cur:
-            # Wait for a lock as the store's other connections do (a checkpoint, another
-            # connection opening the write-ahead log) instead of failing at once.
-            cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-            cur.execute(f"PRAGMA mmap_size={SQLITE_MMAP_SIZE}")
+            # busy_timeout: wait for a lock as the store's other connections do (a checkpoint,
+            # another connection opening the write-ahead log) instead of failing at once.
+            for pragma in SQLITE_READ_PRAGMAS:
+                cur.execute(pragma)
         return conn
     if engine.dialect.name == "postgresql":
         import adbc_driver_postgresql.dbapi
@@ -83,23 +85,9 @@ def connect(engine: Engine) -> Any:
         libpq = url.set(drivername="postgresql").render_as_string(hide_password=False)
         conn = adbc_driver_postgresql.dbapi.connect(libpq)
         with conn.cursor() as cur:
-            cur.execute(
-                "SELECT set_config('work_mem', '" + PG_WORK_MEM + "', false) WHERE "
-                "pg_size_bytes(current_setting('work_mem')) < pg_size_bytes('" + PG_WORK_MEM + "')"
-            )
-            cur.fetchall()
-            cur.execute("SELECT set_config('jit', '" + PG_JIT + "', false)")
-            cur.fetchall()
-            # The ranges are read on READERS connections already; a parallel worker per range
-            # on top made a range of the 1M bench store's pairs slower (171 ms against 97).
-            cur.execute("SELECT set_config('max_parallel_workers_per_gather', '0', false)")
-            cur.fetchall()
-            # A range joins a few thousand calls to their answers by (trace, seq): PostgreSQL
-            # merged them on the trace alone, comparing every call of a trace with each of its
-            # results (211,435 rows filtered out for 12,034 pairs: 45-51 ms), where hashing them
-            # takes 27 ms. These connections read only such ranges.
-            cur.execute("SELECT set_config('enable_mergejoin', 'off', false)")
-            cur.fetchall()
+            for statement in (*PG_SESSION_SQL, *_PG_BULK_SQL):
+                cur.execute(statement)
+                cur.fetchall()
         return conn
     raise ArrowReadUnavailable(f"no ADBC driver for {engine.dialect.name}")
 
@@ -152,22 +140,11 @@ def stream_range_tables(
                 tables.append(cur.fetch_arrow_table())
         return assemble(tables)
 
-    pool = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="toollens-arrow")
-    pending: deque[Future[pa.Table]] = deque()
     try:
-        for lo, hi in ranges:
-            pending.append(pool.submit(read, lo, hi))
-            if len(pending) > READ_AHEAD:
-                table = pending.popleft().result()
+        with closing(in_order(lambda r: read(*r), ranges, "toollens-arrow")) as results:
+            for table in results:
                 if table.num_rows:
                     yield table
-        while pending:
-            table = pending.popleft().result()
-            if table.num_rows:
-                yield table
     finally:
-        for future in pending:
-            future.cancel()
-        pool.shutdown(wait=True)
         for conn in connections.values():
             conn.close()

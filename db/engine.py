@@ -85,16 +85,30 @@ def display_url(url: str | URL) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
+#: The pragmas of every SQLite connection that reads (the bulk readers of ``db.arrow_read`` too).
+SQLITE_READ_PRAGMAS: tuple[str, ...] = (
+    f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}",
+    f"PRAGMA cache_size={SQLITE_CACHE_SIZE_KIB}",
+    f"PRAGMA mmap_size={SQLITE_MMAP_SIZE}",
+)
+#: The session settings above as statements, run on every PostgreSQL connection (the bulk
+#: readers of ``db.arrow_read`` too).
+PG_SESSION_SQL: tuple[str, ...] = (
+    f"SELECT set_config('work_mem', '{PG_WORK_MEM}', false) WHERE "
+    f"pg_size_bytes(current_setting('work_mem')) < pg_size_bytes('{PG_WORK_MEM}')",
+    f"SELECT set_config('jit', '{PG_JIT}', false)",
+)
+
+
 def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     # Take over transaction control so that writes can start with BEGIN IMMEDIATE (see below).
     dbapi_conn.isolation_level = None
     cur = dbapi_conn.cursor()
     cur.execute(f"PRAGMA journal_mode={SQLITE_JOURNAL_MODE}")
-    cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cur.execute(f"PRAGMA foreign_keys={SQLITE_FOREIGN_KEYS}")
     cur.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
-    cur.execute(f"PRAGMA cache_size={SQLITE_CACHE_SIZE_KIB}")
-    cur.execute(f"PRAGMA mmap_size={SQLITE_MMAP_SIZE}")
+    for pragma in SQLITE_READ_PRAGMAS:
+        cur.execute(pragma)
     cur.close()
 
 
@@ -102,12 +116,8 @@ def _on_postgresql_connect(dbapi_conn: Any, _record: Any) -> None:
     # In its own transaction, committed: SET is transactional, and SQLAlchemy's first
     # transaction on the connection must not roll it back.
     cur = dbapi_conn.cursor()
-    cur.execute(
-        "SELECT set_config('work_mem', %s, false) WHERE pg_size_bytes(current_setting("
-        "'work_mem')) < pg_size_bytes(%s)",
-        (PG_WORK_MEM, PG_WORK_MEM),
-    )
-    cur.execute("SELECT set_config('jit', %s, false)", (PG_JIT,))
+    for statement in PG_SESSION_SQL:
+        cur.execute(statement)
     cur.close()
     dbapi_conn.commit()
 

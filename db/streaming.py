@@ -11,21 +11,25 @@ values are exactly those ``conn.execute(stmt)`` returns.
 over a small part of the store, on :data:`READERS` connections in threads of their own that stay
 up to :data:`READ_AHEAD` ranges ahead of the consumer, and hands the ranges over in order: the
 database reads the next ranges while the caller writes out the last one (sqlite3 and psycopg
-release the GIL while the database works; one SQLite connection uses one core).
+release the GIL while the database works; one SQLite connection uses one core). The threads and
+the order are :func:`in_order`'s, which ``db.arrow_read`` and ``toollens pairs`` use too.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from contextlib import closing
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.sql import Select
 
 Row = tuple[Any, ...]
+T = TypeVar("T")
+R = TypeVar("R")
 #: Connections reading ranges at the same time (the machine's cores are shared with the
 #: consumer, which formats the rows).
 READERS = 2
@@ -137,24 +141,34 @@ def stream_ranges(
     # plan that ignores the range's bounds; each range is planned with its own values instead
     # (all pairs of the 1M-message bench store, one loaded run: 34.7 s prepared, 27.3 s not).
     options: dict[str, Any] = {"prepare": False} if engine.dialect.driver == "psycopg" else {}
-    pool = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="toollens-stream")
-    pending: deque[Future[list[Row]]] = deque()
     try:
-        for lo, hi in ranges:
-            pending.append(pool.submit(read, lo, hi))
-            if len(pending) > READ_AHEAD:
-                yield from _nonempty(pending.popleft().result())
-        while pending:
-            yield from _nonempty(pending.popleft().result())
+        with closing(in_order(lambda r: read(*r), ranges, "toollens-stream")) as results:
+            for rows in results:
+                if rows:
+                    yield rows
     finally:
-        for future in pending:
-            future.cancel()
-        pool.shutdown(wait=True)
         for raw in connections:
             raw.rollback()
             raw.close()
 
 
-def _nonempty(rows: list[Row]) -> Iterator[list[Row]]:
-    if rows:
-        yield rows
+def in_order(
+    work: Callable[[T], R], items: Iterable[T], name: str, *, threads: int = READERS
+) -> Generator[R]:
+    """``work`` of each of ``items`` on ``threads`` threads named ``name``, up to
+    :data:`READ_AHEAD` items ahead of the consumer, the results handed over in the items'
+    order (``items`` is read as the work goes, so a stream of any length fits). Closing the
+    iterator cancels the work not started and waits for the rest."""
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
+    pending: deque[Future[R]] = deque()
+    try:
+        for item in items:
+            pending.append(pool.submit(work, item))
+            if len(pending) > READ_AHEAD:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True)

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any, TextIO
 
 import orjson
 import typer
@@ -295,18 +295,18 @@ def pairs_command(
     _write_pairs(_engine(db), sys.stdout, out_format)
 
 
-def _write_pairs(engine, out, out_format: str) -> None:  # type: ignore[no-untyped-def]
+def _write_pairs(engine: Any, out: TextIO, out_format: str) -> None:
     """The pairs from the Arrow tables the ADBC drivers read (``db.queries.pairs
     .iter_pair_tables``). CSV (RFC 4180: every text value quoted, an empty field for a missing
     value, times as ``2026-11-03 09:00:00.000000Z``) by Arrow's C++ CSV writer; JSON Lines a
     column at a time (``ingest.arrow_jsonl``), keeping the values' types."""
-    from collections import deque
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from contextlib import closing
+    from functools import partial
 
-    import pyarrow as pa
     import pyarrow.csv as arrow_csv
 
     from db.queries.pairs import PAIR_COLUMNS, PAIR_SCHEMA, iter_pair_tables
+    from db.streaming import in_order
     from ingest.arrow_jsonl import json_lines, lines_bytes
 
     out.flush()
@@ -318,14 +318,11 @@ def _write_pairs(engine, out, out_format: str) -> None:  # type: ignore[no-untyp
     else:
         # Arrow's compute functions release the GIL: the tables' lines are made on two threads
         # (a few tables ahead), the reading threads' tables taken in order.
-        pending: deque[Future[pa.Array]] = deque()
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="toollens-jsonl") as pool:
-            for table in iter_pair_tables(engine):
-                pending.append(pool.submit(json_lines, table, PAIR_COLUMNS))
-                if len(pending) > 4:
-                    binary.write(lines_bytes(pending.popleft().result()))
-            while pending:
-                binary.write(lines_bytes(pending.popleft().result()))
+        tables = iter_pair_tables(engine)
+        encode = partial(json_lines, keys=PAIR_COLUMNS)
+        with closing(tables), closing(in_order(encode, tables, "toollens-jsonl")) as lines:
+            for text in lines:
+                binary.write(lines_bytes(text))
     binary.flush()
 
 

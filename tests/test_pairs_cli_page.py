@@ -87,31 +87,41 @@ def test_the_page_shows_the_cli_columns_in_the_cli_order(
     assert list(at.dataframe[0].proto.column_order) == list(PAIR_COLUMNS)
 
 
+def _import_one_call(
+    engine: Any, run: str, model: str, ask: str, call: Any, answer: str, t0: Any, answered: Any
+) -> None:
+    """A trace with one call (asked and made at ``t0``), its answer at ``answered``, and a Tool
+    Message that answers no call (``zz``, "stray", no time)."""
+    from ingest.model import Message, ToolResult, Trace
+    from ingest.pipeline import import_traces
+
+    trace = Trace(
+        format="openai_chat", source_file="a.json", external_id=run, model=model,
+        messages=[
+            Message(seq=0, role="user", content=ask, timestamp=t0),
+            Message(seq=1, role="assistant", tool_calls=[call], timestamp=t0),
+            Message(seq=2, role="tool", content=answer,
+                    tool_result=ToolResult(tool_call_id=call.tool_call_id), timestamp=answered),
+            Message(seq=3, role="tool", content="stray", tool_result=ToolResult(tool_call_id="zz")),
+        ],
+    )  # fmt: skip
+    import_traces(engine, [trace], origin="test", source="pairs")
+
+
 def test_a_pair_shows_its_time_model_previews_and_duration(engine: Any) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from ingest.model import Message, ToolCall, ToolResult, Trace
-    from ingest.pipeline import import_traces
+    from ingest.model import ToolCall
 
     t0 = datetime(2026, 11, 3, 9, 0, tzinfo=UTC)
     call = ToolCall(
         call_index=0, tool_call_id="c1", name="read_file",
         arguments_raw='{"path":\n"/etc/app.conf"}', arguments={"path": "/etc/app.conf"},
     )  # fmt: skip
-    trace = Trace(
-        format="openai_chat", source_file="a.json", external_id="run-a", model="gpt-4o",
-        messages=[
-            Message(seq=0, role="user", content="Read the\nconfig", timestamp=t0),
-            Message(seq=1, role="assistant", tool_calls=[call], timestamp=t0),
-            Message(
-                seq=2, role="tool", content="line one\nline two " + "x" * 200,
-                tool_result=ToolResult(tool_call_id="c1"),
-                timestamp=t0 + timedelta(seconds=2, milliseconds=250),
-            ),
-            Message(seq=3, role="tool", content="stray", tool_result=ToolResult(tool_call_id="zz")),
-        ],
+    _import_one_call(
+        engine, "run-a", "gpt-4o", "Read the\nconfig", call, "line one\nline two " + "x" * 200,
+        t0, t0 + timedelta(seconds=2, milliseconds=250),
     )  # fmt: skip
-    import_traces(engine, [trace], origin="test", source="pairs")
     page = list_pairs(engine)
     rows = page[["title", "pair", "model", "arguments", "result", "duration_s"]]
     assert [[_json_value(v) for v in r] for r in rows.astype(object).itertuples(False)] == [
@@ -129,27 +139,17 @@ def test_the_cli_csv_writes_times_durations_and_quoted_text_exactly(engine: Any)
     shortest decimal that reads back as the same float."""
     from datetime import UTC, datetime, timedelta
 
-    from ingest.model import Message, ToolCall, ToolResult, Trace
-    from ingest.pipeline import import_traces
+    from ingest.model import ToolCall
 
     t0 = datetime(2026, 11, 3, 9, 0, 0, 123456, tzinfo=UTC)
     call = ToolCall(
         call_index=0, tool_call_id="c1", name="grep",
         arguments_raw='{"q": "a,\\"b\\""}', arguments={"q": 'a,"b"'},
     )  # fmt: skip
-    trace = Trace(
-        format="openai_chat", source_file="a.json", external_id="run-csv", model="m-1",
-        messages=[
-            Message(seq=0, role="user", content="Find it", timestamp=t0),
-            Message(seq=1, role="assistant", tool_calls=[call], timestamp=t0),
-            Message(
-                seq=2, role="tool", content='Error: no match for "b"',
-                tool_result=ToolResult(tool_call_id="c1"), timestamp=t0 + timedelta(seconds=0.1),
-            ),
-            Message(seq=3, role="tool", content="stray", tool_result=ToolResult(tool_call_id="zz")),
-        ],
+    _import_one_call(
+        engine, "run-csv", "m-1", "Find it", call, 'Error: no match for "b"',
+        t0, t0 + timedelta(seconds=0.1),
     )  # fmt: skip
-    import_traces(engine, [trace], origin="test", source="pairs")
     url = engine.url.render_as_string(hide_password=False)
     result = runner.invoke(app, ["pairs", "--db", url, "--format", "csv"])
     assert result.exit_code == 0, result.output

@@ -14,7 +14,7 @@ A row's ``pair`` is its address in the trace, the ``pair`` URL parameter of the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -515,7 +515,7 @@ PAIR_SCHEMA = pa.schema(
 
 def iter_pair_tables(
     engine: Engine, filters: Filters = NO_FILTERS, query: PairQuery = ALL_PAIRS
-) -> Iterator[pa.Table]:
+) -> Generator[pa.Table]:
     """The pairs of :func:`iter_pairs` (in trace order, the only order it takes) as Arrow
     tables of :data:`PAIR_SCHEMA`, read by the ADBC drivers (:mod:`db.arrow_read`), one table
     per range of :data:`STREAM_TRACES` traces: ``toollens pairs --format csv``.
