@@ -29,7 +29,7 @@ import pyarrow as pa
 from sqlalchemy import Engine
 from sqlalchemy.sql import Select
 
-from db.engine import PG_SESSION_SQL, SQLITE_READ_PRAGMAS, other_processes_can_open, pg_bulk_sql
+from db.engine import PG_SESSION_SQL, SQLITE_READ_PRAGMAS, other_processes_can_open
 from db.streaming import in_order
 
 #: Stand-ins for a range's bounds in the statement's SQL, replaced per range (the statement is
@@ -40,6 +40,18 @@ _LO, _HI = -7_345_912_001, -7_345_912_002
 _SQLITE_BATCH_ROWS = 1_000_000
 #: What timestamps are in the tables handed over.
 UTC_MICROSECONDS = pa.timestamp("us", tz="UTC")
+
+
+#: The bulk range reads' own PostgreSQL settings. No parallel workers: the ranges are read on
+#: several connections already (``db.streaming.in_order``), and a parallel worker per range on
+#: top made a range of the 1M bench store's pairs slower (171 ms against 97). No merge joins: a
+#: range joins a few thousand calls to their answers by (trace, seq), and PostgreSQL merged them
+#: on the trace alone, comparing every call of a trace with each of its results (211,435 rows
+#: filtered out for 12,034 pairs: 45-51 ms), where hashing them takes 27 ms.
+_PG_BULK_SQL: tuple[str, ...] = (
+    "SELECT set_config('max_parallel_workers_per_gather', '0', false)",
+    "SELECT set_config('enable_mergejoin', 'off', false)",
+)
 
 
 class ArrowReadUnavailable(RuntimeError):
@@ -73,7 +85,7 @@ def connect(engine: Engine) -> Any:
         libpq = url.set(drivername="postgresql").render_as_string(hide_password=False)
         conn = adbc_driver_postgresql.dbapi.connect(libpq)
         with conn.cursor() as cur:
-            for statement in (*PG_SESSION_SQL, *pg_bulk_sql(local=False)):
+            for statement in (*PG_SESSION_SQL, *_PG_BULK_SQL):
                 cur.execute(statement)
                 cur.fetchall()
         return conn

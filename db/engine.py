@@ -98,24 +98,6 @@ PG_SESSION_SQL: tuple[str, ...] = (
     f"pg_size_bytes(current_setting('work_mem')) < pg_size_bytes('{PG_WORK_MEM}')",
     f"SELECT set_config('jit', '{PG_JIT}', false)",
 )
-#: The bulk range reads' own PostgreSQL settings (``db.arrow_read``, ``db.copy_csv``). No
-#: parallel workers: the ranges are read on several connections already
-#: (``db.streaming.in_order``), and a parallel worker per range on top made a range of the 1M
-#: bench store's pairs slower (171 ms against 97). No merge joins: a range joins a few thousand
-#: calls to their answers by (trace, seq), and PostgreSQL merged them on the trace alone,
-#: comparing every call of a trace with each of its results (211,435 rows filtered out for
-#: 12,034 pairs: 45-51 ms), where hashing them takes 27 ms.
-PG_BULK_SETTINGS: tuple[tuple[str, str], ...] = (
-    ("max_parallel_workers_per_gather", "0"),
-    ("enable_mergejoin", "off"),
-)
-
-
-def pg_bulk_sql(*, local: bool) -> tuple[str, ...]:
-    """:data:`PG_BULK_SETTINGS` as statements: for the session, or (``local``) for the
-    transaction only (a pooled connection goes back to the pool without them)."""
-    scope = "true" if local else "false"
-    return tuple(f"SELECT set_config('{k}', '{v}', {scope})" for k, v in PG_BULK_SETTINGS)
 
 
 def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:

@@ -305,19 +305,13 @@ def _write_pairs(engine: Any, out: TextIO, out_format: str) -> None:
 
     import pyarrow.csv as arrow_csv
 
-    from db.queries.pairs import PAIR_COLUMNS, PAIR_SCHEMA, iter_pair_csv, iter_pair_tables
+    from db.queries.pairs import PAIR_COLUMNS, PAIR_SCHEMA, iter_pair_tables
     from db.streaming import in_order
     from ingest.arrow_jsonl import json_lines, lines_bytes
 
     out.flush()
     binary = out.buffer
-    if out_format == "csv" and engine.dialect.name == "postgresql":
-        # The server writes the rows (the bytes Arrow's writer makes of the same tables).
-        binary.write(",".join(f'"{name}"' for name in PAIR_COLUMNS).encode() + b"\n")
-        with closing(iter_pair_csv(engine)) as chunks:
-            for chunk in chunks:
-                binary.write(chunk)
-    elif out_format == "csv":
+    if out_format == "csv":
         with arrow_csv.CSVWriter(binary, PAIR_SCHEMA) as writer:
             for table in iter_pair_tables(engine):
                 writer.write_table(table)

@@ -41,7 +41,6 @@ from sqlalchemy import (
 )
 
 from db.arrow_read import UTC_MICROSECONDS, conform, stream_range_tables
-from db.copy_csv import copy_ranges, float_text, time_text
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.planner import restrict_results_in_index
 from db.queries.common import effective_error_type, effective_verdict, unpaired_result
@@ -537,26 +536,6 @@ def iter_pair_tables(
     ).where(TraceRow.id.between(lo, hi))
     statements = (_range_parts(filters, query), traces)
     yield from stream_range_tables(engine, statements, _trace_ranges(engine), _assemble)
-
-
-def iter_pair_csv(
-    engine: Engine, filters: Filters = NO_FILTERS, query: PairQuery = ALL_PAIRS
-) -> Generator[bytes]:
-    """The CSV rows (no header) of the pairs of :func:`iter_pair_tables`, written by
-    PostgreSQL (``db.copy_csv``): the same bytes Arrow's CSV writer makes of those tables,
-    one chunk per range of :data:`STREAM_TRACES` traces, sorted and joined to their traces by
-    the server. ``toollens pairs --format csv`` on PostgreSQL."""
-    _check_sort(query)
-    if query.sort != "trace" or query.descending:
-        raise ValueError("the pairs are read as CSV in trace order only")
-    rows = _with_trace(_range_parts(filters, query).subquery("pairs"), query)
-    spelled = {"time": time_text, "duration_s": float_text}
-    columns = [
-        spelled[name](column).label(name) if name in spelled else column
-        for name, column in zip(PAIR_COLUMNS, rows.selected_columns, strict=False)
-    ]
-    quoted = [f.name for f in PAIR_SCHEMA if pa.types.is_string(f.type)]
-    yield from copy_ranges(engine, rows.with_only_columns(*columns), _trace_ranges(engine), quoted)
 
 
 def _assemble(tables: Sequence[pa.Table]) -> pa.Table:
