@@ -6,9 +6,11 @@ PostgreSQL). Keys are integer surrogates; ids that come from trace files (``tool
 Provided facts and derived facts sit side by side but under different names (``explicit_error``
 vs ``status``/``status_source``); ``toollens reanalyze`` rewrites only the derived ones and never
 touches the human corrections (``*_corrected``).
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: SQLAlchemy reads each ``Mapped[...]`` annotation,
+and as text it evaluates each of them again (importing it with ``db.queries.common``, which maps
+the classes: 0.126 s with the future import, 0.100 s without; part of every ``toollens`` start).
+"""
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
