@@ -155,7 +155,7 @@ def test_the_cli_csv_writes_times_durations_and_quoted_text_exactly(engine: Any)
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
         ",".join(f'"{c}"' for c in PAIR_COLUMNS),
-        '"run-csv","Find it","1:0",2026-11-03 09:00:00.123456Z,"m-1","c1","grep","client",'
+        '"run-csv","Find it","1:0","2026-11-03 09:00:00.123456Z","m-1","c1","grep","client",'
         '"{""q"": ""a,\\""b\\""""}","Error: no match for ""b""",0.1,"paired","error",'
         '"inferred","other",8,1,,,',
         '"run-csv","Find it","r3",,"m-1","zz","(unknown)",,,"stray",,"orphan_result",'
