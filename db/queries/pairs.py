@@ -4,9 +4,9 @@
 One row per tool call (with the result that answers it, if any) plus one row per Tool Message
 that no call shows as its answer (results answering no call, and second answers to an answered
 call), with the fields :data:`PAIR_COLUMNS`. The page filters, sorts and pages them in SQL
-(:func:`list_pairs`, only one page travels to pandas); the CLI streams them all in the page's
-default order, as Arrow tables for CSV (:func:`iter_pair_tables`) and as Python values for JSON
-Lines (:func:`iter_pair_batches`).
+(:func:`list_pairs`, only one page travels to pandas); ``toollens pairs`` streams them all in
+the page's default order as Arrow tables, for CSV and JSON Lines alike (:func:`iter_pair_tables`),
+and library callers as Python values in any of the page's orders (:func:`iter_pairs`).
 
 A row's ``pair`` is its address in the trace, the ``pair`` URL parameter of the Trace page:
 ``"<message seq>:<call index>"`` for a call, ``"r<message seq>"`` for a Tool Message of its own.
