@@ -85,14 +85,17 @@ def bulk_insert(
     columns: Sequence[str],
     rows: Sequence[Sequence[Any]],
     json_columns: frozenset[str] = frozenset(),
+    *,
+    converted: bool = False,
 ) -> None:
-    """Insert ``rows`` (tuples in ``columns`` order) into ``table`` as fast as the driver allows.
+    """Insert ``rows`` (tuples in ``columns`` order) into ``table`` as fast as the driver allows
+    (``converted``: the rows come from :func:`driver_rows` already).
 
     SQLite: the DBAPI cursor's ``executemany`` inside the caller's transaction. PostgreSQL:
     ``COPY … FROM STDIN``, about 6x faster than ``executemany`` there.
     """
-    json_idx = frozenset(i for i, c in enumerate(columns) if c in json_columns)
     kind = name_of(conn)
+    ready = rows if converted else driver_rows(kind, columns, rows, json_columns)
     if kind == "sqlite":
         placeholders = ", ".join("?" for _ in columns)
         sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})"
@@ -100,17 +103,30 @@ def bulk_insert(
         assert raw is not None
         cur = raw.cursor()
         try:
-            cur.executemany(sql, _converted(rows, json_idx, _sqlite_value))
+            cur.executemany(sql, ready)
         finally:
             cur.close()
     elif kind == "postgresql":
         raw = conn.connection.driver_connection
         assert raw is not None
         with raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as cp:
-            for row in _converted(rows, json_idx, None):
+            for row in ready:
                 cp.write_row(row)
     else:
         assert_never(kind)
+
+
+def driver_rows(
+    kind: DialectName,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    json_columns: frozenset[str] = frozenset(),
+) -> Sequence[Sequence[Any]]:
+    """``rows`` (tuples in ``columns`` order) as :func:`bulk_insert` hands them to the driver
+    of ``kind``: the ``json_columns`` as JSON text, on SQLite datetimes as its text. Work that
+    needs no database, so a caller can do it before its write transaction."""
+    json_idx = frozenset(i for i, c in enumerate(columns) if c in json_columns)
+    return _converted(rows, json_idx, _sqlite_value if kind == "sqlite" else None)
 
 
 def _converted(
@@ -135,6 +151,74 @@ def _converted(
             columns[i] = tuple(map(plain, column))
             changed = True
     return list(zip(*columns, strict=True)) if changed else rows
+
+
+#: ``Connection.info`` key: the staging tables of :func:`add_into` filled in the connection's
+#: open transaction (emptied by its end: :func:`transaction_ended`).
+_STAGED = "toollens_staged"
+
+
+def add_into(
+    conn: Connection,
+    table: str,
+    columns: Sequence[str],
+    measures: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+) -> None:
+    """Add ``rows`` (tuples in ``columns`` order, the primary key ``key`` first) into
+    ``table``: a new key is inserted, a stored one gets the row's ``measures`` added to its own.
+    The rows are written in the order given (sorted by key, concurrent PostgreSQL writers lock
+    them in the same order and cannot deadlock).
+
+    SQLite: one ``executemany`` of ``INSERT … ON CONFLICT DO UPDATE`` (SQLAlchemy's per-row
+    parameter processing cost more than the upsert itself). PostgreSQL: the rows are copied
+    into a temporary table of the session (``COPY``), then one ``INSERT … SELECT … ON CONFLICT``
+    adds them: row by row (``executemany``, pipelined) the size histogram's 85,691 rows of a
+    100,000-message import took 1.05 s, staged 0.56 s.
+    """
+    kind = name_of(conn)
+    listed = ", ".join(columns)
+    if kind == "sqlite":
+        updates = ", ".join(f"{m} = {m} + excluded.{m}" for m in measures)
+        sql = (
+            f"INSERT INTO {table} ({listed}) VALUES ({', '.join('?' * len(columns))}) "
+            f"ON CONFLICT (key) DO UPDATE SET {updates}"
+        )
+        conn.exec_driver_sql(sql, list(rows))
+    elif kind == "postgresql":
+        staged = f"staged_{table}"
+        filled = conn.info.setdefault(_STAGED, set())
+        if staged in filled:
+            # Filled before in this transaction (an update's subtract and add, a rebuild's
+            # chunks): the commit has not emptied it yet.
+            conn.exec_driver_sql(f"TRUNCATE {staged}")
+        else:
+            # Every transaction asks: one that rolled back took the table's creation with it
+            # (the "already exists" notice goes nowhere).
+            conn.exec_driver_sql(
+                f"CREATE TEMPORARY TABLE IF NOT EXISTS {staged} (LIKE {table}) "
+                "ON COMMIT DELETE ROWS"
+            )
+            filled.add(staged)
+        updates = ", ".join(f"{m} = {table}.{m} + excluded.{m}" for m in measures)
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        with raw.cursor() as cur:
+            with cur.copy(f"COPY {staged} ({listed}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            cur.execute(
+                f"INSERT INTO {table} ({listed}) SELECT {listed} FROM {staged} ORDER BY key "
+                f"ON CONFLICT (key) DO UPDATE SET {updates}"
+            )
+    else:
+        assert_never(kind)
+
+
+def transaction_ended(conn: Connection) -> None:
+    """A commit or rollback listener (PostgreSQL engines): the staging tables of
+    :func:`add_into` are empty again (``ON COMMIT DELETE ROWS``, or their rows rolled back)."""
+    conn.info.pop(_STAGED, None)
 
 
 def concurrent_writers(conn: Connection | Engine) -> bool:

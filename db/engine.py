@@ -193,6 +193,8 @@ def make_engine(db: str | None = None, *, migrate: bool = True) -> Engine:
         event.listen(engine, "begin", _on_sqlite_begin)
     elif engine.dialect.name == "postgresql":
         event.listen(engine, "connect", _on_postgresql_connect)
+        event.listen(engine, "commit", dialect.transaction_ended)
+        event.listen(engine, "rollback", dialect.transaction_ended)
     if migrate:
         from db.migrate import upgrade
 
