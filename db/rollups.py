@@ -396,6 +396,13 @@ def _duration_bucket(
     return (value_buckets.bucket_of(keys[0]),), measures
 
 
+def _day_of_hour(keys: tuple[Any, ...], measures: list[int]) -> tuple[tuple[Any, ...], list[int]]:
+    # (hour, error, error_type), [n, tokens] -> (day, ...): whole seconds floored to hours, then
+    # the hours to days, is the seconds floored to days (86,400 = 24 × 3,600).
+    hour = keys[0]
+    return (None if hour is None else hour // 24, *keys[1:]), measures
+
+
 #: Every rollup, by table name.
 ROLLUPS: dict[str, Rollup] = {
     rollup.table.name: rollup
@@ -488,7 +495,9 @@ ROLLUPS: dict[str, Rollup] = {
             SINGLE_GRAINS,
             ("result_day", "error", "error_type"),
             ("n", "tokens"),
-            _activity_per(86_400),
+            _activity_per(3600),
+            source="rollup_activity",
+            derive=_day_of_hour,
         ),
         Rollup(_table(RollupInputShareRow), GRAINS, ("bin",), ("n",), _input_shares),
         Rollup(
@@ -822,10 +831,7 @@ def _upsert(
     conn: Connection, rollup: Rollup, rows: dict[tuple[Any, ...], list[int]], sign: int
 ) -> None:
     """Add (``sign`` 1) or take away (-1) ``rows``, in key order (PostgreSQL writers then lock
-    rows in the same order), deleting the rows whose count falls to zero.
-
-    One driver-level ``executemany``: SQLAlchemy's per-row parameter processing cost more than
-    the upsert itself."""
+    rows in the same order), deleting the rows whose count falls to zero."""
     if not rows:
         return
     name = rollup.table.name
@@ -834,15 +840,7 @@ def _upsert(
     values = [
         (key, *row, *(m if sign > 0 else -m for m in measures)) for key, (row, measures) in keyed
     ]
-    kind = dialect.name_of(conn)
-    mark = "?" if kind == "sqlite" else "%s"
-    owner = "" if kind == "sqlite" else f"{name}."
-    updates = ", ".join(f"{m} = {owner}{m} + excluded.{m}" for m in rollup.measures)
-    sql = (
-        f"INSERT INTO {name} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))}) "
-        f"ON CONFLICT (key) DO UPDATE SET {updates}"
-    )
-    conn.exec_driver_sql(sql, values)
+    dialect.add_into(conn, name, columns, rollup.measures, values)
     if sign < 0:
         table = rollup.table
         gone = [key for key, _ in keyed]
