@@ -147,6 +147,8 @@ class _Plan:
     #: The first occurrence in the batch, and its index there (for its reserved id).
     first: TraceRows
     index: int
+    #: Where :attr:`rows` is in the batch.
+    at: int
     stored: _Stored | None
     #: (rows, old hash, old message count) of every update of this identity in the batch.
     updates: list[tuple[TraceRows, str | None, int]] = field(default_factory=list)
@@ -204,7 +206,7 @@ def _decide(
         key = record.dedupe_key
         plan = plans.get(key)
         if plan is None and key in stored:
-            plan = plans[key] = _Plan(rows, rows, index, stored[key])
+            plan = plans[key] = _Plan(rows, rows, index, index, stored[key])
             current, messages = stored[key].content_hash, stored[key].message_count
         elif plan is not None:
             current, messages = plan.rows.trace.content_hash, len(plan.rows.messages)
@@ -212,7 +214,7 @@ def _decide(
             result.count(rows, "unchanged")
             continue
         else:
-            plans[key] = _Plan(rows, rows, index, None)
+            plans[key] = _Plan(rows, rows, index, index, None)
             if record.external_id is None and record.content_hash is not None:
                 known.add(record.content_hash)
             result.count(rows, "imported")
@@ -220,7 +222,7 @@ def _decide(
         if current is not None and current == record.content_hash:
             result.count(rows, "unchanged")
             continue
-        plan.rows = rows
+        plan.rows, plan.at = rows, index
         plan.updates.append((rows, current, messages))
         result.count(rows, "updated")
     return plans
@@ -248,6 +250,7 @@ def write_traces(
     if not batch:
         return result
     now = datetime.now(UTC)
+    children = _driver_children(dialect.name_of(engine), batch)
     with writing(engine) as conn:
         stored = _lock_stored(conn, (rows.trace.dedupe_key for rows in batch))
         candidates = {
@@ -291,11 +294,16 @@ def write_traces(
             + [(trace_id, plans[key]) for key, (trace_id, _) in replaced.items()],
         )  # fmt: skip
         written = [*fresh.values(), *replaced.values()]
-        for table, columns in CHILD_COLUMNS.items():
-            rows_out = [(tid, *row) for tid, rows in written for row in rows.children(table)]
+        positions = [
+            (tid, plans[key].at) for key, (tid, _) in [*fresh.items(), *replaced.items()]
+        ]
+        for table, (ready, starts) in children.items():
+            rows_out = [
+                (tid, *row) for tid, i in positions for row in ready[starts[i] : starts[i + 1]]
+            ]
             if rows_out:
                 dialect.bulk_insert(
-                    conn, table, ("trace_id", *columns), rows_out, JSON_COLUMNS[table]
+                    conn, table, ("trace_id", *CHILD_COLUMNS[table]), rows_out, converted=True
                 )
         for trace_id, rows in replaced.values():
             new_map = new_pair_map(rows.messages, rows.tool_calls, rows.tool_results)
@@ -303,6 +311,28 @@ def write_traces(
         search.index_traces(conn, [trace_id for trace_id, _ in written])
         rollups.add(conn, [trace_id for trace_id, _ in written])
     return result
+
+
+def _driver_children(
+    kind: dialect.DialectName, batch: Sequence[TraceRows]
+) -> dict[str, tuple[Sequence[Sequence[Any]], list[int]]]:
+    """Per child table, the rows of every trace of ``batch`` as the driver takes them
+    (:func:`db.dialect.driver_rows`), and where each trace's rows start (trace ``i``:
+    ``rows[starts[i] : starts[i + 1]]``).
+
+    Converted before the write transaction: on SQLite the batches write in turn and the turn is
+    the import's critical path (converting inside it held it 0.3–0.6 s longer per 100,000
+    messages). The rows of a trace found unchanged are converted for nothing."""
+    out: dict[str, tuple[Sequence[Sequence[Any]], list[int]]] = {}
+    for table, columns in CHILD_COLUMNS.items():
+        flat: list[tuple[Any, ...]] = []
+        starts = []
+        for rows in batch:
+            starts.append(len(flat))
+            flat.extend(rows.children(table))
+        starts.append(len(flat))
+        out[table] = (dialect.driver_rows(kind, columns, flat, JSON_COLUMNS[table]), starts)
+    return out
 
 
 def _rejudge(

@@ -266,7 +266,25 @@ def test_an_export_redone_with_a_new_error_result_is_updated(
     path = tmp_path / "export.jsonl"
     path.write_bytes(json.dumps(CONVERSATION).encode() + b"\n")
     import_paths(engine, [path])
-    redone = json.loads(json.dumps(CONVERSATION))
+    path.write_bytes(json.dumps(_redone()).encode() + b"\n")
+    summary = import_paths(engine, [path])
+    assert (summary.traces, summary.updated, summary.unchanged) == (0, 1, 0)
+    _assert_redone_stored(engine)
+
+
+def test_a_conversation_redone_later_in_the_same_batch_stores_the_later_version(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    path = tmp_path / "export.jsonl"
+    path.write_bytes(json.dumps(CONVERSATION).encode() + b"\n" + json.dumps(_redone()).encode())
+    summary = import_paths(engine, [path])
+    assert (summary.traces, summary.updated, summary.unchanged) == (1, 1, 0)
+    _assert_redone_stored(engine)
+
+
+def _redone() -> dict[str, Any]:
+    """:data:`CONVERSATION` exported again with a second call, whose result is an error."""
+    redone: dict[str, Any] = json.loads(json.dumps(CONVERSATION))
     redone["messages"][1]["tool_calls"].append(
         {"id": "call_2", "type": "function",
          "function": {"name": "get_weather", "arguments": '{"city":"Lyon"}'}}
@@ -274,9 +292,10 @@ def test_an_export_redone_with_a_new_error_result_is_updated(
     redone["messages"].append(
         {"role": "tool", "tool_call_id": "call_2", "content": "Error: service unavailable (503)"}
     )
-    path.write_bytes(json.dumps(redone).encode() + b"\n")
-    summary = import_paths(engine, [path])
-    assert (summary.traces, summary.updated, summary.unchanged) == (0, 1, 0)
+    return redone
+
+
+def _assert_redone_stored(engine: sa.Engine) -> None:
     with engine.connect() as conn:
         rows = conn.execute(
             sa.select(
