@@ -143,6 +143,9 @@ class Rollup:
     by_value: bool = False
     source: str | None = None
     derive: Callable[[tuple[Any, ...], list[int]], tuple[tuple[Any, ...], list[int]]] | None = None
+    #: Every measure is a plain sum over the rows (no trace counted once): a batch's statement
+    #: groups the rows by the trace's dimensions at once, without grouping per trace first.
+    additive: bool = False
 
 
 def _of(column: Any, ids: Any) -> Any:
@@ -427,8 +430,17 @@ ROLLUPS: dict[str, Rollup] = {
             ),
             ("n", "tokens", "with_images", "image_tokens"),
             _results,
+            additive=True,
         ),
-        Rollup(_table(RollupSizeRow), SINGLE_GRAINS, ("tokens",), ("n",), _sizes, by_value=True),
+        Rollup(
+            _table(RollupSizeRow),
+            SINGLE_GRAINS,
+            ("tokens",),
+            ("n",),
+            _sizes,
+            by_value=True,
+            additive=True,
+        ),
         Rollup(
             _table(RollupDurationRow),
             FILTER_GRAINS,
@@ -436,6 +448,7 @@ ROLLUPS: dict[str, Rollup] = {
             ("n",),
             _durations,
             by_value=True,
+            additive=True,
         ),
         Rollup(
             _table(RollupSizeBucketRow),
@@ -461,6 +474,7 @@ ROLLUPS: dict[str, Rollup] = {
             ("occurrence", "pair_state", "reused_id", "ping_pong"),
             ("n",),
             _calls,
+            additive=True,
         ),
         Rollup(
             _table(RollupSignatureRow),
@@ -489,6 +503,7 @@ ROLLUPS: dict[str, Rollup] = {
             ("hour", "error", "error_type"),
             ("n", "tokens"),
             _activity_per(3600),
+            additive=True,
         ),
         Rollup(
             _table(RollupActivityDayRow),
@@ -499,7 +514,7 @@ ROLLUPS: dict[str, Rollup] = {
             source="rollup_activity",
             derive=_day_of_hour,
         ),
-        Rollup(_table(RollupInputShareRow), GRAINS, ("bin",), ("n",), _input_shares),
+        Rollup(_table(RollupInputShareRow), GRAINS, ("bin",), ("n",), _input_shares, additive=True),
         Rollup(
             _table(RollupFingerprintRow),
             GRAINS,
@@ -652,14 +667,23 @@ def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
         yield ids[i : i + CHUNK]
 
 
+def _trace_dims() -> list[Any]:
+    """The trace's day (of its start), import, agent and model: what a rollup row is counted by."""
+    return [
+        dialect.floor_div(dialect.epoch_seconds(t.started_at), 86_400),
+        t.import_id,
+        t.agent,
+        t.model,
+    ]
+
+
 def _per_dims(rollup: Rollup, ids: Any) -> tuple[Any, list[Any]]:
     """The contributions of the traces ``ids`` (every trace: ``None``) summed per trace
     dimensions (day, import, agent, model), tool and keys — a statement's FROM clause and its
     grouped columns, shared by :func:`contributions` and :func:`_spread`."""
     per_trace = rollup.contributions(ids).subquery("per_trace")
     cols = list(per_trace.c)
-    day = dialect.floor_div(dialect.epoch_seconds(t.started_at), 86_400)
-    group = [day, t.import_id, t.agent, t.model, *cols[1 : 2 + len(rollup.keys)]]
+    group = [*_trace_dims(), *cols[1 : 2 + len(rollup.keys)]]
     return per_trace.join(t, t.id == cols[0]), group
 
 
@@ -677,6 +701,19 @@ def _measures(rollup: Rollup, source: Any) -> list[Any]:
 def _contribution_statement(name: str) -> Any:
     """The statement of :func:`contributions` for the rollup ``name``, its traces :data:`IDS`."""
     rollup = ROLLUPS[name]
+    if rollup.additive:
+        # The per-trace statement with the trace's dimensions in place of its id: one GROUP BY
+        # instead of two (the results' statement 25 % faster on SQLite).
+        per_trace = rollup.contributions(IDS)
+        trace_id, *rest = per_trace.selected_columns
+        dims = _trace_dims()
+        return (
+            per_trace.with_only_columns(*dims, *rest)
+            # (A statement that joins the traces already has this condition: twice is harmless.)
+            .where(t.id == trace_id)
+            .group_by(None)
+            .group_by(*_by_position(len(dims) + 1 + len(rollup.keys)))
+        )
     source, group = _per_dims(rollup, IDS)
     return (
         select(*group, *_measures(rollup, source.left))
@@ -837,9 +874,10 @@ def _upsert(
     name = rollup.table.name
     columns = ["key", *_columns(rollup)]
     keyed = sorted(zip(_keys(rollup, rows), rows.items(), strict=True))
-    values = [
-        (key, *row, *(m if sign > 0 else -m for m in measures)) for key, (row, measures) in keyed
-    ]
+    if sign > 0:
+        values = [(key, *row, *measures) for key, (row, measures) in keyed]
+    else:
+        values = [(key, *row, *(-m for m in measures)) for key, (row, measures) in keyed]
     dialect.add_into(conn, name, columns, rollup.measures, values)
     if sign < 0:
         table = rollup.table
