@@ -5,13 +5,14 @@ BIN     = $(VENV)/bin
 DEMO_DB ?= .demo/toollens.db
 PORT   ?= 8501
 
-.PHONY: help venv demo serve test test-fast lint format bench bench-ui bench-ui-growth bench-pairs bench-otlp bench-reimport bench-search clean
+.PHONY: help venv demo serve test test-fast lint format bench bench-revision bench-ui bench-ui-growth bench-pairs bench-otlp bench-reimport bench-search clean
 
 help:
 	@echo "make demo     set up, import the sample traces into SQLite, open the dashboard"
 	@echo "make test     set up and run the whole test suite"
 	@echo "make lint     ruff check, ruff format --check, mypy on db/ and ingest/"
 	@echo "make bench    import benchmark (SQLite and PostgreSQL)"
+	@echo "make bench-revision import speed against an earlier revision's (BEFORE=rev; default: before the rollups)"
 	@echo "make bench-ui dashboard speed benchmark (MESSAGES=1000000; DB=postgresql+psycopg://… for PostgreSQL)"
 	@echo "make bench-ui-growth page times at 1M, 3M and 10M messages, SQLite and PostgreSQL (PG_URL)"
 	@echo "make bench-pairs `toollens pairs` seconds on the bench store (MESSAGES, DB)"
@@ -61,6 +62,11 @@ format: venv
 
 bench: venv
 	$(BIN)/python -m benchmarks.ingest_bench
+
+# The import against the code of BEFORE (a git worktree under .bench/), alternating, SQLite and PG_URL.
+BEFORE ?= 963c218~1
+bench-revision: venv
+	$(BIN)/python -m benchmarks.revision_bench --before '$(BEFORE)' --db sqlite --db '$(PG_URL)'
 
 # The bench's own stores: .bench/ui-<size>.db, or the schema toollens_bench_<size> of DB's database.
 MESSAGES ?= 1000000

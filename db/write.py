@@ -294,9 +294,7 @@ def write_traces(
             + [(trace_id, plans[key]) for key, (trace_id, _) in replaced.items()],
         )  # fmt: skip
         written = [*fresh.values(), *replaced.values()]
-        positions = [
-            (tid, plans[key].at) for key, (tid, _) in [*fresh.items(), *replaced.items()]
-        ]
+        positions = [(tid, plans[key].at) for key, (tid, _) in [*fresh.items(), *replaced.items()]]
         for table, (ready, starts) in children.items():
             rows_out = [
                 (tid, *row) for tid, i in positions for row in ready[starts[i] : starts[i + 1]]
