@@ -4,10 +4,12 @@ a temporary table that only a commit empties), after a rollback, and after a com
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.engine import make_url
 
 from db import dialect
 from db.engine import make_engine, writing
@@ -101,3 +103,39 @@ def test_postgresql_stages_in_a_temporary_table_a_commit_empties(pg_url: str) ->
         with engine.begin() as conn:
             conn.execute(sa.text("DROP TABLE counted"))
         engine.dispose()
+
+
+def test_a_role_without_temporary_tables_upserts_row_by_row(pg_url: str) -> None:
+    # A database of its own, whose owner may not create temporary tables (PUBLIC's and the
+    # owner's TEMPORARY privilege revoked): the privilege of every other test stays.
+    name = f"toollens_notemp_{uuid.uuid4().hex[:10]}"
+    admin = make_engine(pg_url, migrate=False)
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        may = (
+            "SELECT rolsuper OR (rolcreaterole AND rolcreatedb) FROM pg_roles "
+            "WHERE rolname = current_user"
+        )
+        if not conn.exec_driver_sql(may).scalar():
+            admin.dispose()
+            pytest.skip("the tests' PostgreSQL user may not create roles and databases")
+        conn.exec_driver_sql(f"CREATE ROLE {name} LOGIN")
+        conn.exec_driver_sql(f"CREATE DATABASE {name} OWNER {name}")
+        conn.exec_driver_sql(f"REVOKE TEMPORARY ON DATABASE {name} FROM PUBLIC, {name}")
+    url = make_url(pg_url).set(username=name, database=name, query={})
+    engine = make_engine(url.render_as_string(hide_password=False), migrate=False)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text("CREATE TABLE counted (key bytea PRIMARY KEY, n bigint)"))
+        with writing(engine) as conn:
+            dialect.add_into(conn, "counted", ("key", "n"), ("n",), [(b"a", 1), (b"b", 2)])
+            dialect.add_into(conn, "counted", ("key", "n"), ("n",), [(b"b", 3)])
+            assert conn.info["toollens_may_stage"] is False
+        with engine.connect() as conn:
+            found = conn.execute(sa.text("SELECT key, n FROM counted ORDER BY key")).all()
+        assert [(bytes(k), n) for k, n in found] == [(b"a", 1), (b"b", 5)]
+    finally:
+        engine.dispose()
+        with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql(f"DROP DATABASE {name} WITH (FORCE)")
+            conn.exec_driver_sql(f"DROP ROLE {name}")
+        admin.dispose()
