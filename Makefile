@@ -90,3 +90,5 @@ bench-search: venv
 
 clean:
 	rm -rf .demo .bench test-artifacts .pytest_cache .mypy_cache .ruff_cache
+	@# make bench-revision's worktrees lived under .bench: forget them.
+	git worktree prune 2>/dev/null || true
