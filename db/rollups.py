@@ -355,23 +355,19 @@ def _fingerprints(ids: Sequence[int] | None) -> Any:
     )
 
 
-def _activity_per(seconds: int) -> Callable[[Sequence[int] | None], Any]:
-    """The activity per bucket of ``seconds`` (an hour, a day) of a Tool Message's time: its
-    own timestamp, else its trace's start (``db.queries.activity.result_time``)."""
-
-    def activity(ids: Sequence[int] | None) -> Any:
-        error = r.status == "error"
-        at = dialect.epoch_seconds(func.coalesce(r.timestamp, t.started_at))
-        bucket = dialect.floor_div(at, seconds)
-        effective = case((error, effective_error_type))
-        return (
-            select(r.trace_id, r.tool, bucket, error, effective, func.count(), func.sum(r.tokens))
-            .join(t, t.id == r.trace_id)
-            .where(_of(r.trace_id, ids))
-            .group_by(r.trace_id, r.tool, bucket, error, effective)
-        )
-
-    return activity
+def _activity(ids: Sequence[int] | None) -> Any:
+    """The activity per hour of a Tool Message's time: its own timestamp, else its trace's
+    start (``db.queries.activity.result_time``); the days are derived from the hours."""
+    error = r.status == "error"
+    at = dialect.epoch_seconds(func.coalesce(r.timestamp, t.started_at))
+    hour = dialect.floor_div(at, 3600)
+    effective = case((error, effective_error_type))
+    return (
+        select(r.trace_id, r.tool, hour, error, effective, func.count(), func.sum(r.tokens))
+        .join(t, t.id == r.trace_id)
+        .where(_of(r.trace_id, ids))
+        .group_by(r.trace_id, r.tool, hour, error, effective)
+    )
 
 
 def _input_shares(ids: Sequence[int] | None) -> Any:
@@ -502,7 +498,7 @@ ROLLUPS: dict[str, Rollup] = {
             SINGLE_GRAINS,
             ("hour", "error", "error_type"),
             ("n", "tokens"),
-            _activity_per(3600),
+            _activity,
             additive=True,
         ),
         Rollup(
@@ -510,7 +506,7 @@ ROLLUPS: dict[str, Rollup] = {
             SINGLE_GRAINS,
             ("result_day", "error", "error_type"),
             ("n", "tokens"),
-            _activity_per(3600),
+            _activity,
             source="rollup_activity",
             derive=_day_of_hour,
         ),
