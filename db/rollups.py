@@ -49,7 +49,6 @@ from sqlalchemy import (
     true,
     union_all,
 )
-from sqlalchemy.orm import aliased
 
 from db import dialect, value_buckets
 from db.engine import writing
@@ -80,6 +79,7 @@ from db.schema import (
     ToolCallRow,
     ToolResultRow,
     TraceRow,
+    aliased,
 )
 
 

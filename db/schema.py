@@ -1,4 +1,4 @@
-"""The storage schema: SQLAlchemy 2 typed models for every table ToolLens keeps.
+"""The storage schema: every table ToolLens keeps, as SQLAlchemy Core tables declared by classes.
 
 Hot fields (what charts filter and group by) are columns; the long tail is JSON (JSONB on
 PostgreSQL). Keys are integer surrogates; ids that come from trace files (``tool_call_id``,
@@ -7,20 +7,26 @@ Provided facts and derived facts sit side by side but under different names (``e
 vs ``status``/``status_source``); ``toollens reanalyze`` rewrites only the derived ones and never
 touches the human corrections (``*_corrected``).
 
-No ``from __future__ import annotations`` here: SQLAlchemy reads each ``Mapped[...]`` annotation,
-and as text it evaluates each of them again (importing it with ``db.queries.common``, which maps
-the classes: 0.126 s with the future import, 0.100 s without; part of every ``toollens`` start).
+A table is declared as a class (``TraceRow``) whose annotated attributes are its columns; the
+class attribute is then the table's column (``TraceRow.id``), and ``TraceRow`` stands for the table
+wherever SQLAlchemy takes one (``select(TraceRow)``, ``insert(TraceRow)``). This is SQLAlchemy's
+declarative syntax without its ORM, which ToolLens never used (no sessions, no mapped objects):
+mapping the classes and importing the ORM were about a third of every ``toollens`` command's
+start (``docs/performance.md``). No ``from __future__ import annotations`` here: :class:`Base`
+reads each annotation's ``| None`` for the column's nullability.
 """
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from types import UnionType
+from typing import Any, ClassVar, TypeVar, Union, cast, get_args, get_origin
 
 from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
     CheckConstraint,
+    Column,
     DateTime,
     Float,
     ForeignKey,
@@ -30,6 +36,7 @@ from sqlalchemy import (
     MetaData,
     SmallInteger,
     String,
+    Table,
     Text,
     TypeDecorator,
     false,
@@ -38,7 +45,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.expression import ColumnClause
+from sqlalchemy.types import TypeEngine
 
 from db.vocabulary import (
     CALL_KINDS,
@@ -101,13 +109,110 @@ class UtcTimeStamp(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map: ClassVar[dict[Any, Any]] = {
-        dict[str, Any]: JsonType,
-        list[Any]: JsonType,
-        Any: JsonType,
-    }
+class _ColumnSpec:
+    """A column as a table class declares it (:func:`column`): the arguments of its
+    ``Column``, built by :class:`Base` once the annotation has given what they leave out."""
+
+    __slots__ = ("args", "kwargs")
+
+    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.args = args
+        self.kwargs = kwargs
+
+
+def column(*args: Any, **kwargs: Any) -> Any:
+    """A column of a table class, with ``Column``'s arguments (a name first where it differs
+    from the attribute's: ``TraceRow.meta`` is the column ``metadata``). Left out, the type
+    comes from the annotation's Python type (:data:`_ANNOTATION_TYPES`) and ``nullable`` from
+    its ``| None``. Typed ``Any`` so that the attribute's annotation (``ColumnClause[int]``) types
+    what the class later holds (a ``Column``: a ``ColumnClause``, but typed as one whose
+    class attributes are not columns)."""
+    return _ColumnSpec(args, kwargs)
+
+
+#: The column type of a Python type, for columns declared without one (as SQLAlchemy's
+#: declarative mapping would infer them).
+_ANNOTATION_TYPES: dict[Any, Any] = {
+    int: Integer,
+    dict[str, Any]: JsonType,
+    list[Any]: JsonType,
+    Any: JsonType,
+}
+
+
+def _declared_column(key: str, annotation: Any, spec: _ColumnSpec) -> Column[Any]:
+    """The ``Column`` of ``key: ColumnClause[T] = column(...)``: the type from ``T`` unless given,
+    NOT NULL unless ``T`` admits None (or ``nullable`` says otherwise; a primary key never)."""
+    if get_origin(annotation) is not ColumnClause:
+        raise TypeError(f"{key}: a column is annotated ColumnClause[...], not {annotation!r}")
+    (python_type,) = get_args(annotation)
+    optional = get_origin(python_type) in (Union, UnionType) and type(None) in get_args(python_type)
+    if optional:
+        (python_type,) = [arg for arg in get_args(python_type) if arg is not type(None)]
+    args: list[Any] = list(spec.args)
+    name: list[Any] = [args.pop(0)] if args and isinstance(args[0], str) else [key]
+    given_type = any(isinstance(arg, TypeEngine | type) for arg in args)
+    if not given_type:
+        if python_type not in _ANNOTATION_TYPES:
+            raise TypeError(f"{key}: no column type given for {python_type!r}")
+        args.insert(0, _ANNOTATION_TYPES[python_type])
+    kwargs = dict(spec.kwargs)
+    if "nullable" not in kwargs:
+        kwargs["nullable"] = optional and not kwargs.get("primary_key", False)
+    return Column(*name, *args, **kwargs)
+
+
+class Base:
+    """A table class: ``__tablename__``, optional ``__table_args__`` (constraints and indexes,
+    a dict of table options, or both) and annotated :func:`column` attributes, its own first,
+    then those of column mixins (plain classes, each subclass gets its own columns). The class
+    becomes the table: ``__table__``, each attribute its ``Column``, and ``__clause_element__``
+    lets SQLAlchemy take the class for the table."""
+
+    metadata: ClassVar[MetaData] = MetaData(naming_convention=NAMING_CONVENTION)
+    __tablename__: ClassVar[str]
+    __table__: ClassVar[Table]
+    __table_args__: ClassVar[Any] = ()
+    #: Attribute name -> column (the column's own key is its name: ``meta`` is ``metadata``).
+    __columns__: ClassVar[dict[str, Column[Any]]]
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        columns: dict[str, Column[Any]] = {}
+        for klass in cls.__mro__:
+            for key, annotation in vars(klass).get("__annotations__", {}).items():
+                spec = vars(klass).get(key)
+                if isinstance(spec, _ColumnSpec) and key not in columns:
+                    columns[key] = _declared_column(key, annotation, spec)
+        table_args: tuple[Any, ...] = cls.__table_args__
+        options: dict[str, Any] = {}
+        if isinstance(cls.__table_args__, dict):
+            table_args, options = (), cls.__table_args__
+        elif table_args and isinstance(table_args[-1], dict):
+            table_args, options = table_args[:-1], table_args[-1]
+        cls.__table__ = Table(
+            cls.__tablename__, cls.metadata, *columns.values(), *table_args, **options
+        )
+        for key, declared in columns.items():
+            setattr(cls, key, declared)
+        cls.__columns__ = columns
+
+    @classmethod
+    def __clause_element__(cls) -> Table:
+        return cls.__table__
+
+
+TableClass = TypeVar("TableClass", bound=type[Base])
+
+
+def aliased(table: TableClass, name: str | None = None) -> TableClass:
+    """``table`` under an alias (a name, else an anonymous one), its columns as attributes like
+    the table class's: for a second reference to a table in one statement."""
+    alias = table.__table__.alias(name)
+    namespace: dict[str, Any] = {key: alias.c[c.key] for key, c in table.__columns__.items()}
+    namespace["__table__"] = alias
+    namespace["__clause_element__"] = classmethod(lambda _: alias)
+    return cast(TableClass, type(f"{table.__name__}Alias", (), namespace))
 
 
 class ImportRun(Base):
@@ -115,41 +220,41 @@ class ImportRun(Base):
 
     __tablename__ = "imports"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    started_at: Mapped[datetime] = mapped_column(UtcTimeStamp)
-    finished_at: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
+    id: ColumnClause[int] = column(Integer, primary_key=True)
+    started_at: ColumnClause[datetime] = column(UtcTimeStamp)
+    finished_at: ColumnClause[datetime | None] = column(UtcTimeStamp)
     #: ``cli`` | ``upload`` | ``demo`` | ``bench``
-    origin: Mapped[str] = mapped_column(String(20), default="cli")
-    paths: Mapped[list[Any]] = mapped_column(default=list)
-    encoding: Mapped[str] = mapped_column(String(40))
-    files: Mapped[int] = mapped_column(Integer, default=0)
-    records: Mapped[int] = mapped_column(Integer, default=0)
-    traces_imported: Mapped[int] = mapped_column(Integer, default=0)
+    origin: ColumnClause[str] = column(String(20), default="cli")
+    paths: ColumnClause[list[Any]] = column(default=list)
+    encoding: ColumnClause[str] = column(String(40))
+    files: ColumnClause[int] = column(Integer, default=0)
+    records: ColumnClause[int] = column(Integer, default=0)
+    traces_imported: ColumnClause[int] = column(Integer, default=0)
     #: Traces already stored under the same identity with a different content: replaced.
-    updated: Mapped[int] = mapped_column(Integer, default=0)
+    updated: ColumnClause[int] = column(Integer, default=0)
     #: Traces already stored with the same content (or, without an external id, the same
     #: content under another identity): nothing changed.
-    unchanged: Mapped[int] = mapped_column(Integer, default=0)
+    unchanged: ColumnClause[int] = column(Integer, default=0)
     #: Input records of the imported, updated and unchanged traces: with ``rejected`` they add
     #: up to ``records``.
-    records_imported: Mapped[int] = mapped_column(Integer, default=0)
-    records_updated: Mapped[int] = mapped_column(Integer, default=0)
-    records_unchanged: Mapped[int] = mapped_column(Integer, default=0)
-    rejected: Mapped[int] = mapped_column(Integer, default=0)
+    records_imported: ColumnClause[int] = column(Integer, default=0)
+    records_updated: ColumnClause[int] = column(Integer, default=0)
+    records_unchanged: ColumnClause[int] = column(Integer, default=0)
+    rejected: ColumnClause[int] = column(Integer, default=0)
     #: Of ``rejected``: first seen by this import, and already kept from an earlier one.
-    rejected_new: Mapped[int] = mapped_column(Integer, default=0)
-    rejected_known: Mapped[int] = mapped_column(Integer, default=0)
-    messages: Mapped[int] = mapped_column(BigInteger, default=0)
-    seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    rejected_new: ColumnClause[int] = column(Integer, default=0)
+    rejected_known: ColumnClause[int] = column(Integer, default=0)
+    messages: ColumnClause[int] = column(BigInteger, default=0)
+    seconds: ColumnClause[float] = column(Float, default=0.0)
     #: Item / block type -> how many items of a type no parser knew were kept as opaque
     #: messages (``unknown_item``); NULL for imports from before it was counted.
-    unknown_items: Mapped[dict[str, Any] | None] = mapped_column()
+    unknown_items: ColumnClause[dict[str, Any] | None] = column()
     #: ``running`` | ``done`` | ``failed`` | ``interrupted`` (Ctrl-C or SIGTERM; run it again)
-    state: Mapped[str] = mapped_column(String(20), default="running")
-    error: Mapped[str | None] = mapped_column(Text)
+    state: ColumnClause[str] = column(String(20), default="running")
+    error: ColumnClause[str | None] = column(Text)
     #: Secrets replaced by ``[REDACTED:kind]`` at import, per kind (``{}``: none found;
     #: ``None``: imported before redaction existed).
-    redactions: Mapped[dict[str, Any] | None] = mapped_column()
+    redactions: ColumnClause[dict[str, Any] | None] = column()
 
 
 class SourceFileRow(Base):
@@ -162,22 +267,22 @@ class SourceFileRow(Base):
 
     __tablename__ = "source_files"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: ColumnClause[int] = column(Integer, primary_key=True)
     #: Absolute, resolved path of the file on the machine that imported it.
-    path: Mapped[str] = mapped_column(Text, unique=True)
-    size: Mapped[int] = mapped_column(BigInteger)
-    mtime_ns: Mapped[int] = mapped_column(BigInteger)
-    head_hash: Mapped[str] = mapped_column(String(64))
-    tail_hash: Mapped[str] = mapped_column(String(64))
+    path: ColumnClause[str] = column(Text, unique=True)
+    size: ColumnClause[int] = column(BigInteger)
+    mtime_ns: ColumnClause[int] = column(BigInteger)
+    head_hash: ColumnClause[str] = column(String(64))
+    tail_hash: ColumnClause[str] = column(String(64))
     #: SHA-256 of the whole file, computed only under ``--full-hash``.
-    full_hash: Mapped[str | None] = mapped_column(String(64))
-    format: Mapped[str | None] = mapped_column(String(40))
-    read_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    full_hash: ColumnClause[str | None] = column(String(64))
+    format: ColumnClause[str | None] = column(String(40))
+    read_bytes: ColumnClause[int | None] = column(BigInteger)
     #: Lines before ``read_bytes``: where line numbering goes on.
-    read_lines: Mapped[int] = mapped_column(BigInteger, default=0)
-    records: Mapped[int] = mapped_column(BigInteger, default=0)
-    traces: Mapped[int] = mapped_column(BigInteger, default=0)
-    last_import_id: Mapped[int] = mapped_column(ForeignKey("imports.id"))
+    read_lines: ColumnClause[int] = column(BigInteger, default=0)
+    records: ColumnClause[int] = column(BigInteger, default=0)
+    traces: ColumnClause[int] = column(BigInteger, default=0)
+    last_import_id: ColumnClause[int] = column(ForeignKey("imports.id"))
 
 
 class TraceRow(Base):
@@ -189,50 +294,50 @@ class TraceRow(Base):
         _one_of("token_counts", TOKEN_COUNTS),
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    import_id: Mapped[int] = mapped_column(ForeignKey("imports.id"), index=True)
+    id: ColumnClause[int] = column(Integer, primary_key=True)
+    import_id: ColumnClause[int] = column(ForeignKey("imports.id"), index=True)
     #: Identity (format + external id, else format + source file + first line, else a content
     #: hash): a trace imported again under the same identity is unchanged or a new version.
-    dedupe_key: Mapped[str] = mapped_column(String(200), unique=True)
+    dedupe_key: ColumnClause[str] = column(String(200), unique=True)
     #: SHA-256 of the canonical content (messages, tools, metadata; not file name or line).
     #: NULL for traces stored before migration 0008: their next import counts as an update.
-    content_hash: Mapped[str | None] = mapped_column(String(64), index=True)
+    content_hash: ColumnClause[str | None] = column(String(64), index=True)
     #: 1 when first imported, +1 for every update that replaced its content.
-    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
-    external_id: Mapped[str | None] = mapped_column(String(400), index=True)
+    version: ColumnClause[int] = column(Integer, default=1, server_default="1")
+    external_id: ColumnClause[str | None] = column(String(400), index=True)
     #: What the UI and ``toollens pairs`` call the trace: the external id, else a short hash.
-    display_id: Mapped[str] = mapped_column(String(400), index=True)
+    display_id: ColumnClause[str] = column(String(400), index=True)
     #: The first user message, on one line and shortened: what lists call the trace.
-    title: Mapped[str | None] = mapped_column(String(200))
-    format: Mapped[str] = mapped_column(String(40))
-    source_file: Mapped[str] = mapped_column(Text)
-    source_line: Mapped[int | None] = mapped_column(Integer)
-    agent: Mapped[str | None] = mapped_column(String(200), index=True)
-    model: Mapped[str | None] = mapped_column(String(200), index=True)
-    started_at: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
-    imported_at: Mapped[datetime] = mapped_column(UtcTimeStamp)
-    tags: Mapped[list[Any]] = mapped_column(default=list)
-    meta: Mapped[dict[str, Any]] = mapped_column("metadata", default=dict)
+    title: ColumnClause[str | None] = column(String(200))
+    format: ColumnClause[str] = column(String(40))
+    source_file: ColumnClause[str] = column(Text)
+    source_line: ColumnClause[int | None] = column(Integer)
+    agent: ColumnClause[str | None] = column(String(200), index=True)
+    model: ColumnClause[str | None] = column(String(200), index=True)
+    started_at: ColumnClause[datetime | None] = column(UtcTimeStamp)
+    imported_at: ColumnClause[datetime] = column(UtcTimeStamp)
+    tags: ColumnClause[list[Any]] = column(default=list)
+    meta: ColumnClause[dict[str, Any]] = column("metadata", default=dict)
     #: Tool definitions the trace declares (name, description, parameters JSON Schema).
-    tools: Mapped[list[Any]] = mapped_column(default=list)
+    tools: ColumnClause[list[Any]] = column(default=list)
     #: Input records (lines / array items) the trace was built from.
-    record_count: Mapped[int] = mapped_column(Integer, default=1)
-    message_count: Mapped[int] = mapped_column(Integer, default=0)
-    tool_call_count: Mapped[int] = mapped_column(Integer, default=0)
-    tool_result_count: Mapped[int] = mapped_column(Integer, default=0)
-    error_count: Mapped[int] = mapped_column(Integer, default=0)
-    problem_count: Mapped[int] = mapped_column(Integer, default=0)
-    total_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    tool_result_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    wasted_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    max_occurrence: Mapped[int] = mapped_column(Integer, default=0)
+    record_count: ColumnClause[int] = column(Integer, default=1)
+    message_count: ColumnClause[int] = column(Integer, default=0)
+    tool_call_count: ColumnClause[int] = column(Integer, default=0)
+    tool_result_count: ColumnClause[int] = column(Integer, default=0)
+    error_count: ColumnClause[int] = column(Integer, default=0)
+    problem_count: ColumnClause[int] = column(Integer, default=0)
+    total_tokens: ColumnClause[int] = column(BigInteger, default=0)
+    tool_result_tokens: ColumnClause[int] = column(BigInteger, default=0)
+    wasted_tokens: ColumnClause[int] = column(BigInteger, default=0)
+    max_occurrence: ColumnClause[int] = column(Integer, default=0)
     #: ``exact``: token counts of the model's own tokenizer; ``estimate``: of another one.
-    token_counts: Mapped[str] = mapped_column(
+    token_counts: ColumnClause[str] = column(
         String(20), default="estimate", server_default="estimate"
     )
     #: Set when a reviewer marks the trace reviewed (the Review page's queue hides it).
-    reviewed_at: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
-    reviewed_by: Mapped[str | None] = mapped_column(String(200))
+    reviewed_at: ColumnClause[datetime | None] = column(UtcTimeStamp)
+    reviewed_by: ColumnClause[str | None] = column(String(200))
 
 
 class MessageRow(Base):
@@ -244,21 +349,21 @@ class MessageRow(Base):
         _one_of("role", ROLES),
     )
 
-    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
-    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"))
-    seq: Mapped[int] = mapped_column(Integer)
-    role: Mapped[str] = mapped_column(String(20))
-    content: Mapped[str] = mapped_column(Text, default="")
-    timestamp: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
-    tokens: Mapped[int] = mapped_column(Integer, default=0)
-    chars: Mapped[int] = mapped_column(Integer, default=0)
-    bytes: Mapped[int] = mapped_column(Integer, default=0)
-    usage: Mapped[dict[str, Any] | None] = mapped_column()
-    source_id: Mapped[str | None] = mapped_column(String(400))
-    source_line: Mapped[int | None] = mapped_column(Integer)
+    id: ColumnClause[int] = column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"))
+    seq: ColumnClause[int] = column(Integer)
+    role: ColumnClause[str] = column(String(20))
+    content: ColumnClause[str] = column(Text, default="")
+    timestamp: ColumnClause[datetime | None] = column(UtcTimeStamp)
+    tokens: ColumnClause[int] = column(Integer, default=0)
+    chars: ColumnClause[int] = column(Integer, default=0)
+    bytes: ColumnClause[int] = column(Integer, default=0)
+    usage: ColumnClause[dict[str, Any] | None] = column()
+    source_id: ColumnClause[str | None] = column(String(400))
+    source_line: ColumnClause[int | None] = column(Integer)
     #: Sub-agent thread (Claude Code side chain, Langfuse thread); NULL: the main conversation.
-    branch: Mapped[str | None] = mapped_column(String(400))
-    raw: Mapped[Any] = mapped_column(nullable=True)
+    branch: ColumnClause[str | None] = column(String(400))
+    raw: ColumnClause[Any] = column(nullable=True)
 
 
 class ToolCallRow(Base):
@@ -297,33 +402,33 @@ class ToolCallRow(Base):
         _one_of("kind", CALL_KINDS),
     )
 
-    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
-    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"))
-    message_seq: Mapped[int] = mapped_column(Integer)
-    call_index: Mapped[int] = mapped_column(Integer)
-    tool_call_id: Mapped[str | None] = mapped_column(String(400), index=True)
-    tool_name: Mapped[str] = mapped_column(String(400))
-    arguments_raw: Mapped[str | None] = mapped_column(Text)
+    id: ColumnClause[int] = column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"))
+    message_seq: ColumnClause[int] = column(Integer)
+    call_index: ColumnClause[int] = column(Integer)
+    tool_call_id: ColumnClause[str | None] = column(String(400), index=True)
+    tool_name: ColumnClause[str] = column(String(400))
+    arguments_raw: ColumnClause[str | None] = column(Text)
     #: Parsed arguments; NULL when they did not parse (see ``args_valid``).
-    arguments: Mapped[Any] = mapped_column(nullable=True)
-    args_valid: Mapped[bool] = mapped_column(Boolean, default=True)
-    args_error: Mapped[str | None] = mapped_column(Text)
-    timestamp: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
+    arguments: ColumnClause[Any] = column(nullable=True)
+    args_valid: ColumnClause[bool] = column(Boolean, default=True)
+    args_error: ColumnClause[str | None] = column(Text)
+    timestamp: ColumnClause[datetime | None] = column(UtcTimeStamp)
     # Derived facts.
-    signature: Mapped[str] = mapped_column(String(500))
-    occurrence: Mapped[int] = mapped_column(Integer, default=1)
-    run_length: Mapped[int] = mapped_column(Integer, default=1)
-    retry_after_error: Mapped[bool] = mapped_column(Boolean, default=False)
-    ping_pong: Mapped[bool] = mapped_column(Boolean, default=False)
-    pair_state: Mapped[str] = mapped_column(String(30))
-    pairing_method: Mapped[str | None] = mapped_column(String(20))
-    result_seq: Mapped[int | None] = mapped_column(Integer)
-    name_mismatch: Mapped[bool] = mapped_column(Boolean, default=False)
-    reused_id: Mapped[bool] = mapped_column(Boolean, default=False)
-    schema_issue: Mapped[str | None] = mapped_column(String(60))
-    schema_detail: Mapped[str | None] = mapped_column(Text)
+    signature: ColumnClause[str] = column(String(500))
+    occurrence: ColumnClause[int] = column(Integer, default=1)
+    run_length: ColumnClause[int] = column(Integer, default=1)
+    retry_after_error: ColumnClause[bool] = column(Boolean, default=False)
+    ping_pong: ColumnClause[bool] = column(Boolean, default=False)
+    pair_state: ColumnClause[str] = column(String(30))
+    pairing_method: ColumnClause[str | None] = column(String(20))
+    result_seq: ColumnClause[int | None] = column(Integer)
+    name_mismatch: ColumnClause[bool] = column(Boolean, default=False)
+    reused_id: ColumnClause[bool] = column(Boolean, default=False)
+    schema_issue: ColumnClause[str | None] = column(String(60))
+    schema_detail: ColumnClause[str | None] = column(Text)
     #: Who runs the call (``db.vocabulary.CallKind``): client, server (the provider's API) or mcp.
-    kind: Mapped[str] = mapped_column(String(10), default="client", server_default="client")
+    kind: ColumnClause[str] = column(String(10), default="client", server_default="client")
 
 
 #: The results no call shows as its answer (the predicate of ``ix_tool_results_unpaired``; the
@@ -449,60 +554,60 @@ class ToolResultRow(Base):
         Index("ix_tool_results_duration", "duration_ms"),
     )
 
-    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
-    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"))
-    message_seq: Mapped[int] = mapped_column(Integer)
+    id: ColumnClause[int] = column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"))
+    message_seq: ColumnClause[int] = column(Integer)
     # Provided facts.
-    tool_call_id: Mapped[str | None] = mapped_column(String(400), index=True)
-    provided_name: Mapped[str | None] = mapped_column(String(400))
-    explicit_error: Mapped[bool | None] = mapped_column(Boolean)
-    explicit_source: Mapped[str | None] = mapped_column(String(40))
-    timestamp: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
-    tokens: Mapped[int] = mapped_column(Integer, default=0)
-    chars: Mapped[int] = mapped_column(Integer, default=0)
-    bytes: Mapped[int] = mapped_column(Integer, default=0)
+    tool_call_id: ColumnClause[str | None] = column(String(400), index=True)
+    provided_name: ColumnClause[str | None] = column(String(400))
+    explicit_error: ColumnClause[bool | None] = column(Boolean)
+    explicit_source: ColumnClause[str | None] = column(String(40))
+    timestamp: ColumnClause[datetime | None] = column(UtcTimeStamp)
+    tokens: ColumnClause[int] = column(Integer, default=0)
+    chars: ColumnClause[int] = column(Integer, default=0)
+    bytes: ColumnClause[int] = column(Integer, default=0)
     # Derived facts.
     #: The tool this result belongs to: the paired call's name, else the provided name.
-    tool: Mapped[str] = mapped_column(String(400))
-    status: Mapped[str] = mapped_column(String(20))
-    status_source: Mapped[str] = mapped_column(String(20))
-    error_type: Mapped[str | None] = mapped_column(String(60))
-    rule: Mapped[str | None] = mapped_column(String(60))
+    tool: ColumnClause[str] = column(String(400))
+    status: ColumnClause[str] = column(String(20))
+    status_source: ColumnClause[str] = column(String(20))
+    error_type: ColumnClause[str | None] = column(String(60))
+    rule: ColumnClause[str | None] = column(String(60))
     # Looked up among error results only, in ``ix_tool_results_errors``.
-    fingerprint: Mapped[str | None] = mapped_column(String(300))
-    summary: Mapped[str | None] = mapped_column(Text)
-    suggestion: Mapped[str | None] = mapped_column(Text)
-    suggestion_kind: Mapped[str | None] = mapped_column(String(30))
-    suggestion_detail: Mapped[dict[str, Any] | None] = mapped_column()
-    is_protocol: Mapped[bool] = mapped_column(Boolean, default=False)
-    pair_state: Mapped[str] = mapped_column(String(30))
-    pairing_method: Mapped[str | None] = mapped_column(String(20))
-    call_seq: Mapped[int | None] = mapped_column(Integer)
-    call_index: Mapped[int | None] = mapped_column(Integer)
-    name_mismatch: Mapped[bool] = mapped_column(Boolean, default=False)
-    oversized: Mapped[bool] = mapped_column(Boolean, default=False)
+    fingerprint: ColumnClause[str | None] = column(String(300))
+    summary: ColumnClause[str | None] = column(Text)
+    suggestion: ColumnClause[str | None] = column(Text)
+    suggestion_kind: ColumnClause[str | None] = column(String(30))
+    suggestion_detail: ColumnClause[dict[str, Any] | None] = column()
+    is_protocol: ColumnClause[bool] = column(Boolean, default=False)
+    pair_state: ColumnClause[str] = column(String(30))
+    pairing_method: ColumnClause[str | None] = column(String(20))
+    call_seq: ColumnClause[int | None] = column(Integer)
+    call_index: ColumnClause[int | None] = column(Integer)
+    name_mismatch: ColumnClause[bool] = column(Boolean, default=False)
+    oversized: ColumnClause[bool] = column(Boolean, default=False)
     #: Tokens of the images in the result (``ingest.images``; included in ``tokens``), and
     #: each image: ``{"media", "width", "height", "rule", "tokens", "detail"}``.
-    image_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    images: Mapped[list[Any] | None] = mapped_column()
+    image_tokens: ColumnClause[int] = column(Integer, default=0, server_default="0")
+    images: ColumnClause[list[Any] | None] = column()
     #: The model call that read the result: its message seq and input tokens (from its usage).
-    read_by_seq: Mapped[int | None] = mapped_column(Integer)
-    read_input_tokens: Mapped[int | None] = mapped_column(BigInteger)
-    verdict: Mapped[str | None] = mapped_column(String(20))
-    verdict_reason: Mapped[str | None] = mapped_column(Text)
-    next_call_succeeded: Mapped[bool | None] = mapped_column(Boolean)
+    read_by_seq: ColumnClause[int | None] = column(Integer)
+    read_input_tokens: ColumnClause[int | None] = column(BigInteger)
+    verdict: ColumnClause[str | None] = column(String(20))
+    verdict_reason: ColumnClause[str | None] = column(Text)
+    next_call_succeeded: ColumnClause[bool | None] = column(Boolean)
     #: Execution time of the answered call in milliseconds (``ingest.durations``): negative
     #: when the result is stamped before its call, NULL when unknown.
-    duration_ms: Mapped[float | None] = mapped_column(Float)
+    duration_ms: ColumnClause[float | None] = column(Float)
     #: ``span`` (the tool span's end − start, a provided fact) | ``timestamps`` (derived).
-    duration_source: Mapped[str | None] = mapped_column(String(20))
+    duration_source: ColumnClause[str | None] = column(String(20))
     #: The Tool Message's first characters on one line (``db.records.one_line_preview``).
-    preview: Mapped[str | None] = mapped_column(Text)
+    preview: ColumnClause[str | None] = column(Text)
     # Human corrections (never written by analysis).
-    error_type_corrected: Mapped[str | None] = mapped_column(String(60))
-    verdict_corrected: Mapped[str | None] = mapped_column(String(20))
-    corrected_by: Mapped[str | None] = mapped_column(String(200))
-    corrected_at: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
+    error_type_corrected: ColumnClause[str | None] = column(String(60))
+    verdict_corrected: ColumnClause[str | None] = column(String(20))
+    corrected_by: ColumnClause[str | None] = column(String(200))
+    corrected_at: ColumnClause[datetime | None] = column(UtcTimeStamp)
 
 
 class FindingRow(Base):
@@ -514,13 +619,13 @@ class FindingRow(Base):
         _one_of("name", FINDING_KINDS),
     )
 
-    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
-    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
-    name: Mapped[str] = mapped_column(String(60))
-    tool: Mapped[str | None] = mapped_column(String(400))
+    id: ColumnClause[int] = column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
+    name: ColumnClause[str] = column(String(60))
+    tool: ColumnClause[str | None] = column(String(400))
     #: Seq of the message the finding is about (the call's or the result's message).
-    message_seq: Mapped[int] = mapped_column(Integer)
-    call_index: Mapped[int | None] = mapped_column(Integer)
+    message_seq: ColumnClause[int] = column(Integer)
+    call_index: ColumnClause[int | None] = column(Integer)
 
 
 class ErrorStreakRow(Base):
@@ -533,20 +638,20 @@ class ErrorStreakRow(Base):
         Index("ix_error_streaks_length_tool", "length", "tool", "trace_id"),
     )
 
-    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
-    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
-    tool: Mapped[str] = mapped_column(String(400))
-    fingerprint: Mapped[str | None] = mapped_column(String(300))
-    error_type: Mapped[str | None] = mapped_column(String(60))
-    first_seq: Mapped[int] = mapped_column(Integer)
-    first_index: Mapped[int] = mapped_column(Integer)
-    last_seq: Mapped[int] = mapped_column(Integer)
-    last_index: Mapped[int] = mapped_column(Integer)
-    length: Mapped[int] = mapped_column(Integer)
+    id: ColumnClause[int] = column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
+    tool: ColumnClause[str] = column(String(400))
+    fingerprint: ColumnClause[str | None] = column(String(300))
+    error_type: ColumnClause[str | None] = column(String(60))
+    first_seq: ColumnClause[int] = column(Integer)
+    first_index: ColumnClause[int] = column(Integer)
+    last_seq: ColumnClause[int] = column(Integer)
+    last_index: ColumnClause[int] = column(Integer)
+    length: ColumnClause[int] = column(Integer)
     #: Result tokens + argument tokens of the calls after the first.
-    wasted_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    wasted_tokens: ColumnClause[int] = column(BigInteger, default=0)
     #: Known execution times of the calls after the first, in milliseconds.
-    wasted_ms: Mapped[float | None] = mapped_column(Float)
+    wasted_ms: ColumnClause[float | None] = column(Float)
 
 
 class RejectedRecord(Base):
@@ -554,17 +659,17 @@ class RejectedRecord(Base):
 
     __tablename__ = "rejected_records"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    import_id: Mapped[int] = mapped_column(ForeignKey("imports.id"), index=True)
-    source_file: Mapped[str] = mapped_column(Text)
-    line: Mapped[int] = mapped_column(Integer)
-    byte_offset: Mapped[int] = mapped_column(BigInteger)
-    reason: Mapped[str] = mapped_column(String(60), index=True)
-    message: Mapped[str] = mapped_column(Text)
-    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    id: ColumnClause[int] = column(Integer, primary_key=True)
+    import_id: ColumnClause[int] = column(ForeignKey("imports.id"), index=True)
+    source_file: ColumnClause[str] = column(Text)
+    line: ColumnClause[int] = column(Integer)
+    byte_offset: ColumnClause[int] = column(BigInteger)
+    reason: ColumnClause[str] = column(String(60), index=True)
+    message: ColumnClause[str] = column(Text)
+    raw: ColumnClause[bytes] = column(LargeBinary)
     #: SHA-256 of (source file, byte offset, SHA-256 of the raw bytes): the same bad record
     #: imported again is kept once. NULL for records kept before migration 0008.
-    record_key: Mapped[str | None] = mapped_column(String(64), unique=True, index=True)
+    record_key: ColumnClause[str | None] = column(String(64), unique=True, index=True)
 
 
 class AnnotationRow(Base):
@@ -583,23 +688,23 @@ class AnnotationRow(Base):
         Index("ix_annotations_author", "author"),
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"))
-    message_seq: Mapped[int | None] = mapped_column(Integer)
-    call_index: Mapped[int | None] = mapped_column(Integer)
-    label: Mapped[str] = mapped_column(String(60))
-    note: Mapped[str] = mapped_column(Text, default="")
-    author: Mapped[str] = mapped_column(String(200))
-    created_at: Mapped[datetime] = mapped_column(UtcTimeStamp)
-    updated_at: Mapped[datetime] = mapped_column(UtcTimeStamp)
+    id: ColumnClause[int] = column(Integer, primary_key=True)
+    trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"))
+    message_seq: ColumnClause[int | None] = column(Integer)
+    call_index: ColumnClause[int | None] = column(Integer)
+    label: ColumnClause[str] = column(String(60))
+    note: ColumnClause[str] = column(Text, default="")
+    author: ColumnClause[str] = column(String(200))
+    created_at: ColumnClause[datetime] = column(UtcTimeStamp)
+    updated_at: ColumnClause[datetime] = column(UtcTimeStamp)
     #: Who made the last edit (the author until someone else edits).
-    updated_by: Mapped[str] = mapped_column(String(200))
+    updated_by: ColumnClause[str] = column(String(200))
     #: Incremented by every edit; an edit based on an older version is a conflict.
-    version: Mapped[int] = mapped_column(Integer, default=1)
+    version: ColumnClause[int] = column(Integer, default=1)
     #: Set when a new version of the trace changed or dropped the pair the note is about (or
     #: the note stands for a correction whose result is gone): kept, never deleted.
-    stale: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    stale_reason: Mapped[str | None] = mapped_column(Text)
+    stale: ColumnClause[bool] = column(Boolean, default=False, server_default=false())
+    stale_reason: ColumnClause[str | None] = column(Text)
 
 
 class TraceUpdate(Base):
@@ -607,15 +712,15 @@ class TraceUpdate(Base):
 
     __tablename__ = "trace_updates"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    import_id: Mapped[int] = mapped_column(ForeignKey("imports.id"), index=True)
-    trace_id: Mapped[int] = mapped_column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
-    source_file: Mapped[str] = mapped_column(Text)
-    old_hash: Mapped[str | None] = mapped_column(String(64))
-    new_hash: Mapped[str] = mapped_column(String(64))
-    old_messages: Mapped[int] = mapped_column(Integer)
-    new_messages: Mapped[int] = mapped_column(Integer)
-    at: Mapped[datetime] = mapped_column(UtcTimeStamp)
+    id: ColumnClause[int] = column(Integer, primary_key=True)
+    import_id: ColumnClause[int] = column(ForeignKey("imports.id"), index=True)
+    trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
+    source_file: ColumnClause[str] = column(Text)
+    old_hash: ColumnClause[str | None] = column(String(64))
+    new_hash: ColumnClause[str] = column(String(64))
+    old_messages: ColumnClause[int] = column(Integer)
+    new_messages: ColumnClause[int] = column(Integer)
+    at: ColumnClause[datetime] = column(UtcTimeStamp)
 
 
 class ImportFile(Base):
@@ -627,16 +732,16 @@ class ImportFile(Base):
 
     __tablename__ = "import_files"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    import_id: Mapped[int] = mapped_column(ForeignKey("imports.id"), index=True)
-    path: Mapped[str] = mapped_column(Text)
-    size: Mapped[int | None] = mapped_column(BigInteger)
-    format: Mapped[str | None] = mapped_column(String(40))
-    records: Mapped[int] = mapped_column(Integer, default=0)
-    imported: Mapped[int] = mapped_column(Integer, default=0)
-    updated: Mapped[int] = mapped_column(Integer, default=0)
-    unchanged: Mapped[int] = mapped_column(Integer, default=0)
-    rejected: Mapped[int] = mapped_column(Integer, default=0)
+    id: ColumnClause[int] = column(Integer, primary_key=True)
+    import_id: ColumnClause[int] = column(ForeignKey("imports.id"), index=True)
+    path: ColumnClause[str] = column(Text)
+    size: ColumnClause[int | None] = column(BigInteger)
+    format: ColumnClause[str | None] = column(String(40))
+    records: ColumnClause[int] = column(Integer, default=0)
+    imported: ColumnClause[int] = column(Integer, default=0)
+    updated: ColumnClause[int] = column(Integer, default=0)
+    unchanged: ColumnClause[int] = column(Integer, default=0)
+    rejected: ColumnClause[int] = column(Integer, default=0)
 
 
 # --- Rollups -------------------------------------------------------------------------------------
@@ -657,16 +762,16 @@ _ROLLUP_TABLE: Any = {"sqlite_with_rowid": False}
 class _RollupColumns:
     """The identity and the trace dimensions every rollup row has."""
 
-    key: Mapped[bytes] = mapped_column(LargeBinary(16), primary_key=True)
+    key: ColumnClause[bytes] = column(LargeBinary(16), primary_key=True)
     #: Which dimensions the row is counted by: a bit set of ``db.rollups.Dim``.
-    grain: Mapped[int] = mapped_column(Integer)
+    grain: ColumnClause[int] = column(Integer)
     #: Days since 1970-01-01 (UTC) of the trace's start; NULL outside the grain or without one.
-    day: Mapped[int | None] = mapped_column(Integer)
-    import_id: Mapped[int | None] = mapped_column(Integer)
-    agent: Mapped[str | None] = mapped_column(String(200))
-    model: Mapped[str | None] = mapped_column(String(200))
-    tool: Mapped[str | None] = mapped_column(String(400))
-    n: Mapped[int] = mapped_column(BigInteger)
+    day: ColumnClause[int | None] = column(Integer)
+    import_id: ColumnClause[int | None] = column(Integer)
+    agent: ColumnClause[str | None] = column(String(200))
+    model: ColumnClause[str | None] = column(String(200))
+    tool: ColumnClause[str | None] = column(String(400))
+    n: ColumnClause[int] = column(BigInteger)
 
 
 class RollupResultRow(_RollupColumns, Base):
@@ -675,30 +780,30 @@ class RollupResultRow(_RollupColumns, Base):
     __tablename__ = "rollup_results"
     __table_args__ = _ROLLUP_TABLE
 
-    status: Mapped[str] = mapped_column(String(20))
-    status_source: Mapped[str | None] = mapped_column(String(20))
+    status: ColumnClause[str] = column(String(20))
+    status_source: ColumnClause[str | None] = column(String(20))
     #: The rule that decided an error (NULL for other results).
-    rule: Mapped[str | None] = mapped_column(String(100))
-    error_type: Mapped[str | None] = mapped_column(String(60))
-    verdict: Mapped[str | None] = mapped_column(String(40))
-    suggested: Mapped[bool] = mapped_column(Boolean)
-    pair_state: Mapped[str] = mapped_column(String(40))
+    rule: ColumnClause[str | None] = column(String(100))
+    error_type: ColumnClause[str | None] = column(String(60))
+    verdict: ColumnClause[str | None] = column(String(40))
+    suggested: ColumnClause[bool] = column(Boolean)
+    pair_state: ColumnClause[str] = column(String(40))
     #: ``call_seq IS NULL``: the result answers no call.
-    unanswered: Mapped[bool] = mapped_column(Boolean)
-    name_mismatch: Mapped[bool] = mapped_column(Boolean)
-    corrected: Mapped[bool] = mapped_column(Boolean)
+    unanswered: ColumnClause[bool] = column(Boolean)
+    name_mismatch: ColumnClause[bool] = column(Boolean)
+    corrected: ColumnClause[bool] = column(Boolean)
     #: How the execution time is known: ``span`` | ``timed`` | ``negative`` | ``missing``.
-    timing: Mapped[str] = mapped_column(String(10))
+    timing: ColumnClause[str] = column(String(10))
     #: An error's next call of the same tool: 1 succeeded, 0 did not, -1 none (NULL for results
     #: that are not errors): the Suggestions page's recovery rates.
-    next_call: Mapped[int | None] = mapped_column(SmallInteger)
+    next_call: ColumnClause[int | None] = column(SmallInteger)
     #: The kind of the Tool Message's advice (``tool_results.suggestion_kind``): the
     #: Suggestions page's verdicts by kind of advice.
-    suggestion_kind: Mapped[str | None] = mapped_column(String(30))
-    tokens: Mapped[int] = mapped_column(BigInteger)
+    suggestion_kind: ColumnClause[str | None] = column(String(30))
+    tokens: ColumnClause[int] = column(BigInteger)
     #: Results with images and their images' tokens.
-    with_images: Mapped[int] = mapped_column(BigInteger)
-    image_tokens: Mapped[int] = mapped_column(BigInteger)
+    with_images: ColumnClause[int] = column(BigInteger)
+    image_tokens: ColumnClause[int] = column(BigInteger)
 
 
 class RollupSizeRow(_RollupColumns, Base):
@@ -707,7 +812,7 @@ class RollupSizeRow(_RollupColumns, Base):
     __tablename__ = "rollup_sizes"
     __table_args__ = _ROLLUP_TABLE
 
-    tokens: Mapped[int] = mapped_column(Integer)
+    tokens: ColumnClause[int] = column(Integer)
 
 
 class RollupInputShareRow(_RollupColumns, Base):
@@ -717,7 +822,7 @@ class RollupInputShareRow(_RollupColumns, Base):
     __tablename__ = "rollup_input_shares"
     __table_args__ = _ROLLUP_TABLE
 
-    bin: Mapped[int] = mapped_column(Integer)
+    bin: ColumnClause[int] = column(Integer)
 
 
 class RollupDurationRow(_RollupColumns, Base):
@@ -729,7 +834,7 @@ class RollupDurationRow(_RollupColumns, Base):
     __table_args__ = _ROLLUP_TABLE
 
     #: ``tool_results.duration_ms`` as stored (milliseconds).
-    duration_ms: Mapped[float] = mapped_column(Float)
+    duration_ms: ColumnClause[float] = column(Float)
 
 
 class RollupSizeBucketRow(_RollupColumns, Base):
@@ -740,8 +845,8 @@ class RollupSizeBucketRow(_RollupColumns, Base):
     __tablename__ = "rollup_size_buckets"
     __table_args__ = _ROLLUP_TABLE
 
-    bucket: Mapped[int] = mapped_column(Integer)
-    tokens: Mapped[int] = mapped_column(BigInteger)
+    bucket: ColumnClause[int] = column(Integer)
+    tokens: ColumnClause[int] = column(BigInteger)
 
 
 class RollupDurationBucketRow(_RollupColumns, Base):
@@ -751,7 +856,7 @@ class RollupDurationBucketRow(_RollupColumns, Base):
     __tablename__ = "rollup_duration_buckets"
     __table_args__ = _ROLLUP_TABLE
 
-    bucket: Mapped[int] = mapped_column(Integer)
+    bucket: ColumnClause[int] = column(Integer)
 
 
 class RollupCallRow(_RollupColumns, Base):
@@ -760,10 +865,10 @@ class RollupCallRow(_RollupColumns, Base):
     __tablename__ = "rollup_calls"
     __table_args__ = _ROLLUP_TABLE
 
-    occurrence: Mapped[int] = mapped_column(Integer)
-    pair_state: Mapped[str] = mapped_column(String(40))
-    reused_id: Mapped[bool] = mapped_column(Boolean)
-    ping_pong: Mapped[bool] = mapped_column(Boolean)
+    occurrence: ColumnClause[int] = column(Integer)
+    pair_state: ColumnClause[str] = column(String(40))
+    reused_id: ColumnClause[bool] = column(Boolean)
+    ping_pong: ColumnClause[bool] = column(Boolean)
 
 
 class RollupSignatureRow(_RollupColumns, Base):
@@ -773,10 +878,10 @@ class RollupSignatureRow(_RollupColumns, Base):
     __tablename__ = "rollup_signatures"
     __table_args__ = _ROLLUP_TABLE
 
-    occurrences: Mapped[int] = mapped_column(Integer)
+    occurrences: ColumnClause[int] = column(Integer)
     #: Error results of the signature's calls, and tokens of the results of its repeats.
-    errors: Mapped[int] = mapped_column(BigInteger)
-    wasted_tokens: Mapped[int] = mapped_column(BigInteger)
+    errors: ColumnClause[int] = column(BigInteger)
+    wasted_tokens: ColumnClause[int] = column(BigInteger)
 
 
 class RollupTraceRow(_RollupColumns, Base):
@@ -786,13 +891,13 @@ class RollupTraceRow(_RollupColumns, Base):
     __table_args__ = _ROLLUP_TABLE
 
     #: The highest occurrence of a signature (of ``tool``'s calls) in the trace.
-    max_occurrence: Mapped[int] = mapped_column(Integer)
-    token_counts: Mapped[str] = mapped_column(String(20))
+    max_occurrence: ColumnClause[int] = column(Integer)
+    token_counts: ColumnClause[str] = column(String(20))
     #: Tenth of the trace's tokens spent on tool results (0-9; NULL without tokens).
-    share_bin: Mapped[int | None] = mapped_column(Integer)
-    messages: Mapped[int] = mapped_column(BigInteger)
-    total_tokens: Mapped[int] = mapped_column(BigInteger)
-    tool_result_tokens: Mapped[int] = mapped_column(BigInteger)
+    share_bin: ColumnClause[int | None] = column(Integer)
+    messages: ColumnClause[int] = column(BigInteger)
+    total_tokens: ColumnClause[int] = column(BigInteger)
+    tool_result_tokens: ColumnClause[int] = column(BigInteger)
 
 
 class RollupFindingRow(_RollupColumns, Base):
@@ -801,10 +906,10 @@ class RollupFindingRow(_RollupColumns, Base):
     __tablename__ = "rollup_findings"
     __table_args__ = _ROLLUP_TABLE
 
-    kind: Mapped[str] = mapped_column(String(40))
+    kind: ColumnClause[str] = column(String(40))
     #: Traces with this (tool, kind); traces with this kind, counted on one tool's row only.
-    traces_tool: Mapped[int] = mapped_column(BigInteger)
-    traces_kind: Mapped[int] = mapped_column(BigInteger)
+    traces_tool: ColumnClause[int] = column(BigInteger)
+    traces_kind: ColumnClause[int] = column(BigInteger)
 
 
 class RollupFingerprintRow(_RollupColumns, Base):
@@ -813,10 +918,10 @@ class RollupFingerprintRow(_RollupColumns, Base):
     __tablename__ = "rollup_fingerprints"
     __table_args__ = _ROLLUP_TABLE
 
-    fingerprint: Mapped[str] = mapped_column(String(300))
-    error_type: Mapped[str | None] = mapped_column(String(60))
+    fingerprint: ColumnClause[str] = column(String(300))
+    error_type: ColumnClause[str | None] = column(String(60))
     #: Traces with this fingerprint, counted on the row of its smallest error type only.
-    traces: Mapped[int] = mapped_column(BigInteger)
+    traces: ColumnClause[int] = column(BigInteger)
 
 
 class RollupState(Base):
@@ -827,11 +932,11 @@ class RollupState(Base):
 
     __tablename__ = "rollup_state"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    complete: Mapped[bool] = mapped_column(Boolean)
-    rebuilt_at: Mapped[datetime | None] = mapped_column(UtcTimeStamp)
+    id: ColumnClause[int] = column(Integer, primary_key=True)
+    complete: ColumnClause[bool] = column(Boolean)
+    rebuilt_at: ColumnClause[datetime | None] = column(UtcTimeStamp)
     #: Names of rollup tables not counted yet, space-separated (NULL: none).
-    pending: Mapped[str | None] = mapped_column(Text)
+    pending: ColumnClause[str | None] = column(Text)
 
 
 class RollupActivityRow(_RollupColumns, Base):
@@ -842,11 +947,11 @@ class RollupActivityRow(_RollupColumns, Base):
     __table_args__ = _ROLLUP_TABLE
 
     #: Whole hours since 1970-01-01 UTC (floored); NULL: no time.
-    hour: Mapped[int | None] = mapped_column(BigInteger)
-    error: Mapped[bool] = mapped_column(Boolean)
+    hour: ColumnClause[int | None] = column(BigInteger)
+    error: ColumnClause[bool] = column(Boolean)
     #: The effective error type of errors (NULL for other results and unclassified errors).
-    error_type: Mapped[str | None] = mapped_column(String(60))
-    tokens: Mapped[int] = mapped_column(BigInteger)
+    error_type: ColumnClause[str | None] = column(String(60))
+    tokens: ColumnClause[int] = column(BigInteger)
 
 
 class RollupActivityDayRow(_RollupColumns, Base):
@@ -859,8 +964,8 @@ class RollupActivityDayRow(_RollupColumns, Base):
 
     #: Whole days since 1970-01-01 UTC (floored) of the Tool Message's time; NULL: no time.
     #: (``day`` is the trace's start, like every rollup's.)
-    result_day: Mapped[int | None] = mapped_column(Integer)
-    error: Mapped[bool] = mapped_column(Boolean)
+    result_day: ColumnClause[int | None] = column(Integer)
+    error: ColumnClause[bool] = column(Boolean)
     #: The effective error type of errors (NULL for other results and unclassified errors).
-    error_type: Mapped[str | None] = mapped_column(String(60))
-    tokens: Mapped[int] = mapped_column(BigInteger)
+    error_type: ColumnClause[str | None] = column(String(60))
+    tokens: ColumnClause[int] = column(BigInteger)

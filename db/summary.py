@@ -5,7 +5,7 @@ Human corrections win over derived values everywhere (``db.queries.common``'s ef
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, and_, case, func, select
 
@@ -221,7 +221,7 @@ def summary_counts(
                 f,
             )
         ):
-            suggestions[verdict] = n
+            suggestions[cast(str, verdict)] = n  # not None: the WHERE
 
         findings = {
             name: n

@@ -239,7 +239,7 @@ def test_a_metadata_value_picks_a_trace_set(two_runs: str) -> None:
         conn.execute(
             sa.update(TraceRow)
             .where(TraceRow.display_id.in_(["baseline-000", "candidate-001"]))
-            .values(meta={"env": "staging", "shard": 3, 'odd "key"': "x"})
+            .values({TraceRow.meta: {"env": "staging", "shard": 3, 'odd "key"': "x"}})
         )
     picked = trace_set(engine, parse_query("meta=env:staging")).traces["display_id"].tolist()
     assert picked == ["baseline-000", "candidate-001"]

@@ -25,9 +25,8 @@ from sqlalchemy import (
     not_,
     or_,
 )
-from sqlalchemy.orm import aliased
 
-from db.schema import FindingRow, ToolResultRow, TraceRow
+from db.schema import FindingRow, ToolResultRow, TraceRow, aliased
 from db.streaming import read_keyed_columns
 
 if TYPE_CHECKING:

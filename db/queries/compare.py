@@ -14,12 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, Select, String, and_, cast, func, literal, select
-from sqlalchemy.orm import aliased
 
 from db.compare_stats import TOOL_COUNTS, Comparison, TraceSet, compare
 from db.filters import Filters, restrict_traces
 from db.queries.errors import result_pair_key, to_frame
-from db.schema import FindingRow, MessageRow, ToolCallRow, ToolResultRow, TraceRow
+from db.schema import FindingRow, MessageRow, ToolCallRow, ToolResultRow, TraceRow, aliased
 from db.summary import effective_error_type, effective_verdict
 
 CALL = aliased(ToolCallRow, name="call")

@@ -12,13 +12,12 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import ColumnElement, Engine, String, and_, case, cast, func, literal, select
-from sqlalchemy.orm import aliased
 
 from db.filters import NO_FILTERS, Filters, restrict_findings, restrict_rows
 from db.planner import bounded_walks
 from db.queries.common import COUNTED_FINDING, TRACE, result_pair_key, to_frame
 from db.rollup_read import FINDINGS, scope, total
-from db.schema import FindingRow, RollupFindingRow, ToolCallRow, ToolResultRow
+from db.schema import FindingRow, RollupFindingRow, ToolCallRow, ToolResultRow, aliased
 from db.vocabulary import FINDING_KINDS, finding_level, finding_message
 
 #: Columns of :func:`finding_occurrences`.

@@ -12,7 +12,6 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import Connection, Engine, Select, Text, and_, cast, func, select, true
-from sqlalchemy.orm import aliased
 
 from db.filters import NO_FILTERS, Filters
 from db.planner import grouping_key, restrict_calls_in_index
@@ -24,6 +23,7 @@ from db.schema import (
     RollupTraceRow,
     ToolCallRow,
     ToolResultRow,
+    aliased,
 )
 
 #: Characters of a call's arguments shown to identify a loop.
