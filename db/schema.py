@@ -143,6 +143,11 @@ _ANNOTATION_TYPES: dict[Any, Any] = {
 def _declared_column(key: str, annotation: Any, spec: _ColumnSpec) -> Column[Any]:
     """The ``Column`` of ``key: ColumnClause[T] = column(...)``: the type from ``T`` unless given,
     NOT NULL unless ``T`` admits None (or ``nullable`` says otherwise; a primary key never)."""
+    if isinstance(annotation, str):
+        raise TypeError(
+            f"{key}: annotated as text ({annotation!r}): declare tables without"
+            " `from __future__ import annotations`"
+        )
     if get_origin(annotation) is not ColumnClause:
         raise TypeError(f"{key}: a column is annotated ColumnClause[...], not {annotation!r}")
     (python_type,) = get_args(annotation)
