@@ -48,9 +48,7 @@ def test_importing_the_summary_loads_no_pandas() -> None:
     assert _python("import sys, db.summary; print('pandas' in sys.modules)") == "False\n"
 
 
-def test_the_summary_command_loads_no_heavy_module(
-    db_url: str, engine: sa.Engine
-) -> None:
+def test_the_summary_command_loads_no_heavy_module(db_url: str, engine: sa.Engine) -> None:
     build_fixture(engine)
     expected = summarize(engine)
     out = _python(RUN_AND_NAME_MODULES, "summary", "--json", "--db", db_url)
