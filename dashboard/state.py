@@ -42,6 +42,11 @@ FILTER_PARAMS = (
 )  # fmt: skip
 #: The sidebar's trace filters (the query parameters :func:`db.filters.parse_query` reads).
 SIDEBAR_FILTERS = ("start", "end", "since", "until", "import", "agent", "model", "tool")
+#: What the sidebar and the chips above each page call each filter.
+FILTER_LABELS = {
+    "start": "From", "end": "To", "since": "Since", "until": "Until", "import": "Import",
+    "agent": "Agent", "model": "Model", "tool": "Tool",
+}  # fmt: skip
 #: The sidebar filters typed as text (a brushed time range, ``2026-11-30T09:05``).
 TEXT_FILTERS = ("since", "until")
 #: Session State key of widget values to set before the widgets are drawn (next run).
@@ -229,9 +234,13 @@ def _import_caption(imports: Any, value: str | None) -> str | None:
 def sidebar() -> None:
     """Draw the shared filters and analysis settings in the sidebar, bound to the URL.
 
-    Choices come from small DISTINCT queries; a URL value that is not a current choice is
-    dropped by Streamlit (and so is the filter). Values a chart or table asked for
-    (:func:`open_filtered`) are put in place first, before any widget is drawn.
+    The widgets sit in two popovers, with a line under each saying what is in use: a browser
+    draws a popover's widgets only when it opens, and drawing these eleven widgets on every
+    page load cost as much as a one-line page does in all (docs/performance.md, "The sidebar's
+    own cost"). The widgets run on every page all the same, so their values and their URL
+    parameters stay as they were. Choices come from small DISTINCT queries; a URL value that
+    is not a current choice is dropped by Streamlit (and so is the filter). Values a chart or
+    table asked for (:func:`open_filtered`) are put in place first, before any widget is drawn.
     """
     adopt_pending_values()
     try:
@@ -242,7 +251,36 @@ def sidebar() -> None:
         st.stop()
     bar = st.sidebar
     bar.subheader("Filters")
-    left, right = bar.columns(2)
+    with bar.popover("Choose filters", icon=":material/filter_list:", width="stretch"):
+        _filter_widgets(choices, imports)
+    bar.caption(filters_in_use({name: st.session_state.get(name) for name in SIDEBAR_FILTERS}))
+    bar.subheader("Analysis")
+    with bar.popover("Change settings", icon=":material/tune:", width="stretch"):
+        _analysis_widgets()
+    bar.caption(
+        f"Loop threshold k {loop_k()} · error streak k {streak_k()} · "
+        f"token budget {token_budget():,}"
+    )
+    encoding = str(imports["encoding"].iloc[0]) if not imports.empty else DEFAULT_ENCODING
+    bar.caption(f"Token counts: {encoding}")
+
+
+def filters_in_use(values: Mapping[str, Any]) -> str:
+    """The line under the filters: which are in use (their values are on the chips above the
+    page), or that every trace counts.
+
+    >>> filters_in_use({"model": "gpt-4o", "since": "", "tool": None, "start": "2026-11-30"})
+    'In use: From, Model'
+    >>> filters_in_use({"model": None})
+    'None in use: every trace counts'
+    """
+    used = [FILTER_LABELS[name] for name in SIDEBAR_FILTERS if values.get(name) not in (None, "")]
+    return f"In use: {', '.join(used)}" if used else "None in use: every trace counts"
+
+
+def _filter_widgets(choices: Mapping[str, Sequence[str]], imports: Any) -> None:
+    """The trace filters (in the "Choose filters" popover)."""
+    left, right = st.columns(2)
     left.date_input("From", value=None, key="start", bind="query-params", format="YYYY-MM-DD")
     right.date_input("To", value=None, key="end", bind="query-params", format="YYYY-MM-DD")
     # The options are the import ids (what the filters read) shown as id, file and time. The
@@ -252,7 +290,7 @@ def sidebar() -> None:
     given = st.query_params.get("import")
     if given in labels:
         st.session_state["import"] = given
-    chosen = bar.selectbox(
+    chosen = st.selectbox(
         "Import",
         list(labels),
         format_func=labels.__getitem__,
@@ -263,9 +301,9 @@ def sidebar() -> None:
     )
     caption = _import_caption(imports, chosen)
     if caption:
-        bar.caption(escape_markdown(caption))
+        st.caption(escape_markdown(caption))
     # A range brushed on a time chart, to the minute; editable here.
-    left, right = bar.columns(2)
+    left, right = st.columns(2)
     for where, name, label in ((left, "since", "Since"), (right, "until", "Until")):
         where.text_input(
             f"{label} (UTC)",
@@ -275,8 +313,9 @@ def sidebar() -> None:
             help="Traces that started in this range (brush a time chart to set it); "
             "until is exclusive.",
         )
-    for name, label in (("agent", "Agent"), ("model", "Model"), ("tool", "Tool")):
-        bar.selectbox(
+    for name in ("agent", "model", "tool"):
+        label = FILTER_LABELS[name]
+        st.selectbox(
             label,
             choices[name],
             index=None,
@@ -284,8 +323,11 @@ def sidebar() -> None:
             bind="query-params",
             placeholder=f"All {label.lower()}s",
         )
-    bar.subheader("Analysis")
-    bar.number_input(
+
+
+def _analysis_widgets() -> None:
+    """The analysis settings (in the "Change settings" popover)."""
+    st.number_input(
         "Loop threshold k",
         min_value=2,
         max_value=1000,
@@ -295,7 +337,7 @@ def sidebar() -> None:
         bind="query-params",
         help="A call signature repeated k or more times in one trace is a loop.",
     )
-    bar.number_input(
+    st.number_input(
         "Error streak k",
         min_value=2,
         max_value=1000,
@@ -306,7 +348,7 @@ def sidebar() -> None:
         help="k or more consecutive calls of one tool ending in the same error, whatever their "
         "arguments, are an error streak.",
     )
-    bar.number_input(
+    st.number_input(
         "Token budget",
         min_value=1,
         max_value=10_000_000,
@@ -316,5 +358,3 @@ def sidebar() -> None:
         bind="query-params",
         help="Tool Messages above this many tokens count as over budget.",
     )
-    encoding = str(imports["encoding"].iloc[0]) if not imports.empty else DEFAULT_ENCODING
-    bar.caption(f"Token counts: {encoding}")

@@ -206,13 +206,6 @@ def setting_slider(
     return current
 
 
-#: Labels of the sidebar's filters on their chips (:func:`filter_chips`).
-CHIP_LABELS = {
-    "start": "From", "end": "To", "since": "Since", "until": "Until", "import": "Import",
-    "agent": "Agent", "model": "Model", "tool": "Tool",
-}  # fmt: skip
-
-
 def _clear_filter(name: str) -> None:
     # The widget is bound to the URL: setting its state also removes the URL parameter.
     st.session_state[name] = "" if name in state.TEXT_FILTERS else None
@@ -227,7 +220,7 @@ def active_filters() -> list[tuple[str, str]]:
         if value is None or value == "":
             continue
         shown = value.isoformat() if hasattr(value, "isoformat") else str(value)
-        out.append((name, f"{CHIP_LABELS[name]}: {shown}"))
+        out.append((name, f"{state.FILTER_LABELS[name]}: {shown}"))
     return out
 
 

@@ -25,9 +25,11 @@ from browser_support import (
 from dashboard import pages
 from dashboard.trace_outline import neighbours
 from dashboard.widgets import HEADER_PX, ROW_PX
+from db.filters import Filters
+from db.queries.compare import trace_set
 from db.queries.overview import error_type_counts
 from db.queries.pairs import PairQuery, count_pairs, list_pairs
-from db.queries.traces import trace_markers
+from db.queries.traces import filter_choices, trace_markers
 
 pytestmark = pytest.mark.browser
 
@@ -172,9 +174,15 @@ def test_a_range_brushed_on_the_overview_time_series_becomes_the_since_until_fil
         query = _query(page)
         assert set(query) >= {"since", "until"}
         assert query["since"][0] < query["until"][0]
-        since = page.locator('[data-testid="stSidebar"]').get_by_role("textbox", name="Since (UTC)")
+        # The sidebar says a filter is in use; its popover shows the brushed value.
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        sidebar.get_by_text("In use: Since, Until").wait_for(timeout=TIMEOUT_MS)
+        sidebar.get_by_role("button", name="Choose filters").click()
+        since = page.get_by_role("textbox", name="Since (UTC)")
         since.wait_for(timeout=TIMEOUT_MS)
         assert since.input_value() == query["since"][0]
+        page.keyboard.press("Escape")
+        since.wait_for(state="hidden", timeout=TIMEOUT_MS)
         # The chips say the figures are narrowed; fewer traces started in the range.
         page.get_by_role("button", name=f"Since: {query['since'][0]}").wait_for(timeout=TIMEOUT_MS)
         page.wait_for_function(
@@ -182,6 +190,46 @@ def test_a_range_brushed_on_the_overview_time_series_becomes_the_since_until_fil
             timeout=TIMEOUT_MS,
         )
         save_screenshot(page, SCREENSHOTS / "overview-brushed.png")
+        assert page.locator(ERROR_BOXES).count() == 0
+        context.close()
+        assert "Traceback" not in server.log()
+
+
+def test_a_tool_chosen_in_the_filters_popover_narrows_the_page_and_is_in_the_url(
+    browser: Any, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    engine, traces = scenario_store(tmp_path, url)
+    tool = str(filter_choices(engine)["tool"][0])
+    picked = trace_set(engine, Filters(tool=tool)).traces
+    assert 0 < len(picked) < traces
+    engine.dispose()
+    with serve_dashboard(url, tmp_path / "server.log") as server:
+        context = new_context(browser)
+        page = context.new_page()
+        open_page(page, f"{server.url}{pages.OVERVIEW.path}", text=pages.OVERVIEW.title)
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        assert sidebar.get_by_text("None in use: every trace counts").count() == 1
+        # The widgets are drawn only once the popover opens.
+        assert page.get_by_role("combobox", name="Tool").count() == 0
+        sidebar.get_by_role("button", name="Choose filters").click()
+        page.get_by_role("combobox", name="Tool").click()
+        page.get_by_role("option", name=tool, exact=True).click()
+        page.wait_for_function(
+            f"() => location.search.includes('tool={urllib.parse.quote(tool)}')",
+            timeout=TIMEOUT_MS,
+        )
+        page.keyboard.press("Escape")
+        sidebar.get_by_text("In use: Tool").wait_for(timeout=TIMEOUT_MS)
+        page.get_by_role("button", name=f"Tool: {tool}").wait_for(timeout=TIMEOUT_MS)
+        traces_shown = page.locator('[data-testid="stMetricValue"]').first
+        page.wait_for_function(
+            "([n]) => document.querySelector('[data-testid=\"stMetricValue\"]').textContent === n",
+            arg=[str(len(picked))],
+            timeout=TIMEOUT_MS,
+        )
+        assert traces_shown.text_content() == str(len(picked))
+        assert _query(page)["tool"] == [tool]
         assert page.locator(ERROR_BOXES).count() == 0
         context.close()
         assert "Traceback" not in server.log()

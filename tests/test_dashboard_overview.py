@@ -50,6 +50,11 @@ def test_overview_applies_filters_and_k_from_the_url(
     at = open_app(monkeypatch, store_url, params={"agent": "support-bot", "k": "2"})
     assert not at.exception
     assert at.sidebar.selectbox(key="agent").value == "support-bot"
+    # The lines under the sidebar's two popovers say what is in use.
+    assert [c.value for c in at.sidebar.caption][:2] == [
+        "In use: Agent",
+        "Loop threshold k 2 · error streak k 3 · token budget 2,000",
+    ]
     metrics = _metrics(at)
     expected = summarize(
         sa.create_engine(store_url), loop_k=2, filters=Filters(agent="support-bot")
@@ -94,7 +99,17 @@ def test_overview_findings_read_as_words(monkeypatch: pytest.MonkeyPatch, store_
 
 def test_sidebar_names_the_token_encoding(monkeypatch: pytest.MonkeyPatch, store_url: str) -> None:
     at = open_app(monkeypatch, store_url)
-    assert "Token counts: o200k_base" in [c.value for c in at.sidebar.caption]
+    assert [c.value for c in at.sidebar.caption][:3] == [
+        "None in use: every trace counts",
+        "Loop threshold k 3 · error streak k 3 · token budget 2,000",
+        "Token counts: o200k_base",
+    ]
+
+
+def test_the_filters_in_use_are_named_in_the_sidebars_order() -> None:
+    values = {"tool": "lookup", "since": "", "model": None, "start": "2026-11-30", "import": "2"}
+    assert state.filters_in_use(values) == "In use: From, Import, Tool"
+    assert state.filters_in_use({"since": "", "agent": None}) == "None in use: every trace counts"
 
 
 def test_a_filter_matching_nothing_says_so(monkeypatch: pytest.MonkeyPatch, store_url: str) -> None:
