@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 DEMO_DB ?= .demo/toollens.db
 PORT   ?= 8501
 
-.PHONY: help venv demo serve test test-fast lint format bench bench-revision bench-ui bench-ui-growth bench-pairs bench-otlp bench-reimport bench-search clean
+.PHONY: help venv demo serve test test-fast lint format bench bench-revision bench-startup bench-ui bench-ui-growth bench-pairs bench-otlp bench-reimport bench-search clean
 
 help:
 	@echo "make demo     set up, import the sample traces into SQLite, open the dashboard"
@@ -13,6 +13,7 @@ help:
 	@echo "make lint     ruff check, ruff format --check, mypy on db/ and ingest/"
 	@echo "make bench    import benchmark (SQLite and PostgreSQL)"
 	@echo "make bench-revision import speed against an earlier revision's (BEFORE=rev; default: before the rollups)"
+	@echo "make bench-startup toollens summary's start against the code before the Core tables (the 1M bench-ui stores)"
 	@echo "make bench-ui dashboard speed benchmark (MESSAGES=1000000; DB=postgresql+psycopg://… for PostgreSQL)"
 	@echo "make bench-ui-growth page times at 1M, 3M and 10M messages, SQLite and PostgreSQL (PG_URL)"
 	@echo "make bench-pairs `toollens pairs` seconds on the bench store (MESSAGES, DB)"
@@ -67,6 +68,11 @@ bench: venv
 BEFORE ?= 963c218~1
 bench-revision: venv
 	$(BIN)/python -m benchmarks.revision_bench --before '$(BEFORE)' --db sqlite --db '$(PG_URL)'
+
+# `toollens summary` against the code before the schema's Core tables, on the bench-ui stores.
+bench-startup: venv
+	$(BIN)/python -m benchmarks.startup_bench --db .bench/ui-1m.db \
+	  --db '$(PG_URL)?options=-csearch_path%3Dtoollens_bench_1m'
 
 # The bench's own stores: .bench/ui-<size>.db, or the schema toollens_bench_<size> of DB's database.
 MESSAGES ?= 1000000
