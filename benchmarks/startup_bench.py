@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchmarks.ingest_bench import REPO
 from benchmarks.revision_bench import worktree
-from db.engine import display_url
+from db.engine import display_url, resolve_url
 
 #: The last commit whose tables were mapped by SQLAlchemy's ORM (the schema's Core tables came
 #: after it).
@@ -77,9 +77,8 @@ def main(argv: list[str] | None = None) -> None:
                 times[name].append(summary_seconds(tree, store))
             print(f"run {run}: before {times['before'][-1]:.2f} s, now {times['now'][-1]:.2f} s")
         before, now = statistics.median(times["before"]), statistics.median(times["now"])
-        shown = display_url(store) if "://" in store else store
         print(
-            f"{shown}: median before {before:.2f} s, now {now:.2f} s; "
+            f"{display_url(resolve_url(store))}: median before {before:.2f} s, now {now:.2f} s; "
             f"before/now {before / now:.2f}",
             flush=True,
         )

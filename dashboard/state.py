@@ -253,7 +253,7 @@ def sidebar() -> None:
     bar.subheader("Filters")
     with bar.popover("Choose filters", icon=":material/filter_list:", width="stretch"):
         _filter_widgets(choices, imports)
-    bar.caption(filters_in_use({name: st.session_state.get(name) for name in SIDEBAR_FILTERS}))
+    bar.caption(filters_in_use(st.session_state))
     bar.subheader("Analysis")
     with bar.popover("Change settings", icon=":material/tune:", width="stretch"):
         _analysis_widgets()
@@ -274,8 +274,15 @@ def filters_in_use(values: Mapping[str, Any]) -> str:
     >>> filters_in_use({"model": None})
     'None in use: every trace counts'
     """
-    used = [FILTER_LABELS[name] for name in SIDEBAR_FILTERS if values.get(name) not in (None, "")]
+    used = [FILTER_LABELS[name] for name, _ in active_values(values)]
     return f"In use: {', '.join(used)}" if used else "None in use: every trace counts"
+
+
+def active_values(values: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The sidebar filters with a value (neither None nor empty text), as ``(name, value)``,
+    in the sidebar's order: what the line under the filters and the chips above a page show."""
+    found = ((name, values.get(name)) for name in SIDEBAR_FILTERS)
+    return [(name, value) for name, value in found if value is not None and value != ""]
 
 
 def _filter_widgets(choices: Mapping[str, Sequence[str]], imports: Any) -> None:

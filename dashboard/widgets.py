@@ -215,10 +215,7 @@ def active_filters() -> list[tuple[str, str]]:
     """The sidebar filters in use, as ``(URL parameter, chip text)``: ``("tool", "Tool:
     lookup")``, in the sidebar's order."""
     out = []
-    for name in state.SIDEBAR_FILTERS:
-        value = st.session_state.get(name)
-        if value is None or value == "":
-            continue
+    for name, value in state.active_values(st.session_state):
         shown = value.isoformat() if hasattr(value, "isoformat") else str(value)
         out.append((name, f"{state.FILTER_LABELS[name]}: {shown}"))
     return out
