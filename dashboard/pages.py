@@ -26,6 +26,16 @@ class Page:
     script: str
     #: The page ``/`` opens.
     default: bool = False
+    #: The labels of the page's sections, drawn as tabs of which only the open one runs
+    #: (``dashboard.widgets.sections``); the first opens unless the URL names another.
+    sections: tuple[str, ...] = ()
+
+    @property
+    def section_param(self) -> str:
+        """The URL parameter naming the open section: ``errors_tab``. One per page: Streamlit
+        keeps a bound widget's value in Session State under its key, and a key shared with the
+        page shown before would let that page's value win over the URL of the next."""
+        return f"{self.key}_tab"
 
     @property
     def path(self) -> str:
@@ -34,14 +44,41 @@ class Page:
 
 
 OVERVIEW = Page(
-    "overview", "Overview", ":material/dashboard:", "overview", "views/overview.py", default=True
+    "overview",
+    "Overview",
+    ":material/dashboard:",
+    "overview",
+    "views/overview.py",
+    default=True,
+    sections=("Top problems", "Activity", "Distributions", "Execution time", "Scorecard"),
 )
 CALLS = Page("calls", "Tool calls", ":material/table_rows:", "calls", "views/calls.py")
 SEARCH = Page("search", "Search", ":material/search:", "search", "views/search.py")
 TRACE = Page("trace", "Trace", ":material/forum:", "trace", "views/trace.py")
-ERRORS = Page("errors", "Errors", ":material/error:", "errors", "views/errors.py")
-TOKENS = Page("tokens", "Tokens", ":material/data_usage:", "tokens", "views/tokens.py")
-LOOPS = Page("loops", "Loops", ":material/repeat:", "loops", "views/loops.py")
+ERRORS = Page(
+    "errors",
+    "Errors",
+    ":material/error:",
+    "errors",
+    "views/errors.py",
+    sections=("Same error, many traces", "By tool", "How recognized", "Over time"),
+)
+TOKENS = Page(
+    "tokens",
+    "Tokens",
+    ":material/data_usage:",
+    "tokens",
+    "views/tokens.py",
+    sections=("By tool", "Share of the model's input", "Share of the transcript", "Biggest"),
+)
+LOOPS = Page(
+    "loops",
+    "Loops",
+    ":material/repeat:",
+    "loops",
+    "views/loops.py",
+    sections=("Looping calls", "Per tool", "Ping-pong", "Error streaks"),
+)
 FINDINGS = Page("findings", "Findings", ":material/flag:", "findings", "views/findings.py")
 SUGGESTIONS = Page(
     "suggestions",
@@ -49,6 +86,7 @@ SUGGESTIONS = Page(
     ":material/tips_and_updates:",
     "suggestions",
     "views/suggestions.py",
+    sections=("Verdicts", "Recovery", "Follow rate", "Examples"),
 )
 IMPORTS = Page("imports", "Imports", ":material/upload_file:", "imports", "views/imports.py")
 REVIEW = Page("review", "Review", ":material/rate_review:", "review", "views/review.py")

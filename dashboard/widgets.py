@@ -9,7 +9,7 @@ cell (:data:`EMPTY_CELL`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
@@ -18,6 +18,7 @@ import streamlit as st
 
 from dashboard import render, state
 from dashboard.pages import TRACE as TRACE_PAGE
+from dashboard.pages import Page
 
 #: What a table shows in a cell without a value (instead of "None").
 EMPTY_CELL = "—"
@@ -238,3 +239,22 @@ def filter_chips() -> None:
             args=(name,),
             help="Remove this filter",
         )
+
+
+def sections(draw: Mapping[str, Callable[[], None]], *, key: str) -> None:
+    """Tabs labelled by ``draw``'s keys; only the open tab's function runs, so a hidden tab
+    costs neither its queries nor the browser's drawing (a page of nine charts and tables took
+    as long to draw as five one-line pages: docs/performance.md). The open tab is the URL
+    parameter ``key``, its value the tab's label, so a copied link opens the same tab; the
+    first is open when the URL names none (or a label there is not)."""
+    tabs = st.tabs(list(draw), key=key, bind="query-params")
+    for tab, function in zip(tabs, draw.values(), strict=True):
+        if tab.open:
+            with tab:
+                function()
+
+
+def page_sections(page: Page, draw: Sequence[Callable[[], None]]) -> None:
+    """``page``'s sections (``Page.sections``, in order, drawn by ``draw``) as :func:`sections`
+    under the page's own URL parameter (``Page.section_param``)."""
+    sections(dict(zip(page.sections, draw, strict=True)), key=page.section_param)

@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -239,6 +240,29 @@ def open_page(page: Any, url: str, *, selector: str = "h1", text: str = "") -> f
         raise TimeoutError(f"{url} not ready after {PAGE_TIMEOUT_MS} ms: {reason}") from None
     ready_ms: float = page.evaluate("() => window.__readySince")
     return ready_ms
+
+
+def section_url(base: str, page: pages.Page, label: str) -> str:
+    """The address of ``page`` with its section ``label`` open (as a copied link has it)."""
+    return f"{base}{page.path}?{urllib.parse.urlencode({page.section_param: label})}"
+
+
+def click_section(page: Any, shown: pages.Page, label: str) -> None:
+    """Click the tab of ``shown``'s section ``label``, as a person does, and wait until the URL
+    names it and the page is ready again."""
+    page.get_by_role("tab", name=label, exact=True).click()
+    want = [shown.section_param, label]
+    page.wait_for_function(
+        "([k, v]) => new URLSearchParams(location.search).get(k) === v",
+        arg=want,
+        timeout=PAGE_TIMEOUT_MS,
+    )
+    page.wait_for_function(
+        "() => window.__readySince !== null"
+        f" && performance.now() - window.__readySince >= {SETTLE_MS}",
+        timeout=PAGE_TIMEOUT_MS,
+        polling=50,
+    )
 
 
 @dataclass

@@ -587,6 +587,10 @@ def open_app(
     at.run()
     if page is not None:
         at.switch_page(page)
+        # Again: the default page's run dropped the parameters it does not know, such as a
+        # ``section`` only ``page`` has.
+        for key, value in (params or {}).items():
+            at.query_params[key] = value
         at.run()
     return at
 

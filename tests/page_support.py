@@ -41,3 +41,10 @@ def assert_opened(at: Any, trace: str, pair: str) -> None:
     assert [t.value for t in at.title] == ["Trace"]
     assert at.query_params["trace"] == trace
     assert at.query_params["pair"] == pair
+
+
+def open_section(at: Any, key: str, label: str) -> Any:
+    """Open the tab ``label`` of the tabs whose URL parameter is ``key`` (a page's sections:
+    ``Page.section_param``), the way a click does, and rerun."""
+    at.session_state[key] = label
+    return at.run()

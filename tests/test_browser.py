@@ -25,6 +25,7 @@ from browser_support import (
     recording_http_server,
     save_screenshot,
     scenario_store,
+    section_url,
     serve_dashboard,
 )
 
@@ -252,6 +253,12 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
     visits = [
         (p.path, p.title, p.key) for p in pages.PAGES if p not in (pages.COMPARE, pages.SEARCH)
     ]
+    # Every other section of the pages that have them (only the open one is drawn).
+    sections = [
+        (section_url("", p, label), p.title, f"{p.key}:{label}")
+        for p in pages.PAGES
+        for label in p.sections[1:]
+    ]
     # Search shows trace content once it finds some: the hostile trace's words.
     visits.append((f"{pages.SEARCH.path}?q=xss", pages.SEARCH.title, "search"))
     # Compare shows trace content only once both sets are named: the store against the
@@ -270,6 +277,7 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
          + urllib.parse.urlencode({"trace": store.trace_id, "pair": "r9"}),
          pages.TRACE.title, "trace-orphan"),
     ]  # fmt: skip
+    visits += sections
     context = new_context(browser)
     hosts = record_hosts(context)
     page = context.new_page()
@@ -278,7 +286,7 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
     tracker_links = f'a[href*="127.0.0.1:{store.tracker.port}"]'
     for path, title, name in visits:
         open_page(page, store.server.url + path, text=title)
-        save_screenshot(page, SCREENSHOTS / f"hostile-{name}.png")
+        save_screenshot(page, SCREENSHOTS / f"hostile-{name.replace(':', '-')}.png")
         _assert_page_healthy(page, title)
         assert page.evaluate(DOM_ATTACKS) == NO_ATTACK, name
         # No live link, in text or in a chart (Plotly renders <a href> in its labels).
@@ -292,12 +300,22 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
     context.close()
     assert store.tracker.paths == []
     assert hosts == {"127.0.0.1"}
-    # The markup did reach every page, as text (message content, labels, chart axes).
-    assert shown_as_text == [name for _, _, name in visits]
-    # …and every chart that names a tool or an error type in full shows it as text (the
-    # Overview's small charts cut labels to 17 characters).
+    # The markup did reach every page, as text (message content, labels, chart axes), in one
+    # of its sections at least; the sections left out have no row of the hostile trace to show or
+    # show counts and histograms (the Overview's small charts cut labels to 17 characters).
+    assert shown_as_text == [
+        "overview", "calls", "trace", "errors", "tokens", "loops", "findings", "imports",
+        "review", "search", "compare", "overview-filtered", "errors-fingerprint",
+        "trace-selected", "trace-orphan", "overview:Scorecard", "errors:By tool",
+        "errors:Over time", "tokens:Biggest", "loops:Per tool", "loops:Error streaks",
+        "suggestions:Follow rate",
+    ]  # fmt: skip
+    assert {name.split(":")[0].split("-")[0] for name in shown_as_text} >= {
+        p.key for p in pages.PAGES
+    }
+    # …and every chart that names a tool or an error type in full shows it as text.
     assert charts_with_markup_as_text == [
-        "errors", "tokens", "loops", "suggestions", "errors-fingerprint",
+        "tokens", "errors:By tool", "loops:Per tool", "suggestions:Follow rate",
     ]  # fmt: skip
     assert "Traceback" not in store.server.log()
 
@@ -307,7 +325,8 @@ def test_a_chart_hover_shows_trace_markup_as_text(
 ) -> None:
     context = new_context(browser)
     page = context.new_page()
-    open_page(page, hostile_store.server.url + pages.ERRORS.path, text=pages.ERRORS.title)
+    url = section_url(hostile_store.server.url, pages.ERRORS, "By tool")
+    open_page(page, url, text=pages.ERRORS.title)
     chart = page.locator(CHARTS).first
     chart.locator(".point path").first.hover(force=True)
     hover = chart.locator(".hoverlayer")

@@ -15,10 +15,12 @@ from typing import Any
 import pytest
 from browser_support import (
     REPO,
+    click_section,
     new_context,
     open_page,
     save_screenshot,
     scenario_store,
+    section_url,
     serve_dashboard,
 )
 
@@ -89,8 +91,10 @@ def test_overview_bar_to_the_list_to_a_pair_to_the_next_problem_to_search_and_ba
         open_page(page, f"{server.url}{pages.OVERVIEW.path}", text=pages.OVERVIEW.title)
         assert page.locator(ERROR_BOXES).count() == 0
 
-        # 1. A bar of "Errors by type" (the top one: the last point of the trace).
-        chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)
+        # 1. The Distributions tab, then a bar of "Errors by type" (the top one: the last point
+        # of the trace).
+        click_section(page, pages.OVERVIEW, "Distributions")
+        chart = page.locator('[data-testid="stPlotlyChart"]').first
         chart.scroll_into_view_if_needed()
         bars = chart.locator("g.trace.bars g.point path")
         # Plotly's drag layer lies over the bars: click where the bar is, as a person does.
@@ -154,7 +158,7 @@ def test_a_range_brushed_on_the_overview_time_series_becomes_the_since_until_fil
     with serve_dashboard(url, tmp_path / "server.log") as server:
         context = new_context(browser)
         page = context.new_page()
-        open_page(page, f"{server.url}{pages.OVERVIEW.path}", text=pages.OVERVIEW.title)
+        open_page(page, section_url(server.url, pages.OVERVIEW, "Activity"), text="Overview")
         traces_before = page.locator('[data-testid="stMetricValue"]').first.text_content()
         assert traces_before == "60"
         # Drag across the left half of the Tool Messages plot (the drag layer of its x axis).
@@ -233,3 +237,28 @@ def test_a_tool_chosen_in_the_filters_popover_narrows_the_page_and_is_in_the_url
         assert page.locator(ERROR_BOXES).count() == 0
         context.close()
         assert "Traceback" not in server.log()
+
+
+def test_a_section_opened_by_its_tab_goes_into_the_link_and_the_link_opens_it(
+    browser: Any, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    engine, _ = scenario_store(tmp_path, url)
+    engine.dispose()
+    charts, tables = '[data-testid="stPlotlyChart"]', '[data-testid="stDataFrame"]'
+    with serve_dashboard(url, tmp_path / "server.log") as server:
+        page = new_context(browser).new_page()
+        open_page(page, f"{server.url}{pages.ERRORS.path}", text=pages.ERRORS.title)
+        # The first section is open: its table is drawn, nothing of the others.
+        assert page.locator(charts).count() == 0
+        assert page.locator(tables).count() == 1
+        click_section(page, pages.ERRORS, "By tool")
+        assert _query(page)[pages.ERRORS.section_param] == ["By tool"]
+        assert (page.locator(charts).count(), page.locator(tables).count()) == (1, 0)
+        # The address, copied into another browser, opens the same section.
+        other = new_context(browser).new_page()
+        open_page(other, page.url, text=pages.ERRORS.title)
+        tab = other.get_by_role("tab", name="By tool", exact=True)
+        assert tab.get_attribute("aria-selected") == "true"
+        assert other.locator(charts).count() == 1
+        assert server.log().count("Traceback") == 0

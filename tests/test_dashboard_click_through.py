@@ -89,7 +89,7 @@ def test_a_box_brushed_on_a_chart_of_days_or_weeks_is_the_whole_days_it_touches(
 def test_clicking_a_bucket_of_the_overview_time_series_filters_to_that_hour(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url)
+    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Activity"})
     assert not at.exception
     assert metrics(at)["Traces"] == "3"
     assert any(c.startswith("Per hour: Tool Messages") for c in captions(at))
@@ -120,7 +120,7 @@ def test_clicking_a_bucket_of_the_overview_time_series_filters_to_that_hour(
 def test_brushing_the_time_series_filters_to_the_brushed_minutes(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url)
+    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Activity"})
     box = {"xref": "x", "yref": "y", "x": ["2025-01-02 08:30:10", "2025-01-02 09:45:50"]}
     select_points(at, "activity", [], box=[box])
     assert not at.exception
@@ -135,7 +135,7 @@ def test_brushing_the_time_series_filters_to_the_brushed_minutes(
 def test_a_bar_of_errors_by_type_lists_those_errors_on_the_tool_calls_page(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url)
+    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Distributions"})
     # Errors by type, biggest on top: rate_limit 3, conflict 2, invalid_params 1; bars are
     # drawn bottom-up, so point 2 is rate_limit.
     select_points(at, "errors_by_type", [{"curve_number": 0, "point_index": 2}])
@@ -148,7 +148,7 @@ def test_a_bar_of_errors_by_type_lists_those_errors_on_the_tool_calls_page(
 def test_a_verdict_bar_lists_the_results_with_that_verdict(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url)
+    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Distributions"})
     # Verdicts top-down in VERDICTS order, drawn bottom-up: the last point is the first.
     select_points(at, "verdicts", [{"curve_number": 0, "point_index": len(VERDICTS) - 1}])
     assert _title(at) == ["Tool calls"]
@@ -159,7 +159,7 @@ def test_a_verdict_bar_lists_the_results_with_that_verdict(
 def test_a_token_size_bar_lists_the_tool_messages_of_that_size_biggest_first(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url)
+    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Distributions"})
     select_points(at, "token_sizes", [{"curve_number": 0, "point_index": 0}])
     assert _title(at) == ["Tool calls"]
     assert (at.session_state["tmin"], at.session_state["tmax"]) == (0, 100)
@@ -171,7 +171,7 @@ def test_a_token_size_bar_lists_the_tool_messages_of_that_size_biggest_first(
 def test_an_occurrence_bar_opens_the_loops_at_that_threshold(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url)
+    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Distributions"})
     select_points(at, "occurrences", [{"curve_number": 0, "point_index": 2}])
     assert _title(at) == ["Loops"]
     assert at.session_state["k"] == 3
@@ -181,7 +181,7 @@ def test_an_occurrence_bar_opens_the_loops_at_that_threshold(
 def test_a_tool_of_the_scorecard_lists_its_calls(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url)
+    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Scorecard"})
     card = next(df.value for df in at.dataframe if "top_error_type" in df.value.columns)
     row = card["tool"].tolist().index("get_weather")
     select_row(at, "scorecard", row)
@@ -216,7 +216,12 @@ def test_an_oversized_tool_lists_its_tool_messages_over_budget(
 def test_a_tool_of_the_loops_chart_becomes_the_tool_filter(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=pages.LOOPS.script, params={"k": "2"})
+    at = open_app(
+        monkeypatch,
+        analysis_store_url,
+        page=pages.LOOPS.script,
+        params={"k": "2", "loops_tab": "Per tool"},
+    )
     assert metrics(at)["Loops"] == "3"
     # Tools by loops: get_weather, read_file, write_file (one loop each; ties by name).
     select_points(at, "loops_by_tool", [{"curve_number": 0, "point_index": 1}])
@@ -252,7 +257,9 @@ def test_a_verdict_bar_of_the_suggestions_page_lists_those_results(
 def test_traces_without_timestamps_say_so_instead_of_a_time_series(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, params={"agent": "coder"})
+    at = open_app(
+        monkeypatch, analysis_store_url, params={"agent": "coder", "overview_tab": "Activity"}
+    )
     assert not at.exception
     assert metrics(at)["Traces"] == "1"  # run-c
     assert "No Tool Message has a time (the formats imported carry no timestamps)." in captions(at)

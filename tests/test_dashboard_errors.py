@@ -21,7 +21,7 @@ RATE_LIMITED = "get_weather: Error: rate limited"
 def test_errors_page_metrics_match_the_summary(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    at = open_app(monkeypatch, analysis_store_url, page=ERRORS, params={"errors_tab": "By tool"})
     assert not at.exception
     summary = summarize(make_engine(analysis_store_url))
     assert metrics(at) == {
@@ -43,9 +43,9 @@ def test_errors_page_metrics_match_the_summary(
 def test_errors_over_time_are_on_a_continuous_hourly_axis_and_say_what_is_left_out(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    at = open_app(monkeypatch, analysis_store_url, page=ERRORS, params={"errors_tab": "Over time"})
     assert at.segmented_control(key="errors_axis").value == "time"
-    spec = chart_spec(at, 2)
+    spec = chart_spec(at, 0)
     assert spec["layout"]["xaxis"]["type"] == "date"
     assert spec["layout"]["dragmode"] == "select"
     # One trace per error type; each bar stands over the middle of its hour.
@@ -61,14 +61,14 @@ def test_errors_over_time_are_on_a_continuous_hourly_axis_and_say_what_is_left_o
     assert note in captions(at)
     at.segmented_control(key="errors_axis").set_value("import").run()
     assert not at.exception
-    assert chart_spec(at, 2)["layout"]["xaxis"]["categoryarray"] == ["import 1", "import 2"]
+    assert chart_spec(at, 0)["layout"]["xaxis"]["categoryarray"] == ["import 1", "import 2"]
     assert note not in captions(at)
 
 
 def test_a_bar_of_errors_over_time_filters_to_its_hour(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    at = open_app(monkeypatch, analysis_store_url, page=ERRORS, params={"errors_tab": "Over time"})
     # invalid_params (trace 1), its only bar: 2025-01-02 09:00.
     at.session_state["errors_over_time__0"] = {
         "selection": {
@@ -90,7 +90,7 @@ def test_a_bar_of_errors_over_time_filters_to_its_hour(
 def test_a_bar_of_error_types_by_tool_lists_those_errors(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    at = open_app(monkeypatch, analysis_store_url, page=ERRORS, params={"errors_tab": "By tool"})
     # rate_limit is trace 0 (taxonomy order), get_weather its first tool.
     at.session_state["errors_by_tool__0"] = {
         "selection": {
@@ -110,7 +110,9 @@ def test_a_bar_of_error_types_by_tool_lists_those_errors(
 def test_a_row_of_how_errors_were_recognized_lists_those_errors(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    at = open_app(
+        monkeypatch, analysis_store_url, page=ERRORS, params={"errors_tab": "How recognized"}
+    )
     select_row(at, "sources_table", 1)  # inferred, http_429
     assert [t.value for t in at.title] == ["Tool calls"]
     assert (at.session_state["status"], at.session_state["source"]) == ("error", "inferred")
@@ -157,7 +159,7 @@ def test_closing_the_drill_down_clears_the_url_and_the_selection(
     at.button(key="close_fingerprint").click().run()
     assert not at.exception
     assert "fingerprint" not in at.query_params
-    assert [t.key for t in at.dataframe] == ["fingerprints_0_1", "sources_table"]
+    assert [t.key for t in at.dataframe] == ["fingerprints_0_1"]
     at.run()
     assert "fingerprint" not in at.query_params
 

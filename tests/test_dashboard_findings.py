@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from dbfixture import open_app
 from lint_runs import write_runs
-from page_support import assert_opened, captions, select_row
+from page_support import assert_opened, captions, open_section, select_row
 
 from dashboard import pages
 from db.engine import make_engine
@@ -77,6 +77,8 @@ def test_the_overview_links_each_kind_and_counts_findings_per_kind_per_tool(
     assert not at.exception
     findings = next(d.value for d in at.dataframe if "list" in d.value.columns)
     assert "/findings?kind=undeclared_parameter" in findings["list"].tolist()
+    open_section(at, "overview_tab", "Scorecard")
+    assert not at.exception
     card = next(d.value for d in at.dataframe if "kinds" in d.value.columns).set_index("tool")
     assert card.loc["get_weather", "kinds"] == (
         "error_without_suggestion 1, name_mismatch 1, arguments_schema_violation 1"

@@ -59,13 +59,18 @@ def test_an_exact_trace_marks_only_its_image_results_as_estimates(
 def test_the_tokens_page_draws_the_input_shares(
     monkeypatch: pytest.MonkeyPatch, image_store: str
 ) -> None:
-    at = open_app(monkeypatch, image_store, page=pages.TOKENS.script)
+    at = open_app(
+        monkeypatch,
+        image_store,
+        page=pages.TOKENS.script,
+        params={"tokens_tab": "Share of the model's input"},
+    )
     assert not at.exception
     assert "2 of 3 Tool Messages" in captions(at)
     assert (
         "2 Tool Messages carry images, ~2,154 tokens by the providers' image rules "
         "(included above)." in captions(at)
     )
-    shares = chart_spec(at, 1)
+    shares = chart_spec(at, 0)
     assert shares["data"][0]["y"] == [0, 0, 1, 0, 0, 0, 1, 0]
     assert shares["data"][0]["x"][-1] == "≥ 100 %"

@@ -8,7 +8,7 @@ that module), so every metric is asserted exactly, and cross-checked against
 
 import pytest
 from dbfixture import open_app
-from page_support import assert_opened, chart_spec, metrics, select_row
+from page_support import assert_opened, chart_spec, metrics, open_section, select_row
 
 from dashboard import pages
 from db.engine import make_engine
@@ -39,7 +39,9 @@ def test_loops_page_at_the_default_k_matches_the_summary(
         "/trace?trace=run-a&pair=1:0",
         "/trace?trace=run-c&pair=1:0",
     ]
+    open_section(at, "loops_tab", "Per tool")
     assert chart_spec(at, 0)["data"][0]["y"] == ["get_weather", "read_file"]
+    open_section(at, "loops_tab", "Ping-pong")
     assert list(at.dataframe(key="ping_pong_table").value["tools"]) == ["read_file ↔ write_file"]
 
 

@@ -76,7 +76,7 @@ def test_overview_date_range_is_inclusive_of_the_end_day(
 def test_overview_scorecard_lists_every_tool_with_its_follow_rate(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url)
+    at = open_app(monkeypatch, store_url, params={"overview_tab": "Scorecard"})
     card = next(df.value for df in at.dataframe if "follow" in df.value.columns)
     assert card["tool"].tolist() == [
         "get_weather", "lookup_order", "search_docs", "send_email", "send_sms",
@@ -89,7 +89,7 @@ def test_overview_scorecard_lists_every_tool_with_its_follow_rate(
 
 
 def test_overview_findings_read_as_words(monkeypatch: pytest.MonkeyPatch, store_url: str) -> None:
-    at = open_app(monkeypatch, store_url)
+    at = open_app(monkeypatch, store_url, params={"overview_tab": "Top problems"})
     findings = next(df.value for df in at.dataframe if "finding" in df.value.columns)
     kinds = list(summarize(sa.create_engine(store_url))["findings"])
     assert findings["finding"].tolist() == kinds  # what a selected row filters the calls to
@@ -220,7 +220,7 @@ def test_the_dashboard_never_renders_html() -> None:
 def test_selecting_a_loop_on_the_overview_opens_its_first_call(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, params={"k": "2"})
+    at = open_app(monkeypatch, store_url, params={"k": "2", "overview_tab": "Top problems"})
     loops = next(df.value for df in at.dataframe if "calls" in df.value.columns)
     first = loops.iloc[0]
     at.session_state["top_loops"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
@@ -236,7 +236,7 @@ def test_selecting_a_loop_on_the_overview_opens_its_first_call(
 def test_selecting_an_error_group_on_the_overview_opens_it_on_the_errors_page(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url)
+    at = open_app(monkeypatch, store_url, params={"overview_tab": "Top problems"})
     groups = next(df.value for df in at.dataframe if "fingerprint" in df.value.columns)
     at.session_state["top_errors"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
     at.run()

@@ -8,7 +8,7 @@ that module), so every metric is asserted exactly, and cross-checked against
 
 import pytest
 from dbfixture import open_app
-from page_support import assert_opened, chart_spec, metrics, select_row
+from page_support import assert_opened, chart_spec, metrics, open_section, select_row
 
 from dashboard import pages
 from db.engine import make_engine
@@ -35,9 +35,14 @@ def test_suggestions_page_shows_rates_with_their_counts(
         "Recovery with suggestion": "1 of 3 retried",
         "Recovery without suggestion": "0 of 0 retried",
     }
-    follow = chart_spec(at, 2)["data"][0]
+    open_section(at, "suggestions_tab", "Follow rate")
+    follow = chart_spec(at, 0)["data"][0]
     assert follow["text"] == ["1/2 (50 %)", "0/1 (0 %)", "1/1 (100 %)"]
+    open_section(at, "suggestions_tab", "Examples")
     assert list(at.dataframe(key="examples_followed").value["pair"]) == ["3:0", "1:0"]
+    # A tab within a section has a URL parameter of its own.
+    open_section(at, "verdict_examples", "Ignored")
+    assert list(at.dataframe(key="examples_ignored").value["pair"]) == ["1:0", "3:0"]
 
 
 def test_follow_rate_metric_agrees_with_the_summary(
@@ -54,7 +59,12 @@ def test_follow_rate_metric_agrees_with_the_summary(
 def test_selecting_an_example_opens_the_result_in_its_trace(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=SUGGESTIONS)
+    at = open_app(
+        monkeypatch,
+        analysis_store_url,
+        page=SUGGESTIONS,
+        params={"suggestions_tab": "Examples", "verdict_examples": "Ignored"},
+    )
     select_row(at, "examples_ignored", 1)
     assert_opened(at, "run-c", "3:0")
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from dbfixture import open_app
+from page_support import open_section
 
 from dashboard import pages
 from dashboard.render import NO_MATCH_TEXT
@@ -56,6 +57,12 @@ def test_every_table_has_human_headings_and_a_dash_for_empty_cells(
         at.run()
         assert not at.exception
     tables = list(at.dataframe)
+    # Every section of the page (only the open one is drawn).
+    shown = next(p for p in pages.PAGES if p.script == (page or pages.OVERVIEW.script))
+    for label in shown.sections[1:]:
+        open_section(at, shown.section_param, label)
+        assert not at.exception
+        tables += list(at.dataframe)
     assert tables, f"{page} shows no table"
     for table in tables:
         raw = {column: label for column, label in headings(table).items() if "_" in label}
@@ -66,7 +73,9 @@ def test_every_table_has_human_headings_and_a_dash_for_empty_cells(
 def test_counts_are_shown_with_thousands_separators(
     monkeypatch: pytest.MonkeyPatch, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, page=pages.TOKENS.script)
+    at = open_app(
+        monkeypatch, store_url, page=pages.TOKENS.script, params={"tokens_tab": "Biggest"}
+    )
     biggest = at.dataframe(key="biggest_table")
     config = json.loads(biggest.proto.columns)
     assert config["chars"]["type_config"]["format"] == "localized"

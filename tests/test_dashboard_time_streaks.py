@@ -29,7 +29,7 @@ def timing_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_the_overview_shows_tool_time_percentiles_and_counts(
     monkeypatch: pytest.MonkeyPatch, timing_url: str
 ) -> None:
-    at = open_app(monkeypatch, timing_url)
+    at = open_app(monkeypatch, timing_url, params={"overview_tab": "Execution time"})
     assert not at.exception
     shown = metrics(at)
     assert {
@@ -85,7 +85,9 @@ def test_the_tool_calls_page_shows_durations_and_the_slowest_calls(
 def test_the_loops_page_counts_and_lists_error_streaks_at_the_slider_k(
     monkeypatch: pytest.MonkeyPatch, timing_url: str
 ) -> None:
-    at = open_app(monkeypatch, timing_url, page=pages.LOOPS.script)
+    at = open_app(
+        monkeypatch, timing_url, page=pages.LOOPS.script, params={"loops_tab": "Error streaks"}
+    )
     assert not at.exception
     assert metrics(at)["Error streaks"] == "1"
     streaks = at.dataframe(key="streaks_table").value

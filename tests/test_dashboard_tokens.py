@@ -8,7 +8,7 @@ that module), so every metric is asserted exactly, and cross-checked against
 
 import pytest
 from dbfixture import open_app
-from page_support import assert_opened, captions, chart_spec, metrics, select_row
+from page_support import assert_opened, captions, chart_spec, metrics, open_section, select_row
 
 from dashboard import pages
 
@@ -33,10 +33,12 @@ def test_tokens_page_counts_results_over_the_default_budget(
         "provider's image rule: estimates too."
     )
     # No trace of this store carries usage: no share of a model call's input.
+    open_section(at, "tokens_tab", "Share of the model's input")
     assert (
         "No Tool Message here was read by a model call whose usage the trace reports."
         in captions(at)
     )
+    open_section(at, "tokens_tab", "By tool")
     box = chart_spec(at, 0)
     assert box["data"][0]["y"][:3] == ["get_weather", "read_file", "write_file"]
     assert box["data"][0]["upperfence"][0] == 2500
@@ -44,7 +46,9 @@ def test_tokens_page_counts_results_over_the_default_budget(
     # Logarithmic by default (the toggle is on and the URL says nothing).
     assert at.toggle(key="tokens_log").value is True
     assert box["layout"]["xaxis"]["type"] == "log"
-    assert chart_spec(at, 1)["data"][0]["y"] == [0, 0, 1, 0, 0, 1, 0, 0, 0, 1]
+    open_section(at, "tokens_tab", "Share of the transcript")
+    assert chart_spec(at, 0)["data"][0]["y"] == [0, 0, 1, 0, 0, 1, 0, 0, 0, 1]
+    open_section(at, "tokens_tab", "Biggest")
     biggest = at.dataframe(key="biggest_table").value
     assert list(biggest["tokens"][:2]) == [2500, 500]
 
@@ -83,6 +87,6 @@ def test_moving_the_budget_slider_updates_the_url_and_the_count(
 def test_selecting_a_big_result_opens_it(
     monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=TOKENS)
+    at = open_app(monkeypatch, analysis_store_url, page=TOKENS, params={"tokens_tab": "Biggest"})
     select_row(at, "biggest_table", 1)
     assert_opened(at, "run-b", "3:0")

@@ -1,5 +1,5 @@
-"""Errors: grouped errors first, then error types by tool and over time, and how errors were
-recognized.
+"""Errors: headline figures, then four sections as tabs (``pages.ERRORS.sections``): errors
+grouped by fingerprint, error types by tool, how errors were recognized, errors over time.
 
 Errors are grouped by fingerprint (tool + first line with ids, numbers and quotes masked): one
 row per "same error", with how many traces it hit. Selecting a group lists its occurrences in a
@@ -20,6 +20,7 @@ from dashboard.charts import errors as charts
 from dashboard.palette import TONE
 from dashboard.selection import brushed_range, picked_point, selectable_chart
 from db.corrections import correction_counts
+from db.filters import Filters
 from db.queries import activity
 from db.queries import errors as q
 from db.queries.common import UNCLASSIFIED
@@ -121,125 +122,149 @@ if fingerprint:
                 },
             )
 
-st.subheader("Same error, many traces")
-st.caption("Errors grouped by fingerprint. Select a row to list its occurrences.")
-offset = widgets.page_offset(
-    fingerprints_total, FINGERPRINT_PAGE, key="fp_page", noun="distinct errors"
-)
-groups = state.query(q.error_fingerprints, f, limit=FINGERPRINT_PAGE, offset=offset)
-# A selection is a row number of one page of one table generation: the key changes with the
-# page and when the drill-down is closed, so a stale selection never reopens a group.
-generation = st.session_state.get(GENERATION_KEY, 0)
-event = st.dataframe(
-    groups,
-    hide_index=True,
-    placeholder=widgets.EMPTY_CELL,
-    on_select="rerun",
-    selection_mode="single-row",
-    key=f"fingerprints_{offset}_{generation}",
-    column_order=("traces", "errors", "tool", "error_type", "fingerprint", "example"),
-    column_config={
-        "traces": widgets.count_column("Traces", help="same error in N traces"),
-        "errors": widgets.count_column("Errors"),
-        "tool": st.column_config.TextColumn("Tool"),
-        "error_type": st.column_config.TextColumn("Error type"),
-        "fingerprint": st.column_config.TextColumn("Fingerprint", width="medium"),
-        "example": st.column_config.TextColumn("Example (first occurrence)", width="large"),
-    },
-)
-chosen = event.selection.rows if event is not None else []
-if chosen:
-    picked_group = str(groups.iloc[chosen[0]]["fingerprint"])
-    if picked_group != fingerprint:
-        # The group is shown above the table: draw the page again with it.
-        st.query_params["fingerprint"] = picked_group
-        st.rerun()
 
-# Full width: beside another chart the tool names and the legend leave the bars no room.
-st.subheader("Error types by tool")
-st.caption("Click a bar to list those errors.")
-by_tool = state.query(q.error_types_by_tool, f)
-point = picked_point(
-    selectable_chart(charts.error_types_by_tool_chart(by_tool), key="errors_by_tool")
-)
-if point is not None:
-    error_type, tools = charts.by_tool_points(by_tool)[point[0]]
-    state.open_filtered(
-        pages.CALLS,
-        {
-            "tool": tools[point[1]],
-            "status": "error",
-            "error_type": None if error_type == UNCLASSIFIED else error_type,
-        },
+def _groups(f: Filters, fingerprints_total: int, fingerprint: str | None) -> None:
+    """The errors grouped by fingerprint, a page at a time; a selected row opens its group."""
+    st.caption("Errors grouped by fingerprint. Select a row to list its occurrences.")
+    offset = widgets.page_offset(
+        fingerprints_total, FINGERPRINT_PAGE, key="fp_page", noun="distinct errors"
     )
-
-st.subheader("How errors were recognized")
-left, right = st.columns([2, 3])
-with left:
-    totals = charts.source_totals(sources)
-    point = picked_point(selectable_chart(charts.error_sources_chart(sources), key="error_sources"))
-    if point is not None:
-        picked_source = str(totals.index[point[1]])
-        state.open_filtered(pages.CALLS, {"status": "error", "source": picked_source})
-with right:
-    picked = st.dataframe(
-        sources,
+    groups = state.query(q.error_fingerprints, f, limit=FINGERPRINT_PAGE, offset=offset)
+    # A selection is a row number of one page of one table generation: the key changes with the
+    # page and when the drill-down is closed, so a stale selection never reopens a group.
+    generation = st.session_state.get(GENERATION_KEY, 0)
+    event = st.dataframe(
+        groups,
         hide_index=True,
         placeholder=widgets.EMPTY_CELL,
-        height=widgets.table_height(len(sources), max_rows=7),
         on_select="rerun",
         selection_mode="single-row",
-        key="sources_table",
+        key=f"fingerprints_{offset}_{generation}",
+        column_order=("traces", "errors", "tool", "error_type", "fingerprint", "example"),
         column_config={
-            "status_source": st.column_config.TextColumn("Recognized by"),
-            "rule": st.column_config.TextColumn("Rule", help="the rule that decided the status"),
+            "traces": widgets.count_column("Traces", help="same error in N traces"),
             "errors": widgets.count_column("Errors"),
+            "tool": st.column_config.TextColumn("Tool"),
+            "error_type": st.column_config.TextColumn("Error type"),
+            "fingerprint": st.column_config.TextColumn("Fingerprint", width="medium"),
+            "example": st.column_config.TextColumn("Example (first occurrence)", width="large"),
         },
     )
-    if picked.selection.rows:
-        picked_source = str(sources.iloc[picked.selection.rows[0]]["status_source"])
-        state.open_filtered(pages.CALLS, {"status": "error", "source": picked_source})
+    chosen = event.selection.rows if event is not None else []
+    if chosen:
+        picked_group = str(groups.iloc[chosen[0]]["fingerprint"])
+        if picked_group != fingerprint:
+            # The group is shown above the table: draw the page again with it.
+            st.query_params["fingerprint"] = picked_group
+            st.rerun()
 
-st.subheader("Errors over time")
-unit = state.query(activity.span_unit, f)
-axis = st.segmented_control(
-    "Time axis",
-    TIME_AXES,
-    default="time" if unit is not None else "import",
-    key="errors_axis",
-    help="time: buckets of a minute, hour, day or week, following the range; import: by the "
-    "import that brought each trace (for traces without timestamps)",
+
+def _by_tool(f: Filters) -> None:
+    """Error types by tool; a bar lists those errors."""
+    # Full width: beside another chart the tool names and the legend leave the bars no room.
+    st.caption("Click a bar to list those errors.")
+    by_tool = state.query(q.error_types_by_tool, f)
+    point = picked_point(
+        selectable_chart(charts.error_types_by_tool_chart(by_tool), key="errors_by_tool")
+    )
+    if point is not None:
+        error_type, tools = charts.by_tool_points(by_tool)[point[0]]
+        state.open_filtered(
+            pages.CALLS,
+            {
+                "tool": tools[point[1]],
+                "status": "error",
+                "error_type": None if error_type == UNCLASSIFIED else error_type,
+            },
+        )
+
+
+def _recognized(sources: pd.DataFrame) -> None:
+    """How the errors were recognized (explicit, protocol, text rules), chart and table."""
+    left, right = st.columns([2, 3])
+    with left:
+        totals = charts.source_totals(sources)
+        point = picked_point(
+            selectable_chart(charts.error_sources_chart(sources), key="error_sources")
+        )
+        if point is not None:
+            picked_source = str(totals.index[point[1]])
+            state.open_filtered(pages.CALLS, {"status": "error", "source": picked_source})
+    with right:
+        picked = st.dataframe(
+            sources,
+            hide_index=True,
+            placeholder=widgets.EMPTY_CELL,
+            height=widgets.table_height(len(sources), max_rows=7),
+            on_select="rerun",
+            selection_mode="single-row",
+            key="sources_table",
+            column_config={
+                "status_source": st.column_config.TextColumn("Recognized by"),
+                "rule": st.column_config.TextColumn(
+                    "Rule", help="the rule that decided the status"
+                ),
+                "errors": widgets.count_column("Errors"),
+            },
+        )
+        if picked.selection.rows:
+            picked_source = str(sources.iloc[picked.selection.rows[0]]["status_source"])
+            state.open_filtered(pages.CALLS, {"status": "error", "source": picked_source})
+
+
+def _over_time(f: Filters, errors: int) -> None:
+    """Error types per time bucket (or per import); a brushed range becomes the time filter."""
+    unit = state.query(activity.span_unit, f)
+    axis = st.segmented_control(
+        "Time axis",
+        TIME_AXES,
+        default="time" if unit is not None else "import",
+        key="errors_axis",
+        help="time: buckets of a minute, hour, day or week, following the range; import: by the "
+        "import that brought each trace (for traces without timestamps)",
+    )
+    axis = axis or ("time" if unit is not None else "import")
+    if axis == "import":
+        timeline = state.query(q.errors_over_time, f, unit="import")
+        placed = int(timeline["errors"].sum()) if not timeline.empty else 0
+        st.plotly_chart(charts.errors_over_time_chart(timeline, "import"), key="errors_by_import")
+    elif unit is None:
+        placed = 0
+        st.caption("No error has a timestamp; choose the import axis.")
+    else:
+        timeline = state.query(activity.error_types_over_time, f, unit)
+        placed = int(timeline["errors"].sum()) if not timeline.empty else 0
+        st.caption(
+            f"Per {unit}, on a continuous axis (a quiet {unit} is a gap). Drag across the chart, "
+            "or click a bar, to filter to that time range."
+        )
+        selection = selectable_chart(
+            charts.error_types_over_time_chart(timeline, unit),
+            key="errors_over_time",
+            modes=("points", "box"),
+        )
+        # A clicked bar: its bucket, found through the rows its trace (error type) draws.
+        point = picked_point(selection)
+        rows = charts.over_time_points(timeline)[point[0]] if point is not None else []
+        width = pd.Timedelta(seconds=activity.BUCKET_SECONDS[unit])
+        buckets = timeline.loc[rows].assign(end=lambda d: d["start"] + width)
+        brushed = brushed_range(selection, buckets, unit)
+        if brushed is not None:
+            state.apply_filters({"since": brushed[0], "until": brushed[1]})
+    if placed < errors and axis != "import":
+        st.caption(
+            f"{errors - placed:,} errors come from traces without timestamps and are not on this "
+            "axis; the import axis shows every error."
+        )
+
+
+# The sections as tabs (``pages.ERRORS.sections``): only the open one runs and is drawn.
+widgets.page_sections(
+    pages.ERRORS,
+    (
+        lambda: _groups(f, fingerprints_total, fingerprint),
+        lambda: _by_tool(f),
+        lambda: _recognized(sources),
+        lambda: _over_time(f, errors),
+    ),
 )
-axis = axis or ("time" if unit is not None else "import")
-if axis == "import":
-    timeline = state.query(q.errors_over_time, f, unit="import")
-    placed = int(timeline["errors"].sum()) if not timeline.empty else 0
-    st.plotly_chart(charts.errors_over_time_chart(timeline, "import"), key="errors_by_import")
-elif unit is None:
-    placed = 0
-    st.caption("No error has a timestamp; choose the import axis.")
-else:
-    timeline = state.query(activity.error_types_over_time, f, unit)
-    placed = int(timeline["errors"].sum()) if not timeline.empty else 0
-    st.caption(
-        f"Per {unit}, on a continuous axis (a quiet {unit} is a gap). Drag across the chart, "
-        "or click a bar, to filter to that time range."
-    )
-    selection = selectable_chart(
-        charts.error_types_over_time_chart(timeline, unit),
-        key="errors_over_time",
-        modes=("points", "box"),
-    )
-    # A clicked bar: its bucket, found through the rows its trace (error type) draws.
-    point = picked_point(selection)
-    rows = charts.over_time_points(timeline)[point[0]] if point is not None else []
-    width = pd.Timedelta(seconds=activity.BUCKET_SECONDS[unit])
-    buckets = timeline.loc[rows].assign(end=lambda d: d["start"] + width)
-    brushed = brushed_range(selection, buckets, unit)
-    if brushed is not None:
-        state.apply_filters({"since": brushed[0], "until": brushed[1]})
-if placed < errors and axis != "import":
-    st.caption(
-        f"{errors - placed:,} errors come from traces without timestamps and are not on this "
-        "axis; the import axis shows every error."
-    )

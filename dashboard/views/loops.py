@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import render, state, widgets
+from dashboard import pages, render, state, widgets
 from dashboard.charts import loops as charts
 from dashboard.selection import picked_point, selectable_chart
+from db.filters import Filters
 from db.queries import loops as q
 from db.queries import streaks as sq
 from db.queries.errors import error_totals
@@ -67,19 +68,12 @@ row[5].metric(
     f"arguments ({streaks['calls']:,} calls in {streaks['traces']:,} traces)",
 )
 
-if totals["signatures"] == 0:
-    st.info(f"No call signature repeats {k} or more times in a trace. Lower k to see more.")
-else:
-    st.subheader("Loops per tool")
-    st.caption("Click a tool's bar to list only its loops (the Tool filter).")
-    by_tool = state.query(q.loops_by_tool, k, f)
-    point = picked_point(
-        selectable_chart(charts.loops_by_tool_chart(by_tool, k), key="loops_by_tool")
-    )
-    if point is not None:
-        state.apply_filters({"tool": str(by_tool.iloc[point[1]]["tool"])})
 
-    st.subheader("Looping calls")
+def _looping_calls(f: Filters, k: int, totals: dict[str, int]) -> None:
+    """The looping signatures, a page at a time; a row opens the loop's first call."""
+    if totals["signatures"] == 0:
+        st.info(f"No call signature repeats {k} or more times in a trace. Lower k to see more.")
+        return
     st.caption("Select a row to open the loop's first call in its trace.")
     offset = widgets.page_offset(totals["signatures"], LOOP_PAGE, key="loop_page", noun="loops")
     loops = widgets.with_links(state.query(q.loop_signatures, k, f, limit=LOOP_PAGE, offset=offset))
@@ -104,76 +98,108 @@ else:
         },
     )
 
-st.subheader("Ping-pong")
-if ping_pong == 0:
-    st.caption("No A-B-A-B alternation between two calls.")
-else:
-    st.caption("Traces alternating between two calls. Select a row to open the first one.")
-    traces = widgets.with_links(state.query(q.ping_pong_traces, f, limit=PING_PONG_TRACES))
-    widgets.trace_table(
-        traces,
-        key="ping_pong_table",
-        column_order=("tools", "calls", "link", "trace"),
-        column_config={
-            "tools": st.column_config.TextColumn("Tools", width="medium"),
-            "calls": widgets.count_column("Ping-pong calls"),
-            "trace": st.column_config.TextColumn("Trace", width="medium"),
-            "link": widgets.link_column("First call"),
-        },
-    )
 
-st.subheader("Error streaks")
-sk = widgets.setting_slider(
-    "Error streak threshold k",
-    setting="sk",
-    current=sk,
-    min_value=2,
-    max_value=10,
-    help="k or more consecutive calls of one tool (its own calls in order; calls of other tools "
-    "in between do not count) whose results are the same error fingerprint, whatever their "
-    "arguments.",
+def _per_tool(f: Filters, k: int, totals: dict[str, int]) -> None:
+    """Loops per tool; a bar sets the Tool filter."""
+    if totals["signatures"] == 0:
+        st.info(f"No call signature repeats {k} or more times in a trace. Lower k to see more.")
+        return
+    st.caption("Click a tool's bar to list only its loops (the Tool filter).")
+    by_tool = state.query(q.loops_by_tool, k, f)
+    point = picked_point(
+        selectable_chart(charts.loops_by_tool_chart(by_tool, k), key="loops_by_tool")
+    )
+    if point is not None:
+        state.apply_filters({"tool": str(by_tool.iloc[point[1]]["tool"])})
+
+
+def _ping_pong(f: Filters, ping_pong: int) -> None:
+    """Traces alternating between two calls."""
+    if ping_pong == 0:
+        st.caption("No A-B-A-B alternation between two calls.")
+    else:
+        st.caption("Traces alternating between two calls. Select a row to open the first one.")
+        traces = widgets.with_links(state.query(q.ping_pong_traces, f, limit=PING_PONG_TRACES))
+        widgets.trace_table(
+            traces,
+            key="ping_pong_table",
+            column_order=("tools", "calls", "link", "trace"),
+            column_config={
+                "tools": st.column_config.TextColumn("Tools", width="medium"),
+                "calls": widgets.count_column("Ping-pong calls"),
+                "trace": st.column_config.TextColumn("Trace", width="medium"),
+                "link": widgets.link_column("First call"),
+            },
+        )
+
+
+def _streaks(f: Filters, sk: int, streaks: dict[str, int]) -> None:
+    """Error streaks at their own threshold; a row opens the streak's first call."""
+    sk = widgets.setting_slider(
+        "Error streak threshold k",
+        setting="sk",
+        current=sk,
+        min_value=2,
+        max_value=10,
+        help="k or more consecutive calls of one tool (its own calls in order; calls of other "
+        "tools in between do not count) whose results are the same error fingerprint, whatever "
+        "their arguments.",
+    )
+    if streaks["streaks"] == 0:
+        st.caption(f"No tool fails the same way {sk} or more times in a row. Lower k to see more.")
+    else:
+        st.caption(
+            f"{streaks['streaks']:,} streaks · wasted {streaks['wasted_tokens']:,} tokens (results "
+            "and arguments of the calls after the first) and "
+            f"{render.duration_text(streaks['wasted_ms'])} of tool time. Select a row to open the "
+            "streak's first call."
+        )
+        offset = widgets.page_offset(
+            streaks["streaks"], STREAK_PAGE, key="streak_page", noun="streaks"
+        )
+        table = widgets.with_links(
+            state.query(sq.error_streaks, sk, f, limit=STREAK_PAGE, offset=offset)
+        )
+        widgets.trace_table(
+            table.assign(wasted_ms=widgets.as_seconds(table["wasted_ms"])),
+            key="streaks_table",
+            height=widgets.table_height(len(table), max_rows=STREAK_PAGE),
+            column_order=(
+                "tool",
+                "fingerprint",
+                "error_type",
+                "length",
+                "wasted_tokens",
+                "wasted_ms",
+                "link",
+                "trace",
+            ),
+            column_config={
+                "tool": st.column_config.TextColumn("Tool"),
+                "fingerprint": st.column_config.TextColumn(
+                    "Error", width=260, help="tool + first line, ids and numbers masked"
+                ),
+                "error_type": st.column_config.TextColumn("Error type"),
+                "length": widgets.count_column("Calls", help="consecutive calls of the tool"),
+                "wasted_tokens": widgets.count_column(
+                    "Wasted tokens", help="result + argument tokens of the calls after the first"
+                ),
+                "wasted_ms": widgets.seconds_column(
+                    "Wasted time", help="execution time of the calls after the first"
+                ),
+                "trace": st.column_config.TextColumn("Trace", width="medium"),
+                "link": widgets.link_column("First call"),
+            },
+        )
+
+
+# The sections as tabs (``pages.LOOPS.sections``): only the open one runs and is drawn.
+widgets.page_sections(
+    pages.LOOPS,
+    (
+        lambda: _looping_calls(f, k, totals),
+        lambda: _per_tool(f, k, totals),
+        lambda: _ping_pong(f, ping_pong),
+        lambda: _streaks(f, sk, streaks),
+    ),
 )
-if streaks["streaks"] == 0:
-    st.caption(f"No tool fails the same way {sk} or more times in a row. Lower k to see more.")
-else:
-    st.caption(
-        f"{streaks['streaks']:,} streaks · wasted {streaks['wasted_tokens']:,} tokens (results "
-        "and arguments of the calls after the first) and "
-        f"{render.duration_text(streaks['wasted_ms'])} of tool time. Select a row to open the "
-        "streak's first call."
-    )
-    offset = widgets.page_offset(streaks["streaks"], STREAK_PAGE, key="streak_page", noun="streaks")
-    table = widgets.with_links(
-        state.query(sq.error_streaks, sk, f, limit=STREAK_PAGE, offset=offset)
-    )
-    widgets.trace_table(
-        table.assign(wasted_ms=widgets.as_seconds(table["wasted_ms"])),
-        key="streaks_table",
-        height=widgets.table_height(len(table), max_rows=STREAK_PAGE),
-        column_order=(
-            "tool",
-            "fingerprint",
-            "error_type",
-            "length",
-            "wasted_tokens",
-            "wasted_ms",
-            "link",
-            "trace",
-        ),
-        column_config={
-            "tool": st.column_config.TextColumn("Tool"),
-            "fingerprint": st.column_config.TextColumn(
-                "Error", width=260, help="tool + first line, ids and numbers masked"
-            ),
-            "error_type": st.column_config.TextColumn("Error type"),
-            "length": widgets.count_column("Calls", help="consecutive calls of the tool"),
-            "wasted_tokens": widgets.count_column(
-                "Wasted tokens", help="result + argument tokens of the calls after the first"
-            ),
-            "wasted_ms": widgets.seconds_column(
-                "Wasted time", help="execution time of the calls after the first"
-            ),
-            "trace": st.column_config.TextColumn("Trace", width="medium"),
-            "link": widgets.link_column("First call"),
-        },
-    )

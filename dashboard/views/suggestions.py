@@ -7,12 +7,16 @@ Examples of every verdict link to the two messages the verdict joins.
 
 from __future__ import annotations
 
+from functools import partial
+
+import pandas as pd
 import streamlit as st
 
 from dashboard import pages, render, state, widgets
 from dashboard.charts import suggestions as charts
 from dashboard.selection import picked_point, selectable_chart
 from db.corrections import correction_counts
+from db.filters import Filters
 from db.queries import suggestions as q
 from db.queries.common import UNCLASSIFIED
 from db.vocabulary import VERDICTS, Verdict
@@ -78,21 +82,27 @@ if corrected:
         "charts use the corrected verdicts."
     )
 
-left, right = st.columns(2)
-with left:
-    st.subheader("Verdicts")
-    st.caption("Click a bar to list those results.")
+
+def _verdicts(breakdown: pd.DataFrame) -> None:
+    """The verdicts per kind of suggestion; a bar lists those results."""
+    st.caption("Verdicts per kind of suggestion. Click a bar to list those results.")
     point = picked_point(selectable_chart(charts.verdict_chart(breakdown), key="verdicts"))
     if point is not None:
         kinds = sorted(set(breakdown["suggestion_kind"]))
         part = breakdown[breakdown["suggestion_kind"] == kinds[point[0]]]
         state.open_filtered(pages.CALLS, {"verdict": str(part.iloc[point[1]]["verdict"])})
-with right:
-    st.subheader("Recovery after an error")
+
+
+def _recovery(recovery: pd.DataFrame) -> None:
+    """Recovery after an error result, with and without a suggestion."""
+    st.caption(
+        "Error results whose next call of the same tool succeeded, with and without a "
+        "suggestion in the result."
+    )
     st.plotly_chart(charts.recovery_chart(recovery), key="recovery")
 
-st.subheader("Follow rate")
-rate_config = {
+
+RATE_CONFIG = {
     "suggestions": widgets.count_column("Suggestions"),
     "followed": widgets.count_column("Followed"),
     "ignored": widgets.count_column("Ignored"),
@@ -101,55 +111,73 @@ rate_config = {
     "decided": widgets.count_column("Decided", help="followed + ignored"),
     "follow_pct": widgets.percent_column("Follow rate", help="followed / decided"),
 }
-for tab, key, title in zip(
-    st.tabs(["By tool", "By error type"]),
-    ("tool", "error_type"),
-    ("Tool", "Error type"),
-    strict=True,
-):
-    with tab:
-        rates = state.query(q.follow_rates, f, by=key)
-        point = picked_point(
-            selectable_chart(charts.follow_rate_chart(rates, key), key=f"follow_{key}")
-        )
-        if point is not None:
-            value = str(rates.iloc[point[1]][key])
-            # The calls of that tool (error type), those with a verdict first.
-            wanted = (
-                {"tool": value}
-                if key == "tool"
-                else {"status": "error", "error_type": None if value == UNCLASSIFIED else value}
-            )
-            state.open_filtered(pages.CALLS, {**wanted, "sort": "verdict"})
-        st.dataframe(
-            rates.assign(follow_pct=widgets.as_percent(rates["follow_rate"])),
-            hide_index=True,
-            placeholder=widgets.EMPTY_CELL,
-            column_order=(key, *rate_config),
-            column_config={key: st.column_config.TextColumn(title), **rate_config},
-        )
 
-st.subheader("Examples")
-st.caption("Select an example to open the result and the model's next action in the trace.")
-verdict_tabs = st.tabs([f"{render.humanize(v)} ({counts[v]:,})" for v in VERDICTS])
-for tab, verdict in zip(verdict_tabs, VERDICTS, strict=True):
-    with tab:
-        noun = "result" if counts[verdict] == 1 else "results"
-        st.caption(f"{counts[verdict]:,} {noun}: {VERDICT_HELP[verdict]}.")
-        examples = state.query(q.verdict_examples, verdict, f, limit=EXAMPLES)
-        if examples.empty:
-            continue
-        widgets.trace_table(
-            examples,
-            key=f"examples_{verdict}",
-            column_order=EXAMPLE_COLUMNS,
-            column_config={
-                "tool": st.column_config.TextColumn("Tool"),
-                "error_type": st.column_config.TextColumn("Error type"),
-                "suggestion": st.column_config.TextColumn("Suggestion", width="large"),
-                "verdict_reason": st.column_config.TextColumn("Why", width="large"),
-                "suggestion_kind": st.column_config.TextColumn("Kind"),
-                "trace": st.column_config.TextColumn("Trace"),
-                "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
-            },
+
+def _follow_rate(f: Filters, key: str, title: str) -> None:
+    """The follow rate per tool or per error type (``key``); a bar lists those calls."""
+    rates = state.query(q.follow_rates, f, by=key)
+    point = picked_point(
+        selectable_chart(charts.follow_rate_chart(rates, key), key=f"follow_{key}")
+    )
+    if point is not None:
+        value = str(rates.iloc[point[1]][key])
+        # The calls of that tool (error type), those with a verdict first.
+        wanted = (
+            {"tool": value}
+            if key == "tool"
+            else {"status": "error", "error_type": None if value == UNCLASSIFIED else value}
         )
+        state.open_filtered(pages.CALLS, {**wanted, "sort": "verdict"})
+    st.dataframe(
+        rates.assign(follow_pct=widgets.as_percent(rates["follow_rate"])),
+        hide_index=True,
+        placeholder=widgets.EMPTY_CELL,
+        column_order=(key, *RATE_CONFIG),
+        column_config={key: st.column_config.TextColumn(title), **RATE_CONFIG},
+    )
+
+
+def _examples(f: Filters, verdict: str, count: int) -> None:
+    """The examples of one verdict; a row opens the result and the next action in its trace."""
+    noun = "result" if count == 1 else "results"
+    st.caption(f"{count:,} {noun}: {VERDICT_HELP[verdict]}.")
+    examples = state.query(q.verdict_examples, verdict, f, limit=EXAMPLES)
+    if examples.empty:
+        return
+    st.caption("Select an example to open the result and the model's next action in the trace.")
+    widgets.trace_table(
+        examples,
+        key=f"examples_{verdict}",
+        column_order=EXAMPLE_COLUMNS,
+        column_config={
+            "tool": st.column_config.TextColumn("Tool"),
+            "error_type": st.column_config.TextColumn("Error type"),
+            "suggestion": st.column_config.TextColumn("Suggestion", width="large"),
+            "verdict_reason": st.column_config.TextColumn("Why", width="large"),
+            "suggestion_kind": st.column_config.TextColumn("Kind"),
+            "trace": st.column_config.TextColumn("Trace"),
+            "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
+        },
+    )
+
+
+# The sections as tabs (``pages.SUGGESTIONS.sections``): only the open one runs and is drawn;
+# so do the tabs within a section (each with a URL parameter of its own).
+widgets.page_sections(
+    pages.SUGGESTIONS,
+    (
+        lambda: _verdicts(breakdown),
+        lambda: _recovery(recovery),
+        lambda: widgets.sections(
+            {
+                "By tool": lambda: _follow_rate(f, "tool", "Tool"),
+                "By error type": lambda: _follow_rate(f, "error_type", "Error type"),
+            },
+            key="follow_by",
+        ),
+        lambda: widgets.sections(
+            {render.humanize(v): partial(_examples, f, v, counts[v]) for v in VERDICTS},
+            key="verdict_examples",
+        ),
+    ),
+)

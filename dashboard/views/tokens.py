@@ -13,6 +13,7 @@ from dashboard import pages, render, state, widgets
 from dashboard.charts import tokens as charts
 from dashboard.charts.plot_text import plot_texts
 from dashboard.selection import selectable_chart
+from db.filters import Filters
 from db.queries import tokens as q
 from db.vocabulary import DEFAULT_ENCODING
 
@@ -66,97 +67,117 @@ row[3].metric(
     f"{share['traces']:,} traces",
 )
 
-st.subheader("Tokens per Tool Message, by tool")
-# Sizes span orders of magnitude (a 3-token "ok" beside a 10k-token file), so the axis is
-# logarithmic unless the reader turns it off (``tokens_log=false`` in the URL).
-log_x = st.toggle("Logarithmic axis", value=True, key="tokens_log", bind="query-params")
-quantiles = state.query(q.token_quantiles_by_tool, f)
-st.caption("Click a tool's box (or its row below) to list its Tool Messages, biggest first.")
-selection = selectable_chart(
-    charts.token_box_chart(quantiles, budget, log_x=log_x), key="token_box"
-)
-if selection is not None:
-    # A box's point names its tool by the (escaped) label on the axis.
-    by_label = dict(zip(plot_texts(quantiles["tool"]), quantiles["tool"], strict=True))
-    labels = [p.get("y") for p in selection.get("points") or []]
-    tool = next((by_label[y] for y in labels if y in by_label), None)
-    if tool is not None:
-        state.open_filtered(pages.CALLS, {"tool": str(tool), "sort": "tokens", "desc": True})
-with st.expander("Quantiles per tool"):
-    picked = st.dataframe(
-        quantiles,
-        hide_index=True,
-        placeholder=widgets.EMPTY_CELL,
-        on_select="rerun",
-        selection_mode="single-row",
-        key="quantiles_table",
+
+def _by_tool(f: Filters, budget: int) -> None:
+    """Tokens per Tool Message as a box per tool (quantiles from SQL); a box lists its results."""
+    # Sizes span orders of magnitude (a 3-token "ok" beside a 10k-token file), so the axis is
+    # logarithmic unless the reader turns it off (``tokens_log=false`` in the URL).
+    log_x = st.toggle("Logarithmic axis", value=True, key="tokens_log", bind="query-params")
+    quantiles = state.query(q.token_quantiles_by_tool, f)
+    st.caption("Click a tool's box (or its row below) to list its Tool Messages, biggest first.")
+    selection = selectable_chart(
+        charts.token_box_chart(quantiles, budget, log_x=log_x), key="token_box"
+    )
+    if selection is not None:
+        # A box's point names its tool by the (escaped) label on the axis.
+        by_label = dict(zip(plot_texts(quantiles["tool"]), quantiles["tool"], strict=True))
+        labels = [p.get("y") for p in selection.get("points") or []]
+        tool = next((by_label[y] for y in labels if y in by_label), None)
+        if tool is not None:
+            state.open_filtered(pages.CALLS, {"tool": str(tool), "sort": "tokens", "desc": True})
+    with st.expander("Quantiles per tool"):
+        picked = st.dataframe(
+            quantiles,
+            hide_index=True,
+            placeholder=widgets.EMPTY_CELL,
+            on_select="rerun",
+            selection_mode="single-row",
+            key="quantiles_table",
+            column_config={
+                "tool": st.column_config.TextColumn("Tool"),
+                "results": widgets.count_column("Results"),
+                "min": widgets.count_column("Min"),
+                "p25": widgets.count_column("25th pct."),
+                "p50": widgets.count_column("Median"),
+                "p75": widgets.count_column("75th pct."),
+                "p95": widgets.count_column("95th pct."),
+                "max": widgets.count_column("Max"),
+                "mean": st.column_config.NumberColumn("Mean", format="%,.1f"),
+            },
+        )
+        if picked.selection.rows:
+            tool = str(quantiles.iloc[picked.selection.rows[0]]["tool"])
+            state.open_filtered(pages.CALLS, {"tool": tool, "sort": "tokens", "desc": True})
+
+
+def _input_share(f: Filters, results: int) -> None:
+    """Each Tool Message's share of the input of the model call that read it."""
+    st.caption(
+        "A Tool Message's tokens against the input tokens the provider reported for the model call "
+        "that read it (the first assistant message after it with usage); only traces that carry "
+        "usage. Above 100 %: the counts come from another tokenizer than the model's."
+    )
+    input_shares = state.query(q.input_share_histogram, f)
+    with_usage = int(input_shares["results"].sum())
+    if with_usage == 0:
+        st.caption("No Tool Message here was read by a model call whose usage the trace reports.")
+    else:
+        st.caption(f"{with_usage:,} of {results:,} Tool Messages")
+        st.plotly_chart(charts.input_share_chart(input_shares), key="input_share")
+
+    images = state.query(q.image_totals, f)
+    if images["results"]:
+        st.caption(
+            f"{images['results']:,} Tool Messages carry images, "
+            f"~{images['image_tokens']:,} tokens by the providers' image rules (included above)."
+        )
+
+
+def _transcript_share(f: Filters) -> None:
+    """Each trace's share of transcript tokens taken by tool results."""
+    st.caption(
+        "Tool Message tokens over all message tokens of the trace's transcript: not the model's "
+        "context window (the tab “Share of the model's input” shows that)."
+    )
+    histogram = state.query(q.trace_share_histogram, f)
+    if int(histogram["traces"].sum()) == 0:
+        st.caption("No trace has token counts.")
+    else:
+        st.plotly_chart(charts.trace_share_chart(histogram), key="trace_share")
+
+
+def _biggest(f: Filters) -> None:
+    """The biggest Tool Messages; a row opens it in its trace."""
+    st.caption(f"The {TOP_RESULTS} biggest Tool Messages. Select a row to open it in its trace.")
+    biggest = state.query(q.biggest_results, f, limit=TOP_RESULTS)
+    widgets.trace_table(
+        biggest,
+        key="biggest_table",
+        column_order=("tokens", "tool", "status", "trace", "pair", "chars", "preview"),
         column_config={
+            "tokens": st.column_config.ProgressColumn(
+                "Tokens",
+                format="%,d",
+                min_value=0,
+                max_value=int(biggest["tokens"].max()) if not biggest.empty else 1,
+            ),
             "tool": st.column_config.TextColumn("Tool"),
-            "results": widgets.count_column("Results"),
-            "min": widgets.count_column("Min"),
-            "p25": widgets.count_column("25th pct."),
-            "p50": widgets.count_column("Median"),
-            "p75": widgets.count_column("75th pct."),
-            "p95": widgets.count_column("95th pct."),
-            "max": widgets.count_column("Max"),
-            "mean": st.column_config.NumberColumn("Mean", format="%,.1f"),
+            "status": st.column_config.TextColumn("Status"),
+            "trace": st.column_config.TextColumn("Trace"),
+            "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
+            "chars": widgets.count_column("Chars"),
+            "preview": st.column_config.TextColumn("Start of the content", width="large"),
         },
     )
-    if picked.selection.rows:
-        tool = str(quantiles.iloc[picked.selection.rows[0]]["tool"])
-        state.open_filtered(pages.CALLS, {"tool": tool, "sort": "tokens", "desc": True})
 
-st.subheader("Share of the model call's input taken by each Tool Message")
-st.caption(
-    "A Tool Message's tokens against the input tokens the provider reported for the model call "
-    "that read it (the first assistant message after it with usage); only traces that carry "
-    "usage. Above 100 %: the counts come from another tokenizer than the model's."
-)
-input_shares = state.query(q.input_share_histogram, f)
-with_usage = int(input_shares["results"].sum())
-if with_usage == 0:
-    st.caption("No Tool Message here was read by a model call whose usage the trace reports.")
-else:
-    st.caption(f"{with_usage:,} of {results:,} Tool Messages")
-    st.plotly_chart(charts.input_share_chart(input_shares), key="input_share")
 
-images = state.query(q.image_totals, f)
-if images["results"]:
-    st.caption(
-        f"{images['results']:,} Tool Messages carry images, "
-        f"~{images['image_tokens']:,} tokens by the providers' image rules (included above)."
-    )
-
-st.subheader("Share of each trace's transcript tokens taken by tool results")
-st.caption(
-    "Tool Message tokens over all message tokens of the trace's transcript: not the model's "
-    "context window (see the share of the model call's input above)."
-)
-histogram = state.query(q.trace_share_histogram, f)
-if int(histogram["traces"].sum()) == 0:
-    st.caption("No trace has token counts.")
-else:
-    st.plotly_chart(charts.trace_share_chart(histogram), key="trace_share")
-
-st.subheader(f"The {TOP_RESULTS} biggest Tool Messages")
-st.caption("Select a row to open it in its trace.")
-biggest = state.query(q.biggest_results, f, limit=TOP_RESULTS)
-widgets.trace_table(
-    biggest,
-    key="biggest_table",
-    column_order=("tokens", "tool", "status", "trace", "pair", "chars", "preview"),
-    column_config={
-        "tokens": st.column_config.ProgressColumn(
-            "Tokens",
-            format="%,d",
-            min_value=0,
-            max_value=int(biggest["tokens"].max()) if not biggest.empty else 1,
-        ),
-        "tool": st.column_config.TextColumn("Tool"),
-        "status": st.column_config.TextColumn("Status"),
-        "trace": st.column_config.TextColumn("Trace"),
-        "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
-        "chars": widgets.count_column("Chars"),
-        "preview": st.column_config.TextColumn("Start of the content", width="large"),
-    },
+# The sections as tabs (``pages.TOKENS.sections``): only the open one runs and is drawn.
+widgets.page_sections(
+    pages.TOKENS,
+    (
+        lambda: _by_tool(f, budget),
+        lambda: _input_share(f, results),
+        lambda: _transcript_share(f),
+        lambda: _biggest(f),
+    ),
 )
