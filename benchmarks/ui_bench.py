@@ -163,12 +163,19 @@ def store_facts(url: str) -> tuple[dict[str, int], str, str, str]:
 
 
 def page_cases(display_id: str, pair: str) -> list[PageCase]:
-    """Every page, plus the Trace page opened on one trace (a shared link)."""
-    cases = [PageCase(p.key, p.script, p.path, p.title) for p in pages.PAGES]
+    """Every page (its first section open), each other section of a page that has sections
+    (``errors: By tool``), and the Trace page opened on one trace (a shared link)."""
+    cases = []
+    for p in pages.PAGES:
+        cases.append(PageCase(p.key, p.script, p.path, p.title))
+        cases += [
+            PageCase(f"{p.key}: {label}", p.script, p.path, p.title, {p.section_param: label})
+            for label in p.sections[1:]
+        ]
     params = {"trace": display_id, **({"pair": pair} if pair else {})}
     trace = pages.TRACE
     one_trace = PageCase(f"{trace.key} (one trace)", trace.script, trace.path, trace.title, params)
-    cases.insert(pages.PAGES.index(trace) + 1, one_trace)
+    cases.insert(cases.index(next(c for c in cases if c.label == trace.key)) + 1, one_trace)
     return cases
 
 
@@ -301,9 +308,9 @@ def print_table(
     for statement in log.statements:
         sql[statement.phase] = sql.get(statement.phase, 0.0) + statement.seconds
     print()
-    print(f"{'page':<18} {'server cold s':>14} {'sql':>5} {'filtered s':>12} {'sql':>5} "
+    print(f"{'page':<36} {'server cold s':>14} {'sql':>5} {'filtered s':>12} {'sql':>5} "
           f"{'browser first ms':>17} {'warm ms':>8} {'ratio':>10}")  # fmt: skip
-    print(f"{'(target)':<18} {'<= 1.0':>14} {'':>5} {'<= 0.5':>12} {'':>5} {'':>17} {'':>8} "
+    print(f"{'(target)':<36} {'<= 1.0':>14} {'':>5} {'<= 0.5':>12} {'':>5} {'':>17} {'':>8} "
           f"{f'<= {BROWSER_RATIO_TARGET:g}x':>10}")  # fmt: skip
     for t in timings:
         warm = statistics.median(t.browser_warm_ms) if t.browser_warm_ms else None
@@ -313,12 +320,12 @@ def print_table(
         first = f"{t.browser_first_ms:,.0f}" if t.browser_first_ms is not None else "-"
         cold_sql = sql.get(f"{t.case.label} cold", 0.0)
         filtered_sql = sql.get(f"{t.case.label} filtered", 0.0)
-        print(f"{t.case.label:<18} {_seconds(t.cold_s, SERVER_COLD_TARGET_S):>14} "
+        print(f"{t.case.label:<36} {_seconds(t.cold_s, SERVER_COLD_TARGET_S):>14} "
               f"{cold_sql:>5.2f} {_seconds(t.filtered_s, SERVER_FILTER_TARGET_S):>12} "
               f"{filtered_sql:>5.2f} {first:>17} {f'{warm:,.0f}' if warm else '-':>8} "
               f"{ratio:>10}")  # fmt: skip
     label = 'st.write("hi")'
-    line = f"{label:<18} {baseline[0]:>14.2f} {'':>5} {baseline[1]:>12.2f} {'':>5}"
+    line = f"{label:<36} {baseline[0]:>14.2f} {'':>5} {baseline[1]:>12.2f} {'':>5}"
     if trivial_ms:
         line += f" {trivial_ms[0]:>17,.0f} {trivial:>8,.0f} {'1.00x':>10}"
     print(line)

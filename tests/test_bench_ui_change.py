@@ -47,3 +47,21 @@ def test_the_model_change_selects_the_model_and_undoes_it(
     change.undo(at)
     at.run()
     assert at.selectbox(key="model").value is None
+
+
+def test_the_bench_measures_every_page_every_other_section_and_one_trace() -> None:
+    from benchmarks.ui_bench import page_cases
+    from dashboard import pages
+
+    cases = page_cases("run-7", "3:0")
+    labels = [c.label for c in cases]
+    assert labels[:7] == [
+        "overview", "overview: Activity", "overview: Distributions", "overview: Execution time",
+        "overview: Scorecard", "calls", "trace",
+    ]  # fmt: skip
+    assert labels[7] == "trace (one trace)"
+    assert cases[7].url_query() == "?trace=run-7&pair=3%3A0"
+    errors = next(c for c in cases if c.label == "errors: Over time")
+    assert (errors.path, errors.url_query()) == ("/errors", "?errors_tab=Over+time")
+    others = sum(len(p.sections[1:]) for p in pages.PAGES)
+    assert (len(pages.PAGES), others, len(cases)) == (12, 16, 12 + 1 + 16)
