@@ -318,7 +318,7 @@ def chromium_version() -> str:
 #: imports 1 and 2 are the baseline and candidate populations of
 #: ``ingest.scenarios.populations`` (the demo store has one import).
 DOCS_SHOTS: tuple[tuple[str, str, int], ...] = (
-    (pages.OVERVIEW.key, pages.OVERVIEW.path, 1500),
+    (pages.OVERVIEW.key, pages.OVERVIEW.path, 1160),
     (pages.TRACE.key, f"{pages.TRACE.path}?trace=demo-050-protocol_ignored&pair=2:0", 1180),
     # Arrived at an error group (as from the Overview): highlighted at the top.
     (pages.ERRORS.key, f"{pages.ERRORS.path}?fingerprint=Bash%3A+Error", 1150),

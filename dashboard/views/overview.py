@@ -285,7 +285,7 @@ def _top_problems(
                 key="top_findings",
                 column_order=("label", "count", "list"),
                 column_config={
-                    "label": st.column_config.TextColumn("Finding", width="large"),
+                    "label": st.column_config.TextColumn("Finding", width="medium"),
                     "count": widgets.count_column("Count"),
                     "list": st.column_config.LinkColumn(
                         "Occurrences",
