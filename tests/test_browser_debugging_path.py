@@ -261,4 +261,14 @@ def test_a_section_opened_by_its_tab_goes_into_the_link_and_the_link_opens_it(
         tab = other.get_by_role("tab", name="By tool", exact=True)
         assert tab.get_attribute("aria-selected") == "true"
         assert other.locator(charts).count() == 1
+        # A display choice inside a section outlives a visit to another section: the URL
+        # drops it while the section is hidden, the browser keeps it and puts it back.
+        open_page(other, f"{server.url}{pages.TOKENS.path}?tokens_log=false", text="Tokens")
+        toggle = other.get_by_label("Logarithmic axis")
+        assert not toggle.is_checked()
+        click_section(other, pages.TOKENS, "Biggest")
+        assert "tokens_log" not in _query(other)
+        click_section(other, pages.TOKENS, "By tool")
+        assert not toggle.is_checked()
+        assert _query(other)["tokens_log"] == ["false"]
         assert server.log().count("Traceback") == 0
