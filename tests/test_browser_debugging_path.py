@@ -254,6 +254,8 @@ def test_a_section_opened_by_its_tab_goes_into_the_link_and_the_link_opens_it(
         assert page.locator(tables).count() == 1
         click_section(page, pages.ERRORS, "By tool")
         assert _query(page)[pages.ERRORS.section_param] == ["By tool"]
+        page.locator(charts).first.locator(".main-svg").first.wait_for(timeout=TIMEOUT_MS)
+        page.locator(tables).first.wait_for(state="detached", timeout=TIMEOUT_MS)
         assert (page.locator(charts).count(), page.locator(tables).count()) == (1, 0)
         # The address, copied into another browser, opens the same section.
         other = new_context(browser).new_page()
@@ -269,6 +271,7 @@ def test_a_section_opened_by_its_tab_goes_into_the_link_and_the_link_opens_it(
         click_section(other, pages.TOKENS, "Biggest")
         assert "tokens_log" not in _query(other)
         click_section(other, pages.TOKENS, "By tool")
+        toggle.wait_for(timeout=TIMEOUT_MS)
         assert not toggle.is_checked()
         assert _query(other)["tokens_log"] == ["false"]
         assert server.log().count("Traceback") == 0
