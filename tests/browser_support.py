@@ -249,7 +249,9 @@ def section_url(base: str, page: pages.Page, label: str) -> str:
 
 def click_section(page: Any, shown: pages.Page, label: str) -> None:
     """Click the tab of ``shown``'s section ``label``, as a person does, and wait until the URL
-    names it (the first section: names none) and the page is ready again."""
+    names it (the first section: names none) and the page is ready. A fast run can start and end
+    between two checks of readiness, so "ready" may still be the old section's: a caller waits
+    for what the new section draws (its chart, its table) before reading it."""
     page.get_by_role("tab", name=label, exact=True).click()
     want = [shown.section_param, None if label == shown.sections[0] else label]
     page.wait_for_function(

@@ -97,6 +97,7 @@ def test_overview_bar_to_the_list_to_a_pair_to_the_next_problem_to_search_and_ba
         chart = page.locator('[data-testid="stPlotlyChart"]').first
         chart.scroll_into_view_if_needed()
         bars = chart.locator("g.trace.bars g.point path")
+        bars.first.wait_for(timeout=TIMEOUT_MS)
         # Plotly's drag layer lies over the bars: click where the bar is, as a person does.
         bar = bars.nth(bars.count() - 1).bounding_box()
         page.mouse.click(bar["x"] + bar["width"] / 2, bar["y"] + bar["height"] / 2)
