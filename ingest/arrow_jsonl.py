@@ -1,13 +1,14 @@
 """JSON Lines from Arrow tables, a column at a time: ``toollens pairs`` at millions of rows.
 
 Each column becomes the JSON text of its values through Arrow's compute functions (C++, no
-Python object per value), each row's line is those texts joined with the keys, and a table's
-lines are one contiguous buffer, written as it is. Read back (``json.loads``), a line holds what
-``orjson.dumps`` of the row's Python values holds: strings escaped as JSON requires (the rare
-ones with a control character are encoded by ``orjson`` itself), integers as integers, floats
-as floats (``4.0``, never ``4``; NaN and infinities as ``null``, as orjson writes them), times in
-UTC as ISO 8601 (``2025-03-03T10:09:15+00:00``, with microseconds when there are some), a
-missing value as ``null``. Pure: tables in, bytes out.
+Python object per value; a text column's distinct values escaped once each), each row's line
+is those texts joined with the keys, and a table's lines are one contiguous buffer, written as
+it is. Read back (``json.loads``), a line holds what ``orjson.dumps`` of the row's Python values
+holds: strings escaped as JSON requires (the rare ones with a control character are encoded by
+``orjson`` itself), integers as integers, floats as floats (``4.0``, never ``4``; NaN and
+infinities as ``null``, as orjson writes them), times in UTC as ISO 8601
+(``2025-03-03T10:09:15+00:00``, with microseconds when there are some), a missing value as
+``null``. Pure: tables in, bytes out.
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ def _text(values: pa.Array) -> pa.Array:
     """``values`` as the JSON text of each (``null`` where missing)."""
     kind = values.type
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        text = _strings(values)
+        # Each distinct string is escaped once: a pair's trace, title, model, tool, status …
+        # repeat down the rows (the 1M bench store's 16 text columns: 0.95 → 0.46 s).
+        encoded = pc.dictionary_encode(values)
+        text = pc.take(_strings(encoded.dictionary), encoded.indices)
     elif pa.types.is_integer(kind):
         text = pc.cast(values, pa.string())
     elif pa.types.is_floating(kind):

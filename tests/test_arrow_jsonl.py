@@ -27,7 +27,10 @@ times = st.datetimes(
 )
 rows = st.fixed_dictionaries(
     {
-        "text": st.none() | st.text(st.characters(exclude_categories=["Cs"])),
+        # A few values again and again, as a pair's trace, tool and status repeat.
+        "text": st.none()
+        | st.sampled_from(["ok", 'say "hi"', "x\u0001y", ""])
+        | st.text(st.characters(exclude_categories=["Cs"])),
         "count": st.none() | st.integers(-(2**63), 2**63 - 1),
         "seconds": st.none() | st.floats(allow_nan=True, allow_infinity=True),
         "time": st.none() | times,
@@ -81,3 +84,12 @@ def test_a_slice_writes_only_its_own_lines() -> None:
     lines = json_lines(pa.table({"n": pa.array([1, 2, 3], pa.int64())}))
     assert bytes(lines_bytes(lines.slice(1, 1))) == b'{"n":2}\n'
     assert bytes(lines_bytes(lines.slice(3))) == b""
+
+
+def test_repeated_and_missing_strings_of_a_slice_are_each_written_where_they_are() -> None:
+    column = pa.array(["skip", "a", None, "a", 'q"', None, 'q"', "\u0001", "a"]).slice(1)
+    lines = json_lines(pa.table({"s": column}))
+    assert bytes(lines_bytes(lines)).decode().splitlines() == [
+        '{"s":"a"}', '{"s":null}', '{"s":"a"}', '{"s":"q\\""}', '{"s":null}', '{"s":"q\\""}',
+        '{"s":"\\u0001"}', '{"s":"a"}',
+    ]  # fmt: skip

@@ -500,6 +500,10 @@ def _range_statement(filters: Filters, query: PairQuery) -> Any:
     """The pairs of the traces with ids from the bind parameter ``lo`` to ``hi``, in
     :data:`PAIR_COLUMNS`, sorted by ``query``."""
     rows = _with_trace(_range_parts(filters, query).subquery("pairs"), query)
+    # The rows' traces lie in the range too: said, so the join reads those traces by their key
+    # (PostgreSQL hashed every trace of the store for each range: 26 of 85 ms on the 1M store).
+    lo, hi = _range_bounds()
+    rows = rows.where(TraceRow.id.between(lo, hi))
     return rows.with_only_columns(*rows.selected_columns[: len(PAIR_COLUMNS)])
 
 
