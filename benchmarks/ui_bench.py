@@ -351,9 +351,14 @@ def _toollens_seconds(args: list[str], env: dict[str, str] | None = None) -> flo
     return seconds
 
 
-def pairs_seconds(url: str) -> float:
-    """Seconds of ``toollens pairs --format csv`` on ``url`` (the command as a user runs it)."""
-    return _toollens_seconds(["pairs", "--db", url, "--format", "csv"])
+#: The output formats of ``toollens pairs`` the bench times: JSON Lines (the default) and CSV.
+PAIRS_FORMATS = ("jsonl", "csv")
+
+
+def pairs_seconds(url: str, out_format: str) -> float:
+    """Seconds of ``toollens pairs --format out_format`` on ``url`` (the command as a user runs
+    it)."""
+    return _toollens_seconds(["pairs", "--db", url, "--format", out_format])
 
 
 #: Runs of ``toollens summary`` timed per store (after one that is not: see
@@ -383,7 +388,7 @@ class StoreRun:
     bytes_per_message: float = 0.0
     timings: list[PageTiming] = field(default_factory=list)
     baseline: tuple[float, float] = (0.0, 0.0)
-    pairs_s: float | None = None
+    pairs_s: dict[str, float] = field(default_factory=dict)
     summary_s: float | None = None
 
 
@@ -417,10 +422,11 @@ def measure_store(label: str, url: str, args: argparse.Namespace, with_browser: 
               f"{', '.join(f'{r:.2f}' for r in runs)}; target {SUMMARY_TARGET_S:.0f} s: "
               f"{verdict})")  # fmt: skip
     if args.pairs or args.pairs_only:
-        run.pairs_s = pairs_seconds(url)
-        verdict = "ok" if run.pairs_s <= PAIRS_TARGET_S else "SLOW"
-        print(f"pairs: toollens pairs --format csv on {run.messages:,} messages: "
-              f"{run.pairs_s:.1f} s (target {PAIRS_TARGET_S:.0f} s at 10M: {verdict})")  # fmt: skip
+        for out_format in PAIRS_FORMATS:
+            seconds = run.pairs_s[out_format] = pairs_seconds(url, out_format)
+            verdict = "ok" if seconds <= PAIRS_TARGET_S else "SLOW"
+            print(f"pairs: toollens pairs --format {out_format} on {run.messages:,} messages: "
+                  f"{seconds:.1f} s (target {PAIRS_TARGET_S:.0f} s at 10M: {verdict})")  # fmt: skip
     return run
 
 
@@ -429,13 +435,13 @@ def print_growth(runs: list[StoreRun]) -> None:
     print("\npage times per store, seconds: cold / after a filter change")
     print(f"{'store':<22} {'messages':>11} {'B/msg':>6} " + " ".join(
         f"{t.case.label[:15]:>15}" for t in runs[0].timings) + f" {'summary s':>9}"
-        + f" {'pairs s':>8}")  # fmt: skip
+        + f" {'pairs s (jsonl/csv)':>20}")  # fmt: skip
     for run in runs:
         cells = " ".join(f"{f'{t.cold_s:.2f}/{t.filtered_s:.2f}':>15}" for t in run.timings)
-        pairs = f"{run.pairs_s:.1f}" if run.pairs_s is not None else "-"
+        pairs = "/".join(f"{run.pairs_s[f]:.1f}" for f in PAIRS_FORMATS if f in run.pairs_s)
         summary = f"{run.summary_s:.2f}" if run.summary_s is not None else "-"
         print(f"{run.label[:22]:<22} {run.messages:>11,} {run.bytes_per_message:>6,.0f} "
-              f"{cells} {summary:>9} {pairs:>8}")  # fmt: skip
+              f"{cells} {summary:>9} {pairs or '-':>20}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
