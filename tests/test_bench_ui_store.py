@@ -115,3 +115,16 @@ def test_the_bench_times_toollens_summary_in_processes_of_its_own(tmp_path: Path
     assert all(0 < r < 60 for r in runs)
     with pytest.raises(RuntimeError, match="toollens summary failed"):
         summary_seconds(f"sqlite:///{tmp_path / 'missing.db'}")
+
+
+def test_the_bench_times_toollens_pairs_in_both_formats(tmp_path: Path) -> None:
+    from benchmarks.ui_bench import PAIRS_FORMATS, pairs_seconds
+    from db.engine import make_engine
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    make_engine(url).dispose()
+    assert PAIRS_FORMATS == ("jsonl", "csv")
+    for out_format in PAIRS_FORMATS:
+        assert 0 < pairs_seconds(url, out_format) < 60
+    with pytest.raises(RuntimeError, match="toollens pairs failed"):
+        pairs_seconds(url, "xml")
