@@ -299,14 +299,14 @@ def _write_pairs(engine: Any, out: TextIO, out_format: str) -> None:
     """The pairs from the Arrow tables the ADBC drivers read (``db.queries.pairs
     .iter_pair_tables``). CSV (RFC 4180: every text value quoted, an empty field for a missing
     value, times as ``"2026-11-03 09:00:00.000000Z"``) by Arrow's C++ CSV writer
-    (``ingest.pairs_csv``); JSON Lines a column at a time (``ingest.arrow_jsonl``), keeping the
+    (``ingest.pairs_csv``); JSON Lines by Polars' writer (``ingest.arrow_jsonl``), keeping the
     values' types."""
     from contextlib import closing
     from functools import partial
 
     from db.queries.pairs import PAIR_COLUMNS, PAIR_SCHEMA, iter_pair_tables
     from db.streaming import in_order
-    from ingest.arrow_jsonl import json_lines, lines_bytes
+    from ingest.arrow_jsonl import json_lines
     from ingest.pairs_csv import write_csv
 
     out.flush()
@@ -315,13 +315,13 @@ def _write_pairs(engine: Any, out: TextIO, out_format: str) -> None:
         with closing(iter_pair_tables(engine)) as tables:
             write_csv(tables, PAIR_SCHEMA, binary)
     else:
-        # Arrow's compute functions release the GIL: the tables' lines are made on two threads
+        # Polars and Arrow release the GIL: the tables' lines are made on two threads
         # (a few tables ahead), the reading threads' tables taken in order.
         tables = iter_pair_tables(engine)
         encode = partial(json_lines, keys=PAIR_COLUMNS)
         with closing(tables), closing(in_order(encode, tables, "toollens-jsonl")) as lines:
             for text in lines:
-                binary.write(lines_bytes(text))
+                binary.write(text)
     binary.flush()
 
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest.arrow_jsonl import json_lines, lines_bytes
+from ingest.arrow_jsonl import json_lines
 
 SCHEMA = pa.schema(
     [
@@ -46,7 +47,7 @@ def _expected(row: dict[str, Any]) -> Any:
 @given(st.lists(rows, max_size=20))
 def test_each_line_reads_back_as_orjsons_encoding_of_the_row(data: list[dict[str, Any]]) -> None:
     table = pa.Table.from_pylist(data, schema=SCHEMA)
-    text = bytes(lines_bytes(json_lines(table))).decode()
+    text = json_lines(table).decode()
     assert text.count("\n") == len(data)
     got = [json.loads(line) for line in text.split("\n")[:-1]]
     assert got == [_expected(row) for row in data]
@@ -72,7 +73,7 @@ def test_the_lines_are_exact_text() -> None:
             ),
         }
     )
-    assert bytes(lines_bytes(json_lines(table, ["S", "F", "T"]))).decode().splitlines() == [
+    assert json_lines(table, ["S", "F", "T"]).decode().splitlines() == [
         '{"S":"a\\"b\\\\c","F":4.0,"T":"2025-03-03T10:09:15+00:00"}',
         '{"S":null,"F":null,"T":null}',
         '{"S":"x\\ny\\u0001","F":null,"T":"2025-03-03T10:09:15.000005+00:00"}',
@@ -81,15 +82,32 @@ def test_the_lines_are_exact_text() -> None:
 
 
 def test_a_slice_writes_only_its_own_lines() -> None:
-    lines = json_lines(pa.table({"n": pa.array([1, 2, 3], pa.int64())}))
-    assert bytes(lines_bytes(lines.slice(1, 1))) == b'{"n":2}\n'
-    assert bytes(lines_bytes(lines.slice(3))) == b""
+    table = pa.table({"n": pa.array([1, 2, 3], pa.int64())})
+    assert json_lines(table.slice(1, 1)) == b'{"n":2}\n'
+    assert json_lines(table.slice(3)) == b""
 
 
 def test_repeated_and_missing_strings_of_a_slice_are_each_written_where_they_are() -> None:
     column = pa.array(["skip", "a", None, "a", 'q"', None, 'q"', "\u0001", "a"]).slice(1)
-    lines = json_lines(pa.table({"s": column}))
-    assert bytes(lines_bytes(lines)).decode().splitlines() == [
+    assert json_lines(pa.table({"s": column})).decode().splitlines() == [
         '{"s":"a"}', '{"s":null}', '{"s":"a"}', '{"s":"q\\""}', '{"s":null}', '{"s":"q\\""}',
         '{"s":"\\u0001"}', '{"s":"a"}',
     ]  # fmt: skip
+
+
+def test_a_table_in_chunks_writes_its_rows_in_order() -> None:
+    chunked = pa.chunked_array([pa.array([1, None], pa.int64()), pa.array([3], pa.int64())])
+    table = pa.table({"n": chunked, "empty": pa.nulls(3)})
+    assert json_lines(table).decode().splitlines() == [
+        '{"n":1,"empty":null}',
+        '{"n":null,"empty":null}',
+        '{"n":3,"empty":null}',
+    ]
+
+
+def test_no_columns_make_empty_objects_and_a_key_per_column_is_required() -> None:
+    assert json_lines(pa.table({"n": pa.array([1, 2])}).select([])) == b"{}\n{}\n"
+    with pytest.raises(ValueError, match="1 keys for 2 columns"):
+        json_lines(pa.table({"a": [1], "b": [2]}), ["a"])
+    with pytest.raises(TypeError, match="no JSON text for a column of bool"):
+        json_lines(pa.table({"a": [True]}))
