@@ -187,10 +187,12 @@ FIELD_TAIL: Final = re.compile(
     r"'(?P<secret2>[^'\n\\]{4,})'|(?P<secret3>[^\s\"',;&)}\]<>(\[\\]{6,}))"
 )
 #: After a credential header name at the start of a line: an optional scheme word and the
-#: credential (a ``Bearer`` token is left to its own detector, which keeps the scheme word).
+#: credential (a ``Bearer`` token is left to its own detector, which keeps the scheme word). A
+#: credential already redacted after its scheme word (``Basic [REDACTED:…]``) ends the match: the
+#: scheme word is not taken for the credential on a second pass.
 HEADER_TAIL: Final = re.compile(
-    r"[ \t]*:[ \t]*(?!(?i:bearer)\s)(?:[A-Za-z][\w-]* )?(?P<secret>[A-Za-z0-9._~+/=:-]{8,})"
-    r"(?=[\s\"']|$)"
+    r"[ \t]*:[ \t]*(?!(?i:bearer)\s)(?![A-Za-z][\w-]* \[REDACTED:)"
+    r"(?:[A-Za-z][\w-]* )?(?P<secret>[A-Za-z0-9._~+/=:-]{8,})(?=[\s\"']|$)"
 )
 #: After ``Cookie:`` / ``Set-Cookie:`` at the start of a line: ``name=value…`` to the line's end.
 COOKIE_TAIL: Final = re.compile(r"[ \t]*:[ \t]*(?P<secret>[^\s=;\"']+=[^\r\n\"']+)")
