@@ -89,6 +89,32 @@ def pg_unavailable() -> str | None:
     return _pg_problem
 
 
+#: The system catalogs every test schema adds rows to and its ``DROP SCHEMA`` leaves dead.
+CATALOGS = (
+    "pg_attribute", "pg_class", "pg_depend", "pg_type", "pg_index", "pg_constraint",
+    "pg_attrdef", "pg_trigger", "pg_statistic", "pg_sequence",
+)  # fmt: skip
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Vacuum the test database's catalogs once per run (in the controller, not in each xdist
+    worker). Each PostgreSQL test creates a schema of some thirty tables and drops it; where
+    autovacuum is off (as on this project's machines) their catalog rows stay dead, a run leaves
+    about 500,000 of them in ``pg_attribute``, and every later run's catalog lookups wade through
+    them: the suite took 9 min 18 s, then 9 min 34 s, 10 min 31 s and 11 min 06 s in four runs
+    on one machine (2 million dead rows, 440 MB of ``pg_attribute``). Plain ``VACUUM`` takes no
+    lock that a running query would wait for; a role that may not vacuum a catalog gets a
+    warning, not an error."""
+    if hasattr(session.config, "workerinput") or pg_unavailable() is not None:
+        return
+    engine = sa.create_engine(_pg_admin_url(), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("VACUUM " + ", ".join(f"pg_catalog.{c}" for c in CATALOGS)))
+    finally:
+        engine.dispose()
+
+
 def _require_pg() -> None:
     problem = pg_unavailable()
     if problem is None:
