@@ -21,6 +21,15 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+#: The column types Polars writes as they are (times are spelled first: :func:`_times`).
+_AS_THEY_ARE = (
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_integer,
+    pa.types.is_floating,
+    pa.types.is_null,
+)
+
 
 def _times(values: pa.Array) -> pa.Array:
     """Each time as ISO 8601 text in UTC (``null`` stays missing): the date and the time of
@@ -46,13 +55,7 @@ def json_lines(table: pa.Table, keys: Sequence[str] | None = None) -> bytes:
         values = column.combine_chunks()
         if pa.types.is_timestamp(values.type):
             values = _times(values)
-        elif not (
-            pa.types.is_string(values.type)
-            or pa.types.is_large_string(values.type)
-            or pa.types.is_integer(values.type)
-            or pa.types.is_floating(values.type)
-            or pa.types.is_null(values.type)
-        ):
+        elif not any(written(values.type) for written in _AS_THEY_ARE):
             raise TypeError(f"no JSON text for a column of {values.type}")
         columns.append(values)
     out = io.BytesIO()
