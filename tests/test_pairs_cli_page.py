@@ -197,3 +197,51 @@ def test_the_arrow_tables_hold_the_pages_rows_under_a_condition(
     shown = [[None if pd.isna(v) else v for v in row] for row in page.itertuples(False)]
     assert rows == shown
     assert len(rows) > 0
+
+
+#: Raw arguments with every line break the preview replaces, in and around the cut at 120
+#: characters (``"\r\n"`` split by it), after characters of two and four bytes in UTF-8.
+BROKEN_ARGUMENTS = {
+    "c1": '{\r\n\t"path": "a.py",\r\n\t"text": "x\ry"\n}',
+    "c2": "é" * 60 + "🙂" * 59 + "\r\nrest",
+    "c3": "\t" * 118 + "\n\r\n\r",
+}
+BROKEN_PREVIEWS = {
+    "c1": '{  "path": "a.py",  "text": "x y" }',
+    "c2": "é" * 60 + "🙂" * 59 + " ",
+    "c3": " " * 118 + "  ",
+}
+
+
+def test_the_arguments_preview_is_one_line_in_the_page_and_in_the_cli(
+    db_url: str, tmp_path: Any
+) -> None:
+    """The page cuts and joins the arguments in SQL, ``toollens pairs`` cuts them in SQL and
+    joins them in Arrow: the same one-line text of the same characters, on both databases."""
+    import orjson
+
+    from db.queries.pairs import iter_pair_tables
+    from db.records import one_line_preview
+    from ingest.pipeline import import_paths
+
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for call_id, raw in BROKEN_ARGUMENTS.items():
+        function = {"name": "edit", "arguments": raw}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": call_id, "type": "function", "function": function}
+        ]})  # fmt: skip
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": "ok"})
+    path = tmp_path / "broken.jsonl"
+    path.write_bytes(orjson.dumps({"id": "broken", "messages": messages}) + b"\n")
+    engine = make_engine(db_url)
+    assert import_paths(engine, [path]).traces == 1
+    assert {k: one_line_preview(v) for k, v in BROKEN_ARGUMENTS.items()} == BROKEN_PREVIEWS
+    page = list_pairs(engine, limit=10)
+    tables = list(iter_pair_tables(engine))
+    engine.dispose()
+    assert dict(zip(page["call_id"], page["arguments"], strict=True)) == BROKEN_PREVIEWS
+    rows = [r for t in tables for r in t.to_pylist()]
+    assert {r["call_id"]: r["arguments"] for r in rows} == BROKEN_PREVIEWS
+    result = runner.invoke(app, ["pairs", "--db", db_url, "--format", "jsonl"])
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert {r["call_id"]: r["arguments"] for r in lines} == BROKEN_PREVIEWS
