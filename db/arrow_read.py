@@ -35,9 +35,12 @@ from db.streaming import in_order
 #: Stand-ins for a range's bounds in the statement's SQL, replaced per range (the statement is
 #: compiled once, with every other value written out, so PostgreSQL can read it by ``COPY``).
 _LO, _HI = -7_345_912_001, -7_345_912_002
-#: Rows the SQLite driver looks at to infer a column's type, and its batch size: more than a
-#: range holds, so a range is one batch and a column that starts with NULLs still gets its type.
+#: Rows the SQLite driver reads in one batch, and looks at to infer each column's type (a
+#: statement option): more than a range holds, so a range is one batch and a column that
+#: starts with NULLs still gets its type. A range that holds more is read again in one batch
+#: when a column changes its type after the first (:func:`_sqlite_table`).
 _SQLITE_BATCH_ROWS = 1_000_000
+_SQLITE_BATCH_OPTION = "adbc.sqlite.query.batch_rows"
 #: What timestamps are in the tables handed over.
 UTC_MICROSECONDS = pa.timestamp("us", tz="UTC")
 
@@ -69,10 +72,7 @@ def connect(engine: Engine) -> Any:
         import adbc_driver_sqlite.dbapi
 
         path = quote(str(url.database), safe="/")
-        conn = adbc_driver_sqlite.dbapi.connect(
-            f"file:{path}?mode=ro",
-            conn_kwargs={"adbc.sqlite.query.batch_rows": str(_SQLITE_BATCH_ROWS)},
-        )
+        conn = adbc_driver_sqlite.dbapi.connect(f"file:{path}?mode=ro")
         with conn.cursor() as cur:
             # busy_timeout: wait for a lock as the store's other connections do (a checkpoint,
             # another connection opening the write-ahead log) instead of failing at once.
@@ -90,6 +90,36 @@ def connect(engine: Engine) -> Any:
                 cur.fetchall()
         return conn
     raise ArrowReadUnavailable(f"no ADBC driver for {engine.dialect.name}")
+
+
+def _table(conn: Any, sql: str) -> pa.Table:
+    """The rows of ``sql`` on a PostgreSQL connection of :func:`connect`, as one table."""
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetch_arrow_table()
+
+
+def _sqlite_table(conn: Any, sql: str) -> pa.Table:
+    """SQLite's driver gives each column the type of its values in the first batch (all
+    NULL: integers) and fails on a later value of another type ("Type mismatch"): read in
+    batches of :data:`_SQLITE_BATCH_ROWS`, and where that fails, again in one batch of all
+    the statement's rows."""
+
+    def read(batch_rows: int) -> pa.Table:
+        options = {_SQLITE_BATCH_OPTION: str(batch_rows)}
+        with conn.cursor(adbc_stmt_kwargs=options) as cur:
+            cur.execute(sql)
+            return cur.fetch_arrow_table()
+
+    try:
+        return read(_SQLITE_BATCH_ROWS)
+    except OSError as exc:
+        if "Type mismatch" not in str(exc):
+            raise
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT count(*) FROM ({sql})")
+        (rows,) = cur.fetchone()
+    return read(max(rows, 1))
 
 
 def range_sql(engine: Engine, stmt: Select[Any]) -> str:
@@ -126,6 +156,7 @@ def stream_range_tables(
     ``statements`` (each bound by ``lo`` and ``hi``), run in the thread that read them; the
     ranges whose table has no rows are left out."""
     sqls = [range_sql(engine, stmt) for stmt in statements]
+    fetch = _sqlite_table if engine.dialect.name == "sqlite" else _table
     connections: dict[int, Any] = {}
 
     def read(lo: int, hi: int) -> pa.Table:
@@ -133,12 +164,7 @@ def stream_range_tables(
         conn = connections.get(key)
         if conn is None:
             conn = connections[key] = connect(engine)
-        tables = []
-        with conn.cursor() as cur:
-            for sql in sqls:
-                cur.execute(sql.format(lo=lo, hi=hi))
-                tables.append(cur.fetch_arrow_table())
-        return assemble(tables)
+        return assemble([fetch(conn, sql.format(lo=lo, hi=hi)) for sql in sqls])
 
     try:
         with closing(in_order(lambda r: read(*r), ranges, "toollens-arrow")) as results:

@@ -76,6 +76,44 @@ def test_a_column_of_nulls_takes_the_callers_type() -> None:
     ]
 
 
+def _nulls_then_names(engine: Any, ids: list[int], nulls: int) -> list[pa.Table]:
+    """The range of all ``ids``: each trace's id, and its display id but for the first
+    ``nulls`` traces (a column of NULLs at first)."""
+    late = sa.case((TraceRow.id > ids[nulls - 1], TraceRow.display_id)).label("trace")
+    stmt = sa.select(TraceRow.id, late, TraceRow.started_at.label("started")).where(
+        TraceRow.id.between(LO, HI)
+    )
+    return list(stream_range_tables(engine, [stmt], [(ids[0], ids[-1])], lambda t: t[0]))
+
+
+def test_a_sqlite_range_is_read_in_one_batch(sqlite_url: str) -> None:
+    """SQLite's driver types a column by its first batch: a range is one batch (1,100 rows,
+    more than the driver's default of 1,024), so a column that starts with 1,050 NULLs keeps
+    the type of its later values (with batches of 1,024: "Type mismatch", no pairs at all)."""
+    engine = make_engine(sqlite_url)
+    ids = _store(engine, 1100)
+    (table,) = _nulls_then_names(engine, ids, 1050)
+    engine.dispose()
+    assert table["trace"].num_chunks == 1
+    assert table["trace"].to_pylist() == [None] * 1050 + [f"run-{i}" for i in range(1050, 1100)]
+
+
+def test_a_range_longer_than_a_batch_is_read_again_in_one(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A range with more rows than a batch whose column is NULL all through the first batch
+    is read again in one batch of its size (here a batch of 4 rows, NULLs in the first 5)."""
+    import db.arrow_read
+
+    monkeypatch.setattr(db.arrow_read, "_SQLITE_BATCH_ROWS", 4)
+    engine = make_engine(sqlite_url)
+    ids = _store(engine, 8)
+    (table,) = _nulls_then_names(engine, ids, 5)
+    engine.dispose()
+    assert table["trace"].to_pylist() == [None] * 5 + ["run-5", "run-6", "run-7"]
+    assert table["id"].to_pylist() == ids
+
+
 def test_a_sqlite_store_is_read_read_only(sqlite_url: str) -> None:
     engine = make_engine(sqlite_url)
     conn = connect(engine)

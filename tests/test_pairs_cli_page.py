@@ -245,3 +245,45 @@ def test_the_arguments_preview_is_one_line_in_the_page_and_in_the_cli(
     result = runner.invoke(app, ["pairs", "--db", db_url, "--format", "jsonl"])
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert {r["call_id"]: r["arguments"] for r in lines} == BROKEN_PREVIEWS
+
+
+def test_the_cli_lists_an_error_after_a_thousand_successes(db_url: str, tmp_path: Any) -> None:
+    """A range whose first 1,100 pairs have no error type, suggestion or verdict, then one
+    that has: every pair listed, the error's fields as the page shows them (SQLite's driver
+    types a column by its first batch of rows, 1,024 by default, and failed on the error)."""
+    import orjson
+
+    from ingest.pipeline import import_paths
+
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for i in range(1101):
+        function = {"name": "lookup", "arguments": orjson.dumps({"n": i}).decode()}
+        call = {"id": f"c{i}", "type": "function", "function": function}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        content = "Error: order 7 not found. Use search_orders instead." if i == 1100 else "ok"
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": content})
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(orjson.dumps({"id": "long", "messages": messages}) + b"\n")
+    engine = make_engine(db_url)
+    assert import_paths(engine, [path]).traces == 1
+    last = list_pairs(engine, limit=1, offset=1100).iloc[0]
+    engine.dispose()
+    assert (last["call_id"], last["status"]) == ("c1100", "error")
+    for out_format in ("jsonl", "csv"):
+        result = runner.invoke(app, ["pairs", "--db", db_url, "--format", out_format])
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        if out_format == "jsonl":
+            rows = [json.loads(line) for line in lines]
+            assert [r["call_id"] for r in rows] == [f"c{i}" for i in range(1101)]
+            error = rows[-1]
+            assert {k: error[k] for k in ("status", "error_type", "suggestion", "verdict")} == {
+                k: last[k] for k in ("status", "error_type", "suggestion", "verdict")
+            }
+            assert (error["error_type"], error["suggestion"]) == (
+                "not_found",
+                "Use search_orders instead.",
+            )
+            assert {r["error_type"] for r in rows[:-1]} == {None}
+        else:
+            assert len(list(csv.reader(io.StringIO(result.stdout)))) == 1102
