@@ -287,3 +287,22 @@ def test_the_cli_lists_an_error_after_a_thousand_successes(db_url: str, tmp_path
             assert {r["error_type"] for r in rows[:-1]} == {None}
         else:
             assert len(list(csv.reader(io.StringIO(result.stdout)))) == 1102
+
+
+def test_the_cli_lists_the_pages_pairs_of_every_real_trace(db_url: str, realdata: Any) -> None:
+    """Every real trace of every format in one store: ``toollens pairs`` (Arrow, a range of a
+    thousand traces at a time) lists exactly the page's rows, with the page's values."""
+    from ingest.pipeline import import_paths
+
+    files = sorted(p for p in realdata.rglob("*") if p.is_file() and p.parent != realdata)
+    engine = make_engine(db_url)
+    summary = import_paths(engine, files, workers=0)
+    assert summary.rejected == 0
+    total = count_pairs(engine)
+    page = list_pairs(engine, limit=total)[list(PAIR_COLUMNS)]
+    engine.dispose()
+    lines = runner.invoke(app, ["pairs", "--db", db_url]).stdout.splitlines()
+    rows = [json.loads(line) for line in lines]
+    expected = [[_json_value(v) for v in row] for row in page.astype(object).itertuples(False)]
+    assert [list(r.values()) for r in rows] == expected
+    assert len(rows) == total == 2320
