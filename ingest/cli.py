@@ -53,6 +53,8 @@ RedactRulesOption = Annotated[
 ]
 #: How many rejections ``import`` prints before it only counts them.
 MAX_PRINTED_REJECTIONS = 20
+#: Files of a named folder that were not read, named on standard error (then a count).
+SKIPPED_NAMED = 5
 
 
 @app.callback()
@@ -105,6 +107,27 @@ def _usage_error(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
+def _inputs(paths: list[Path], *, stdin: bool = False) -> list[Path]:
+    """The files to read (``ingest.inputs``: a folder stands for its trace files); says on
+    standard error which files of a named folder were not read."""
+    from ingest.inputs import TRACE_SUFFIXES, MissingInput, expand
+
+    try:
+        inputs = expand(paths, stdin=stdin)
+    except MissingInput as exc:
+        raise _usage_error(str(exc)) from exc
+    if inputs.skipped:
+        names = ", ".join(str(p) for p in inputs.skipped[:SKIPPED_NAMED])
+        more = len(inputs.skipped) - SKIPPED_NAMED
+        typer.echo(
+            f"Note: {len(inputs.skipped)} file(s) in the folders named are not trace files "
+            f"({', '.join(TRACE_SUFFIXES)}) and were not read: {names}"
+            + (f" and {more} more" if more > 0 else ""),
+            err=True,
+        )
+    return inputs.files
+
+
 def _redaction(mode: str, rules: Path | None):  # type: ignore[no-untyped-def]
     """The import's redaction settings, checked (mode and rules file) before anything runs."""
     from ingest.redaction_rules import RulesFileError
@@ -130,7 +153,8 @@ def _spool_stdin() -> Path:
 @app.command("import")
 def import_command(
     paths: Annotated[
-        list[Path], typer.Argument(help="Trace files (.json, .jsonl, .gz); - = stdin")
+        list[Path],
+        typer.Argument(help="Trace files or folders of them (.json, .jsonl, .gz); - = stdin"),
     ],
     db: DbOption = None,
     format_name: Annotated[
@@ -190,9 +214,7 @@ def import_command(
     except ValueError as exc:
         raise _usage_error(str(exc)) from exc
     redaction = _redaction(redact, redact_rules)
-    for path in paths:
-        if str(path) != "-" and not path.is_file():
-            raise _usage_error(f"{path}: no such file")
+    paths = _inputs(paths, stdin=True)
     # Sniffing reads the head before parsing starts over, which a pipe cannot do: spool it.
     spooled = _spool_stdin() if any(str(p) == "-" for p in paths) else None
     real_paths = [spooled if str(p) == "-" and spooled else p for p in paths]
@@ -359,7 +381,7 @@ def export_command(
 
 @app.command("lint")
 def lint_command(
-    paths: Annotated[list[Path], typer.Argument(help="Trace files to check")],
+    paths: Annotated[list[Path], typer.Argument(help="Trace files (or folders of them) to check")],
     max_findings: Annotated[
         int | None,
         typer.Option("--max-findings", min=0, help="Exit 1 above this many findings [default: 0]"),
@@ -399,9 +421,7 @@ def lint_command(
     for kind in ignore or []:
         if kind not in LINT_KINDS:
             raise _usage_error(f"--ignore: unknown finding kind {kind!r}")
-    for path in paths:
-        if not path.is_file():
-            raise _usage_error(f"{path}: no such file")
+    paths = _inputs(paths)
     try:
         report = lint_paths(
             paths,
