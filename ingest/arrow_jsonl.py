@@ -32,14 +32,16 @@ _AS_THEY_ARE = (
 
 
 def _times(values: pa.Array) -> pa.Array:
-    """Each time as ISO 8601 text in UTC (``null`` stays missing): the date and the time of
-    day, each cast to text, joined (ten times faster than strftime)."""
+    """Each time as ISO 8601 text in UTC (``null`` stays missing): Arrow's text of the
+    instant (``2025-03-03 10:09:15.000000``) with a ``T``, without a fraction of zeros, and
+    with the zone (twice as fast as spelling the date and the time of day apart and joining
+    them, ten times faster than strftime)."""
     utc = pc.cast(values, pa.timestamp("us", tz="UTC")) if values.type.tz else values
-    naive = pc.cast(utc, pa.timestamp("us"))
-    day = pc.cast(pc.cast(naive, pa.date32()), pa.string())
-    clock = pc.cast(pc.cast(naive, pa.time64("us")), pa.string())
-    clock = pc.replace_substring_regex(clock, r"\.000000$", "")
-    return pc.binary_join_element_wise(day, "T", clock, "+00:00", "")
+    text = pc.cast(pc.cast(utc, pa.timestamp("us")), pa.string())
+    text = pc.replace_substring(text, " ", "T", max_replacements=1)
+    whole = pc.ends_with(text, ".000000")
+    text = pc.if_else(whole, pc.utf8_slice_codeunits(text, 0, -len(".000000")), text)
+    return pc.binary_join_element_wise(text, "+00:00", "")
 
 
 def json_lines(table: pa.Table, keys: Sequence[str] | None = None) -> bytes:

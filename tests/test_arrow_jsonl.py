@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ingest.arrow_jsonl import json_lines
@@ -23,9 +23,8 @@ SCHEMA = pa.schema(
         ("time", pa.timestamp("us", tz="UTC")),
     ]
 )
-times = st.datetimes(
-    min_value=datetime(1900, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
-)
+#: Every time a Python datetime holds (years 1 to 9999, as Arrow spells them: four digits).
+times = st.datetimes(timezones=st.just(UTC))
 rows = st.fixed_dictionaries(
     {
         # A few values again and again, as a pair's trace, tool and status repeat.
@@ -43,8 +42,17 @@ def _expected(row: dict[str, Any]) -> Any:
     return orjson.loads(orjson.dumps(row))
 
 
+EDGES = [
+    datetime.min.replace(tzinfo=UTC),
+    datetime.max.replace(tzinfo=UTC),
+    datetime(1969, 12, 31, 23, 59, 59, 1, tzinfo=UTC),
+    datetime(2026, 1, 1, tzinfo=UTC),
+]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(rows, max_size=20))
+@example([{"text": None, "count": None, "seconds": None, "time": t} for t in EDGES])
 def test_each_line_reads_back_as_orjsons_encoding_of_the_row(data: list[dict[str, Any]]) -> None:
     table = pa.Table.from_pylist(data, schema=SCHEMA)
     text = json_lines(table).decode()
