@@ -18,6 +18,7 @@ from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -565,15 +566,57 @@ def iter_pair_tables(
     yield from stream_range_tables(engine, statements, _trace_ranges(engine), _assemble)
 
 
+def _in_trace_order(rows: pa.Table) -> pa.Table:
+    """``rows`` (a range's calls, then its lone Tool Messages) sorted by trace, message and
+    call index, a lone Tool Message before the calls of its message's seq (it has none).
+
+    Both databases give the union's calls first, in the order of the index they read them
+    by, and the few lone Tool Messages after them: where that holds, each lone row is put in
+    its place between slices of the calls, which copies nothing (Arrow's sort copied every
+    value of every row: 0.13 s of the 1M bench store's pairs). Otherwise, all rows are
+    sorted."""
+    calls = rows.num_rows - rows["call_index"].null_count
+    head, tail = rows.slice(0, calls), rows.slice(calls)
+    trace, seq = _ints(head["trace_id"]), _ints(head["seq"])
+    index = _ints(head["call_index"])
+    lone_trace, lone_seq = _ints(tail["trace_id"]), _ints(tail["seq"])
+    width = int(max(seq.max(initial=0), lone_seq.max(initial=0))) + 1
+    biggest = int(max(trace.max(initial=0), lone_trace.max(initial=0)))
+    if (
+        tail["call_index"].null_count == tail.num_rows
+        and min(trace.min(initial=0), seq.min(initial=0), lone_seq.min(initial=0)) >= 0
+        and (biggest + 1) * width < 2**62
+    ):
+        key = trace * width + seq
+        steps = np.diff(key)
+        if bool(np.all((steps > 0) | ((steps == 0) & (np.diff(index) > 0)))):
+            lone_key = lone_trace * width + lone_seq
+            order = np.argsort(lone_key, kind="stable")
+            places = np.searchsorted(key, lone_key[order], side="left")
+            pieces, start = [], 0
+            for place, row in zip(places.tolist(), order.tolist(), strict=True):
+                pieces += [head.slice(start, place - start), tail.slice(row, 1)]
+                start = place
+            return pa.concat_tables([*pieces, head.slice(start)]) if pieces else head
+    position = pc.coalesce(rows["call_index"].cast(pa.int64()), pa.scalar(-1, pa.int64()))
+    return (
+        rows.append_column("_position", position)
+        .sort_by([("trace_id", "ascending"), ("seq", "ascending"), ("_position", "ascending")])
+        .drop_columns("_position")
+    )
+
+
+def _ints(column: pa.ChunkedArray) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """A column of integers without NULLs as a NumPy array (NULLs as -1)."""
+    return np.asarray(pc.fill_null(column.cast(pa.int64()), -1).to_numpy(), dtype=np.int64)
+
+
 def _assemble(tables: Sequence[pa.Table]) -> pa.Table:
     """One range's pairs (``tables``: its rows from :func:`_range_parts` with the arguments
     only cut, its traces) as :func:`_range_statement` gives them: in trace order, with their
     trace's fields and the arguments on one line."""
     rows, traces = tables
-    position = pc.coalesce(rows["call_index"].cast(pa.int64()), pa.scalar(-1, pa.int64()))
-    rows = rows.append_column("_position", position).sort_by(
-        [("trace_id", "ascending"), ("seq", "ascending"), ("_position", "ascending")]
-    )
+    rows = _in_trace_order(rows)
     at = pc.index_in(rows["trace_id"].cast(pa.int64()), value_set=traces["id"].cast(pa.int64()))
     columns = {name: rows[name] for name in rows.column_names}
     columns.update({name: traces[name].take(at) for name in ("trace", "title", "model")})

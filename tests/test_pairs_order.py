@@ -1,0 +1,85 @@
+"""A range's pairs put in trace order (``db.queries.pairs._in_trace_order``): the calls as the
+index gives them with the lone Tool Messages slotted in, or anything else sorted; either way
+exactly Arrow's sort by trace, message and call index (a lone Tool Message first)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from db.queries.pairs import _in_trace_order
+
+# (trace_id, seq, call_index): a call; call_index None: a lone Tool Message.
+calls = st.tuples(st.integers(0, 6), st.integers(0, 30), st.integers(0, 3))
+lone = st.tuples(st.integers(0, 6), st.integers(0, 30), st.none())
+
+
+def _table(rows: list[tuple[Any, ...]]) -> pa.Table:
+    return pa.table(
+        {
+            "trace_id": pa.array([r[0] for r in rows], pa.int64()),
+            "seq": pa.array([r[1] for r in rows], pa.int32()),
+            "call_index": pa.array([r[2] for r in rows], pa.int64()),
+            "payload": pa.array([f"row {i}" for i in range(len(rows))]),
+        }
+    )
+
+
+def _sorted(table: pa.Table) -> pa.Table:
+    position = pc.coalesce(table["call_index"], pa.scalar(-1, pa.int64()))
+    return (
+        table.append_column("_p", position)
+        .sort_by([("trace_id", "ascending"), ("seq", "ascending"), ("_p", "ascending")])
+        .drop_columns("_p")
+    )
+
+
+def _unique(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """One row per (trace, seq, call index); a message's seq holds calls or one result."""
+    kinds: dict[tuple[int, int], bool] = {}
+    kept = []
+    for row in rows:
+        if kinds.setdefault((row[0], row[1]), row[2] is None) != (row[2] is None):
+            continue
+        if row[2] is None or row not in kept:
+            kept.append(row)
+    return kept
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(calls, max_size=40), st.lists(lone, max_size=8), st.booleans())
+@example([(1, 2, 0), (1, 2, 1), (2, 0, 0)], [(1, 1, None), (3, 0, None), (0, 9, None)], True)
+@example([(2, 0, 0), (1, 2, 0)], [(1, 1, None)], True)
+def test_the_rows_come_out_in_trace_order(
+    call_rows: list[tuple[Any, ...]], lone_rows: list[tuple[Any, ...]], as_indexed: bool
+) -> None:
+    """``as_indexed``: the calls in index order, then the lone rows (as the databases give
+    the union); else in the order drawn."""
+    rows = _unique(call_rows + lone_rows)
+    if as_indexed:
+        rows = sorted(r for r in rows if r[2] is not None) + [r for r in rows if r[2] is None]
+    table = _table(rows)
+    ordered = _in_trace_order(table)
+    assert ordered.schema == table.schema
+    assert ordered.to_pylist() == _sorted(table).to_pylist()
+
+
+def test_lone_rows_slot_in_without_copying_the_calls() -> None:
+    table = _table([(1, 0, 0), (1, 2, 0), (2, 1, 0), (1, 1, None)])
+    ordered = _in_trace_order(table)
+    assert [(r["trace_id"], r["seq"]) for r in ordered.to_pylist()] == [
+        (1, 0),
+        (1, 1),
+        (1, 2),
+        (2, 1),
+    ]
+    # Slices of the input: one chunk per piece, the calls' values not copied.
+    assert ordered["payload"].num_chunks == 3
+    assert (
+        ordered["payload"].chunk(0).buffers()[2].address
+        == table["payload"].chunk(0).buffers()[2].address
+    )
