@@ -8,6 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -83,3 +84,16 @@ def test_lone_rows_slot_in_without_copying_the_calls() -> None:
         ordered["payload"].chunk(0).buffers()[2].address
         == table["payload"].chunk(0).buffers()[2].address
     )
+
+
+def test_a_range_with_many_lone_rows_is_sorted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``SLOTTED_ROWS`` lone rows, one sort (one chunk) instead of many slices."""
+    import db.queries.pairs
+
+    monkeypatch.setattr(db.queries.pairs, "SLOTTED_ROWS", 2)
+    table = _table([(1, 0, 0), (1, 2, 0), (1, 3, None), (1, 1, None), (0, 5, None)])
+    ordered = _in_trace_order(table)
+    assert [(r["trace_id"], r["seq"]) for r in ordered.to_pylist()] == [
+        (0, 5), (1, 0), (1, 1), (1, 2), (1, 3),
+    ]  # fmt: skip
+    assert ordered["payload"].num_chunks == 1

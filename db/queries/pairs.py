@@ -566,44 +566,59 @@ def iter_pair_tables(
     yield from stream_range_tables(engine, statements, _trace_ranges(engine), _assemble)
 
 
+#: Most lone Tool Messages a range's rows take slotted in between slices of its calls (each
+#: adds two chunks to the range's table); a range with more is sorted.
+SLOTTED_ROWS = 256
+
+
 def _in_trace_order(rows: pa.Table) -> pa.Table:
     """``rows`` (a range's calls, then its lone Tool Messages) sorted by trace, message and
     call index, a lone Tool Message before the calls of its message's seq (it has none).
 
     Both databases give the union's calls first, in the order of the index they read them
-    by, and the few lone Tool Messages after them: where that holds, each lone row is put in
-    its place between slices of the calls, which copies nothing (Arrow's sort copied every
-    value of every row: 0.13 s of the 1M bench store's pairs). Otherwise, all rows are
-    sorted."""
+    by, and the few lone Tool Messages after them: where that holds, the lone rows are put in
+    their places between slices of the calls (:func:`_slotted`), which copies nothing (Arrow's
+    sort copied every value of every row: 0.13 s of the 1M bench store's pairs). Otherwise,
+    all rows are sorted."""
     calls = rows.num_rows - rows["call_index"].null_count
     head, tail = rows.slice(0, calls), rows.slice(calls)
-    trace, seq = _ints(head["trace_id"]), _ints(head["seq"])
-    index = _ints(head["call_index"])
-    lone_trace, lone_seq = _ints(tail["trace_id"]), _ints(tail["seq"])
-    width = int(max(seq.max(initial=0), lone_seq.max(initial=0))) + 1
-    biggest = int(max(trace.max(initial=0), lone_trace.max(initial=0)))
-    if (
-        tail["call_index"].null_count == tail.num_rows
-        and min(trace.min(initial=0), seq.min(initial=0), lone_seq.min(initial=0)) >= 0
-        and (biggest + 1) * width < 2**62
-    ):
-        key = trace * width + seq
-        steps = np.diff(key)
-        if bool(np.all((steps > 0) | ((steps == 0) & (np.diff(index) > 0)))):
-            lone_key = lone_trace * width + lone_seq
-            order = np.argsort(lone_key, kind="stable")
-            places = np.searchsorted(key, lone_key[order], side="left")
-            pieces, start = [], 0
-            for place, row in zip(places.tolist(), order.tolist(), strict=True):
-                pieces += [head.slice(start, place - start), tail.slice(row, 1)]
-                start = place
-            return pa.concat_tables([*pieces, head.slice(start)]) if pieces else head
+    slotted = _slotted(head, tail) if tail.num_rows <= SLOTTED_ROWS else None
+    if slotted is not None:
+        return slotted
     position = pc.coalesce(rows["call_index"].cast(pa.int64()), pa.scalar(-1, pa.int64()))
     return (
         rows.append_column("_position", position)
         .sort_by([("trace_id", "ascending"), ("seq", "ascending"), ("_position", "ascending")])
         .drop_columns("_position")
     )
+
+
+def _slotted(head: pa.Table, tail: pa.Table) -> pa.Table | None:
+    """The calls ``head`` with the lone Tool Messages ``tail`` each put before the first call
+    after it; ``None`` unless ``head`` is in index order and ``tail`` holds no call (and the
+    keys, trace times the seqs' width plus seq, fit in 62 bits)."""
+    if tail["call_index"].null_count != tail.num_rows:
+        return None
+    trace, seq, index = (_ints(head[name]) for name in ("trace_id", "seq", "call_index"))
+    lone_trace, lone_seq = _ints(tail["trace_id"]), _ints(tail["seq"])
+    width = int(max(seq.max(initial=0), lone_seq.max(initial=0))) + 1
+    biggest = int(max(trace.max(initial=0), lone_trace.max(initial=0)))
+    if min(trace.min(initial=0), seq.min(initial=0), lone_seq.min(initial=0)) < 0:
+        return None
+    if (biggest + 1) * width >= 2**62:
+        return None
+    key = trace * width + seq
+    steps = np.diff(key)
+    if not bool(np.all((steps > 0) | ((steps == 0) & (np.diff(index) > 0)))):
+        return None
+    lone_key = lone_trace * width + lone_seq
+    order = np.argsort(lone_key, kind="stable")
+    places = np.searchsorted(key, lone_key[order], side="left")
+    pieces, start = [], 0
+    for place, row in zip(places.tolist(), order.tolist(), strict=True):
+        pieces += [head.slice(start, place - start), tail.slice(row, 1)]
+        start = place
+    return pa.concat_tables([*pieces, head.slice(start)]) if pieces else head
 
 
 def _ints(column: pa.ChunkedArray) -> np.ndarray[Any, np.dtype[np.int64]]:
