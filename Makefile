@@ -5,7 +5,7 @@ BIN     = $(VENV)/bin
 DEMO_DB ?= .demo/toollens.db
 PORT   ?= 8501
 
-.PHONY: help venv demo serve test test-fast lint format bench bench-revision bench-startup bench-ui bench-ui-growth bench-pairs bench-otlp bench-reimport bench-search clean
+.PHONY: help venv demo serve test test-fast lint format bench bench-revision bench-startup bench-ui bench-ui-growth bench-browser-floor bench-pairs bench-otlp bench-reimport bench-search clean
 
 help:
 	@echo "make demo     set up, import the sample traces into SQLite, open the dashboard"
@@ -16,6 +16,7 @@ help:
 	@echo "make bench-startup toollens summary's start against the code before the Core tables (the 1M bench-ui stores)"
 	@echo "make bench-ui dashboard speed benchmark (MESSAGES=1000000; DB=postgresql+psycopg://… for PostgreSQL)"
 	@echo "make bench-ui-growth page times at 1M, 3M and 10M messages, SQLite and PostgreSQL (PG_URL)"
+	@echo "make bench-browser-floor  Streamlit + Plotly alone in the browser (no data) vs a one-line page"
 	@echo "make bench-pairs `toollens pairs` seconds on the bench store (MESSAGES, DB)"
 	@echo "make bench-otlp live OTLP ingest, ToolLens receiver vs Arize Phoenix (STEPS=3000)"
 	@echo "make bench-reimport  re-import speed (unchanged real data, one line appended)"
@@ -83,6 +84,9 @@ bench-ui: venv
 	$(BIN)/python -m benchmarks.ui_bench --messages $(MESSAGES) --db '$(DB)' $(BENCH_UI_ARGS)
 bench-ui-growth: venv
 	$(BIN)/python -m benchmarks.ui_bench --sizes $(SIZES) --db sqlite --db '$(PG_URL)' --no-browser --pairs
+bench-browser-floor: venv
+	$(BIN)/python -m benchmarks.browser_floor
+
 bench-pairs: venv
 	$(BIN)/python -m benchmarks.ui_bench --pairs-only --messages $(MESSAGES) --db '$(DB)'
 
