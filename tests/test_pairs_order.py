@@ -1,6 +1,7 @@
-"""A range's pairs put in trace order (``db.queries.pairs._in_trace_order``): the calls as the
-index gives them with the lone Tool Messages slotted in, or anything else sorted; either way
-exactly Arrow's sort by trace, message and call index (a lone Tool Message first)."""
+"""A range's pairs put in trace order (``db.queries.pairs._in_trace_order``): the rows after
+the first one out of order slotted in among those before it, or, past a bound, all sorted;
+either way exactly Arrow's stable sort by trace, message and call index (a lone Tool Message
+first)."""
 
 from __future__ import annotations
 
@@ -51,18 +52,37 @@ def _unique(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return kept
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(calls, max_size=40), st.lists(lone, max_size=8), st.booleans())
-@example([(1, 2, 0), (1, 2, 1), (2, 0, 0)], [(1, 1, None), (3, 0, None), (0, 9, None)], True)
-@example([(2, 0, 0), (1, 2, 0)], [(1, 1, None)], True)
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(calls, max_size=40),
+    st.lists(lone, max_size=8),
+    st.sampled_from(["drawn", "indexed", "unanswered last"]),
+    st.lists(st.booleans(), max_size=40),
+)
+@example(
+    [(1, 2, 0), (1, 2, 1), (2, 0, 0)], [(1, 1, None), (3, 0, None), (0, 9, None)], "indexed", []
+)
+@example([(2, 0, 0), (1, 2, 0)], [(1, 1, None)], "indexed", [])
+@example(
+    [(1, 2, 0), (1, 2, 1), (2, 0, 0), (0, 1, 0)], [(1, 1, None)], "unanswered last", [False, True]
+)
 def test_the_rows_come_out_in_trace_order(
-    call_rows: list[tuple[Any, ...]], lone_rows: list[tuple[Any, ...]], as_indexed: bool
+    call_rows: list[tuple[Any, ...]],
+    lone_rows: list[tuple[Any, ...]],
+    order: str,
+    unanswered: list[bool],
 ) -> None:
-    """``as_indexed``: the calls in index order, then the lone rows (as the databases give
-    the union); else in the order drawn."""
+    """The rows as drawn; or as SQLite gives the union (the calls in index order, then the
+    lone rows); or as PostgreSQL does (the answered calls in order, then the unanswered ones,
+    drawn by ``unanswered``, in no order, then the lone rows)."""
     rows = _unique(call_rows + lone_rows)
-    if as_indexed:
-        rows = sorted(r for r in rows if r[2] is not None) + [r for r in rows if r[2] is None]
+    lone_part = [r for r in rows if r[2] is None]
+    calls_part = sorted(r for r in rows if r[2] is not None)
+    if order == "indexed":
+        rows = calls_part + lone_part
+    elif order == "unanswered last":
+        late = [r for i, r in enumerate(calls_part) if i < len(unanswered) and unanswered[i]]
+        rows = [r for r in calls_part if r not in late] + late[::-1] + lone_part
     table = _table(rows)
     ordered = _in_trace_order(table)
     assert ordered.schema == table.schema
@@ -86,14 +106,14 @@ def test_lone_rows_slot_in_without_copying_the_calls() -> None:
     )
 
 
-def test_a_range_with_many_lone_rows_is_sorted(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past ``SLOTTED_ROWS`` lone rows, one sort (one chunk) instead of many slices."""
+def test_a_range_with_many_rows_out_of_order_is_sorted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``SLOTTED_ROWS`` rows after the first out of order, one sort (one chunk)."""
     import db.queries.pairs
 
     monkeypatch.setattr(db.queries.pairs, "SLOTTED_ROWS", 2)
-    table = _table([(1, 0, 0), (1, 2, 0), (1, 3, None), (1, 1, None), (0, 5, None)])
+    table = _table([(1, 0, 0), (1, 2, 0), (1, 3, None), (1, 1, None), (0, 5, None), (0, 1, 0)])
     ordered = _in_trace_order(table)
     assert [(r["trace_id"], r["seq"]) for r in ordered.to_pylist()] == [
-        (0, 5), (1, 0), (1, 1), (1, 2), (1, 3),
+        (0, 1), (0, 5), (1, 0), (1, 1), (1, 2), (1, 3),
     ]  # fmt: skip
     assert ordered["payload"].num_chunks == 1

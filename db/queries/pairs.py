@@ -566,23 +566,24 @@ def iter_pair_tables(
     yield from stream_range_tables(engine, statements, _trace_ranges(engine), _assemble)
 
 
-#: Most lone Tool Messages a range's rows take slotted in between slices of its calls (each
-#: adds two chunks to the range's table); a range with more is sorted.
+#: Most rows out of order a range's rows take slotted in between slices of the rows in order
+#: (each adds two chunks to the range's table); a range with more is sorted.
 SLOTTED_ROWS = 256
 
 
 def _in_trace_order(rows: pa.Table) -> pa.Table:
-    """``rows`` (a range's calls, then its lone Tool Messages) sorted by trace, message and
-    call index, a lone Tool Message before the calls of its message's seq (it has none).
+    """``rows`` (a range's calls and lone Tool Messages) sorted by trace, message and call
+    index, a lone Tool Message before the calls of its message's seq (it has none), as a
+    stable sort orders them.
 
-    Both databases give the union's calls first, in the order of the index they read them
-    by, and the few lone Tool Messages after them: where that holds, the lone rows are put in
-    their places between slices of the calls (:func:`_slotted`), which copies nothing (Arrow's
-    sort copied every value of every row: 0.13 s of the 1M bench store's pairs). Otherwise,
-    all rows are sorted."""
-    calls = rows.num_rows - rows["call_index"].null_count
-    head, tail = rows.slice(0, calls), rows.slice(calls)
-    slotted = _slotted(head, tail) if tail.num_rows <= SLOTTED_ROWS else None
+    The databases give most of a range's rows in that order already: SQLite all its calls, in
+    the order of the index it reads them by, then the few lone Tool Messages; PostgreSQL the
+    answered calls in the order of their answers' table, then the unanswered ones and the lone
+    Tool Messages. Where no more than :data:`SLOTTED_ROWS` rows follow the first one out of
+    order, those are put in their places between slices of the rows before it
+    (:func:`_slotted`), which copies nothing (Arrow's sort copied every value of every row:
+    0.13 s of the 1M bench store's pairs). Otherwise, all rows are sorted."""
+    slotted = _slotted(rows)
     if slotted is not None:
         return slotted
     position = pc.coalesce(rows["call_index"].cast(pa.int64()), pa.scalar(-1, pa.int64()))
@@ -593,32 +594,29 @@ def _in_trace_order(rows: pa.Table) -> pa.Table:
     )
 
 
-def _slotted(head: pa.Table, tail: pa.Table) -> pa.Table | None:
-    """The calls ``head`` with the lone Tool Messages ``tail`` each put before the first call
-    after it; ``None`` unless ``head`` is in index order and ``tail`` holds no call (and the
-    keys, trace times the seqs' width plus seq, fit in 62 bits)."""
-    if tail["call_index"].null_count != tail.num_rows:
+def _slotted(rows: pa.Table) -> pa.Table | None:
+    """``rows`` in order with the rows from the first one out of order on each put after the
+    rows before it with a key not above its own; ``None`` when more than
+    :data:`SLOTTED_ROWS` rows follow it, or when the keys (trace, seq and call index in one
+    integer) do not fit in 62 bits."""
+    trace, seq, index = (_ints(rows[name]) for name in ("trace_id", "seq", "call_index"))
+    if min(trace.min(initial=0), seq.min(initial=0), index.min(initial=0) + 1) < 0:
         return None
-    trace, seq, index = (_ints(head[name]) for name in ("trace_id", "seq", "call_index"))
-    lone_trace, lone_seq = _ints(tail["trace_id"]), _ints(tail["seq"])
-    width = int(max(seq.max(initial=0), lone_seq.max(initial=0))) + 1
-    biggest = int(max(trace.max(initial=0), lone_trace.max(initial=0)))
-    if min(trace.min(initial=0), seq.min(initial=0), lone_seq.min(initial=0)) < 0:
+    width, calls = int(seq.max(initial=0)) + 1, int(index.max(initial=0)) + 2
+    if (int(trace.max(initial=0)) + 1) * width * calls >= 2**62:
         return None
-    if (biggest + 1) * width >= 2**62:
+    key = (trace * width + seq) * calls + index + 1
+    falls = np.flatnonzero(np.diff(key) <= 0)
+    ordered = int(falls[0]) + 1 if len(falls) else len(key)
+    if len(key) - ordered > SLOTTED_ROWS:
         return None
-    key = trace * width + seq
-    steps = np.diff(key)
-    if not bool(np.all((steps > 0) | ((steps == 0) & (np.diff(index) > 0)))):
-        return None
-    lone_key = lone_trace * width + lone_seq
-    order = np.argsort(lone_key, kind="stable")
-    places = np.searchsorted(key, lone_key[order], side="left")
-    pieces, start = [], 0
+    order = ordered + np.argsort(key[ordered:], kind="stable")
+    places = np.searchsorted(key[:ordered], key[order], side="right")
+    head, pieces, start = rows.slice(0, ordered), [], 0
     for place, row in zip(places.tolist(), order.tolist(), strict=True):
-        pieces += [head.slice(start, place - start), tail.slice(row, 1)]
+        pieces += [head.slice(start, place - start), rows.slice(row, 1)]
         start = place
-    return pa.concat_tables([*pieces, head.slice(start)]) if pieces else head
+    return pa.concat_tables([*pieces, head.slice(start)]) if pieces else rows
 
 
 def _ints(column: pa.ChunkedArray) -> np.ndarray[Any, np.dtype[np.int64]]:
