@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from db.queries.pairs import _in_trace_order
+from db.queries.pairs import _in_trace_order, _slotted
 
 # (trace_id, seq, call_index): a call; call_index None: a lone Tool Message.
 calls = st.tuples(st.integers(0, 6), st.integers(0, 30), st.integers(0, 3))
@@ -89,31 +89,26 @@ def test_the_rows_come_out_in_trace_order(
     assert ordered.to_pylist() == _sorted(table).to_pylist()
 
 
-def test_lone_rows_slot_in_without_copying_the_calls() -> None:
-    table = _table([(1, 0, 0), (1, 2, 0), (2, 1, 0), (1, 1, None)])
-    ordered = _in_trace_order(table)
-    assert [(r["trace_id"], r["seq"]) for r in ordered.to_pylist()] == [
-        (1, 0),
-        (1, 1),
-        (1, 2),
-        (2, 1),
-    ]
-    # Slices of the input: one chunk per piece, the calls' values not copied.
-    assert ordered["payload"].num_chunks == 3
-    assert (
-        ordered["payload"].chunk(0).buffers()[2].address
-        == table["payload"].chunk(0).buffers()[2].address
-    )
+def test_rows_mostly_in_order_are_slotted_in_as_one_chunk() -> None:
+    """As the databases give a range: calls in order, an unanswered call and a lone row last."""
+    table = _table([(1, 0, 0), (1, 2, 0), (2, 1, 0), (2, 3, 0), (1, 1, None), (2, 0, 0)])
+    slotted = _slotted(table)
+    assert slotted is not None
+    assert [(r["trace_id"], r["seq"], r["payload"]) for r in slotted.to_pylist()] == [
+        (1, 0, "row 0"), (1, 1, "row 4"), (1, 2, "row 1"), (2, 0, "row 5"), (2, 1, "row 2"),
+        (2, 3, "row 3"),
+    ]  # fmt: skip
+    assert slotted["payload"].num_chunks == 1
 
 
 def test_a_range_with_many_rows_out_of_order_is_sorted(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past ``SLOTTED_ROWS`` rows after the first out of order, one sort (one chunk)."""
+    """Past ``SLOTTED_ROWS`` rows after the first out of order, Arrow's sort."""
     import db.queries.pairs
 
     monkeypatch.setattr(db.queries.pairs, "SLOTTED_ROWS", 2)
     table = _table([(1, 0, 0), (1, 2, 0), (1, 3, None), (1, 1, None), (0, 5, None), (0, 1, 0)])
+    assert _slotted(table) is None
     ordered = _in_trace_order(table)
     assert [(r["trace_id"], r["seq"]) for r in ordered.to_pylist()] == [
         (0, 1), (0, 5), (1, 0), (1, 1), (1, 2), (1, 3),
     ]  # fmt: skip
-    assert ordered["payload"].num_chunks == 1
