@@ -20,9 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.ui_bench import REPO, TRIVIAL_PAGE
+
 SHELL = REPO / "benchmarks" / "floor" / "shell_page.py"
-ONE_LINE = 'import streamlit as st\n\nst.write("hi")\n'
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
 
     folder = Path(tempfile.mkdtemp(prefix="toollens-floor-"))
     script = folder / "hi.py"
-    script.write_text(ONE_LINE)
+    script.write_text(TRIVIAL_PAGE)
     with (
         serve_script(script, folder / "one-line.log") as one_line,
         serve_script(SHELL, folder / "shell.log") as shell,

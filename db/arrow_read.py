@@ -92,9 +92,10 @@ def connect(engine: Engine) -> Any:
     raise ArrowReadUnavailable(f"no ADBC driver for {engine.dialect.name}")
 
 
-def _table(conn: Any, sql: str) -> pa.Table:
-    """The rows of ``sql`` on a PostgreSQL connection of :func:`connect`, as one table."""
-    with conn.cursor() as cur:
+def _table(conn: Any, sql: str, options: dict[str, str] | None = None) -> pa.Table:
+    """The rows of ``sql`` on a connection of :func:`connect`, as one table (``options``:
+    the driver's statement options)."""
+    with conn.cursor(adbc_stmt_kwargs=options) as cur:
         cur.execute(sql)
         return cur.fetch_arrow_table()
 
@@ -105,21 +106,13 @@ def _sqlite_table(conn: Any, sql: str) -> pa.Table:
     batches of :data:`_SQLITE_BATCH_ROWS`, and where that fails, again in one batch of all
     the statement's rows."""
 
-    def read(batch_rows: int) -> pa.Table:
-        options = {_SQLITE_BATCH_OPTION: str(batch_rows)}
-        with conn.cursor(adbc_stmt_kwargs=options) as cur:
-            cur.execute(sql)
-            return cur.fetch_arrow_table()
-
     try:
-        return read(_SQLITE_BATCH_ROWS)
+        return _table(conn, sql, {_SQLITE_BATCH_OPTION: str(_SQLITE_BATCH_ROWS)})
     except OSError as exc:
         if "Type mismatch" not in str(exc):
             raise
-    with conn.cursor() as cur:
-        cur.execute(f"SELECT count(*) FROM ({sql})")
-        (rows,) = cur.fetchone()
-    return read(max(rows, 1))
+    rows = _table(conn, f"SELECT count(*) FROM ({sql})").column(0)[0].as_py()
+    return _table(conn, sql, {_SQLITE_BATCH_OPTION: str(max(rows, 1))})
 
 
 def range_sql(engine: Engine, stmt: Select[Any]) -> str:

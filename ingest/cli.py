@@ -110,7 +110,7 @@ def _usage_error(message: str) -> typer.Exit:
 def _inputs(paths: list[Path], *, stdin: bool = False) -> list[Path]:
     """The files to read (``ingest.inputs``: a folder stands for its trace files); says on
     standard error which files of a named folder were not read."""
-    from ingest.inputs import TRACE_SUFFIXES, MissingInput, expand
+    from ingest.inputs import TRACE_SUFFIXES_TEXT, MissingInput, expand
 
     try:
         inputs = expand(paths, stdin=stdin)
@@ -121,7 +121,7 @@ def _inputs(paths: list[Path], *, stdin: bool = False) -> list[Path]:
         more = len(inputs.skipped) - SKIPPED_NAMED
         typer.echo(
             f"Note: {len(inputs.skipped)} file(s) in the folders named are not trace files "
-            f"({', '.join(TRACE_SUFFIXES)}) and were not read: {names}"
+            f"({TRACE_SUFFIXES_TEXT}) and were not read: {names}"
             + (f" and {more} more" if more > 0 else ""),
             err=True,
         )

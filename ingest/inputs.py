@@ -18,6 +18,8 @@ from pathlib import Path
 #: The suffixes of trace files in a folder (a compressed file is recognized by its content,
 #: so ``.gz`` stands for ``.json.gz`` and ``.jsonl.gz`` alike).
 TRACE_SUFFIXES: tuple[str, ...] = (".json", ".jsonl", ".ndjson", ".gz")
+#: :data:`TRACE_SUFFIXES` as messages name them.
+TRACE_SUFFIXES_TEXT = ", ".join(TRACE_SUFFIXES)
 STDIN = "-"
 
 
@@ -46,7 +48,7 @@ def expand(paths: Iterable[Path], *, stdin: bool = False) -> Inputs:
         elif path.is_dir():
             found = _below(path, skipped)
             if not found:
-                raise MissingInput(f"{path}: no trace file in this folder ({_suffixes()})")
+                raise MissingInput(f"{path}: no trace file in this folder ({TRACE_SUFFIXES_TEXT})")
             files.extend(found)
         else:
             raise MissingInput(f"{path}: no such file or folder")
@@ -65,7 +67,3 @@ def _below(folder: Path, skipped: list[Path]) -> list[Path]:
         else:
             skipped.append(path)
     return found
-
-
-def _suffixes() -> str:
-    return ", ".join(TRACE_SUFFIXES)

@@ -567,7 +567,7 @@ def iter_pair_tables(
 
 
 #: Most rows out of order a range's rows take slotted in between slices of the rows in order
-#: (each adds two chunks to the range's table); a range with more is sorted.
+#: (two slices each, joined again); a range with more is sorted.
 SLOTTED_ROWS = 256
 
 
