@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 from dbfixture import fixture_store, open_app
 from typer.testing import CliRunner
@@ -197,6 +198,38 @@ def test_the_arrow_tables_hold_the_pages_rows_under_a_condition(
     shown = [[None if pd.isna(v) else v for v in row] for row in page.itertuples(False)]
     assert rows == shown
     assert len(rows) > 0
+
+
+@pytest.mark.parametrize("size", [1, 1000])
+def test_the_calls_joined_to_their_answers_in_arrow_are_the_pages_statement(
+    pairs_store: str, size: int
+) -> None:
+    """Every pair read as three tables a range (calls, Tool Messages, traces; PostgreSQL's
+    way) and read by the page's statement (SQLite's): the same tables, on both databases, a
+    trace a range or all in one."""
+    from sqlalchemy import select
+
+    from db.arrow_read import stream_range_tables
+    from db.queries import pairs as p
+    from db.schema import TraceRow
+
+    engine = make_engine(pairs_store)
+    lo, hi = p._range_bounds()
+    traces = select(
+        TraceRow.id.label("id"),
+        TraceRow.display_id.label("trace"),
+        TraceRow.title.label("title"),
+        TraceRow.model.label("model"),
+    ).where(TraceRow.id.between(lo, hi))
+    ranges = p._trace_ranges(engine, size)
+    every = (p._range_calls(), p._range_results(), traces)
+    joined = (p._range_parts(p.NO_FILTERS, p.ALL_PAIRS, one_line=False), traces)
+    apart = pa.concat_tables(stream_range_tables(engine, every, ranges, p._assemble_every))
+    together = pa.concat_tables(stream_range_tables(engine, joined, ranges, p._assemble))
+    engine.dispose()
+    assert apart.to_pylist() == together.to_pylist()
+    assert apart.schema == together.schema == p.PAIR_SCHEMA
+    assert apart.num_rows == 10 and len(ranges) == (3 if size == 1 else 1)
 
 
 #: Raw arguments with every line break the preview replaces, in and around the cut at 120

@@ -112,3 +112,40 @@ def test_a_range_with_many_rows_out_of_order_is_sorted(monkeypatch: pytest.Monke
     assert [(r["trace_id"], r["seq"]) for r in ordered.to_pylist()] == [
         (0, 1), (0, 5), (1, 0), (1, 1), (1, 2), (1, 3),
     ]  # fmt: skip
+
+
+# A Tool Message: (trace_id, seq); a call: (trace_id, answer seq or None).
+held_results = st.lists(st.tuples(st.integers(0, 5), st.integers(0, 40)), max_size=30, unique=True)
+asking_calls = st.lists(st.tuples(st.integers(0, 6), st.none() | st.integers(0, 41)), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(held_results, asking_calls, st.permutations(range(7)))
+@example([], [(1, 3), (2, None)], list(range(7)))
+@example([(5, 40)], [(5, 40), (6, 40), (5, 0)], list(range(7)))
+@example([(3, 2), (4, 2)], [(3, 2), (4, 2)], [0, 1, 2, 4, 5, 6, 3])
+def test_each_call_finds_the_tool_message_at_its_answer_seq(
+    results: list[tuple[int, int]], calls: list[tuple[int, int | None]], trace_order: list[int]
+) -> None:
+    """``_answer_rows``: the row of the Tool Message of the call's trace at the call's answer
+    seq, in any order the driver gives the rows; NULL for a call without answer seq, for one
+    whose Tool Message is not there, and for one whose trace is not among the range's."""
+    from db.queries.pairs import _answer_rows
+
+    ids = pa.chunked_array([pa.array([t * 1000 for t in trace_order[:6]], pa.int64())])
+    result_table = pa.table(
+        {
+            "trace_id": pa.array([t * 1000 for t, _ in results], pa.int64()),
+            "result_seq": pa.array([s for _, s in results], pa.int32()),
+        }
+    )
+    call_table = pa.table(
+        {
+            "trace_id": pa.array([t * 1000 for t, _ in calls], pa.int64()),
+            "answer_seq": pa.array([s for _, s in calls], pa.int32()),
+        }
+    )
+    at = {(t, s): row for row, (t, s) in enumerate(results)}
+    outside = trace_order[6]
+    expected = [at.get((t, s)) if s is not None and t != outside else None for t, s in calls]
+    assert _answer_rows(call_table, result_table, ids).to_pylist() == expected
