@@ -233,16 +233,20 @@ def test_the_calls_joined_to_their_answers_in_arrow_are_the_pages_statement(
 
 
 #: Raw arguments with every line break the preview replaces, in and around the cut at 120
-#: characters (``"\r\n"`` split by it), after characters of two and four bytes in UTF-8.
+#: characters (``"\r\n"`` split by it), after characters of two and four bytes in UTF-8; ``c4``
+#: has more bytes than 120 characters can (``toollens pairs`` on PostgreSQL has the server cut
+#: that one, the others it cuts in Arrow).
 BROKEN_ARGUMENTS = {
     "c1": '{\r\n\t"path": "a.py",\r\n\t"text": "x\ry"\n}',
     "c2": "é" * 60 + "🙂" * 59 + "\r\nrest",
     "c3": "\t" * 118 + "\n\r\n\r",
+    "c4": "ü" * 119 + "\r\n" + "x" * 300,
 }
 BROKEN_PREVIEWS = {
     "c1": '{  "path": "a.py",  "text": "x y" }',
     "c2": "é" * 60 + "🙂" * 59 + " ",
     "c3": " " * 118 + "  ",
+    "c4": "ü" * 119 + " ",
 }
 
 
