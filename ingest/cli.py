@@ -314,7 +314,23 @@ def pairs_command(
     """One row per call or unpaired result, for notebooks and spreadsheets."""
     if out_format not in ("jsonl", "csv"):
         raise _usage_error(f"unknown output format {out_format!r}; use jsonl or csv")
-    _write_pairs(_engine(db), sys.stdout, out_format)
+    try:
+        _write_pairs(_engine(db), sys.stdout, out_format)
+    except OSError as exc:
+        if not _reader_gone(exc):
+            raise
+        # The reader stopped reading (`toollens pairs | head`): stop quietly, status 1, as
+        # Python's own writes do; standard output to nowhere, so exiting flushes nothing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(1) from None
+
+
+def _reader_gone(exc: OSError) -> bool:
+    """``exc`` says the pipe to standard output is closed: Python's ``BrokenPipeError``, or
+    the error Polars' writer raises, without an errno but Rust's text of EPIPE."""
+    import errno
+
+    return exc.errno == errno.EPIPE or str(exc).endswith(f"(os error {errno.EPIPE})")
 
 
 def _write_pairs(engine: Any, out: TextIO, out_format: str) -> None:
@@ -324,26 +340,23 @@ def _write_pairs(engine: Any, out: TextIO, out_format: str) -> None:
     (``ingest.pairs_csv``); JSON Lines by Polars' writer (``ingest.arrow_jsonl``), keeping the
     values' types."""
     from contextlib import closing
-    from functools import partial
 
     from db.queries.pairs import PAIR_COLUMNS, PAIR_SCHEMA, iter_pair_tables
-    from db.streaming import in_order
-    from ingest.arrow_jsonl import json_lines
+    from ingest.arrow_jsonl import write_json_lines
     from ingest.pairs_csv import write_csv
 
     out.flush()
     binary = out.buffer
-    if out_format == "csv":
-        with closing(iter_pair_tables(engine)) as tables:
+    with closing(iter_pair_tables(engine)) as tables:
+        if out_format == "csv":
             write_csv(tables, PAIR_SCHEMA, binary)
-    else:
-        # Polars and Arrow release the GIL: the tables' lines are made on two threads
-        # (a few tables ahead), the reading threads' tables taken in order.
-        tables = iter_pair_tables(engine)
-        encode = partial(json_lines, keys=PAIR_COLUMNS)
-        with closing(tables), closing(in_order(encode, tables, "toollens-jsonl")) as lines:
-            for text in lines:
-                binary.write(text)
+        else:
+            # Polars writes each table's lines to the output's descriptor itself, on its own
+            # threads, while the reading threads read the next ranges: made on two threads of
+            # ours into bytes and written from here, the lines cost a copy into Python bytes
+            # and most of the command's page faults (docs/performance.md, sixteenth session).
+            for table in tables:
+                write_json_lines(table, binary, PAIR_COLUMNS)
     binary.flush()
 
 

@@ -119,3 +119,32 @@ def test_no_columns_make_empty_objects_and_a_key_per_column_is_required() -> Non
         json_lines(pa.table({"a": [1], "b": [2]}), ["a"])
     with pytest.raises(TypeError, match="no JSON text for a column of bool"):
         json_lines(pa.table({"a": [True]}))
+
+
+def test_lines_written_to_a_file_come_after_what_it_buffered_and_before_what_follows(
+    tmp_path: Any,
+) -> None:
+    """``write_json_lines`` to a file with a descriptor (Polars writes to the descriptor
+    itself): what the file object holds unwritten goes first, the lines in table order, then
+    what is written after them; the same bytes as ``json_lines``."""
+    from ingest.arrow_jsonl import write_json_lines
+
+    first = pa.table({"s": ["a\nb", None], "n": [1, 2]})
+    second = pa.table({"s": ["é" * 50_000], "n": [3]})  # more than one chunk of Polars'
+    path = tmp_path / "lines.jsonl"
+    with path.open("wb") as out:
+        out.write(b"head\n")
+        write_json_lines(first, out)
+        out.write(b"mid\n")
+        write_json_lines(second, out, ["S", "N"])
+        write_json_lines(first.select([]), out)
+        out.write(b"tail\n")
+    assert path.read_bytes() == (
+        b"head\n"
+        + json_lines(first)
+        + b"mid\n"
+        + json_lines(second, ["S", "N"])
+        + b"{}\n{}\n"
+        + b"tail\n"
+    )
+    assert json_lines(first) == b'{"s":"a\\nb","n":1}\n{"s":null,"n":2}\n'

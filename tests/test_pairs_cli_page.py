@@ -343,3 +343,41 @@ def test_the_cli_lists_the_pages_pairs_of_every_real_trace(db_url: str, realdata
     expected = [[_json_value(v) for v in row] for row in page.astype(object).itertuples(False)]
     assert [list(r.values()) for r in rows] == expected
     assert len(rows) == total == 2320
+
+
+@pytest.mark.parametrize("out_format", ["jsonl", "csv"])
+def test_the_cli_stops_quietly_when_its_reader_does(
+    sqlite_url: str, tmp_path: Any, out_format: str
+) -> None:
+    """``toollens pairs | head -1``: the reader closes the pipe after a line; the command
+    stops without a traceback, with status 1 (as Python's own writes do), in both formats."""
+    import subprocess
+    import sys
+
+    import orjson
+
+    from ingest.pipeline import import_paths
+
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for i in range(3000):  # some 900 kB of lines: more than a pipe holds
+        function = {"name": "lookup", "arguments": orjson.dumps({"n": i, "pad": "x" * 60}).decode()}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": function}
+        ]})  # fmt: skip
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "found " * 20})
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(orjson.dumps({"id": "many", "messages": messages}) + b"\n")
+    engine = make_engine(sqlite_url)
+    assert import_paths(engine, [path]).traces == 1
+    engine.dispose()
+    command = [sys.executable, "-m", "ingest.cli", "pairs", "--db", sqlite_url]
+    proc = subprocess.Popen(
+        [*command, "--format", out_format], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    status = proc.wait(timeout=120)
+    assert proc.stderr.read() == b""
+    assert status == 1
+    assert first.startswith(b'{"trace":"many"' if out_format == "jsonl" else b'"trace","title"')
