@@ -20,7 +20,7 @@ and PostgreSQL as ``timestamptz``).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
 from typing import Any
 from urllib.parse import quote
@@ -142,7 +142,7 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def stream_range_tables(
     engine: Engine,
     statements: Sequence[Any],
-    ranges: Sequence[tuple[int, int]],
+    ranges: Iterable[tuple[int, int]],
     assemble: Callable[[Sequence[pa.Table]], pa.Table],
 ) -> Iterator[pa.Table]:
     """For each ``(lo, hi)`` of ``ranges`` in turn, ``assemble`` of the tables of

@@ -98,7 +98,7 @@ def _converter(processors: Sequence[Any]) -> Callable[[list[Row]], list[Row]]:
 
 
 def stream_ranges(
-    engine: Engine, stmt: Select[Any], ranges: Sequence[tuple[int, int]]
+    engine: Engine, stmt: Select[Any], ranges: Iterable[tuple[int, int]]
 ) -> Iterator[list[Row]]:
     """The rows of ``stmt`` (with bind parameters ``lo`` and ``hi``) for each ``(lo, hi)`` of
     ``ranges`` in turn, one list per range, processed as ``conn.execute`` would."""

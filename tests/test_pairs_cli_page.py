@@ -221,7 +221,7 @@ def test_the_calls_joined_to_their_answers_in_arrow_are_the_pages_statement(
         TraceRow.title.label("title"),
         TraceRow.model.label("model"),
     ).where(TraceRow.id.between(lo, hi))
-    ranges = p._trace_ranges(engine, size)
+    ranges = list(p._trace_ranges(engine, size))
     every = (p._range_calls(), p._range_results(), traces)
     joined = (p._range_parts(p.NO_FILTERS, p.ALL_PAIRS, one_line=False), traces)
     apart = pa.concat_tables(stream_range_tables(engine, every, ranges, p._assemble_every))

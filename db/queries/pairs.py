@@ -15,6 +15,7 @@ A row's ``pair`` is its address in the trace, the ``pair`` URL parameter of the 
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -500,18 +501,25 @@ def iter_pair_batches(
 STREAM_TRACES = 1000
 
 
-def _trace_ranges(engine: Engine, size: int = STREAM_TRACES) -> list[tuple[int, int]]:
-    """``(first id, last id)`` of consecutive runs of ``size`` stored traces, in id order."""
+def _trace_ranges(engine: Engine, size: int = STREAM_TRACES) -> Generator[tuple[int, int]]:
+    """``(first id, last id)`` of consecutive runs of ``size`` stored traces, in id order,
+    each as soon as its ids are read: the readers of the first ranges start while the rest
+    are counted off (the ids of 380,090 traces took 0.4 s, which ``toollens pairs`` spent
+    before its first read)."""
     with engine.connect() as conn:
-        ids = list(conn.execute(select(TraceRow.id).order_by(TraceRow.id)).scalars())
-    return [(ids[i], ids[min(i + size, len(ids)) - 1]) for i in range(0, len(ids), size)]
+        ids = conn.execution_options(yield_per=size).execute(
+            select(TraceRow.id).order_by(TraceRow.id)
+        )
+        for run in ids.partitions():
+            yield run[0][0], run[-1][0]
 
 
 def _stream_by_trace_ranges(
     engine: Engine, filters: Filters, query: PairQuery
 ) -> Iterator[list[tuple[Any, ...]]]:
     """The pairs in trace order, one statement per range of trace ids."""
-    yield from stream_ranges(engine, _range_statement(filters, query), _trace_ranges(engine))
+    with closing(_trace_ranges(engine)) as ranges:
+        yield from stream_ranges(engine, _range_statement(filters, query), ranges)
 
 
 def _range_bounds() -> tuple[Any, Any]:
@@ -580,13 +588,13 @@ def iter_pair_tables(
         TraceRow.title.label("title"),
         TraceRow.model.label("model"),
     ).where(TraceRow.id.between(lo, hi))
-    ranges = _trace_ranges(engine)
+    statements: tuple[Any, ...]
     if engine.dialect.name == "postgresql" and filters == NO_FILTERS and query == ALL_PAIRS:
-        every = (_range_calls(), _range_results(), traces)
-        yield from stream_range_tables(engine, every, ranges, _assemble_every)
-        return
-    statements = (_range_parts(filters, query, one_line=False), traces)
-    yield from stream_range_tables(engine, statements, ranges, _assemble)
+        statements, assemble = (_range_calls(), _range_results(), traces), _assemble_every
+    else:
+        statements, assemble = (_range_parts(filters, query, one_line=False), traces), _assemble
+    with closing(_trace_ranges(engine)) as ranges:
+        yield from stream_range_tables(engine, statements, ranges, assemble)
 
 
 def _range_calls() -> Any:
