@@ -204,26 +204,16 @@ def test_the_arrow_tables_hold_the_pages_rows_under_a_condition(
 def test_the_calls_joined_to_their_answers_in_arrow_are_the_pages_statement(
     pairs_store: str, size: int
 ) -> None:
-    """Every pair read as three tables a range (calls, Tool Messages, traces; PostgreSQL's
-    way) and read by the page's statement (SQLite's): the same tables, on both databases, a
-    trace a range or all in one."""
-    from sqlalchemy import select
-
+    """Every pair read as four tables a range (calls, their answers, lone Tool Messages,
+    traces; PostgreSQL's way) and read by the page's statement (SQLite's): the same tables, on
+    both databases, a trace a range or all in one."""
     from db.arrow_read import stream_range_tables
     from db.queries import pairs as p
-    from db.schema import TraceRow
 
     engine = make_engine(pairs_store)
-    lo, hi = p._range_bounds()
-    traces = select(
-        TraceRow.id.label("id"),
-        TraceRow.display_id.label("trace"),
-        TraceRow.title.label("title"),
-        TraceRow.model.label("model"),
-    ).where(TraceRow.id.between(lo, hi))
     ranges = list(p._trace_ranges(engine, size))
-    every = (p._range_calls(), p._range_results(), traces)
-    joined = (p._range_parts(p.NO_FILTERS, p.ALL_PAIRS, one_line=False), traces)
+    joined = (p._range_parts(p.NO_FILTERS, p.ALL_PAIRS, one_line=False), p._range_traces())
+    every = p._every_pair_reads()
     apart = pa.concat_tables(stream_range_tables(engine, every, ranges, p._assemble_every))
     together = pa.concat_tables(stream_range_tables(engine, joined, ranges, p._assemble))
     engine.dispose()
