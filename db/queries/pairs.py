@@ -571,13 +571,14 @@ def iter_pair_tables(
     cost more than the reading (1M bench store, one connection: 1.6-2.1 s against 1.2-1.3 s).
 
     On PostgreSQL every pair (no filters, no conditions: what ``toollens pairs`` lists) comes
-    from three statements a range instead, its calls, its Tool Messages and its traces, each
-    read off its own index, the calls joined to their answers in Arrow
-    (:func:`_assemble_every`): PostgreSQL hashed a range's Tool Messages to join them to the
-    calls, more of its CPU than reading and sending both tables (1M bench store: 0.93 against
-    1.42 CPU-seconds, the client's 0.2 more; the same bytes). On SQLite, which joins by the
-    index, the client's 0.2 CPU-seconds more per 1M were all the difference, so it keeps the
-    one statement."""
+    from four statements a range instead (:func:`_every_pair_reads`): its calls, their
+    answers' fields, its lone Tool Messages and its traces, each read off its own index, the
+    calls joined to their answers in Arrow (:func:`_assemble_every`). PostgreSQL's hash join
+    of the calls to their answers, and the text it made for each row, cost it more CPU than
+    reading and sending the tables (10M bench store: the server's 11.9 CPU-seconds → 7.9, the
+    same bytes; docs/postgresql.md). SQLite joins by the index it reads anyway: reading apart
+    cost its client 0.2 CPU-seconds more per 1M and saved nothing, so it keeps the one
+    statement."""
     _check_sort(query)
     if query.sort != "trace" or query.descending:
         raise ValueError("the pairs are read as tables in trace order only")
