@@ -351,10 +351,10 @@ def _write_pairs(engine: Any, out: TextIO, out_format: str) -> None:
         if out_format == "csv":
             write_csv(tables, PAIR_SCHEMA, binary)
         else:
-            # Polars writes each table's lines to the output's descriptor itself, on its own
-            # threads, while the reading threads read the next ranges: made on two threads of
-            # ours into bytes and written from here, the lines cost a copy into Python bytes
-            # and most of the command's page faults (docs/performance.md, sixteenth session).
+            # Polars writes each table's lines to the output's descriptor itself, from its own
+            # threads, while the reading threads read the next ranges (encoding them into bytes
+            # first cost a copy into Python bytes and most of the command's page faults:
+            # docs/performance.md, sixteenth session).
             for table in tables:
                 write_json_lines(table, binary, PAIR_COLUMNS)
     binary.flush()
