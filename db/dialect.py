@@ -7,9 +7,11 @@ spelled differently by the two databases; callers ask this module and never test
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from itertools import repeat
 from typing import Any, Literal, assert_never
 
 import orjson
@@ -60,9 +62,58 @@ def json_dumps(value: Any) -> str:
     from the stored text without decoding it (``ingest.appending``). PostgreSQL's JSONB keeps
     its own key order.
     """
-    return orjson.dumps(
-        value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS, default=str
-    ).decode()
+    text = orjson.dumps(value, option=_JSON_OPTIONS, default=str).decode()
+    if _NUL_ESCAPE in text:  # rare: a NUL in a key or string (or a backslash before "u0000")
+        text = orjson.dumps(storable_json(value), option=_JSON_OPTIONS, default=str).decode()
+    return text
+
+
+_JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
+
+#: What U+0000 becomes in stored text and JSON: PostgreSQL's ``text`` cannot hold it and its
+#: ``jsonb`` refuses the ``\u0000`` escape, so every engine stores the replacement character
+#: (the same one a record's own decoding puts there, :mod:`ingest.jsonrecord`) and the stores
+#: agree. Rejected records keep their bytes as they came (a binary column).
+NUL_REPLACEMENT = "\ufffd"
+_NUL = "\x00"
+_NUL_ESCAPE = "\\u0000"
+
+
+def storable_text(value: str) -> str:
+    """``value`` as every engine can store it: U+0000 replaced by :data:`NUL_REPLACEMENT`."""
+    return value.replace(_NUL, NUL_REPLACEMENT) if _NUL in value else value
+
+
+def storable_json(value: Any) -> Any:
+    """``value`` (parsed JSON) with U+0000 replaced in every key and string, as a copy; the
+    containers without one are returned as they are."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {
+            (storable_text(k) if isinstance(k, str) else k): storable_json(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [storable_json(item) for item in value]
+    return value
+
+
+def storable_parameters(parameters: Any) -> Any:
+    """Statement parameters (a tuple, list or dict, or a sequence of them for ``executemany``)
+    with U+0000 replaced in every string (see :data:`NUL_REPLACEMENT`); returned as they are
+    when none holds one (the common case costs one scan)."""
+    if isinstance(parameters, dict):
+        if not any(v.__class__ is str and _NUL in v for v in parameters.values()):
+            return parameters
+        return {k: storable_text(v) if v.__class__ is str else v for k, v in parameters.items()}
+    if isinstance(parameters, list | tuple):
+        if parameters and isinstance(parameters[0], dict | list | tuple):
+            return [storable_parameters(p) for p in parameters]
+        if not any(v.__class__ is str and _NUL in v for v in parameters):
+            return parameters
+        return type(parameters)(storable_text(v) if v.__class__ is str else v for v in parameters)
+    return parameters
 
 
 def _json_text(value: Any) -> str | None:
@@ -126,19 +177,26 @@ def driver_rows(
     of ``kind``: the ``json_columns`` as JSON text, on SQLite datetimes as its text. Work that
     needs no database, so a caller can do it before its write transaction."""
     json_idx = frozenset(i for i, c in enumerate(columns) if c in json_columns)
-    return _converted(rows, json_idx, _sqlite_value if kind == "sqlite" else None)
+    plain = _sqlite_value if kind == "sqlite" else None
+    return _converted(rows, json_idx, plain, text=storable_text)
 
 
 def _converted(
-    rows: Sequence[Sequence[Any]], json_idx: frozenset[int], plain: Callable[[Any], Any] | None
+    rows: Sequence[Sequence[Any]],
+    json_idx: frozenset[int],
+    plain: Callable[[Any], Any] | None,
+    *,
+    text: Callable[[str], str] | None = None,
 ) -> Sequence[Sequence[Any]]:
     """``rows`` with JSON columns serialized and, when ``plain`` is given, every column holding
-    a datetime passed through it; columns needing nothing are left alone.
+    a datetime passed through it; when ``text`` is given, every text column holding a U+0000
+    passed through it (see :data:`NUL_REPLACEMENT`); columns needing nothing are left
+    alone.
 
     Works a column at a time: transposing with ``zip`` and testing a column's value types with
     ``set(map(type, ...))`` run in C, where a per-value Python call cost a quarter of a write.
     """
-    if not rows or (not json_idx and plain is None):
+    if not rows or (not json_idx and plain is None and text is None):
         return rows
     columns = list(zip(*rows, strict=True))
     changed = False
@@ -147,10 +205,20 @@ def _converted(
             values = column if plain is None else tuple(map(plain, column))
             columns[i] = tuple(map(_json_text, values))
             changed = True
-        elif plain is not None and any(issubclass(t, datetime) for t in set(map(type, column))):
+            continue
+        types = set(map(type, column))
+        if plain is not None and any(issubclass(t, datetime) for t in types):
             columns[i] = tuple(map(plain, column))
             changed = True
+        elif text is not None and str in types and types <= _TEXT_TYPES:
+            strings = column if len(types) == 1 else filter(None, column)
+            if any(map(operator.contains, strings, repeat(_NUL))):
+                columns[i] = tuple(v if v is None else text(v) for v in column)
+                changed = True
     return list(zip(*columns, strict=True)) if changed else rows
+
+
+_TEXT_TYPES = frozenset({str, type(None)})
 
 
 #: ``Connection.info`` key: the staging tables of :func:`add_into` filled in the connection's

@@ -122,6 +122,16 @@ def _on_postgresql_connect(dbapi_conn: Any, _record: Any) -> None:
     dbapi_conn.commit()
 
 
+def _storable_statement(
+    _conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool
+) -> tuple[str, Any]:
+    # PostgreSQL's text cannot hold U+0000: a NUL in any parameter would fail the statement,
+    # and with it the transaction. Every engine stores the same replacement, so stores agree
+    # (the bulk writer's rows are made storable in ``dialect.driver_rows``; this covers every
+    # other statement).
+    return statement, dialect.storable_parameters(parameters)
+
+
 #: Execution option that marks a connection as a writer (see :func:`writing`).
 WRITE_OPTION = "toollens_write"
 
@@ -188,6 +198,7 @@ def make_engine(db: str | None = None, *, migrate: bool = True) -> Engine:
     engine = create_engine(
         url, json_serializer=dialect.json_dumps, json_deserializer=orjson.loads, **kwargs
     )
+    event.listen(engine, "before_cursor_execute", _storable_statement, retval=True)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _on_sqlite_connect)
         event.listen(engine, "begin", _on_sqlite_begin)

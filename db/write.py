@@ -11,14 +11,18 @@ is imported.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
+import psycopg
 from sqlalchemy import Connection, Engine, Table, delete, insert, select, update
+from sqlalchemy import exc as sa_exc
 
 from db import dialect, rollups, search
 from db.carry_over import Reviews, carry_over, new_pair_map, read_reviews
@@ -110,6 +114,9 @@ class WriteResult:
     records_unchanged: int = 0
     #: Input records per (source file, outcome), for the per-file accounting.
     by_file: Counter[tuple[str, Outcome]] = field(default_factory=Counter)
+    #: Traces the database refused to store, each with the database's reason: written alone
+    #: after their batch failed, they cost only themselves (the caller records them rejected).
+    refused: list[tuple[TraceRows, str]] = field(default_factory=list)
 
     def count(self, rows: TraceRows, outcome: Outcome, change: int = 1) -> None:
         """Count ``rows`` as ``outcome`` (``change=-1`` takes a count back)."""
@@ -119,6 +126,16 @@ class WriteResult:
         self.by_file[(rows.trace.source_file, outcome)] += records
         if outcome != "unchanged":
             self.messages += len(rows.messages) * change
+
+    def add(self, other: WriteResult) -> None:
+        """Count ``other``'s traces (another part of the same batch) into this result."""
+        for name in (
+            "imported", "updated", "unchanged", "messages",
+            "records_imported", "records_updated", "records_unchanged",
+        ):  # fmt: skip
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.by_file.update(other.by_file)
+        self.refused.extend(other.refused)
 
 
 def reserve_trace_ids(engine: Engine, count: int) -> list[int] | None:
@@ -228,7 +245,68 @@ def _decide(
     return plans
 
 
+#: Errors that say the database refused a value of the statement (a number out of range, a
+#: byte sequence it cannot hold, a broken constraint): the data's fault, not the connection's.
+#: (Python's sqlite3 raises ``OverflowError`` itself for an integer beyond 64 bits.)
+_REFUSED: tuple[type[BaseException], ...] = (
+    OverflowError,
+    sa_exc.DataError,
+    sa_exc.IntegrityError,
+    psycopg.DataError,
+    psycopg.IntegrityError,
+    sqlite3.DataError,
+    sqlite3.IntegrityError,
+)
+
+
 def write_traces(
+    engine: Engine,
+    import_id: int,
+    batch: Sequence[TraceRows],
+    ids: Sequence[int] | None = None,
+) -> WriteResult:
+    """Write a batch of traces (``ids``: reserved ids, one per trace of ``batch``), each
+    trace atomically: see :func:`_write_batch`.
+
+    A batch the database refuses (:data:`_REFUSED`) is written again in halves, down to the
+    single traces, so a value no engine can store costs only its own trace: it comes back in
+    :attr:`WriteResult.refused` with the database's reason, and the rest of the batch is stored.
+    """
+    try:
+        return _write_batch(engine, import_id, batch, ids)
+    except _REFUSED as exc:
+        if len(batch) == 1:
+            result = WriteResult()
+            result.refused.append((batch[0], _refusal(exc)))
+            return result
+    half = len(batch) // 2
+    result = write_traces(engine, import_id, batch[:half], None if ids is None else ids[:half])
+    result.add(write_traces(engine, import_id, batch[half:], None if ids is None else ids[half:]))
+    return result
+
+
+def _storable_trace(rows: TraceRows) -> TraceRows:
+    """``rows`` with its trace row's text as every engine stores it (its identity is compared
+    with what the database gives back); child rows are made storable by the bulk writer."""
+    trace = rows.trace
+    if not any(v.__class__ is str and "\x00" in v for v in trace):
+        return rows
+    fixed: dict[str, Any] = {
+        name: dialect.storable_text(value)
+        for name, value in trace._asdict().items()
+        if value.__class__ is str
+    }
+    return dataclasses.replace(rows, trace=trace._replace(**fixed))
+
+
+def _refusal(exc: BaseException) -> str:
+    """The first line of the database's own message for ``exc``, without the statement."""
+    origin = getattr(exc, "orig", None) or exc
+    text = str(origin).strip().splitlines()
+    return f"{type(origin).__name__}: {text[0] if text else 'refused'}"
+
+
+def _write_batch(
     engine: Engine,
     import_id: int,
     batch: Sequence[TraceRows],
@@ -249,6 +327,7 @@ def write_traces(
     result = WriteResult()
     if not batch:
         return result
+    batch = [_storable_trace(rows) for rows in batch]
     now = datetime.now(UTC)
     children = _driver_children(dialect.name_of(engine), batch)
     with writing(engine) as conn:

@@ -247,6 +247,26 @@ def _split(
     return rows, row_ids, rejected
 
 
+#: The bytes of a refused trace kept with its rejection: its messages' payloads, up to this.
+REFUSED_RAW_BYTES = 64 * 1024
+
+
+def refused_rejections(result: WriteResult) -> list[Rejected]:
+    """A ``store_refused`` rejection for each trace the database refused to store (see
+    :func:`db.write.write_traces`), keeping the head of its messages' payloads."""
+    return [
+        Rejected(
+            source_file=rows.trace.source_file,
+            line=rows.trace.source_line or 0,
+            byte_offset=0,
+            reason="store_refused",
+            message=f"trace {rows.trace.display_id}: the database refused it ({reason})",
+            raw=orjson.dumps([m.raw for m in rows.messages], default=str)[:REFUSED_RAW_BYTES],
+        )
+        for rows, reason in result.refused
+    ]
+
+
 # ---- worker processes -------------------------------------------------------------------------
 
 
@@ -317,7 +337,7 @@ def analyze_and_write(
         if failure is not None:
             raise failure
         written = write_traces(state.engine, state.import_id, rows, row_ids)
-        return written, rejected, unknown, redactions
+        return written, rejected + refused_rejections(written), unknown, redactions
 
 
 def _analyze_only(
@@ -506,6 +526,7 @@ class BatchWriter:
             items, ids, unknown, redactions = done
             rows, row_ids, rejected = _split(items, ids)
             result = write_traces(self.engine, self.import_id, rows, row_ids)
+            rejected += refused_rejections(result)
         add_counts(self.summary.redactions, redactions)
         self.summary.add_written(result)
         self.summary.add_unknown(unknown)

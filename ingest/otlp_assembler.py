@@ -54,6 +54,9 @@ DEFAULT_EVICT_FINISHED_SECONDS = 5.0
 DEFAULT_EVICT_IDLE_SECONDS = 300.0
 #: After a failed store (database down), wait this long before trying again.
 RETRY_SECONDS = 5.0
+#: Rounds in a row a trace may fail alone before it is set aside (it stays in the spool: the
+#: receiver's next start tries it again).
+MAX_ATTEMPTS = 5
 
 
 #: Stores traces, given where the spans of each are (all it holds of them).
@@ -96,6 +99,9 @@ class TraceAssembler:
         self._evicted: set[str] = set()
         self._reload: set[str] = set()
         self._retry_at = 0.0
+        #: Rounds in a row each trace failed alone; traces set aside, with the reason.
+        self._attempts: dict[str, int] = {}
+        self.set_aside: dict[str, str] = {}
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._stopping = False
@@ -196,15 +202,13 @@ class TraceAssembler:
         if not batch:
             self._evict()
             return 0
-        try:
-            self.store([group for _, group in batch])
-        except Exception:
-            log.exception(
-                "storing %d OTLP traces failed; retrying in %ss", len(batch), RETRY_SECONDS
-            )
-            with self._lock:
-                self._retry_at = self.clock() + RETRY_SECONDS
-            return 0
+        failed = self._store([group for _, group in batch])
+        if failed:
+            if len(failed) == len(batch):
+                with self._lock:
+                    self._retry_at = self.clock() + RETRY_SECONDS
+                return 0
+            batch = [item for item in batch if item[1].trace_id not in failed]
         with self._lock:
             stored = self.clock()
             for arrived, group in batch:
@@ -219,6 +223,51 @@ class TraceAssembler:
                     self._dirty_since[trace_id] = arrived
         self._evict()
         return len(batch)
+
+    def _store(self, groups: list[TraceGroup]) -> dict[str, str]:
+        """Store ``groups`` in one call, or, when that fails, each alone; the traces that failed
+        (all of them, where even the first call stored nothing and they are retried as a round),
+        with the reason. A trace that fails alone while another of the round is stored, or that
+        failed alone :data:`MAX_ATTEMPTS` rounds in a row, is set aside: no longer dirty, so one
+        trace the store cannot take never holds back the others."""
+        try:
+            self.store(groups)
+        except Exception as exc:
+            if len(groups) == 1:
+                failed = {groups[0].trace_id: f"{type(exc).__name__}: {exc}"}
+            else:
+                failed = {}
+                for group in groups:
+                    try:
+                        self.store([group])
+                    except Exception as alone:
+                        failed[group.trace_id] = f"{type(alone).__name__}: {alone}"
+        else:
+            failed = {}
+        some_stored = len(failed) < len(groups)
+        with self._lock:
+            for group in groups:
+                trace_id = group.trace_id
+                if trace_id not in failed:
+                    self._attempts.pop(trace_id, None)
+                    continue
+                attempts = self._attempts.get(trace_id, 0) + 1
+                self._attempts[trace_id] = attempts
+                if not some_stored and attempts < MAX_ATTEMPTS:
+                    continue
+                log.error("OTLP trace %s set aside, not stored: %s", trace_id, failed[trace_id])
+                self.set_aside[trace_id] = failed[trace_id]
+                del self._attempts[trace_id]
+                self._dirty.pop(trace_id, None)
+                self._dirty_since.pop(trace_id, None)
+                self._pending.pop(trace_id, None)
+                self._rooted.discard(trace_id)
+                self._clean[trace_id] = self.clock()  # evicted in time like a stored trace
+        if failed and not some_stored:
+            log.warning(
+                "storing %d OTLP traces failed; retrying in %ss", len(groups), RETRY_SECONDS
+            )
+        return failed
 
     def _evict(self) -> None:
         """Forget stored traces clean for long enough (oldest first)."""

@@ -53,6 +53,13 @@ ODD_STRINGS: tuple[str, ...] = (
     "\x00",
     "\ud800",  # a lone surrogate: orjson refuses to dump it, so the record is written raw below
     "é" * 300,
+    # JSON text inside a string (arguments, a result's content) holding the values a store may
+    # refuse once it is parsed: an escaped NUL, a lone surrogate, a huge integer, deep nesting.
+    '{"k": "a\\u0000b"}',
+    '{"\\u0000": 1}',
+    '{"k": "\\ud800"}',
+    '{"n": 18446744073709551616, "m": -1e400}',
+    "[" * 200 + "]" * 200,
 )
 UNKNOWN_TYPES = ("hologram_call", "sticker", "remove", "future_block_v9")
 

@@ -155,3 +155,81 @@ def test_a_trace_with_cut_values_is_rebuilt_whole_for_reanalysis(
     engine.dispose()
     trace, _ = trace_from_stored(stored)
     assert (trace.external_id, trace.model, trace.metadata) == ("i" * 450, "m" * 250, {"env": "ci"})
+
+
+def nul_arguments_conversation(conv_id: str) -> dict[str, Any]:
+    """A conversation whose tool call's arguments string escapes a NUL (``"a\\u0000b"``)."""
+    conv = conversation(conv_id)
+    conv["messages"][1]["tool_calls"][0]["function"]["arguments"] = '{"k": "a\\u0000b"}'
+    return conv
+
+
+def test_an_escaped_nul_in_arguments_is_stored_as_the_replacement_character(
+    db_url: str, tmp_path: Path
+) -> None:
+    engine = import_lines(
+        db_url, tmp_path, [nul_arguments_conversation("nul"), conversation("after")]
+    )
+    with engine.connect() as conn:
+        calls = conn.execute(
+            sa.select(TraceRow.display_id, ToolCallRow.arguments_raw, ToolCallRow.arguments)
+            .join(TraceRow, TraceRow.id == ToolCallRow.trace_id)
+            .order_by(TraceRow.display_id)
+        ).all()
+    engine.dispose()
+    # The arguments as written (their text holds the escape, not a NUL) are kept as they came;
+    # the parsed value holds U+FFFD where the NUL was.
+    assert [tuple(c) for c in calls] == [
+        ("after", "{}", {}),
+        ("nul", '{"k": "a\\u0000b"}', {"k": "a\ufffdb"}),
+    ]
+
+
+def test_nul_characters_in_any_text_or_json_value_are_stored_replaced(db_url: str) -> None:
+    from dbfixture import _trace, message
+
+    from db.write import TraceRows, start_import, write_traces
+
+    rows = TraceRows(
+        trace=_trace(
+            "n\x00ul", format="f", title="t\x00itle", model="m\x00", metadata={"k\x00": ["v\x00"]}
+        ),
+        messages=[message(0, "user", "a\x00b", 3, None)],
+    )
+    engine = make_engine(db_url)
+    import_id = start_import(engine, origin="cli", paths=[], encoding="o200k_base")
+    result = write_traces(engine, import_id, [rows])
+    with engine.connect() as conn:
+        trace = conn.execute(sa.select(TraceRow.display_id, TraceRow.title, TraceRow.model,
+                                       TraceRow.meta)).one()  # fmt: skip
+        content = conn.execute(sa.select(MessageRow.content)).scalar_one()
+    engine.dispose()
+    assert (result.imported, result.refused) == (1, [])
+    assert tuple(trace) == ("n\ufffdul", "t\ufffditle", "m\ufffd", {"k\ufffd": ["v\ufffd"]})
+    assert content == "a\ufffdb"
+
+
+def test_a_trace_the_database_refuses_costs_only_itself(db_url: str) -> None:
+    from dbfixture import _trace, message
+
+    from db.write import TraceRows, start_import, write_traces
+    from ingest.batches import refused_rejections
+
+    def rows(name: str, seq: int = 0) -> TraceRows:
+        return TraceRows(
+            trace=_trace(name, format="f"), messages=[message(seq, "user", name, 1, None)]
+        )
+
+    engine = make_engine(db_url)
+    import_id = start_import(engine, origin="cli", paths=[], encoding="o200k_base")
+    # A position no integer column holds: SQLite and PostgreSQL both refuse it.
+    result = write_traces(engine, import_id, [rows("a"), rows("b"), rows("big", 2**63), rows("c")])
+    with engine.connect() as conn:
+        stored = conn.execute(sa.select(TraceRow.display_id).order_by(TraceRow.display_id))
+        names = stored.scalars().all()
+    engine.dispose()
+    assert names == ["a", "b", "c"]
+    assert (result.imported, result.messages, len(result.refused)) == (3, 3, 1)
+    (rejection,) = refused_rejections(result)
+    assert (rejection.location(), rejection.reason) == ("big.jsonl:1", "store_refused")
+    assert rejection.message.startswith("trace big: the database refused it (")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.otlp_assembler import RETRY_SECONDS, TraceAssembler
+from ingest.otlp_assembler import MAX_ATTEMPTS, RETRY_SECONDS, TraceAssembler
 from ingest.otlp_decode import OtlpSpan
 from ingest.otlp_spool import SpanRef, TraceGroup
 
@@ -176,3 +176,42 @@ def test_a_quiet_period_longer_than_max_wait_is_kept(store: Store, clock: Clock)
     assert spans.flush(everything=False) == 0
     clock.now += 1
     assert spans.flush(everything=False) == 1
+
+
+class PickyStore(Store):
+    """A store that refuses every round holding one of the ``refused`` traces."""
+
+    def __init__(self, refused: set[str]) -> None:
+        super().__init__()
+        self.refused = refused
+
+    def __call__(self, groups: list[TraceGroup]) -> None:
+        if self.refused & {g.trace_id for g in groups}:
+            raise ValueError("a value the database refuses")
+        super().__call__(groups)
+
+
+def test_a_trace_the_store_refuses_is_set_aside_and_the_others_are_stored(clock: Clock) -> None:
+    store = PickyStore({"bad"})
+    spans = assembler(store, clock)
+    spans.add([span("a", "1"), span("bad", "2"), span("b", "3")])
+    assert spans.flush(everything=True) == 2
+    assert store.rounds == [{"a": ["1"]}, {"b": ["3"]}]
+    assert spans.set_aside == {"bad": "ValueError: a value the database refuses"}
+    assert spans.dirty_traces == 0
+    # Good traces after it are stored at once, in one round.
+    spans.add([span("c", "4")])
+    assert spans.flush(everything=True) == 1
+    assert store.rounds[-1] == {"c": ["4"]}
+
+
+def test_a_lone_trace_that_keeps_failing_is_set_aside_after_max_attempts(clock: Clock) -> None:
+    store = PickyStore({"bad"})
+    spans = assembler(store, clock)
+    spans.add([span("bad", "1")])
+    for attempt in range(1, MAX_ATTEMPTS):
+        assert spans.flush(everything=True) == 0
+        assert (spans.dirty_traces, spans.set_aside) == (1, {}), attempt
+    assert spans.flush(everything=True) == 0
+    assert (spans.dirty_traces, list(spans.set_aside)) == (0, ["bad"])
+    assert store.rounds == []

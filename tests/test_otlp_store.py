@@ -163,3 +163,30 @@ def test_late_spans_after_eviction_give_the_trace_all_spans_together_give(
     assert stored_trace(engine, f"{0x201:032x}") == whole
     assert whole[0][3]["span_count"] == len(together)
     assert stored_pairs(engine)[f"{0x201:032x}"] == OPENINFERENCE_PAIRS
+
+
+def test_a_nul_in_span_values_is_stored_and_the_traces_after_it_too(engine: sa.Engine) -> None:
+    """An escaped NUL in a tool call's arguments and a raw NUL in a span attribute are stored
+    with U+FFFD on every engine; the receiver's later traces are stored as usual."""
+    odd = run_spans(0x200)
+    for span in odd:
+        for key, value in list(span.attributes.items()):
+            if key.endswith("function.arguments"):
+                span.attributes[key] = value.replace('"Paris"', '"Pa\\u0000ris"')
+        span.attributes["note"] = "nul\x00here"
+    store = SpanStore(engine, workers=1)
+    try:
+        store.start()
+        store([odd])
+        store([run_spans(0x201)])
+    finally:
+        store.close()
+    pairs = stored_pairs(engine)
+    assert sorted(pairs) == [f"{0x201:032x}", f"{0x202:032x}"]
+    assert pairs[f"{0x202:032x}"] == OPENINFERENCE_PAIRS
+    assert [p[2] for p in pairs[f"{0x201:032x}"]] == [
+        p[2].replace('"Paris"', '"Pa\\u0000ris"') for p in OPENINFERENCE_PAIRS
+    ]
+    with engine.connect() as conn:
+        arguments = conn.execute(sa.text("SELECT arguments FROM tool_calls")).scalars().all()
+    assert sum("Pa\ufffdris" in str(a) for a in arguments) == len(OPENINFERENCE_PAIRS)
