@@ -30,9 +30,9 @@ printed. Then, per page:
   on the store, output to ``/dev/null`` (target: 15 s at 10M messages).
 
 With several ``--db`` or ``--sizes``, every store is measured in turn and one table shows the
-page times per store (the README's growth curve). Every SQL statement the page scripts run is
-timed from its execution until its rows are fetched; the slowest are printed with their query
-plans. Nothing is asserted.
+page times per store (the growth curve of docs/performance.md). Every SQL statement the page
+scripts run is timed from its execution until its rows are fetched; the slowest are printed with
+their query plans. Nothing is asserted.
 """
 
 from __future__ import annotations

@@ -2,11 +2,10 @@
 
 A page run creates tens of thousands of short-lived objects (query rows, DataFrames, Plotly
 figures); each time their count passes the collector's threshold it runs, and its full
-collections walk every object the process holds — about 235,000 once Streamlit, pandas,
-Plotly, SQLAlchemy and the pages are imported. Measured on the Overview of the 1M-message
-bench store (``AppTest``, machine under load): 0.29–0.54 s of a run's wall time in the
-collector, 0.04–0.13 s once those objects are frozen (``gc.freeze``: the collector skips them,
-they are never freed, which is what modules and the app's state are for anyway).
+collections walk every object the process holds — about 235,000 once Streamlit, pandas, Plotly,
+SQLAlchemy and the pages are imported. Once those objects are frozen (``gc.freeze``: the
+collector skips them, they are never freed, which is what modules and the app's state are for
+anyway), a page run spends several times less in the collector (docs/performance.md).
 
 :func:`freeze_startup_heap` runs after the first page run of the process (the imports and the
 engine exist then), once: freezing again later would pin garbage that is merely not collected

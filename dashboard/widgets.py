@@ -243,7 +243,7 @@ def filter_chips() -> None:
 
 def sections(draw: Mapping[str, Callable[[], None]], *, key: str) -> None:
     """Tabs labelled by ``draw``'s keys; only the open tab's function runs, so a hidden tab
-    costs neither its queries nor the browser's drawing (a page of nine charts and tables took
+    costs neither its queries nor the browser's drawing (a page of nine charts and tables takes
     as long to draw as five one-line pages: docs/performance.md). The open tab is the URL
     parameter ``key``, its value the tab's label, so a copied link opens the same tab; the
     first is open when the URL names none (or a label there is not)."""

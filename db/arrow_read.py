@@ -2,9 +2,8 @@
 
 ``toollens pairs --format csv`` writes every pair of the store, 4-5 million for 10 million
 messages. Through the DB-API (:mod:`db.streaming`) each value of each row becomes a Python
-object first: on the 1M-message SQLite bench store two thirds of the time (5.9 of 7.3 s for
-466,301 pairs, range reads included) went to building and converting them. The ADBC drivers
-(Apache Arrow Database Connectivity: ``adbc-driver-sqlite`` over SQLite's C API,
+object first, and building and converting them is most of the time such a read takes. The
+ADBC drivers (Apache Arrow Database Connectivity: ``adbc-driver-sqlite`` over SQLite's C API,
 ``adbc-driver-postgresql`` over libpq's binary ``COPY``) read the rows straight into Arrow
 columns in C, and the caller hands the tables to a C++ writer (``pyarrow.csv``).
 
@@ -47,10 +46,10 @@ UTC_MICROSECONDS = pa.timestamp("us", tz="UTC")
 
 #: The bulk range reads' own PostgreSQL settings. No parallel workers: the ranges are read on
 #: several connections already (``db.streaming.in_order``), and a parallel worker per range on
-#: top made a range of the 1M bench store's pairs slower (171 ms against 97). No merge joins: a
-#: range joins a few thousand calls to their answers by (trace, seq), and PostgreSQL merged them
-#: on the trace alone, comparing every call of a trace with each of its results (211,435 rows
-#: filtered out for 12,034 pairs: 45-51 ms), where hashing them takes 27 ms.
+#: top makes a range slower. No merge joins: a range joins a few thousand calls to their
+#: answers by (trace, seq), and PostgreSQL merges them on the trace alone, comparing every call
+#: of a trace with each of its results, where hashing them costs about half as much
+#: (docs/performance.md, "Measurements behind choices in the code").
 _PG_BULK_SQL: tuple[str, ...] = (
     "SELECT set_config('max_parallel_workers_per_gather', '0', false)",
     "SELECT set_config('enable_mergejoin', 'off', false)",

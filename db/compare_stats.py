@@ -22,7 +22,7 @@ Why these methods:
   survey-sampling standard for quantiles: the share of messages at or below the percentile is
   a ratio over traces like the rates above, and its band read back through the sorted sizes
   gives the percentile's standard error (:func:`quantile_estimate`); the difference is then
-  treated like the ratios. (A cluster bootstrap gave the same variances within 15 % but took
+  treated like the ratios. (A cluster bootstrap gives the same variances within 15 % but takes
   25 times as long on a million messages.)
 * **Benjamini–Hochberg** across every metric × tool of one comparison: a comparison makes
   dozens to hundreds of tests, and at 5 % each, noise alone would flag several. BH keeps the

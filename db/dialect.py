@@ -243,9 +243,9 @@ def add_into(
     SQLite: one ``executemany`` of ``INSERT … ON CONFLICT DO UPDATE`` (SQLAlchemy's per-row
     parameter processing cost more than the upsert itself). PostgreSQL: the rows are copied
     into a temporary table of the session (``COPY``), then one ``INSERT … SELECT … ON CONFLICT``
-    adds them: row by row (``executemany``, pipelined) the size histogram's 85,691 rows of a
-    100,000-message import took 1.05 s, staged 0.56 s. A role without the ``TEMPORARY``
-    privilege on the database upserts row by row.
+    adds them, in about half the time of upserting them row by row (``executemany``, pipelined;
+    docs/postgresql.md). A role without the ``TEMPORARY`` privilege on the database upserts row
+    by row.
     """
     kind = name_of(conn)
     listed = ", ".join(columns)

@@ -48,9 +48,8 @@ SQLITE_MMAP_SIZE = 2 * 1024**3
 #: so an administrator's larger setting stands.
 PG_WORK_MEM = "64MB"
 #: No JIT compilation: the planner's estimate for a list of key ranges (``db.wide_histograms``)
-#: or a rollup's GROUP BY passes ``jit_above_cost`` while the statement runs in milliseconds, and
-#: compiling it took 45 ms of a 60 ms statement (the 1M bench store, half of its days: the size
-#: histogram 0.28–0.39 → 0.12–0.14 s).
+#: or a rollup's GROUP BY passes ``jit_above_cost`` while the statement runs in milliseconds,
+#: and compiling it costs most of the statement's time (docs/postgresql.md).
 PG_JIT = "off"
 
 

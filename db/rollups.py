@@ -624,8 +624,8 @@ _KEYS: dict[str, dict[tuple[Any, ...], bytes]] = {}
 
 def _keys(rollup: Rollup, rows: dict[tuple[Any, ...], list[int]]) -> list[bytes]:
     """:func:`_key` of each of ``rows`` of ``rollup``, remembered: a batch's rows mostly repeat
-    rows of the batches before it (the same days, tools and values: 81–84 % of the rows of the
-    100,000-message bench import), and hashing them was a sixth of the upkeep's time. Per rollup,
+    rows of the batches before it (the same days, tools and values: most of an import's
+    rows), and hashing them again would be a sixth of the upkeep's time. Per rollup,
     since a row tuple alone does not say how its values hash (``True`` equals ``1``)."""
     cache = _KEYS.setdefault(rollup.table.name, {})
     if len(cache) > KEY_CACHE_ROWS:
@@ -996,9 +996,9 @@ def rebuild(engine: Engine, *, chunk: int = 20_000, only: Sequence[str] | None =
     if dialect.name_of(engine) == "postgresql":
         # Every row was replaced, a derived rollup's rows several times (a chunk's upserts
         # update the rows earlier chunks wrote): clear the dead row versions and refresh the
-        # statistics now rather than whenever autovacuum comes (the 10M-message bench store
-        # had five dead rows per live one in its bucket rollups, and the planner no statistics:
-        # the Overview after a range of days took 3.57 s, 1.91 s once vacuumed).
+        # statistics at once rather than whenever autovacuum comes: a recount leaves several
+        # dead rows per live one and no statistics, and the pages' plans over those rollups are
+        # then much slower (docs/postgresql.md).
         dialect.reclaim_space(engine, [rollup.table.name for rollup in chosen])
     return int(traces)
 

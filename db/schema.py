@@ -10,10 +10,11 @@ touches the human corrections (``*_corrected``).
 A table is declared as a class (``TraceRow``) whose annotated attributes are its columns; the
 class attribute is then the table's column (``TraceRow.id``), and ``TraceRow`` stands for the table
 wherever SQLAlchemy takes one (``select(TraceRow)``, ``insert(TraceRow)``). This is SQLAlchemy's
-declarative syntax without its ORM, which ToolLens never used (no sessions, no mapped objects):
-mapping the classes and importing the ORM were about a third of every ``toollens`` command's
-start (``docs/performance.md``). No ``from __future__ import annotations`` here: :class:`Base`
-reads each annotation's ``| None`` for the column's nullability.
+declarative syntax without its ORM, which ToolLens does not use (no sessions, no mapped
+objects): mapping the classes and importing the ORM would be about a third of every
+``toollens`` command's start (``docs/performance.md``). No ``from __future__ import
+annotations`` here: :class:`Base` reads each annotation's ``| None`` for the column's
+nullability.
 """
 
 from collections.abc import Sequence
@@ -486,8 +487,7 @@ class ToolResultRow(Base):
         # An error group's first occurrence (``db.queries.errors``: the example of a page's
         # fingerprints): the first entry of its fingerprint, or the first in id order whose
         # trace a filter picks (the trace is in the entry). PostgreSQL's indexes hold no id, so
-        # without this index it read every error of the group from the table (0.6 s per page at
-        # 10M messages).
+        # without this index it reads every error of the group from the table.
         Index(
             "ix_tool_results_error_examples",
             "fingerprint",

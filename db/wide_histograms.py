@@ -2,7 +2,7 @@
 
 The size and duration rollups count Tool Messages per day, tool and *exact* value, so every
 nearest-rank percentile is a value that occurred. Summing those rows over a range of days costs
-a row per day, tool and value (1.2M rows for half the days of the 10M-message bench store,
+a row per day, tool and value (1.2M rows for half the days of a 10M-message store,
 sorted by the database's GROUP BY). This module reads them in two steps instead:
 
 1. the day-grain **bucket** rollup (``rollup_size_buckets``, ``rollup_duration_buckets``: a row

@@ -398,8 +398,8 @@ def _driver_children(
     ``rows[starts[i] : starts[i + 1]]``).
 
     Converted before the write transaction: on SQLite the batches write in turn and the turn is
-    the import's critical path (converting inside it held it 0.3–0.6 s longer per 100,000
-    messages). The rows of a trace found unchanged are converted for nothing."""
+    the import's critical path, which converting inside it would lengthen. The rows of a trace
+    found unchanged are converted for nothing."""
     out: dict[str, tuple[Sequence[Sequence[Any]], list[int]]] = {}
     for table, columns in CHILD_COLUMNS.items():
         flat: list[tuple[Any, ...]] = []

@@ -7,9 +7,8 @@ integers, floats as floats (``4.0``, never ``4``; NaN and infinities as ``null``
 writes them), times in UTC as ISO 8601 (``2025-03-03T10:09:15+00:00``, with microseconds when
 there are some), a missing value as ``null``. Pure: tables in, lines out (to a file or as bytes).
 
-Polars rather than the column-at-a-time encoder in Arrow's compute functions this module held
-before: the same bytes on the 1M bench store's 466,301 pairs, in half the CPU (0.7-0.9 against
-1.4 s), and JSON escaping left to a JSON writer (docs/performance.md, fourteenth session).
+Polars rather than a column-at-a-time encoder in Arrow's compute functions: the same bytes in
+half the CPU, and JSON escaping left to a JSON writer (docs/performance.md).
 """
 
 from __future__ import annotations

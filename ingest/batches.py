@@ -411,7 +411,7 @@ class BatchWriter:
         return self.workers > 0
 
     def _start_pool(self) -> ProcessPoolExecutor:
-        # Loading the BPE ranks costs ~1.4 CPU s; loaded once here, the forked workers
+        # Loading the BPE ranks costs over a CPU second; loaded once here, the forked workers
         # inherit it instead of each loading their own.
         count_tokens("warm up", self.encoding)
         context = multiprocessing.get_context("fork")

@@ -353,8 +353,8 @@ def _write_pairs(engine: Any, out: TextIO, out_format: str) -> None:
         else:
             # Polars writes each table's lines to the output's descriptor itself, from its own
             # threads, while the reading threads read the next ranges (encoding them into bytes
-            # first cost a copy into Python bytes and most of the command's page faults:
-            # docs/performance.md, sixteenth session).
+            # first would cost a copy into Python bytes and most of the command's page faults:
+            # docs/performance.md).
             for table in tables:
                 write_json_lines(table, binary, PAIR_COLUMNS)
     binary.flush()

@@ -21,18 +21,18 @@ byte-identical. Dict keys are never redacted (they name fields, they do not hold
 Speed: one Aho-Corasick pass (``ahocorasick-rs``) over the lowercased text finds the detectors'
 literal anchors and the secret key words; a text without any costs that one scan, and only the
 detectors whose anchors occur run their regex. Python's ``re`` tries every branch of an
-alternation at every position: on the real traces a single guard regex of the same anchors ran at
-3 MB/s case-insensitive and 15 MB/s on lowercased text, ``in`` per anchor at 20 MB/s,
-pyahocorasick at 14 MB/s, ahocorasick-rs (leftmost-longest) at 50 MB/s.
+alternation at every position, so a single guard regex of the same anchors is several times
+slower; ahocorasick-rs (leftmost-longest) is the fastest of the guards measured, ``in`` per
+anchor and pyahocorasick included (docs/performance.md, "Redaction").
 ``python -m benchmarks.redaction_bench`` measures the whole redactor.
 
 Why not Yelp's ``detect-secrets`` (evaluated, 1.5.0): it scans files line by line and reports
-(line, hashed secret, type), not spans to replace; with its default plugins and filters it ran at
-0.08 MB/s on a 2 MB sample of the real traces (two orders of magnitude slower), found 424 of
-the 1,319 planted strings of the seeded corpus (no bearer tokens, half of the OpenAI and Google
-keys, no private-key bodies: it flags the BEGIN line) and made 215 findings in the 600 clean
-values (its entropy plugins fire on hashes, ids and base64). Its provider patterns are what the
-detectors here also encode; the keyword plugin's idea is the secret key words.
+(line, hashed secret, type), not spans to replace; with its default plugins and filters it is
+two orders of magnitude slower on the real traces, and it found 424 of the 1,319 planted strings
+of the seeded corpus (no bearer tokens, half of the OpenAI and Google keys, no private-key
+bodies: it flags the BEGIN line) and made 215 findings in the 600 clean values (its entropy
+plugins fire on hashes, ids and base64). Its provider patterns are what the detectors here also
+encode; the keyword plugin's idea is the secret key words.
 
 Team rules file (TOML, read with :mod:`tomllib`)::
 

@@ -241,7 +241,7 @@ _PLANS: dict[int, tuple[Validator, _Plan | None]] = {}
 def _plainly_valid(validator: Validator, arguments: Any) -> bool:
     """Whether ``arguments`` certainly satisfy a flat object schema (types, required, enums of
     strings, closed properties). ``False`` means "ask jsonschema", which gives the exact
-    problems: most calls are valid, and jsonschema's generic walk was most of the check's cost.
+    problems: most calls are valid, and jsonschema's generic walk is most of the check's cost.
     """
     entry = _PLANS.get(id(validator))
     if entry is None or entry[0] is not validator:

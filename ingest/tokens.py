@@ -33,8 +33,8 @@ _BINDINGS = "bpe_openai._bindings"
 def _bindings() -> ModuleType:
     """bpe-openai's extension module, loaded on its own. Importing it the usual way runs the
     package's ``__init__``, whose tiktoken-compatible model table decodes the rank files of all
-    three encodings in Python (about 1.4 s of CPU in every import process, for a wrapper ToolLens
-    does not use; the extension carries its own data)."""
+    three encodings in Python (over a second of CPU in every import process, for a wrapper
+    ToolLens does not use; the extension carries its own data)."""
     loaded = sys.modules.get(_BINDINGS)
     if loaded is not None:
         return loaded

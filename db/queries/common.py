@@ -123,7 +123,7 @@ def result_pair_key(results: Any = ToolResultRow) -> ColumnElement[str]:
 def to_frame(conn: Connection, stmt: Select[*tuple[Any, ...]]) -> pd.DataFrame:
     """Run ``stmt`` and return its rows as a DataFrame with the statement's column names."""
     # pandas is imported here, not at the top: ``toollens summary`` needs this module's SQL
-    # and no frame, and importing pandas was a third of its run (tests/test_import_cost.py).
+    # and no frame, and importing pandas would be a third of its run (tests/test_import_cost.py).
     import pandas as pd
 
     # Column by column, off the driver's cursor: given rows, pandas probes each row object for

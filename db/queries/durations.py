@@ -36,9 +36,9 @@ from db.streaming import read_columns
 
 #: Up to this many timed results an unfiltered percentile is a look-up at its rank in the
 #: duration indexes (a walk over up to half of them); beyond, the duration rollup's counts per
-#: distinct duration are read instead, whose number does not grow with the results. The two cost
-#: the same at 4.6M timed results (the 10M-message bench store: 0.25–0.43 s against 0.23–0.38 s
-#: per tool on SQLite); at 0.46M the look-ups were 4–10× faster.
+#: distinct duration are read instead, whose number does not grow with the results. On SQLite
+#: the two cost about the same at 4.6M timed results; at a tenth of that the look-ups are 4–10×
+#: faster.
 INDEX_WALK_LIMIT = 5_000_000
 #: (column, numerator, denominator): the percentiles reported, ``q = num / den``.
 QUANTILES = (("p50_ms", 1, 2), ("p95_ms", 19, 20))
@@ -209,9 +209,8 @@ def _from_rollup(conn: Connection, filters: Filters, timed: int) -> bool:
     """Whether the percentiles of ``timed`` results are read from the duration rollup (under a
     trace filter, beyond :data:`INDEX_WALK_LIMIT`, or on PostgreSQL), not looked up in the
     indexes. PostgreSQL steps through every entry an ``OFFSET`` skips, checking each row's
-    visibility: on the 1M-message bench store the look-ups took 0.27-0.42 s per tool list and
-    0.17-0.27 s for the totals against 0.20-0.28 s and 0.06-0.08 s from the rollup (SQLite:
-    0.03 s and 0.006 s against 0.19-0.24 s and 0.05-0.07 s, so it keeps the look-ups)."""
+    visibility, so there the rollup is faster at any size; SQLite's look-ups are several times
+    faster than the rollup below :data:`INDEX_WALK_LIMIT`, so it keeps them."""
     return narrows_traces(filters) or timed > INDEX_WALK_LIMIT or name_of(conn) == "postgresql"
 
 

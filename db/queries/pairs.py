@@ -295,8 +295,8 @@ def _preview(text: Any) -> ColumnElement[str]:
 def _one_line(head: pa.ChunkedArray) -> pa.ChunkedArray:
     """The rest of :func:`_preview` in Arrow, for a text already cut to its length: each of
     the breaks a space, in the same order. SQLite's ``replace`` copies the text once per
-    break: four of them cost 0.3 s of the 1M bench store's 1.6 s of reading the pairs; Arrow's
-    kernels, a few milliseconds."""
+    break: four of them cost about a fifth of reading the pairs; Arrow's kernels, a few
+    milliseconds."""
     for brk in PREVIEW_BREAKS:
         head = pc.replace_substring(head, pattern=brk, replacement=" ")
     return head
@@ -504,8 +504,8 @@ STREAM_TRACES = 1000
 def _trace_ranges(engine: Engine, size: int = STREAM_TRACES) -> Generator[tuple[int, int]]:
     """``(first id, last id)`` of consecutive runs of ``size`` stored traces, in id order,
     each as soon as its ids are read: the readers of the first ranges start while the rest
-    are counted off (the ids of 380,090 traces took 0.4 s, which ``toollens pairs`` spent
-    before its first read)."""
+    are counted off, instead of ``toollens pairs`` waiting for every id before its first
+    read."""
     with engine.connect() as conn:
         ids = conn.execution_options(yield_per=size).execute(
             select(TraceRow.id).order_by(TraceRow.id)
@@ -542,7 +542,7 @@ def _range_statement(filters: Filters, query: PairQuery) -> Any:
     :data:`PAIR_COLUMNS`, sorted by ``query``."""
     rows = _with_trace(_range_parts(filters, query).subquery("pairs"), query)
     # The rows' traces lie in the range too: said, so the join reads those traces by their key
-    # (PostgreSQL hashed every trace of the store for each range: 26 of 85 ms on the 1M store).
+    # (else PostgreSQL hashes every trace of the store for each range).
     lo, hi = _range_bounds()
     rows = rows.where(TraceRow.id.between(lo, hi))
     return rows.with_only_columns(*rows.selected_columns[: len(PAIR_COLUMNS)])
@@ -568,17 +568,16 @@ def iter_pair_tables(
     Each range is two statements, its pairs unsorted (:func:`_range_parts`, the page's
     definition) and its traces, put together in Arrow (:func:`_assemble`) by the thread that
     read them: SQLite's sort of each range's rows and its lookup of the trace for every row
-    cost more than the reading (1M bench store, one connection: 1.6-2.1 s against 1.2-1.3 s).
+    cost more than the reading.
 
     On PostgreSQL every pair (no filters, no conditions: what ``toollens pairs`` lists) comes
     from four statements a range instead (:func:`_every_pair_reads`): its calls, their
     answers' fields, its lone Tool Messages and its traces, each read off its own index, the
     calls joined to their answers in Arrow (:func:`_assemble_every`). PostgreSQL's hash join
-    of the calls to their answers, and the text it made for each row, cost it more CPU than
-    reading and sending the tables (10M bench store: the server's 11.9 CPU-seconds → 7.9, the
-    same bytes; docs/postgresql.md). SQLite joins by the index it reads anyway: reading apart
-    cost its client 0.2 CPU-seconds more per 1M and saved nothing, so it keeps the one
-    statement."""
+    of the calls to their answers, and the text it makes for each row, cost it more CPU than
+    reading and sending the tables (docs/postgresql.md, "Streaming many rows"). SQLite joins by
+    the index it reads anyway: reading apart costs its client more CPU and saves nothing, so it
+    keeps the one statement."""
     _check_sort(query)
     if query.sort != "trace" or query.descending:
         raise ValueError("the pairs are read as tables in trace order only")
@@ -618,8 +617,8 @@ def _range_calls() -> Any:
     c = ToolCallRow
     raw = c.arguments_raw
     # Cut only where the text may be longer than the preview (four bytes a character at most,
-    # the length in bytes known without reading the text): PostgreSQL's substr walked every
-    # preview's characters, 0.3 of its 1.1 CPU-seconds for 1M calls; :func:`_assemble_every`
+    # the length in bytes known without reading the text): PostgreSQL's substr walks every
+    # preview's characters, a large share of the statement's CPU; :func:`_assemble_every`
     # cuts the rest in Arrow.
     head = case(
         (func.octet_length(raw) <= 4 * PREVIEW_CHARS, raw),
@@ -644,7 +643,7 @@ def _range_answers() -> Any:
     """The Tool Messages of the traces with ids from ``lo`` to ``hi``, with only the fields a
     call takes from its answer (:data:`ANSWER_FIELDS`): the few that are rows of their own
     are read apart, whole (:func:`_lone_result_rows`; reading the fields of a row of their own
-    for every Tool Message cost 0.3 CPU-seconds of the server and 0.35 of the client per 1M)."""
+    for every Tool Message costs both the server and the client CPU for nothing)."""
     lo, hi = _range_bounds()
     r = ToolResultRow
     return select(
@@ -679,7 +678,7 @@ def _assemble_every(tables: Sequence[pa.Table]) -> pa.Table:
     at = _answer_rows(calls, answers, traces["id"])
     call_rows = {name: calls[name] for name in calls.column_names}
     call_rows.update({name: answers[name].take(at) for name in ANSWER_FIELDS})
-    # :func:`_call_address`, made by PostgreSQL: 0.25 CPU-seconds per 1M calls.
+    # :func:`_call_address`, made here in Arrow: in PostgreSQL it costs the server CPU per row.
     seq, index = (calls[name].cast(pa.string()) for name in ("seq", "call_index"))
     call_rows["pair"] = pc.binary_join_element_wise(seq, index, ":")
     arguments = calls["arguments"].cast(pa.string())  # SQLite: NULLs alone read as integers
@@ -734,8 +733,8 @@ def _in_trace_order(rows: pa.Table) -> pa.Table:
     Tool Messages. Where no more than :data:`SLOTTED_ROWS` rows follow the first one out of
     order, those are put in their places between slices of the rows before it
     (:func:`_slotted`) and the slices are joined into one table, which copies each column
-    once in bulk (Arrow's sort gathered every value of every row by its index: 0.13 s of the
-    1M bench store's pairs). Otherwise, all rows are sorted."""
+    once in bulk (Arrow's sort gathers every value of every row by its index, much slower).
+    Otherwise, all rows are sorted."""
     slotted = _slotted(rows)
     if slotted is not None:
         return slotted

@@ -68,7 +68,7 @@ def token_quantiles_by_tool(
     Exact: the (tool, tokens) histogram (:func:`db.queries.histograms.tool_token_counts`, from
     the size rollup where it answers the filters, else a walk of the (tool, tokens) index) ranked
     in one vectorized pass (token counts repeat a lot), so every result counts. The same ranks as
-    a window over the histogram in SQL, which took 0.2-0.4 s of the page on the 1M store.
+    a window over the histogram in SQL cost the page far more.
 
     Columns: ``tool``, ``results``, ``min``, ``p25``, ``p50``, ``p75``, ``p95``, ``max``,
     ``mean``; tools ordered by their number of results.

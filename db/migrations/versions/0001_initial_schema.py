@@ -1,4 +1,5 @@
-"""initial schema
+"""The initial schema: ``imports``, ``traces``, ``messages``, ``tool_calls``, ``tool_results``,
+``findings`` and ``rejected_records``, with their indexes and foreign keys.
 
 Revision ID: 0001
 Revises:

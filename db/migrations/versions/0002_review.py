@@ -1,4 +1,5 @@
-"""review: annotations, reviewed flag on traces
+"""Review: reviewers' notes and labels on pairs (``annotations``), and who marked a trace
+reviewed and when (``traces.reviewed_at`` / ``reviewed_by``).
 
 Revision ID: 0002
 Revises: 0001

@@ -3,7 +3,7 @@
 The trace indexes of ``tool_results`` and ``tool_calls`` carry the columns the per-page counts
 read, so a filter on traces reads only its traces' index entries; the verdict index becomes
 partial and covering; a small partial index finds ping-pong calls. Three ``tool_results``
-indexes go: per-tool status counts now scan the trace index, error types and fingerprints are
+indexes go: per-tool status counts scan the trace index, error types and fingerprints are
 looked up among errors in ``ix_tool_results_errors``.
 
 Revision ID: 0005

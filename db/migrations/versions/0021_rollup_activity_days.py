@@ -1,10 +1,10 @@
 """The daily activity rollup: ``rollup_activity_days``, Tool Messages per day of their time.
 
-The activity charts of a store that spans weeks bucket by day or week, and summed the hourly
-rollup's rows (hundreds of thousands at 10M messages); days and weeks now read a row per day.
-Keyed like the other rollups (``db.rollups.row_key``; SQLite ``WITHOUT ROWID``). A new rollup
-table on a store that already holds traces is empty, so the migration lists it in
-``rollup_state.pending``: the day and week axes read the hourly rollup until
+The activity charts of a store that spans weeks bucket by day or week; summing the hourly
+rollup's rows for them means hundreds of thousands of rows at 10M messages, while this rollup
+holds a row per day. Keyed like the other rollups (``db.rollups.row_key``; SQLite ``WITHOUT
+ROWID``). A new rollup table on a store that already holds traces is empty, so the migration
+lists it in ``rollup_state.pending``: the day and week axes read the hourly rollup until
 ``db.migrate.upgrade`` counts it, alone (once, when the store is opened).
 
 Revision ID: 0021

@@ -2,11 +2,11 @@
 over the error results.
 
 The Errors page shows each fingerprint of its page with its first occurrence (the smallest id,
-among the filtered traces' under a filter). PostgreSQL's indexes carry no id column, so it read
-every error of the group from the table to find it (0.57–0.64 s a page on the 10M-message bench
-store); with the id and the trace in the index it is the group's first entry, or a walk in id
-order to the first entry whose trace the filter picks. SQLite's indexes end with the rowid (the
-id); the trace in the entry spares it the table there too.
+among the filtered traces' under a filter). PostgreSQL's indexes carry no id column, so without
+this index it reads every error of the group from the table to find it; with the id and the
+trace in the index it is the group's first entry, or a walk in id order to the first entry whose
+trace the filter picks. SQLite's indexes end with the rowid (the id); the trace in the entry
+spares it the table there too.
 
 Revision ID: 0022
 Revises: 0021

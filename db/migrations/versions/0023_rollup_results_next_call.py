@@ -1,13 +1,13 @@
 """The next call's outcome of an error result in the results rollup: ``rollup_results.next_call``.
 
 The Suggestions page's recovery rates (did the next call of the same tool succeed after an
-error, with versus without advice) grouped every error result under the filters, twice (0.51 s
-filtered on the 10M-message bench store). With the outcome a dimension of the results rollup —
-1 the next call of the tool succeeded, 0 it did not, -1 no next call; NULL for results that are
-not errors, so those rows do not split — they are a sum over the rollup's rows like the follow
-rates. The rows stored lack the outcome, so on a store with traces the migration lists the
-rollup in ``rollup_state.pending``: its figures read the base tables until ``db.migrate.upgrade``
-recounts it, alone (once, when the store is opened).
+error, with versus without advice) would otherwise group every error result under the filters,
+twice. With the outcome a dimension of the results rollup — 1 the next call of the tool
+succeeded, 0 it did not, -1 no next call; NULL for results that are not errors, so those rows do
+not split — they are a sum over the rollup's rows like the follow rates. The rows stored lack
+the outcome, so on a store with traces the migration lists the rollup in
+``rollup_state.pending``: its figures read the base tables until ``db.migrate.upgrade`` recounts
+it, alone (once, when the store is opened).
 
 Revision ID: 0023
 Revises: 0022
@@ -46,6 +46,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     # In place on SQLite too (the table stays WITHOUT ROWID). The rows' keys hashed the
-    # outcome, and a trace's rows now repeat their identity: recount the rollup.
+    # outcome, and without it a trace's rows repeat their identity: recount the rollup.
     op.drop_column("rollup_results", "next_call")
     _mark_pending()

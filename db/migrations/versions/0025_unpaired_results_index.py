@@ -1,10 +1,10 @@
 """An index of the results no call shows as its answer: ``tool_results (trace_id, message_seq)``
 over the orphans, second answers and early results (``db.schema.UNPAIRED_RESULT_SQL``).
 
-The Tool calls page lists calls and those results in trace order, a page at a time. Its branch
-of results walked the results' index in trace order and tested every row to find the first page
-of the rare ones: under a model filter on the 3M-message PostgreSQL bench store it read 1.1M rows
-(39,000 pages) to find 345 (0.41 s); this partial index holds only those rows.
+The Tool calls page lists calls and those results in trace order, a page at a time. Without this
+index its branch of results walks the results' index in trace order and tests every row to find
+the first page of the rare ones (under a model filter on a 3M-message store, 1.1M rows read to
+find 345); this partial index holds only those rows.
 
 Revision ID: 0025
 Revises: 0024

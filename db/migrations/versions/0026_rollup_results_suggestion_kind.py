@@ -1,13 +1,12 @@
 """The kind of advice in the results rollup: ``rollup_results.suggestion_kind``.
 
-The Suggestions page's breakdown of verdicts by kind of advice grouped every result with a
-verdict under the filters; on PostgreSQL, which estimated ten times the results with a verdict
-there are, it read the whole results table (0.57 s on the 10M-message bench store). With the
-kind a dimension of the results rollup (NULL for results without advice, so those rows do not
-split) it is a sum over the rollup's rows like the follow rates. The rows stored lack the kind,
-so on a store with traces the migration lists the rollup in ``rollup_state.pending``: its
-figures read the base tables until ``db.migrate.upgrade`` recounts it, alone (once, when the
-store is opened).
+The Suggestions page's breakdown of verdicts by kind of advice would otherwise group every
+result with a verdict under the filters; PostgreSQL, which estimates ten times the results with
+a verdict there are, then reads the whole results table. With the kind a dimension of the
+results rollup (NULL for results without advice, so those rows do not split) it is a sum over
+the rollup's rows like the follow rates. The rows stored lack the kind, so on a store with
+traces the migration lists the rollup in ``rollup_state.pending``: its figures read the base
+tables until ``db.migrate.upgrade`` recounts it, alone (once, when the store is opened).
 
 Revision ID: 0026
 Revises: 0025
@@ -48,6 +47,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     # In place on SQLite too (the table stays WITHOUT ROWID). The rows' keys hashed the kind,
-    # and a trace's rows now repeat their identity: recount the rollup.
+    # and without it a trace's rows repeat their identity: recount the rollup.
     op.drop_column("rollup_results", "suggestion_kind")
     _mark_pending()

@@ -1,12 +1,12 @@
 """Value buckets by blocks of days: ``rollup_size_buckets`` and ``rollup_duration_buckets`` also
 count each block of 8 and of 64 days (``db.rollups.BLOCK_GRAINS``).
 
-Over a wide range of days the size and execution-time histograms summed a bucket row per day,
-tool and bucket (454,000 rows for half the days of the 10M-message bench store: 0.36 s of the
-Overview's 1.65 s of SQL after that filter). With the blocks, a range reads its whole blocks and
-the days at its edges (``db.rollups.day_ranges``). The tables are unchanged; on a store with
-traces the two rollups are listed in ``rollup_state.pending`` and ``db.migrate.upgrade`` counts
-them, alone, when the store is opened (the pages read the base tables for them until then).
+Over a wide range of days the size and execution-time histograms would sum a bucket row per day,
+tool and bucket (454,000 rows for half the days of a 10M-message store, a fifth of the
+Overview's SQL after that filter). With the blocks, a range reads its whole blocks and the days
+at its edges (``db.rollups.day_ranges``). The tables are unchanged; on a store with traces the
+two rollups are listed in ``rollup_state.pending`` and ``db.migrate.upgrade`` counts them,
+alone, when the store is opened (the pages read the base tables for them until then).
 
 Revision ID: 0027
 Revises: 0026

@@ -1,10 +1,10 @@
 """The Tool Message's preview stored with its result: ``tool_results.preview``.
 
-A pair shows the first 120 characters of its Tool Message on one line. ``toollens pairs`` cut
-them from the message's text for every pair: on SQLite a value is read whole, so exporting the
-pairs read every Tool Message (on the 10M-message bench store, 11 of its 17 GB). The import now
-stores the preview with the result (``db.records.one_line_preview``); this migration fills it in
-for the results already stored, from their messages, with the same rule in SQL.
+A pair shows the first 120 characters of its Tool Message on one line. Cut from the message's
+text for every pair, ``toollens pairs`` would read every Tool Message, as SQLite reads a value
+whole (at 10M messages, 11 of a store's 17 GB). The import stores the preview with the result
+(``db.records.one_line_preview``); this migration fills it in for the results already stored,
+from their messages, with the same rule in SQL.
 
 Revision ID: 0028
 Revises: 0027
