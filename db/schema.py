@@ -49,6 +49,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.expression import ColumnClause
 from sqlalchemy.types import TypeEngine
 
+from db.contract.widths import DIMENSION_WIDTHS, column_width
 from db.vocabulary import (
     CALL_KINDS,
     DURATION_SOURCES,
@@ -141,9 +142,10 @@ _ANNOTATION_TYPES: dict[Any, Any] = {
 }
 
 
-def _declared_column(key: str, annotation: Any, spec: _ColumnSpec) -> Column[Any]:
-    """The ``Column`` of ``key: ColumnClause[T] = column(...)``: the type from ``T`` unless given,
-    NOT NULL unless ``T`` admits None (or ``nullable`` says otherwise; a primary key never)."""
+def _declared_column(key: str, annotation: Any, spec: _ColumnSpec, table: str) -> Column[Any]:
+    """The ``Column`` of ``key: ColumnClause[T] = column(...)`` of ``table``: the type from ``T``
+    unless given (text: a ``VARCHAR`` of the width :mod:`db.contract.widths` declares), NOT NULL
+    unless ``T`` admits None (or ``nullable`` says otherwise; a primary key never)."""
     if isinstance(annotation, str):
         raise TypeError(
             f"{key}: annotated as text ({annotation!r}): declare tables without"
@@ -158,7 +160,15 @@ def _declared_column(key: str, annotation: Any, spec: _ColumnSpec) -> Column[Any
     args: list[Any] = list(spec.args)
     name: list[Any] = [args.pop(0)] if args and isinstance(args[0], str) else [key]
     given_type = any(isinstance(arg, TypeEngine | type) for arg in args)
-    if not given_type:
+    if not given_type and python_type is str:
+        try:
+            args.insert(0, String(column_width(table, key)))
+        except ValueError:
+            raise TypeError(
+                f"{key}: text without a type: declare its width in db.contract.widths"
+                " (or give the column its type, e.g. Text)"
+            ) from None
+    elif not given_type:
         if python_type not in _ANNOTATION_TYPES:
             raise TypeError(f"{key}: no column type given for {python_type!r}")
         args.insert(0, _ANNOTATION_TYPES[python_type])
@@ -189,7 +199,7 @@ class Base:
             for key, annotation in vars(klass).get("__annotations__", {}).items():
                 spec = vars(klass).get(key)
                 if isinstance(spec, _ColumnSpec) and key not in columns:
-                    columns[key] = _declared_column(key, annotation, spec)
+                    columns[key] = _declared_column(key, annotation, spec, cls.__tablename__)
         table_args: tuple[Any, ...] = cls.__table_args__
         options: dict[str, Any] = {}
         if isinstance(cls.__table_args__, dict):
@@ -230,9 +240,9 @@ class ImportRun(Base):
     started_at: ColumnClause[datetime] = column(UtcTimeStamp)
     finished_at: ColumnClause[datetime | None] = column(UtcTimeStamp)
     #: ``cli`` | ``upload`` | ``demo`` | ``bench``
-    origin: ColumnClause[str] = column(String(20), default="cli")
+    origin: ColumnClause[str] = column(default="cli")
     paths: ColumnClause[list[Any]] = column(default=list)
-    encoding: ColumnClause[str] = column(String(40))
+    encoding: ColumnClause[str] = column()
     files: ColumnClause[int] = column(Integer, default=0)
     records: ColumnClause[int] = column(Integer, default=0)
     traces_imported: ColumnClause[int] = column(Integer, default=0)
@@ -256,7 +266,7 @@ class ImportRun(Base):
     #: messages (``unknown_item``); NULL for imports from before it was counted.
     unknown_items: ColumnClause[dict[str, Any] | None] = column()
     #: ``running`` | ``done`` | ``failed`` | ``interrupted`` (Ctrl-C or SIGTERM; run it again)
-    state: ColumnClause[str] = column(String(20), default="running")
+    state: ColumnClause[str] = column(default="running")
     error: ColumnClause[str | None] = column(Text)
     #: Secrets replaced by ``[REDACTED:kind]`` at import, per kind (``{}``: none found;
     #: ``None``: imported before redaction existed).
@@ -278,11 +288,11 @@ class SourceFileRow(Base):
     path: ColumnClause[str] = column(Text, unique=True)
     size: ColumnClause[int] = column(BigInteger)
     mtime_ns: ColumnClause[int] = column(BigInteger)
-    head_hash: ColumnClause[str] = column(String(64))
-    tail_hash: ColumnClause[str] = column(String(64))
+    head_hash: ColumnClause[str] = column()
+    tail_hash: ColumnClause[str] = column()
     #: SHA-256 of the whole file, computed only under ``--full-hash``.
-    full_hash: ColumnClause[str | None] = column(String(64))
-    format: ColumnClause[str | None] = column(String(40))
+    full_hash: ColumnClause[str | None] = column()
+    format: ColumnClause[str | None] = column()
     read_bytes: ColumnClause[int | None] = column(BigInteger)
     #: Lines before ``read_bytes``: where line numbering goes on.
     read_lines: ColumnClause[int] = column(BigInteger, default=0)
@@ -304,22 +314,22 @@ class TraceRow(Base):
     import_id: ColumnClause[int] = column(ForeignKey("imports.id"), index=True)
     #: Identity (format + external id, else format + source file + first line, else a content
     #: hash): a trace imported again under the same identity is unchanged or a new version.
-    dedupe_key: ColumnClause[str] = column(String(200), unique=True)
+    dedupe_key: ColumnClause[str] = column(unique=True)
     #: SHA-256 of the canonical content (messages, tools, metadata; not file name or line).
     #: NULL for traces stored before migration 0008: their next import counts as an update.
-    content_hash: ColumnClause[str | None] = column(String(64), index=True)
+    content_hash: ColumnClause[str | None] = column(index=True)
     #: 1 when first imported, +1 for every update that replaced its content.
     version: ColumnClause[int] = column(Integer, default=1, server_default="1")
-    external_id: ColumnClause[str | None] = column(String(400), index=True)
+    external_id: ColumnClause[str | None] = column(index=True)
     #: What the UI and ``toollens pairs`` call the trace: the external id, else a short hash.
-    display_id: ColumnClause[str] = column(String(400), index=True)
+    display_id: ColumnClause[str] = column(index=True)
     #: The first user message, on one line and shortened: what lists call the trace.
-    title: ColumnClause[str | None] = column(String(200))
-    format: ColumnClause[str] = column(String(40))
+    title: ColumnClause[str | None] = column()
+    format: ColumnClause[str] = column()
     source_file: ColumnClause[str] = column(Text)
     source_line: ColumnClause[int | None] = column(Integer)
-    agent: ColumnClause[str | None] = column(String(200), index=True)
-    model: ColumnClause[str | None] = column(String(200), index=True)
+    agent: ColumnClause[str | None] = column(index=True)
+    model: ColumnClause[str | None] = column(index=True)
     started_at: ColumnClause[datetime | None] = column(UtcTimeStamp)
     imported_at: ColumnClause[datetime] = column(UtcTimeStamp)
     tags: ColumnClause[list[Any]] = column(default=list)
@@ -338,12 +348,10 @@ class TraceRow(Base):
     wasted_tokens: ColumnClause[int] = column(BigInteger, default=0)
     max_occurrence: ColumnClause[int] = column(Integer, default=0)
     #: ``exact``: token counts of the model's own tokenizer; ``estimate``: of another one.
-    token_counts: ColumnClause[str] = column(
-        String(20), default="estimate", server_default="estimate"
-    )
+    token_counts: ColumnClause[str] = column(default="estimate", server_default="estimate")
     #: Set when a reviewer marks the trace reviewed (the Review page's queue hides it).
     reviewed_at: ColumnClause[datetime | None] = column(UtcTimeStamp)
-    reviewed_by: ColumnClause[str | None] = column(String(200))
+    reviewed_by: ColumnClause[str | None] = column()
 
 
 class MessageRow(Base):
@@ -358,17 +366,17 @@ class MessageRow(Base):
     id: ColumnClause[int] = column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"))
     seq: ColumnClause[int] = column(Integer)
-    role: ColumnClause[str] = column(String(20))
+    role: ColumnClause[str] = column()
     content: ColumnClause[str] = column(Text, default="")
     timestamp: ColumnClause[datetime | None] = column(UtcTimeStamp)
     tokens: ColumnClause[int] = column(Integer, default=0)
     chars: ColumnClause[int] = column(Integer, default=0)
     bytes: ColumnClause[int] = column(Integer, default=0)
     usage: ColumnClause[dict[str, Any] | None] = column()
-    source_id: ColumnClause[str | None] = column(String(400))
+    source_id: ColumnClause[str | None] = column()
     source_line: ColumnClause[int | None] = column(Integer)
     #: Sub-agent thread (Claude Code side chain, Langfuse thread); NULL: the main conversation.
-    branch: ColumnClause[str | None] = column(String(400))
+    branch: ColumnClause[str | None] = column()
     raw: ColumnClause[Any] = column(nullable=True)
 
 
@@ -412,8 +420,8 @@ class ToolCallRow(Base):
     trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"))
     message_seq: ColumnClause[int] = column(Integer)
     call_index: ColumnClause[int] = column(Integer)
-    tool_call_id: ColumnClause[str | None] = column(String(400), index=True)
-    tool_name: ColumnClause[str] = column(String(400))
+    tool_call_id: ColumnClause[str | None] = column(index=True)
+    tool_name: ColumnClause[str] = column()
     arguments_raw: ColumnClause[str | None] = column(Text)
     #: Parsed arguments; NULL when they did not parse (see ``args_valid``).
     arguments: ColumnClause[Any] = column(nullable=True)
@@ -421,20 +429,20 @@ class ToolCallRow(Base):
     args_error: ColumnClause[str | None] = column(Text)
     timestamp: ColumnClause[datetime | None] = column(UtcTimeStamp)
     # Derived facts.
-    signature: ColumnClause[str] = column(String(500))
+    signature: ColumnClause[str] = column()
     occurrence: ColumnClause[int] = column(Integer, default=1)
     run_length: ColumnClause[int] = column(Integer, default=1)
     retry_after_error: ColumnClause[bool] = column(Boolean, default=False)
     ping_pong: ColumnClause[bool] = column(Boolean, default=False)
-    pair_state: ColumnClause[str] = column(String(30))
-    pairing_method: ColumnClause[str | None] = column(String(20))
+    pair_state: ColumnClause[str] = column()
+    pairing_method: ColumnClause[str | None] = column()
     result_seq: ColumnClause[int | None] = column(Integer)
     name_mismatch: ColumnClause[bool] = column(Boolean, default=False)
     reused_id: ColumnClause[bool] = column(Boolean, default=False)
-    schema_issue: ColumnClause[str | None] = column(String(60))
+    schema_issue: ColumnClause[str | None] = column()
     schema_detail: ColumnClause[str | None] = column(Text)
     #: Who runs the call (``db.vocabulary.CallKind``): client, server (the provider's API) or mcp.
-    kind: ColumnClause[str] = column(String(10), default="client", server_default="client")
+    kind: ColumnClause[str] = column(default="client", server_default="client")
 
 
 #: The results no call shows as its answer (the predicate of ``ix_tool_results_unpaired``; the
@@ -563,30 +571,30 @@ class ToolResultRow(Base):
     trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"))
     message_seq: ColumnClause[int] = column(Integer)
     # Provided facts.
-    tool_call_id: ColumnClause[str | None] = column(String(400), index=True)
-    provided_name: ColumnClause[str | None] = column(String(400))
+    tool_call_id: ColumnClause[str | None] = column(index=True)
+    provided_name: ColumnClause[str | None] = column()
     explicit_error: ColumnClause[bool | None] = column(Boolean)
-    explicit_source: ColumnClause[str | None] = column(String(40))
+    explicit_source: ColumnClause[str | None] = column()
     timestamp: ColumnClause[datetime | None] = column(UtcTimeStamp)
     tokens: ColumnClause[int] = column(Integer, default=0)
     chars: ColumnClause[int] = column(Integer, default=0)
     bytes: ColumnClause[int] = column(Integer, default=0)
     # Derived facts.
     #: The tool this result belongs to: the paired call's name, else the provided name.
-    tool: ColumnClause[str] = column(String(400))
-    status: ColumnClause[str] = column(String(20))
-    status_source: ColumnClause[str] = column(String(20))
-    error_type: ColumnClause[str | None] = column(String(60))
-    rule: ColumnClause[str | None] = column(String(60))
+    tool: ColumnClause[str] = column()
+    status: ColumnClause[str] = column()
+    status_source: ColumnClause[str] = column()
+    error_type: ColumnClause[str | None] = column()
+    rule: ColumnClause[str | None] = column()
     # Looked up among error results only, in ``ix_tool_results_errors``.
-    fingerprint: ColumnClause[str | None] = column(String(300))
+    fingerprint: ColumnClause[str | None] = column()
     summary: ColumnClause[str | None] = column(Text)
     suggestion: ColumnClause[str | None] = column(Text)
-    suggestion_kind: ColumnClause[str | None] = column(String(30))
+    suggestion_kind: ColumnClause[str | None] = column()
     suggestion_detail: ColumnClause[dict[str, Any] | None] = column()
     is_protocol: ColumnClause[bool] = column(Boolean, default=False)
-    pair_state: ColumnClause[str] = column(String(30))
-    pairing_method: ColumnClause[str | None] = column(String(20))
+    pair_state: ColumnClause[str] = column()
+    pairing_method: ColumnClause[str | None] = column()
     call_seq: ColumnClause[int | None] = column(Integer)
     call_index: ColumnClause[int | None] = column(Integer)
     name_mismatch: ColumnClause[bool] = column(Boolean, default=False)
@@ -598,20 +606,20 @@ class ToolResultRow(Base):
     #: The model call that read the result: its message seq and input tokens (from its usage).
     read_by_seq: ColumnClause[int | None] = column(Integer)
     read_input_tokens: ColumnClause[int | None] = column(BigInteger)
-    verdict: ColumnClause[str | None] = column(String(20))
+    verdict: ColumnClause[str | None] = column()
     verdict_reason: ColumnClause[str | None] = column(Text)
     next_call_succeeded: ColumnClause[bool | None] = column(Boolean)
     #: Execution time of the answered call in milliseconds (``ingest.durations``): negative
     #: when the result is stamped before its call, NULL when unknown.
     duration_ms: ColumnClause[float | None] = column(Float)
     #: ``span`` (the tool span's end − start, a provided fact) | ``timestamps`` (derived).
-    duration_source: ColumnClause[str | None] = column(String(20))
+    duration_source: ColumnClause[str | None] = column()
     #: The Tool Message's first characters on one line (``db.records.one_line_preview``).
     preview: ColumnClause[str | None] = column(Text)
     # Human corrections (never written by analysis).
-    error_type_corrected: ColumnClause[str | None] = column(String(60))
-    verdict_corrected: ColumnClause[str | None] = column(String(20))
-    corrected_by: ColumnClause[str | None] = column(String(200))
+    error_type_corrected: ColumnClause[str | None] = column()
+    verdict_corrected: ColumnClause[str | None] = column()
+    corrected_by: ColumnClause[str | None] = column()
     corrected_at: ColumnClause[datetime | None] = column(UtcTimeStamp)
 
 
@@ -626,8 +634,8 @@ class FindingRow(Base):
 
     id: ColumnClause[int] = column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
-    name: ColumnClause[str] = column(String(60))
-    tool: ColumnClause[str | None] = column(String(400))
+    name: ColumnClause[str] = column()
+    tool: ColumnClause[str | None] = column()
     #: Seq of the message the finding is about (the call's or the result's message).
     message_seq: ColumnClause[int] = column(Integer)
     call_index: ColumnClause[int | None] = column(Integer)
@@ -645,9 +653,9 @@ class ErrorStreakRow(Base):
 
     id: ColumnClause[int] = column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
     trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
-    tool: ColumnClause[str] = column(String(400))
-    fingerprint: ColumnClause[str | None] = column(String(300))
-    error_type: ColumnClause[str | None] = column(String(60))
+    tool: ColumnClause[str] = column()
+    fingerprint: ColumnClause[str | None] = column()
+    error_type: ColumnClause[str | None] = column()
     first_seq: ColumnClause[int] = column(Integer)
     first_index: ColumnClause[int] = column(Integer)
     last_seq: ColumnClause[int] = column(Integer)
@@ -669,12 +677,12 @@ class RejectedRecord(Base):
     source_file: ColumnClause[str] = column(Text)
     line: ColumnClause[int] = column(Integer)
     byte_offset: ColumnClause[int] = column(BigInteger)
-    reason: ColumnClause[str] = column(String(60), index=True)
+    reason: ColumnClause[str] = column(index=True)
     message: ColumnClause[str] = column(Text)
     raw: ColumnClause[bytes] = column(LargeBinary)
     #: SHA-256 of (source file, byte offset, SHA-256 of the raw bytes): the same bad record
     #: imported again is kept once. NULL for records kept before migration 0008.
-    record_key: ColumnClause[str | None] = column(String(64), unique=True, index=True)
+    record_key: ColumnClause[str | None] = column(unique=True, index=True)
 
 
 class AnnotationRow(Base):
@@ -697,13 +705,13 @@ class AnnotationRow(Base):
     trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"))
     message_seq: ColumnClause[int | None] = column(Integer)
     call_index: ColumnClause[int | None] = column(Integer)
-    label: ColumnClause[str] = column(String(60))
+    label: ColumnClause[str] = column()
     note: ColumnClause[str] = column(Text, default="")
-    author: ColumnClause[str] = column(String(200))
+    author: ColumnClause[str] = column()
     created_at: ColumnClause[datetime] = column(UtcTimeStamp)
     updated_at: ColumnClause[datetime] = column(UtcTimeStamp)
     #: Who made the last edit (the author until someone else edits).
-    updated_by: ColumnClause[str] = column(String(200))
+    updated_by: ColumnClause[str] = column()
     #: Incremented by every edit; an edit based on an older version is a conflict.
     version: ColumnClause[int] = column(Integer, default=1)
     #: Set when a new version of the trace changed or dropped the pair the note is about (or
@@ -721,8 +729,8 @@ class TraceUpdate(Base):
     import_id: ColumnClause[int] = column(ForeignKey("imports.id"), index=True)
     trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
     source_file: ColumnClause[str] = column(Text)
-    old_hash: ColumnClause[str | None] = column(String(64))
-    new_hash: ColumnClause[str] = column(String(64))
+    old_hash: ColumnClause[str | None] = column()
+    new_hash: ColumnClause[str] = column()
     old_messages: ColumnClause[int] = column(Integer)
     new_messages: ColumnClause[int] = column(Integer)
     at: ColumnClause[datetime] = column(UtcTimeStamp)
@@ -741,7 +749,7 @@ class ImportFile(Base):
     import_id: ColumnClause[int] = column(ForeignKey("imports.id"), index=True)
     path: ColumnClause[str] = column(Text)
     size: ColumnClause[int | None] = column(BigInteger)
-    format: ColumnClause[str | None] = column(String(40))
+    format: ColumnClause[str | None] = column()
     records: ColumnClause[int] = column(Integer, default=0)
     imported: ColumnClause[int] = column(Integer, default=0)
     updated: ColumnClause[int] = column(Integer, default=0)
@@ -773,9 +781,9 @@ class _RollupColumns:
     #: Days since 1970-01-01 (UTC) of the trace's start; NULL outside the grain or without one.
     day: ColumnClause[int | None] = column(Integer)
     import_id: ColumnClause[int | None] = column(Integer)
-    agent: ColumnClause[str | None] = column(String(200))
-    model: ColumnClause[str | None] = column(String(200))
-    tool: ColumnClause[str | None] = column(String(400))
+    agent: ColumnClause[str | None] = column(String(DIMENSION_WIDTHS["agent"]))
+    model: ColumnClause[str | None] = column(String(DIMENSION_WIDTHS["model"]))
+    tool: ColumnClause[str | None] = column(String(DIMENSION_WIDTHS["tool"]))
     n: ColumnClause[int] = column(BigInteger)
 
 
@@ -785,26 +793,26 @@ class RollupResultRow(_RollupColumns, Base):
     __tablename__ = "rollup_results"
     __table_args__ = _ROLLUP_TABLE
 
-    status: ColumnClause[str] = column(String(20))
-    status_source: ColumnClause[str | None] = column(String(20))
+    status: ColumnClause[str] = column()
+    status_source: ColumnClause[str | None] = column()
     #: The rule that decided an error (NULL for other results).
-    rule: ColumnClause[str | None] = column(String(100))
-    error_type: ColumnClause[str | None] = column(String(60))
-    verdict: ColumnClause[str | None] = column(String(40))
+    rule: ColumnClause[str | None] = column()
+    error_type: ColumnClause[str | None] = column()
+    verdict: ColumnClause[str | None] = column()
     suggested: ColumnClause[bool] = column(Boolean)
-    pair_state: ColumnClause[str] = column(String(40))
+    pair_state: ColumnClause[str] = column()
     #: ``call_seq IS NULL``: the result answers no call.
     unanswered: ColumnClause[bool] = column(Boolean)
     name_mismatch: ColumnClause[bool] = column(Boolean)
     corrected: ColumnClause[bool] = column(Boolean)
     #: How the execution time is known: ``span`` | ``timed`` | ``negative`` | ``missing``.
-    timing: ColumnClause[str] = column(String(10))
+    timing: ColumnClause[str] = column()
     #: An error's next call of the same tool: 1 succeeded, 0 did not, -1 none (NULL for results
     #: that are not errors): the Suggestions page's recovery rates.
     next_call: ColumnClause[int | None] = column(SmallInteger)
     #: The kind of the Tool Message's advice (``tool_results.suggestion_kind``): the
     #: Suggestions page's verdicts by kind of advice.
-    suggestion_kind: ColumnClause[str | None] = column(String(30))
+    suggestion_kind: ColumnClause[str | None] = column()
     tokens: ColumnClause[int] = column(BigInteger)
     #: Results with images and their images' tokens.
     with_images: ColumnClause[int] = column(BigInteger)
@@ -871,7 +879,7 @@ class RollupCallRow(_RollupColumns, Base):
     __table_args__ = _ROLLUP_TABLE
 
     occurrence: ColumnClause[int] = column(Integer)
-    pair_state: ColumnClause[str] = column(String(40))
+    pair_state: ColumnClause[str] = column()
     reused_id: ColumnClause[bool] = column(Boolean)
     ping_pong: ColumnClause[bool] = column(Boolean)
 
@@ -897,7 +905,7 @@ class RollupTraceRow(_RollupColumns, Base):
 
     #: The highest occurrence of a signature (of ``tool``'s calls) in the trace.
     max_occurrence: ColumnClause[int] = column(Integer)
-    token_counts: ColumnClause[str] = column(String(20))
+    token_counts: ColumnClause[str] = column()
     #: Tenth of the trace's tokens spent on tool results (0-9; NULL without tokens).
     share_bin: ColumnClause[int | None] = column(Integer)
     messages: ColumnClause[int] = column(BigInteger)
@@ -911,7 +919,7 @@ class RollupFindingRow(_RollupColumns, Base):
     __tablename__ = "rollup_findings"
     __table_args__ = _ROLLUP_TABLE
 
-    kind: ColumnClause[str] = column(String(40))
+    kind: ColumnClause[str] = column()
     #: Traces with this (tool, kind); traces with this kind, counted on one tool's row only.
     traces_tool: ColumnClause[int] = column(BigInteger)
     traces_kind: ColumnClause[int] = column(BigInteger)
@@ -923,8 +931,8 @@ class RollupFingerprintRow(_RollupColumns, Base):
     __tablename__ = "rollup_fingerprints"
     __table_args__ = _ROLLUP_TABLE
 
-    fingerprint: ColumnClause[str] = column(String(300))
-    error_type: ColumnClause[str | None] = column(String(60))
+    fingerprint: ColumnClause[str] = column()
+    error_type: ColumnClause[str | None] = column()
     #: Traces with this fingerprint, counted on the row of its smallest error type only.
     traces: ColumnClause[int] = column(BigInteger)
 
@@ -955,7 +963,7 @@ class RollupActivityRow(_RollupColumns, Base):
     hour: ColumnClause[int | None] = column(BigInteger)
     error: ColumnClause[bool] = column(Boolean)
     #: The effective error type of errors (NULL for other results and unclassified errors).
-    error_type: ColumnClause[str | None] = column(String(60))
+    error_type: ColumnClause[str | None] = column()
     tokens: ColumnClause[int] = column(BigInteger)
 
 
@@ -972,5 +980,5 @@ class RollupActivityDayRow(_RollupColumns, Base):
     result_day: ColumnClause[int | None] = column(Integer)
     error: ColumnClause[bool] = column(Boolean)
     #: The effective error type of errors (NULL for other results and unclassified errors).
-    error_type: ColumnClause[str | None] = column(String(60))
+    error_type: ColumnClause[str | None] = column()
     tokens: ColumnClause[int] = column(BigInteger)

@@ -31,12 +31,12 @@ import orjson
 from sqlalchemy import Engine
 
 from db.append import AppendBase, load_append_base, raw_members, write_append
+from db.contract.bounds import fit_key
 from db.records import ToolResultRecord
 from db.vocabulary import Status, StatusSource, SuggestionKind
 from db.write import TraceRows, WriteResult
 from ingest.analysis import analyze_trace
 from ingest.batches import BatchWriter
-from ingest.bounded import fit_key
 from ingest.content import CONTENT_FINDINGS
 from ingest.facts import ContentFacts
 from ingest.formats.base import CannotExtend, TraceFormat

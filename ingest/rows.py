@@ -6,6 +6,8 @@ from collections.abc import Container, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from db.contract.bounds import fit, fit_key, storable_time
+from db.contract.widths import column_width
 from db.records import (
     TITLE_MAX_CHARS,
     ErrorStreakRecord,
@@ -18,7 +20,6 @@ from db.records import (
 )
 from db.vocabulary import DEFAULT_LOOP_K
 from db.write import TraceRows
-from ingest.bounded import column_length, fit, fit_key, storable_time
 from ingest.facts import ResultFacts, TraceFacts
 from ingest.fingerprints import error_fingerprint
 from ingest.model import Message, Trace, content_hash, display_id
@@ -176,7 +177,7 @@ def _with_full_values(trace: Trace) -> dict[str, Any]:
             ("agent", trace.agent, "agent"),
             ("model", trace.model, "model"),
         )
-        if value is not None and len(value) > column_length("traces", column)
+        if value is not None and len(value) > column_width("traces", column)
     }
     if trace.started_at is not None and storable_time(trace.started_at) is None:
         cut["started_at"] = trace.started_at.isoformat()

@@ -10,9 +10,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from db.contract.bounds import fit_key, storable_time
 from db.engine import make_engine
 from db.schema import MessageRow, ToolCallRow, TraceRow
-from ingest.bounded import fit_key, storable_time
 from ingest.pipeline import import_paths
 
 

@@ -49,7 +49,7 @@ def test_an_alias_has_the_columns_under_the_same_attributes() -> None:
 
 
 def test_a_column_without_a_type_or_its_annotation_is_refused() -> None:
-    with pytest.raises(TypeError, match="no column type given for <class 'str'>"):
+    with pytest.raises(TypeError, match="name: text without a type: declare its width in db.c"):
 
         class _Untyped(Base):
             __tablename__ = "untyped_test_table"
@@ -72,3 +72,25 @@ def test_a_column_without_a_type_or_its_annotation_is_refused() -> None:
     assert "untyped_test_table" not in Base.metadata.tables
     assert "misannotated_test_table" not in Base.metadata.tables
     assert "as_text_test_table" not in Base.metadata.tables
+
+
+def test_every_bounded_text_column_has_the_width_the_contract_declares() -> None:
+    from db.contract.widths import COLUMN_WIDTHS, DIMENSION_WIDTHS
+
+    declared = {
+        (table.name, col.name): col.type.length
+        for table in Base.metadata.sorted_tables
+        for col in table.columns
+        if type(col.type) is sa.String
+    }
+    expected = {
+        (t, c): width for t, columns in COLUMN_WIDTHS.items() for c, width in columns.items()
+    }
+    rollups = {
+        (t, c): width
+        for t in Base.metadata.tables
+        if t.startswith("rollup_") and t != "rollup_state"
+        for c, width in DIMENSION_WIDTHS.items()
+    }
+    assert declared == expected | rollups
+    assert declared[("traces", "dedupe_key")] == 200

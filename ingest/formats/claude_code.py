@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from db.contract.widths import column_width
 from ingest.formats import _anthropic_blocks
 from ingest.formats._common import (
     ShapeError,
@@ -179,13 +180,9 @@ class _Session:
         session.summaries = list(metadata.get("summaries", []))
         session.other_line_types = dict(metadata.get("other_line_types", {}))
         session.stored_unknown = dict(metadata.get("unknown_items", {}))
-        # Here, not at the top: parsing must work where SQLAlchemy is not installed (``lint``);
-        # extending a stored trace happens only in an import.
-        from ingest.bounded import column_length
-
         id_max, branch_max = (
-            column_length("messages", "source_id"),
-            column_length("messages", "branch"),
+            column_width("messages", "source_id"),
+            column_width("messages", "branch"),
         )
         lines = {message.source_line for message in session.messages}
         session.uuids_complete = len(lines) == stored.record_count

@@ -3,8 +3,8 @@
 SQLite stores a string of any length in a ``VARCHAR(200)`` and any date; PostgreSQL refuses an
 over-long string and the whole batch with it, and a date near year 1 or 9999 breaks readers
 once it is shifted into another zone. Every bounded value the import stores goes through here,
-with the lengths read from the schema's columns (never copied by hand), so one odd id or model
-name can neither abort an import nor differ between the two databases.
+with the widths the schema's columns are declared with (:mod:`db.contract.widths`), so one odd
+id or model name can neither abort an import nor differ between the two databases.
 
 Example::
 
@@ -19,12 +19,8 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
-from functools import cache
-from typing import cast
 
-from sqlalchemy import String, Table
-
-from db.schema import Base
+from db.contract.widths import column_width
 
 #: Stored timestamps lie within these years (after conversion to UTC): outside them a value
 #: is almost surely a placeholder (``0001-01-01``) or a unit mix-up, and near the ends of
@@ -37,25 +33,12 @@ _LAST_INSTANT = datetime(LAST_YEAR, 12, 31, tzinfo=UTC)
 KEY_HASH_DIGITS = 16
 
 
-@cache
-def column_length(table: str, column: str) -> int:
-    """The declared length of a ``String(N)`` column of the schema.
-
-    >>> column_length("traces", "dedupe_key")
-    200
-    """
-    kind = cast(Table, Base.metadata.tables[table]).columns[column].type
-    if not isinstance(kind, String) or kind.length is None:
-        raise ValueError(f"{table}.{column} is not a bounded string column")
-    return kind.length
-
-
 def fit(table: str, column: str, value: str | None) -> str | None:
     """``value`` cut to the length of ``table.column`` (ending in ``…`` when cut); ``None``
     stays ``None``. For display values; keys that must stay distinct use :func:`fit_key`."""
     if value is None:
         return None
-    length = column_length(table, column)
+    length = column_width(table, column)
     if len(value) <= length:
         return value
     return value[: length - 1] + "…"
@@ -64,7 +47,7 @@ def fit(table: str, column: str, value: str | None) -> str | None:
 def fit_key(table: str, column: str, value: str) -> str:
     """``value`` cut to the length of ``table.column``, ending in ``~`` and a hash of the
     whole value when cut, so that two long values sharing a prefix stay two keys."""
-    length = column_length(table, column)
+    length = column_width(table, column)
     if len(value) <= length:
         return value
     digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:KEY_HASH_DIGITS]
@@ -95,7 +78,6 @@ __all__ = [
     "FIRST_YEAR",
     "KEY_HASH_DIGITS",
     "LAST_YEAR",
-    "column_length",
     "fit",
     "fit_key",
     "storable_time",
