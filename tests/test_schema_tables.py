@@ -49,7 +49,7 @@ def test_an_alias_has_the_columns_under_the_same_attributes() -> None:
 
 
 def test_a_column_without_a_type_or_its_annotation_is_refused() -> None:
-    with pytest.raises(TypeError, match="name: text without a type: declare its width in db.c"):
+    with pytest.raises(TypeError, match="name: text without a type: declare its width in db"):
 
         class _Untyped(Base):
             __tablename__ = "untyped_test_table"
