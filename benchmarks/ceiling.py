@@ -121,8 +121,8 @@ class _PipelineRows:
         self.trace_id = 0
 
     def batch(self, lines: list[tuple[int, bytes]]) -> Batch:
-        from db.records import CHILD_COLUMNS, TraceRecord
-        from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
+        from db.contract.rows import CHILD_COLUMNS, TraceRecord
+        from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
         from db.write import TraceRows
         from ingest.batches import analyze_batch
         from ingest.formats.base import Deferred
@@ -150,7 +150,7 @@ class _PipelineRows:
 
 
 def _json_indexes(table: str, names: tuple[str, ...]) -> frozenset[int]:
-    from db.records import JSON_COLUMNS
+    from db.contract.rows import JSON_COLUMNS
 
     return frozenset(i for i, c in enumerate(names) if c in JSON_COLUMNS[table])
 

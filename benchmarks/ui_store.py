@@ -36,9 +36,7 @@ import orjson
 from sqlalchemy import Engine, select
 
 from db import rollups
-from db.dialect import analyze
-from db.engine import make_engine
-from db.records import (
+from db.contract.rows import (
     FindingRecord,
     MessageRecord,
     ToolCallRecord,
@@ -46,8 +44,10 @@ from db.records import (
     TraceRecord,
     one_line_preview,
 )
+from db.contract.vocabulary import DEFAULT_ENCODING
+from db.dialect import analyze
+from db.engine import make_engine
 from db.schema import ImportRun
-from db.vocabulary import DEFAULT_ENCODING
 from db.write import TraceRows, finish_import, start_import, write_traces
 from ingest.pipeline import ANALYZED_TABLES
 from ingest.rows import error_fingerprint, trace_title

@@ -22,7 +22,7 @@ from dashboard import auth, writes
 from dashboard.render import escape_markdown
 from dashboard.uploads import too_large, upload_limit_mb
 from dashboard.widgets import EMPTY_CELL
-from db.vocabulary import DEFAULT_LOOP_K
+from db.contract.vocabulary import DEFAULT_LOOP_K
 from ingest.formats import format_names
 from ingest.report import MIME_TYPES, REPORT_FORMATS, build_report, render
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import zlib
 from typing import Literal, NamedTuple
 
-from db.vocabulary import ErrorType, PairState, Status, StatusSource, Verdict
+from db.contract.vocabulary import ErrorType, PairState, Status, StatusSource, Verdict
 
 #: The colors Streamlit's ``:color-badge[…]`` directive accepts.
 BadgeColor = Literal["red", "orange", "yellow", "green", "blue", "violet", "gray"]

@@ -27,8 +27,8 @@ from db.annotations import (
     annotations_on,
     configured_labels,
 )
+from db.contract.vocabulary import ERROR_TYPES, VERDICTS
 from db.corrections import UNCHANGED, result_review
-from db.vocabulary import ERROR_TYPES, VERDICTS
 
 #: The name field's key and URL parameter (local mode): the name stays in the address, so a
 #: reload (or a page switch) keeps it. Links meant for others leave it out (:data:`PRIVATE_PARAMS`).

@@ -26,15 +26,15 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from dashboard import pages
 from dashboard.render import escape_markdown
-from db.engine import DEFAULT_DB_PATH, display_url, make_engine, resolve_url
-from db.filters import FilterQueryError, Filters, parse_query
-from db.queries.traces import filter_choices, import_choices, trace_count
-from db.vocabulary import (
+from db.contract.vocabulary import (
     DEFAULT_ENCODING,
     DEFAULT_LOOP_K,
     DEFAULT_STREAK_K,
     DEFAULT_TOKEN_BUDGET,
 )
+from db.engine import DEFAULT_DB_PATH, display_url, make_engine, resolve_url
+from db.filters import FilterQueryError, Filters, parse_query
+from db.queries.traces import filter_choices, import_choices, trace_count
 
 #: Query parameters bound to the shared sidebar widgets.
 FILTER_PARAMS = (

@@ -21,7 +21,7 @@ import streamlit as st
 from dashboard import palette, render, state
 from dashboard.palette import TONE, BadgeColor
 from db.annotations import Annotation
-from db.vocabulary import finding_level
+from db.contract.vocabulary import finding_level
 
 LONE_RESULT_TEXT = {
     "orphan_result": "Orphan result: no call in this trace has its id.",

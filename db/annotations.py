@@ -17,8 +17,8 @@ from typing import Any, Literal
 import pandas as pd
 from sqlalchemy import Connection, Engine, and_, delete, func, insert, select, update
 
-from db.engine import writing
 from db.schema import AnnotationRow, ToolCallRow, ToolResultRow, TraceRow
+from db.transaction import writing
 
 #: Labels offered when ``TOOLLENS_LABELS`` is not set.
 DEFAULT_LABELS: tuple[str, ...] = (

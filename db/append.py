@@ -35,8 +35,7 @@ from sqlalchemy import (
 
 from db import dialect, rollups, search
 from db.carry_over import carry_over, pair_map, read_reviews
-from db.engine import writing
-from db.records import (
+from db.contract.rows import (
     CHILD_COLUMNS,
     JSON_COLUMNS,
     FindingRecord,
@@ -56,6 +55,7 @@ from db.schema import (
     TraceUpdate,
 )
 from db.stored import StoredTrace, load_traces
+from db.transaction import writing
 from db.write import TraceRows
 
 #: The most seqs :func:`raw_members` sends as an ``IN`` list.

@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 
-from db.records import MessageRecord, ToolCallRecord, ToolResultRecord
+from db.contract.rows import MessageRecord, ToolCallRecord, ToolResultRecord
 from db.schema import AnnotationRow, MessageRow, ToolCallRow, ToolResultRow
 
 #: The label of the note a correction becomes when its result changed or vanished.

@@ -16,12 +16,12 @@ from sqlalchemy import Engine, func, select, update
 
 from db import rollups
 from db.annotations import ReviewError, UnknownTargetError, now_or_utc
-from db.engine import writing
+from db.contract.vocabulary import VERDICTS
 from db.filters import NO_FILTERS, Filters
 from db.planner import restrict_results_in_index
 from db.queries.common import corrected_result
 from db.schema import ToolResultRow
-from db.vocabulary import VERDICTS
+from db.transaction import writing
 
 #: Error types are snake_case; protocol-provided ones are kept verbatim, so any such name goes.
 ERROR_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,59}$")

@@ -34,8 +34,8 @@ from sqlalchemy import (
 )
 
 from db import dialect, rollups, search
-from db.engine import writing
 from db.schema import Base
+from db.transaction import writing
 
 
 @dataclass(frozen=True)

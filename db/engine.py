@@ -18,6 +18,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import NullPool
 
 from db import dialect
+from db.transaction import on_sqlite_begin
 
 #: The database password, added to a URL that has none (so it never has to be typed in one).
 PASSWORD_ENV = "TOOLLENS_DB_PASSWORD"
@@ -131,25 +132,6 @@ def _storable_statement(
     return statement, dialect.storable_parameters(parameters)
 
 
-#: Execution option that marks a connection as a writer (see :func:`writing`).
-WRITE_OPTION = "toollens_write"
-
-
-def _on_sqlite_begin(conn: Any) -> None:
-    # Writers start with BEGIN IMMEDIATE, taking the write lock up front: a deferred transaction
-    # that later tries to write can fail with SQLITE_BUSY at once, an immediate one waits
-    # busy_timeout. Readers keep a deferred BEGIN so they never queue behind an import.
-    if conn.get_execution_options().get(WRITE_OPTION):
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-    else:
-        conn.exec_driver_sql("BEGIN")
-
-
-def writing(engine: Engine) -> Any:
-    """A write transaction: ``with writing(engine) as conn: ...`` (BEGIN IMMEDIATE on SQLite)."""
-    return engine.execution_options(**{WRITE_OPTION: True}).begin()
-
-
 def other_processes_can_open(url: URL) -> bool:
     """Whether another process can open the database at ``url``: not an in-memory SQLite one,
     which exists only inside the process that made it."""
@@ -200,7 +182,7 @@ def make_engine(db: str | None = None, *, migrate: bool = True) -> Engine:
     event.listen(engine, "before_cursor_execute", _storable_statement, retval=True)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _on_sqlite_connect)
-        event.listen(engine, "begin", _on_sqlite_begin)
+        event.listen(engine, "begin", on_sqlite_begin)
     elif engine.dialect.name == "postgresql":
         event.listen(engine, "connect", _on_postgresql_connect)
         event.listen(engine, "commit", dialect.transaction_ended)

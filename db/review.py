@@ -17,11 +17,11 @@ from db.annotations import (
     UnknownTargetError,
     now_or_utc,
 )
-from db.engine import writing
+from db.contract.vocabulary import DEFAULT_LOOP_K
 from db.filters import NO_FILTERS, Filters, restrict_traces
 from db.queries.common import effective_verdict
 from db.schema import AnnotationRow, ToolCallRow, ToolResultRow, TraceRow
-from db.vocabulary import DEFAULT_LOOP_K
+from db.transaction import writing
 
 #: Kinds of problem the review queue can be narrowed to.
 Problem = Literal["errors", "pairing", "loops", "ignored"]

@@ -51,7 +51,6 @@ from sqlalchemy import (
 )
 
 from db import dialect, value_buckets
-from db.engine import writing
 from db.queries.common import (
     COUNTED_FINDING,
     corrected_result,
@@ -81,6 +80,7 @@ from db.schema import (
     TraceRow,
     aliased,
 )
+from db.transaction import writing
 
 
 class Dim(IntFlag):

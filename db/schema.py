@@ -49,8 +49,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.expression import ColumnClause
 from sqlalchemy.types import TypeEngine
 
-from db.contract.widths import DIMENSION_WIDTHS, column_width
-from db.vocabulary import (
+from db.contract.vocabulary import (
     CALL_KINDS,
     DURATION_SOURCES,
     FINDING_KINDS,
@@ -62,6 +61,7 @@ from db.vocabulary import (
     TOKEN_COUNTS,
     VERDICTS,
 )
+from db.contract.widths import DIMENSION_WIDTHS, column_width
 
 #: Constraint names are stable across dialects, so migrations can refer to them.
 NAMING_CONVENTION = {
@@ -441,7 +441,7 @@ class ToolCallRow(Base):
     reused_id: ColumnClause[bool] = column(Boolean, default=False)
     schema_issue: ColumnClause[str | None] = column()
     schema_detail: ColumnClause[str | None] = column(Text)
-    #: Who runs the call (``db.vocabulary.CallKind``): client, server (the provider's API) or mcp.
+    #: Who runs the call (``vocabulary.CallKind``): client, server (the provider's API) or mcp.
     kind: ColumnClause[str] = column(default="client", server_default="client")
 
 
@@ -552,7 +552,7 @@ class ToolResultRow(Base):
                 "error_type_corrected IS NOT NULL OR verdict_corrected IS NOT NULL"
             ),
         ),
-        # The closed sets of db.vocabulary. error_type has no CHECK: a protocol-provided
+        # The closed sets of db.contract.vocabulary. error_type has no CHECK: a protocol-provided
         # error type is kept verbatim, so its set is open.
         _one_of("status", STATUSES),
         _one_of("status_source", STATUS_SOURCES),
@@ -614,7 +614,7 @@ class ToolResultRow(Base):
     duration_ms: ColumnClause[float | None] = column(Float)
     #: ``span`` (the tool span's end − start, a provided fact) | ``timestamps`` (derived).
     duration_source: ColumnClause[str | None] = column()
-    #: The Tool Message's first characters on one line (``db.records.one_line_preview``).
+    #: The Tool Message's first characters on one line (``db.contract.rows.one_line_preview``).
     preview: ColumnClause[str | None] = column(Text)
     # Human corrections (never written by analysis).
     error_type_corrected: ColumnClause[str | None] = column()

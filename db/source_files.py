@@ -13,9 +13,9 @@ from typing import cast
 
 from sqlalchemy import Engine, Table, delete, insert, select
 
-from db.engine import writing
-from db.records import SourceFileRecord
+from db.contract.rows import SourceFileRecord
 from db.schema import SourceFileRow, TraceRow
+from db.transaction import writing
 
 SOURCE_FILES = cast(Table, SourceFileRow.__table__)
 #: Keys looked up per query (well under every dialect's bound-parameter limit).

@@ -14,8 +14,7 @@ from typing import Any, cast
 from sqlalchemy import Connection, Engine, Table, delete, select, update
 
 from db import dialect, rollups, search
-from db.engine import writing
-from db.records import (
+from db.contract.rows import (
     CHILD_COLUMNS,
     JSON_COLUMNS,
     MessageRecord,
@@ -23,6 +22,7 @@ from db.records import (
     ToolResultRecord,
     TraceRecord,
 )
+from db.contract.vocabulary import DEFAULT_ENCODING
 from db.schema import (
     ErrorStreakRow,
     FindingRow,
@@ -32,7 +32,7 @@ from db.schema import (
     ToolResultRow,
     TraceRow,
 )
-from db.vocabulary import DEFAULT_ENCODING
+from db.transaction import writing
 from db.write import TraceRows
 
 CORRECTION_FIELDS = ("error_type_corrected", "verdict_corrected", "corrected_by", "corrected_at")

@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, and_, case, func, select
 
+from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, PAIR_STATES, STATUSES, VERDICTS
 from db.filters import (
     NO_FILTERS,
     Filters,
@@ -39,7 +40,6 @@ from db.schema import (
     ToolResultRow,
     TraceRow,
 )
-from db.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, PAIR_STATES, STATUSES, VERDICTS
 
 
 def percentile(conn: Connection, column: Any, q: float, base: Any) -> int:

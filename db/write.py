@@ -26,8 +26,7 @@ from sqlalchemy import exc as sa_exc
 
 from db import dialect, rollups, search
 from db.carry_over import Reviews, carry_over, new_pair_map, read_reviews
-from db.engine import writing
-from db.records import (
+from db.contract.rows import (
     CHILD_COLUMNS,
     JSON_COLUMNS,
     ErrorStreakRecord,
@@ -49,6 +48,7 @@ from db.schema import (
     TraceRow,
     TraceUpdate,
 )
+from db.transaction import writing
 
 TRACES = cast(Table, TraceRow.__table__)
 
@@ -65,7 +65,7 @@ class TraceRows:
     error_streaks: list[ErrorStreakRecord] = field(default_factory=list)
 
     def children(self, table: str) -> list[tuple[Any, ...]]:
-        """The child rows for ``table`` (one of :data:`db.records.CHILD_COLUMNS`)."""
+        """The child rows for ``table`` (one of :data:`db.contract.rows.CHILD_COLUMNS`)."""
         rows: list[tuple[Any, ...]] = getattr(self, table)
         return rows
 

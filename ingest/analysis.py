@@ -21,7 +21,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET, Verdict
+from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET, Verdict
 from ingest.content import analyze_content
 from ingest.durations import tool_duration
 from ingest.facts import (

@@ -32,8 +32,8 @@ from sqlalchemy import Engine
 
 from db.append import AppendBase, load_append_base, raw_members, write_append
 from db.contract.bounds import fit_key
-from db.records import ToolResultRecord
-from db.vocabulary import Status, StatusSource, SuggestionKind
+from db.contract.rows import ToolResultRecord
+from db.contract.vocabulary import Status, StatusSource, SuggestionKind
 from db.write import TraceRows, WriteResult
 from ingest.analysis import analyze_trace
 from ingest.batches import BatchWriter

@@ -19,7 +19,7 @@ from typing import Annotated, Any, TextIO
 import orjson
 import typer
 
-from db.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, ENCODINGS
+from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, ENCODINGS
 
 app = typer.Typer(
     name="toollens",

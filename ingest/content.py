@@ -31,7 +31,7 @@ runtime failed to render (``undefined``, ``[object Object]``, ``NaN``, ``<corout
 ``<… object at 0x…>``), rule ``unrendered_object``. The text then describes the tool runtime's
 bug, not the tool's outcome.
 
-**Findings** (content only, in ``db.vocabulary.FINDING_KINDS`` order):
+**Findings** (content only, in ``db.contract.vocabulary.FINDING_KINDS`` order):
 
 * ``bare_status`` — the content, trimmed and without quotes or final punctuation, is one of
   ``BARE_WORDS`` or is empty, or it is a JSON object whose single status-like key (``status``,
@@ -66,7 +66,7 @@ from typing import Any, Final
 
 import orjson
 
-from db.vocabulary import FINDING_KINDS, Status, StatusSource
+from db.contract.vocabulary import FINDING_KINDS, Status, StatusSource
 from ingest.error_detection import (
     HEAD_CHARS,
     NOT_JSON,

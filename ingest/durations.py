@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from db.vocabulary import DurationSource
+from db.contract.vocabulary import DurationSource
 
 _MICROSECOND = timedelta(microseconds=1)
 

@@ -1,7 +1,7 @@
 """Error type rules: which ``error_type`` of the taxonomy does an error text have?
 
 ``RULES`` is an ordered table of named, compiled patterns mapping an error text to the
-``error_type`` taxonomy (``db.vocabulary.ERROR_TYPES``): :func:`classify_error` returns the type
+``error_type`` taxonomy (``vocabulary.ERROR_TYPES``): :func:`classify_error` returns the type
 and the name of the first rule that matches, ``other`` when none does, so every inferred type
 can be explained. Whether a text is an error at all is decided by the detection rules in
 ``ingest.error_detection`` (:func:`detect_error`, ``DETECTION_RULES``), whose shared

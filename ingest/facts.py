@@ -3,7 +3,7 @@
 Everything here is computed by pure functions (``ingest.content`` for one result's text,
 ``ingest.analysis`` for a whole trace) and stored beside the provided facts, so that
 ``toollens reanalyze`` can recompute it from the raw payloads when a rule improves. The closed sets
-of values they take (statuses, pair states, verdicts …) are in ``db.vocabulary``.
+of values they take (statuses, pair states, verdicts …) are in ``db.contract.vocabulary``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from db.vocabulary import (
+from db.contract.vocabulary import (
     DurationSource,
     PairingMethod,
     PairState,
@@ -30,14 +30,14 @@ class ContentFacts:
 
     status: Status
     status_source: StatusSource
-    #: Taxonomy value (``db.vocabulary.ERROR_TYPES``) or a protocol-provided value kept verbatim.
+    #: Taxonomy value (``vocabulary.ERROR_TYPES``) or a protocol-provided value kept verbatim.
     error_type: str | None = None
     #: Name of the rule that decided status/error type, e.g. ``http_429`` or ``is_error``;
     #: shown to users as the reason for an inferred value.
     rule: str | None = None
     summary: str | None = None
     suggestion: str | None = None
-    #: One of ``db.vocabulary.SUGGESTION_KINDS``, the same whether the advice came from the
+    #: One of ``db.contract.vocabulary.SUGGESTION_KINDS``, the same whether the advice came from the
     #: protocol or from text (see :attr:`suggestion_source`).
     suggestion_kind: SuggestionKind | None = None
     #: Machine-readable details of the suggestion: ``{"seconds": 6}``, ``{"tool": "x"}``,

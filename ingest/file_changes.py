@@ -16,7 +16,7 @@ import enum
 import hashlib
 from pathlib import Path
 
-from db.records import SourceFileRecord
+from db.contract.rows import SourceFileRecord
 from ingest.bytestream import GZIP_MAGIC, NON_WHITESPACE
 from ingest.jsonrecord import nesting
 

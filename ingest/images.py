@@ -48,7 +48,7 @@ from typing import Any, Final
 
 import orjson
 
-from db.vocabulary import ImageRule
+from db.contract.vocabulary import ImageRule
 
 #: Base64 characters decoded to read a header (48 KiB of image bytes).
 HEAD_B64_CHARS: Final = 65_536

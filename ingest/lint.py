@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from db.vocabulary import (
+from db.contract.vocabulary import (
     DEFAULT_LOOP_K,
     FINDING_KINDS,
     FindingLevel,
@@ -51,7 +51,7 @@ class LintFinding:
 
     @property
     def level(self) -> FindingLevel:
-        """``error`` or ``warning`` (``db.vocabulary.FINDING_LEVEL``; a loop is a warning)."""
+        """``error`` or ``warning`` (``contract.vocabulary.FINDING_LEVEL``; a loop is a warning)."""
         return finding_level(self.kind)
 
     @property

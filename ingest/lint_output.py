@@ -27,7 +27,7 @@ from xml.etree import ElementTree as ET
 
 import orjson
 
-from db.vocabulary import FINDING_DESCRIPTION, FINDING_LEVEL
+from db.contract.vocabulary import FINDING_DESCRIPTION, FINDING_LEVEL
 from ingest.lint import LOOP_FINDING, LintFinding, LintReport
 from ingest.model import Rejected
 

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from db.vocabulary import CallKind, Role
+from db.contract.vocabulary import CallKind, Role
 
 
 class _Model(BaseModel):
@@ -58,7 +58,7 @@ class ToolCall(_Model):
     #: Parse error message when ``args_valid`` is false.
     args_error: str | None = None
     #: Who runs the call: the agent (``client``), the provider's API (``server``) or an MCP
-    #: server the provider calls (``mcp``); see ``db.vocabulary.CallKind``.
+    #: server the provider calls (``mcp``); see ``db.contract.vocabulary.CallKind``.
     kind: CallKind = "client"
 
     @model_serializer(mode="wrap")

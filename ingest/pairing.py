@@ -35,7 +35,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from db.vocabulary import PairingMethod, PairState
+from db.contract.vocabulary import PairingMethod, PairState
 from ingest.model import Message, Trace
 
 #: A call's address in a trace: (message seq, call index).

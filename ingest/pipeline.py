@@ -22,14 +22,14 @@ from typing import Any
 from sqlalchemy import Engine
 
 from db import dialect
-from db.engine import writing
-from db.records import SourceFileRecord
+from db.contract.rows import SourceFileRecord
+from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
 from db.source_files import (
     load_source_files,
     save_source_files,
     stored_content_hashes,
 )
-from db.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
+from db.transaction import writing
 from db.write import finish_import, start_import, write_import_files
 from ingest import formats
 from ingest.appending import extend_stored

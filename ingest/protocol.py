@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from db.vocabulary import PROTOCOL_STATUSES, ProtocolStatus
+from db.contract.vocabulary import PROTOCOL_STATUSES, ProtocolStatus
 
 #: Where the published schema lives, relative to the repository root.
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "docs" / "tool-message-protocol.schema.json"
@@ -89,7 +89,7 @@ def protocol_from_object(value: Any) -> ToolMessage | None:
     """The protocol message in an already-parsed JSON value, or ``None`` when it is not one.
 
     A value is a protocol message when it is an object whose ``status`` is one of
-    ``db.vocabulary.PROTOCOL_STATUSES`` (case-sensitive: the protocol is a contract, ``"OK"`` is
+    ``vocabulary.PROTOCOL_STATUSES`` (case-sensitive: the protocol is a contract, ``"OK"`` is
     not a status) and whose known fields have the right types.
 
     >>> protocol_from_object({"status": "partial", "data": [1]}).status

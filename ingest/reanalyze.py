@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
+from db.contract.vocabulary import DEFAULT_TOKEN_BUDGET
 from db.stored import iter_trace_id_batches, load_traces, replace_derived
-from db.vocabulary import DEFAULT_TOKEN_BUDGET
 from ingest.analysis import analyze_trace
 from ingest.rebuild import trace_from_stored
 from ingest.rows import build_rows

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import cast
 
+from db.contract.vocabulary import CallKind
 from db.stored import StoredTrace
-from db.vocabulary import CallKind
 from ingest.model import Message, ToolCall, ToolDef, ToolResult, Trace
 
 

@@ -20,9 +20,9 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from db.annotations import trace_annotations
+from db.contract.vocabulary import DEFAULT_LOOP_K, PAIR_STATES
 from db.queries.traces import trace_findings, trace_window
 from db.review import trace_header
-from db.vocabulary import DEFAULT_LOOP_K, PAIR_STATES
 from ingest.report_html import figures_lines, to_html
 
 #: Characters of one message kept in a report (0 = everything); the rest is counted, not shown.

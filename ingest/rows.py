@@ -7,8 +7,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from db.contract.bounds import fit, fit_key, storable_time
-from db.contract.widths import column_width
-from db.records import (
+from db.contract.rows import (
     TITLE_MAX_CHARS,
     ErrorStreakRecord,
     FindingRecord,
@@ -18,7 +17,8 @@ from db.records import (
     TraceRecord,
     one_line_preview,
 )
-from db.vocabulary import DEFAULT_LOOP_K
+from db.contract.vocabulary import DEFAULT_LOOP_K
+from db.contract.widths import column_width
 from db.write import TraceRows
 from ingest.facts import ResultFacts, TraceFacts
 from ingest.fingerprints import error_fingerprint
@@ -36,7 +36,7 @@ class _Said(Protocol):
 
 def trace_title(messages: Iterable[_Said]) -> str | None:
     """What lists call a trace: its first user message with any text, on one line, cut to
-    :data:`db.records.TITLE_MAX_CHARS` characters (an ellipsis marks the cut).
+    :data:`db.contract.rows.TITLE_MAX_CHARS` characters (an ellipsis marks the cut).
 
     >>> from ingest.model import Message
     >>> trace_title([Message(seq=0, role="user", content="  Refund order\\n 4711,  please ")])

@@ -10,7 +10,7 @@ quoted values masked):
   index), the order ``ingest.loops`` uses); calls of other tools in between neither break nor
   join a streak. A call of the tool that succeeds, fails with another fingerprint or has no
   result (unanswered, or answered only by a duplicate) ends it.
-* a *streak at k* is a streak of k or more calls (``db.vocabulary.DEFAULT_STREAK_K`` = 3; the
+* a *streak at k* is a streak of k or more calls (``contract.vocabulary.DEFAULT_STREAK_K`` = 3; the
   Loops page has a slider). Streaks of 2 or more are stored, so k is re-filtered in SQL.
 * **wasted tokens**: of every call after the first, its result's tokens plus its arguments'
   tokens (the repeats the model paid for twice: writing the call and reading the error).

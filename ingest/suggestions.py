@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
-from db.vocabulary import SuggestionKind
+from db.contract.vocabulary import SuggestionKind
 from ingest.error_detection import scan_window
 
 #: Longest suggestion sentence kept; longer ones are cut with an ellipsis.

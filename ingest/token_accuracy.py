@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from db.vocabulary import Encoding, TokenCounts
+from db.contract.vocabulary import Encoding, TokenCounts
 
 #: Model name prefixes per encoding, first match wins (tiktoken's prefixes, newest first).
 _PREFIXES: Final[tuple[tuple[Encoding, tuple[str, ...]], ...]] = (

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
-from db.vocabulary import DEFAULT_ENCODING, ENCODINGS
+from db.contract.vocabulary import DEFAULT_ENCODING, ENCODINGS
 
 
 class _Counter(Protocol):

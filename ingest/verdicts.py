@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from db.vocabulary import Verdict
+from db.contract.vocabulary import Verdict
 from ingest.facts import ContentFacts
 
 

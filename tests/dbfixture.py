@@ -22,15 +22,16 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.engine import make_url
 
 from db import rollups
-from db.engine import make_engine, writing
-from db.records import (
+from db.contract.rows import (
     FindingRecord,
     MessageRecord,
     ToolCallRecord,
     ToolResultRecord,
     TraceRecord,
 )
+from db.engine import make_engine
 from db.schema import ToolResultRow, TraceRow
+from db.transaction import writing
 from db.write import (
     TraceRows,
     finish_import,
@@ -790,8 +791,8 @@ def build_pages2_database(engine: Engine) -> tuple[int, int]:
     """
     from sqlalchemy import update
 
-    from db.engine import writing
     from db.schema import ToolResultRow
+    from db.transaction import writing
 
     first = start_import(engine, origin="cli", paths=["ab.jsonl"], encoding="o200k_base")
     write_traces(engine, first, [_pages2_run_a(), _pages2_run_b()])

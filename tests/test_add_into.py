@@ -12,7 +12,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from db import dialect
-from db.engine import make_engine, writing
+from db.engine import make_engine
+from db.transaction import writing
 
 COLUMNS = ("key", "label", "n", "tokens")
 MEASURES = ("n", "tokens")

@@ -13,9 +13,9 @@ import pytest
 import sqlalchemy as sa
 
 from db.annotations import add_annotation
+from db.contract.rows import FindingRecord, MessageRecord, ToolCallRecord, ToolResultRecord
 from db.engine import make_engine
 from db.queries.search import search_content
-from db.records import FindingRecord, MessageRecord, ToolCallRecord, ToolResultRecord
 from db.schema import (
     AnnotationRow,
     FindingRow,

@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from db.vocabulary import ERROR_TYPES
+from db.contract.vocabulary import ERROR_TYPES
 from ingest.content import analyze_content
 from ingest.error_detection import (
     DETECTION_RULES,

@@ -140,7 +140,7 @@ def test_a_newer_postgresql_store_is_named_without_its_password(pg_url: str) -> 
 
 def test_migration_0028_stores_each_results_preview_as_the_import_does(db_url: str) -> None:
     """A store from before 0028 gets each Tool Message's preview from its text, in SQL, equal
-    to what the import now stores (``db.records.one_line_preview``): line breaks and tabs as
+    to what the import now stores (``db.contract.rows.one_line_preview``): line breaks and tabs as
     one space each, a CR LF as one, the first 120 characters counted as characters."""
     from ingest.model import Message, ToolCall, ToolResult, Trace
     from ingest.pipeline import import_traces

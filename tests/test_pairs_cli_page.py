@@ -247,8 +247,8 @@ def test_the_arguments_preview_is_one_line_in_the_page_and_in_the_cli(
     joins them in Arrow: the same one-line text of the same characters, on both databases."""
     import orjson
 
+    from db.contract.rows import one_line_preview
     from db.queries.pairs import iter_pair_tables
-    from db.records import one_line_preview
     from ingest.pipeline import import_paths
 
     messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]

@@ -13,7 +13,7 @@ import pandas as pd
 import dashboard
 from dashboard import palette, trace_blocks
 from dashboard.charts import errors, overview, suggestions
-from db.vocabulary import ERROR_TYPES, PAIR_STATES, STATUS_SOURCES, STATUSES, VERDICTS
+from db.contract.vocabulary import ERROR_TYPES, PAIR_STATES, STATUS_SOURCES, STATUSES, VERDICTS
 
 VOCABULARIES: dict[palette.Kind, tuple[str, ...]] = {
     "status": STATUSES,

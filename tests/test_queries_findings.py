@@ -9,10 +9,10 @@ import sqlalchemy as sa
 from dbfixture import build_fixture
 from lint_runs import write_runs
 
+from db.contract.vocabulary import FINDING_KINDS
 from db.filters import Filters
 from db.queries import findings as q
 from db.queries import overview
-from db.vocabulary import FINDING_KINDS
 from ingest.lint import lint_paths
 from ingest.pipeline import import_paths
 

@@ -23,11 +23,11 @@ import sqlalchemy as sa
 
 from benchmarks.ui_store import StoreGenerator
 from db import planner
+from db.contract.vocabulary import DEFAULT_ENCODING
 from db.engine import make_engine
 from db.filters import Filters
 from db.queries import durations, findings, loops, overview, tokens
 from db.schema import FindingRow, ToolResultRow, TraceRow
-from db.vocabulary import DEFAULT_ENCODING
 from db.write import finish_import, start_import, write_traces
 
 #: Walks of 1 and 3 entries per row: the first fills a page only where the filter keeps nearly

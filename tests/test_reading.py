@@ -54,7 +54,7 @@ def test_lint_runs_where_sqlalchemy_cannot_be_imported() -> None:
         "  calculate: 0 findings ()",
         "  get_user_details: 0 findings ()",
         "1 findings",
-        "db modules: ['db', 'db.vocabulary']",
+        "db modules: ['db', 'db.contract', 'db.contract.vocabulary', 'db.contract.widths']",
     ]
     assert result.returncode == 1  # one finding, over the default threshold of 0
 

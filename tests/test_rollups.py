@@ -22,6 +22,7 @@ from formats_helpers import GOLDEN_CASES
 
 from benchmarks.ui_store import StoreGenerator
 from db import migrate, rollups
+from db.contract.vocabulary import DEFAULT_ENCODING, FINDING_KINDS
 from db.corrections import correct_result
 from db.deletion import delete_rows, import_by_id, traces_by_id
 from db.engine import make_engine
@@ -50,7 +51,6 @@ from db.schema import (
 )
 from db.summary import summarize, summary_counts
 from db.value_buckets import bucket_of
-from db.vocabulary import DEFAULT_ENCODING, FINDING_KINDS
 from db.write import finish_import, start_import, write_traces
 from ingest.model import Message, ToolCall, ToolResult, Trace
 from ingest.pipeline import import_paths, import_traces

@@ -1,4 +1,4 @@
-"""The row contracts (``db.records``) name real columns, and name every column an import writes."""
+"""The row contracts (``db.contract.rows``) name real columns and every column an import writes."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from formats_helpers import GOLDEN_CASES
 
-from db.engine import make_engine
-from db.records import (
+from db.contract.rows import (
     CHILD_COLUMNS,
     ErrorStreakRecord,
     FindingRecord,
@@ -17,6 +16,7 @@ from db.records import (
     ToolResultRecord,
     TraceRecord,
 )
+from db.engine import make_engine
 from db.schema import Base
 from ingest.pipeline import import_paths
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from db.vocabulary import ERROR_TYPES, PAIR_STATES, STATUSES, VERDICTS
+from db.contract.vocabulary import ERROR_TYPES, PAIR_STATES, STATUSES, VERDICTS
 from ingest import formats
 from ingest.analysis import analyze_trace, loops_at
 from ingest.jsonstream import iter_records

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from db.vocabulary import SUGGESTION_KINDS
+from db.contract.vocabulary import SUGGESTION_KINDS
 from ingest.error_detection import SCAN_EDGE
 from ingest.suggestions import (
     MAX_SENTENCE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from db.vocabulary import Status
+from db.contract.vocabulary import Status
 from ingest.facts import ContentFacts
 from ingest.verdicts import (
     CallView,

@@ -1,5 +1,5 @@
 """The database itself refuses values outside the vocabulary (CHECK constraints from
-``db.vocabulary``), on SQLite and on PostgreSQL; ``error_type`` stays open."""
+``db.contract.vocabulary``), on SQLite and on PostgreSQL; ``error_type`` stays open."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from db.schema import FindingRow, ImportRun, MessageRow, ToolCallRow, ToolResultRow, TraceRow
-from db.vocabulary import (
+from db.contract.vocabulary import (
     CALL_KINDS,
     ERROR_TYPES,
     FINDING_KINDS,
@@ -21,6 +20,7 @@ from db.vocabulary import (
     STATUSES,
     VERDICTS,
 )
+from db.schema import FindingRow, ImportRun, MessageRow, ToolCallRow, ToolResultRow, TraceRow
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 RESULT = {"message_seq": 2, "tool": "t", "status": "error", "status_source": "inferred",
@@ -118,7 +118,7 @@ def test_every_word_of_the_vocabulary_and_any_error_type_is_accepted(engine: sa.
 
 
 def test_every_finding_kind_has_a_level_and_a_description() -> None:
-    from db import vocabulary as v
+    from db.contract import vocabulary as v
 
     assert tuple(v.FINDING_LEVEL) == v.FINDING_KINDS
     assert tuple(v.FINDING_DESCRIPTION) == v.FINDING_KINDS
@@ -128,7 +128,7 @@ def test_every_finding_kind_has_a_level_and_a_description() -> None:
 
 
 def test_the_vocabulary_holds_the_sets_of_the_design_in_display_order() -> None:
-    from db import vocabulary as v
+    from db.contract import vocabulary as v
 
     assert v.STATUSES == ("success", "error", "partial", "unknown")
     assert v.STATUS_SOURCES == ("explicit", "protocol", "inferred")

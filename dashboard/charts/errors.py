@@ -11,8 +11,8 @@ import plotly.graph_objects as go
 
 from dashboard import palette
 from dashboard.charts.plot_text import plot_text, plot_texts
+from db.contract.vocabulary import ERROR_TYPES, STATUS_SOURCES
 from db.queries.activity import BUCKET_SECONDS
-from db.vocabulary import ERROR_TYPES, STATUS_SOURCES
 
 #: A horizontal legend above the plot, entries in the order the traces were added.
 TOP_LEGEND: dict[str, object] = {

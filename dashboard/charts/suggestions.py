@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from dashboard import palette
 from dashboard.charts.plot_text import plot_text, plot_texts
-from db.vocabulary import VERDICTS
+from db.contract.vocabulary import VERDICTS
 
 #: What followed an error: the next call's status colors (no later call: grey).
 OUTCOME_COLORS: dict[str, str] = {

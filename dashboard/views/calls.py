@@ -15,6 +15,7 @@ from functools import partial
 import streamlit as st
 
 from dashboard import files_ui, render, state, widgets
+from db.contract.vocabulary import FINDING_KINDS, STATUS_SOURCES
 from db.queries.durations import durations_by_tool, slowest_calls
 from db.queries.pairs import (
     PAIR_COLUMNS,
@@ -25,7 +26,6 @@ from db.queries.pairs import (
     pair_choices,
     pair_table,
 )
-from db.vocabulary import FINDING_KINDS, STATUS_SOURCES
 
 PAGE_SIZE = 100
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import render, state, widgets
+from db.contract.vocabulary import FINDING_DESCRIPTION, FINDING_KINDS, finding_level
 from db.queries import findings as q
-from db.vocabulary import FINDING_DESCRIPTION, FINDING_KINDS, finding_level
 
 PAGE_SIZE = 50
 

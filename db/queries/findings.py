@@ -2,7 +2,7 @@
 
 A name mismatch is one problem stored twice (on the call and on the Tool Message that answers
 it under another name); every count and list here takes it once, from the call. The message of
-an occurrence is :func:`db.vocabulary.finding_message` of the stored facts it is about, the
+an occurrence is :func:`db.contract.vocabulary.finding_message` of the stored facts it is about, the
 sentence ``toollens lint`` prints for it.
 """
 
@@ -13,12 +13,12 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import ColumnElement, Engine, String, and_, case, cast, func, literal, select
 
+from db.contract.vocabulary import FINDING_KINDS, finding_level, finding_message
 from db.filters import NO_FILTERS, Filters, restrict_findings, restrict_rows
 from db.planner import bounded_walks
 from db.queries.common import COUNTED_FINDING, TRACE, result_pair_key, to_frame
 from db.rollup_read import FINDINGS, scope, total
 from db.schema import FindingRow, RollupFindingRow, ToolCallRow, ToolResultRow, aliased
-from db.vocabulary import FINDING_KINDS, finding_level, finding_message
 
 #: Columns of :func:`finding_occurrences`.
 OCCURRENCE_COLUMNS: tuple[str, ...] = (
@@ -194,7 +194,7 @@ def finding_occurrences(
     Columns (:data:`OCCURRENCE_COLUMNS`): ``trace`` (display id), ``title``, ``pair`` (URL
     ``pair`` value: the call, else the Tool Message), ``tool``, ``call_id`` (the call's
     ``tool_call_id``, else the Tool Message's; ``#seq.index`` / ``#seq`` without one),
-    ``message`` (:func:`db.vocabulary.finding_message`).
+    ``message`` (:func:`db.contract.vocabulary.finding_message`).
     """
     # The page's ids first, in id order; only those few are joined to their trace, call and
     # results.

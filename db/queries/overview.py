@@ -23,6 +23,7 @@ from sqlalchemy import (
     select,
 )
 
+from db.contract.vocabulary import FINDING_KINDS, VERDICTS
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_findings
 from db.planner import (
     grouping_key,
@@ -51,7 +52,6 @@ from db.schema import (
     ToolResultRow,
     TraceRow,
 )
-from db.vocabulary import FINDING_KINDS, VERDICTS
 
 #: The size bins' edges (see :mod:`db.queries.histograms`).
 TOKEN_EDGES = histograms.TOKEN_EDGES

@@ -44,10 +44,11 @@ from sqlalchemy import (
 )
 
 from db.arrow_read import UTC_MICROSECONDS, conform, stream_range_tables
+from db.contract.rows import PREVIEW_BREAKS, PREVIEW_CHARS
+from db.contract.vocabulary import CALL_KINDS, PAIR_STATES, STATUSES, VERDICTS
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.planner import restrict_results_in_index
 from db.queries.common import effective_error_type, effective_verdict, unpaired_result
-from db.records import PREVIEW_BREAKS, PREVIEW_CHARS
 from db.rollup_read import CALLS, RESULTS, scope, total
 from db.schema import (
     FindingRow,
@@ -58,7 +59,6 @@ from db.schema import (
     TraceRow,
 )
 from db.streaming import stream_ranges
-from db.vocabulary import CALL_KINDS, PAIR_STATES, STATUSES, VERDICTS
 
 SORT_KEYS: tuple[str, ...] = (
     "trace", "time", "tool", "status", "error_type", "pair_state", "tokens", "duration_s",
@@ -69,7 +69,7 @@ SORT_KEYS: tuple[str, ...] = (
 #: :data:`PREVIEW_CHARS` characters of the raw arguments and of the Tool Message, on one line;
 #: ``duration_s`` is the tool's execution time in seconds (``ingest.durations``: the tool span's
 #: own, else the result's time minus the call's; negative when stamped before its call);
-#: ``kind`` is who ran the call (``db.vocabulary.CallKind``: client, server, mcp; empty for a
+#: ``kind`` is who ran the call (``contract.vocabulary.CallKind``: client, server, mcp; empty for a
 #: result without call).
 PAIR_COLUMNS: tuple[str, ...] = (
     "trace", "title", "pair", "time", "model", "call_id", "tool", "kind", "arguments", "result",
@@ -285,7 +285,7 @@ def _seconds() -> ColumnElement[Any]:
 
 
 def _preview(text: Any) -> ColumnElement[str]:
-    """``db.records.one_line_preview`` of ``text``, in SQL (the Tool Message's is stored)."""
+    """``db.contract.rows.one_line_preview`` of ``text``, in SQL (the Tool Message's is stored)."""
     head = func.substr(text, 1, PREVIEW_CHARS)
     for brk in PREVIEW_BREAKS:
         head = func.replace(head, literal(brk), literal(" "))

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import pandas as pd
 from sqlalchemy import ColumnElement, Connection, Engine, func, literal, select
 
+from db.contract.vocabulary import SUGGESTION_KINDS, VERDICTS
 from db.filters import NO_FILTERS, Filters
 from db.planner import grouping_key, restrict_results_in_index
 from db.queries.common import (
@@ -31,7 +32,6 @@ from db.queries.common import (
 )
 from db.rollup_read import RESULTS, scope, total
 from db.schema import RollupResultRow, ToolResultRow
-from db.vocabulary import SUGGESTION_KINDS, VERDICTS
 
 #: The kind of a result with a verdict but no suggestion kind.
 NO_KIND = "(none)"

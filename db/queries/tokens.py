@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, and_, case, func, select
 
+from db.contract.vocabulary import TOKEN_COUNTS
 from db.filters import NO_FILTERS, Filters, restrict_results, restrict_traces
 from db.planner import walked_result_ids
 from db.queries.common import (
@@ -34,7 +35,6 @@ from db.schema import (
     ToolResultRow,
     TraceRow,
 )
-from db.vocabulary import TOKEN_COUNTS
 
 #: Characters of a Tool Message shown beside its size.
 PREVIEW_CHARS = 200

@@ -27,6 +27,7 @@ from sqlalchemy import (
 from sqlalchemy import null as sa_null
 
 from db import rollups
+from db.contract.vocabulary import DEFAULT_LOOP_K
 from db.filters import NO_FILTERS, Filters, restrict_traces
 from db.queries.common import effective_error_type, effective_verdict, to_frame
 from db.rollups import Dim
@@ -40,7 +41,6 @@ from db.schema import (
     ToolResultRow,
     TraceRow,
 )
-from db.vocabulary import DEFAULT_LOOP_K
 
 #: Characters of one message's content read back (the UI says how long the whole content is).
 CONTENT_CHARS = 200_000

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from db.vocabulary import CallKind
+from db.contract.vocabulary import CallKind
 from ingest.formats._common import (
     ShapeError,
     canonical_role,

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel
 
-from db.vocabulary import Role
+from db.contract.vocabulary import Role
 from ingest.model import Message, OpaqueMessage, ToolDef, Trace, count_unknown
 
 #: Source roles and the canonical role each one maps to; anything else is rejected.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from db.vocabulary import Role
+from db.contract.vocabulary import Role
 from ingest.formats._common import (
     ROLE_MAP,
     TEXT_PART_TYPES,

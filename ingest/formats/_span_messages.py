@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from db.vocabulary import Role
+from db.contract.vocabulary import Role
 from ingest.formats._common import (
     ROLE_MAP,
     ShapeError,

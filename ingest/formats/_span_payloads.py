@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from db.vocabulary import Role
+from db.contract.vocabulary import Role
 from ingest.formats._span_messages import (
     ROLES,
     Memo,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from db.vocabulary import Role
+from db.contract.vocabulary import Role
 from ingest.formats._common import (
     ShapeError,
     expect_list,

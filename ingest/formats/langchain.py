@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from db.vocabulary import Role
+from db.contract.vocabulary import Role
 from ingest.formats import _openai_messages
 from ingest.formats._common import (
     ShapeError,

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import orjson
 
-from db.vocabulary import Role
+from db.contract.vocabulary import Role
 
 FORMATS: tuple[str, ...] = ("openai_chat", "anthropic", "langchain")
 #: Formats that declare the tools (so schema checks apply) and that give results a tool name.

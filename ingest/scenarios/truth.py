@@ -47,7 +47,7 @@ import orjson
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel
 
-from db.vocabulary import DEFAULT_LOOP_K, PAIR_STATES, STATUSES, VERDICTS
+from db.contract.vocabulary import DEFAULT_LOOP_K, PAIR_STATES, STATUSES, VERDICTS
 from ingest.scenarios.agent import DECLARES_TOOLS, NAMES_RESULTS, TOOLS, Call, Result
 from ingest.scenarios.writers import Rendered
 

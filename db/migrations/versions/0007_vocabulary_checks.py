@@ -1,5 +1,5 @@
 """CHECK constraints on the closed-set columns: statuses, status sources, pair states, pairing
-methods, verdicts, finding kinds and message roles (``db.vocabulary``).
+methods, verdicts, finding kinds and message roles (``db.contract.vocabulary``).
 
 ``error_type`` gets none: a protocol-provided error type is kept verbatim, so its set is open.
 The values are written out here, not imported, so this migration means the same thing after the

@@ -3,7 +3,7 @@
 A pair shows the first 120 characters of its Tool Message on one line. Cut from the message's
 text for every pair, ``toollens pairs`` would read every Tool Message, as SQLite reads a value
 whole (at 10M messages, 11 of a store's 17 GB). The import stores the preview with the result
-(``db.records.one_line_preview``); this migration fills it in for the results already stored,
+(``db.contract.rows.one_line_preview``); this migration fills it in for the results already stored,
 from their messages, with the same rule in SQL.
 
 Revision ID: 0028
@@ -23,7 +23,7 @@ down_revision = "0027"
 branch_labels = None
 depends_on = None
 
-#: As ``db.records.PREVIEW_CHARS`` and ``PREVIEW_BREAKS`` when this revision was written.
+#: As ``db.contract.rows.PREVIEW_CHARS`` and ``PREVIEW_BREAKS`` when this revision was written.
 _CHARS = 120
 _BREAKS = ("\r\n", "\n", "\r", "\t")
 

@@ -95,7 +95,7 @@ class ToolCallRecord(NamedTuple):
     reused_id: bool
     schema_issue: str | None
     schema_detail: str | None
-    #: Who runs the call (``db.vocabulary.CallKind``); last, with its default, so rows built
+    #: Who runs the call (``contract.vocabulary.CallKind``); last, with its default, so rows built
     #: before it existed (``ToolCallRecord(*row)``) still read.
     kind: str = "client"
 
