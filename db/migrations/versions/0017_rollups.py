@@ -17,23 +17,12 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from db.migrations.ops import create_rollup
+
 revision = "0017"
 down_revision = "0016"
 branch_labels = None
 depends_on = None
-
-
-def _common() -> list[sa.Column]:
-    return [
-        sa.Column("key", sa.LargeBinary(length=16), primary_key=True, nullable=False),
-        sa.Column("grain", sa.Integer(), nullable=False),
-        sa.Column("day", sa.Integer(), nullable=True),
-        sa.Column("import_id", sa.Integer(), nullable=True),
-        sa.Column("agent", sa.String(length=200), nullable=True),
-        sa.Column("model", sa.String(length=200), nullable=True),
-        sa.Column("tool", sa.String(length=400), nullable=True),
-        sa.Column("n", sa.BigInteger(), nullable=False),
-    ]
 
 
 def _big(*names: str) -> list[sa.Column]:
@@ -94,13 +83,7 @@ _TABLES: dict[str, list[sa.Column]] = {
 def upgrade() -> None:
     for name, columns in _TABLES.items():
         # Clustered by the key (grain, day, hash): one B-tree on SQLite, no other index.
-        op.create_table(
-            name,
-            *_common(),
-            *columns,
-            sa.PrimaryKeyConstraint("key", name=op.f(f"pk_{name}")),
-            sqlite_with_rowid=False,
-        )
+        create_rollup(name, *columns)
     op.create_index(op.f("ix_tool_results_duration"), "tool_results", ["duration_ms"], unique=False)
     state = op.create_table(
         "rollup_state",

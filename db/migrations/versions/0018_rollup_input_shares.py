@@ -14,6 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from db.migrations.ops import create_rollup
+
 revision = "0018"
 down_revision = "0017"
 branch_labels = None
@@ -21,20 +23,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.create_table(
-        "rollup_input_shares",
-        sa.Column("key", sa.LargeBinary(length=16), primary_key=True, nullable=False),
-        sa.Column("grain", sa.Integer(), nullable=False),
-        sa.Column("day", sa.Integer(), nullable=True),
-        sa.Column("import_id", sa.Integer(), nullable=True),
-        sa.Column("agent", sa.String(length=200), nullable=True),
-        sa.Column("model", sa.String(length=200), nullable=True),
-        sa.Column("tool", sa.String(length=400), nullable=True),
-        sa.Column("n", sa.BigInteger(), nullable=False),
-        sa.Column("bin", sa.Integer(), nullable=False),
-        sa.PrimaryKeyConstraint("key", name=op.f("pk_rollup_input_shares")),
-        sqlite_with_rowid=False,
-    )
+    create_rollup("rollup_input_shares", sa.Column("bin", sa.Integer(), nullable=False))
     with op.batch_alter_table("rollup_state") as batch:
         batch.add_column(sa.Column("pending", sa.Text(), nullable=True))
     bind = op.get_bind()

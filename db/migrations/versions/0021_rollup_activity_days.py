@@ -17,6 +17,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from db.migrations.ops import create_rollup, mark_pending
+
 revision = "0021"
 down_revision = "0020"
 branch_labels = None
@@ -24,33 +26,15 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.create_table(
+    create_rollup(
         "rollup_activity_days",
-        sa.Column("key", sa.LargeBinary(length=16), primary_key=True, nullable=False),
-        sa.Column("grain", sa.Integer(), nullable=False),
-        sa.Column("day", sa.Integer(), nullable=True),
-        sa.Column("import_id", sa.Integer(), nullable=True),
-        sa.Column("agent", sa.String(length=200), nullable=True),
-        sa.Column("model", sa.String(length=200), nullable=True),
-        sa.Column("tool", sa.String(length=400), nullable=True),
-        sa.Column("n", sa.BigInteger(), nullable=False),
         sa.Column("result_day", sa.Integer(), nullable=True),
         sa.Column("error", sa.Boolean(), nullable=False),
         sa.Column("error_type", sa.String(length=60), nullable=True),
         sa.Column("tokens", sa.BigInteger(), nullable=False),
-        sa.PrimaryKeyConstraint("key", name=op.f("pk_rollup_activity_days")),
-        sqlite_with_rowid=False,
     )
     # Its rows are missing for the traces already stored: count it before the pages trust it.
-    bind = op.get_bind()
-    if bind.execute(sa.text("SELECT EXISTS (SELECT 1 FROM traces)")).scalar():
-        bind.execute(
-            sa.text(
-                "UPDATE rollup_state SET pending = "
-                "CASE WHEN pending IS NULL THEN 'rollup_activity_days' "
-                "ELSE pending || ' rollup_activity_days' END"
-            )
-        )
+    mark_pending("rollup_activity_days")
 
 
 def downgrade() -> None:

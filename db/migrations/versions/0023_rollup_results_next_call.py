@@ -19,33 +19,22 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from db.migrations.ops import mark_pending
+
 revision = "0023"
 down_revision = "0022"
 branch_labels = None
 depends_on = None
 
 
-def _mark_pending() -> None:
-    bind = op.get_bind()
-    if bind.execute(sa.text("SELECT EXISTS (SELECT 1 FROM traces)")).scalar():
-        bind.execute(
-            sa.text(
-                "UPDATE rollup_state SET pending = "
-                "CASE WHEN pending IS NULL THEN 'rollup_results' "
-                "ELSE pending || ' rollup_results' END "
-                "WHERE pending IS NULL OR ' ' || pending || ' ' NOT LIKE '% rollup_results %'"
-            )
-        )
-
-
 def upgrade() -> None:
     op.add_column("rollup_results", sa.Column("next_call", sa.SmallInteger(), nullable=True))
     # Its rows are counted without the outcome: recount it before the pages trust it.
-    _mark_pending()
+    mark_pending("rollup_results")
 
 
 def downgrade() -> None:
     # In place on SQLite too (the table stays WITHOUT ROWID). The rows' keys hashed the
     # outcome, and without it a trace's rows repeat their identity: recount the rollup.
     op.drop_column("rollup_results", "next_call")
-    _mark_pending()
+    mark_pending("rollup_results")

@@ -18,23 +18,12 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from db.migrations.ops import mark_pending
+
 revision = "0026"
 down_revision = "0025"
 branch_labels = None
 depends_on = None
-
-
-def _mark_pending() -> None:
-    bind = op.get_bind()
-    if bind.execute(sa.text("SELECT EXISTS (SELECT 1 FROM traces)")).scalar():
-        bind.execute(
-            sa.text(
-                "UPDATE rollup_state SET pending = "
-                "CASE WHEN pending IS NULL THEN 'rollup_results' "
-                "ELSE pending || ' rollup_results' END "
-                "WHERE pending IS NULL OR ' ' || pending || ' ' NOT LIKE '% rollup_results %'"
-            )
-        )
 
 
 def upgrade() -> None:
@@ -42,11 +31,11 @@ def upgrade() -> None:
         "rollup_results", sa.Column("suggestion_kind", sa.String(length=30), nullable=True)
     )
     # Its rows are counted without the kind: recount it before the pages trust it.
-    _mark_pending()
+    mark_pending("rollup_results")
 
 
 def downgrade() -> None:
     # In place on SQLite too (the table stays WITHOUT ROWID). The rows' keys hashed the kind,
     # and without it a trace's rows repeat their identity: recount the rollup.
     op.drop_column("rollup_results", "suggestion_kind")
-    _mark_pending()
+    mark_pending("rollup_results")

@@ -15,8 +15,9 @@ Create Date: 2026-12-03
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from alembic import op
+
+from db.migrations.ops import mark_pending
 
 revision = "0027"
 down_revision = "0026"
@@ -30,16 +31,7 @@ _BLOCK_GRAINS = (17, 33)
 
 def upgrade() -> None:
     # Counted when the store is opened (``db.migrate.count_rollups``); none without traces.
-    bind = op.get_bind()
-    if bind.execute(sa.text("SELECT EXISTS (SELECT 1 FROM traces)")).scalar():
-        names = " ".join(_TABLES)
-        bind.execute(
-            sa.text(
-                "UPDATE rollup_state SET pending = "
-                "CASE WHEN pending IS NULL THEN :names ELSE pending || ' ' || :names END"
-            ),
-            {"names": names},
-        )
+    mark_pending(*_TABLES)
 
 
 def downgrade() -> None:

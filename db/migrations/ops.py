@@ -1,0 +1,56 @@
+"""What several migrations do alike, written once: a rollup table's identity columns, a new
+rollup table, and marking rollups to be counted when the store is next opened.
+
+Migrations mean the same thing forever: this module is frozen as the migrations that import it
+use it. A migration needing something else writes it itself (or adds a new function here).
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+
+def rollup_identity() -> list[sa.Column]:
+    """The columns every rollup table starts with (revision 0017's layout): its 16-byte key,
+    the grain, the trace dimensions, and the count ``n``."""
+    return [
+        sa.Column("key", sa.LargeBinary(length=16), primary_key=True, nullable=False),
+        sa.Column("grain", sa.Integer(), nullable=False),
+        sa.Column("day", sa.Integer(), nullable=True),
+        sa.Column("import_id", sa.Integer(), nullable=True),
+        sa.Column("agent", sa.String(length=200), nullable=True),
+        sa.Column("model", sa.String(length=200), nullable=True),
+        sa.Column("tool", sa.String(length=400), nullable=True),
+        sa.Column("n", sa.BigInteger(), nullable=False),
+    ]
+
+
+def create_rollup(name: str, *measures: sa.Column) -> None:
+    """Create the rollup table ``name``: :func:`rollup_identity`, then ``measures``, clustered
+    by its key (SQLite ``WITHOUT ROWID``)."""
+    op.create_table(
+        name,
+        *rollup_identity(),
+        *measures,
+        sa.PrimaryKeyConstraint("key", name=op.f(f"pk_{name}")),
+        sqlite_with_rowid=False,
+    )
+
+
+def mark_pending(*tables: str) -> None:
+    """List ``tables`` in ``rollup_state.pending`` (each once) when the store holds traces:
+    their rows are missing or stale, so the figures read the base tables until
+    ``db.migrate.count_rollups`` counts them when the store is next opened."""
+    bind = op.get_bind()
+    if not bind.execute(sa.text("SELECT EXISTS (SELECT 1 FROM traces)")).scalar():
+        return
+    for table in tables:
+        bind.execute(
+            sa.text(
+                "UPDATE rollup_state SET pending = "
+                "CASE WHEN pending IS NULL THEN :name ELSE pending || ' ' || :name END "
+                "WHERE pending IS NULL OR ' ' || pending || ' ' NOT LIKE :listed"
+            ),
+            {"name": table, "listed": f"% {table} %"},
+        )
