@@ -426,6 +426,21 @@ def test_the_page_shows_the_known_differences(
         ("(all tools)" if tool is None else tool, metric_spec(metric).label): verdict
         for (tool, metric), verdict in EXPECTED.items()
     }
+    rate = flagged[
+        (flagged["tool"] == "search_flights")
+        & (flagged["metric"] == "error rate (errors / results)")
+    ]
+    assert rate[
+        ["baseline_traces", "candidate_traces", "baseline", "candidate", "difference"]
+    ].values.tolist() == [[TRACES, TRACES, "15.0%", "30.0%", "+15.0 pp"]]
+    assert rate["interval"].iloc[0].endswith("] pp")
+    # The scope table of every metric: no "None", "—" where a row is not tested.
+    every = at.dataframe[-1].value
+    assert not every.astype(str).isin(["None", "nan", "NaN"]).any().any()
+    follow = every[every["metric"] == metric_spec("follow_rate").label].iloc[0]
+    assert (follow["verdict"], follow["adjusted_p"], follow["interval"]) == (
+        "too few traces", "—", "—",
+    )  # fmt: skip
     new = at.dataframe[1].value
     assert new[["fingerprint", "n", "link"]].values.tolist() == [
         [
