@@ -201,7 +201,7 @@ _HTTP_ERROR_REASONS = split_words(
 _FAILURE_OPENERS = "failed to|failed:|unable to|could not|couldn't|cannot|can't"
 _FAILURE_PHRASES = (
     "timed out|connection refused|service unavailable|rate limit exceeded|too many requests"
-    "|quota exceeded|access denied"
+    "|quota exceeded|access denied|authentication failed|could not be found|cannot be found"
 )
 _SHELL_ERRORS = "command not found|no such file or directory|permission denied"
 
@@ -305,7 +305,8 @@ DETECTION_RULES: tuple[DetectionRule, ...] = (
         # failure, so only non-zero codes count.
         rx(
             r"^\s*exit (?:code|status)\s*[:=]?\s*[1-9]\d*\b"
-            r"|\b(?:exited|finished|failed|terminated) with (?:exit )?(?:code|status) [1-9]\d*\b"
+            r"|\b(?:exited|finished|failed|terminated|completed) with (?:exit )?(?:code|status)"
+            r" [1-9]\d*\b"
             r"|\bnon-zero exit (?:code|status)\b",
             re.IGNORECASE | re.MULTILINE,
         ),
@@ -351,11 +352,13 @@ DETECTION_RULES: tuple[DetectionRule, ...] = (
             r"\bmissing (?:\d+ )?required (?:positional |keyword-only )?"
             r"(?:parameter|argument|field|property|key)s?\b|\b\d+ validation errors?\b"
             r"|\bfield required\b|\bis a required (?:property|parameter|field|argument)\b"
+            # pydantic v2's message line ("Input should be a valid boolean, unable to …").
+            r"|\AInput should be (?:a valid|less than|greater than)\b"
         ),
         "first_line",
         'the first line reports invalid arguments ("missing required parameter", "1 validation'
         ' error for")',
-        ("required", "validation"),
+        ("required", "validation", "input should be"),
     ),
 )
 

@@ -122,8 +122,12 @@ RULES: tuple[ErrorRule, ...] = (
             r"|\bis a required (?:property|parameter|field|argument)\b|\bfield required\b"
             r"|\bvalidation (?:errors?|failed)\b|\bunexpected keyword argument\b"
             r"|\bunrecognized (?:argument|option|parameter)s?\b|\badditional properties\b"
+            r"|\bValidationException\b|^Input should be (?:a valid|less than|greater than)\b",
+            re.IGNORECASE | re.MULTILINE,
         ),
-        split_words("required|validation|unexpected|unrecognized|additional properties"),
+        split_words(
+            "required|validation|unexpected|unrecognized|additional properties|input should be"
+        ),
         "arguments failed schema validation: missing, extra or mistyped parameters",
     ),
     ErrorRule(
@@ -276,7 +280,7 @@ RULES: tuple[ErrorRule, ...] = (
             r"|\bnetwork (?:is )?unreachable\b|\bname or service not known\b"
             r"|\bmax retries exceeded\b|\bConnectionError\b|\bgetaddrinfo\b"
             r"|\btemporary failure in name resolution\b|\bnodename nor servname provided\b"
-            r"|\bsocket hang up\b|\b(?:can't|cannot|can not) connect\b"
+            r"|\bsocket hang up\b|\b(?:can[’']t|cannot|can not) connect\b"
             r"|\bconnection to server on socket [^\n]* failed\b|\bis the server running\b"
             r"|\bconnection to the server \S+ was refused\b|\bis the docker daemon running\b"
         ),
@@ -326,9 +330,11 @@ RULES: tuple[ErrorRule, ...] = (
             r"|column|bucket|host|branch|ref)\b|\b(?:does not|doesn't|did not|didn't) exist\b"
             r"|\bENOENT\b|\b(?:cannot|can't|could not|couldn't|unable to) (?:find|locate|open file"
             r"|access)\b|\bno (?:\w+ ){0,2}(?:found|matching)\b|\bnot available (?:on|for|in|at)\b"
+            r"|\bhas no installation candidate\b|\b(?:could not|cannot|can't) be found\b"
         ),
         split_words(
             "found|no such|exist|enoent|find|locate|open file|access|matching|not available"
+            "|installation candidate"
         ),
         "the requested file, record or resource does not exist",
     ),

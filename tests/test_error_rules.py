@@ -271,8 +271,7 @@ DETECTION_EXAMPLES: dict[str, tuple[str, str]] = {
         "Build finished: 0 errors, 2 warnings",
     ),
     "cli_failure": (
-        'psql: error: connection to server at "db" (10.0.0.5), port 5432 failed: FATAL:  '
-        'password authentication failed for user "app"',
+        "docker: Error response from daemon: No such container: web.",
         "Summary: Error rates fell to 2% after the deploy",
     ),
     "cli_failure_line": (
