@@ -2,55 +2,85 @@
 
 Two trace sets (:class:`TraceSet`, filled by ``db.queries.compare``) go in; one
 :class:`Difference` per metric and scope (all tools, then each tool both sets call) comes out,
-with a 95 % confidence interval, a p-value adjusted for the number of comparisons, and a
-verdict: ``better``, ``worse``, ``changed`` (a real difference in a metric with no good
-direction, such as calls per trace) or ``no evidence``.
+with the traces it rests on, a 95 % interval, a p-value adjusted for the number of comparisons,
+and a verdict: ``better``, ``worse``, ``changed`` (a real difference in a metric with no good
+direction, such as calls per trace), ``no evidence``, or ``too few traces``.
 
-Why these methods:
+Why these methods (a CI gate fails a build on them, so they must stay honest at 5 traces as
+at 50,000):
 
 * **Traces, not calls, are the independent units.** The calls of one run share a prompt, a
   model state and a user; ten timeouts in one stuck trace are not ten independent draws.
-  Every metric is therefore kept as per-trace numerators and denominators, and every
-  uncertainty treats traces as clusters.
-* **Rates and means are ratio estimators** ``R = Σ y_i / Σ x_i`` over traces (errors / results,
-  calls / traces …). Their variance comes from the delta method (Taylor linearization, the
-  survey-sampling standard for cluster samples): ``Var R ≈ n / (n-1) · Σ (y_i - R x_i)² /
-  (Σ x_i)²``. It is closed-form, deterministic and needs no resampling; the difference of two
-  independent sets gets a Wald interval ``d ± 1.96 √(V_b + V_c)`` and a two-sided normal
-  p-value.
-* **Tool Message size percentiles** (p50, p95, nearest rank) get Woodruff's method, the
-  survey-sampling standard for quantiles: the share of messages at or below the percentile is
-  a ratio over traces like the rates above, and its band read back through the sorted sizes
-  gives the percentile's standard error (:func:`quantile_estimate`); the difference is then
-  treated like the ratios. (A cluster bootstrap gives the same variances within 15 % but takes
-  25 times as long on a million messages.)
-* **Benjamini–Hochberg** across every metric × tool of one comparison: a comparison makes
-  dozens to hundreds of tests, and at 5 % each, noise alone would flag several. BH keeps the
-  expected share of false flags among the flagged at :data:`FALSE_DISCOVERY_RATE` while losing
-  less power than Bonferroni, which matters because the real changes we look for are few and
-  large. A difference is flagged when its adjusted p-value is at most that rate; the interval
-  shown is the unadjusted 95 % one.
+  Every metric is kept as per-trace numerators and denominators (``R = Σ y_i / Σ x_i``:
+  errors / results, calls / traces …) or, for sizes, per-trace counts of each size, and every
+  resampling below draws whole traces.
+* **p-values come from a permutation test over traces.** Under "no difference" the two sets
+  are exchangeable, so relabelling the pooled traces at random (:data:`PERMUTATIONS` times,
+  seed :data:`SEED`: the output is deterministic) gives the statistic's exact null
+  distribution, whatever its shape and however few the traces; the p-value is
+  ``(1 + extreme) / (1 + permutations)`` (Phipson & Smyth), where a relabelling that leaves a
+  side without a denominator counts as extreme. When no relabelling is as extreme as the
+  observed split, the tail is read from a normal fitted to the permutation distribution, but
+  never below the probability of the observed split itself (one labelling of the traces that
+  carry the metric: 1 vs 2 traces of 15 can never go below 0.14). A split of one population
+  is therefore flagged at most as often as the threshold says (the A/A test counts it).
+* **Rates** (errors / results and the other shares) get **Wilson score** intervals per side
+  and **Newcombe's** hybrid score interval for the difference: never outside [0, 1], never of
+  zero width, honest at 0 of 5. The Wilson sample size is the effective one, ``R(1 - R) /
+  Var R`` with the delta-method variance over traces (the Kish design effect), kept between
+  the traces and the units they hold.
+* **Means per trace and size percentiles** get a **bootstrap over traces** (Poisson weights,
+  :data:`BOOTSTRAP` replicates, seed :data:`SEED`): the 2.5th and 97.5th percentiles of the
+  resampled differences. Sizes are whole tokens, and the bootstrap of a sample quantile only
+  takes the few values the data hold (a p95 of ``[+50, +50]``), so inside the resampling a
+  percentile is that of the sizes spread over their token (the grouped-data quantile
+  ``v - ½ + (q·n - below) / at``): it moves with every change of weight, and an interval has
+  zero width only when every size on both sides is the same. The table's values stay the
+  nearest-rank percentiles every page shows; the interval is widened to hold their
+  difference.
+* **Too few traces.** A cell resting on fewer than :data:`MIN_TRACES` traces on either side
+  gets no p-value, no interval and the verdict ``too few traces``; see :data:`MIN_TRACES`.
+* **Benjamini–Hochberg** across every tested metric × tool of one comparison: a comparison
+  makes dozens to hundreds of tests, and at 5 % each, noise alone would flag several. BH keeps
+  the expected share of false flags among the flagged at :data:`FALSE_DISCOVERY_RATE` while
+  losing less power than Bonferroni. A difference is flagged when its adjusted p-value is at
+  most that rate; the interval shown is the unadjusted 95 % one.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
 Direction = Literal["lower", "higher"] | None
-Verdict = Literal["better", "worse", "changed", "no evidence"]
+Verdict = Literal["better", "worse", "changed", "no evidence", "too few traces"]
 
 #: The false discovery rate Benjamini–Hochberg keeps (and the flagging threshold).
 FALSE_DISCOVERY_RATE = 0.05
 #: Two-sided 95 % normal quantile for the intervals.
 Z_95 = 1.959963984540054
-#: Fewer traces than this in either set: no inference (a variance needs two clusters).
-MIN_TRACES = 2
+#: Fewer traces than this behind a cell on either side: ``too few traces``, no inference.
+#:
+#: Five is the smallest count at which a test over traces can give evidence at all. With
+#: ``k`` traces per side a permutation test has ``C(2k, k)`` labellings, so its smallest
+#: two-sided p-value is ``2 / C(2k, k)``: 0.10 at 3 per side (never significant), 0.029 at 4
+#: (significant alone, but not once Benjamini–Hochberg adjusts for a second test), 0.0079 at 5.
+#: Below five, a variance over traces also rests on at most three degrees of freedom, where a
+#: t quantile is 3.2 rather than 1.96: any normal interval would be far too narrow.
+MIN_TRACES = 5
+#: Random relabellings of the pooled traces behind each p-value.
+PERMUTATIONS = 2000
+#: Bootstrap replicates behind each interval of a mean or a percentile.
+BOOTSTRAP = 1000
+#: The seed of every resampling: the same two sets always give the same output.
+SEED = 20260105
+#: Most numbers one block of resampling holds at once (rows × traces or rows × sizes).
+BLOCK = 4_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +111,13 @@ METRICS: tuple[MetricSpec, ...] = (
 )  # fmt: skip
 #: Metric names ``--fail-on`` accepts besides ``error_type:…`` / ``finding:…``.
 METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
+#: The metrics that are shares (0 to 1): Wilson / Newcombe intervals, shown as percentages.
+RATES = frozenset(
+    {"error_rate", "pairing_problem_rate", "loop_rate", "error_streak_rate", "suggestion_rate",
+     "follow_rate"}
+)  # fmt: skip
+#: The size percentiles and their quantile.
+PERCENTILES = {"size_p50": 0.5, "size_p95": 0.95}
 #: Per-trace, per-tool counts :class:`TraceSet.tools` holds.
 TOOL_COUNTS = (
     "calls", "results", "errors", "pairing_problems", "loop_calls", "streak_calls",
@@ -116,19 +153,33 @@ class TraceSet:
         """How many traces the set holds."""
         return len(self.traces)
 
+    def subset(self, trace_ids: list[int] | np.ndarray) -> TraceSet:
+        """The same set restricted to ``trace_ids`` (per-trace frames only; the fingerprint
+        and schema lists are per set and stay as they are). For splitting one set in two."""
+        keep = set(int(i) for i in trace_ids)
 
-@dataclass(frozen=True, slots=True)
-class Estimate:
-    """A metric's value on one set, its variance, and how many traces carry it."""
+        def only(df: pd.DataFrame) -> pd.DataFrame:
+            return df[df["trace_id"].isin(keep)].reset_index(drop=True) if len(df) else df
 
-    value: float | None
-    variance: float | None
-    traces: int
+        return TraceSet(
+            traces=only(self.traces),
+            tools=only(self.tools),
+            error_types=only(self.error_types),
+            findings=only(self.findings),
+            sizes=only(self.sizes),
+            fingerprints=self.fingerprints,
+            schema_issues=self.schema_issues,
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class Difference:
-    """One metric in one scope (``tool is None``: all tools), baseline vs candidate."""
+    """One metric in one scope (``tool is None``: all tools), baseline vs candidate.
+
+    ``baseline_traces`` / ``candidate_traces``: the traces the row rests on (those with a
+    denominator for a rate, those calling the tool for a tool's per-trace figure, those with
+    a Tool Message for a size percentile, those with timestamps for the duration).
+    """
 
     tool: str | None
     metric: str
@@ -144,6 +195,11 @@ class Difference:
     p_value: float | None = None
     adjusted_p: float | None = None
     verdict: Verdict = "no evidence"
+
+    @property
+    def is_rate(self) -> bool:
+        """Whether the metric is a share (shown as a percentage)."""
+        return self.metric in RATES
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +218,7 @@ class Comparison:
 
     def flagged(self) -> list[Difference]:
         """The differences with evidence (better, worse or changed)."""
-        return [d for d in self.differences if d.verdict != "no evidence"]
+        return [d for d in self.differences if d.verdict in ("better", "worse", "changed")]
 
     def unchanged_tools(self) -> list[str]:
         """Tools both sets call none of whose metrics differs with evidence (and at least one
@@ -171,7 +227,10 @@ class Comparison:
         tested: set[str] = set()
         for d in self.differences:
             if d.tool is not None:
-                same[d.tool] = same.get(d.tool, True) and d.verdict == "no evidence"
+                same[d.tool] = same.get(d.tool, True) and d.verdict in (
+                    "no evidence",
+                    "too few traces",
+                )
                 if d.p_value is not None:
                     tested.add(d.tool)
         return sorted(tool for tool, unchanged in same.items() if unchanged and tool in tested)
@@ -185,98 +244,96 @@ class Comparison:
         ]
 
 
-def ratio_estimate(numerator: np.ndarray, denominator: np.ndarray) -> Estimate:
-    """``Σ numerator / Σ denominator`` over traces, with its delta-method variance.
+# --- the pieces: Wilson, Newcombe, grouped quantiles, BH ---------------------------------------
 
-    Traces whose denominator is 0 add nothing to either sum (and nothing to the residuals),
-    but they are clusters of the sample all the same.
 
-    >>> e = ratio_estimate(np.array([1.0, 0.0, 1.0]), np.array([2.0, 2.0, 2.0]))
-    >>> round(e.value, 4), round(e.variance, 4), e.traces
-    (0.3333, 0.0278, 3)
+def wilson(rate: float, n: float) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a share ``rate`` observed over ``n`` units.
+
+    >>> [round(x, 4) for x in wilson(0.0, 5)]
+    [0.0, 0.4345]
+    >>> [round(x, 4) for x in wilson(0.5, 20)]
+    [0.2993, 0.7007]
     """
-    n = len(numerator)
-    total = float(denominator.sum())
-    carrying = int((denominator > 0).sum())
-    if n == 0 or total == 0:
-        return Estimate(None, None, carrying)
-    value = float(numerator.sum()) / total
-    if n < MIN_TRACES:
-        return Estimate(value, None, carrying)
-    residuals = numerator - value * denominator
-    variance = n / (n - 1) * float((residuals**2).sum()) / total**2
-    return Estimate(value, variance, carrying)
+    z2 = Z_95 * Z_95
+    centre = (rate + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z_95 / (1 + z2 / n) * math.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def nearest_rank(sorted_values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    """The nearest-rank ``q`` quantile of ``sorted_values`` with ``weights`` (as repeats):
-    the smallest value whose cumulative weight reaches ``q`` of the total.
+def newcombe(
+    baseline: float, n_baseline: float, candidate: float, n_candidate: float
+) -> tuple[float, float]:
+    """Newcombe's hybrid score interval (his method 10) of ``candidate - baseline``, from
+    the two Wilson intervals.
 
-    >>> nearest_rank(np.array([1.0, 2.0, 3.0, 4.0]), np.ones(4), 0.5)
+    >>> [round(x, 4) for x in newcombe(0.0, 5, 0.0, 5)]
+    [-0.4345, 0.4345]
+    """
+    bl, bh = wilson(baseline, n_baseline)
+    cl, ch = wilson(candidate, n_candidate)
+    d = candidate - baseline
+    return (
+        d - math.sqrt((candidate - cl) ** 2 + (bh - baseline) ** 2),
+        d + math.sqrt((ch - candidate) ** 2 + (baseline - bl) ** 2),
+    )
+
+
+def effective_size(y: np.ndarray, x: np.ndarray) -> float:
+    """The Wilson sample size of the share ``Σy / Σx`` over traces: ``R(1 - R) / Var R``
+    with the delta-method variance over traces (Kish's design effect), between the number
+    of traces with a denominator and the units ``Σx`` they hold; ``Σx`` where the variance
+    cannot tell (every trace at the same share, or a share of 0 or 1).
+
+    >>> effective_size(np.array([2.0, 0.0]), np.array([2.0, 2.0]))
+    2.0
+    >>> effective_size(np.array([1.0, 1.0, 0.0]), np.array([2.0, 2.0, 2.0]))
+    6.0
+    """
+    total = float(x.sum())
+    carrying = int((x > 0).sum())
+    rate = float(y.sum()) / total
+    if carrying < 2 or rate in (0.0, 1.0):
+        return total
+    residuals = y - rate * x
+    variance = carrying / (carrying - 1) * float((residuals**2).sum()) / total**2
+    if variance == 0:
+        return total
+    return min(total, max(float(carrying), rate * (1 - rate) / variance))
+
+
+def nearest_rank(sorted_values: np.ndarray, q: float) -> float:
+    """The nearest-rank ``q`` quantile of ``sorted_values``: the smallest value with at least
+    ``q`` of them at or below it (what every page shows as p50 / p95).
+
+    >>> nearest_rank(np.array([1.0, 2.0, 3.0, 4.0]), 0.5)
     2.0
     """
-    cumulative = np.cumsum(weights)
-    index = int(np.searchsorted(cumulative, q * cumulative[-1] - 1e-9))
+    index = max(math.ceil(q * len(sorted_values) - 1e-9) - 1, 0)
     return float(sorted_values[min(index, len(sorted_values) - 1)])
 
 
-def quantile_estimate(trace_index: np.ndarray, values: np.ndarray, q: float) -> Estimate:
-    """The nearest-rank ``q`` quantile of ``values`` (one per Tool Message; ``trace_index``
-    says which trace each belongs to), with a Woodruff variance for a cluster sample.
+def grouped_quantile(counts: np.ndarray, values: np.ndarray, q: float) -> np.ndarray:
+    """The ``q`` quantile of whole-token sizes spread evenly over their token, per row of
+    ``counts`` (rows × distinct sizes, ``values`` ascending): ``v - ½ + (q·n - below) / at``.
 
-    Woodruff: the share of messages at or below the quantile is a ratio estimator over traces
-    (delta-method variance, as every rate here); its 95 % band ``q ± 1.96 se`` read back
-    through the sorted values gives the quantile's band, and a quarter of its width squared
-    over 1.96² its variance. Closed-form and deterministic, where a bootstrap would resample a
-    million messages hundreds of times.
+    It moves with every change of a row's weights, so a resampled percentile is not stuck on
+    the few sizes the data hold; NaN for a row without weight.
 
-    >>> e = quantile_estimate(np.repeat(np.arange(20), 3), np.arange(60.0), 0.5)
-    >>> e.value, round(e.variance, 2), e.traces
-    (29.0, 47.44, 20)
+    >>> counts = np.array([[1.0, 2.0, 1.0], [2.0, 1.0, 1.0]])
+    >>> grouped_quantile(counts, np.array([10.0, 20.0, 30.0]), 0.5)
+    array([20. , 10.5])
     """
-    if len(values) == 0:
-        return Estimate(None, None, 0)
-    traces, compact = np.unique(trace_index, return_inverse=True)
-    sorted_values = np.sort(values.astype(float), kind="stable")
-    ones = np.ones(len(sorted_values))
-    value = nearest_rank(sorted_values, ones, q)
-    at_or_below = np.bincount(compact, weights=(values <= value) * 1.0, minlength=len(traces))
-    share = ratio_estimate(at_or_below, np.bincount(compact, minlength=len(traces)) * 1.0)
-    if share.variance is None:
-        return Estimate(value, None, len(traces))
-    half = Z_95 * math.sqrt(share.variance)
-    low = nearest_rank(sorted_values, ones, max(q - half, 0.0))
-    high = nearest_rank(sorted_values, ones, min(q + half, 1.0))
-    return Estimate(value, ((high - low) / (2 * Z_95)) ** 2, len(traces))
-
-
-def _normal_two_sided(z: float) -> float:
-    return math.erfc(abs(z) / math.sqrt(2))
-
-
-def compare_estimates(
-    tool: str | None, spec: MetricSpec, baseline: Estimate, candidate: Estimate
-) -> Difference:
-    """The difference candidate − baseline with its interval and unadjusted p-value."""
-    row = Difference(
-        tool, spec.name, spec.label, spec.better, baseline.value, candidate.value,
-        baseline.traces, candidate.traces,
-    )  # fmt: skip
-    if baseline.value is None or candidate.value is None:
-        return row
-    diff = candidate.value - baseline.value
-    if baseline.variance is None or candidate.variance is None:
-        return _replace(row, difference=diff)
-    se = math.sqrt(baseline.variance + candidate.variance)
-    # se == 0: every trace of both sets agrees exactly, so the difference is what it is.
-    p = (1.0 if diff == 0 else 0.0) if se == 0 else _normal_two_sided(diff / se)
-    return _replace(row, difference=diff, low=diff - Z_95 * se, high=diff + Z_95 * se, p_value=p)
-
-
-def _replace(row: Difference, **changes: object) -> Difference:
-    values = {name: getattr(row, name) for name in row.__dataclass_fields__}
-    values.update(changes)
-    return Difference(**values)
+    total = counts.sum(axis=1)
+    target = q * total
+    cumulative = np.cumsum(counts, axis=1)
+    index = np.minimum((cumulative < target[:, None] - 1e-9).sum(axis=1), counts.shape[1] - 1)
+    rows = np.arange(len(counts))
+    at = counts[rows, index]
+    below = cumulative[rows, index] - at
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = values[index] - 0.5 + (target - below) / np.where(at > 0, at, 1.0)
+    return np.where(total > 0, out, np.nan)
 
 
 def benjamini_hochberg(p_values: list[float]) -> list[float]:
@@ -296,6 +353,29 @@ def benjamini_hochberg(p_values: list[float]) -> list[float]:
     return adjusted
 
 
+def split_probability(pooled: int, candidate: int, carrying: int, carrying_candidate: int) -> float:
+    """The probability that a random split of ``pooled`` traces (``candidate`` of them to the
+    candidate) gives exactly the observed labelling of the ``carrying`` traces behind a
+    metric (``carrying_candidate`` of them in the candidate): the smallest p-value a
+    permutation test of that metric can honestly give.
+
+    >>> round(split_probability(15, 8, 3, 2), 4)
+    0.1436
+    """
+
+    def log_comb(n: int, k: int) -> float:
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+    rest = candidate - carrying_candidate
+    if rest < 0 or rest > pooled - carrying:
+        return 1.0
+    return math.exp(log_comb(pooled - carrying, rest) - log_comb(pooled, candidate))
+
+
+def _normal_two_sided(z: float) -> float:
+    return math.erfc(abs(z) / math.sqrt(2))
+
+
 def _verdict(row: Difference) -> Verdict:
     if row.adjusted_p is None or row.adjusted_p > FALSE_DISCOVERY_RATE or not row.difference:
         return "no evidence"
@@ -303,82 +383,6 @@ def _verdict(row: Difference) -> Verdict:
         return "changed"
     went_down = row.difference < 0
     return "better" if went_down == (row.better == "lower") else "worse"
-
-
-# --- per-trace numerators and denominators -----------------------------------------------------
-
-
-def _per_trace(frame: pd.DataFrame, trace_ids: pd.Index, column: str) -> np.ndarray:
-    """``column`` summed per trace, aligned on ``trace_ids`` (0 for traces without rows)."""
-    if frame.empty:
-        return np.zeros(len(trace_ids))
-    summed = frame.groupby("trace_id")[column].sum()
-    return summed.reindex(trace_ids, fill_value=0).to_numpy(dtype=float)
-
-
-def _ratio_metrics(
-    s: TraceSet, tools: pd.DataFrame
-) -> Iterator[tuple[str, Callable[[], Estimate]]]:
-    ids = pd.Index(s.traces["trace_id"])
-    ones = np.ones(len(ids))
-
-    def col(name: str) -> np.ndarray:
-        return _per_trace(tools, ids, name)
-
-    def any_of(name: str) -> np.ndarray:
-        return (col(name) > 0).astype(float)
-
-    yield "calls_per_trace", lambda: ratio_estimate(col("calls"), ones)
-    yield "error_rate", lambda: ratio_estimate(col("errors"), col("results"))
-    yield "pairing_problem_rate", lambda: ratio_estimate(col("pairing_problems"), col("calls"))
-    yield "loop_rate", lambda: ratio_estimate(any_of("loop_calls"), any_of("calls"))
-    yield "error_streak_rate", lambda: ratio_estimate(any_of("streak_calls"), any_of("calls"))
-    yield "wasted_tokens_per_trace", lambda: ratio_estimate(col("wasted_tokens"), ones)
-    yield "suggestion_rate", lambda: ratio_estimate(col("suggestions"), col("results"))
-    yield (
-        "follow_rate",
-        lambda: ratio_estimate(col("followed"), col("followed") + col("ignored")),
-    )
-
-
-def _only_tool(frame: pd.DataFrame, tool: str | None) -> pd.DataFrame:
-    return frame if tool is None else frame[frame["tool"] == tool]
-
-
-def _kinds(frame: pd.DataFrame, tool: str | None, column: str) -> set[str]:
-    return set(_only_tool(frame, tool)[column]) if not frame.empty else set()
-
-
-def _scope_estimates(
-    s: TraceSet, tool: str | None, error_kinds: set[str], finding_kinds: set[str]
-) -> dict[str, Estimate]:
-    """Every metric of one scope of ``s``; an error type or finding kind the set lacks is 0
-    over the set's own denominator (a kind can appear or vanish, and that counts)."""
-    estimates = {name: make() for name, make in _ratio_metrics(s, _only_tool(s.tools, tool))}
-    sizes = _only_tool(s.sizes, tool)
-    trace_index = sizes["trace_id"].to_numpy(dtype=np.int64)
-    tokens = sizes["tokens"].to_numpy(dtype=float)
-    estimates["size_p50"] = quantile_estimate(trace_index, tokens, 0.5)
-    estimates["size_p95"] = quantile_estimate(trace_index, tokens, 0.95)
-    if tool is None:
-        # Durations are the traces' own (first to last message); a tool's share is unknown.
-        durations = s.traces["duration_s"].to_numpy(dtype=float)
-        known = ~np.isnan(durations)
-        estimates["duration_s"] = ratio_estimate(np.where(known, durations, 0.0), known * 1.0)
-    ids = pd.Index(s.traces["trace_id"])
-    ones = np.ones(len(ids))
-    errors = _only_tool(s.error_types, tool)
-    for kind in sorted(error_kinds):
-        # Per trace, not per result: how often a run hits this error does not move when the
-        # run makes more or fewer other calls (a loop that disappears would otherwise make an
-        # unchanged error look more frequent).
-        rows = errors[errors["error_type"] == kind]
-        estimates[f"error_type:{kind}"] = ratio_estimate(_per_trace(rows, ids, "n"), ones)
-    findings = _only_tool(s.findings, tool)
-    for name in sorted(finding_kinds):
-        rows = findings[findings["name"] == name]
-        estimates[f"finding:{name}"] = ratio_estimate(_per_trace(rows, ids, "n"), np.ones(len(ids)))
-    return estimates
 
 
 def metric_spec(name: str) -> MetricSpec:
@@ -401,21 +405,264 @@ def _order(name: str) -> tuple[int, str]:
     return (len(METRICS) if name.startswith("error_type:") else len(METRICS) + 1), name
 
 
-def _scope_differences(
-    baseline: TraceSet, candidate: TraceSet, tool: str | None
-) -> list[Difference]:
-    error_kinds = _kinds(baseline.error_types, tool, "error_type") | _kinds(
-        candidate.error_types, tool, "error_type"
+# --- per-trace columns over the pooled traces --------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Column:
+    """One metric of one scope over the pooled traces (baseline first, then candidate)."""
+
+    tool: str | None
+    name: str
+    #: Carrying traces per side (what the row rests on).
+    carriers: tuple[int, int]
+    #: A ratio ``Σy / Σx``: per-trace numerators and denominators.
+    y: np.ndarray | None = None
+    x: np.ndarray | None = None
+    #: A size percentile: the quantile, the distinct sizes, and one entry per (trace, size)
+    #: sorted by size (``pos``: pooled trace, ``count``: messages, ``starts``: each size's
+    #: first entry).
+    q: float = 0.0
+    sizes: tuple[np.ndarray, np.ndarray] = (np.empty(0), np.empty(0))
+    values: np.ndarray = field(default_factory=lambda: np.empty(0))
+    pos: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    count: np.ndarray = field(default_factory=lambda: np.empty(0))
+    starts: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+    def counts(self, weights: np.ndarray) -> np.ndarray:
+        """Messages of each size under per-trace ``weights`` (rows × pooled traces)."""
+        return np.add.reduceat(weights[:, self.pos] * self.count, self.starts, axis=1)
+
+
+class _Pool:
+    """The two sets' traces side by side: baseline at positions ``0 … n_b - 1``, candidate
+    after (a trace in both sets is in both, as each set holds it). Each per-trace frame is
+    pooled once with a ``pos`` column and split per tool, so a metric is one ``bincount``."""
+
+    def __init__(self, baseline: TraceSet, candidate: TraceSet) -> None:
+        self.sets = (baseline, candidate)
+        self.sizes = (baseline.trace_count, candidate.trace_count)
+        self.n = sum(self.sizes)
+        self.offsets = (0, self.sizes[0])
+        ids = [pd.Index(s.traces["trace_id"]) for s in self.sets]
+        self.frames: dict[str, pd.DataFrame] = {}
+        self.by_tool: dict[str, dict[str, pd.DataFrame]] = {}
+        for attr in ("tools", "error_types", "findings", "sizes"):
+            parts = [
+                getattr(s, attr).assign(
+                    pos=ids[i].get_indexer(getattr(s, attr)["trace_id"]) + self.offsets[i]
+                )
+                for i, s in enumerate(self.sets)
+                if len(getattr(s, attr))
+            ]
+            frame = (
+                pd.concat(parts, ignore_index=True)
+                if parts
+                else pd.DataFrame(columns=[*getattr(self.sets[0], attr).columns, "pos"])
+            )
+            self.frames[attr] = frame
+            self.by_tool[attr] = {str(t): f for t, f in frame.groupby("tool")} if len(frame) else {}
+        self.durations = np.concatenate([s.traces["duration_s"].to_numpy(float) for s in self.sets])
+
+    def side(self, i: int) -> slice:
+        return slice(self.offsets[i], self.offsets[i] + self.sizes[i])
+
+    def frame(self, attr: str, tool: str | None) -> pd.DataFrame:
+        if tool is None:
+            return self.frames[attr]
+        return self.by_tool[attr].get(tool, self.frames[attr].iloc[:0])
+
+    def per_trace(self, frame: pd.DataFrame, column: str) -> np.ndarray:
+        """``column`` summed per pooled trace (0 for traces without rows)."""
+        if not len(frame):
+            return np.zeros(self.n)
+        return np.bincount(
+            frame["pos"].to_numpy(np.int64), weights=frame[column].to_numpy(float), minlength=self.n
+        )
+
+    def touching(self, frame: pd.DataFrame) -> np.ndarray:
+        """Whether each pooled trace has a row in ``frame``."""
+        out = np.zeros(self.n, dtype=bool)
+        out[frame["pos"].to_numpy(np.int64)] = True
+        return out
+
+    def carried(self, mask: np.ndarray) -> tuple[int, int]:
+        return int(mask[self.side(0)].sum()), int(mask[self.side(1)].sum())
+
+
+def _scope_columns(pool: _Pool, tool: str | None) -> Iterator[_Column]:
+    """Every metric of one scope. An error type or finding kind one set lacks is 0 over that
+    set's own traces (a kind can appear or vanish, and that counts)."""
+    tools = pool.frame("tools", tool)
+    touching = np.ones(pool.n, dtype=bool) if tool is None else pool.touching(tools)
+    ones = np.ones(pool.n)
+
+    def col(name: str) -> np.ndarray:
+        return pool.per_trace(tools, name)
+
+    def ratio(name: str, y: np.ndarray, x: np.ndarray, carriers: np.ndarray) -> _Column:
+        return _Column(tool, name, pool.carried(carriers), y=y, x=x)
+
+    def share(name: str, y: np.ndarray, x: np.ndarray) -> _Column:
+        return ratio(name, y, x, x > 0)
+
+    def anywhere(name: str) -> np.ndarray:
+        return (col(name) > 0).astype(float)
+
+    yield ratio("calls_per_trace", col("calls"), ones, touching)
+    yield share("error_rate", col("errors"), col("results"))
+    yield share("pairing_problem_rate", col("pairing_problems"), col("calls"))
+    yield share("loop_rate", anywhere("loop_calls"), anywhere("calls"))
+    yield share("error_streak_rate", anywhere("streak_calls"), anywhere("calls"))
+    yield ratio("wasted_tokens_per_trace", col("wasted_tokens"), ones, touching)
+    yield share("suggestion_rate", col("suggestions"), col("results"))
+    followed = col("followed")
+    yield share("follow_rate", followed, followed + col("ignored"))
+    yield from _size_columns(pool, pool.frame("sizes", tool), tool)
+    if tool is None:
+        # Durations are the traces' own (first to last message); a tool's share is unknown.
+        known = ~np.isnan(pool.durations)
+        yield share("duration_s", np.where(known, pool.durations, 0.0), known * 1.0)
+    # Per trace, not per result: how often a run hits this error does not move when the run
+    # makes more or fewer other calls (a loop that disappears would otherwise make an
+    # unchanged error look more frequent).
+    for attr, key, prefix in (
+        ("error_types", "error_type", "error_type"),
+        ("findings", "name", "finding"),
+    ):
+        frame = pool.frame(attr, tool)
+        if len(frame):
+            for kind, rows in frame.groupby(key):
+                yield ratio(f"{prefix}:{kind}", pool.per_trace(rows, "n"), ones, touching)
+
+
+def _size_columns(pool: _Pool, sizes: pd.DataFrame, tool: str | None) -> Iterator[_Column]:
+    entries = sizes.groupby(["tokens", "pos"]).size().reset_index(name="count")
+    pos = entries["pos"].to_numpy(np.int64)
+    tokens = entries["tokens"].to_numpy(float)
+    count = entries["count"].to_numpy(float)
+    carrying = np.zeros(pool.n, dtype=bool)
+    carrying[pos] = True
+    values, starts = np.unique(tokens, return_index=True)
+    in_candidate = pos >= pool.offsets[1]
+    sorted_sizes = (
+        np.repeat(tokens[~in_candidate], count[~in_candidate].astype(np.int64)),
+        np.repeat(tokens[in_candidate], count[in_candidate].astype(np.int64)),
     )
-    finding_kinds = _kinds(baseline.findings, tool, "name") | _kinds(
-        candidate.findings, tool, "name"
-    )
-    base = _scope_estimates(baseline, tool, error_kinds, finding_kinds)
-    cand = _scope_estimates(candidate, tool, error_kinds, finding_kinds)
-    return [
-        compare_estimates(tool, metric_spec(name), base[name], cand[name])
-        for name in sorted(base, key=_order)
-    ]
+    for name, q in PERCENTILES.items():
+        yield _Column(
+            tool, name, pool.carried(carrying), q=q, sizes=sorted_sizes, values=values,
+            pos=pos, count=count, starts=starts.astype(np.int64),
+        )  # fmt: skip
+
+
+# --- values, resampling, verdicts --------------------------------------------------------------
+
+
+def _values(pool: _Pool, c: _Column) -> tuple[float | None, float | None]:
+    if c.y is None or c.x is None:
+        return tuple(  # type: ignore[return-value]
+            nearest_rank(s, c.q) if len(s) else None for s in c.sizes
+        )
+    out = []
+    for i in (0, 1):
+        x = float(c.x[pool.side(i)].sum())
+        out.append(float(c.y[pool.side(i)].sum()) / x if x > 0 else None)
+    return out[0], out[1]
+
+
+def _blocks(total: int, width: int) -> Iterator[tuple[int, int]]:
+    step = max(1, min(total, BLOCK // max(width, 1)))
+    for start in range(0, total, step):
+        yield start, min(step, total - start)
+
+
+def _statistics(
+    pool: _Pool,
+    columns: list[_Column],
+    draws: int,
+    make: Callable[[int], tuple[np.ndarray, np.ndarray]],
+) -> np.ndarray:
+    """The difference of every column under ``draws`` weightings (``make(rows)`` gives the
+    baseline's and the candidate's weights per pooled trace): ``draws`` × columns."""
+    pairs = [(i, c.y, c.x) for i, c in enumerate(columns) if c.y is not None and c.x is not None]
+    ratios = [i for i, _, _ in pairs]
+    y = np.zeros((pool.n, len(pairs)))
+    x = np.zeros((pool.n, len(pairs)))
+    for j, (_, numerator, denominator) in enumerate(pairs):
+        y[:, j], x[:, j] = numerator, denominator
+    widest = max([pool.n, *(len(c.pos) for c in columns)])
+    out = np.empty((draws, len(columns)))
+    for start, rows in _blocks(draws, widest):
+        wb, wc = make(rows)
+        if ratios:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[start : start + rows, ratios] = (wc @ y) / (wc @ x) - (wb @ y) / (wb @ x)
+        counted: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # p50 and p95 share counts
+        for i, c in enumerate(columns):
+            if c.y is None:
+                if id(c.pos) not in counted:
+                    counted[id(c.pos)] = (c.counts(wb), c.counts(wc))
+                cb, cc = counted[id(c.pos)]
+                out[start : start + rows, i] = grouped_quantile(
+                    cc, c.values, c.q
+                ) - grouped_quantile(cb, c.values, c.q)
+    return out
+
+
+def _p_value(pool: _Pool, c: _Column, observed: float, permuted: np.ndarray) -> float:
+    tolerance = 1e-9 * max(1.0, abs(observed))
+    extreme = int((np.isnan(permuted) | (np.abs(permuted) >= abs(observed) - tolerance)).sum())
+    if extreme:
+        return (1 + extreme) / (1 + len(permuted))
+    spread = float(np.nanstd(permuted))
+    tail = _normal_two_sided(observed / spread) if spread > 0 else 0.0
+    floor = split_probability(pool.n, pool.sizes[1], sum(c.carriers), c.carriers[1])
+    return min(1 / (1 + len(permuted)), max(tail, floor))
+
+
+def _interval(
+    pool: _Pool, c: _Column, difference: float, boot: np.ndarray
+) -> tuple[float | None, float | None]:
+    if c.name in RATES and c.y is not None and c.x is not None:
+        b, s = pool.side(0), pool.side(1)
+        rates = [float(c.y[side].sum() / c.x[side].sum()) for side in (b, s)]
+        sizes = [effective_size(c.y[side], c.x[side]) for side in (b, s)]
+        return newcombe(rates[0], sizes[0], rates[1], sizes[1])
+    finite = boot[~np.isnan(boot)]
+    if not len(finite):
+        return None, None
+    low, high = np.percentile(finite, [2.5, 97.5])
+    return min(float(low), difference), max(float(high), difference)
+
+
+def _resample(
+    pool: _Pool, columns: list[_Column], observed: list[float], seed: int
+) -> tuple[list[float], list[tuple[float | None, float | None]]]:
+    """Permutation p-values and intervals of ``columns`` (every one carried by enough traces
+    on both sides)."""
+    rng = np.random.default_rng(seed)
+    labels = np.zeros(pool.n)
+    labels[pool.side(1)] = 1.0
+
+    def relabel(rows: int) -> tuple[np.ndarray, np.ndarray]:
+        candidate = rng.permuted(np.tile(labels, (rows, 1)), axis=1)
+        return 1.0 - candidate, candidate
+
+    def poisson(rows: int) -> tuple[np.ndarray, np.ndarray]:
+        weights = rng.poisson(1.0, (rows, pool.n)).astype(float)
+        only_b, only_c = weights.copy(), weights
+        only_b[:, pool.side(1)] = 0.0
+        only_c[:, pool.side(0)] = 0.0
+        return only_b, only_c
+
+    permuted = _statistics(pool, columns, PERMUTATIONS, relabel)
+    boot = _statistics(pool, columns, BOOTSTRAP, poisson)
+    # The observed statistic as the permutations measure it (grouped quantiles for sizes).
+    actual = _statistics(pool, columns, 1, lambda rows: (1.0 - labels[None, :], labels[None, :]))[0]
+    p_values = [_p_value(pool, c, float(actual[i]), permuted[:, i]) for i, c in enumerate(columns)]
+    intervals = [_interval(pool, c, observed[i], boot[:, i]) for i, c in enumerate(columns)]
+    return p_values, intervals
 
 
 def _diff_lists(base: pd.DataFrame, cand: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -426,23 +673,43 @@ def _diff_lists(base: pd.DataFrame, cand: pd.DataFrame, keys: list[str]) -> pd.D
     return cand[keep].sort_values(["n", *keys], ascending=[False] + [True] * len(keys))
 
 
-def compare(baseline: TraceSet, candidate: TraceSet) -> Comparison:
+def compare(baseline: TraceSet, candidate: TraceSet, seed: int = SEED) -> Comparison:
     """Compare two trace sets: every metric overall and for each tool both sets call, BH
     across all of them, plus the fingerprints, tools and schema issues only one set has."""
     base_tools = set(baseline.tools["tool"]) if not baseline.tools.empty else set()
     cand_tools = set(candidate.tools["tool"]) if not candidate.tools.empty else set()
-    rows = _scope_differences(baseline, candidate, None)
-    for tool in sorted(base_tools & cand_tools):
-        rows.extend(_scope_differences(baseline, candidate, tool))
-    tested = [i for i, r in enumerate(rows) if r.p_value is not None]
-    adjusted = benjamini_hochberg([rows[i].p_value or 0.0 for i in tested])
-    for i, p in zip(tested, adjusted, strict=True):
-        rows[i] = _replace(rows[i], adjusted_p=p)
-        rows[i] = _replace(rows[i], verdict=_verdict(rows[i]))
-    notes = []
-    for side, s in (("baseline", baseline), ("candidate", candidate)):
-        if s.trace_count < MIN_TRACES:
-            notes.append(f"the {side} holds {s.trace_count} trace(s): nothing can be inferred")
+    pool = _Pool(baseline, candidate)
+    columns: list[_Column] = []
+    for tool in [None, *sorted(base_tools & cand_tools)]:
+        columns.extend(sorted(_scope_columns(pool, tool), key=lambda c: _order(c.name)))
+    rows: list[Difference] = []
+    tested: list[int] = []
+    for i, c in enumerate(columns):
+        spec = metric_spec(c.name)
+        base, cand = _values(pool, c)
+        row = Difference(
+            c.tool, c.name, spec.label, spec.better, base, cand, c.carriers[0], c.carriers[1],
+            difference=None if base is None or cand is None else cand - base,
+        )  # fmt: skip
+        if min(c.carriers) < MIN_TRACES or row.difference is None:
+            row = replace(row, verdict="too few traces")
+        else:
+            tested.append(i)
+        rows.append(row)
+    if tested:
+        p_values, intervals = _resample(
+            pool, [columns[i] for i in tested], [rows[i].difference or 0.0 for i in tested], seed
+        )
+        adjusted = benjamini_hochberg(p_values)
+        for i, p, q, (low, high) in zip(tested, p_values, adjusted, intervals, strict=True):
+            rows[i] = replace(rows[i], low=low, high=high, p_value=p, adjusted_p=q)
+            rows[i] = replace(rows[i], verdict=_verdict(rows[i]))
+    notes = [
+        f"the {side} holds {s.trace_count} trace(s), fewer than {MIN_TRACES}: nothing can be "
+        "inferred"
+        for side, s in (("baseline", baseline), ("candidate", candidate))
+        if s.trace_count < MIN_TRACES
+    ]
     return Comparison(
         baseline_traces=baseline.trace_count,
         candidate_traces=candidate.trace_count,

@@ -12,7 +12,11 @@ from typing import Any
 import pandas as pd
 
 from db.compare_stats import (
+    BOOTSTRAP,
     FALSE_DISCOVERY_RATE,
+    MIN_TRACES,
+    PERMUTATIONS,
+    SEED,
     Comparison,
     Difference,
 )
@@ -22,8 +26,12 @@ ALL_TOOLS = "(all tools)"
 MAX_LISTED = 20
 METHOD = {
     "unit": "trace (calls of one run are not independent; traces are the clusters)",
-    "rates": "ratio estimator per trace set, delta-method variance, 95% Wald interval",
-    "percentiles": "nearest rank; Woodruff interval from the share at or below, traces as clusters",
+    "min_traces": MIN_TRACES,
+    "p_values": f"permutation test over traces, {PERMUTATIONS} relabellings, seed {SEED}",
+    "rates": "Wilson score interval per side (effective size over traces), Newcombe's "
+    "hybrid score interval for the difference",
+    "means_and_percentiles": f"bootstrap over traces, {BOOTSTRAP} Poisson resamples, seed "
+    f"{SEED}; percentiles nearest rank, resampled as grouped-data quantiles",
     "multiple_comparisons": f"Benjamini-Hochberg, false discovery rate {FALSE_DISCOVERY_RATE}",
 }
 
@@ -79,13 +87,32 @@ def signed(value: float | None) -> str:
     return "–" if value is None else ("+" if value > 0 else "") + number(value)
 
 
+def figure(d: Difference, value: float | None) -> str:
+    """A row's value: a rate in percent with one decimal, anything else as :func:`number`."""
+    if value is None or not d.is_rate:
+        return number(value)
+    return f"{value:.1%}"
+
+
+def _difference(d: Difference) -> str:
+    if d.difference is None or not d.is_rate:
+        return signed(d.difference)
+    return f"{100 * d.difference:+.1f}pp"
+
+
 def _line(d: Difference) -> str:
-    interval = f"[{signed(d.low)}, {signed(d.high)}]" if d.low is not None else ""
+    scale = 100 if d.is_rate else 1
+    interval = (
+        f"[{signed(scale * d.low)}, {signed(scale * d.high)}]"
+        if d.low is not None and d.high is not None
+        else ""
+    )
     adjusted = f"p_adj={d.adjusted_p:.2g}" if d.adjusted_p is not None else ""
+    traces = f"{d.baseline_traces}/{d.candidate_traces} traces"
     return (
         f"  {d.verdict:<7} {d.tool or ALL_TOOLS:<22} {d.metric:<36} "
-        f"{number(d.baseline):>8} -> {number(d.candidate):<8} {signed(d.difference):>9} "
-        f"{interval:<22} {adjusted}"
+        f"{figure(d, d.baseline):>8} -> {figure(d, d.candidate):<8} {_difference(d):>9} "
+        f"{interval:<22} {traces:<16} {adjusted}"
     ).rstrip()
 
 
@@ -99,7 +126,8 @@ def comparison_text(
         f"candidate: {candidate} ({comparison.candidate_traces} traces)",
         *(f"note: {n}" for n in comparison.notes),
         "",
-        "differences with evidence (95% interval, Benjamini-Hochberg adjusted p, traces as units):",
+        "differences with evidence (rates in %, their differences in points; 95% interval; traces "
+        "behind each side; Benjamini-Hochberg adjusted p):",
     ]
     flagged = comparison.flagged()
     out.extend(_line(d) for d in flagged)

@@ -84,7 +84,7 @@ _HTTP_MARKER = (
     r"(?:\bHTTP(?:/\d(?:\.\d)?)?[ :]*(?:error[ :]*)?"
     r"|\bstatus(?:[ _-]?code)?['\"]?[ \t]*(?:[:=][ \t]*)?['\"]?"
     # "Error 404" and "error code: 500", but not "Error: 400 miles is too far".
-    r"|\berror[ _-]?code[ :=]*|\berror (?=\d))"
+    r"|\berror[ _-]?code[ :=]*|\berror (?=\d)|\bURL returned error:?\s*)"
 )
 
 
@@ -137,6 +137,7 @@ CRASH = rx(
 _DURATION = r"\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b"
 _CONNECTION_KEYWORDS = split_words(
     "econn|enotfound|eai_again|getaddrinfo|not known|name resolution|servname|reset by peer|hang up"
+    "|was refused"
 )
 #: Failure reports of package managers and compilers, at a line start: npm's ``npm ERR!`` /
 #: ``npm error``, pip's ``ERROR: Could not …``, rustc's ``error[E0425]:``, gcc/clang's
@@ -152,13 +153,44 @@ _BUILD_FAILURE = re.compile(
     re.MULTILINE,
 )
 _BUILD_FAILURE_KEYWORDS = ("npm err", "npm error", "error:", "error[e", "error ts", "make")
-#: What agent frameworks append when they send a failed call back to the model: pydantic-ai's
-#: ``RetryPromptPart`` ends with "Fix the errors and try again." and opens output-validation
-#: feedback with "Validation feedback:".
+#: What agent frameworks and validators write when they send a failed call back to the model:
+#: pydantic-ai's ``RetryPromptPart`` ("Fix the errors and try again.", "Validation feedback:"),
+#: LangChain's ToolNode and structured output ("Please fix your mistakes."), opencode-style
+#: invalid-tool results ("The arguments provided to the tool are invalid: …"), and validators
+#: asking for a corrected call ("Validation failed: … Please correct the input and call the
+#: tool again", "The arguments you sent were invalid: … Please fix the above errors and retry").
+#: A bare "call the tool again" is not enough: a paginated success says it too.
 RETRY_PROMPT = re.compile(
-    r"\bFix the errors and try again\b|^Validation feedback:", re.IGNORECASE | re.MULTILINE
+    r"\bFix the errors and try again\b|^Validation feedback:"
+    r"|\bplease fix (?:the above errors?|your mistakes|the errors?)\b"
+    r"|\b(?:correct|fix) the (?:input|arguments?|parameters?|call) and (?:call the tool again"
+    r"|try again|retry)\b"
+    r"|^The arguments (?:you sent|you provided|provided to the tool|provided) (?:were|are)"
+    r" invalid\b"
+    r"|^Invalid arguments for (?:the )?tool\b|^Validation failed\b",
+    re.IGNORECASE | re.MULTILINE,
 )
-RETRY_PROMPT_KEYWORDS = ("fix the errors and try again", "validation feedback:")
+RETRY_PROMPT_KEYWORDS = (
+    "fix the errors and try again", "validation feedback:", "please fix", " and call the tool",
+    " and try again", " and retry", "invalid", "validation failed",
+)  # fmt: skip
+#: A command-line client's own failure line, as it opens its output: ``psql: error: …``,
+#: ``docker: Error response from daemon: …``, ``curl: (7) Failed to connect …``, apt's
+#: ``E: Unable to locate package …``, MySQL's ``ERROR 1045 (28000): …``.
+_CLI_FAILURE = re.compile(
+    r"\A[\w.+-]{1,40}: (?:error|fatal|Error|ERROR|FATAL)(?::| response\b| from\b)"
+    r"|\Acurl: \(\d+\) |\AE: [A-Z]|\AERROR \d{3,4} \([0-9A-Z]{5}\)"
+)
+#: Failure lines command-line clients print at the start or end of their output: git's
+#: ``fatal: …`` and ``error: failed to push some refs``, kubectl's ``error: You must be logged
+#: in``, ssh's ``Permission denied (publickey).`` and ``Host key verification failed.``.
+_CLI_FAILURE_LINE = re.compile(
+    r"^fatal: \S"
+    r"|^error: (?:failed|unable|could not|cannot|src refspec|pathspec|you must|the following"
+    r"|RPC failed|externally-managed)"
+    r"|^[\w@.-]+: Permission denied \(|^Permission denied \(|^Host key verification failed\b",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 _BARE_ERROR_WORDS = r"error|errors|errored|failed|failure|fail"
 _HTTP_ERROR_REASONS = split_words(
@@ -169,7 +201,7 @@ _HTTP_ERROR_REASONS = split_words(
 _FAILURE_OPENERS = "failed to|failed:|unable to|could not|couldn't|cannot|can't"
 _FAILURE_PHRASES = (
     "timed out|connection refused|service unavailable|rate limit exceeded|too many requests"
-    "|quota exceeded|access denied"
+    "|quota exceeded|access denied|authentication failed|could not be found|cannot be found"
 )
 _SHELL_ERRORS = "command not found|no such file or directory|permission denied"
 
@@ -261,7 +293,7 @@ DETECTION_RULES: tuple[DetectionRule, ...] = (
             r"(?:ECONN(?:REFUSED|RESET|ABORTED)|ENOTFOUND|EAI_AGAIN)\b"
             r"|\bname or service not known\b|\btemporary failure in name resolution\b"
             r"|\bnodename nor servname provided\b|\bconnection reset by peer\b"
-            r"|\bsocket hang up\b"
+            r"|\bsocket hang up\b|\bconnection to the server \S+ was refused\b"
         ),
         "first_line",
         "the first line is a connection error (ECONNREFUSED, getaddrinfo, Name or service …)",
@@ -273,7 +305,8 @@ DETECTION_RULES: tuple[DetectionRule, ...] = (
         # failure, so only non-zero codes count.
         rx(
             r"^\s*exit (?:code|status)\s*[:=]?\s*[1-9]\d*\b"
-            r"|\b(?:exited|finished|failed|terminated) with (?:exit )?(?:code|status) [1-9]\d*\b"
+            r"|\b(?:exited|finished|failed|terminated|completed) with (?:exit )?(?:code|status)"
+            r" [1-9]\d*\b"
             r"|\bnon-zero exit (?:code|status)\b",
             re.IGNORECASE | re.MULTILINE,
         ),
@@ -290,6 +323,22 @@ DETECTION_RULES: tuple[DetectionRule, ...] = (
         _BUILD_FAILURE_KEYWORDS,
     ),
     DetectionRule(
+        "cli_failure",
+        _CLI_FAILURE,
+        "first_line",
+        "a command-line client's failure opens the output (psql: error:, curl: (7), E: …,"
+        " ERROR 1045 (28000):)",
+        ("error", "fatal", "curl: (", "e: "),
+    ),
+    DetectionRule(
+        "cli_failure_line",
+        _CLI_FAILURE_LINE,
+        "edges",
+        "a command-line client's failure line (git's fatal:, error: failed to push, ssh's"
+        " Permission denied (publickey))",
+        ("fatal: ", "error: ", "permission denied (", "host key verification"),
+    ),
+    DetectionRule(
         "retry_prompt",
         RETRY_PROMPT,
         "edges",
@@ -303,11 +352,13 @@ DETECTION_RULES: tuple[DetectionRule, ...] = (
             r"\bmissing (?:\d+ )?required (?:positional |keyword-only )?"
             r"(?:parameter|argument|field|property|key)s?\b|\b\d+ validation errors?\b"
             r"|\bfield required\b|\bis a required (?:property|parameter|field|argument)\b"
+            # pydantic v2's message line ("Input should be a valid boolean, unable to …").
+            r"|\AInput should be (?:a valid|less than|greater than)\b"
         ),
         "first_line",
         'the first line reports invalid arguments ("missing required parameter", "1 validation'
         ' error for")',
-        ("required", "validation"),
+        ("required", "validation", "input should be"),
     ),
 )
 

@@ -122,9 +122,28 @@ RULES: tuple[ErrorRule, ...] = (
             r"|\bis a required (?:property|parameter|field|argument)\b|\bfield required\b"
             r"|\bvalidation (?:errors?|failed)\b|\bunexpected keyword argument\b"
             r"|\bunrecognized (?:argument|option|parameter)s?\b|\badditional properties\b"
+            r"|\bValidationException\b|^Input should be (?:a valid|less than|greater than)\b",
+            re.IGNORECASE | re.MULTILINE,
         ),
-        split_words("required|validation|unexpected|unrecognized|additional properties"),
+        split_words(
+            "required|validation|unexpected|unrecognized|additional properties|input should be"
+        ),
         "arguments failed schema validation: missing, extra or mistyped parameters",
+    ),
+    ErrorRule(
+        "invalid_arguments_prompt",
+        "invalid_params",
+        # A validator or framework rejecting the call's arguments as a whole; its details may
+        # say "not found" or "invalid date", but what the model must fix is its arguments.
+        rx(
+            r"^The arguments (?:you sent|you provided|provided to the tool|provided) (?:were|are)"
+            r" invalid\b|^Invalid arguments for (?:the )?tool\b"
+            r"|\bplease fix the above errors?\b|\bcorrect the (?:input|arguments?|parameters?)"
+            r" and (?:call the tool again|try again|retry)\b",
+            re.IGNORECASE | re.MULTILINE,
+        ),
+        split_words("invalid|please fix|correct the"),
+        "a validator or framework rejected the call's arguments and asks for a corrected call",
     ),
     ErrorRule(
         "ambiguous_edit_target",
@@ -237,6 +256,19 @@ RULES: tuple[ErrorRule, ...] = (
         "HTTP 5xx server error",
     ),
     ErrorRule(
+        "db_client_auth",
+        "auth",
+        # Before connection_error: psql says "connection to server at … failed: FATAL: password
+        # authentication failed": the server was reached and refused the credentials.
+        rx(
+            r"\bpassword authentication failed\b|\bAccess denied for user\b"
+            r"|\bno pg_hba\.conf entry\b|\bauthentication failed for user\b"
+            r"|\bLogin failed for user\b|\bSASL authentication failed\b|\bbad auth\b"
+        ),
+        split_words("authentication|access denied|pg_hba|login failed|bad auth"),
+        "a database client's credentials were refused (psql, mysql, sqlcmd, MongoDB)",
+    ),
+    ErrorRule(
         "connection_error",
         "unavailable",
         rx(
@@ -248,11 +280,14 @@ RULES: tuple[ErrorRule, ...] = (
             r"|\bnetwork (?:is )?unreachable\b|\bname or service not known\b"
             r"|\bmax retries exceeded\b|\bConnectionError\b|\bgetaddrinfo\b"
             r"|\btemporary failure in name resolution\b|\bnodename nor servname provided\b"
-            r"|\bsocket hang up\b"
+            r"|\bsocket hang up\b|\b(?:can[’']t|cannot|can not) connect\b"
+            r"|\bconnection to server on socket [^\n]* failed\b|\bis the server running\b"
+            r"|\bconnection to the server \S+ was refused\b|\bis the docker daemon running\b"
         ),
         split_words(
             "connect|econn|enotfound|eai_again|available|gateway|overloaded|reach|resolve"
-            "|not known|retries|getaddrinfo|name resolution|servname|hang up"
+            "|not known|retries|getaddrinfo|name resolution|servname|hang up|server running"
+            "|was refused|daemon running"
         ),
         "the service could not be reached or is down",
     ),
@@ -277,12 +312,12 @@ RULES: tuple[ErrorRule, ...] = (
             r"|access token)\b|\bauthentication (?:failed|required|error)\b"
             r"|\b(?:must be |not )logged in\b|\blogin required\b|\bpassword is required\b"
             r"|\bneeds? the ['\"]?[\w:-]+['\"]? scope\b|\binsufficient (?:permissions?|privileges?"
-            r"|scopes?)\b|\bwas blocked\b"
+            r"|scopes?)\b|\bwas blocked\b|\bhost key verification failed\b"
         ),
         split_words(
             "permission|denied|authorized|permitted|allowed|unauthori|forbidden|eacces|eperm"
             "|api|token|credential|authentication|logged in|login|password|scope|privilege"
-            "|blocked"
+            "|blocked|host key"
         ),
         "credentials, permissions or scopes are missing or wrong",
     ),
@@ -295,9 +330,11 @@ RULES: tuple[ErrorRule, ...] = (
             r"|column|bucket|host|branch|ref)\b|\b(?:does not|doesn't|did not|didn't) exist\b"
             r"|\bENOENT\b|\b(?:cannot|can't|could not|couldn't|unable to) (?:find|locate|open file"
             r"|access)\b|\bno (?:\w+ ){0,2}(?:found|matching)\b|\bnot available (?:on|for|in|at)\b"
+            r"|\bhas no installation candidate\b|\b(?:could not|cannot|can't) be found\b"
         ),
         split_words(
             "found|no such|exist|enoent|find|locate|open file|access|matching|not available"
+            "|installation candidate"
         ),
         "the requested file, record or resource does not exist",
     ),
@@ -329,10 +366,12 @@ RULES: tuple[ErrorRule, ...] = (
             r"|inventory|credit|space|capacity|rooms|tickets)\b|\b(?:balance|seats?|stock"
             r"|inventory|funds?) (?:is |are )?(?:not enough|insufficient)\b"
             r"|\binsufficient (?:funds|balance|stock|inventory|seats)\b"
+            # git push refused: the remote has commits the local branch lacks.
+            r"|\(fetch first\)|\bUpdates were rejected because\b"
         ),
         split_words(
             "conflict|already|duplicate|mismatch|concurrent|fast-forward|stale|overwritten"
-            "|not enough|insufficient"
+            "|not enough|insufficient|fetch first|rejected"
         ),
         "the request conflicts with the current state (edit conflict, nothing left to book)",
     ),

@@ -227,8 +227,17 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
     SuggestionPattern(
         "ask_user",
         "ask_user",
+        # "Confirm with the user", but also "confirm the dates with the user", "get explicit
+        # confirmation from the user", "the user must confirm": advice whose only way to be
+        # followed is a question to the user.
         _rx(
-            r"\b(?:ask|check with|confirm with|consult|clarify with) the user\b"
+            r"\b(?:ask|check with|confirm with|consult|clarify with|verify with|double-check with)"
+            r" (?:the )?user\b"
+            r"|\b(?:confirm|verify|check|clarify|discuss) [\w'\" -]{1,40}? with the user\b"
+            r"|\b(?:get|obtain|request|seek|needs?|requires?) (?:explicit |the )?"
+            r"(?:confirmation|approval|permission|consent|clarification) (?:from|of) the user\b"
+            r"|\bthe user (?:must|needs? to|should|has to) (?:confirm|approve|choose|decide"
+            r"|clarify)\b"
             r"|\bwait for the user\b|\bask (?:the user )?for (?:clarification|confirmation)\b"
         ),
         _words("user|clarification|confirmation"),

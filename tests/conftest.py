@@ -222,22 +222,29 @@ def analysis_store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     return url
 
 
+#: Sections of the terminal summary: figures tests record with ``record_property`` under a
+#: name starting with the section's title.
+SUMMARY_SECTIONS = ("labelled agreement", "compare A/A")
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Show the figures tests recorded with ``record_property`` under a name starting with
-    ``labelled agreement``: they are measurements to read, whatever the capture setting (the
-    properties travel with the test reports, so this works under pytest-xdist too)."""
-    lines = [
-        f"{name.removeprefix('labelled agreement: ')}: {value}"
-        for reports in terminalreporter.stats.values()
-        for report in reports
-        if getattr(report, "when", None) == "call"
-        for name, value in getattr(report, "user_properties", ())
-        if name.startswith("labelled agreement")
-    ]
-    if lines:
-        terminalreporter.section("labelled agreement")
-        for line in lines:
-            terminalreporter.write_line(line)
+    one of :data:`SUMMARY_SECTIONS`: they are measurements to read, whatever the capture
+    setting (the properties travel with the test reports, so this works under pytest-xdist
+    too)."""
+    for section in SUMMARY_SECTIONS:
+        lines = [
+            f"{name.removeprefix(section + ': ')}: {value}"
+            for reports in terminalreporter.stats.values()
+            for report in reports
+            if getattr(report, "when", None) == "call"
+            for name, value in getattr(report, "user_properties", ())
+            if name.startswith(section)
+        ]
+        if lines:
+            terminalreporter.section(section)
+            for line in lines:
+                terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,12 +18,17 @@ from typer.testing import CliRunner
 
 from dashboard.render import escape_markdown
 from db.compare_stats import (
+    MIN_TRACES,
     TraceSet,
     benjamini_hochberg,
     compare,
+    effective_size,
+    grouped_quantile,
     metric_spec,
-    quantile_estimate,
-    ratio_estimate,
+    nearest_rank,
+    newcombe,
+    split_probability,
+    wilson,
 )
 from db.engine import make_engine
 from db.filters import FilterQueryError, Filters, format_query, parse_query
@@ -103,13 +110,46 @@ def test_a_filter_query_that_cannot_be_read_names_the_parameter(query: str, mess
 # --- statistics ------------------------------------------------------------------------------
 
 
-def test_the_ratio_variance_treats_traces_as_clusters() -> None:
-    # 2 of 4 results fail, both in the first trace: per trace residuals (2-1, 0-1) / 4.
-    estimate = ratio_estimate(np.array([2.0, 0.0]), np.array([2.0, 2.0]))
-    assert estimate.value == 0.5
-    assert estimate.variance == pytest.approx(2 / 1 * (1 + 1) / 16)
-    assert ratio_estimate(np.array([1.0]), np.array([2.0])).variance is None
-    assert ratio_estimate(np.zeros(3), np.zeros(3)).value is None
+def test_a_rate_gets_wilson_intervals_per_side_and_newcombes_for_the_difference() -> None:
+    # 0 of 5 still has an upper bound; no interval leaves [0, 1] or has zero width.
+    assert wilson(0.0, 5) == pytest.approx((0.0, 0.4344825))
+    assert wilson(1.0, 5) == pytest.approx((0.5655175, 1.0))
+    assert wilson(0.5, 20) == pytest.approx((0.29930, 0.70070), abs=1e-5)
+    assert newcombe(0.0, 5, 0.0, 5) == pytest.approx((-0.4344825, 0.4344825))
+    # Newcombe's own example (Statistics in Medicine 1998, table II): 56/70 against 48/80.
+    low, high = newcombe(48 / 80, 80, 56 / 70, 70)
+    assert (round(low, 4), round(high, 4)) == (0.0524, 0.3339)
+
+
+def test_the_wilson_size_of_a_rate_is_its_effective_size_over_traces() -> None:
+    # Both failures in the first trace: as clustered as it gets, the two traces count.
+    assert effective_size(np.array([2.0, 0.0]), np.array([2.0, 2.0])) == 2.0
+    # Every trace at the same share: nothing clusters, every result counts.
+    assert effective_size(np.array([1.0, 1.0, 1.0]), np.array([2.0, 2.0, 2.0])) == 6.0
+    # No failure at all: the variance cannot tell, the results count.
+    assert effective_size(np.zeros(4), np.full(4, 3.0)) == 12.0
+    assert effective_size(
+        np.array([3.0, 0.0, 1.0, 0.0]), np.array([3.0, 3.0, 3.0, 3.0])
+    ) == pytest.approx(4.0)
+
+
+def test_a_grouped_quantile_moves_with_the_weights_and_a_nearest_rank_does_not() -> None:
+    sizes = np.array([50.0, 51.0])
+    counts = np.array([[19.0, 1.0], [18.0, 2.0], [20.0, 0.0]])
+    assert grouped_quantile(counts, sizes, 0.5).tolist() == [
+        pytest.approx(49.5 + 10 / 19), pytest.approx(49.5 + 10 / 18), 50.0,
+    ]  # fmt: skip
+    assert grouped_quantile(np.zeros((1, 2)), sizes, 0.5).tolist() == [
+        pytest.approx(np.nan, nan_ok=True)
+    ]
+    assert nearest_rank(np.array([50.0] * 19 + [51.0]), 0.95) == 50.0
+    assert nearest_rank(np.array([1.0, 2.0, 3.0, 4.0]), 0.5) == 2.0
+
+
+def test_no_split_of_the_traces_can_be_less_likely_than_the_observed_one() -> None:
+    # One of 7 baseline traces and two of 8 candidate traces call the tool.
+    assert split_probability(15, 8, 3, 2) == pytest.approx(924 / 6435)
+    assert split_probability(10, 5, 10, 5) == pytest.approx(1 / 252)
 
 
 def test_benjamini_hochberg_is_monotone_and_capped() -> None:
@@ -117,18 +157,6 @@ def test_benjamini_hochberg_is_monotone_and_capped() -> None:
         [0.004, 0.2, 0.0533333, 0.0533333]
     )
     assert benjamini_hochberg([0.9, 0.8]) == [0.9, 0.9]
-
-
-def test_a_percentile_variance_reads_the_share_band_back_through_the_sizes() -> None:
-    # 20 traces of 3 sizes each (0-59): the share at or below 29 is 0.5 with a cluster
-    # standard error of 0.1147, so the band 0.5 ± 0.2248 reads back as sizes 16 to 43.
-    traces = np.repeat(np.arange(20), 3)
-    estimate = quantile_estimate(traces, np.arange(60, dtype=float), 0.5)
-    assert (estimate.value, estimate.traces) == (29.0, 20)
-    assert estimate.variance == pytest.approx(((43 - 16) / (2 * 1.959963984540054)) ** 2)
-    same = quantile_estimate(np.arange(10), np.full(10, 7.0), 0.95)
-    assert (same.value, same.variance) == (7.0, 0.0)
-    assert quantile_estimate(np.zeros(3, dtype=int), np.arange(3.0), 0.5).variance is None
 
 
 def _set(tools: list[str], issues: list[tuple[str, str]], ids: range) -> TraceSet:
@@ -169,8 +197,64 @@ def test_tools_and_schema_findings_that_appear_or_disappear_are_listed() -> None
 
 def test_a_set_of_one_trace_gives_no_evidence_and_says_why() -> None:
     result = compare(_set(["a"], [], range(1)), _set(["a"], [], range(1, 9)))
-    assert result.notes == ["the baseline holds 1 trace(s): nothing can be inferred"]
-    assert all(d.verdict == "no evidence" for d in result.differences)
+    assert result.notes == ["the baseline holds 1 trace(s), fewer than 5: nothing can be inferred"]
+    assert {d.verdict for d in result.differences} == {"too few traces"}
+    assert {d.p_value for d in result.differences} == {None}
+
+
+def _errors(errors: list[int], sizes: list[int], first: int) -> TraceSet:
+    """One tool ``a``, two results per trace, ``errors[i]`` of them errors, and one Tool
+    Message of ``sizes[i]`` tokens per trace."""
+    ids = range(first, first + len(errors))
+    base = _set(["a"], [], ids)
+    return replace(
+        base,
+        tools=base.tools.assign(calls=2, results=2, errors=errors),
+        sizes=pd.DataFrame({"trace_id": list(ids), "tool": "a", "tokens": sizes}),
+    )
+
+
+def test_a_cell_on_fewer_than_five_traces_is_too_few_traces_and_five_can_be_evidence() -> None:
+    assert MIN_TRACES == 5
+    four = compare(_errors([2] * 4, [10] * 4, 0), _errors([0] * 40, [10] * 40, 100))
+    rate = next(d for d in four.differences if (d.tool, d.metric) == ("a", "error_rate"))
+    assert (rate.baseline, rate.candidate, rate.baseline_traces, rate.candidate_traces) == (
+        1.0, 0.0, 4, 40,
+    )  # fmt: skip
+    assert (rate.verdict, rate.p_value, rate.low, rate.adjusted_p) == (
+        "too few traces", None, None, None,
+    )  # fmt: skip
+    assert four.worse() == []
+    five = compare(_errors([0] * 40, [10] * 40, 100), _errors([2] * 5, [10] * 5, 0))
+    rate = next(d for d in five.differences if (d.tool, d.metric) == ("a", "error_rate"))
+    # No relabelling is as extreme; the normal tail is far smaller than the one split of 45
+    # traces that puts the five failing ones in the candidate, so that split's chance is p.
+    assert rate.verdict == "worse" and rate.p_value == pytest.approx(1 / math.comb(45, 5))
+    # Newcombe from Wilson 0 of 80 and 10 of 10 results (no clustering either side can show).
+    assert (rate.difference, round(rate.low or 0, 4), rate.high) == (1.0, 0.7187, 1.0)
+
+
+def test_an_interval_has_zero_width_only_when_every_value_is_the_same_on_both_sides() -> None:
+    # Nine of ten messages are 50 tokens on both sides: the p50 is 50 in every resample a
+    # nearest rank could take, yet the interval is not [0, 0].
+    tied = compare(
+        _errors([0] * 20, [50] * 18 + [51, 52], 0), _errors([0] * 20, [50] * 18 + [53, 54], 100)
+    )
+    p50 = next(d for d in tied.differences if (d.tool, d.metric) == (None, "size_p50"))
+    assert (p50.baseline, p50.candidate, p50.difference, p50.verdict) == (50, 50, 0, "no evidence")
+    assert p50.low is not None and p50.high is not None and p50.low < 0 < p50.high
+    same = compare(_errors([0] * 20, [50] * 20, 0), _errors([0] * 20, [50] * 20, 100))
+    rows = {d.metric: d for d in same.differences if d.tool is None}
+    assert (rows["size_p95"].low, rows["size_p95"].high, rows["size_p95"].p_value) == (0, 0, 1)
+    assert (rows["calls_per_trace"].low, rows["calls_per_trace"].high) == (0, 0)
+    # A rate is a share of a sample: 0 of 40 is not known to be exactly 0.
+    assert rows["error_rate"].low < 0 < rows["error_rate"].high  # type: ignore[operator]
+
+
+def test_the_same_sets_always_give_the_same_figures() -> None:
+    base, cand = _errors([0, 1, 2, 0, 1] * 4, list(range(20)), 0), _errors([1] * 20, [5] * 20, 50)
+    first, second = compare(base, cand), compare(base, cand)
+    assert first.differences == second.differences
 
 
 # --- generated populations, SQL, CLI ---------------------------------------------------------
@@ -201,11 +285,15 @@ def test_the_known_differences_are_found_and_nothing_else_is_flagged(two_runs: s
     assert (result.baseline_traces, result.candidate_traces) == (TRACES, TRACES)
     assert {(d.tool, d.metric): d.verdict for d in result.flagged()} == EXPECTED
     weather = [d for d in result.differences if d.tool == "get_weather"]
-    assert len(weather) == 12 and {d.verdict for d in weather} == {"no evidence"}
+    assert len(weather) == 12
+    # The weather tool gives no advice, so no result has a verdict to follow.
+    assert {d.metric for d in weather if d.verdict == "too few traces"} == {"follow_rate"}
+    assert {d.verdict for d in weather if d.metric != "follow_rate"} == {"no evidence"}
     error_rate = next(
         d for d in result.differences if (d.tool, d.metric) == ("search_flights", "error_rate")
     )
     assert (error_rate.baseline, error_rate.candidate) == (0.15, 0.30)
+    assert (error_rate.baseline_traces, error_rate.candidate_traces) == (TRACES, TRACES)
     assert error_rate.low is not None and 0 < error_rate.low < 0.15 < error_rate.high  # type: ignore[operator]
     assert result.new_fingerprints[["fingerprint", "n", "traces"]].values.tolist() == [
         ["search_flights: Error #: invalid date format, expected YYYY-MM-DD", 45, 45]
@@ -338,6 +426,21 @@ def test_the_page_shows_the_known_differences(
         ("(all tools)" if tool is None else tool, metric_spec(metric).label): verdict
         for (tool, metric), verdict in EXPECTED.items()
     }
+    rate = flagged[
+        (flagged["tool"] == "search_flights")
+        & (flagged["metric"] == "error rate (errors / results)")
+    ]
+    assert rate[
+        ["baseline_traces", "candidate_traces", "baseline", "candidate", "difference"]
+    ].values.tolist() == [[TRACES, TRACES, "15.0%", "30.0%", "+15.0 pp"]]
+    assert rate["interval"].iloc[0].endswith("] pp")
+    # The scope table of every metric: no "None", "—" where a row is not tested.
+    every = at.dataframe[-1].value
+    assert not every.astype(str).isin(["None", "nan", "NaN"]).any().any()
+    follow = every[every["metric"] == metric_spec("follow_rate").label].iloc[0]
+    assert (follow["verdict"], follow["adjusted_p"], follow["interval"]) == (
+        "too few traces", "—", "—",
+    )  # fmt: skip
     new = at.dataframe[1].value
     assert new[["fingerprint", "n", "link"]].values.tolist() == [
         [

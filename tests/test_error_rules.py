@@ -40,6 +40,19 @@ TYPE_EXAMPLES: dict[str, tuple[str, str, str]] = {
         "search() got an unexpected keyword argument 'query'",
         "Error: the expected argument order changed",
     ),
+    "invalid_arguments_prompt": (
+        "invalid_params",
+        "The arguments you sent were invalid: departure: no airport named XYZ. Please fix the "
+        "above errors and retry.",
+        "Results 1-10 of 50; call the tool again with page=2 for more",
+    ),
+    "db_client_auth": (
+        "auth",
+        'psql: error: connection to server at "db" (10.0.0.5), port 5432 failed: FATAL:  '
+        'password authentication failed for user "app"',
+        'psql: error: connection to server at "db" (10.0.0.5), port 5432 failed: Connection '
+        "refused",
+    ),
     "ambiguous_edit_target": (
         "invalid_params",
         "Found 3 matches of the string to replace, but replace_all is false.",
@@ -257,6 +270,15 @@ DETECTION_EXAMPLES: dict[str, tuple[str, str]] = {
         "src/index.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.",
         "Build finished: 0 errors, 2 warnings",
     ),
+    "cli_failure": (
+        "docker: Error response from daemon: No such container: web.",
+        "Summary: Error rates fell to 2% after the deploy",
+    ),
+    "cli_failure_line": (
+        "To github.com:acme/api.git\n ! [rejected]        main -> main (fetch first)\n"
+        "error: failed to push some refs to 'github.com:acme/api.git'",
+        "config.yaml:\nretries: 3\nerror: false",
+    ),
     "retry_prompt": (
         "Validation feedback:\nThe answer must cite a source.\n\nFix the errors and try again.",
         "Notes: the linter says to fix the errors before release",
@@ -428,7 +450,7 @@ def test_keyword_prefilter_never_hides_a_regex_match(realdata: Path) -> None:
     texts = _corpus(realdata) + [
         example for _, pos, near in TYPE_EXAMPLES.values() for example in (pos, near)
     ]
-    texts += [text for text, _ in SECOND_PASS]
+    texts += [text for text, _ in SECOND_PASS] + [text for text, _ in PROSE] + PROSE_SUCCESS
     checked = 0
     for text in texts:
         # The first 2 KB of each result keep this exhaustive check quick.
@@ -448,12 +470,12 @@ def test_keyword_prefilter_never_hides_a_regex_match(realdata: Path) -> None:
 def test_detection_keywords_never_hide_a_regex_match(realdata: Path) -> None:
     texts = _corpus(realdata) + [text for pair in DETECTION_EXAMPLES.values() for text in pair]
     texts += [example for _, pos, near in TYPE_EXAMPLES.values() for example in (pos, near)]
-    texts += [text for text, _ in SECOND_PASS]
+    texts += [text for text, _ in SECOND_PASS] + [text for text, _ in PROSE] + PROSE_SUCCESS
     guarded = [rule for rule in DETECTION_RULES if rule.keywords]
     assert [rule.name for rule in guarded] == [
         "traceback", "crash_text", "http_error_status", "failure_phrase", "shell_error",
         "exception_text", "timeout_duration", "connection_error", "exit_code", "build_failure",
-        "retry_prompt", "validation_phrase",
+        "cli_failure", "cli_failure_line", "retry_prompt", "validation_phrase",
     ]  # fmt: skip
     checked = 0
     for text in texts:
@@ -563,6 +585,122 @@ SECOND_PASS: list[tuple[str, tuple[str, str, str, str | None, dict[str, str | fl
         ("error", "invalid_params", "validation_text", "missing_param", {"param": "city"}),
     ),
 ]
+
+#: Errors written as prose: validators' and frameworks' retry prompts, command-line clients'
+#: failures (database clients, git, curl, ssh, package managers, docker, kubectl), each with
+#: (status, error type, rule).
+PROSE = [
+    (
+        "Validation failed: field 'email' is required. Please correct the input and call the "
+        "tool again",
+        ("error", "invalid_params", "validation_text"),
+    ),
+    (
+        "The arguments you sent were invalid: date: no flights found on 2024-13-01. Please fix "
+        "the above errors and retry",
+        ("error", "invalid_params", "invalid_arguments_prompt"),
+    ),
+    (
+        "The arguments provided to the tool are invalid: expected string, received number",
+        ("error", "invalid_params", "invalid_arguments_prompt"),
+    ),
+    ("Error: ENOENT\n Please fix your mistakes.", ("error", "not_found", "not_found_text")),
+    (
+        "Error: Model incorrectly returned multiple structured responses (A, B) when only one "
+        "is expected.\n Please fix your mistakes.",
+        ("error", "invalid_params", "retry_prompt"),
+    ),
+    (
+        'psql: error: connection to server at "localhost" (127.0.0.1), port 5432 failed: FATAL:'
+        '  password authentication failed for user "postgres"',
+        ("error", "auth", "db_client_auth"),
+    ),
+    (
+        'psql: error: connection to server on socket "/var/run/postgresql/.s.PGSQL.5432" failed:'
+        " No such file or directory\n\tIs the server running locally and accepting connections "
+        "on that socket?",
+        ("error", "unavailable", "connection_error"),
+    ),
+    (
+        'psql: error: connection to server at "localhost" (::1), port 5432 failed: FATAL:  '
+        'database "shop" does not exist',
+        ("error", "not_found", "not_found_text"),
+    ),
+    (
+        "ERROR 1045 (28000): Access denied for user 'root'@'localhost' (using password: YES)",
+        ("error", "auth", "db_client_auth"),
+    ),
+    (
+        "ERROR 2002 (HY000): Can't connect to local MySQL server through socket "
+        "'/var/run/mysqld/mysqld.sock' (2)",
+        ("error", "unavailable", "connection_error"),
+    ),
+    (
+        "Username for 'https://github.com': ann\nPassword for 'https://ann@github.com':\n"
+        "remote: Invalid username or password.\nfatal: Authentication failed for "
+        "'https://github.com/ann/site.git/'",
+        ("error", "auth", "permission_text"),
+    ),
+    (
+        "git@github.com: Permission denied (publickey).\nfatal: Could not read from remote "
+        "repository.\n\nPlease make sure you have the correct access rights\nand the "
+        "repository exists.",
+        ("error", "auth", "permission_text"),
+    ),
+    (
+        "To github.com:ann/site.git\n ! [rejected]        main -> main (fetch first)\n"
+        "error: failed to push some refs to 'github.com:ann/site.git'",
+        ("error", "conflict", "conflict_text"),
+    ),
+    (
+        "curl: (7) Failed to connect to localhost port 8080 after 0 ms: Connection refused",
+        ("error", "unavailable", "connection_error"),
+    ),
+    ("curl: (22) The requested URL returned error: 404", ("error", "not_found", "http_404")),
+    (
+        "ssh: connect to host 10.0.0.7 port 22: Connection refused",
+        ("error", "unavailable", "connection_error"),
+    ),
+    ("Host key verification failed.", ("error", "auth", "permission_text")),
+    ("E: Unable to locate package ripgrepp", ("error", "not_found", "not_found_text")),
+    (
+        "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker "
+        "daemon running?",
+        ("error", "unavailable", "connection_error"),
+    ),
+    (
+        "The connection to the server localhost:8080 was refused - did you specify the right "
+        "host or port?",
+        ("error", "unavailable", "connection_error"),
+    ),
+    (
+        "Command failed with exit code 128: git clone https://example.com/x.git",
+        ("error", "other", "exit_code"),
+    ),
+]
+#: Successful outputs of the same clients that mention failure words: they stay success.
+PROSE_SUCCESS = [
+    "Results 1-10 of 50. Call the tool again with page=2 for more.",
+    'psql (16.2)\nType "help" for help.\n\nCREATE TABLE',
+    "Everything up-to-date",
+    "error_count | 0\n(1 row)",
+    "Validation passed: 3 fields checked, 0 errors.",
+    "Enumerating objects: 5, done.\nTo github.com:ann/site.git\n   1a2b3c4..5d6e7f8  main -> main",
+    "E2E suite: 40 passed, 0 failed (error: none)",
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), PROSE)
+def test_errors_written_as_prose_are_errors_with_their_type(
+    text: str, expected: tuple[str, str, str]
+) -> None:
+    facts = analyze_content(text)
+    assert (facts.status, facts.error_type, facts.rule) == expected
+
+
+@pytest.mark.parametrize("text", PROSE_SUCCESS)
+def test_successful_client_output_that_mentions_failure_words_stays_success(text: str) -> None:
+    assert analyze_content(text).status == "success"
 
 
 @pytest.mark.parametrize(("text", "expected"), SECOND_PASS)

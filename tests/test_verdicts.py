@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from db.contract.vocabulary import Status
+from ingest.content import analyze_content
 from ingest.facts import ContentFacts
 from ingest.verdicts import (
     CallView,
@@ -240,3 +243,26 @@ def test_next_call_succeeded_reads_the_status_of_the_next_call_of_the_tool() -> 
     assert next_call_succeeded(view("get_weather", status="error")) is False
     assert next_call_succeeded(view("get_weather", status=None)) is False
     assert next_call_succeeded(None) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Error: booking not changed. Please confirm with the user before cancelling.",
+        "Error: two flights match. Confirm the departure date with the user.",
+        "Error: refunds over $500 need explicit confirmation from the user.",
+        "Error: the user must confirm the new seat before it is booked.",
+        "Error: ambiguous city. Check with user which Paris is meant.",
+    ],
+)
+def test_advice_to_confirm_with_the_user_is_followed_by_a_question_without_a_tool_call(
+    text: str,
+) -> None:
+    content = analyze_content(text)
+    assert content.suggestion_kind == "ask_user"
+    question = NextAction(text="Before I go on: do you want me to cancel flight HAT170?")
+    assert follow_verdict(content, FAILED, question) == (
+        "followed",
+        "next message asked the user without calling a tool",
+    )
+    assert follow_verdict(content, FAILED, NextAction(calls=[view("cancel")]))[0] == "ignored"

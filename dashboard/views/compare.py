@@ -15,7 +15,10 @@ import streamlit as st
 
 from dashboard import render, state, widgets
 from db.compare_stats import (
+    BOOTSTRAP,
     FALSE_DISCOVERY_RATE,
+    MIN_TRACES,
+    PERMUTATIONS,
     Difference,
 )
 from db.filters import FilterQueryError, Filters, describe, parse_query
@@ -24,18 +27,26 @@ from db.queries.traces import import_choices
 
 ALL_TOOLS = "(all tools)"
 DIFF_COLUMNS = (
-    "verdict", "tool", "metric", "baseline", "candidate", "difference", "interval", "adjusted_p",
+    "verdict", "tool", "metric", "baseline_traces", "candidate_traces", "baseline", "candidate",
+    "difference", "interval", "adjusted_p",
 )  # fmt: skip
 FINGERPRINT_COLUMNS = ("fingerprint", "tool", "error_type", "n", "traces", "link", "trace")
 METHOD_TEXT = f"""
 * **Traces, not calls, are the independent units**: the calls of one run share its prompt,
-  model and user, so every uncertainty treats traces as clusters.
-* **Rates and means** (errors / results, calls per trace …) are ratio estimators over the
-  set's traces; their variance comes from the delta method (linearization), the difference of
-  the two sets gets a 95 % Wald interval and a two-sided p-value.
-* **Tool Message size percentiles** (nearest rank) use Woodruff's method: the share of
-  messages at or below the percentile is a ratio over traces like the rates, and its 95 % band
-  read back through the sorted sizes gives the percentile's band.
+  model and user, so every resampling draws whole traces. *Traces* columns: the traces a row
+  rests on (with a result of the tool for a rate, calling the tool for a per-trace figure).
+* **Too few traces**: a row resting on fewer than {MIN_TRACES} traces on either side is not
+  tested. Below five per side no test over traces can reach 5 % (at 4 against 4 the most
+  extreme split of the traces still has a chance of 1 in 35).
+* **p-values**: a permutation test — the pooled traces relabelled at random
+  {PERMUTATIONS:,} times (fixed seed: the same sets always give the same page). It needs no
+  assumption about the shape of the data, so a split of one population is flagged no more
+  often than the threshold says, however few the traces.
+* **Rates** (errors / results …, in %) get Wilson score intervals per side and Newcombe's
+  interval for the difference (in percentage points), with the effective number of results
+  the clustering in traces leaves. **Means per trace and size percentiles** get a bootstrap
+  over traces ({BOOTSTRAP:,} resamples). An interval has zero width only when every value on
+  both sides is the same.
 * **Many comparisons at once**: every metric of every tool is a test, so the p-values are
   adjusted with Benjamini–Hochberg (false discovery rate {FALSE_DISCOVERY_RATE:.0%}). A
   difference is *better* or *worse* only when its adjusted p-value is at most that rate;
@@ -62,20 +73,47 @@ def _pick(label: str, key: str, example: str) -> tuple[Filters | None, str]:
         return None, text
 
 
-def _diff_frame(rows: list[Difference]) -> pd.DataFrame:
-    def interval(d: Difference) -> str:
-        return "" if d.low is None else f"[{d.low:+.4g}, {d.high:+.4g}]"
+def _value(d: Difference, value: float | None) -> str:
+    if value is None:
+        return widgets.EMPTY_CELL
+    return f"{value:.1%}" if d.is_rate else f"{value:,.4g}"
 
+
+def _signed(d: Difference, value: float | None) -> str:
+    if value is None:
+        return widgets.EMPTY_CELL
+    return f"{100 * value:+.1f} pp" if d.is_rate else f"{value:+,.4g}"
+
+
+def _interval(d: Difference) -> str:
+    if d.low is None or d.high is None:
+        return widgets.EMPTY_CELL
+    if d.is_rate:
+        return f"[{100 * d.low:+.1f}, {100 * d.high:+.1f}] pp"
+    return f"[{d.low:+,.4g}, {d.high:+,.4g}]"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return widgets.EMPTY_CELL
+    return "< 0.0001" if value < 0.0001 else f"{value:.2g}"
+
+
+def _diff_frame(rows: list[Difference]) -> pd.DataFrame:
+    """The rows as the table shows them: rates in %, their differences in percentage points,
+    "—" where a row has no figure (one side without data, too few traces to test)."""
     return pd.DataFrame(
         {
             "verdict": [d.verdict for d in rows],
             "tool": [d.tool or ALL_TOOLS for d in rows],
             "metric": [d.label for d in rows],
-            "baseline": [d.baseline for d in rows],
-            "candidate": [d.candidate for d in rows],
-            "difference": [d.difference for d in rows],
-            "interval": [interval(d) for d in rows],
-            "adjusted_p": [d.adjusted_p for d in rows],
+            "baseline_traces": [d.baseline_traces for d in rows],
+            "candidate_traces": [d.candidate_traces for d in rows],
+            "baseline": [_value(d, d.baseline) for d in rows],
+            "candidate": [_value(d, d.candidate) for d in rows],
+            "difference": [_signed(d, d.difference) for d in rows],
+            "interval": [_interval(d) for d in rows],
+            "adjusted_p": [_p(d.adjusted_p) for d in rows],
         },
         columns=list(DIFF_COLUMNS),
     )
@@ -97,12 +135,21 @@ def _diff_table(rows: list[Difference], key: str) -> None:
             "verdict": st.column_config.TextColumn("Verdict"),
             "tool": st.column_config.TextColumn("Tool"),
             "metric": st.column_config.TextColumn("Metric", width=330),
-            "baseline": st.column_config.NumberColumn("Baseline", format="%.4g"),
-            "candidate": st.column_config.NumberColumn("Candidate", format="%.4g"),
-            "difference": st.column_config.NumberColumn("Difference", format="%+.4g"),
+            "baseline_traces": widgets.count_column(
+                "Baseline traces", help="the baseline traces this row rests on"
+            ),
+            "candidate_traces": widgets.count_column(
+                "Candidate traces", help="the candidate traces this row rests on"
+            ),
+            "baseline": st.column_config.TextColumn("Baseline"),
+            "candidate": st.column_config.TextColumn("Candidate"),
+            "difference": st.column_config.TextColumn(
+                "Difference", help="candidate − baseline; rates in percentage points (pp)"
+            ),
             "interval": st.column_config.TextColumn("95 % interval"),
-            "adjusted_p": st.column_config.NumberColumn(
-                "Adjusted p", format="%.2g", help="Benjamini–Hochberg across every row"
+            "adjusted_p": st.column_config.TextColumn(
+                "Adjusted p",
+                help="Benjamini–Hochberg across every tested row; — where a row is not tested",
             ),
         },
     )
