@@ -128,9 +128,8 @@ class Sniffing:
     def decide(self, head: bytes | HeadRecords) -> TraceFormat | None:
         """The format to read ``head`` with, or ``None`` (see the module docstring).
 
-        >>> from ingest.formats import anthropic, openai_chat, tau2
-        >>> sniffing = Sniffing.of([tau2.FORMAT, anthropic.FORMAT, openai_chat.FORMAT],
-        ...                        "openai_chat")
+        >>> from ingest.formats import REGISTRY
+        >>> sniffing = Sniffing.of(REGISTRY, "openai_chat")
         >>> sniffing.decide(b'{"messages": [{"role": "user", "content": "hi"}]}').name
         'openai_chat'
         >>> sniffing.decide(b'{"system": "Be brief.", "messages": []}').name

@@ -24,7 +24,7 @@ Example::
     ...     parse=lambda records, source_file: iter(()),
     ... )
     >>> fmt.shape({"demo_messages": []}), fmt.shape({"messages": []})
-    (SIGN, Misfit(reason="no 'demo_messages' key"))
+    (SIGN, Misfit(reason='no "demo_messages" key'))
 """
 
 from __future__ import annotations

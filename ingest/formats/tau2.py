@@ -69,8 +69,8 @@ _METADATA_FIELDS = (
 )
 
 
-#: Keys every tau2 simulation has (``Simulation`` in tau2's data model), beside ``messages``.
-_SIMULATION_KEYS = ("task_id", "termination_reason")
+#: Keys every tau2 simulation has (``Simulation`` in tau2's data model).
+_SIMULATION_KEYS = ("task_id", "termination_reason", "messages")
 
 
 def _parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
@@ -94,7 +94,6 @@ def is_simulation(value: Any) -> bool:
     return (
         isinstance(value, dict)
         and "simulations" not in value
-        and isinstance(value.get("messages"), list)
         and all(key in value for key in _SIMULATION_KEYS)
     )
 
