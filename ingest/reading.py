@@ -235,8 +235,8 @@ def detect(head: bytes) -> Detection:
 
     The format its first records fit (``formats.sniff_format``); then that format's parser is
     tried on the first :data:`TRIAL_RECORDS` complete records: when it rejects most of them
-    and another format parses most of them into traces (tried in the order of
-    :func:`_fallbacks`), that one is used, with a note naming both.
+    and another format whose shape they fit parses most of them into traces (tried in the
+    order of :func:`_fallbacks`), that one is used, with a note naming both.
 
     >>> detect(b'{"messages": [{"role": "user", "content": "hi"}]}').format.name
     'openai_chat'
@@ -263,15 +263,14 @@ def detect(head: bytes) -> Detection:
 
 
 def _fallbacks(found: HeadRecords, chosen: TraceFormat) -> list[TraceFormat]:
-    """The formats to try when ``chosen`` rejected the first records: those whose shape the
-    records fit with a sign, then the generic format and the others they fit, then the rest;
-    each group in precedence order."""
-    verdicts = formats.verdicts(found)
-    signed = [v.format for v in verdicts if v.fitting and v.signs]
-    generic = [v.format for v in verdicts if v.fitting and v.format.name == formats.GENERIC]
-    fitting = [v.format for v in verdicts if v.fitting]
-    ordered = dict.fromkeys([*signed, *generic, *fitting, *formats.FORMATS])
-    return [fmt for fmt in ordered if fmt is not chosen]
+    """The formats to try when ``chosen`` rejected the first records: the others whose shape
+    the records fit, those showing their sign first, then the generic format, then the rest
+    (each group in precedence order). A format whose shape they do not fit is never tried: a
+    lenient parser may make traces of records that are not its format's."""
+    verdicts = [v for v in formats.verdicts(found) if v.fitting and v.format is not chosen]
+    signed = [v.format for v in verdicts if v.signs]
+    generic = [v.format for v in verdicts if v.format.name == formats.GENERIC]
+    return list(dict.fromkeys([*signed, *generic, *(v.format for v in verdicts)]))
 
 
 def _trial_records(head: bytes, complete: int) -> list[Record]:
