@@ -458,8 +458,8 @@ def responses_item(item: Any) -> Fit:
         return Misfit("an item has OpenAI chat tool_calls / tool_call_id")
     if kind == "message" or (kind is None and isinstance(item.get("role"), str)):
         return SIGN if types & RESPONSES_TYPES else PLAIN
-    if isinstance(item, CutDict) and kind is None:
-        return PLAIN
+    if isinstance(kind, str) or (isinstance(item, CutDict) and kind is None):
+        return PLAIN  # an item of a type newer than ToolLens (kept as an opaque message)
     return Misfit('no Responses item "type" and no "role"')
 
 

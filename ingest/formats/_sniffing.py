@@ -3,8 +3,8 @@
 A file's head (its first 64 KiB, decompressed) is parsed into its first records
 (``_shapes.head_records``) and every format's declared ``shape`` is asked of each: a record
 *fits* a format (``SIGN``: it shows what only that format has; ``PLAIN``: it could be that
-format's) or is a *misfit*, with the reason. A format fits a head when more of its first
-records fit it than not. Then, in order:
+format's) or is a *misfit*, with the reason. A format fits a head when at least half of its
+first records fit it (a file may hold a few broken records). Then, in order:
 
 1. the first format in precedence order (:attr:`Sniffing.order`: the registry's order, which
    lists every container before the formats it embeds) that fits the head and shows a sign
@@ -45,8 +45,8 @@ class Verdict:
 
     @property
     def fitting(self) -> bool:
-        """Whether more of the records fit this format than not."""
-        return self.fits > len(self.misfits)
+        """Whether at least half of the records fit this format (and one does)."""
+        return self.fits > 0 and self.fits >= len(self.misfits)
 
     @property
     def near(self) -> int:
