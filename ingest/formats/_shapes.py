@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 #: How many records of a head detection looks at (the first ones).
 MAX_RECORDS = 40
 #: Deepest nesting the head parser follows; deeper values are left out (as if cut).
@@ -88,6 +90,47 @@ def head_records(head: bytes, limit: int = MAX_RECORDS) -> HeadRecords:
     >>> head_records(b'[{"a": 1}, {"b"').complete
     1
     """
+    whole = _whole(head, limit)
+    return whole if whole is not None else head_records_partial(head, limit)
+
+
+def _whole(head: bytes, limit: int) -> HeadRecords | None:
+    """The records of a head that holds whole JSON (the file is shorter than the head, or its
+    first lines are whole), read by orjson; ``None`` when the head is cut inside a value.
+    A head cut after whole JSONL lines gives those lines and then its cut line, partly read."""
+    body = head.removeprefix(b"\xef\xbb\xbf").strip()
+    if not body:
+        return HeadRecords([], 0)
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        if body.startswith(b"["):
+            items = list(value[:limit])
+            return HeadRecords(items, len(items))
+        return HeadRecords([value], 1)
+    if body.startswith(b"["):
+        return None
+    records: list[Any] = []
+    lines = body.split(b"\n")
+    for index, line in enumerate(lines):
+        if len(records) == limit:
+            return HeadRecords(records, len(records))
+        if not line.strip():
+            continue
+        try:
+            records.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            if index < len(lines) - 1 or not records:
+                return None  # not JSONL (a pretty-printed document): parsed whole, cut
+            cut = head_records_partial(line)
+            return HeadRecords(records + cut.records[:1], len(records))
+    return HeadRecords(records, len(records))
+
+
+def head_records_partial(head: bytes, limit: int = MAX_RECORDS) -> HeadRecords:
+    """:func:`head_records` by the cut-tolerant parser alone."""
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
     parser = _Parser(text)
     records: list[Any] = []
