@@ -223,7 +223,7 @@ def shape(record: Any) -> Fit:
 #: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
 FORMAT = TraceFormat(
     name=NAME,
-    description="tau2-bench results (info, tasks, simulations: one trace per simulation)",
+    description="tau2-bench results (results files, arrays of simulations: a trace per simulation)",
     # Messages are chat messages; ``raw_data`` holds the provider's response (Anthropic, OpenAI).
     shape=shape,
     embeds=frozenset({"openai_chat", "anthropic", "request_log"}),
