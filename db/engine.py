@@ -9,12 +9,14 @@ shown on command lines (``ps``), in shell histories and banners.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import orjson
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from db import dialect
@@ -155,8 +157,103 @@ def missing_sqlite_file(db: str | None = None) -> Path | None:
     return None if path.exists() else path
 
 
+class StoreConnectionError(Exception):
+    """The store could not be opened; the message is one line: what failed, where, and what
+    to do (never the password)."""
+
+
+#: What a server or driver says when a connection fails, and how ToolLens puts it: (pattern
+#: on the driver's message, what failed, what to do). ``{…}`` fields come from the URL.
+_CONNECTION_PROBLEMS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (
+        re.compile(r'database "[^"]*" does not exist'),
+        'database "{database}" does not exist on the server at {where}',
+        "create it with createdb -h {host} -p {port} -U {user} {database}, or name an "
+        "existing one in --db / TOOLLENS_DB",
+    ),
+    (
+        re.compile(r'role "[^"]*" does not exist'),
+        'the server at {where} has no role "{user}"',
+        "check the user name in --db / TOOLLENS_DB",
+    ),
+    (
+        re.compile(r"password authentication failed|authentication failed"),
+        'the server at {where} refused the password of user "{user}"',
+        "check the password in TOOLLENS_DB_PASSWORD or --db-password-file",
+    ),
+    (
+        re.compile(r"no password supplied|password is required"),
+        'the server at {where} asks for a password for user "{user}" and none was given',
+        "set TOOLLENS_DB_PASSWORD or pass --db-password-file",
+    ),
+    (
+        re.compile(r"Connection refused"),
+        "no database server accepts connections at {where}",
+        "start the database server, or fix the host and port in --db / TOOLLENS_DB",
+    ),
+    (
+        re.compile(r"resolve host|Name or service not known|nodename nor servname"),
+        'the host "{host}" is not known',
+        "fix the host name in --db / TOOLLENS_DB",
+    ),
+    (
+        re.compile(r"timeout expired|timed out"),
+        "the server at {where} did not answer in time",
+        "check that it runs and that the network lets you reach it",
+    ),
+    (
+        re.compile(r"unable to open database file"),
+        "cannot open the SQLite database {database}",
+        "check the path in --db / TOOLLENS_DB and that its folder exists and is writable",
+    ),
+)
+
+
+def describe_connection_failure(url: URL, message: str) -> str:
+    """One line about a failed connection to ``url`` whose driver said ``message``: what failed,
+    where, what to do. The password of ``url`` never appears in it.
+
+    >>> url = make_url("postgresql+psycopg://ann:pw@db.example:5433/traces")
+    >>> describe_connection_failure(url, 'FATAL:  role "ann" does not exist')
+    'the server at db.example:5433 has no role "ann" (check the user name in --db / TOOLLENS_DB)'
+    """
+    fields = {
+        "host": url.host or "localhost",
+        "port": url.port or 5432,
+        "user": url.username or os.environ.get("USER", ""),
+        "database": url.database or "",
+    }
+    where = f"{fields['host']}:{fields['port']}"
+    for pattern, what, todo in _CONNECTION_PROBLEMS:
+        if pattern.search(message):
+            line = f"{what.format(where=where, **fields)} ({todo.format(**fields)})"
+            break
+    else:
+        said = " ".join(message.split()) or "no reason given"
+        line = (
+            f"cannot connect to the database {display_url(url)}: {said} (check --db / "
+            "TOOLLENS_DB and that the server runs)"
+        )
+    if url.password:
+        line = line.replace(str(url.password), "***")
+    return line
+
+
+def _check_connection(engine: Engine, url: URL) -> None:
+    """Open and close one connection, so that an unreachable store fails here, in one line
+    (:class:`StoreConnectionError`), rather than deep inside the first query."""
+    try:
+        with engine.connect():
+            pass
+    except (OperationalError, InterfaceError) as exc:
+        engine.dispose()
+        message = str(exc.orig) if exc.orig is not None else str(exc)
+        raise StoreConnectionError(describe_connection_failure(url, message)) from None
+
+
 def make_engine(db: str | None = None, *, migrate: bool = True) -> Engine:
-    """Create an engine for ``db`` (path or URL) and bring its schema up to date.
+    """Create an engine for ``db`` (path or URL) and bring its schema up to date;
+    :class:`StoreConnectionError` when the store cannot be reached or opened.
 
     >>> engine = make_engine("sqlite://")  # in memory
     >>> engine.dialect.name
@@ -187,6 +284,7 @@ def make_engine(db: str | None = None, *, migrate: bool = True) -> Engine:
         event.listen(engine, "connect", _on_postgresql_connect)
         event.listen(engine, "commit", dialect.transaction_ended)
         event.listen(engine, "rollback", dialect.transaction_ended)
+    _check_connection(engine, url)
     if migrate:
         from db.migrate import upgrade
 

@@ -125,12 +125,21 @@ class ImportSummary:
 
     #: Secrets replaced by ``[REDACTED:kind]``, per kind.
     redactions: dict[str, int] = field(default_factory=dict)
+    #: Files read with another format than the one their first records' structure suggested,
+    #: each with why (``x.jsonl read as openai_chat: tau2, … rejected 3 of the first 3 (…)``).
+    format_notes: list[str] = field(default_factory=list)
+
+    def note_format(self, name: str, note: str | None) -> None:
+        """Keep ``note`` (a :class:`~ingest.reading.Detection` note) about the file ``name``."""
+        if note:
+            self.format_notes.append(f"{name} {note}")
 
     def line(self) -> str:
         """``3 files, 215 traces imported, 2 updated, 0 unchanged, 1 rejected in 1.42 s``; with
         files skipped unread: ``3 files (2 unchanged), 4 traces imported, 0 updated, 211
         unchanged, 0 rejected in 0.31 s``; followed by ``; 12 secrets redacted (jwt 9,
-        openai_key 3)`` when something was redacted."""
+        openai_key 3)`` when something was redacted, and by ``; x.jsonl read as openai_chat:
+        tau2, which …`` for every file read with another format than its structure suggested."""
         files = "file" if self.files == 1 else "files"
         skipped = f" ({self.files_unchanged} unchanged)" if self.files_unchanged else ""
         unknown = ""
@@ -143,7 +152,7 @@ class ImportSummary:
             f"{unknown} in {self.seconds:.2f} s"
         )
         redacted = format_counts(self.redactions)
-        return f"{line}; {redacted}" if redacted else line
+        return "; ".join([line, *([redacted] if redacted else []), *self.format_notes])
 
     def file(self, name: str) -> FileCounts:
         """The counts of the file ``name`` (made on first use)."""

@@ -85,8 +85,9 @@ def main_options(
 def _engine(db: str | None, *, create: bool = False):  # type: ignore[no-untyped-def]
     """The store ``db`` names; a SQLite file that does not exist is an error (exit 2) unless
     ``create`` (the commands that write traces), so that a mistyped ``--db`` never opens an
-    empty store; a store written by a newer ToolLens says so in one line (exit 2)."""
-    from db.engine import make_engine, missing_sqlite_file
+    empty store; a store written by a newer ToolLens, or one that cannot be reached (no
+    server, no such database, a refused password), says so in one line (exit 2)."""
+    from db.engine import StoreConnectionError, make_engine, missing_sqlite_file
     from db.migrate import NewerStoreError
 
     missing = None if create else missing_sqlite_file(db)
@@ -100,6 +101,8 @@ def _engine(db: str | None, *, create: bool = False):  # type: ignore[no-untyped
     except NewerStoreError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
+    except StoreConnectionError as exc:
+        raise _usage_error(str(exc)) from None
 
 
 def _usage_error(message: str) -> typer.Exit:
@@ -775,12 +778,13 @@ def receive_command(
         quiet_seconds=quiet_seconds,
         store_workers=workers,
     )
+    engine = _engine(url, create=True)  # an unreachable store fails before the banner
     typer.echo(
         f"ToolLens OTLP receiver on http://{host}:{port}/v1/traces "
         f"(database: {display_url(url)}, spool: {settings.spool_dir})",
         err=True,
     )
-    serve(_engine(url, create=True), settings, host=host, port=port)
+    serve(engine, settings, host=host, port=port)
 
 
 @app.command("demo")
@@ -798,9 +802,10 @@ def demo_command(
     from ingest.scenarios import generate
 
     redaction = _redaction(redact, redact_rules)
+    engine = _engine(db, create=True)  # an unreachable store fails before writing traces
     generate(out, seed=seed)
     files = sorted(p for p in out.iterdir() if p.name != "ground_truth.json")
-    summary = import_paths(_engine(db, create=True), files, origin="demo", redaction=redaction)
+    summary = import_paths(engine, files, origin="demo", redaction=redaction)
     typer.echo(summary.line())
 
 

@@ -31,14 +31,19 @@ from db.source_files import (
 )
 from db.transaction import writing
 from db.write import finish_import, start_import, write_import_files
-from ingest import formats
 from ingest.appending import extend_stored
 from ingest.batches import BATCH_MESSAGES, BatchWriter, ImportSummary
-from ingest.bytestream import read_head
 from ingest.file_changes import Change, FileLook, entry_for, look_at
 from ingest.formats.base import Deferred, TraceFormat
 from ingest.model import Rejected, Trace, content_hash
-from ingest.reading import ReadLimits, RecordHook, file_format, resolve_format, split_file
+from ingest.reading import (
+    Detection,
+    ReadLimits,
+    RecordHook,
+    detect_file,
+    resolve_format,
+    split_file,
+)
 from ingest.records import Record
 from ingest.trace_redaction import RedactionSettings
 
@@ -105,14 +110,16 @@ def import_paths(
                 summary.files += 1
                 counts = summary.file(name)
                 counts.size = _size(path) if os.path.exists(path) else None
-                counts.format = file_format(Path(path), fmt_override)
+                detection = detect_file(Path(path), fmt_override)
+                counts.format = detection.format.name if detection.format else None
                 if incremental:
-                    files.read(Path(path), name)
+                    files.read(Path(path), name, detection)
                     continue
+                summary.note_format(name, detection.note)
                 items = split_file(
                     Path(path),
                     name,
-                    fmt_override,
+                    detection.format,
                     _counter(summary, name, progress),
                     defer=writer.parallel,
                     limits=limits,
@@ -198,8 +205,9 @@ class _IncrementalFiles:
         #: The registry entry of the file being read.
         self.previous: SourceFileRecord | None = None
 
-    def read(self, path: Path, name: str) -> None:
-        """Read (or skip) one file; ``name`` is what its traces and rejections carry."""
+    def read(self, path: Path, name: str, detection: Detection) -> None:
+        """Read (or skip) one file; ``name`` is what its traces and rejections carry,
+        ``detection`` the format it is to be read with (``--format``'s, else detected)."""
         resolved = path.resolve()
         previous = load_source_files(self.engine, [str(resolved)]).get(str(resolved))
         self.previous = previous
@@ -211,14 +219,11 @@ class _IncrementalFiles:
             items = split_file(path, name, self.fmt, self._hook(tally, name), limits=self.limits)
             self._add_all(items, tally)
             return
-        # A file read with another format than asked for now is read again.
-        same_format = self.fmt is None or (
-            previous is not None and previous.format == self.fmt.name
-        )
-        if look.change is Change.UNCHANGED and previous is not None and same_format:
+        fmt = detection.format
+        if look.change is Change.UNCHANGED and previous is not None and _settled(previous, fmt):
             self._skip(previous, look, name)
             return
-        fmt = self.fmt or formats.sniff_format(read_head(resolved))
+        self.summary.note_format(name, detection.note)
         tally = _Tally()
         resume = _resume_at(look, previous, fmt)
         if resume is not None and previous is not None and fmt is not None and fmt.trace_per_record:
@@ -347,6 +352,17 @@ class _IncrementalFiles:
             else:
                 self.writer.add(item)
         return True
+
+
+def _settled(previous: SourceFileRecord, fmt: TraceFormat | None) -> bool:
+    """Whether an unchanged file's last import stands: it was read with the format it is to be
+    read with now (a file read with another ``--format``, or detected otherwise, is read
+    again) and did not fail (a file whose every record was rejected is read again: its
+    rejections may have come from a wrong format, a bug since fixed, or a limit since raised).
+    """
+    if fmt is None or previous.format != fmt.name:
+        return False
+    return previous.traces > 0 or previous.records == 0
 
 
 def _resume_at(

@@ -1,6 +1,7 @@
 """Reading trace files: files in, canonical traces and rejections out; no database.
 
-Resolves ``--format NAME`` or sniffs each file's format from its head, streams its records
+Resolves ``--format NAME`` or detects each file's format from its head (:func:`detect`: the
+structure of its first records, and a trial parse of them), streams its records
 (``ingest.jsonstream``) and parses them with the format. Every record ends up in a trace or a
 rejection with ``file:line``. ``toollens import`` (``ingest.pipeline``), ``toollens lint``
 (``ingest.lint``) and the dashboard's upload (through the pipeline) all read files here; only
@@ -13,6 +14,7 @@ worker process finishes them with :func:`finish_deferred`.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from typing import cast
 
 from ingest import formats
 from ingest.bytestream import open_input, read_head
+from ingest.formats._shapes import HeadRecords, head_records
 from ingest.formats.base import Deferred, TraceFormat
 from ingest.jsonrecord import decode_value
 from ingest.jsonstream import iter_records
@@ -32,6 +35,9 @@ UNKNOWN_FORMAT_KEEP = 1024 * 1024
 #: Deepest JSON nesting accepted. Raw payloads are stored (and hashed) as JSON again, and
 #: orjson refuses to serialize more than 254 levels; the margin covers the wrapping we add.
 MAX_NESTING = 200
+
+#: How many of a head's first complete records the detected format's parser is tried on.
+TRIAL_RECORDS = 8
 
 #: Called with every record (or reader rejection) of a file as it is read (for counts, progress).
 RecordHook = Callable[[Record | Rejected], None]
@@ -148,7 +154,7 @@ def split_file(
             on_record(whole)
         yield whole
         return
-    chosen = fmt or formats.sniff_format(head)
+    chosen = fmt or detect(head).format
     if chosen is None:
         if not head.strip():
             return  # an empty file holds no records: nothing to import, nothing lost
@@ -212,30 +218,118 @@ def _resumed_records(
         )
 
 
-def file_format(path: Path, fmt: TraceFormat | None = None) -> str | None:
-    """The name of the format ``path`` is read with: ``fmt``'s, else the one sniffed from its
-    head; ``None`` when the file cannot be read or its format is not recognized."""
-    if fmt is not None:
-        return fmt.name
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """The format a head is read with, and what the summary says about it.
+
+    ``note`` is set when the format whose shape the first records fit rejected most of them
+    and another format parsed them: the file is read with that one, and the note says so.
+    """
+
+    format: TraceFormat | None
+    note: str | None = None
+
+
+def detect(head: bytes) -> Detection:
+    """The format to read a file whose head is ``head`` with.
+
+    The format its first records fit (``formats.sniff_format``); then that format's parser is
+    tried on the first :data:`TRIAL_RECORDS` complete records: when it rejects most of them
+    and another format whose shape they fit parses most of them into traces (tried in the
+    order of :func:`_fallbacks`), that one is used, with a note naming both.
+
+    >>> detect(b'{"messages": [{"role": "user", "content": "hi"}]}').format.name
+    'openai_chat'
+    """
+    found = head_records(head)
+    chosen = formats.sniff_format(found)
+    if chosen is None or found.complete == 0:
+        return Detection(chosen)
+    records = _trial_records(head, found.complete)
+    if not records:
+        return Detection(chosen)
+    rejected, reason = _trial(chosen, records)
+    if rejected * 2 <= len(records):
+        return Detection(chosen)
+    for other in _fallbacks(found, chosen):
+        other_rejected, _ = _trial(other, records)
+        if other_rejected * 2 < len(records):
+            note = (
+                f"read as {other.name}: {chosen.name}, which the first records' structure "
+                f"suggested, rejected {rejected} of the first {len(records)} ({reason})"
+            )
+            return Detection(other, note)
+    return Detection(chosen)
+
+
+def _fallbacks(found: HeadRecords, chosen: TraceFormat) -> list[TraceFormat]:
+    """The formats to try when ``chosen`` rejected the first records: the others whose shape
+    the records fit, those showing their sign first, then the generic format, then the rest
+    (each group in precedence order). A format whose shape they do not fit is never tried: a
+    lenient parser may make traces of records that are not its format's."""
+    verdicts = [v for v in formats.verdicts(found) if v.fitting and v.format is not chosen]
+    signed = [v.format for v in verdicts if v.signs]
+    generic = [v.format for v in verdicts if v.format.name == formats.GENERIC]
+    return list(dict.fromkeys([*signed, *generic, *(v.format for v in verdicts)]))
+
+
+def _trial_records(head: bytes, complete: int) -> list[Record]:
+    """The first complete records of ``head`` as the reader makes them (at most
+    :data:`TRIAL_RECORDS`; a record the head cuts is left out)."""
+    limit = min(complete, TRIAL_RECORDS)
+    records: list[Record] = []
+    for item in iter_records(io.BytesIO(head), "head", max_depth=MAX_NESTING):
+        if isinstance(item, Record):
+            records.append(item)
+            if len(records) == limit:
+                break
+    return records
+
+
+def _trial(fmt: TraceFormat, records: list[Record]) -> tuple[int, str]:
+    """How many of ``records`` ``fmt``'s parser rejects, and the first rejection's message;
+    a parser that yields no trace at all rejects them all."""
+    copies = [Record(r.source_file, r.line, r.byte_offset, r.raw, r.value) for r in records]
+    rejected: set[int] = set()
+    first = ""
+    traces = 0
     try:
-        chosen = formats.sniff_format(read_head(path))
+        for item in fmt.parse(iter(copies), "head"):
+            if isinstance(item, Rejected):
+                rejected.add(item.line)
+                first = first or item.message
+            else:
+                traces += 1
+    except Exception as exc:
+        return len(records), f"{type(exc).__name__}: {exc}"
+    if traces == 0:
+        return len(records), first or "no trace"
+    return len(rejected), first
+
+
+def detect_file(path: Path, fmt: TraceFormat | None = None) -> Detection:
+    """:func:`detect` on the head of ``path`` (``fmt`` itself when given); no format when the
+    file cannot be read."""
+    if fmt is not None:
+        return Detection(fmt)
+    try:
+        return detect(read_head(path))
     except OSError:
-        return None
-    return None if chosen is None else chosen.name
+        return Detection(None)
 
 
 def unknown_format_message(head: bytes) -> str:
-    """Why a head was not recognized: the formats it looks closest to, and how to force one.
+    """Why no format fits a head: the formats its first records come closest to, each with
+    its first reason, and how to force one.
 
-    >>> print(unknown_format_message(b'{"hello": "world"}').split(";")[0])
-    could not recognize the trace format (no format's markers or typical keys seen)
+    >>> print(unknown_format_message(b'{"hello": "world"}').split(" (")[0])
+    could not recognize the trace format
     """
-    closest = formats.closest_formats(head)
-    if closest:
-        names = ", ".join(fmt.name for fmt in closest)
-        seen = f"closest by the keys seen: {names}"
+    closest = formats.candidates(head)
+    if not head_records(head).records:
+        seen = "the head is not JSON records"
     else:
-        seen = "no format's markers or typical keys seen"
+        seen = "; ".join(f"{v.format.name}: {v.first_reason()}" for v in closest)
     return (
         f"could not recognize the trace format ({seen}); pass --format NAME to read it as "
         f"one (one of: {', '.join(formats.format_names())})"
@@ -278,12 +372,15 @@ __all__ = [
     "MAX_DECOMPRESSED_GB_ENV",
     "MAX_NESTING",
     "MAX_RECORD_MB_ENV",
+    "TRIAL_RECORDS",
     "UNKNOWN_FORMAT_KEEP",
+    "Detection",
     "ReadLimits",
     "RecordHook",
     "UnknownFormatError",
     "appended_records",
-    "file_format",
+    "detect",
+    "detect_file",
     "finish_deferred",
     "read_file",
     "resolve_format",

@@ -50,7 +50,7 @@ def test_golden_fixture_is_sniffed_as_its_format(case: Path) -> None:
     head = next(case.glob("input.json*")).read_bytes()[:65536]
     module = formats.sniff_format(head)
     assert getattr(module, "name", None) == case.parent.name
-    assert [f.name for f in formats.claimants(head)] == [case.parent.name]
+    assert [f.name for f in formats.fitting(head)][:1] == [case.parent.name]
 
 
 @pytest.mark.parametrize("case", GOLDEN_CASES, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -105,10 +105,10 @@ def test_each_langfuse_export_gives_one_trace_with_its_calls_paired_to_their_res
 
 
 @pytest.mark.realdata
-def test_langfuse_exports_are_claimed_by_langfuse_alone(realdata: Path) -> None:
+def test_langfuse_exports_fit_langfuse_before_any_other_format(realdata: Path) -> None:
     for path in sorted((realdata / "langfuse-export").iterdir()):
         head = path.read_bytes()[:65536]
-        assert [f.name for f in formats.claimants(head)] == ["langfuse"], path.name
+        assert [f.name for f in formats.fitting(head)][:1] == ["langfuse"], path.name
 
 
 @pytest.mark.realdata

@@ -1,14 +1,17 @@
-"""Format registry: one declared format per module in ``ingest/formats``; sniffing by the head."""
+"""Format registry: one declared format per module in ``ingest/formats``; detection by the
+structure of a file's first records, and the precedence where two formats fit."""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ingest import formats
+from ingest.formats._shapes import SIGN, Fit, Misfit, chat_message, message_list
 from ingest.formats._sniffing import Sniffing
 from ingest.formats.base import TraceFormat
 from ingest.model import Rejected, Trace
@@ -46,7 +49,7 @@ def test_every_registered_format_has_a_golden_folder_with_a_case() -> None:
         assert cases, f"tests/golden/{name}/<case>/input.json(l) is missing"
 
 
-def test_sniffing_tries_every_container_before_the_formats_it_embeds() -> None:
+def test_detection_tries_every_container_before_the_formats_it_embeds() -> None:
     position = {name: i for i, name in enumerate(formats.format_names())}
     pairs = [(fmt.name, inner) for fmt in formats.FORMATS for inner in fmt.embeds]
     assert ("claude_code", "anthropic") in pairs and ("langfuse", "langchain") in pairs
@@ -65,71 +68,88 @@ def test_get_format_names_the_valid_formats_for_an_unknown_name() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# What a format declares, and what sniffing derives from it
+# What a format declares, and what detection derives from it
 
 
 def no_traces(records: object, source_file: str) -> Iterator[Trace | Rejected]:
     return iter(())
 
 
-def declared(name: str, marker: bytes, embeds: frozenset[str] = frozenset()) -> TraceFormat:
-    return TraceFormat(
-        name=name, description=f"{name} files", markers=(marker,), parse=no_traces, embeds=embeds
+def cohere_shape(record: Any) -> Fit:
+    """Cohere chat: messages whose assistant turns carry a ``tool_plan``."""
+    fit = message_list(record, "messages", chat_message)
+    if isinstance(fit, Misfit):
+        return fit
+    plans = [m for m in record["messages"] if isinstance(m, dict) and "tool_plan" in m]
+    return SIGN if plans else fit
+
+
+def export_shape(record: Any) -> Fit:
+    return (
+        SIGN
+        if isinstance(record, dict) and isinstance(record.get("spans"), list)
+        else (Misfit('no "spans" array'))
     )
 
 
-COHERE = declared("cohere", rb'"tool_plan"\s*:')
+def declared(name: str, shape: Any, embeds: frozenset[str] = frozenset()) -> TraceFormat:
+    return TraceFormat(
+        name=name, description=f"{name} files", shape=shape, parse=no_traces, embeds=embeds
+    )
+
+
+COHERE = declared("cohere", cohere_shape)
 COHERE_HEAD = b'{"messages": [{"role": "chatbot", "tool_plan": "look it up"}]}'
 
 
-def test_a_new_format_is_sniffed_from_its_own_markers_alone() -> None:
-    sniffing = Sniffing.of([*formats.REGISTRY, COHERE])
-    assert sniffing.claimants(COHERE_HEAD) == [COHERE]
-    assert [f.name for f in sniffing.order][-1] == "cohere"  # no format embeds it
+def test_a_new_format_is_detected_from_its_own_shape_ahead_of_the_generic_format() -> None:
+    sniffing = Sniffing.of([*formats.REGISTRY, COHERE], "openai_chat")
+    assert sniffing.decide(COHERE_HEAD) is COHERE
+    assert [f.name for f in sniffing.fitting(COHERE_HEAD)] == ["cohere"]
+    # Without its sign the record is a plain chat message list: the generic format's.
+    assert sniffing.decide(b'{"messages": [{"role": "chatbot"}]}') is formats.get_format(
+        "openai_chat"
+    )
 
 
-def test_a_container_takes_a_head_showing_an_embedded_format_and_goes_first() -> None:
-    export = declared("export", rb'"spans"\s*:', frozenset({"cohere"}))
-    sniffing = Sniffing.of([COHERE, export])
-    assert [f.name for f in sniffing.order] == ["export", "cohere"]
-    assert sniffing.claimants(b'{"spans": [' + COHERE_HEAD + b"]}") == [export]
-    assert sniffing.claimants(COHERE_HEAD) == [COHERE]
+def test_where_two_formats_show_their_sign_the_one_listed_first_reads_the_file() -> None:
+    export = declared("export", export_shape, frozenset({"cohere"}))
+    both = b'{"spans": [], "messages": [{"role": "chatbot", "tool_plan": "p"}]}'
+    sniffing = Sniffing.of([export, COHERE])
+    assert [f.name for f in sniffing.fitting(both)] == ["export", "cohere"]
+    assert sniffing.decide(both) is export
+    assert sniffing.decide(COHERE_HEAD) is COHERE
 
 
-def test_formats_that_do_not_embed_each_other_leave_a_head_showing_both_to_nobody() -> None:
-    other = declared("other", rb'"other"\s*:')
-    sniffing = Sniffing.of([COHERE, other])
-    assert sniffing.claimants(b'{"other": 1, "x": ' + COHERE_HEAD + b"}") == []
-
-
-def test_a_format_embedded_through_another_never_claims_the_outer_head() -> None:
-    middle = declared("middle", rb'"middle"\s*:', frozenset({"cohere"}))
-    outer = declared("outer", rb'"outer"\s*:', frozenset({"middle"}))
-    sniffing = Sniffing.of([COHERE, middle, outer])
-    assert [f.name for f in sniffing.order] == ["outer", "middle", "cohere"]
-    assert sniffing.claimants(b'{"outer": 1, "x": ' + COHERE_HEAD + b"}") == [outer]
+def test_a_key_of_another_format_inside_a_nested_object_does_not_count() -> None:
+    export = declared("export", export_shape, frozenset({"cohere"}))
+    nested = b'{"metadata": {"spans": []}, "messages": [{"role": "chatbot", "tool_plan": "p"}]}'
+    assert Sniffing.of([export, COHERE]).decide(nested) is COHERE
 
 
 @pytest.mark.parametrize(
-    ("registered", "message"),
+    ("registered", "generic", "message"),
     [
-        ([COHERE, COHERE], "formats registered twice: cohere"),
+        ([COHERE, COHERE], None, "formats registered twice: cohere"),
         (
-            [declared("outer", rb'"o"', frozenset({"cohere", "otlp"}))],
+            [declared("outer", export_shape, frozenset({"cohere", "otlp"}))],
+            None,
             "format outer embeds unknown formats: cohere, otlp",
         ),
         (
-            [declared("a", rb'"a"', frozenset({"b"})), declared("b", rb'"b"', frozenset({"a"}))],
-            "formats embed each other in a cycle among: a, b",
+            [COHERE, declared("export", export_shape, frozenset({"cohere"}))],
+            None,
+            "format export embeds cohere, listed before it: a container must come first",
         ),
+        ([COHERE], "openai_chat", "the generic format openai_chat is not registered"),
     ],
-    ids=["duplicate", "unknown embeds", "cycle"],
+    ids=["duplicate", "unknown embeds", "container after what it embeds", "unknown generic"],
 )
-def test_a_registry_that_cannot_be_sniffed_is_refused(
-    registered: list[TraceFormat], message: str
+def test_a_registry_that_cannot_be_detected_from_is_refused(
+    registered: list[TraceFormat], generic: str | None, message: str
 ) -> None:
     with pytest.raises(ValueError) as excinfo:
-        Sniffing.of(registered)
+        Sniffing.of(registered, generic)
     assert str(excinfo.value) == message
 
 
@@ -141,31 +161,30 @@ def never_called(record: Record, source_file: str) -> Trace | Rejected:
     ("fields", "message"),
     [
         ({"parse_one": never_called}, "format x: split and parse_one come together"),
-        ({"markers": ()}, "format x: no markers, so it could never be sniffed"),
         ({"description": "two\nlines"}, "format x: the description must be one non-empty line"),
         ({"name": "X-1"}, "format name 'X-1' is not a lowercase identifier"),
         ({"embeds": frozenset({"x"})}, "format x cannot embed itself"),
     ],
-    ids=["parse_one without split", "no markers", "two lines", "bad name", "embeds itself"],
+    ids=["parse_one without split", "two lines", "bad name", "embeds itself"],
 )
 def test_a_format_declaration_is_checked_when_it_is_made(
     fields: dict[str, object], message: str
 ) -> None:
-    base: dict[str, object] = {"name": "x", "description": "x", "markers": (b"x",)}
+    base: dict[str, object] = {"name": "x", "description": "x", "shape": export_shape}
     with pytest.raises(ValueError) as excinfo:
         TraceFormat(parse=no_traces, **{**base, **fields})  # type: ignore[arg-type]
     assert str(excinfo.value) == message
 
 
 # ---------------------------------------------------------------------------------------------
-# Sniffing the registered formats
+# Detecting the registered formats
 
 
 SNIFFED: list[tuple[str, bytes, str | None]] = [
     ("empty head", b"", None),
     ("unknown JSON", b'{"hello": "world"}', None),
     (
-        "a Langfuse export embeds chat messages and is claimed by langfuse",
+        "a Langfuse export embeds chat messages and is taken by langfuse",
         b'{"trace": {}, "observations": [{"input": [{"role": "tool", "tool_call_id": 1}]}]}',
         "langfuse",
     ),
@@ -175,15 +194,14 @@ SNIFFED: list[tuple[str, bytes, str | None]] = [
         "langfuse",
     ),
     (
-        "an OTLP export is claimed by otlp alone (not by langfuse)",
+        "an OTLP export is taken by otlp alone (not by langfuse)",
         b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"parentObservationId": null, '
         b'"attributes": [{"key": "gen_ai.input.messages", "value": {"stringValue": '
         b'"[{\\"role\\": \\"tool\\"}]"}}]}]}]}]}',
         "otlp",
     ),
-    ("system role", b'{"messages": [{"role": "system", "content": "Be brief."}]}', "openai_chat"),
     (
-        "a marker quoted inside a string does not count",
+        "a key quoted inside a string does not count",
         b'[{"role": "tool", "tool_call_id": "c", "content": "{\\"tool_use_id\\": 1}"}]',
         "openai_chat",
     ),
@@ -201,6 +219,11 @@ SNIFFED: list[tuple[str, bytes, str | None]] = [
         "anthropic",
     ),
     (
+        "an Anthropic system prompt",
+        b'{"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]}',
+        "anthropic",
+    ),
+    (
         "a Claude Code head cut mid-line",
         b'{"parentUuid":null,"sessionId":"s","type":"assistant","message":{"content":[{"type":"tool_u',
         "claude_code",
@@ -215,10 +238,28 @@ SNIFFED: list[tuple[str, bytes, str | None]] = [
         b'{"win": true, "tree": {"observation_code": null',
         "toolbench",
     ),
+    (
+        "a bare array of tau2 simulations",
+        b'[{"id": "s1", "task_id": "3", "trial": 0, "termination_reason": "user_stop", '
+        b'"messages": [{"role": "assistant", "content": "hi"}]}]',
+        "tau2",
+    ),
+    (
+        "tau2 simulations beside summary keys",
+        b'{"summary": {"avg_reward": 0.5}, "simulations": [{"id": "s1", "messages": []}]}',
+        "tau2",
+    ),
+    (
+        "a chat conversation whose metadata holds tau2 fields",
+        b'{"id": "c1", "metadata": {"task_id": "3", "termination_reason": "user_stop", '
+        b'"simulations": null}, "messages": [{"role": "tool", "tool_call_id": "c", '
+        b'"content": "ok"}]}',
+        "openai_chat",
+    ),
 ]
 
 
-#: Heads no format claims that sniffing still decides: (case, head, format read with).
+#: Heads no format shows its sign in that detection still decides: (case, head, read with).
 DECIDED: list[tuple[str, bytes, str]] = [
     (
         "plain chat messages go to the generic format",
@@ -226,14 +267,14 @@ DECIDED: list[tuple[str, bytes, str]] = [
         "openai_chat",
     ),
     (
-        "LangChain-style roles without markers go to the generic format",
+        "LangChain-style roles without LangChain's message shape go to the generic format",
         b'{"messages": [{"role": "human", "content": "hi"}]}',
         "openai_chat",
     ),
     (
-        "Anthropic and Responses markers together: the first in sniffing order",
-        b'[{"type": "tool_use", "id": "t"}, {"type": "function_call", "call_id": "c"}]',
-        "openai_responses",
+        "a system message",
+        b'{"messages": [{"role": "system", "content": "Be brief."}]}',
+        "openai_chat",
     ),
 ]
 
@@ -241,8 +282,10 @@ DECIDED: list[tuple[str, bytes, str]] = [
 @pytest.mark.parametrize(
     ("head", "expected"), [(h, e) for _, h, e in DECIDED], ids=[c for c, _, _ in DECIDED]
 )
-def test_sniffing_decides_heads_no_format_claims(head: bytes, expected: str) -> None:
-    assert formats.claimants(head) == []
+def test_plain_messages_no_format_shows_its_sign_in_go_to_the_generic_format(
+    head: bytes, expected: str
+) -> None:
+    assert formats.fitting(head) == []
     fmt = formats.sniff_format(head)
     assert fmt is not None and fmt.name == expected
 
@@ -250,9 +293,27 @@ def test_sniffing_decides_heads_no_format_claims(head: bytes, expected: str) -> 
 @pytest.mark.parametrize(
     ("head", "expected"), [(h, e) for _, h, e in SNIFFED], ids=[c for c, _, _ in SNIFFED]
 )
-def test_sniffing_claims_only_heads_that_one_format_explains(
+def test_detection_reads_each_head_with_the_first_format_showing_its_sign(
     head: bytes, expected: str | None
 ) -> None:
     fmt = formats.sniff_format(head)
     assert (fmt.name if fmt else None) == expected
-    assert [f.name for f in formats.claimants(head)] == ([expected] if expected else [])
+    assert [f.name for f in formats.fitting(head)][:1] == ([expected] if expected else [])
+
+
+def test_the_precedence_is_the_registry_order_with_containers_first() -> None:
+    assert formats.format_names() == [
+        "otlp",
+        "langfuse",
+        "langsmith",
+        "tau2",
+        "claude_code",
+        "toolbench",
+        "langchain",
+        "gemini",
+        "request_log",
+        "openai_responses",
+        "anthropic",
+        "openai_chat",
+    ]
+    assert formats.GENERIC == "openai_chat"

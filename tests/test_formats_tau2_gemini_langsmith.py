@@ -40,6 +40,19 @@ def test_a_tau2_file_without_simulations_is_rejected_with_its_reason() -> None:
     ]
 
 
+def test_simulations_standing_alone_are_a_trace_each_and_a_broken_one_is_rejected_alone() -> None:
+    # A bare array of simulations (each item a record), as some published result files hold.
+    good = {**_simulation("s1", [{"role": "user", "content": "hi"}]), "termination_reason": "x"}
+    broken = {**_simulation("s2", "none"), "termination_reason": "max_steps"}
+    items = parse("tau2", recs(good, broken))
+    assert [(t.external_id, t.record_count, t.metadata) for t in items if isinstance(t, Trace)] == [
+        ("s1", 1, {"task_id": "1", "trial": 0, "termination_reason": "x"})
+    ]
+    assert rejections(items) == [
+        (2, "wrong_shape", "simulation.messages: expected an array, got string")
+    ]
+
+
 def test_broken_gemini_records_are_rejected_with_the_path_and_problem() -> None:
     call = {"role": "model", "parts": [{"functionCall": {"args": {}}}]}
     answer = {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": "ok"}}]}

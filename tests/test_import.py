@@ -136,8 +136,9 @@ def test_an_unrecognized_file_is_rejected_whole_with_a_hint(db_url: str, tmp_pat
     result = runner.invoke(app, ["import", "--db", db_url, str(path)])
     assert result.exit_code == 0
     assert (
-        f"{path}:1: unknown_format: could not recognize the trace format (no format's markers "
-        "or typical keys seen); pass --format NAME to read it as one"
+        f"{path}:1: unknown_format: could not recognize the trace format (otlp: record 1: no "
+        '"resourceSpans" array; langfuse: record 1: no "observations" array; langsmith: '
+        'record 1: no "id" / "run_type" key); pass --format NAME to read it as one'
     ) in result.stderr
 
 

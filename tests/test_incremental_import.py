@@ -264,3 +264,46 @@ def test_a_file_named_twice_in_one_import_is_registered_once(
     assert (first.traces, first.unchanged) == (1, 1)
     again = import_paths(engine, [path, path])
     assert (again.files_unchanged, again.unchanged) == (2, 2)
+
+
+def test_a_file_read_with_a_wrong_format_is_read_again_when_detected(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "runs.jsonl", [langfuse_line("t1"), langfuse_line("t2")])
+    wrong = import_paths(engine, [path], format_name="toolbench")
+    detected = import_paths(engine, [path])
+    assert (wrong.traces, wrong.rejected) == (0, 2)
+    assert (detected.files_unchanged, detected.traces, detected.rejected) == (0, 2, 0)
+    entry = load_source_files(engine, [str(path.resolve())])[str(path.resolve())]
+    assert (entry.format, entry.records, entry.traces) == ("langfuse", 2, 2)
+    # Read with the format it was last read with, and it gave traces: unchanged, skipped.
+    settled = import_paths(engine, [path])
+    assert (settled.files_unchanged, settled.traces, settled.unchanged) == (1, 0, 2)
+
+
+def test_a_file_whose_every_record_was_rejected_is_read_again(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    # Detected as OpenAI chat, but no line has a tool call the parser can read.
+    call = b'{"messages": [{"role": "assistant", "tool_calls": [{"id": "c1", "function": null}]}]}'
+    path = write(tmp_path / "chats.jsonl", [call] * 2)
+    failed = import_paths(engine, [path])
+    entry = load_source_files(engine, [str(path.resolve())])[str(path.resolve())]
+    assert (failed.traces, failed.rejected) == (0, 2)
+    assert (entry.format, entry.records, entry.traces) == ("openai_chat", 2, 0)
+    again = import_paths(engine, [path])
+    assert (again.files_unchanged, again.records, again.rejected) == (0, 2, 2)
+    assert again.rejected_known == 2  # the same rejections, already kept
+
+
+def test_a_file_that_failed_and_then_is_fixed_in_place_imports_its_traces(
+    engine: sa.Engine, tmp_path: Path
+) -> None:
+    path = write(tmp_path / "notes.json", [b'{"hello": "world"}'])
+    unknown = import_paths(engine, [path])
+    entry = load_source_files(engine, [str(path.resolve())])[str(path.resolve())]
+    assert (unknown.traces, [r.reason for r in unknown.rejections]) == (0, ["unknown_format"])
+    assert (entry.format, entry.traces) == (None, 0)
+    # The same file read again with --format: a format it was never read with.
+    forced = import_paths(engine, [path], format_name="openai_chat")
+    assert (forced.files_unchanged, forced.rejected) == (0, 1)

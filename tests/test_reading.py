@@ -81,19 +81,25 @@ def test_an_unknown_format_is_one_rejection_naming_every_registered_format(
         b'{"hello": "world"}',
     )
     assert rejected.message == (
-        "could not recognize the trace format (no format's markers or typical keys seen); "
+        'could not recognize the trace format (otlp: record 1: no "resourceSpans" array; '
+        'langfuse: record 1: no "observations" array; langsmith: record 1: no "id" / '
+        '"run_type" key); '
         f"pass --format NAME to read it as one (one of: {', '.join(formats.format_names())})"
     )
 
 
-def test_an_unknown_format_rejection_names_the_closest_formats(tmp_path: Path) -> None:
-    path = tmp_path / "x.json"
-    path.write_bytes(b'{"input": "hi", "output": [], "instructions": "be brief"}')
+def test_an_unknown_format_rejection_names_the_closest_formats_and_why_not(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"input": "hi", "output": 3}\n{"messages": "none"}\n')
     [rejected] = list(read_file(path))
     assert isinstance(rejected, Rejected)
     assert rejected.message.startswith(
-        "could not recognize the trace format (closest by the keys seen: openai_responses, "
-        "langfuse); pass --format NAME to read it as one (one of: "
+        'could not recognize the trace format (langchain: record 2: "messages" is string, '
+        'not an array; anthropic: record 2: "messages" is string, not an array; openai_chat: '
+        'record 2: "messages" is string, not an array); pass --format NAME to read it as one '
+        "(one of: "
     )
 
 

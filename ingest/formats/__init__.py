@@ -1,10 +1,10 @@
-"""The format registry: every input format ToolLens reads, in ONE list.
+"""The format registry: every input format ToolLens reads, in ONE list, in precedence order.
 
 Each format module declares one :class:`~ingest.formats.base.TraceFormat` (``FORMAT``): its
-name, a one-line description, the markers that show it in a file's first bytes, the formats it
-embeds, and its parser. :data:`REGISTRY` lists them; :data:`FORMATS` is the same formats in
-sniffing order (every container before the formats it embeds), derived in
-``ingest.formats._sniffing`` together with which format claims a head.
+name, a one-line description, the shape of its records (``shape``), the formats it embeds, and
+its parser. :data:`REGISTRY` lists them in the order detection prefers them where two fit a
+file (every container before the formats it embeds: a tau2 results file holds chat messages);
+``ingest.formats._sniffing`` decides a file's format from its first records.
 
 Example::
 
@@ -31,11 +31,17 @@ from ingest.formats import (
     tau2,
     toolbench,
 )
-from ingest.formats._sniffing import Sniffing
+from ingest.formats._shapes import HeadRecords
+from ingest.formats._sniffing import Sniffing, Verdict
 from ingest.formats.base import TraceFormat
 
-#: Every format ToolLens reads, one line per format module (the order only breaks ties in
-#: :data:`FORMATS`; precedence comes from what each format embeds).
+#: Every format ToolLens reads, in precedence order: where the first records of a file fit two
+#: formats and show both their signs, the earlier one reads it. Containers come first (an OTLP
+#: export or a Langfuse export holds spans whose attributes hold chat messages; a tau2 results
+#: file holds chat messages; LangSmith runs hold LangChain messages), then the conversation
+#: formats from the most specific structure to the generic one (OpenAI chat: plain
+#: role/content messages go to it). ``Sniffing.of`` refuses a container listed after a format
+#: it embeds.
 REGISTRY: tuple[TraceFormat, ...] = (
     otlp.FORMAT,
     langfuse.FORMAT,
@@ -44,23 +50,26 @@ REGISTRY: tuple[TraceFormat, ...] = (
     claude_code.FORMAT,
     toolbench.FORMAT,
     langchain.FORMAT,
+    gemini.FORMAT,
     request_log.FORMAT,
     openai_responses.FORMAT,
     anthropic.FORMAT,
-    gemini.FORMAT,
     openai_chat.FORMAT,
 )
 
-_SNIFFING = Sniffing.of(REGISTRY)
+#: The format plain role/content message lists are read with when no format shows a sign.
+GENERIC = openai_chat.NAME
 
-#: The registered formats in sniffing order: every container before the formats it embeds.
+_SNIFFING = Sniffing.of(REGISTRY, GENERIC)
+
+#: The registered formats in precedence order (the same as :data:`REGISTRY`).
 FORMATS: tuple[TraceFormat, ...] = _SNIFFING.order
 
 _BY_NAME: dict[str, TraceFormat] = {fmt.name: fmt for fmt in FORMATS}
 
 
 def format_names() -> list[str]:
-    """Names of all formats, in sniffing order (for ``--format`` and ``toollens formats``)."""
+    """Names of all formats, in precedence order (for ``--format`` and ``toollens formats``)."""
     return [fmt.name for fmt in FORMATS]
 
 
@@ -77,32 +86,42 @@ def get_format(name: str) -> TraceFormat:
         raise KeyError(f"unknown format {name!r} (valid formats: {valid})") from None
 
 
-def claimants(head: bytes) -> list[TraceFormat]:
-    """The formats that claim ``head``: one, or none when the head is unknown or ambiguous."""
-    return _SNIFFING.claimants(head)
+def fitting(head: bytes | HeadRecords) -> list[TraceFormat]:
+    """The formats whose shape the first records of ``head`` fit, showing the format's sign,
+    in precedence order (the first is the one :func:`sniff_format` picks)."""
+    return _SNIFFING.fitting(head)
 
 
-def sniff_format(head: bytes) -> TraceFormat | None:
-    """The format to read a file with, decided from its first bytes, or ``None``.
+def sniff_format(head: bytes | HeadRecords) -> TraceFormat | None:
+    """The format to read a file with, decided from the structure of its first records, or
+    ``None``.
 
-    ``head`` is up to 64 KiB of the decompressed file. The format that claims it; else the
-    first (in :data:`FORMATS` order) whose markers it shows; else, for plain role/content
-    messages, the generic OpenAI chat; ``None`` for a head showing none of them.
+    ``head`` is up to 64 KiB of the decompressed file (or its records, already parsed). The
+    first format in precedence order that fits the records and shows its sign; else, for plain
+    role/content messages, the generic OpenAI chat; else the first that fits; ``None`` for a
+    head no format fits.
     """
     return _SNIFFING.decide(head)
 
 
-def closest_formats(head: bytes) -> list[TraceFormat]:
-    """The formats an undecided head looks most like (by the keys they typically hold)."""
-    return _SNIFFING.closest(head)
+def verdicts(head: bytes | HeadRecords) -> list[Verdict]:
+    """Every format's verdict on the first records of ``head``, in precedence order."""
+    return _SNIFFING.verdicts(head)
+
+
+def candidates(head: bytes | HeadRecords) -> list[Verdict]:
+    """The verdicts of the formats an undecided head comes closest to (most records fitting)."""
+    return _SNIFFING.candidates(head)
 
 
 __all__ = [
     "FORMATS",
+    "GENERIC",
     "REGISTRY",
-    "claimants",
-    "closest_formats",
+    "candidates",
+    "fitting",
     "format_names",
     "get_format",
     "sniff_format",
+    "verdicts",
 ]

@@ -24,6 +24,7 @@ from ingest.formats._common import (
     json_type,
     make_trace,
 )
+from ingest.formats._shapes import Shape
 from ingest.formats.base import Deferred, TraceFormat
 from ingest.model import Message, Rejected, Trace
 from ingest.records import Record
@@ -137,20 +138,16 @@ def message_list_format(
     reader: MessageListFormat[D],
     *,
     description: str,
-    markers: tuple[bytes, ...],
+    shape: Shape,
     embeds: Collection[str] = (),
-    fallback_markers: tuple[bytes, ...] = (),
-    hints: tuple[str, ...] = (),
 ) -> TraceFormat:
     """The :class:`TraceFormat` of a conversation format read by ``reader``: its records go
     through :func:`defer_message_records`, deferred ones through :func:`parse_independent`."""
     return TraceFormat(
         name=reader.name,
         description=description,
-        markers=markers,
+        shape=shape,
         embeds=frozenset(embeds),
-        fallback_markers=fallback_markers,
-        hints=hints,
         parse=partial(parse_message_records, reader),
         split=partial(defer_message_records, reader),
         parse_one=partial(parse_independent, reader),
@@ -162,9 +159,8 @@ def trace_per_record_format(
     read: Callable[[Record], Trace],
     *,
     description: str,
-    markers: tuple[bytes, ...],
+    shape: Shape,
     embeds: Collection[str] = (),
-    hints: tuple[str, ...] = (),
 ) -> TraceFormat:
     """The :class:`TraceFormat` of a format whose every record is one trace, made by ``read``
     (which raises ``ShapeError`` for a record that is not one: that record is rejected)."""
@@ -189,9 +185,8 @@ def trace_per_record_format(
     return TraceFormat(
         name=name,
         description=description,
-        markers=markers,
+        shape=shape,
         embeds=frozenset(embeds),
-        hints=hints,
         parse=parse,
         split=split,
         parse_one=parse_one,

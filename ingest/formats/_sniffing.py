@@ -1,133 +1,159 @@
-"""Which format claims the first bytes of a file, derived from what the formats declare.
+"""Which format reads a file, decided from the structure of its first records.
 
-Formats nest: LangChain messages carry OpenAI ``tool_calls`` and Anthropic blocks, Claude Code
-lines carry Anthropic messages, ToolBench files carry OpenAI legacy messages, Langfuse exports
-carry messages of every conversation format. Each :class:`~ingest.formats.base.TraceFormat`
-says which formats it ``embeds``; from that alone:
+A file's head (its first 64 KiB, decompressed) is parsed into its first records
+(``_shapes.head_records``) and every format's declared ``shape`` is asked of each: a record
+*fits* a format (``SIGN``: it shows what only that format has; ``PLAIN``: it could be that
+format's) or is a *misfit*, with the reason. A format fits a head when at least half of its
+first records fit it (a file may hold a few broken records). Then, in order:
 
-* a format *explains* a head when its own markers occur in it and every other format whose
-  markers occur there is one it embeds (directly or through a format it embeds); the one format
-  that explains a head claims it. Formats that neither embed the other (Anthropic and Responses)
-  explain nothing together: such a head has no claimant;
-* sniffing tries containers before the formats they embed (:attr:`Sniffing.order`);
-* :meth:`Sniffing.decide` picks a format for every head it can: the claimant; else, of the
-  formats whose markers occur, the first in that order; else, for a head with no markers at all,
-  the first format whose ``fallback_markers`` occur (plain user/assistant messages, valid in
-  several formats, go to the generic one, OpenAI chat). Only a head showing none of these is
-  undecided.
+1. the first format in precedence order (:attr:`Sniffing.order`: the registry's order, which
+   lists every container before the formats it embeds) that fits the head and shows a sign
+   in one of its records;
+2. else the generic format (OpenAI chat) when it fits: plain role/content messages, readable
+   by several conversation formats, are read as chat messages;
+3. else the first format that fits at all;
+4. else none: the head is undecided, and :meth:`Sniffing.candidates` names the formats that
+   fit most of its records, with their first reasons, for the message.
+
+Only the records' own structure counts (top-level keys and their types, the shape of their
+messages, items or spans): the key or word of another format inside a string, a metadata
+object or a tool's arguments never moves the decision.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ingest.formats._shapes import SIGN, HeadRecords, Misfit, head_records
 from ingest.formats.base import TraceFormat
+
+#: How the reasons of misfits that lack a format's structure altogether begin.
+_FAR = ("no ", "a record is")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What one format makes of a head's first records."""
+
+    format: TraceFormat
+    #: Records that fit, and how many of them show the format's sign.
+    fits: int
+    signs: int
+    #: The misfits: (1-based record number, reason), in record order.
+    misfits: tuple[tuple[int, str], ...]
+
+    @property
+    def fitting(self) -> bool:
+        """Whether at least half of the records fit this format (and one does)."""
+        return self.fits > 0 and self.fits >= len(self.misfits)
+
+    @property
+    def near(self) -> int:
+        """Misfits that have the format's structure but a wrong part of it (``"messages" is
+        string, not an array``), not the ones lacking it (``no "messages" array``)."""
+        return sum(1 for _, reason in self.misfits if not reason.startswith(_FAR))
+
+    def first_reason(self) -> str:
+        """The first misfit (the first :attr:`near` one if any), as the rejection message
+        names it (``record 2: "messages" is string, not an array``)."""
+        if not self.misfits:
+            return "no record"
+        near = [m for m in self.misfits if not m[1].startswith(_FAR)]
+        number, reason = (near or list(self.misfits))[0]
+        return f"record {number}: {reason}"
 
 
 @dataclass(frozen=True)
 class Sniffing:
-    """The sniffing order and precedence of a list of formats (see the module docstring)."""
+    """Detection over a list of formats (see the module docstring)."""
 
-    #: Every format, each container before the formats it embeds (list order breaks ties).
+    #: Every format in precedence order: each container before the formats it embeds.
     order: tuple[TraceFormat, ...]
-    #: Format name -> every format it embeds, directly or through another.
-    embedded: Mapping[str, frozenset[str]]
+    #: The format plain message lists go to when no format shows a sign.
+    generic: TraceFormat | None = None
 
     @classmethod
-    def of(cls, formats: Sequence[TraceFormat]) -> Sniffing:
-        """The sniffing of ``formats``; ``ValueError`` for a duplicate name, an ``embeds`` naming
-        no listed format, or formats embedding each other in a cycle.
+    def of(cls, formats: Sequence[TraceFormat], generic: str | None = None) -> Sniffing:
+        """The detection of ``formats`` in that precedence order; ``ValueError`` for a
+        duplicate name, an ``embeds`` naming no listed format, a container listed after a
+        format it embeds, or an unknown ``generic``.
 
         >>> from ingest.formats import anthropic, claude_code, openai_chat
-        >>> formats = [openai_chat.FORMAT, anthropic.FORMAT, claude_code.FORMAT]
-        >>> [f.name for f in Sniffing.of(formats).order]
+        >>> formats = [claude_code.FORMAT, anthropic.FORMAT, openai_chat.FORMAT]
+        >>> [f.name for f in Sniffing.of(formats, "openai_chat").order]
         ['claude_code', 'anthropic', 'openai_chat']
         """
         names = [f.name for f in formats]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"formats registered twice: {', '.join(duplicates)}")
+        position = {name: index for index, name in enumerate(names)}
         for fmt in formats:
             unknown = sorted(fmt.embeds - set(names))
             if unknown:
                 raise ValueError(f"format {fmt.name} embeds unknown formats: {', '.join(unknown)}")
-        return cls(order=_containers_first(formats), embedded=_closure(formats))
+            before = sorted(inner for inner in fmt.embeds if position[inner] < position[fmt.name])
+            if before:
+                raise ValueError(
+                    f"format {fmt.name} embeds {', '.join(before)}, listed before it: "
+                    "a container must come first"
+                )
+        if generic is not None and generic not in position:
+            raise ValueError(f"the generic format {generic} is not registered")
+        chosen = formats[position[generic]] if generic is not None else None
+        return cls(order=tuple(formats), generic=chosen)
 
-    def claimants(self, head: bytes) -> list[TraceFormat]:
-        """The formats that explain ``head`` (at most one; see the module docstring).
+    def verdicts(self, head: bytes | HeadRecords) -> list[Verdict]:
+        """Every format's verdict on the first records of ``head``, in precedence order."""
+        found = head if isinstance(head, HeadRecords) else head_records(head)
+        result: list[Verdict] = []
+        for fmt in self.order:
+            fits = signs = 0
+            misfits: list[tuple[int, str]] = []
+            for number, record in enumerate(found.records, start=1):
+                fit = fmt.shape(record)
+                if isinstance(fit, Misfit):
+                    misfits.append((number, fit.reason))
+                else:
+                    fits += 1
+                    signs += fit is SIGN
+            result.append(Verdict(fmt, fits, signs, tuple(misfits)))
+        return result
 
-        >>> from ingest.formats import anthropic, claude_code, openai_chat
-        >>> sniffing = Sniffing.of([openai_chat.FORMAT, anthropic.FORMAT, claude_code.FORMAT])
-        >>> [f.name for f in sniffing.claimants(b'{"parentUuid":null,"message":'
-        ...                                      b'{"content":[{"type":"tool_use"}]}}')]
-        ['claude_code']
-        """
-        found = [fmt for fmt in self.order if fmt.shows_markers(head)]
-        shown = {fmt.name for fmt in found}
-        return [fmt for fmt in found if shown - {fmt.name} <= self.embedded[fmt.name]]
+    def fitting(self, head: bytes | HeadRecords) -> list[TraceFormat]:
+        """The formats that fit ``head`` and show their sign in it, in precedence order."""
+        return [v.format for v in self.verdicts(head) if v.fitting and v.signs]
 
-    def decide(self, head: bytes) -> TraceFormat | None:
+    def decide(self, head: bytes | HeadRecords) -> TraceFormat | None:
         """The format to read ``head`` with, or ``None`` (see the module docstring).
 
-        >>> from ingest.formats import anthropic, openai_chat, openai_responses
-        >>> sniffing = Sniffing.of([openai_responses.FORMAT, anthropic.FORMAT, openai_chat.FORMAT])
-        >>> sniffing.decide(b'[{"type": "tool_use"}, {"call_id": "c"}]').name
-        'openai_responses'
+        >>> from ingest.formats import REGISTRY
+        >>> sniffing = Sniffing.of(REGISTRY, "openai_chat")
         >>> sniffing.decide(b'{"messages": [{"role": "user", "content": "hi"}]}').name
         'openai_chat'
+        >>> sniffing.decide(b'{"system": "Be brief.", "messages": []}').name
+        'anthropic'
+        >>> sniffing.decide(b'{"metadata": {"termination_reason": "x"}, "messages": []}').name
+        'openai_chat'
         """
-        found = [fmt for fmt in self.order if fmt.shows_markers(head)]
-        shown = {fmt.name for fmt in found}
-        claimed = [fmt for fmt in found if shown - {fmt.name} <= self.embedded[fmt.name]]
-        if claimed or found:
-            return (claimed or found)[0]
-        return next((fmt for fmt in self.order if fmt.shows_fallback_markers(head)), None)
+        verdicts = [v for v in self.verdicts(head) if v.fitting]
+        signed = [v for v in verdicts if v.signs]
+        if signed:
+            return signed[0].format
+        if self.generic is not None and any(v.format is self.generic for v in verdicts):
+            return self.generic
+        return verdicts[0].format if verdicts else None
 
-    def closest(self, head: bytes, limit: int = 3) -> list[TraceFormat]:
-        """Up to ``limit`` formats whose ``hints`` occur in ``head``, most hints first (ties in
-        sniffing order): what an undecided head looks most like.
-
-        >>> from ingest.formats import anthropic, openai_chat, openai_responses
-        >>> sniffing = Sniffing.of([openai_responses.FORMAT, anthropic.FORMAT, openai_chat.FORMAT])
-        >>> [f.name for f in sniffing.closest(b'{"messages": [], "system": "s"}')]
-        ['anthropic', 'openai_chat']
-        """
-        shown = [(fmt.hints_shown(head), index, fmt) for index, fmt in enumerate(self.order)]
-        ranked = sorted((-n, index, fmt.name) for n, index, fmt in shown if n)
-        by_name = {fmt.name: fmt for fmt in self.order}
-        return [by_name[name] for _, _, name in ranked[:limit]]
-
-
-def _closure(formats: Sequence[TraceFormat]) -> dict[str, frozenset[str]]:
-    """Format name -> the formats it embeds directly or transitively."""
-    direct = {fmt.name: fmt.embeds for fmt in formats}
-    closure: dict[str, frozenset[str]] = {}
-    for name in direct:
-        seen: set[str] = set()
-        stack = list(direct[name])
-        while stack:
-            inner = stack.pop()
-            if inner not in seen:
-                seen.add(inner)
-                stack.extend(direct[inner])
-        closure[name] = frozenset(seen)
-    return closure
-
-
-def _containers_first(formats: Sequence[TraceFormat]) -> tuple[TraceFormat, ...]:
-    """``formats`` ordered so that every container comes before what it embeds; otherwise in
-    list order (a stable topological sort)."""
-    waiting = list(formats)
-    placed: list[TraceFormat] = []
-    while waiting:
-        # The first waiting format that no waiting format embeds; a cycle leaves none.
-        ready = next(
-            (f for f in waiting if not any(f.name in other.embeds for other in waiting)), None
+    def candidates(self, head: bytes | HeadRecords, limit: int = 3) -> list[Verdict]:
+        """Up to ``limit`` verdicts of the formats ``head``'s records come closest to (most
+        records fitting, then most misfits that are :attr:`Verdict.near`, then precedence):
+        what an undecided head was nearly read as."""
+        verdicts = self.verdicts(head)
+        ranked = sorted(
+            range(len(verdicts)), key=lambda i: (-verdicts[i].fits, -verdicts[i].near, i)
         )
-        if ready is None:
-            names = ", ".join(f.name for f in waiting)
-            raise ValueError(f"formats embed each other in a cycle among: {names}")
-        placed.append(ready)
-        waiting.remove(ready)
-    return tuple(placed)
+        return [verdicts[i] for i in ranked[:limit]]
+
+
+__all__ = ["Sniffing", "Verdict"]

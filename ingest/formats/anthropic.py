@@ -29,6 +29,15 @@ from ingest.formats._common import (
     tool_defs,
 )
 from ingest.formats._record_loop import MessageListFormat, message_list_format
+from ingest.formats._shapes import (
+    SIGN,
+    Fit,
+    Misfit,
+    anthropic_message,
+    combine,
+    json_kind,
+    message_list,
+)
 from ingest.model import Message, Trace
 from ingest.records import Record
 
@@ -88,20 +97,35 @@ _READER: MessageListFormat[Message] = MessageListFormat(
     model_hint=_model_hint,
 )
 
+
+def shape(record: Any) -> Fit:
+    """Anthropic messages: a message, an array of them, or a conversation object holding them
+    under ``messages`` (``SIGN`` too with a ``system`` prompt, tools with ``input_schema``, or a
+    response's ``stop_reason``)."""
+    if isinstance(record, list):
+        return combine(anthropic_message(item) for item in record)
+    if not isinstance(record, dict):
+        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+    if "messages" not in record:
+        if "role" in record or record.get("type") == "message":
+            return anthropic_message(record)
+        return Misfit('no "messages" array and no "role"')
+    fit = message_list(record, "messages", anthropic_message)
+    if isinstance(fit, Misfit):
+        return fit
+    tools = record.get("tools")
+    if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
+        return SIGN
+    return SIGN if "system" in record or "stop_reason" in record else fit
+
+
 #: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
 FORMAT = message_list_format(
     _READER,
     description="Anthropic Messages conversations (tool_use / tool_result blocks, is_error)",
-    markers=(
-        rb'"tool_use_id"\s*:',
-        rb'"type"\s*:\s*"(?:tool_use|tool_result|thinking|redacted_thinking)"',
-        rb'"input_schema"\s*:',
-        rb'"stop_reason"\s*:',
-    ),
-    # Keys typical of the format, too common to claim a head: they rank near misses.
-    hints=("messages", "role", "content", "system", "model", "usage"),
-    # Anthropic logs share the chat shape: a ``role: "system"`` message put first, ``"content":
-    # null`` … are OpenAI chat markers that must not take an Anthropic file away.
+    shape=shape,
+    # Anthropic messages share the chat shape (role, content): a chat message list is read by
+    # either, and the Anthropic reading wins only on what Anthropic alone has (blocks, system).
     embeds=("openai_chat",),
 )
 

@@ -56,6 +56,14 @@ from ingest.formats._common import (
     text_of,
     unknown_fields,
 )
+from ingest.formats._shapes import (
+    PLAIN,
+    SIGN,
+    Fit,
+    Misfit,
+    is_cut,
+    json_kind,
+)
 from ingest.formats.base import CannotExtend, RawMembers, TraceFormat
 from ingest.model import Message, Rejected, Trace
 from ingest.records import Record
@@ -326,15 +334,23 @@ class _Session:
         return trace
 
 
+def shape(record: Any) -> Fit:
+    """A Claude Code line: an object with a string ``type`` and ``parentUuid`` (conversation
+    lines) or ``leafUuid`` (summaries), else one of the fields every line type has."""
+    if not isinstance(record, dict):
+        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+    if "parentUuid" in record or "leafUuid" in record:
+        return SIGN if isinstance(record.get("type"), str) or is_cut(record) else PLAIN
+    if any(key in record for key in _SESSION_FIELDS):
+        return PLAIN
+    return Misfit("no parentUuid, leafUuid, sessionId or uuid")
+
+
 #: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
 FORMAT = TraceFormat(
     name=NAME,
     description="Claude Code session JSONL (one session per file, lines sharing message.id)",
-    # ``parentUuid`` is on every conversation line, ``leafUuid`` on summary lines (which may be
-    # all a file holds).
-    markers=(rb'"parentUuid"\s*:', rb'"leafUuid"\s*:'),
-    # Keys typical of the format, too common to claim a head: they rank near misses.
-    hints=("sessionId", "uuid", "message", "timestamp", "type", "cwd"),
+    shape=shape,
     embeds=frozenset({"anthropic"}),
     parse=parse,
     extend=extend,

@@ -41,6 +41,13 @@ from ingest.formats._common import (
     type_name,
 )
 from ingest.formats._record_loop import trace_per_record_format
+from ingest.formats._shapes import (
+    SIGN,
+    Fit,
+    Misfit,
+    json_kind,
+    object_list,
+)
 from ingest.model import Message, ToolCall, ToolDef, ToolResult, Trace
 from ingest.records import Record
 
@@ -207,22 +214,24 @@ def _declarations(tools: Any) -> list[ToolDef]:
     return defs
 
 
+def shape(record: Any) -> Fit:
+    """A Gemini request: an object holding a ``contents`` array of objects, directly or in its
+    ``request`` object."""
+    if not isinstance(record, dict):
+        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+    request = record.get("request") if isinstance(record.get("request"), dict) else record
+    contents = object_list(request, "contents")
+    return contents if isinstance(contents, Misfit) else SIGN
+
+
 #: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
 FORMAT = trace_per_record_format(
     NAME,
     _read,
     description="Gemini contents / generateContent requests and responses (functionCall parts)",
-    markers=(
-        rb'"functionCall"\s*:',
-        rb'"functionResponse"\s*:',
-        rb'"functionDeclarations"\s*:',
-        rb'"systemInstruction"\s*:',
-        rb'"role"\s*:\s*"model"',
-        rb'"usageMetadata"\s*:',
-    ),
-    hints=("contents", "parts", "candidates", "generationConfig"),
+    shape=shape,
     # Logged {"request", "response"} pairs of Gemini calls carry request_log's `"request"` key;
-    # request_log reads only OpenAI and Anthropic requests, so Gemini's own markers win.
+    # request_log reads only OpenAI and Anthropic requests: one holding `contents` is Gemini's.
     embeds=("request_log",),
 )
 

@@ -43,6 +43,14 @@ from ingest.formats._common import (
     tool_defs,
 )
 from ingest.formats._record_loop import MessageListFormat, message_list_format
+from ingest.formats._shapes import (
+    Fit,
+    Misfit,
+    combine,
+    json_kind,
+    langchain_message,
+    message_list,
+)
 from ingest.model import Message, ToolCall, ToolResult, Trace
 from ingest.records import Record
 
@@ -224,22 +232,26 @@ _READER: MessageListFormat[Message] = MessageListFormat(
     model_hint=_model_hint,
 )
 
+
+def shape(record: Any) -> Fit:
+    """LangChain messages: a message in one of LangChain's serialized forms, an array of them,
+    or a state holding them under ``messages`` (``values`` / ``channel_values`` of a snapshot or
+    checkpoint)."""
+    if isinstance(record, list):
+        return combine(langchain_message(item) for item in record)
+    if not isinstance(record, dict):
+        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+    for holder in (record, record.get("values"), record.get("channel_values")):
+        if isinstance(holder, dict) and "messages" in holder:
+            return message_list(holder, "messages", langchain_message)
+    return langchain_message(record)
+
+
 #: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
 FORMAT = message_list_format(
     _READER,
     description="LangChain / LangGraph messages (messages_to_dict, dumpd, state dumps)",
-    markers=(
-        rb'"lc"\s*:\s*1\b',
-        rb'"type"\s*:\s*"constructor"',
-        rb'"additional_kwargs"\s*:',
-        rb'"response_metadata"\s*:',
-        rb'"usage_metadata"\s*:',
-        rb'"invalid_tool_calls"\s*:',
-        rb'"tool_call_chunks"\s*:',
-        rb'"type"\s*:\s*"(?:human|ai)"',
-    ),
-    # Keys typical of the format, too common to claim a head: they rank near misses.
-    hints=("messages", "type", "content", "data", "kwargs", "id"),
+    shape=shape,
     # AIMessages carry OpenAI ``tool_calls`` and, as content blocks, Anthropic and Responses items.
     embeds=("openai_chat", "anthropic", "openai_responses"),
 )

@@ -28,6 +28,13 @@ from ingest.formats._common import (
     small_metadata,
 )
 from ingest.formats._record_loop import trace_per_record_format
+from ingest.formats._shapes import (
+    SIGN,
+    CutDict,
+    Fit,
+    Misfit,
+    object_list,
+)
 from ingest.formats._span_conversation import SpanNode, span_conversation
 from ingest.formats._span_messages import maybe_json
 from ingest.model import Trace
@@ -105,17 +112,25 @@ def _export_trace(record: Record) -> Trace:
     )
 
 
+def shape(record: Any) -> Fit:
+    """A Langfuse export: an object holding an ``observations`` array of objects, or (its
+    observations past the head) a ``trace`` object with a ``projectId``."""
+    observations = object_list(record, "observations")
+    if not isinstance(observations, Misfit):
+        return SIGN
+    trace = record.get("trace") if isinstance(record, dict) else None
+    if isinstance(record, CutDict) and isinstance(trace, dict) and "projectId" in trace:
+        return SIGN
+    return observations
+
+
 FORMAT = trace_per_record_format(
     NAME,
     _export_trace,
     description="Langfuse trace exports (observations with OTel GenAI / OpenInference attributes)",
-    # ``projectId`` comes first in an export, before a large trace input can push
-    # ``observations`` out of the head.
-    markers=(rb'"observations"\s*:', rb'"parentObservationId"\s*:', rb'"projectId"\s*:'),
-    # Keys typical of the format, too common to claim a head: they rank near misses.
-    hints=("trace", "input", "output", "metadata", "name", "id"),
     # Observations hold what each LLM call sent and got back, in any conversation format
     # (chat completion responses with `choices` as request logs hold them too).
+    shape=shape,
     embeds=("openai_chat", "anthropic", "openai_responses", "langchain", "request_log", "gemini"),
 )
 

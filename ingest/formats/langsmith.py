@@ -47,6 +47,14 @@ from ingest.formats._common import (
     text_of,
     tool_defs,
 )
+from ingest.formats._shapes import (
+    PLAIN,
+    SIGN,
+    Fit,
+    Misfit,
+    json_kind,
+)
+from ingest.formats._shapes import members as shape_members
 from ingest.formats.base import TraceFormat
 from ingest.model import Message, Rejected, ToolCall, ToolDef, ToolResult, Trace
 from ingest.records import Record
@@ -417,20 +425,26 @@ def _position(thread: _Thread, start: datetime | None, call_id: str | None) -> i
     return at if at else len(thread.messages)
 
 
+def shape(record: Any) -> Fit:
+    """A LangSmith run: an object with an ``id`` and a string ``run_type``."""
+    missing = shape_members(record, "id", "run_type")
+    if missing is not None:
+        return missing
+    if "run_type" not in record:
+        return PLAIN  # a run cut before its run_type: it may be one
+    if not isinstance(record["run_type"], str):
+        return Misfit(f'"run_type" is {json_kind(record["run_type"])}, not a string')
+    return SIGN
+
+
 #: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
 FORMAT = TraceFormat(
     name=NAME,
     description="LangSmith runs (export / list_runs: llm and tool runs grouped by trace_id)",
-    markers=(
-        rb'"dotted_order"\s*:',
-        rb'"parent_run_id"\s*:',
-        rb'"child_run_ids"\s*:',
-        rb'"run_type"\s*:\s*"(?:llm|tool|chain|retriever|prompt|parser|embedding)"',
-    ),
+    shape=shape,
     embeds=frozenset(
         {"langchain", "openai_chat", "anthropic", "openai_responses", "gemini", "request_log"}
     ),
-    hints=("run_type", "inputs", "outputs", "trace_id"),
     parse=_parse,
 )
 

@@ -29,6 +29,14 @@ from ingest.formats._common import (
     tool_defs,
 )
 from ingest.formats._record_loop import MessageListFormat, message_list_format
+from ingest.formats._shapes import (
+    Fit,
+    Misfit,
+    chat_message,
+    combine,
+    json_kind,
+    message_list,
+)
 from ingest.model import Message, Trace
 from ingest.records import Record
 
@@ -87,23 +95,27 @@ _READER: MessageListFormat[Message] = MessageListFormat(
     model_hint=_no_model,
 )
 
+
+def shape(record: Any) -> Fit:
+    """OpenAI chat messages: a message (``role``), an array of them, or a conversation object
+    holding them under ``messages``, ``traj`` (tau-bench) or ``history`` (SWE-agent)."""
+    if isinstance(record, list):
+        return combine(chat_message(item) for item in record)
+    if not isinstance(record, dict):
+        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+    key = next((k for k in MESSAGE_KEYS if k in record), None)
+    if key is not None:
+        return message_list(record, key, chat_message)
+    if "role" in record:
+        return chat_message(record)
+    return Misfit('no "messages" / "traj" / "history" array and no "role"')
+
+
 #: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
 FORMAT = message_list_format(
     _READER,
     description="OpenAI Chat Completions messages (tool_calls / role tool; tau-bench, SWE-agent)",
-    markers=(
-        rb'"tool_call_id"\s*:',
-        rb'"tool_call_ids"\s*:',
-        rb'"tool_calls"\s*:',
-        rb'"function_call"\s*:',
-        rb'"role"\s*:\s*"(?:tool|function|system|developer)"',
-        rb'"content"\s*:\s*null',
-    ),
-    # Keys typical of the format, too common to claim a head: they rank near misses.
-    hints=("messages", "role", "content", "name", "traj", "history"),
-    # The generic format: a plain role/content message list (no tool calls, no other format's
-    # markers) is read as OpenAI chat.
-    fallback_markers=(rb'"role"\s*:\s*"(?:user|assistant|human|ai)"',),
+    shape=shape,
 )
 
 __all__ = ["FORMAT", "NAME"]

@@ -49,6 +49,15 @@ from ingest.formats._common import (
     unknown_fields,
 )
 from ingest.formats._record_loop import MessageListFormat, message_list_format
+from ingest.formats._shapes import (
+    SIGN,
+    Fit,
+    Misfit,
+    combine,
+    json_kind,
+    message_list,
+    responses_item,
+)
 from ingest.model import Message, OpaqueMessage, ToolCall, ToolResult, Trace
 from ingest.records import Record
 
@@ -290,19 +299,31 @@ _READER: MessageListFormat[_Draft] = MessageListFormat(
     model_hint=_no_model,
 )
 
+
+def shape(record: Any) -> Fit:
+    """Responses items: an item (``function_call`` … or a ``{role, content}`` input), an
+    array of them, or a response / logged conversation (``"object": "response"``, or ``input``
+    / ``output`` arrays of items)."""
+    if isinstance(record, list):
+        return combine(responses_item(item) for item in record)
+    if not isinstance(record, dict):
+        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+    if record.get("object") == "response":
+        return SIGN
+    lists = [key for key in ("input", "output") if isinstance(record.get(key), list)]
+    if lists:
+        return combine(message_list(record, key, responses_item) for key in lists)
+    if "messages" in record:
+        return Misfit('no Responses "input" / "output" (a "messages" list instead)')
+    return responses_item(record)
+
+
 #: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
 FORMAT = message_list_format(
     _READER,
     description="OpenAI Responses API items (function_call / function_call_output by call_id)",
-    markers=(
-        rb'"call_id"\s*:',
-        rb'"type"\s*:\s*"(?:function_call|function_call_output|custom_tool_call'
-        rb'|custom_tool_call_output|input_text|output_text|reasoning)"',
-        rb'"object"\s*:\s*"response"',
-    ),
-    # Keys typical of the format, too common to claim a head: they rank near misses.
-    hints=("input", "output", "instructions", "type", "model", "usage"),
     # Responses input lists hold chat-style messages too (``role: "system"``, ``"developer"``).
+    shape=shape,
     embeds=("openai_chat",),
 )
 

@@ -26,6 +26,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ingest.formats._common import make_trace, small_metadata
+from ingest.formats._shapes import (
+    SIGN,
+    Fit,
+    Misfit,
+    object_list,
+)
 from ingest.formats._span_conversation import SpanNode, span_conversation
 from ingest.formats.base import TraceFormat
 from ingest.model import Rejected, Trace
@@ -194,14 +200,18 @@ def trace_of(
     )
 
 
+def shape(record: Any) -> Fit:
+    """An OTLP export: an object holding a ``resourceSpans`` array of objects."""
+    spans = object_list(record, "resourceSpans")
+    return spans if isinstance(spans, Misfit) else SIGN
+
+
 FORMAT = TraceFormat(
     name=NAME,
     description=(
         "OpenTelemetry OTLP JSON exports (GenAI / OpenInference spans, Collector file lines)"
     ),
-    markers=(rb'"resourceSpans"\s*:', rb'"scopeSpans"\s*:'),
-    # Keys typical of the format, too common to claim a head: they rank near misses.
-    hints=("spans", "traceId", "spanId", "attributes", "resource", "name"),
+    shape=shape,
     parse=_parse,
     # Span attributes hold what each LLM call sent and got back, in any conversation format,
     # and spans sent by Langfuse's own SDK carry its observation fields.

@@ -59,6 +59,12 @@ from ingest.formats._common import (
     tool_defs,
 )
 from ingest.formats._request_history import Conversation, Interner, Request, conversations
+from ingest.formats._shapes import (
+    SIGN,
+    Fit,
+    Misfit,
+    json_kind,
+)
 from ingest.formats.base import TraceFormat
 from ingest.model import Message, Rejected, ToolDef, Trace
 from ingest.records import Record
@@ -404,24 +410,38 @@ def _tools(obj: dict[str, Any], body: dict[str, Any]) -> list[ToolDef]:
     return []
 
 
+#: Parameters only a request body has (not a conversation, not a response object).
+_REQUEST_PARAMETERS = ("max_tokens", "max_completion_tokens", "stream_options")
+#: Fields of a LiteLLM ``StandardLoggingPayload``.
+_LITELLM_FIELDS = ("call_type", "hidden_params", "model_parameters")
+
+
+def shape(record: Any) -> Fit:
+    """A request log record: an object holding a ``request`` object (not a Gemini one), a
+    LiteLLM payload (``call_type`` …), or a request body with ``messages`` / ``input`` and a
+    parameter only requests have (``max_tokens`` …)."""
+    if not isinstance(record, dict):
+        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+    request = record.get("request")
+    if isinstance(request, dict):
+        if "contents" in request:
+            return Misfit("the request is a Gemini request (contents)")
+        return SIGN
+    if any(key in record for key in _LITELLM_FIELDS):
+        return SIGN
+    if ("messages" in record or "input" in record) and any(
+        key in record for key in _REQUEST_PARAMETERS
+    ):
+        return SIGN
+    return Misfit('no "request" object, LiteLLM fields or request parameters (max_tokens …)')
+
+
 #: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
 FORMAT = TraceFormat(
     name=NAME,
     description="Model request logs (request/response pairs, LiteLLM) rebuilt into conversations",
-    markers=(
-        rb'"request"\s*:\s*\{',
-        rb'"choices"\s*:\s*\[',
-        rb'"call_type"\s*:',
-        rb'"hidden_params"\s*:',
-        rb'"model_parameters"\s*:',
-        # Parameters only a request body has (not a conversation, not a response object).
-        rb'"max_tokens"\s*:',
-        rb'"max_completion_tokens"\s*:',
-        rb'"stream_options"\s*:',
-    ),
-    # Keys typical of the format, too common to claim a head: they rank near misses.
-    hints=("request", "response", "messages", "model", "previous_response_id", "usage"),
     # Requests and responses hold the messages of the three API formats.
+    shape=shape,
     embeds=frozenset({"openai_chat", "anthropic", "openai_responses"}),
     parse=parse,
 )

@@ -1,5 +1,10 @@
 """Raw tau2-bench results, as ``tau2 run`` writes them (``{"info", "tasks", "simulations"}``).
 
+Every published wrapper is read: the results document (``{"timestamp", "info", "tasks",
+"simulations"}``), an object carrying ``simulations`` beside other summary keys (no ``info``:
+model and domain are then unknown), a bare JSON array of simulations (each array item is a
+record, and a trace), and one simulation as a document of its own (``simulation_result.json``).
+
 A results file is one JSON document: ``info`` (the run: agent and user LLMs, the domain and its
 policy), ``tasks`` (the scenarios and their expected actions) and ``simulations``, one per task and
 trial. **Every simulation is one trace**: its ``id`` is the external id, its ``start_time`` the
@@ -35,6 +40,13 @@ from ingest.formats._common import (
     parse_timestamp,
     tool_defs,
 )
+from ingest.formats._shapes import (
+    SIGN,
+    CutDict,
+    Fit,
+    Misfit,
+    object_list,
+)
 from ingest.formats.base import TraceFormat
 from ingest.model import Message, Rejected, Trace
 from ingest.records import Record
@@ -57,6 +69,10 @@ _METADATA_FIELDS = (
 )
 
 
+#: Keys every tau2 simulation has (``Simulation`` in tau2's data model).
+_SIMULATION_KEYS = ("task_id", "termination_reason", "messages")
+
+
 def _parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
     for record in records:
         if isinstance(record, Rejected):
@@ -65,9 +81,33 @@ def _parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[T
         yield from _results(record)
 
 
+def is_simulation(value: Any) -> bool:
+    """Whether ``value`` is one simulation on its own (an item of a bare array of simulations,
+    or a one-simulation document): an object with ``messages``, ``task_id`` and
+    ``termination_reason`` and no ``simulations`` of its own.
+
+    >>> is_simulation({"task_id": "7", "termination_reason": "user_stop", "messages": []})
+    True
+    >>> is_simulation({"id": "c", "metadata": {"task_id": "7"}, "messages": []})
+    False
+    """
+    return (
+        isinstance(value, dict)
+        and "simulations" not in value
+        and all(key in value for key in _SIMULATION_KEYS)
+    )
+
+
 def _results(record: Record) -> Iterator[Trace | Rejected]:
-    """The traces (and rejected simulations) of one results document."""
+    """The traces (and rejected simulations) of one results document, or the trace of one
+    simulation standing on its own."""
     value = record.value
+    if is_simulation(value):
+        try:
+            yield _simulation_trace(value, "simulation", record, {})
+        except ShapeError as exc:
+            yield record.reject("wrong_shape", str(exc))
+        return
     try:
         doc = expect_object(value, "results")
         simulations = expect_list(doc.get("simulations"), "simulations")
@@ -164,19 +204,29 @@ def _messages(items: Any, path: str, line: int) -> list[Message]:
     return messages
 
 
+def shape(record: Any) -> Fit:
+    """tau2 results: an object holding a ``simulations`` array of objects (beside ``info``,
+    ``tasks`` or other summary keys), a head cut inside such a document's ``info``, or one
+    simulation (``task_id``, ``termination_reason``, ``messages``) of a bare array."""
+    if is_simulation(record):
+        return SIGN
+    simulations = object_list(record, "simulations")
+    if not isinstance(simulations, Misfit):
+        return SIGN
+    info = record.get("info") if isinstance(record, dict) else None
+    run_keys = ("agent_info", "user_info", "environment_info")
+    if isinstance(record, CutDict) and isinstance(info, dict) and any(k in info for k in run_keys):
+        return SIGN
+    return Misfit(f"{simulations.reason}; nor a simulation (task_id, termination_reason, messages)")
+
+
 #: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
 FORMAT = TraceFormat(
     name=NAME,
-    description="tau2-bench results (info, tasks, simulations: one trace per simulation)",
-    markers=(
-        rb'"simulations"\s*:',
-        rb'"global_simulation_guidelines"\s*:',
-        rb'"user_scenario"\s*:',
-        rb'"termination_reason"\s*:',
-    ),
+    description="tau2-bench results (results files, arrays of simulations: a trace per simulation)",
     # Messages are chat messages; ``raw_data`` holds the provider's response (Anthropic, OpenAI).
+    shape=shape,
     embeds=frozenset({"openai_chat", "anthropic", "request_log"}),
-    hints=("info", "tasks", "simulations", "requestor"),
     parse=_parse,
 )
 

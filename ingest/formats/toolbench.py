@@ -26,6 +26,12 @@ from ingest.formats._common import (
 )
 from ingest.formats._openai_messages import convert_messages
 from ingest.formats._record_loop import trace_per_record_format
+from ingest.formats._shapes import (
+    SIGN,
+    CutDict,
+    Fit,
+    Misfit,
+)
 from ingest.model import Message, Trace
 from ingest.records import Record
 
@@ -68,6 +74,16 @@ def _query_message(answer: dict[str, Any], line: int) -> Message:
     return Message(seq=0, role="user", content=query, source_line=line, raw={"query": query})
 
 
+def shape(record: Any) -> Fit:
+    """A ToolBench answer file: an object holding an ``answer_generation`` object, or (its
+    search tree filling the head) a ``tree`` object beside ``win``."""
+    if isinstance(record, dict) and isinstance(record.get("answer_generation"), dict):
+        return SIGN
+    if isinstance(record, CutDict) and isinstance(record.get("tree"), dict) and "win" in record:
+        return SIGN
+    return Misfit('no "answer_generation" object')
+
+
 #: How ToolLens recognizes and reads this format (see ``ingest.formats.base``).
 FORMAT = trace_per_record_format(
     NAME,
@@ -75,14 +91,7 @@ FORMAT = trace_per_record_format(
     description=(
         "ToolBench DFS answer files (answer_generation.train_messages, legacy function_call)"
     ),
-    # The search tree comes first in a file and can fill the whole head: ``observation_code``.
-    markers=(
-        rb'"answer_generation"\s*:',
-        rb'"train_messages"\s*:',
-        rb'"observation_code"\s*:',
-    ),
-    # Keys typical of the format, too common to claim a head: they rank near misses.
-    hints=("query", "answer", "tree", "final_answer", "method", "available_tools"),
+    shape=shape,
     embeds=("openai_chat",),
 )
 
