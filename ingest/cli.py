@@ -27,6 +27,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Help texts are plain text: Rich markup would read `[default: 3]`, `[auth]` or
+    # `[tool.toollens.lint]` as style tags and drop them.
+    rich_markup_mode=None,
 )
 
 DbOption = Annotated[
@@ -57,6 +60,18 @@ MAX_PRINTED_REJECTIONS = 20
 SKIPPED_NAMED = 5
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("toollens")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            number = "unknown (not installed)"
+        typer.echo(f"toollens {number}")
+        raise typer.Exit()
+
+
 @app.callback()
 def main_options(
     db_password_file: Annotated[
@@ -67,6 +82,15 @@ def main_options(
             help="Read the database password from this file (else $TOOLLENS_DB_PASSWORD)",
         ),
     ] = None,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the installed ToolLens version and exit",
+        ),
+    ] = False,
 ) -> None:
     """ToolLens: observability for the Tool Messages of AI agents."""
     if db_password_file is not None:
@@ -194,7 +218,7 @@ def import_command(
 ) -> None:
     """Import trace files into the database; prints one summary line.
 
-    Secrets are redacted before anything is stored (``--redact default``); the summary line
+    Secrets are redacted before anything is stored (--redact default); the summary line
     counts them per kind. Interrupted (Ctrl-C or SIGTERM), it stops at once, keeps what it
     wrote and exits 130 (143 for SIGTERM); the same command run again completes the import.
     """
@@ -412,7 +436,13 @@ def lint_command(
         typer.Option("--input-format", help="Skip sniffing: one of `toollens formats`"),
     ] = None,
     loop_k: Annotated[
-        int | None, typer.Option("--loop-k", min=2, help=f"[default: {DEFAULT_LOOP_K}]")
+        int | None,
+        typer.Option(
+            "--loop-k",
+            min=2,
+            help="Loop threshold: a call repeated with the same arguments this many times in "
+            f"a trace is a loop [default: {DEFAULT_LOOP_K}]",
+        ),
     ] = None,
 ) -> None:
     """Analyze trace files without a database and list every finding (a CI gate).
@@ -645,9 +675,8 @@ def serve_command(
     """Open the dashboard (Streamlit) on http://HOST:PORT; with --otlp, also run the OTLP
     receiver on HOST:OTLP_PORT (one command: stopping it stops both).
 
-    Off loopback it needs login configured (``[auth]`` in ``.streamlit/secrets.toml`` or
-    ``--secrets``) unless ``--no-auth`` says otherwise, or anyone on the network could read
-    every trace.
+    Off loopback it needs login configured ([auth] in .streamlit/secrets.toml or --secrets)
+    unless --no-auth says otherwise, or anyone on the network could read every trace.
     """
     from dashboard.access import (
         EXPOSED_ENV,
@@ -674,6 +703,16 @@ def serve_command(
         )
     url = resolve_url(db)
     _engine(url).dispose()  # migrate before the first page asks
+    wanted = [("the dashboard", port, "--port")]
+    if otlp:
+        wanted.append(("the OTLP receiver", otlp_port, "--otlp-port"))
+    for what, number, option in wanted:
+        problem = _port_taken(host, number)
+        if problem is not None:
+            raise _usage_error(
+                f"port {number} on {host} is not available for {what} ({problem}); "
+                f"stop what listens there or choose another with {option}"
+            )
     app_path = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
     # The URL goes through the environment, not the command line: anyone on the machine can
     # read a process's arguments (`ps`), only its owner its environment.
@@ -694,6 +733,26 @@ def serve_command(
         return
     # Become the Streamlit server (no child left behind when this process is stopped).
     os.execve(sys.executable, command, env)
+
+
+def _port_taken(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (``None`` when it can), found by binding it
+    the way the servers do (SO_REUSEADDR, as Tornado and uvicorn set it: a port whose last
+    connections are still closing counts as free, one with a listener does not)."""
+    import socket
+
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        return f"cannot resolve {host}: {exc.strerror or exc}"
+    for family, kind, proto, _name, address in addresses:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                return exc.strerror or str(exc)
+    return None
 
 
 def _serve_with_receiver(
