@@ -19,7 +19,7 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from dashboard import auth, writes
-from dashboard.render import escape_markdown
+from dashboard.render import count_text, escape_markdown
 from dashboard.uploads import too_large, upload_limit_mb
 from dashboard.widgets import EMPTY_CELL
 from db.vocabulary import DEFAULT_LOOP_K
@@ -149,7 +149,8 @@ def _show_upload_result(result: dict[str, Any]) -> None:
     if not rejected.empty:
         more = result["rejected"] - len(rejected)
         st.warning(
-            f"{result['rejected']} records were rejected"
+            f"{count_text(result['rejected'], 'record')} "
+            f"{'was' if result['rejected'] == 1 else 'were'} rejected"
             + (f" ({more} more on the Imports page)" if more > 0 else ""),
             icon=":material/report:",
         )
@@ -179,7 +180,9 @@ def upload_panel(engine: Engine) -> None:
     for message in too_large([(f.name, f.size) for f in files], max_mb):
         st.error(escape_markdown(message), icon=":material/block:")
     accepted = [f for f in files if not too_large([(f.name, f.size)], max_mb)]
-    if accepted and st.button(f"Import {len(accepted)} file(s)", type="primary", key="upload_go"):
+    if accepted and st.button(
+        f"Import {count_text(len(accepted), 'file')}", type="primary", key="upload_go"
+    ):
         total = max(1, sum(f.size for f in accepted))
         bar = st.progress(0.0, text="Importing …")
         done = [0]

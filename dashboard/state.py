@@ -25,7 +25,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from dashboard import pages
-from dashboard.render import escape_markdown
+from dashboard.render import count_text, escape_markdown
 from db.engine import DEFAULT_DB_PATH, display_url, make_engine, resolve_url
 from db.filters import FilterQueryError, Filters, parse_query
 from db.queries.traces import filter_choices, import_choices, trace_count
@@ -228,7 +228,7 @@ def _import_caption(imports: Any, value: str | None) -> str | None:
     if value is None or row.empty:
         return None
     r = row.iloc[0]
-    return f"{r['origin']}, {r['traces_imported']} traces"
+    return f"{r['origin']}, {count_text(int(r['traces_imported']), 'trace')}"
 
 
 def sidebar() -> None:

@@ -42,6 +42,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from db.vocabulary import counted
+
 Direction = Literal["lower", "higher"] | None
 Verdict = Literal["better", "worse", "changed", "no evidence"]
 
@@ -442,7 +444,9 @@ def compare(baseline: TraceSet, candidate: TraceSet) -> Comparison:
     notes = []
     for side, s in (("baseline", baseline), ("candidate", candidate)):
         if s.trace_count < MIN_TRACES:
-            notes.append(f"the {side} holds {s.trace_count} trace(s): nothing can be inferred")
+            notes.append(
+                f"the {side} holds {counted(s.trace_count, 'trace')}: nothing can be inferred"
+            )
     return Comparison(
         baseline_traces=baseline.trace_count,
         candidate_traces=candidate.trace_count,

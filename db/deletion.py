@@ -36,6 +36,7 @@ from sqlalchemy import (
 from db import dialect, rollups, search
 from db.engine import writing
 from db.schema import Base
+from db.vocabulary import counted
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ def traces_by_display_id(display_id: str) -> Selection:
 
 def traces_by_id(ids: list[int], description: str | None = None) -> Selection:
     """Traces by their database ids (``traces.id``); ``description`` names them in messages."""
-    return Selection("traces", lambda t: t.c.id.in_(ids), description or f"{len(ids)} traces")
+    return Selection("traces", lambda t: t.c.id.in_(ids), description or counted(len(ids), "trace"))
 
 
 def import_by_id(import_id: int) -> Selection:

@@ -242,3 +242,10 @@ DEFAULT_LOOP_K: Final = 3
 #: Default error-streak threshold: k or more consecutive calls of one tool ending in the same
 #: error fingerprint (``ingest.streaks``).
 DEFAULT_STREAK_K: Final = 3
+
+
+def counted(n: int, noun: str, many: str | None = None, *, thousands: bool = False) -> str:
+    """``n`` and the noun as that many of it reads: ``"1 trace"``, ``"2 traces"``, ``"0
+    traces"`` (``many`` where the plural is not ``noun + "s"``; ``thousands``: ``"1,024"``)."""
+    number = f"{n:,}" if thousands else str(n)
+    return f"{number} {noun if n == 1 else (many or noun + 's')}"

@@ -19,7 +19,7 @@ from typing import Annotated, Any, TextIO
 import orjson
 import typer
 
-from db.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, ENCODINGS
+from db.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, ENCODINGS, counted
 
 app = typer.Typer(
     name="toollens",
@@ -144,7 +144,8 @@ def _inputs(paths: list[Path], *, stdin: bool = False) -> list[Path]:
         names = ", ".join(str(p) for p in inputs.skipped[:SKIPPED_NAMED])
         more = len(inputs.skipped) - SKIPPED_NAMED
         typer.echo(
-            f"Note: {len(inputs.skipped)} file(s) in the folders named are not trace files "
+            f"Note: {counted(len(inputs.skipped), 'file')} in the folders named "
+            f"{'is not a trace file' if len(inputs.skipped) == 1 else 'are not trace files'} "
             f"({TRACE_SUFFIXES_TEXT}) and were not read: {names}"
             + (f" and {more} more" if more > 0 else ""),
             err=True,
@@ -413,7 +414,7 @@ def export_command(
         typer.echo(text, nl=False)
         return
     out.write_text(text, encoding="utf-8")
-    typer.echo(f"wrote {out} ({len(report['flagged'])} flagged pairs)", err=True)
+    typer.echo(f"wrote {out} ({counted(len(report['flagged']), 'flagged pair')})", err=True)
 
 
 @app.command("lint")
@@ -540,7 +541,7 @@ def reanalyze_command(db: DbOption = None) -> None:
     from ingest.reanalyze import reanalyze
 
     count = reanalyze(_engine(db))
-    typer.echo(f"reanalyzed {count} traces")
+    typer.echo(f"reanalyzed {counted(count, 'trace')}")
 
 
 def _confirm_deletion(engine, selection, yes: bool) -> None:  # type: ignore[no-untyped-def]
@@ -647,7 +648,10 @@ def rebuild_rollups_command(db: DbOption = None) -> None:
     started = time.perf_counter()
     traces = rollups.rebuild(engine)
     seconds = time.perf_counter() - started
-    typer.echo(f"rollups rebuilt: {traces:,} traces in {seconds:.1f} s ({display_url(engine.url)})")
+    typer.echo(
+        f"rollups rebuilt: {counted(traces, 'trace', thousands=True)} in {seconds:.1f} s "
+        f"({display_url(engine.url)})"
+    )
 
 
 @app.command("serve")

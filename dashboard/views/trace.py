@@ -112,7 +112,8 @@ def _picker(f: Any) -> None:
     offset = (at_page - 1) * PICKER_PAGE_SIZE
     found = state.query(search_traces, f, **search, limit=PICKER_PAGE_SIZE, offset=offset)
     st.caption(
-        f"{total:,} traces, most problems first; {offset + 1:,}–{offset + len(found):,} shown "
+        f"{render.count_text(total, 'trace')}, most problems first; "
+        f"{offset + 1:,}–{offset + len(found):,} shown "
         "(select one to open it)"
     )
     event = st.dataframe(
