@@ -54,6 +54,7 @@ from db.queries.traces import (
     parse_pair,
     search_traces,
     trace_findings,
+    trace_markers,
     trace_window,
 )
 
@@ -430,6 +431,10 @@ engine = state.engine()
 all_notes = trace_annotations(engine, trace_id)
 trace_notes = [n for n in all_notes if n.message_seq is None]
 selected = state.selected_pair()
+# One list of the trace's problems (``db.queries.traces.pair_problems``) for the Problems tile,
+# the outline, previous / next problem and the words on each pair's card.
+markers = state.query(trace_markers, trace_id, loop_k=k)
+problem_pairs = markers[markers["problem"]] if not markers.empty else markers
 ctx = trace_blocks.BlockContext(
     k=k,
     budget=budget,
@@ -437,6 +442,7 @@ ctx = trace_blocks.BlockContext(
     selected=selected,
     labels=trace_blocks.notes_by_target(all_notes),
     token_counts=str(trace.get("token_counts") or "estimate"),
+    problems=dict(zip(problem_pairs["pair"], problem_pairs["problems"], strict=True)),
 )
 
 head, side = st.columns([3, 2])
@@ -462,7 +468,13 @@ m = st.columns(6)
 m[0].metric("Messages", f"{trace['message_count']:,}")
 m[1].metric("Tool calls", f"{trace['tool_call_count']:,}")
 m[2].metric("Errors", f"{trace['error_count']:,}")
-m[3].metric("Problems", f"{trace['problem_count']:,}", help="errors + pairing + loops + ignored")
+m[3].metric(
+    "Problems",
+    f"{len(problem_pairs):,}",
+    help=f"pairs with a problem, of {render.count_text(len(markers), 'pair')}: an error, a "
+    f"pairing problem, a loop call (k = {k}), advice ignored or a finding. The outline and "
+    "Previous / Next problem step through the same pairs; each pair names its problems.",
+)
 m[4].metric(
     "Tool result tokens",
     f"{trace['tool_result_tokens']:,}",
@@ -474,7 +486,12 @@ st.caption(trace_blocks.token_counts_caption(ctx.token_counts))
 
 pair = parse_pair(selected)
 trace_outline.draw(
-    trace_id, str(trace["display_id"]), int(trace["message_count"]), pair, _first_seq_shown()
+    markers,
+    trace_id,
+    str(trace["display_id"]),
+    int(trace["message_count"]),
+    pair,
+    _first_seq_shown(),
 )
 
 # The boxes below draw their content only while open: a closed box's content is still laid
