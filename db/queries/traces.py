@@ -474,7 +474,7 @@ MARKER_KINDS: tuple[str, ...] = (
 )  # fmt: skip
 #: Columns of :func:`trace_markers`.
 MARKER_COLUMNS: tuple[str, ...] = ("seq", "call_index", "pair", "tool", "kind", "problem")
-_FINDING_ORDER = {kind: n for n, kind in enumerate(FINDING_KINDS)}
+_FINDING_ORDER: dict[str, int] = {str(kind): n for n, kind in enumerate(FINDING_KINDS)}
 
 
 def pair_problems(
