@@ -9,7 +9,8 @@ cleared, or every page would show minute-old figures.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeAlias
 
@@ -24,7 +25,7 @@ from dashboard.uploads import too_large, upload_limit_mb
 from dashboard.widgets import EMPTY_CELL
 from db.vocabulary import DEFAULT_LOOP_K
 from ingest.formats import format_names
-from ingest.report import MIME_TYPES, REPORT_FORMATS, build_report, render
+from ingest.report import MIME_TYPES, REPORT_FORMATS, build_report, render, report_file_name
 
 NO_UPLOAD_TEXT = "Uploading traces needs the admin role."
 #: Spreadsheets run cells starting with these as formulas; trace content must not.
@@ -41,14 +42,34 @@ REJECTED_COLUMNS = {
 TableSource: TypeAlias = pd.DataFrame | Callable[[], pd.DataFrame]
 
 
-def report_bytes(engine: Engine, trace_id: int, fmt: str, loop_k: int = DEFAULT_LOOP_K) -> bytes:
-    """The incident report of a trace in ``fmt`` (``md``, ``html``, ``json``), as UTF-8."""
-    return render(build_report(engine, trace_id, loop_k=loop_k), fmt).encode("utf-8")
+def report_bytes(
+    engine: Engine,
+    trace_id: int,
+    fmt: str,
+    loop_k: int = DEFAULT_LOOP_K,
+    view_url: str | None = None,
+) -> bytes:
+    """The incident report of a trace in ``fmt`` (``md``, ``html``, ``json``), as UTF-8,
+    linking back to ``view_url`` when given."""
+    report = build_report(engine, trace_id, loop_k=loop_k, view_url=view_url)
+    return render(report, fmt).encode("utf-8")
 
 
-def report_download(engine: Engine, trace_id: int, loop_k: int = DEFAULT_LOOP_K) -> None:
-    """Download buttons for the trace's incident report (HTML, Markdown, JSON); the report is
-    built only when a button is clicked."""
+def report_download(
+    engine: Engine,
+    trace: Mapping[str, Any],
+    loop_k: int = DEFAULT_LOOP_K,
+    view_url: str | None = None,
+) -> None:
+    """Download buttons for the incident report of ``trace`` (its stored row: ``id``,
+    ``display_id``, ``title``, ``started_at``) in HTML, Markdown and JSON, each file named by
+    the trace's title and start day (else today's); the report is built only when a button
+    is clicked, and links back to ``view_url`` (the dashboard's address of this view, when the
+    browser gave it)."""
+    trace_id = int(trace["id"])
+    started = trace.get("started_at")
+    # The day the trace started; for a trace without times, the day the report is made.
+    day = (started if isinstance(started, datetime) else datetime.now(UTC)).date()
     labels = {"html": "Report (HTML)", "md": "Markdown", "json": "JSON"}
     # One row of buttons as wide as their labels: equal columns cut "Report (HTML)" short
     # beside a page header.
@@ -57,8 +78,8 @@ def report_download(engine: Engine, trace_id: int, loop_k: int = DEFAULT_LOOP_K)
         assert fmt in REPORT_FORMATS
         row.download_button(
             labels[fmt],
-            data=partial(report_bytes, engine, trace_id, fmt, loop_k),
-            file_name=f"toollens-trace-{trace_id}.{fmt}",
+            data=partial(report_bytes, engine, trace_id, fmt, loop_k, view_url),
+            file_name=report_file_name(trace.get("title"), str(trace["display_id"]), day, fmt),
             mime=MIME_TYPES[fmt],
             on_click="ignore",
             key=f"report_{trace_id}_{fmt}",

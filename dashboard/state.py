@@ -203,9 +203,12 @@ def select_trace(trace: str | None, pair: str | None = None) -> None:
             del st.query_params[key]
 
 
-def open_trace(trace: str, pair: str | None = None) -> NoReturn:
-    """Switch to the Trace page showing ``trace`` with ``pair`` selected."""
-    params = {"trace": trace, **({"pair": pair} if pair else {})}
+def open_trace(
+    trace: str, pair: str | None = None, extra: Mapping[str, str] | None = None
+) -> NoReturn:
+    """Switch to the Trace page showing ``trace`` with ``pair`` selected (and the ``extra``
+    URL parameters, e.g. the review queue it was opened from)."""
+    params = {"trace": trace, **({"pair": pair} if pair else {}), **(extra or {})}
     st.switch_page(pages.TRACE.script, query_params=params)
 
 

@@ -69,6 +69,8 @@ def _queue(engine: Engine, author: str) -> None:
     widgets.trace_table(
         queue.assign(trace=queue["display_id"], pair=None),
         key="review_queue",
+        # The Trace page's "Mark reviewed, open the next" follows this queue's problem filter.
+        open_params={review_ui.QUEUE_PARAM: problem or review_ui.QUEUE_ANY},
         column_order=QUEUE_COLUMNS,
         column_config={
             "trace": st.column_config.TextColumn("Trace"),

@@ -18,7 +18,7 @@ their content only while open: opening one reruns the page.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -337,21 +337,31 @@ def _streaks_table(streaks: pd.DataFrame, trace: str, trace_id: int) -> None:
         st.rerun()
 
 
+def _queue_problem() -> review.Problem | None:
+    """The problem filter of the review queue this trace was opened from (the URL's
+    ``queue``); ``None`` for the whole queue."""
+    value = st.query_params.get(review_ui.QUEUE_PARAM)
+    return cast(review.Problem, value) if value in review.PROBLEMS else None
+
+
 def _mark_and_next(trace_id: int, f: Filters, k: int) -> None:
     """Sign this trace reviewed and open the first trace of the review queue (the Review
-    page's order and filters); say so when the queue is empty."""
+    page's order, the sidebar filters and the queue's problem filter when the trace was
+    opened from it); say so when the queue is empty."""
     engine = state.engine()
     try:
         writes.mark_reviewed(engine, [trace_id])
     except auth.PermissionDeniedError as exc:
         render.show_error(exc)
         return
-    queue = review.review_queue(engine, filters=f, loop_k=k, limit=1)
+    problem = _queue_problem()
+    queue = review.review_queue(engine, filters=f, problem=problem, loop_k=k, limit=1)
+    which = "review queue" if problem is None else f"review queue of {problem}"
     if queue.empty:
-        st.toast("Marked reviewed. The review queue is empty.", icon=":material/done_all:")
+        st.toast(f"Marked reviewed. The {which} is empty.", icon=":material/done_all:")
         return
     state.select_trace(str(queue["display_id"].iloc[0]))
-    st.toast("Marked reviewed; this is the next trace in the queue.", icon=":material/done_all:")
+    st.toast(f"Marked reviewed; this is the next trace in the {which}.", icon=":material/done_all:")
 
 
 def _review_status(trace: dict[str, Any], f: Filters, k: int) -> None:
@@ -374,7 +384,12 @@ def _review_status(trace: dict[str, Any], f: Filters, k: int) -> None:
         disabled=not author,
         on_click=_mark_and_next,
         args=(int(trace["id"]), f, k),
-        help="Signs this trace reviewed and opens the first trace of the review queue."
+        help=(
+            "Signs this trace reviewed and opens the first trace of the review queue "
+            "(with the sidebar filters"
+            + ("" if _queue_problem() is None else f" and the queue's problem {_queue_problem()}")
+            + ")."
+        )
         if author
         else review_ui.NO_AUTHOR_TEXT,
     )
@@ -459,7 +474,10 @@ with head:
     if trace["same_display_id"] > 1:
         st.caption(f"{trace['same_display_id']} traces share this id; the first imported is shown.")
 with side:
-    files_ui.report_download(engine, trace_id, loop_k=k)
+    # The report links back here when the browser said the dashboard's address.
+    files_ui.report_download(
+        engine, trace, loop_k=k, view_url=_share_link() if st.context.url else None
+    )
     _review_status(trace, filters, k)
     st.caption("Copy link (this trace, pair and filters)")
     st.code(_share_link(), language=None, wrap_lines=True)
