@@ -1,4 +1,6 @@
 # ToolLens — the two commands a fresh machine needs are `make demo` and `make test`.
+# `make help` lists the targets. Its lines are single-quoted: inside double quotes the shell
+# would run a `command` in backticks.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
@@ -8,19 +10,25 @@ PORT   ?= 8501
 .PHONY: help venv demo serve test test-fast lint format bench bench-revision bench-startup bench-ui bench-ui-growth bench-browser-floor bench-pairs bench-otlp bench-reimport bench-search clean
 
 help:
-	@echo "make demo     set up, import the sample traces into SQLite, open the dashboard"
-	@echo "make test     set up and run the whole test suite"
-	@echo "make lint     ruff check, ruff format --check, mypy on db/ and ingest/"
-	@echo "make bench    import benchmark (SQLite and PostgreSQL)"
-	@echo "make bench-revision import speed against an earlier revision's (BEFORE=rev; default: before the rollups)"
-	@echo "make bench-startup toollens summary's start against the code before the Core tables (the 1M bench-ui stores)"
-	@echo "make bench-ui dashboard speed benchmark (MESSAGES=1000000; DB=postgresql+psycopg://… for PostgreSQL)"
-	@echo "make bench-ui-growth page times at 1M, 3M and 10M messages, SQLite and PostgreSQL (PG_URL)"
-	@echo "make bench-browser-floor  Streamlit + Plotly alone in the browser (no data) vs a one-line page"
-	@echo "make bench-pairs `toollens pairs` seconds on the bench store (MESSAGES, DB)"
-	@echo "make bench-otlp live OTLP ingest, ToolLens receiver vs Arize Phoenix (STEPS=3000)"
-	@echo "make bench-reimport  re-import speed (unchanged real data, one line appended)"
-	@echo "make bench-search content search speed (1M-message store)"
+	@echo 'make demo       set up, import the sample traces into SQLite ($(DEMO_DB)), open the dashboard'
+	@echo 'make serve      open the dashboard on the demo store again (PORT=$(PORT))'
+	@echo 'make test       set up and run the whole test suite'
+	@echo 'make test-fast  the tests without a browser or PostgreSQL (pytest -m "not browser and not pg")'
+	@echo 'make lint       ruff check, ruff format --check, mypy on db/ and ingest/'
+	@echo 'make format     ruff format and ruff check --fix'
+	@echo 'make bench      import benchmark (SQLite and PostgreSQL)'
+	@echo 'make bench-revision  import speed against an earlier revision (BEFORE=rev; default: before the rollups)'
+	@echo 'make bench-startup   toollens summary start against the code before the Core tables (the 1M bench-ui stores)'
+	@echo 'make bench-ui        dashboard speed benchmark (MESSAGES=1000000; DB=postgresql+psycopg://... for PostgreSQL)'
+	@echo 'make bench-ui-growth page times at 1M, 3M and 10M messages, SQLite and PostgreSQL (PG_URL)'
+	@echo 'make bench-browser-floor  Streamlit + Plotly alone in the browser (no data) vs a one-line page'
+	@echo 'make bench-pairs     seconds of `toollens pairs` on the bench store (MESSAGES, DB)'
+	@echo 'make bench-otlp      live OTLP ingest, ToolLens receiver vs Arize Phoenix (STEPS=3000)'
+	@echo 'make bench-reimport  re-import speed (unchanged real data, one line appended)'
+	@echo 'make bench-search    content search speed (1M-message store)'
+	@echo 'make clean      remove .demo, .bench and the tools caches'
+	@echo ''
+	@echo 'After make demo: . $(VENV)/bin/activate, then toollens --help, toollens summary --db $(DEMO_DB)'
 
 $(BIN)/toollens: pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "ToolLens needs Python 3.11 or newer")'
@@ -42,6 +50,15 @@ demo: venv
 	    ../shared/realdata/claude-code/*.jsonl ../shared/realdata/openai-legacy/*.json \
 	    ../shared/realdata/langfuse-export/*.json; fi
 	$(BIN)/toollens summary --db $(DEMO_DB)
+	@echo ''
+	@echo 'The demo store is $(DEMO_DB). In another terminal, from this folder:'
+	@echo '  . $(VENV)/bin/activate    (puts toollens on the PATH of that shell)'
+	@echo '  toollens summary --db $(DEMO_DB)'
+	@echo '  toollens pairs --db $(DEMO_DB) --format csv > pairs.csv'
+	@echo '  toollens import --db $(DEMO_DB) YOUR_TRACES.jsonl'
+	@echo '  export TOOLLENS_DB=$(DEMO_DB)    (then --db can be left out)'
+	@echo 'The dashboard starts now on http://127.0.0.1:$(PORT) (Ctrl-C stops it; make serve opens it again).'
+	@echo ''
 	$(BIN)/toollens serve --db $(DEMO_DB) --port $(PORT)
 
 serve: venv
@@ -52,6 +69,10 @@ serve: venv
 # PostgreSQL), and a third worker fills it (four workers were slower: 10.7 min against 10.3).
 test: venv
 	$(BIN)/python -m pytest -n 3 --dist loadfile
+
+# The tests that need neither Chromium nor a PostgreSQL server (tests/conftest.py marks `pg`).
+test-fast: venv
+	$(BIN)/python -m pytest -n 3 --dist loadfile -m "not browser and not pg"
 
 lint: venv
 	$(BIN)/ruff check .

@@ -9,7 +9,8 @@ cleared, or every page would show minute-old figures.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeAlias
 
@@ -19,12 +20,12 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from dashboard import auth, writes
-from dashboard.render import escape_markdown
+from dashboard.render import count_text, escape_markdown
 from dashboard.uploads import too_large, upload_limit_mb
 from dashboard.widgets import EMPTY_CELL
 from db.contract.vocabulary import DEFAULT_LOOP_K
 from ingest.formats import format_names
-from ingest.report import MIME_TYPES, REPORT_FORMATS, build_report, render
+from ingest.report import MIME_TYPES, REPORT_FORMATS, build_report, render, report_file_name
 
 NO_UPLOAD_TEXT = "Uploading traces needs the admin role."
 #: Spreadsheets run cells starting with these as formulas; trace content must not.
@@ -41,14 +42,34 @@ REJECTED_COLUMNS = {
 TableSource: TypeAlias = pd.DataFrame | Callable[[], pd.DataFrame]
 
 
-def report_bytes(engine: Engine, trace_id: int, fmt: str, loop_k: int = DEFAULT_LOOP_K) -> bytes:
-    """The incident report of a trace in ``fmt`` (``md``, ``html``, ``json``), as UTF-8."""
-    return render(build_report(engine, trace_id, loop_k=loop_k), fmt).encode("utf-8")
+def report_bytes(
+    engine: Engine,
+    trace_id: int,
+    fmt: str,
+    loop_k: int = DEFAULT_LOOP_K,
+    view_url: str | None = None,
+) -> bytes:
+    """The incident report of a trace in ``fmt`` (``md``, ``html``, ``json``), as UTF-8,
+    linking back to ``view_url`` when given."""
+    report = build_report(engine, trace_id, loop_k=loop_k, view_url=view_url)
+    return render(report, fmt).encode("utf-8")
 
 
-def report_download(engine: Engine, trace_id: int, loop_k: int = DEFAULT_LOOP_K) -> None:
-    """Download buttons for the trace's incident report (HTML, Markdown, JSON); the report is
-    built only when a button is clicked."""
+def report_download(
+    engine: Engine,
+    trace: Mapping[str, Any],
+    loop_k: int = DEFAULT_LOOP_K,
+    view_url: str | None = None,
+) -> None:
+    """Download buttons for the incident report of ``trace`` (its stored row: ``id``,
+    ``display_id``, ``title``, ``started_at``) in HTML, Markdown and JSON, each file named by
+    the trace's title and start day (else today's); the report is built only when a button
+    is clicked, and links back to ``view_url`` (the dashboard's address of this view, when the
+    browser gave it)."""
+    trace_id = int(trace["id"])
+    started = trace.get("started_at")
+    # The day the trace started; for a trace without times, the day the report is made.
+    day = (started if isinstance(started, datetime) else datetime.now(UTC)).date()
     labels = {"html": "Report (HTML)", "md": "Markdown", "json": "JSON"}
     # One row of buttons as wide as their labels: equal columns cut "Report (HTML)" short
     # beside a page header.
@@ -57,8 +78,8 @@ def report_download(engine: Engine, trace_id: int, loop_k: int = DEFAULT_LOOP_K)
         assert fmt in REPORT_FORMATS
         row.download_button(
             labels[fmt],
-            data=partial(report_bytes, engine, trace_id, fmt, loop_k),
-            file_name=f"toollens-trace-{trace_id}.{fmt}",
+            data=partial(report_bytes, engine, trace_id, fmt, loop_k, view_url),
+            file_name=report_file_name(trace.get("title"), str(trace["display_id"]), day, fmt),
             mime=MIME_TYPES[fmt],
             on_click="ignore",
             key=f"report_{trace_id}_{fmt}",
@@ -149,7 +170,8 @@ def _show_upload_result(result: dict[str, Any]) -> None:
     if not rejected.empty:
         more = result["rejected"] - len(rejected)
         st.warning(
-            f"{result['rejected']} records were rejected"
+            f"{count_text(result['rejected'], 'record')} "
+            f"{'was' if result['rejected'] == 1 else 'were'} rejected"
             + (f" ({more} more on the Imports page)" if more > 0 else ""),
             icon=":material/report:",
         )
@@ -179,7 +201,9 @@ def upload_panel(engine: Engine) -> None:
     for message in too_large([(f.name, f.size) for f in files], max_mb):
         st.error(escape_markdown(message), icon=":material/block:")
     accepted = [f for f in files if not too_large([(f.name, f.size)], max_mb)]
-    if accepted and st.button(f"Import {len(accepted)} file(s)", type="primary", key="upload_go"):
+    if accepted and st.button(
+        f"Import {count_text(len(accepted), 'file')}", type="primary", key="upload_go"
+    ):
         total = max(1, sum(f.size for f in accepted))
         bar = st.progress(0.0, text="Importing …")
         done = [0]

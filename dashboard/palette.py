@@ -146,6 +146,7 @@ MARKER: dict[str, str] = {
     "late_result": PAIR_STATE["late_result"].hex,
     "lone_result": PAIR_STATE["orphan_result"].hex,
     "loop": "#AB63FA",
+    "ignored_advice": VERDICT["ignored"].hex,
     "finding": PAIR_STATE["duplicate_result"].hex,
     "call": GRAY.hex,
 }

@@ -35,6 +35,10 @@ from db.corrections import UNCHANGED, result_review
 _AUTHOR_WIDGET = "reviewer"
 #: URL parameters that belong to this browser, not to the view a shared link opens.
 PRIVATE_PARAMS = (_AUTHOR_WIDGET,)
+#: URL parameter of a trace opened from the review queue: the queue's problem filter (``any``
+#: for none), which "Mark reviewed, open the next" on the Trace page follows.
+QUEUE_PARAM = "queue"
+QUEUE_ANY = "any"
 #: Option meaning "no correction: use what the rules derived".
 AS_DERIVED = "(as derived)"
 NO_AUTHOR_TEXT = "Enter your name in the sidebar to write notes and corrections."

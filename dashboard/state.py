@@ -25,7 +25,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from dashboard import pages
-from dashboard.render import escape_markdown
+from dashboard.render import count_text, escape_markdown
 from db.contract.vocabulary import (
     DEFAULT_ENCODING,
     DEFAULT_LOOP_K,
@@ -203,9 +203,12 @@ def select_trace(trace: str | None, pair: str | None = None) -> None:
             del st.query_params[key]
 
 
-def open_trace(trace: str, pair: str | None = None) -> NoReturn:
-    """Switch to the Trace page showing ``trace`` with ``pair`` selected."""
-    params = {"trace": trace, **({"pair": pair} if pair else {})}
+def open_trace(
+    trace: str, pair: str | None = None, extra: Mapping[str, str] | None = None
+) -> NoReturn:
+    """Switch to the Trace page showing ``trace`` with ``pair`` selected (and the ``extra``
+    URL parameters, e.g. the review queue it was opened from)."""
+    params = {"trace": trace, **({"pair": pair} if pair else {}), **(extra or {})}
     st.switch_page(pages.TRACE.script, query_params=params)
 
 
@@ -228,7 +231,7 @@ def _import_caption(imports: Any, value: str | None) -> str | None:
     if value is None or row.empty:
         return None
     r = row.iloc[0]
-    return f"{r['origin']}, {r['traces_imported']} traces"
+    return f"{r['origin']}, {count_text(int(r['traces_imported']), 'trace')}"
 
 
 def sidebar() -> None:

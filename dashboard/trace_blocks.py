@@ -21,7 +21,7 @@ import streamlit as st
 from dashboard import palette, render, state
 from dashboard.palette import TONE, BadgeColor
 from db.annotations import Annotation
-from db.contract.vocabulary import finding_level
+from db.contract.vocabulary import PROBLEM_DESCRIPTION, PROBLEM_LABEL, finding_level
 
 LONE_RESULT_TEXT = {
     "orphan_result": "Orphan result: no call in this trace has its id.",
@@ -55,6 +55,9 @@ class BlockContext:
     labels: Mapping[Target, Sequence[str]] = field(default_factory=dict)
     #: The trace's ``token_counts``: ``exact`` (the model's own tokenizer) or ``estimate``.
     token_counts: str = "exact"
+    #: The problems of each pair with any, by its ``pair`` value (``"4:0"``, ``"r8"``): the
+    #: outline's markers (``db.queries.traces.pair_problems``).
+    problems: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,6 +374,27 @@ def show_result(result: Any, ctx: BlockContext, box: str) -> None:
     )
 
 
+def problems_text(problems: Sequence[str], k: int) -> str | None:
+    """The markdown naming each problem of a pair in words, most severe first (``None``
+    without one): ``**2 problems:** error (the Tool Message has status error); bare status
+    (the Tool Message says only a status word (ok, error, done …))``; ``k`` is the loop
+    threshold the loop problem names."""
+    if not problems:
+        return None
+    named = "; ".join(
+        f"{PROBLEM_LABEL.get(p, p.replace('_', ' '))} ({PROBLEM_DESCRIPTION.get(p, p).format(k=k)})"
+        for p in problems
+    )
+    head = render.count_text(len(problems), "problem")
+    return f"**{head}:** {render.escape_markdown(named)}"
+
+
+def _show_problems(ctx: BlockContext, value: str) -> None:
+    text = problems_text(ctx.problems.get(value, ()), ctx.k)
+    if text is not None:
+        st.markdown(text)
+
+
 def show_pair(
     call: Any, answered_by: Sequence[Any], ctx: BlockContext, controls: bool = True
 ) -> None:
@@ -379,6 +403,7 @@ def show_pair(
     box = "page" if controls else "sel"
     target = (int(call["message_seq"]), int(call["call_index"]))
     with _here(ctx, target, controls):
+        _show_problems(ctx, pair_value(*target))
         left, right = st.columns(2)
         with left:
             _show_call(call, ctx, box)
@@ -411,6 +436,7 @@ def show_lone_result(result: Any, ctx: BlockContext, controls: bool = True) -> N
     target = (int(result["message_seq"]), None)
     with _here(ctx, target, controls):
         st.warning(text.format(call=where), icon=":material/link_off:")
+        _show_problems(ctx, pair_value(*target))
         # A duplicate answer is also shown beside its call: its own box keeps the keys apart.
         show_result(result, ctx, "lone" if controls else "sel")
         if controls:

@@ -3,7 +3,8 @@ by its worst problem, and "previous / next problem" buttons.
 
 Clicking a mark or a button puts the pair in the URL (``pair``) from Python, which the browser
 records as a history entry (Back returns to the pair before); the messages page then follows the
-pair (see ``views/trace.py``). The markers come from one query, ``db.queries.traces.trace_markers``.
+pair (see ``views/trace.py``). The markers come from ``db.queries.traces.trace_markers``, whose
+problems (``pair_problems``) the Problems tile and each pair's card name too.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import streamlit as st
 
 from dashboard import render, state
 from dashboard.charts.trace import outline_chart
-from db.queries.traces import PairRef, trace_markers
+from db.queries.traces import PairRef
 
 PREVIOUS_LABEL = "Previous problem"
 NEXT_LABEL = "Next problem"
@@ -60,12 +61,17 @@ def changed(key: str, value: Any) -> bool:
 
 
 def draw(
-    trace_id: int, trace: str, messages: int, selected: PairRef | None, first_seq: int
+    markers: pd.DataFrame,
+    trace_id: int,
+    trace: str,
+    messages: int,
+    selected: PairRef | None,
+    first_seq: int,
 ) -> None:
-    """The outline of the trace ``trace`` (display id) with the previous / next problem
-    buttons. ``selected``: the pair in the URL; without one the buttons step from
-    ``first_seq``, the first message of the page shown."""
-    markers = state.query(trace_markers, trace_id, loop_k=state.loop_k())
+    """The outline of the trace ``trace`` (display id) from its ``markers``
+    (``db.queries.traces.trace_markers``) with the previous / next problem buttons.
+    ``selected``: the pair in the URL; without one the buttons step from ``first_seq``, the
+    first message of the page shown."""
     if markers.empty:
         return
     value = None

@@ -147,11 +147,13 @@ def trace_table(
     column_order: Sequence[str],
     column_config: Mapping[str, Any] | None = None,
     height: int | None = None,
+    open_params: Mapping[str, str] | None = None,
 ) -> None:
     """Show ``df`` (untrusted text stays plain cell text); selecting a row opens its pair.
 
     ``df`` must have the columns ``trace`` (display id) and ``pair`` (URL ``pair`` value).
     ``height`` defaults to :func:`table_height` of the rows (at most 12, then it scrolls).
+    ``open_params``: more URL parameters of the opened Trace page.
     """
     event = st.dataframe(
         df,
@@ -167,7 +169,8 @@ def trace_table(
     selected = event.selection.rows if event is not None else []
     if selected:
         row = df.iloc[selected[0]]
-        state.open_trace(str(row["trace"]), str(row["pair"]) if row["pair"] else None)
+        pair = str(row["pair"]) if row["pair"] else None
+        state.open_trace(str(row["trace"]), pair, open_params)
 
 
 def _copy_setting(source: str, target: str) -> None:

@@ -57,6 +57,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from db.contract.vocabulary import counted
+
 Direction = Literal["lower", "higher"] | None
 Verdict = Literal["better", "worse", "changed", "no evidence", "too few traces"]
 
@@ -705,8 +707,8 @@ def compare(baseline: TraceSet, candidate: TraceSet, seed: int = SEED) -> Compar
             rows[i] = replace(rows[i], low=low, high=high, p_value=p, adjusted_p=q)
             rows[i] = replace(rows[i], verdict=_verdict(rows[i]))
     notes = [
-        f"the {side} holds {s.trace_count} trace(s), fewer than {MIN_TRACES}: nothing can be "
-        "inferred"
+        f"the {side} holds {counted(s.trace_count, 'trace')}, fewer than {MIN_TRACES}: nothing "
+        "can be inferred"
         for side, s in (("baseline", baseline), ("candidate", candidate))
         if s.trace_count < MIN_TRACES
     ]

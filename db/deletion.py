@@ -34,6 +34,7 @@ from sqlalchemy import (
 )
 
 from db import dialect, rollups, search
+from db.contract.vocabulary import counted
 from db.schema import Base
 from db.transaction import writing
 
@@ -56,7 +57,7 @@ def traces_by_display_id(display_id: str) -> Selection:
 
 def traces_by_id(ids: list[int], description: str | None = None) -> Selection:
     """Traces by their database ids (``traces.id``); ``description`` names them in messages."""
-    return Selection("traces", lambda t: t.c.id.in_(ids), description or f"{len(ids)} traces")
+    return Selection("traces", lambda t: t.c.id.in_(ids), description or counted(len(ids), "trace"))
 
 
 def import_by_id(import_id: int) -> Selection:

@@ -29,6 +29,7 @@ import orjson
 from sqlalchemy import Engine
 
 from db import dialect
+from db.contract.vocabulary import counted
 from db.engine import make_engine, other_processes_can_open
 from db.write import (
     TraceRows,
@@ -140,14 +141,13 @@ class ImportSummary:
         unchanged, 0 rejected in 0.31 s``; followed by ``; 12 secrets redacted (jwt 9,
         openai_key 3)`` when something was redacted, and by ``; x.jsonl read as openai_chat:
         tau2, which …`` for every file read with another format than its structure suggested."""
-        files = "file" if self.files == 1 else "files"
         skipped = f" ({self.files_unchanged} unchanged)" if self.files_unchanged else ""
         unknown = ""
         if self.unknown_items:
             kinds = ", ".join(f"{kind} ×{n}" for kind, n in sorted(self.unknown_items.items()))
-            unknown = f", {self.unknown_item} unknown items kept ({kinds})"
+            unknown = f", {counted(self.unknown_item, 'unknown item')} kept ({kinds})"
         line = (
-            f"{self.files} {files}{skipped}, {self.traces} traces imported, "
+            f"{counted(self.files, 'file')}{skipped}, {counted(self.traces, 'trace')} imported, "
             f"{self.updated} updated, {self.unchanged} unchanged, {self.rejected} rejected"
             f"{unknown} in {self.seconds:.2f} s"
         )

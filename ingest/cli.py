@@ -19,7 +19,7 @@ from typing import Annotated, Any, TextIO
 import orjson
 import typer
 
-from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, ENCODINGS
+from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, ENCODINGS, counted
 
 app = typer.Typer(
     name="toollens",
@@ -27,6 +27,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Help texts are plain text: Rich markup would read `[default: 3]`, `[auth]` or
+    # `[tool.toollens.lint]` as style tags and drop them.
+    rich_markup_mode=None,
 )
 
 DbOption = Annotated[
@@ -57,6 +60,18 @@ MAX_PRINTED_REJECTIONS = 20
 SKIPPED_NAMED = 5
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("toollens")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            number = "unknown (not installed)"
+        typer.echo(f"toollens {number}")
+        raise typer.Exit()
+
+
 @app.callback()
 def main_options(
     db_password_file: Annotated[
@@ -67,6 +82,15 @@ def main_options(
             help="Read the database password from this file (else $TOOLLENS_DB_PASSWORD)",
         ),
     ] = None,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the installed ToolLens version and exit",
+        ),
+    ] = False,
 ) -> None:
     """ToolLens: observability for the Tool Messages of AI agents."""
     if db_password_file is not None:
@@ -123,7 +147,8 @@ def _inputs(paths: list[Path], *, stdin: bool = False) -> list[Path]:
         names = ", ".join(str(p) for p in inputs.skipped[:SKIPPED_NAMED])
         more = len(inputs.skipped) - SKIPPED_NAMED
         typer.echo(
-            f"Note: {len(inputs.skipped)} file(s) in the folders named are not trace files "
+            f"Note: {counted(len(inputs.skipped), 'file')} in the folders named "
+            f"{'is not a trace file' if len(inputs.skipped) == 1 else 'are not trace files'} "
             f"({TRACE_SUFFIXES_TEXT}) and were not read: {names}"
             + (f" and {more} more" if more > 0 else ""),
             err=True,
@@ -197,7 +222,7 @@ def import_command(
 ) -> None:
     """Import trace files into the database; prints one summary line.
 
-    Secrets are redacted before anything is stored (``--redact default``); the summary line
+    Secrets are redacted before anything is stored (--redact default); the summary line
     counts them per kind. Interrupted (Ctrl-C or SIGTERM), it stops at once, keeps what it
     wrote and exits 130 (143 for SIGTERM); the same command run again completes the import.
     """
@@ -392,7 +417,7 @@ def export_command(
         typer.echo(text, nl=False)
         return
     out.write_text(text, encoding="utf-8")
-    typer.echo(f"wrote {out} ({len(report['flagged'])} flagged pairs)", err=True)
+    typer.echo(f"wrote {out} ({counted(len(report['flagged']), 'flagged pair')})", err=True)
 
 
 @app.command("lint")
@@ -415,7 +440,13 @@ def lint_command(
         typer.Option("--input-format", help="Skip sniffing: one of `toollens formats`"),
     ] = None,
     loop_k: Annotated[
-        int | None, typer.Option("--loop-k", min=2, help=f"[default: {DEFAULT_LOOP_K}]")
+        int | None,
+        typer.Option(
+            "--loop-k",
+            min=2,
+            help="Loop threshold: a call repeated with the same arguments this many times in "
+            f"a trace is a loop [default: {DEFAULT_LOOP_K}]",
+        ),
     ] = None,
 ) -> None:
     """Analyze trace files without a database and list every finding (a CI gate).
@@ -513,7 +544,7 @@ def reanalyze_command(db: DbOption = None) -> None:
     from ingest.reanalyze import reanalyze
 
     count = reanalyze(_engine(db))
-    typer.echo(f"reanalyzed {count} traces")
+    typer.echo(f"reanalyzed {counted(count, 'trace')}")
 
 
 def _confirm_deletion(engine, selection, yes: bool) -> None:  # type: ignore[no-untyped-def]
@@ -620,7 +651,10 @@ def rebuild_rollups_command(db: DbOption = None) -> None:
     started = time.perf_counter()
     traces = rollups.rebuild(engine)
     seconds = time.perf_counter() - started
-    typer.echo(f"rollups rebuilt: {traces:,} traces in {seconds:.1f} s ({display_url(engine.url)})")
+    typer.echo(
+        f"rollups rebuilt: {counted(traces, 'trace', thousands=True)} in {seconds:.1f} s "
+        f"({display_url(engine.url)})"
+    )
 
 
 @app.command("serve")
@@ -648,9 +682,8 @@ def serve_command(
     """Open the dashboard (Streamlit) on http://HOST:PORT; with --otlp, also run the OTLP
     receiver on HOST:OTLP_PORT (one command: stopping it stops both).
 
-    Off loopback it needs login configured (``[auth]`` in ``.streamlit/secrets.toml`` or
-    ``--secrets``) unless ``--no-auth`` says otherwise, or anyone on the network could read
-    every trace.
+    Off loopback it needs login configured ([auth] in .streamlit/secrets.toml or --secrets)
+    unless --no-auth says otherwise, or anyone on the network could read every trace.
     """
     from dashboard.access import (
         EXPOSED_ENV,
@@ -677,6 +710,16 @@ def serve_command(
         )
     url = resolve_url(db)
     _engine(url).dispose()  # migrate before the first page asks
+    wanted = [("the dashboard", port, "--port")]
+    if otlp:
+        wanted.append(("the OTLP receiver", otlp_port, "--otlp-port"))
+    for what, number, option in wanted:
+        problem = _port_taken(host, number)
+        if problem is not None:
+            raise _usage_error(
+                f"port {number} on {host} is not available for {what} ({problem}); "
+                f"stop what listens there or choose another with {option}"
+            )
     app_path = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
     # The URL goes through the environment, not the command line: anyone on the machine can
     # read a process's arguments (`ps`), only its owner its environment.
@@ -697,6 +740,26 @@ def serve_command(
         return
     # Become the Streamlit server (no child left behind when this process is stopped).
     os.execve(sys.executable, command, env)
+
+
+def _port_taken(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (``None`` when it can), found by binding it
+    the way the servers do (SO_REUSEADDR, as Tornado and uvicorn set it: a port whose last
+    connections are still closing counts as free, one with a listener does not)."""
+    import socket
+
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        return f"cannot resolve {host}: {exc.strerror or exc}"
+    for family, kind, proto, _name, address in addresses:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                return exc.strerror or str(exc)
+    return None
 
 
 def _serve_with_receiver(

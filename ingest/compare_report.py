@@ -20,6 +20,7 @@ from db.compare_stats import (
     Comparison,
     Difference,
 )
+from db.contract.vocabulary import counted
 
 ALL_TOOLS = "(all tools)"
 #: Fingerprints listed per side in the text report (a CI log); ``--json`` has them all.
@@ -122,8 +123,8 @@ def comparison_text(
     """The comparison for a terminal or CI log: the differences with evidence, what is new
     or gone, the unchanged tools, and the gate's result."""
     out = [
-        f"baseline:  {baseline} ({comparison.baseline_traces} traces)",
-        f"candidate: {candidate} ({comparison.candidate_traces} traces)",
+        f"baseline:  {baseline} ({counted(comparison.baseline_traces, 'trace')})",
+        f"candidate: {candidate} ({counted(comparison.candidate_traces, 'trace')})",
         *(f"note: {n}" for n in comparison.notes),
         "",
         "differences with evidence (rates in %, their differences in points; 95% interval; traces "
@@ -140,7 +141,8 @@ def comparison_text(
     ):
         out.append(f"{title}:")
         out.extend(
-            f"  {row.n}x in {row.traces} traces: {row.fingerprint}  (first: {row.trace} {row.pair})"
+            f"  {row.n}x in {counted(row.traces, 'trace')}: {row.fingerprint}  "
+            f"(first: {row.trace} {row.pair})"
             for row in df.head(MAX_LISTED).itertuples()
         )
         if len(df) > MAX_LISTED:

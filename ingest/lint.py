@@ -20,6 +20,7 @@ from db.contract.vocabulary import (
     DEFAULT_LOOP_K,
     FINDING_KINDS,
     FindingLevel,
+    counted,
     finding_level,
     finding_message,
 )
@@ -96,16 +97,17 @@ class LintReport:
     def summary_lines(self) -> list[str]:
         """The per-tool counts that close the text output."""
         lines = [
-            f"{self.traces} traces, {self.tool_calls} tool calls, {self.tool_results} tool results"
+            f"{counted(self.traces, 'trace')}, {counted(self.tool_calls, 'tool call')}, "
+            f"{counted(self.tool_results, 'tool result')}"
         ]
         by_tool = self.by_tool
         for tool in sorted(self.tools, key=lambda t: (-sum(by_tool[t].values()), t)):
             counts = by_tool[tool]
             detail = ", ".join(f"{name} {n}" for name, n in sorted(counts.items()))
-            lines.append(f"  {tool}: {sum(counts.values())} findings ({detail})")
+            lines.append(f"  {tool}: {counted(sum(counts.values()), 'finding')} ({detail})")
         if self.ignore:
             lines.append(f"  ignored: {', '.join(sorted(self.ignore))}")
-        lines.append(f"{self.total_findings} findings")
+        lines.append(counted(self.total_findings, "finding"))
         return lines
 
     def add(self, trace: Trace, loop_k: int) -> None:

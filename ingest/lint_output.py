@@ -27,7 +27,7 @@ from xml.etree import ElementTree as ET
 
 import orjson
 
-from db.contract.vocabulary import FINDING_DESCRIPTION, FINDING_LEVEL
+from db.contract.vocabulary import FINDING_DESCRIPTION, FINDING_LEVEL, counted
 from ingest.lint import LOOP_FINDING, LintFinding, LintReport
 from ingest.model import Rejected
 
@@ -220,7 +220,7 @@ def junit(report: LintReport) -> str:
                 failure = ET.SubElement(
                     case,
                     "failure",
-                    message=_xml_text(f"{len(found)} findings: {', '.join(kinds)}"),
+                    message=_xml_text(f"{counted(len(found), 'finding')}: {', '.join(kinds)}"),
                     type="toollens.lint",
                 )
                 failure.text = _xml_text("\n".join(f.text() for f in found))

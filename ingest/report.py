@@ -11,8 +11,9 @@ the file runs no script and loads nothing from anywhere (it also forbids that by
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 import orjson
@@ -23,7 +24,7 @@ from db.annotations import trace_annotations
 from db.contract.vocabulary import DEFAULT_LOOP_K, PAIR_STATES
 from db.queries.traces import trace_findings, trace_window
 from db.review import trace_header
-from ingest.report_html import figures_lines, to_html
+from ingest.report_html import corrections_made, figures_lines, to_html
 
 #: Characters of one message kept in a report (0 = everything); the rest is counted, not shown.
 DEFAULT_MAX_CHARS = 4000
@@ -152,6 +153,36 @@ def _pairs(
     return pairs
 
 
+#: Longest title part of a report's file name (characters).
+FILE_TITLE_CHARS = 60
+
+
+def _file_safe(text: str) -> str:
+    """``text`` in ASCII letters and digits (accents dropped: ``Ä`` → ``A``), every other run
+    of characters, and every run of ``.``, ``_`` and ``-``, one ``-``."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    dashed = re.sub(r"[^A-Za-z0-9._-]+", "-", ascii_text)
+    return re.sub(r"[-._]{2,}", "-", dashed).strip("-._")
+
+
+def report_file_name(title: str | None, display_id: str, day: date | None, fmt: str) -> str:
+    """The file name of a trace's report: ``toollens-<title>-<day>.<fmt>``, the title (else
+    the trace's id) cut to :data:`FILE_TITLE_CHARS` and reduced to letters, digits, ``.``,
+    ``_`` and ``-`` (safe on every file system and in a download header), the day the trace
+    started (else none).
+
+    >>> report_file_name("Why is order #7 / item 3 missing?", "t-1", date(2026, 11, 30), "md")
+    'toollens-Why-is-order-7-item-3-missing-2026-11-30.md'
+    >>> report_file_name(None, "../../etc/passwd", None, "html")
+    'toollens-etc-passwd.html'
+    """
+    stem = _file_safe(title or "")[:FILE_TITLE_CHARS].strip("-._") or _file_safe(display_id)
+    parts = ["toollens", stem[:FILE_TITLE_CHARS].strip("-._") or "trace"]
+    if day is not None:
+        parts.append(day.isoformat())
+    return "-".join(parts) + f".{fmt}"
+
+
 def build_report(
     engine: Engine,
     trace: int | str,
@@ -159,8 +190,11 @@ def build_report(
     loop_k: int = DEFAULT_LOOP_K,
     max_chars: int = DEFAULT_MAX_CHARS,
     now: datetime | None = None,
+    view_url: str | None = None,
 ) -> dict[str, Any]:
     """The incident report of one trace (by id, or by display id: the first imported wins).
+    ``view_url``: the dashboard's address of the view the report is made from, linked from
+    the report (none when the address is not known).
 
     Raises :class:`UnknownTraceError` when no trace matches.
     """
@@ -193,7 +227,7 @@ def build_report(
         )
         pair["reasons"] += [f"finding: {name}" for name in pair["findings"]]
         pair["notes"] = [n for n in notes if n["on"] == pair["pair"]]
-        corrected = "result" in pair and pair["result"]["corrected_by"] is not None
+        corrected = "result" in pair and bool(corrections_made(pair["result"]))
         pair["flagged"] = bool(pair["reasons"] or pair["notes"] or corrected)
     flagged = [p for p in pairs if p["flagged"]]
     # The trace's own metadata stays in (as stored, a JSON object); tool definitions and tags
@@ -204,6 +238,7 @@ def build_report(
         "report": "toollens incident report",
         "version": REPORT_VERSION,
         "generated_at": _native(now or datetime.now(UTC)),
+        "view_url": view_url,
         "loop_k": loop_k,
         "max_chars": max_chars,
         "trace": header_out,
@@ -219,7 +254,7 @@ def build_report(
             "wasted_tokens": header["wasted_tokens"],
             "max_occurrence": header["max_occurrence"],
             "flagged_pairs": len(flagged),
-            "corrections": sum(1 for r in results if r["corrected_by"] is not None),
+            "corrections": sum(1 for p in pairs if "result" in p and corrections_made(p["result"])),
             "annotations": len(notes),
         },
         "flagged": flagged,
@@ -294,6 +329,14 @@ def _md(text: Any) -> str:
     return f"{ticks}{pad}{flat}{pad}{ticks}"
 
 
+def _link(url: str) -> str:
+    """The dashboard's own address as a Markdown autolink: only an http(s) URL, its ``<``,
+    ``>`` and spaces percent-encoded so that it stays one link."""
+    if not re.match(r"https?://", url):
+        raise ValueError(f"not a web address: {url!r}")
+    return url.replace("<", "%3C").replace(">", "%3E").replace(" ", "%20")
+
+
 def _cell(text: Any) -> str:
     """A table cell: a code span whose pipes are escaped (GFM splits cells on them)."""
     return _md(text).replace("|", "\\|")
@@ -313,6 +356,8 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"Generated {_md(report['generated_at'])} by ToolLens (loop k={report['loop_k']}).",
         "",
     ]
+    if report.get("view_url"):
+        lines += [f"Made from this view: <{_link(report['view_url'])}>", ""]
     lines += ["| Figure | Value |", "|---|---|"]
     lines += [f"| {k} | {_cell(v)} |" for k, v in figures_lines(report)]
     lines += ["", f"## Notes ({len(report['annotations'])})", ""]
@@ -338,13 +383,10 @@ def to_markdown(report: dict[str, Any]) -> str:
                     f"Suggestion: {_md(r['suggestion'])}; verdict {_md(r['verdict'])} "
                     f"({_md(r['verdict_reason'])})",
                 ]
-            if r["corrected_by"]:
-                lines += [
-                    "",
-                    f"Corrected by {_md(r['corrected_by'])}: error type "
-                    f"{_md(r['error_type_derived'])} → {_md(r['error_type'])}, verdict "
-                    f"{_md(r['verdict_derived'])} → {_md(r['verdict'])}",
-                ]
+            changes = corrections_made(r)
+            if changes:
+                changed = ", ".join(f"{what} {_md(a)} → {_md(b)}" for what, a, b in changes)
+                lines += ["", f"Corrected by {_md(r['corrected_by'])}: {changed}"]
         for n in p["notes"]:
             lines += ["", f"Note ({_md(n['label'])}, {_md(n['author'])}): {_md(n['note'])}"]
         lines.append("")

@@ -108,12 +108,10 @@ def _html_pair(p: dict[str, Any]) -> str:
                 f"<p>Suggestion: {_h(r['suggestion'])} — verdict <b>{_h(r['verdict'])}</b>"
                 f" ({_h(r['verdict_reason'])})</p>"
             )
-        if r["corrected_by"]:
-            parts.append(
-                f"<p>Corrected by {_h(r['corrected_by'])}: error type "
-                f"{_h(r['error_type_derived'])} → {_h(r['error_type'])}, verdict "
-                f"{_h(r['verdict_derived'])} → {_h(r['verdict'])}</p>"
-            )
+        changes = corrections_made(r)
+        if changes:
+            changed = ", ".join(f"{what} {_h(a)} → {_h(b)}" for what, a, b in changes)
+            parts.append(f"<p>Corrected by {_h(r['corrected_by'])}: {changed}</p>")
     parts += [_html_note(n) for n in p["notes"]]
     return "<section>" + "".join(parts) + "</section>"
 
@@ -137,8 +135,38 @@ def _html_message(m: dict[str, Any]) -> str:
     return "".join(parts) + "</div>"
 
 
+def _view_link(url: str | None) -> str:
+    """The one link of the file, back to the dashboard view the report was made from (an
+    http(s) address the dashboard gave, never trace content); nothing without one. A link
+    loads nothing until it is followed, so the file stays self-contained."""
+    if not url:
+        return ""
+    if not re.match(r"https?://", url):
+        raise ValueError(f"not a web address: {url!r}")
+    href = html.escape(url, quote=True)
+    return f'<p><a href="{href}" rel="noreferrer">Open this view in ToolLens</a></p>'
+
+
+def corrections_made(result: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """What a reviewer's correction of ``result`` (a report's result) changed: ``(what,
+    derived, corrected)`` for the error type and the verdict, each only where the corrected
+    value differs from the derived one (a correction that confirms a value changes nothing).
+
+    >>> corrections_made({"error_type_derived": "not_found", "error_type_corrected": "not_found",
+    ...                   "verdict_derived": "ignored", "verdict_corrected": "followed"})
+    [('verdict', 'ignored', 'followed')]
+    """
+    return [
+        (what, result[f"{field}_derived"], result[f"{field}_corrected"])
+        for what, field in (("error type", "error_type"), ("verdict", "verdict"))
+        if result[f"{field}_corrected"] is not None
+        and result[f"{field}_corrected"] != result[f"{field}_derived"]
+    ]
+
+
 def to_html(report: dict[str, Any]) -> str:
-    """The report as one HTML file: inline CSS, no script, no external reference of any kind."""
+    """The report as one HTML file: inline CSS, no script, no reference that loads anything
+    (the link back to the dashboard view, when known, loads only when followed)."""
     title = f"Incident report: {_h(report['trace']['display_id'])}"
     figures = "".join(
         f"<tr><th>{_h(k)}</th><td>{_h(v)}</td></tr>" for k, v in figures_lines(report)
@@ -147,6 +175,7 @@ def to_html(report: dict[str, Any]) -> str:
         f"<h1>{title}</h1>",
         f"<p class=muted>Generated {_h(report['generated_at'])} by ToolLens "
         f"(loop k={report['loop_k']}).</p>",
+        _view_link(report.get("view_url")),
         f"<table>{figures}</table>",
         f"<h2>Notes ({len(report['annotations'])})</h2>",
         "".join(_html_note(n) for n in report["annotations"]) or "<p class=muted>None.</p>",

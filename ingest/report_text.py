@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from db.contract.vocabulary import counted
+
 
 def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
@@ -36,10 +38,10 @@ def summary_text(data: dict[str, Any]) -> str:
             f"tokens       {t['encoding']}: tool results {t['tool_result_total']}, "
             f"p50 {t['p50']}, p95 {t['p95']}, max {t['max']}",
             f"loops        k={loops['k']}: {loops['signatures']} signatures, "
-            f"{loops['calls']} calls",
+            f"{counted(loops['calls'], 'call')}",
             f"suggestions  {s['with_suggestion']} with a suggestion; followed {s['followed']}, "
             f"ignored {s['ignored']} (follow rate {rate_text})",
             f"findings     {_counts(data['findings'])}",
-            f"corrections  {data.get('corrections', 0)} results corrected by reviewers",
+            f"corrections  {counted(data.get('corrections', 0), 'result')} corrected by reviewers",
         ]
     )

@@ -54,6 +54,25 @@ def pytest_report_header() -> list[str]:
     ]
 
 
+def runs_on_postgresql(item: pytest.Item) -> bool:
+    """The test talks to the PostgreSQL server: it asks for ``pg_url``, or one of its parameters
+    is ``"postgresql"`` (the ``db_url`` and ``module_db_url`` fixtures, a ``dialect``)."""
+    if "pg_url" in getattr(item, "fixturenames", ()):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and any(
+        isinstance(value, str) and value == "postgresql" for value in callspec.params.values()
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every PostgreSQL test ``pg``, so that ``-m pg`` runs exactly those and ``-m "not
+    pg"`` the rest (the SQLite variant of a test parametrized over both stays unmarked)."""
+    for item in items:
+        if runs_on_postgresql(item):
+            item.add_marker(pytest.mark.pg)
+
+
 @pytest.fixture(scope="session")
 def realdata() -> Path:
     """The folder of real public traces (``../shared/realdata``); skips when absent."""

@@ -102,6 +102,7 @@ def test_a_tiny_bench_store_and_its_scaled_copy_on_sqlite(tmp_path: Path) -> Non
     _check(base, scaled)
 
 
+@pytest.mark.pg
 def test_a_tiny_bench_store_and_its_scaled_copy_on_postgresql() -> None:
     with fresh_pg_schema() as base_url, fresh_pg_schema() as scaled_url:
         schema = base_url.rsplit("search_path%3D", 1)[-1].rsplit("search_path=", 1)[-1]

@@ -197,7 +197,7 @@ def test_tools_and_schema_findings_that_appear_or_disappear_are_listed() -> None
 
 def test_a_set_of_one_trace_gives_no_evidence_and_says_why() -> None:
     result = compare(_set(["a"], [], range(1)), _set(["a"], [], range(1, 9)))
-    assert result.notes == ["the baseline holds 1 trace(s), fewer than 5: nothing can be inferred"]
+    assert result.notes == ["the baseline holds 1 trace, fewer than 5: nothing can be inferred"]
     assert {d.verdict for d in result.differences} == {"too few traces"}
     assert {d.p_value for d in result.differences} == {None}
 

@@ -278,8 +278,13 @@ def test_trace_page_puts_the_selected_pair_first(
         ("ok", "plaintext"),
     ]
     assert not selected.text
-    # Name, place, id and badges in one line of escaped markdown.
+    # First the pair's problems in words, then name, place, id and badges in one line of
+    # escaped markdown.
     assert selected.markdown[0].value == (
+        r"**2 problems:** error \(the Tool Message has status error\)\; error without "
+        r"suggestion \(an error Tool Message gives the model no advice\)"
+    )
+    assert selected.markdown[1].value == (
         r"**lookup\_order** · call 4:0 · id t3" + "\n\n"
         r":green-badge[paired] :orange-badge[2nd time] :orange-badge[retry after error]"
     )

@@ -179,4 +179,4 @@ def test_errors_page_says_so_when_nothing_failed(
 ) -> None:
     at = open_app(monkeypatch, analysis_store_url, page=ERRORS, params={"tool": "lookup"})
     assert not at.exception
-    assert [s.value for s in at.success] == ["No Tool Message has status error among 1 results."]
+    assert [s.value for s in at.success] == ["No Tool Message has status error among 1 result."]

@@ -10,13 +10,14 @@ calls so that the trace spans several pages of 20 messages.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 from dbfixture import open_app
-from page_support import rows
+from page_support import captions, metrics, rows
 
 from dashboard import pages, trace_blocks, trace_outline
 from dashboard.charts.trace import outline_chart
@@ -101,20 +102,22 @@ def test_the_markers_are_every_pair_with_its_worst_problem(problem_store: str) -
     markers = trace_markers(engine, _trace_id(problem_store), loop_k=3)
     at_k4 = trace_markers(engine, _trace_id(problem_store), loop_k=4)
     engine.dispose()
-    plain = [(seq, 0, f"{seq}:0", "lookup", "call", False) for seq in range(15, 75, 2)]
+    plain = [(seq, 0, f"{seq}:0", "lookup", "call", False, ()) for seq in range(15, 75, 2)]
     assert rows(markers.astype(object).where(markers.notna(), None)) == [
-        (2, 0, "2:0", "lookup", "call", False),
-        (4, 0, "4:0", "lookup", "error", True),
-        (6, 0, "6:0", "lookup", "missing_result", True),
-        (6, 1, "6:1", "fetch", "call", False),
-        (8, None, "r8", "(unknown)", "lone_result", True),
-        (9, 0, "9:0", "lookup", "call", False),
-        (11, 0, "11:0", "lookup", "call", False),
-        (13, 0, "13:0", "lookup", "loop", True),
+        (2, 0, "2:0", "lookup", "call", False, ()),
+        (4, 0, "4:0", "lookup", "error", True, ("error", "error_without_suggestion")),
+        (6, 0, "6:0", "lookup", "missing_result", True, ("missing_result",)),
+        (6, 1, "6:1", "fetch", "call", False, ()),
+        (8, None, "r8", "(unknown)", "lone_result", True, ("orphan_result",)),
+        (9, 0, "9:0", "lookup", "call", False, ()),
+        (11, 0, "11:0", "lookup", "call", False, ()),
+        (13, 0, "13:0", "lookup", "loop", True, ("loop",)),
         *plain,
     ]
     # k is a page setting: at k = 4 the third repeat is a plain call.
-    assert at_k4.loc[at_k4["pair"] == "13:0", "kind"].tolist() == ["call"]
+    assert at_k4.loc[at_k4["pair"] == "13:0", ["kind", "problems"]].values.tolist() == [
+        ["call", ()]
+    ]
 
 
 def test_problem_neighbours_step_over_plain_calls(problem_store: str) -> None:
@@ -237,3 +240,102 @@ def test_selecting_a_finding_opens_its_pair(
     assert not at.exception
     assert at.query_params["pair"] == "6:0"
     assert _highlighted(at) == ["here_6_0"]
+
+
+def findings_trace() -> dict[str, Any]:
+    """Pairs whose only problems are findings on their Tool Message (message seq = position):
+    a bare "ok" (2:0), a protocol error that says nothing more (4:0), a result over the token
+    budget (6:0), a plain answer (8:0), and an error whose advice the model ignored, twice (10:0
+    and 12:0: the same call again)."""
+    return {
+        "id": "findings-1",
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "system", "content": "You look things up."},
+            {"role": "user", "content": "Look things up."},
+            _assistant(_call("a", {"n": 0})),
+            _tool("a", "ok"),
+            _assistant(_call("b", {"n": 1})),
+            _tool("b", '{"status": "error"}'),
+            _assistant(_call("c", {"n": 2})),
+            _tool("c", "row " * 2500),
+            _assistant(_call("d", {"n": 3})),
+            _tool("d", "found 3 rows"),
+            _assistant(_call("e", {"city": "Paris"}, "weather")),
+            _tool("e", "Error: missing required parameter 'units'"),
+            _assistant(_call("f", {"city": "Paris"}, "weather")),
+            _tool("f", "Error: missing required parameter 'units'"),
+            {"role": "assistant", "content": "Done."},
+        ],
+    }
+
+
+@pytest.fixture
+def findings_store(db_url: str, tmp_path: Path) -> str:
+    """:func:`findings_trace` imported into the test database; its URL."""
+    source = tmp_path / "findings.jsonl"
+    source.write_bytes(orjson.dumps(findings_trace()) + b"\n")
+    engine = make_engine(db_url)
+    summary = import_paths(engine, [source], origin="cli")
+    engine.dispose()
+    assert (summary.traces, summary.rejected) == (1, 0)
+    return db_url
+
+
+def test_findings_alone_make_a_pair_a_problem(findings_store: str) -> None:
+    engine = make_engine(findings_store)
+    trace = find_trace(engine, "findings-1")
+    assert trace is not None
+    markers = trace_markers(engine, int(trace["id"]), loop_k=3)
+    engine.dispose()
+    assert markers[["pair", "kind", "problems"]].values.tolist() == [
+        ["2:0", "finding", ("bare_status",)],
+        [
+            "4:0",
+            "error",
+            ("error", "bare_status", "error_without_suggestion", "empty_marked_error"),
+        ],
+        ["6:0", "finding", ("oversized",)],
+        ["8:0", "call", ()],
+        ["10:0", "error", ("error", "ignored_advice")],
+        ["12:0", "error", ("error", "ignored_advice")],
+    ]
+
+
+def _card_problems(at: Any) -> list[str]:
+    """The problems line of each pair card shown, as the reader sees it (escapes removed)."""
+    shown = [str(m.value) for m in at.markdown]
+    return [
+        re.sub(r"\\(.)", r"\1", text) for text in shown if re.match(r"\*\*\d+ problems?:", text)
+    ]
+
+
+def test_the_tile_the_outline_and_next_problem_count_the_same_pairs_each_named_on_its_card(
+    monkeypatch: pytest.MonkeyPatch, findings_store: str
+) -> None:
+    at = open_app(monkeypatch, findings_store, page=TRACE, params={"trace": "findings-1"})
+    assert not at.exception
+    assert metrics(at)["Problems"] == "5"
+    outline = (
+        "Outline by message number: 5 of 6 pairs have a problem. Click a mark to open its pair."
+    )
+    assert outline in captions(at)
+    # Every pair with a problem names each one on its card, on the messages page.
+    error = "error (the Tool Message has status error)"
+    bare = "bare status (the Tool Message says only a status word (ok, error, done …))"
+    ignored = "advice ignored (the model did not follow the advice the Tool Message gave)"
+    assert _card_problems(at) == [
+        f"**1 problem:** {bare}",
+        f"**4 problems:** {error}; {bare}; error without suggestion (an error Tool Message "
+        "gives the model no advice); empty marked error (flagged as an error but says nothing "
+        "more)",
+        "**1 problem:** oversized (the Tool Message is over the token budget)",
+        f"**2 problems:** {error}; {ignored}",
+        f"**2 problems:** {error}; {ignored}",
+    ]
+    visited = []
+    while not at.button(key="problem_next").disabled:
+        at.button(key="problem_next").click().run()
+        visited.append(at.query_params["pair"])
+    assert visited == ["2:0", "4:0", "6:0", "10:0", "12:0"]
+    assert not at.exception

@@ -59,7 +59,7 @@ def test_reimporting_a_file_changes_nothing(db_url: str, tmp_path: Path) -> None
     first = runner.invoke(app, ["import", "--db", db_url, str(path)])
     assert first.exit_code == 0, first.output
     assert first.stdout.startswith(
-        "1 file, 1 traces imported, 0 updated, 0 unchanged, 0 rejected in "
+        "1 file, 1 trace imported, 0 updated, 0 unchanged, 0 rejected in "
     )
     second = runner.invoke(app, ["import", "--db", db_url, str(path)])
     assert second.stdout.startswith(
@@ -114,7 +114,7 @@ def test_a_bad_record_is_rejected_with_its_line_and_kept(
     result = runner.invoke(app, ["import", "--db", db_url, "--strict", str(path)])
     assert result.exit_code == 1
     assert f"{path}:2: {reason}: {message}\n" in result.stderr
-    assert "1 traces imported, 0 updated, 0 unchanged, 1 rejected" in result.stdout
+    assert "1 trace imported, 0 updated, 0 unchanged, 1 rejected" in result.stdout
     engine = make_engine(db_url)
     with engine.connect() as conn:
         row = conn.execute(sa.select(RejectedRecord)).one()
@@ -128,7 +128,7 @@ def test_nul_characters_are_stored_safely(db_url: str, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "nul.jsonl", [json.dumps(conv).encode()])
     result = runner.invoke(app, ["import", "--db", db_url, str(path)])
     assert result.exit_code == 0, result.output
-    assert "1 traces imported" in result.stdout
+    assert "1 trace imported" in result.stdout
 
 
 def test_an_unrecognized_file_is_rejected_whole_with_a_hint(db_url: str, tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ def test_import_and_lint_take_a_folder(tmp_path: Path) -> None:
     result = runner.invoke(app, ["import", "--db", db, str(logs)])
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines()[0] == (
-        "Note: 2 file(s) in the folders named are not trace files (.json, .jsonl, .ndjson, .gz)"
+        "Note: 2 files in the folders named are not trace files (.json, .jsonl, .ndjson, .gz)"
         f" and were not read: {logs / 'README.md'}, {logs / 'sub/notes.txt'}"
     )
     assert result.stdout.startswith(

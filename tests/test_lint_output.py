@@ -45,8 +45,8 @@ def test_text_lists_one_line_per_finding_then_the_counts_per_tool(runs: Path) ->
         "2 traces, 3 tool calls, 2 tool results",
         "  get_weather: 3 findings (arguments_schema_violation 1, error_without_suggestion 1, "
         "name_mismatch 1)",
-        "  lookup: 1 findings (missing_result 1)",
-        "  search: 1 findings (undeclared_parameter 1)",
+        "  lookup: 1 finding (missing_result 1)",
+        "  search: 1 finding (undeclared_parameter 1)",
         "5 findings",
     ]
 

@@ -129,7 +129,7 @@ def test_toollens_import_sniffs_a_collector_file_as_otlp_and_stores_its_pairs(
     result = CliRunner().invoke(app, ["import", "--db", db_url, str(path)])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith(
-        "1 file, 1 traces imported, 0 updated, 0 unchanged, 0 rejected in "
+        "1 file, 1 trace imported, 0 updated, 0 unchanged, 0 rejected in "
     )
     engine = make_engine(db_url)
     assert stored_pairs(engine) == {"000000000000000000000000000000a2": OPENINFERENCE_PAIRS}

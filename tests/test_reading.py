@@ -50,10 +50,10 @@ def test_lint_runs_where_sqlalchemy_cannot_be_imported() -> None:
         f"{TAU_GOLDEN}:17 47712c8233a0 call_x1: error_without_suggestion: "
         "Error: reservation not found",
         "2 traces, 3 tool calls, 3 tool results",
-        "  cancel_reservation: 1 findings (error_without_suggestion 1)",
+        "  cancel_reservation: 1 finding (error_without_suggestion 1)",
         "  calculate: 0 findings ()",
         "  get_user_details: 0 findings ()",
-        "1 findings",
+        "1 finding",
         "db modules: ['db', 'db.contract', 'db.contract.vocabulary', 'db.contract.widths']",
     ]
     assert result.returncode == 1  # one finding, over the default threshold of 0

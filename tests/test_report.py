@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -19,8 +19,14 @@ from db.engine import make_engine
 from db.review import mark_reviewed, review_queue
 from ingest.cli import app
 from ingest.pipeline import import_paths
-from ingest.report import UnknownTraceError, build_report, to_json, to_markdown
-from ingest.report_html import to_html
+from ingest.report import (
+    UnknownTraceError,
+    build_report,
+    report_file_name,
+    to_json,
+    to_markdown,
+)
+from ingest.report_html import _view_link, to_html
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOSTILE_NOTE = "<script>steal()</script> see https://evil.example/a.png url(//x) @import 'y'"
@@ -152,7 +158,7 @@ def test_notes_corrections_and_the_review_appear_in_the_report(
     assert [n["note"] for n in second["notes"]] == ["no 404 advice"]
     assert report["trace"]["reviewed_by"] == "ana"
     md = to_markdown(report)
-    assert "Corrected by `ana`: error type `not_found` → `not_found`, verdict `ignored` → " in md
+    assert "Corrected by `ana`: verdict `ignored` → `followed`\n" in md
     assert "| Reviewed | `2026-11-30T09:00:00+00:00 by ana` |" in md
 
 
@@ -278,3 +284,81 @@ def test_the_json_export_carries_the_trace_metadata_as_imported(
     assert trace["display_id"] == "conv-weather-1"
     assert trace["metadata"] == {"user": "u-17", "env": "staging"}
     assert "tools" not in trace and "tags" not in trace
+
+
+def test_a_correction_that_confirms_the_derived_values_is_not_listed(
+    store: tuple[sa.Engine, dict[str, int]],
+) -> None:
+    engine, ids = store
+    trace = ids["incident-1"]
+    advice = result_id(engine, trace, 3)
+    correct_result(engine, advice, author="ana", error_type="not_found", verdict="ignored")
+    report = build_report(engine, trace)
+    assert report["figures"]["corrections"] == 0
+    first = report["flagged"][0]
+    assert (first["result"]["error_type_corrected"], first["result"]["verdict_corrected"]) == (
+        "not_found",
+        "ignored",
+    )
+    assert "Corrected by" not in to_markdown(report)
+    assert "Corrected by" not in to_html(report)
+    # Half a change is listed as that half.
+    correct_result(engine, advice, author="ana", error_type="timeout", verdict="ignored")
+    report = build_report(engine, trace)
+    assert report["figures"]["corrections"] == 1
+    assert "Corrected by `ana`: error type `not_found` → `timeout`\n" in to_markdown(report)
+    assert "<p>Corrected by ana: error type not_found → timeout</p>" in to_html(report)
+
+
+VIEW = "http://127.0.0.1:8501/trace?trace=incident-1&pair=4:0&model=gpt-4o"
+
+
+def test_the_report_links_back_to_the_view_it_was_made_from(
+    store: tuple[sa.Engine, dict[str, int]],
+) -> None:
+    engine, _ = store
+    report = build_report(engine, "incident-1", view_url=VIEW)
+    assert report["view_url"] == VIEW
+    assert f"Made from this view: <{VIEW}>\n" in to_markdown(report)
+    document = to_html(report)
+    href = VIEW.replace("&", "&amp;")
+    link = f'<p><a href="{href}" rel="noreferrer">Open this view in ToolLens</a></p>'
+    assert document.count("<a ") == 1 and link in document
+    # Apart from that one link, the file stays self-contained.
+    assert_self_contained(document.replace(link, ""))
+    # Without a known address there is no link at all.
+    plain = build_report(engine, "incident-1")
+    assert plain["view_url"] is None
+    assert "Made from this view" not in to_markdown(plain)
+    assert "<a " not in to_html(plain)
+
+
+def test_only_a_web_address_is_linked() -> None:
+    with pytest.raises(ValueError, match="not a web address"):
+        _view_link("javascript:alert(1)")
+
+
+@pytest.mark.parametrize(
+    ("title", "display_id", "day", "name"),
+    [
+        (
+            "Cancel order 7",
+            "incident-1",
+            date(2026, 11, 30),
+            "toollens-Cancel-order-7-2026-11-30.md",
+        ),
+        ("Ärger mit <script> & /etc", "x", None, "toollens-Arger-mit-script-etc.md"),
+        ("", "run/../../7", date(2026, 1, 2), "toollens-run-7-2026-01-02.md"),
+        ("?!", "", None, "toollens-trace.md"),
+        (
+            "word " * 40,
+            "x",
+            None,
+            "toollens-word-word-word-word-word-word-word-word-word-word-word-word.md",
+        ),
+    ],
+)
+def test_report_files_are_named_by_title_and_day_safely(
+    title: str, display_id: str, day: date | None, name: str
+) -> None:
+    assert report_file_name(title, display_id, day, "md") == name

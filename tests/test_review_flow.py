@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import io
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -60,8 +61,9 @@ class Downloads:
 
         return RecordingManager
 
-    def content(self, at: Any, key: str) -> bytes:
-        """The file the download button ``key`` of the last run sends when clicked."""
+    def file(self, at: Any, key: str) -> Any:
+        """The file (content, file name …) the download button ``key`` of the last run sends
+        when clicked."""
         button = next(b for b in at.get("download_button") if b.key == key)
         manager, storage = self.stores[-1]
         proto = button.proto
@@ -70,7 +72,11 @@ class Downloads:
             if proto.deferred_file_id
             else proto.url
         )
-        return storage.get_file(url.rsplit("/", 1)[-1]).content
+        return storage.get_file(url.rsplit("/", 1)[-1])
+
+    def content(self, at: Any, key: str) -> bytes:
+        """The file the download button ``key`` of the last run sends when clicked."""
+        return bytes(self.file(at, key).content)
 
 
 @pytest.fixture
@@ -159,7 +165,12 @@ def test_a_reviewer_goes_from_the_overview_to_a_problem_pair_labels_corrects_and
     assert texts(at, "title") == ["Trace"]
     assert (at.query_params["trace"], at.query_params["pair"]) == ("incident-1", "2:0")
     selected = expander(at, "Selected pair")
-    assert texts(selected, "markdown")[0].startswith(r"**lookup\_order** · call 2:0")
+    problems, head = texts(selected, "markdown")[:2]
+    assert problems == (
+        r"**2 problems:** error \(the Tool Message has status error\)\; advice ignored \(the "
+        r"model did not follow the advice the Tool Message gave\)"
+    )
+    assert head.startswith(r"**lookup\_order** · call 2:0")
     # The forms are in their own box, closed while the pair has no note, and drawn only open.
     assert review_box(at).label == "Notes and corrections on this pair (0 notes)"
     assert texts(review_box(at), "caption") == []
@@ -193,7 +204,7 @@ def test_a_reviewer_goes_from_the_overview_to_a_problem_pair_labels_corrects_and
     assert review_box(at).label == "Notes and corrections on this pair (1 note)"
     assert NOTE in texts(review_box(at), "text")
     assert "Notes and labels on this pair (1)" in texts(review_box(at), "caption")
-    advice = texts(expander(at, "Selected pair"), "markdown")[2]
+    advice = texts(expander(at, "Selected pair"), "markdown")[3]
     assert advice.endswith(r":green-badge[verdict\: followed \(corrected\)]")
 
     link = texts(at, "code")[0]
@@ -394,3 +405,47 @@ def test_mark_reviewed_on_the_trace_page_opens_the_next_trace_of_the_queue(
     assert at.query_params["trace"] == "orphan-3"
     assert [t.value for t in at.toast] == ["Marked reviewed. The review queue is empty."]
     assert any(c.value.startswith("Reviewed by ana ") for c in at.caption)
+
+
+def test_mark_reviewed_and_next_follows_the_queues_problem_filter(
+    monkeypatch: pytest.MonkeyPatch, sqlite_url: str, store: tuple[sa.Engine, dict[str, int]]
+) -> None:
+    """From the queue of loops, the next trace is the next one with a loop: orphan-3, next in
+    the whole queue, has none, so the loops queue is empty after incident-1."""
+    engine, ids = store
+    review = open_app(
+        monkeypatch, sqlite_url, page=pages.REVIEW.script, params={"problem": "loops"}
+    )
+    assert review.dataframe(key="review_queue").value["trace"].tolist() == ["incident-1"]
+    review.session_state["review_queue"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    review.run()
+    assert not review.exception
+    assert (review.query_params["trace"], review.query_params["queue"]) == ("incident-1", "loops")
+
+    at = open_app(
+        monkeypatch, sqlite_url, page=TRACE, params={"trace": "incident-1", "queue": "loops"}
+    )
+    at.text_input(key="reviewer").input("ana").run()
+    at.button(key="mark_and_next").click().run()
+    assert not at.exception
+    assert at.query_params["trace"] == "incident-1"
+    assert [t.value for t in at.toast] == ["Marked reviewed. The review queue of loops is empty."]
+    assert review_header(engine, ids["orphan-3"])["reviewed_by"] is None  # type: ignore[index]
+
+
+def test_the_report_buttons_name_the_file_by_title_and_day(
+    monkeypatch: pytest.MonkeyPatch,
+    sqlite_url: str,
+    store: tuple[sa.Engine, dict[str, int]],
+    downloads: Downloads,
+) -> None:
+    """The incident's trace has no times: its report is dated the day it is made."""
+    trace = store[1]["incident-1"]
+    today = datetime.now(UTC).date().isoformat()
+    at = open_app(monkeypatch, sqlite_url, page=TRACE, params={"trace": "incident-1"})
+    assert not at.exception
+    names = [downloads.file(at, f"report_{trace}_{fmt}").filename for fmt in ("html", "md", "json")]
+    stem = "toollens-Cancel-order-7-script-alert-x-script-see-https-evil.example"
+    assert names == [f"{stem}-{today}.{fmt}" for fmt in ("html", "md", "json")]
+    # No link back: AppTest's browser gives no address.
+    assert b"Made from this view" not in downloads.content(at, f"report_{trace}_md")

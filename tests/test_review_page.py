@@ -300,7 +300,8 @@ def test_correction_form_says_when_there_is_nothing_to_correct(
 def test_report_and_table_downloads_offer_every_format(
     store: tuple[sa.Engine, dict[str, int]], sqlite_url: str
 ) -> None:
-    at = widget(sqlite_url, "report_download", store[1]["incident-1"])
+    trace = {"id": store[1]["incident-1"], "display_id": "incident-1", "title": "Cancel order 7"}
+    at = widget(sqlite_url, "report_download", trace)
     assert [b.label for b in at.get("download_button")] == ["Report (HTML)", "Markdown", "JSON"]
     tables = AppTest.from_function(table_app, default_timeout=30)
     tables.run()

@@ -104,14 +104,14 @@ def test_uploading_on_the_page_imports_shows_the_summary_and_the_rejected_record
             ("broken.jsonl", BROKEN_FILE, "application/jsonl"),
         ]
     ).run()
-    assert [b.label for b in at.button] == ["Import 2 file(s)"]
+    assert [b.label for b in at.button] == ["Import 2 files"]
     at.button[0].click().run()
     assert not at.exception
     assert len(at.success) == 1
     assert at.success[0].value.startswith(
         "2 files, 3 traces imported, 0 updated, 1 unchanged, 1 rejected in "
     )
-    assert [w.value for w in at.warning] == ["1 records were rejected"]
+    assert [w.value for w in at.warning] == ["1 record was rejected"]
     rejected = at.dataframe[0].value
     assert rejected[["location", "reason"]].values.tolist() == [
         ["broken.jsonl:2", "malformed_json"]
@@ -150,7 +150,7 @@ def test_a_file_over_the_limit_is_named_on_the_page_and_the_others_still_import(
         "huge.jsonl is 3.0 MB; the upload limit is 1 MB "
         "(import bigger files with `toollens import`)"
     ]
-    assert [b.label for b in at.button] == ["Import 1 file(s)"]
+    assert [b.label for b in at.button] == ["Import 1 file"]
     at.button[0].click().run()
     assert stored(engine)[0] == [("upload", ["runs.jsonl"], 3, 0)]
 

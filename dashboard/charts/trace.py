@@ -21,6 +21,7 @@ KIND_LABELS: dict[str, str] = {
     "late_result": "late result",
     "lone_result": "lone result",
     "loop": "loop call",
+    "ignored_advice": "advice ignored",
     "finding": "finding",
     "call": "call",
 }

@@ -138,7 +138,9 @@ total = state.query(count_pairs, f, pq)
 pages = max(1, -(-total // PAGE_SIZE))
 page = row[2].number_input("Page", min_value=1, value=1, step=1, key="page", bind="query-params")
 page = min(int(page), pages)
-row[3].caption(f"{total:,} rows · page {page:,} of {pages:,} · select a row to open it")
+row[3].caption(
+    f"{render.count_text(total, 'row')} · page {page:,} of {pages:,} · select a row to open it"
+)
 
 if total == 0:
     st.info(
@@ -199,8 +201,8 @@ files_ui.table_downloads(
 )
 if total > cap:
     st.caption(
-        f"Downloads hold the first {cap:,} of {total:,} rows, in this order; narrow the "
-        "filters to get the rest."
+        f"Downloads hold the first {cap:,} of {render.count_text(total, 'row')}, in this order; "
+        "narrow the filters to get the rest."
     )
 else:
     st.caption(

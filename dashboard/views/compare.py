@@ -209,9 +209,15 @@ if baseline is None or candidate is None:
 
 k = state.loop_k()
 comparison = state.query(compare_sets, baseline, candidate, k)
-left.caption(render.escape_markdown(f"{describe(baseline)}: {comparison.baseline_traces:,} traces"))
+left.caption(
+    render.escape_markdown(
+        f"{describe(baseline)}: {render.count_text(comparison.baseline_traces, 'trace')}"
+    )
+)
 right.caption(
-    render.escape_markdown(f"{describe(candidate)}: {comparison.candidate_traces:,} traces")
+    render.escape_markdown(
+        f"{describe(candidate)}: {render.count_text(comparison.candidate_traces, 'trace')}"
+    )
 )
 for note in comparison.notes:
     st.warning(render.escape_markdown(note), icon=":material/warning:")

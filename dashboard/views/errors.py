@@ -55,7 +55,7 @@ if results == 0:
     render.no_match()
     st.stop()
 if errors == 0:
-    st.success(f"No Tool Message has status error among {results:,} results.")
+    st.success(f"No Tool Message has status error among {render.count_text(results, 'result')}.")
     st.stop()
 
 sources = state.query(q.error_sources, f)
@@ -253,8 +253,13 @@ def _over_time(f: Filters, errors: int) -> None:
             state.apply_filters({"since": brushed[0], "until": brushed[1]})
     if placed < errors and axis != "import":
         st.caption(
-            f"{errors - placed:,} errors come from traces without timestamps and are not on this "
-            "axis; the import axis shows every error."
+            f"{render.count_text(errors - placed, 'error')}"
+            + (
+                " comes from a trace without timestamps and is not"
+                if errors - placed == 1
+                else " come from traces without timestamps and are not"
+            )
+            + " on this axis; the import axis shows every error."
         )
 
 

@@ -49,7 +49,11 @@ streaks = state.query(sq.streak_totals, sk, f)
 
 row = st.columns(6)
 row[0].metric("Loops", f"{totals['signatures']:,}", help=f"signatures repeated ≥ {k} times")
-row[1].metric("Calls in loops", f"{totals['calls']:,}", help=f"in {totals['traces']:,} traces")
+row[1].metric(
+    "Calls in loops",
+    f"{totals['calls']:,}",
+    help=f"in {render.count_text(totals['traces'], 'trace')}",
+)
 row[2].metric(
     "Errors in loops",
     f"{totals['errors']:,}",
@@ -65,7 +69,8 @@ row[5].metric(
     "Error streaks",
     f"{streaks['streaks']:,}",
     help=f"{sk}+ consecutive calls of one tool ending in the same error, whatever their "
-    f"arguments ({streaks['calls']:,} calls in {streaks['traces']:,} traces)",
+    f"arguments ({render.count_text(streaks['calls'], 'call')} in "
+    f"{render.count_text(streaks['traces'], 'trace')})",
 )
 
 
@@ -149,7 +154,8 @@ def _streaks(f: Filters, sk: int, streaks: dict[str, int]) -> None:
         st.caption(f"No tool fails the same way {sk} or more times in a row. Lower k to see more.")
     else:
         st.caption(
-            f"{streaks['streaks']:,} streaks · wasted {streaks['wasted_tokens']:,} tokens (results "
+            f"{render.count_text(streaks['streaks'], 'streak')} · wasted "
+            f"{streaks['wasted_tokens']:,} tokens (results "
             "and arguments of the calls after the first) and "
             f"{render.duration_text(streaks['wasted_ms'])} of tool time. Select a row to open the "
             "streak's first call."

@@ -49,13 +49,17 @@ over_budget = int(sizes.loc[sizes["over_budget"].astype(bool), "results"].sum())
 
 # Two rows of four: seven figures in one row cut their labels at 1,280 px.
 top_row, bottom_row = st.columns(4, border=True), st.columns(4, border=True)
-top_row[0].metric("Traces", f"{summary['traces']:,}", help=f"{summary['messages']:,} messages")
+top_row[0].metric(
+    "Traces", f"{summary['traces']:,}", help=f"{render.count_text(summary['messages'], 'message')}"
+)
 top_row[1].metric(
     "Tool calls", f"{summary['tool_calls']:,}", help=f"{results:,} Tool Messages (results)"
 )
 top_row[2].metric("Errors", f"{errors:,}", help="Tool Messages with status error")
 top_row[3].metric(
-    "Error rate", render.percent_text(errors, results), help=f"{errors:,} of {results:,} results"
+    "Error rate",
+    render.percent_text(errors, results),
+    help=f"{errors:,} of {render.count_text(results, 'result')}",
 )
 bottom_row[0].metric(
     "Pairing problems",
@@ -79,7 +83,8 @@ widgets.rate_metric(
     decided,
     of="decided",
     help="followed / (followed + ignored); "
-    f"{verdicts['with_suggestion']:,} results carry a suggestion",
+    f"{render.count_text(verdicts['with_suggestion'], 'result')} "
+    f"{'carries' if verdicts['with_suggestion'] == 1 else 'carry'} a suggestion",
 )
 
 
@@ -305,7 +310,7 @@ def _execution_time(f: Filters) -> None:
     if timing["timed"] == 0:
         st.caption(
             "No call has an execution time: the traces carry no timestamps or tool spans "
-            f"({timing['missing']:,} results without one)."
+            f"({render.count_text(timing['missing'], 'result')} without one)."
         )
     else:
         time_row = st.columns(4, border=True)
@@ -319,7 +324,8 @@ def _execution_time(f: Filters) -> None:
         time_row[3].metric(
             "Timed calls",
             f"{timing['timed']:,}",
-            help=f"{timing['missing']:,} results without a time; {timing['negative']:,} stamped "
+            help=f"{render.count_text(timing['missing'], 'result')} without a time; "
+            f"{timing['negative']:,} stamped "
             "before their call (left out)",
         )
         by_tool = by_tool.assign(

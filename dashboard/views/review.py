@@ -69,6 +69,8 @@ def _queue(engine: Engine, author: str) -> None:
     widgets.trace_table(
         queue.assign(trace=queue["display_id"], pair=None),
         key="review_queue",
+        # The Trace page's "Mark reviewed, open the next" follows this queue's problem filter.
+        open_params={review_ui.QUEUE_PARAM: problem or review_ui.QUEUE_ANY},
         column_order=QUEUE_COLUMNS,
         column_config={
             "trace": st.column_config.TextColumn("Trace"),
@@ -133,7 +135,9 @@ def _confirm_marking(engine: Engine, shown: list[str], picked: list[int], author
         except auth.PermissionDeniedError as exc:
             render.show_error(exc)
             return
-        st.toast(f"{len(picked)} traces marked reviewed", icon=":material/done_all:")
+        st.toast(
+            f"{render.count_text(len(picked), 'trace')} marked reviewed", icon=":material/done_all:"
+        )
         st.rerun()
     if no.button("Cancel", key="cancel_mark"):
         st.session_state.pop(CONFIRM_KEY, None)
@@ -158,7 +162,10 @@ def _notes(engine: Engine) -> None:
     if notes.empty:
         st.caption("No notes yet: write them on the Trace page, beside a trace or a pair.")
         return
-    st.caption(f"{len(notes)} notes, newest first (select one to open its trace and pair)")
+    st.caption(
+        f"{render.count_text(len(notes), 'note')}, newest first "
+        "(select one to open its trace and pair)"
+    )
     pairs = [_pair(s, i) for s, i in zip(notes["message_seq"], notes["call_index"], strict=True)]
     widgets.trace_table(
         notes.assign(trace=notes["display_id"], pair=pairs),

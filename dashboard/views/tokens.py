@@ -30,7 +30,8 @@ encoding = state.query(q.latest_encoding) or DEFAULT_ENCODING
 kinds = state.query(q.token_count_kinds, state.filters())
 st.caption(
     f"Token counts: {encoding} (the encoding of the latest import). Exact for "
-    f"{kinds['exact']:,} traces (counted with their model's own tokenizer); estimates for "
+    f"{render.count_text(kinds['exact'], 'trace')} (counted with their model's own tokenizer); "
+    "estimates for "
     f"{kinds['estimate']:,} (another model's, e.g. Claude counted with an OpenAI encoding, or "
     "no model named). Images count by their provider's image rule: estimates too."
 )
@@ -64,7 +65,7 @@ row[3].metric(
     "Of the transcripts' tokens",
     render.percent_text(share["tool_result_tokens"], share["total_tokens"]),
     help=f"{share['tool_result_tokens']:,} of {share['total_tokens']:,} tokens in "
-    f"{share['traces']:,} traces",
+    f"{render.count_text(share['traces'], 'trace')}",
 )
 
 

@@ -18,7 +18,7 @@ their content only while open: opening one reruns the page.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -54,6 +54,7 @@ from db.queries.traces import (
     parse_pair,
     search_traces,
     trace_findings,
+    trace_markers,
     trace_window,
 )
 
@@ -112,7 +113,8 @@ def _picker(f: Any) -> None:
     offset = (at_page - 1) * PICKER_PAGE_SIZE
     found = state.query(search_traces, f, **search, limit=PICKER_PAGE_SIZE, offset=offset)
     st.caption(
-        f"{total:,} traces, most problems first; {offset + 1:,}–{offset + len(found):,} shown "
+        f"{render.count_text(total, 'trace')}, most problems first; "
+        f"{offset + 1:,}–{offset + len(found):,} shown "
         "(select one to open it)"
     )
     event = st.dataframe(
@@ -335,21 +337,31 @@ def _streaks_table(streaks: pd.DataFrame, trace: str, trace_id: int) -> None:
         st.rerun()
 
 
+def _queue_problem() -> review.Problem | None:
+    """The problem filter of the review queue this trace was opened from (the URL's
+    ``queue``); ``None`` for the whole queue."""
+    value = st.query_params.get(review_ui.QUEUE_PARAM)
+    return cast(review.Problem, value) if value in review.PROBLEMS else None
+
+
 def _mark_and_next(trace_id: int, f: Filters, k: int) -> None:
     """Sign this trace reviewed and open the first trace of the review queue (the Review
-    page's order and filters); say so when the queue is empty."""
+    page's order, the sidebar filters and the queue's problem filter when the trace was
+    opened from it); say so when the queue is empty."""
     engine = state.engine()
     try:
         writes.mark_reviewed(engine, [trace_id])
     except auth.PermissionDeniedError as exc:
         render.show_error(exc)
         return
-    queue = review.review_queue(engine, filters=f, loop_k=k, limit=1)
+    problem = _queue_problem()
+    queue = review.review_queue(engine, filters=f, problem=problem, loop_k=k, limit=1)
+    which = "review queue" if problem is None else f"review queue of {problem}"
     if queue.empty:
-        st.toast("Marked reviewed. The review queue is empty.", icon=":material/done_all:")
+        st.toast(f"Marked reviewed. The {which} is empty.", icon=":material/done_all:")
         return
     state.select_trace(str(queue["display_id"].iloc[0]))
-    st.toast("Marked reviewed; this is the next trace in the queue.", icon=":material/done_all:")
+    st.toast(f"Marked reviewed; this is the next trace in the {which}.", icon=":material/done_all:")
 
 
 def _review_status(trace: dict[str, Any], f: Filters, k: int) -> None:
@@ -372,7 +384,12 @@ def _review_status(trace: dict[str, Any], f: Filters, k: int) -> None:
         disabled=not author,
         on_click=_mark_and_next,
         args=(int(trace["id"]), f, k),
-        help="Signs this trace reviewed and opens the first trace of the review queue."
+        help=(
+            "Signs this trace reviewed and opens the first trace of the review queue "
+            "(with the sidebar filters"
+            + ("" if _queue_problem() is None else f" and the queue's problem {_queue_problem()}")
+            + ")."
+        )
         if author
         else review_ui.NO_AUTHOR_TEXT,
     )
@@ -429,6 +446,10 @@ engine = state.engine()
 all_notes = trace_annotations(engine, trace_id)
 trace_notes = [n for n in all_notes if n.message_seq is None]
 selected = state.selected_pair()
+# One list of the trace's problems (``db.queries.traces.pair_problems``) for the Problems tile,
+# the outline, previous / next problem and the words on each pair's card.
+markers = state.query(trace_markers, trace_id, loop_k=k)
+problem_pairs = markers[markers["problem"]] if not markers.empty else markers
 ctx = trace_blocks.BlockContext(
     k=k,
     budget=budget,
@@ -436,6 +457,7 @@ ctx = trace_blocks.BlockContext(
     selected=selected,
     labels=trace_blocks.notes_by_target(all_notes),
     token_counts=str(trace.get("token_counts") or "estimate"),
+    problems=dict(zip(problem_pairs["pair"], problem_pairs["problems"], strict=True)),
 )
 
 head, side = st.columns([3, 2])
@@ -452,7 +474,10 @@ with head:
     if trace["same_display_id"] > 1:
         st.caption(f"{trace['same_display_id']} traces share this id; the first imported is shown.")
 with side:
-    files_ui.report_download(engine, trace_id, loop_k=k)
+    # The report links back here when the browser said the dashboard's address.
+    files_ui.report_download(
+        engine, trace, loop_k=k, view_url=_share_link() if st.context.url else None
+    )
     _review_status(trace, filters, k)
     st.caption("Copy link (this trace, pair and filters)")
     st.code(_share_link(), language=None, wrap_lines=True)
@@ -461,7 +486,13 @@ m = st.columns(6)
 m[0].metric("Messages", f"{trace['message_count']:,}")
 m[1].metric("Tool calls", f"{trace['tool_call_count']:,}")
 m[2].metric("Errors", f"{trace['error_count']:,}")
-m[3].metric("Problems", f"{trace['problem_count']:,}", help="errors + pairing + loops + ignored")
+m[3].metric(
+    "Problems",
+    f"{len(problem_pairs):,}",
+    help=f"pairs with a problem, of {render.count_text(len(markers), 'pair')}: an error, a "
+    f"pairing problem, a loop call (k = {k}), advice ignored or a finding. The outline and "
+    "Previous / Next problem step through the same pairs; each pair names its problems.",
+)
 m[4].metric(
     "Tool result tokens",
     f"{trace['tool_result_tokens']:,}",
@@ -473,7 +504,12 @@ st.caption(trace_blocks.token_counts_caption(ctx.token_counts))
 
 pair = parse_pair(selected)
 trace_outline.draw(
-    trace_id, str(trace["display_id"]), int(trace["message_count"]), pair, _first_seq_shown()
+    markers,
+    trace_id,
+    str(trace["display_id"]),
+    int(trace["message_count"]),
+    pair,
+    _first_seq_shown(),
 )
 
 # The boxes below draw their content only while open: a closed box's content is still laid

@@ -144,6 +144,28 @@ FINDING_DESCRIPTION: Final[dict[FindingKind, str]] = {
 }
 
 
+#: What makes a pair (a call with its Tool Message, or a Tool Message no call shows as its
+#: answer) a *problem* on the Trace page: the same list for the Problems tile, the outline, the
+#: previous / next problem buttons and the words on each pair's card. Besides these, every
+#: finding kind (:data:`FINDING_KINDS`, which include the pairing states) is one.
+PAIR_PROBLEMS: Final[tuple[str, ...]] = ("error", "loop", "ignored_advice")
+#: Each problem in a few words, as a pair's card names it: the pair problems, then every
+#: finding kind.
+PROBLEM_LABEL: Final[dict[str, str]] = {
+    "error": "error",
+    "loop": "loop",
+    "ignored_advice": "advice ignored",
+    **{str(kind): str(kind).replace("_", " ") for kind in FINDING_KINDS},
+}
+#: Each problem in a sentence, as a pair's card explains it (``{k}``: the loop threshold).
+PROBLEM_DESCRIPTION: Final[dict[str, str]] = {
+    "error": "the Tool Message has status error",
+    "loop": "the same tool with the same arguments, called at least {k} times so far in this trace",
+    "ignored_advice": "the model did not follow the advice the Tool Message gave",
+    **{str(kind): text for kind, text in FINDING_DESCRIPTION.items()},
+}
+
+
 def describe_finding(kind: str, detail: str | None = None) -> str:
     """The message of one occurrence: its own detail (the schema problem, the error's summary)
     when it has one, else what the kind means.
@@ -242,3 +264,10 @@ DEFAULT_LOOP_K: Final = 3
 #: Default error-streak threshold: k or more consecutive calls of one tool ending in the same
 #: error fingerprint (``ingest.streaks``).
 DEFAULT_STREAK_K: Final = 3
+
+
+def counted(n: int, noun: str, many: str | None = None, *, thousands: bool = False) -> str:
+    """``n`` and the noun as that many of it reads: ``"1 trace"``, ``"2 traces"``, ``"0
+    traces"`` (``many`` where the plural is not ``noun + "s"``; ``thousands``: ``"1,024"``)."""
+    number = f"{n:,}" if thousands else str(n)
+    return f"{number} {noun if n == 1 else (many or noun + 's')}"

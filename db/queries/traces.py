@@ -8,6 +8,8 @@ content is cut at :data:`CONTENT_CHARS` in SQL so that one giant message never t
 from __future__ import annotations
 
 import re
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy import null as sa_null
 
 from db import rollups
-from db.contract.vocabulary import DEFAULT_LOOP_K
+from db.contract.vocabulary import DEFAULT_LOOP_K, FINDING_KINDS
 from db.filters import NO_FILTERS, Filters, restrict_traces
 from db.queries.common import effective_error_type, effective_verdict, to_frame
 from db.rollups import Dim
@@ -467,54 +469,80 @@ def trace_count(engine: Engine) -> int:
 #: Kinds of place the trace outline marks, most severe first: a pair takes the first that
 #: applies. Every kind but ``call`` is a problem ("previous / next problem" stop there).
 MARKER_KINDS: tuple[str, ...] = (
-    "error", "missing_result", "late_result", "lone_result", "loop", "finding", "call",
+    "error", "missing_result", "late_result", "lone_result", "loop", "ignored_advice", "finding",
+    "call",
 )  # fmt: skip
 #: Columns of :func:`trace_markers`.
 MARKER_COLUMNS: tuple[str, ...] = ("seq", "call_index", "pair", "tool", "kind", "problem")
+_FINDING_ORDER: dict[str, int] = {str(kind): n for n, kind in enumerate(FINDING_KINDS)}
 
 
-def _marker_kind(
-    status: str | None, pair_state: str, occurrence: int, findings: int, k: int
-) -> str:
+def pair_problems(
+    status: str | None,
+    pair_state: str,
+    occurrence: int,
+    verdict: str | None,
+    findings: Iterable[str],
+    loop_k: int,
+) -> tuple[str, ...]:
+    """Every problem of one pair (:data:`vocabulary.PAIR_PROBLEMS` and the finding kinds),
+    most severe first, each once: its answer's status error, its pairing state when it is not
+    ``paired``, a loop (the call's signature seen ``loop_k`` times or more so far), advice
+    ignored (the effective verdict), then its findings and its answer's. The one definition
+    of a problem on the Trace page: a pair with none is not one.
+
+    >>> pair_problems("error", "paired", 3, "ignored", ["bare_status", "oversized"], 3)
+    ('error', 'loop', 'ignored_advice', 'bare_status', 'oversized')
+    >>> pair_problems(None, "missing_result", 1, None, ["missing_result"], 3)
+    ('missing_result',)
+    >>> pair_problems("success", "paired", 2, "followed", [], 3)
+    ()
+    """
+    found: list[str] = []
     if status == "error":
+        found.append("error")
+    if pair_state != "paired":
+        found.append(pair_state)
+    if occurrence >= loop_k:
+        found.append("loop")
+    if verdict == "ignored":
+        found.append("ignored_advice")
+    for kind in sorted(
+        set(findings), key=lambda k: (_FINDING_ORDER.get(k, len(_FINDING_ORDER)), k)
+    ):
+        if kind not in found:
+            found.append(kind)
+    return tuple(found)
+
+
+def _marker_kind(problems: tuple[str, ...]) -> str:
+    """The outline kind of a pair: its most severe problem's (:data:`MARKER_KINDS`)."""
+    if not problems:
+        return "call"
+    if "error" in problems:
         return "error"
-    if pair_state in ("missing_result", "late_result"):
-        return pair_state
-    if pair_state in ("orphan_result", "duplicate_result", "result_before_call"):
+    for state in ("missing_result", "late_result"):
+        if state in problems:
+            return state
+    if any(p in problems for p in ("orphan_result", "duplicate_result", "result_before_call")):
         return "lone_result"
-    if occurrence >= k:
+    if "loop" in problems:
         return "loop"
-    return "finding" if findings else "call"
+    return "ignored_advice" if "ignored_advice" in problems else "finding"
 
 
 def trace_markers(engine: Engine, trace_id: int, *, loop_k: int = DEFAULT_LOOP_K) -> pd.DataFrame:
-    """Every pair of a trace as one marker, in message order (columns :data:`MARKER_COLUMNS`).
+    """Every pair of a trace as one marker, in message order (columns :data:`MARKER_COLUMNS`
+    and ``problems``, the pair's :func:`pair_problems`).
 
     A call is marked at its own message (``seq``, ``call_index``; ``pair`` is the Trace page's
-    ``pair`` value ``"seq:index"``) with the kind of its worst problem (:data:`MARKER_KINDS`):
-    its answer's status, its pair state, a loop at ``loop_k``, any finding on it or its answer.
+    ``pair`` value ``"seq:index"``) with the kind of its worst problem (:data:`MARKER_KINDS`).
     A Tool Message that no call shows as its answer (orphan, duplicate, before its call) is
-    marked at its own message (``"r<seq>"``). One statement: the outline of a 1,000-message
-    trace costs one round trip.
+    marked at its own message (``"r<seq>"``). Two statements whatever the trace's length: the
+    pairs, and the trace's findings.
     """
     c, r, f = ToolCallRow, ToolResultRow, FindingRow
     answer = r.__table__.alias("answer")
-    call_findings = (
-        select(func.count())
-        .where(
-            f.trace_id == trace_id,
-            or_(
-                and_(f.message_seq == c.message_seq, f.call_index == c.call_index),
-                and_(f.message_seq == c.result_seq, f.call_index.is_(None)),
-            ),
-        )
-        .scalar_subquery()
-    )
-    result_findings = (
-        select(func.count())
-        .where(f.trace_id == trace_id, f.message_seq == r.message_seq, f.call_index.is_(None))
-        .scalar_subquery()
-    )
     calls = (
         select(
             c.message_seq.label("seq"),
@@ -523,7 +551,8 @@ def trace_markers(engine: Engine, trace_id: int, *, loop_k: int = DEFAULT_LOOP_K
             answer.c.status.label("status"),
             c.pair_state.label("pair_state"),
             c.occurrence.label("occurrence"),
-            call_findings.label("findings"),
+            func.coalesce(answer.c.verdict_corrected, answer.c.verdict).label("verdict"),
+            c.result_seq.label("result_seq"),
         )
         .select_from(c)
         .outerjoin(
@@ -539,21 +568,33 @@ def trace_markers(engine: Engine, trace_id: int, *, loop_k: int = DEFAULT_LOOP_K
         r.status.label("status"),
         r.pair_state.label("pair_state"),
         literal(0).label("occurrence"),
-        result_findings.label("findings"),
+        effective_verdict.label("verdict"),
+        r.message_seq.label("result_seq"),
     ).where(
         r.trace_id == trace_id,
         or_(r.call_seq.is_(None), r.pair_state == "duplicate_result"),
     )
     both = union_all(calls, lone).subquery()
     stmt = select(both).order_by(both.c.seq, both.c.call_index)
+    kinds_at: dict[tuple[int, int | None], list[str]] = defaultdict(list)
     with engine.connect() as conn:
         rows = conn.execute(stmt).all()
+        found = conn.execute(
+            select(f.message_seq, f.call_index, f.name).where(f.trace_id == trace_id)
+        ).all()
+    for seq, index, kind in found:
+        kinds_at[(int(seq), None if index is None else int(index))].append(str(kind))
     out = []
-    for seq, index, tool, status, pair_state, occurrence, findings in rows:
-        kind = _marker_kind(status, str(pair_state), int(occurrence), int(findings), loop_k)
+    for seq, index, tool, status, pair_state, occurrence, verdict, result_seq in rows:
+        findings = [] if index is None else list(kinds_at.get((int(seq), int(index)), ()))
+        if result_seq is not None:
+            findings += kinds_at.get((int(result_seq), None), ())
+        problems = pair_problems(
+            status, str(pair_state), int(occurrence), verdict, findings, loop_k
+        )
         pair = f"r{seq}" if index is None else f"{seq}:{index}"
-        out.append((int(seq), index, pair, tool, kind, kind != "call"))
-    df = pd.DataFrame(out, columns=list(MARKER_COLUMNS))
+        out.append((int(seq), index, pair, tool, _marker_kind(problems), bool(problems), problems))
+    df = pd.DataFrame(out, columns=[*MARKER_COLUMNS, "problems"])
     df["call_index"] = df["call_index"].astype("Int64")
     df["problem"] = df["problem"].astype(bool)
     return df
