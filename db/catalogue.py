@@ -69,7 +69,7 @@ def _table(model: Any) -> Table:
     return table
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Source:
     """A family of figures: the base rows they count and the rollup that counts them.
 
@@ -96,7 +96,7 @@ class Source:
     keys: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Dimension:
     """A value figures are grouped by."""
 
@@ -112,7 +112,7 @@ class Dimension:
     values: tuple[Any, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Condition:
     """A condition on the rows a figure counts."""
 
@@ -137,7 +137,7 @@ class Condition:
 Aggregate = Literal["count", "sum", "min", "max", "distinct"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Measure:
     """A figure summed over the rows: ``count`` of rows (where ``when`` holds), or an
     aggregate of a value.

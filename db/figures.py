@@ -47,16 +47,22 @@ def _source(
     return next(iter(sources.values()))
 
 
-def _rollup_measure(m: Measure, grouped: bool) -> Any:
+def _when(m: Measure, where: Sequence[Condition]) -> Condition | None:
+    # A measure counted where its own condition already holds needs no filter of its own.
+    return None if m.when is None or m.when in where else m.when
+
+
+def _rollup_measure(m: Measure, grouped: bool, where: Sequence[Condition]) -> Any:
+    when = _when(m, where)
     if m.rollup is not None:
         expr = m.rollup()
     elif m.aggregate == "count":
-        expr = total(m.source.rollup.c.n, None if m.when is None else m.when.rollup)
+        expr = total(m.source.rollup.c.n, None if when is None else when.rollup)
     else:
         assert m.value is not None
         value = m.value[1]
         if m.aggregate == "sum":
-            expr = total(value, None if m.when is None else m.when.rollup)
+            expr = total(value, None if when is None else when.rollup)
         elif m.aggregate == "min":
             expr = func.min(value)
         elif m.aggregate == "max":
@@ -69,8 +75,9 @@ def _rollup_measure(m: Measure, grouped: bool) -> Any:
     return expr
 
 
-def _base_measure(m: Measure, *also: Any) -> Any:
-    conds = [c for c in ((m.when.base if m.when is not None else None), *also) if c is not None]
+def _base_measure(m: Measure, where: Sequence[Condition], *also: Any) -> Any:
+    when = _when(m, where)
+    conds = [c for c in ((when.base if when is not None else None), *also) if c is not None]
     when = and_(*conds) if len(conds) > 1 else (conds[0] if conds else None)
     expr: Any
     if m.aggregate == "count":
@@ -116,7 +123,7 @@ def statement(
         for d, key in zip(by, keys, strict=True):
             labels[d.name] = key.label(d.name)
         for m in measures:
-            labels[m.name] = _rollup_measure(m, bool(by)).label(m.name)
+            labels[m.name] = _rollup_measure(m, bool(by), where).label(m.name)
         stmt: Any = select(*labels.values()).where(*at, *(c.rollup for c in where))
     else:
         subset = source.indexed or any(c.indexed for c in where)
@@ -124,7 +131,7 @@ def statement(
         for d, key in zip(by, keys, strict=True):
             labels[d.name] = key.label(d.name)
         for m in measures:
-            labels[m.name] = _base_measure(m).label(m.name)
+            labels[m.name] = _base_measure(m, where).label(m.name)
         restrict = source.restrict_in_index if subset else source.restrict
         stmt = restrict(
             select(*labels.values())
@@ -158,7 +165,7 @@ def _one_pass(
     values = dim.values or ()
     subset = source.indexed or any(c.indexed for c in where)
     present = [func.count().filter(dim.base == v) for v in values]
-    per_value = [_base_measure(m, dim.base == v) for v in values for m in measures]
+    per_value = [_base_measure(m, where, dim.base == v) for v in values for m in measures]
     restrict = source.restrict_in_index if subset else source.restrict
     row = conn.execute(
         restrict(

@@ -60,6 +60,7 @@ from db.queries import histograms
 from db.queries.common import (
     to_frame,
 )
+from db.queries.errors import tool_error_types
 from db.queries.histograms import oversized_tools, size_bins, tool_sizes, tool_token_counts
 from db.queries.loops import top_occurrence
 from db.schema import (
@@ -255,9 +256,7 @@ def scorecard_counts(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> p
     """
     f = filters
     with engine.connect() as conn:
-        types = figures.read(
-            conn, [ERRORS.named("n")], by=[TOOL, ERROR_TYPE_LABEL], where=[IS_ERROR], filters=f
-        )
+        types = tool_error_types(conn, f).rename(columns={"errors": "n"})
         parts = [
             figures.read(
                 conn,
