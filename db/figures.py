@@ -76,8 +76,8 @@ def _rollup_measure(m: Measure, grouped: bool, where: Sequence[Condition]) -> An
 
 
 def _base_measure(m: Measure, where: Sequence[Condition], *also: Any) -> Any:
-    when = _when(m, where)
-    conds = [c for c in ((when.base if when is not None else None), *also) if c is not None]
+    own = _when(m, where)
+    conds = [c for c in ((own.base if own is not None else None), *also) if c is not None]
     when = and_(*conds) if len(conds) > 1 else (conds[0] if conds else None)
     expr: Any
     if m.aggregate == "count":
