@@ -110,6 +110,9 @@ class Dimension:
     #: The few values analysis writes: under a trace filter the base form counts them in one
     #: pass without GROUP BY (``db.planner.one_pass_counts``).
     values: tuple[Any, ...] | None = None
+    #: The rollup keeps the value only on the rows where this condition holds (the rule that
+    #: decided an error): the dimension is read under it.
+    within: Condition | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -153,6 +156,9 @@ class Measure:
     value: tuple[Any, Any] | None = None
     when: Condition | None = None
     rollup: Any = None
+    #: The rollup form is exact only grouped by this dimension (a count of distinct traces that
+    #: the rollup keeps per value of it).
+    needs: Dimension | None = None
 
     def named(self, name: str) -> Measure:
         """The measure under another column name."""
@@ -232,15 +238,6 @@ ERROR_TYPE_LABEL = Dimension(
 )
 VERDICT = Dimension("verdict", RESULTS, effective_verdict, rr.verdict)
 STATUS_SOURCE = Dimension("status_source", RESULTS, r.status_source, rr.status_source)
-#: The rule that decided an error, ``(none)`` where none did (read among errors).
-RULE = Dimension(
-    "rule",
-    RESULTS,
-    func.coalesce(r.rule, literal("(none)")),
-    func.coalesce(rr.rule, literal("(none)")),
-)
-#: The next call's outcome after an error (``db.queries.common.next_call_outcome``).
-NEXT_CALL = Dimension("next_call", RESULTS, next_call_outcome, rr.next_call)
 #: The kind of the advice, ``none_label`` where none (:func:`suggestion_kind`).
 SUGGESTION_KIND = Dimension("suggestion_kind", RESULTS, r.suggestion_kind, rr.suggestion_kind)
 
@@ -266,6 +263,16 @@ def error_type(none_label: str) -> Dimension:
 
 
 IS_ERROR = Condition("error", RESULTS, _error, rr.status == "error", indexed=True)
+#: The rule that decided an error, ``(none)`` where none did (read among errors).
+RULE = Dimension(
+    "rule",
+    RESULTS,
+    func.coalesce(r.rule, literal("(none)")),
+    func.coalesce(rr.rule, literal("(none)")),
+    within=IS_ERROR,
+)
+#: The next call's outcome after an error (``db.queries.common.next_call_outcome``).
+NEXT_CALL = Dimension("next_call", RESULTS, next_call_outcome, rr.next_call, within=IS_ERROR)
 ADVISED = Condition(
     "advised", RESULTS, r.suggestion.is_not(None), rr.suggested.is_(True), indexed=True
 )
@@ -432,7 +439,12 @@ FINGERPRINT_ERROR_TYPE = Dimension(
 FINGERPRINT_ERRORS = Measure("errors", FINGERPRINTS)
 #: Traces with the fingerprint (the rollup counts each trace once per fingerprint).
 FINGERPRINT_TRACES = Measure(
-    "traces", FINGERPRINTS, "distinct", (r.trace_id, None), rollup=lambda: _total(fp.traces)
+    "traces",
+    FINGERPRINTS,
+    "distinct",
+    (r.trace_id, None),
+    rollup=lambda: _total(fp.traces),
+    needs=FINGERPRINT,
 )
 #: Distinct fingerprints among the errors.
 FINGERPRINT_COUNT = Measure(
@@ -489,6 +501,54 @@ def _total(column: Any) -> Any:
     from db.rollup_read import total
 
     return total(column)
+
+
+#: Every dimension and measure of each source: what the rollup exactness test compares
+#: (parametrized entries at sample parameters).
+ENTRIES: dict[str, tuple[tuple[Dimension, ...], tuple[Measure, ...]]] = {
+    RESULTS.name: (
+        (
+            TOOL,
+            ERROR_TYPE,
+            ERROR_TYPE_LABEL,
+            VERDICT,
+            STATUS_SOURCE,
+            RULE,
+            NEXT_CALL,
+            SUGGESTION_KIND,
+            suggestion_kind("(none)"),
+            error_type("(none)"),
+        ),
+        (
+            RESULTS_N,
+            ERRORS,
+            FOLLOWED,
+            IGNORED,
+            *(verdict_count(v) for v in ("unclear", "no_next_action")),
+            *(status_count(st) for st in STATUSES),
+            *UNPAIRED,
+            NAME_MISMATCHES,
+            Measure("advised", RESULTS, when=ADVISED),
+            Measure("corrected", RESULTS, when=CORRECTED),
+        ),
+    ),
+    CALLS.name: (
+        (CALL_TOOL, CALL_PAIR_STATE, capped_occurrence(10)),
+        (CALLS_N, REUSED_IDS, loop_signatures(2), late_call_count(3)),
+    ),
+    FINGERPRINTS.name: (
+        (FINGERPRINT, FINGERPRINT_TOOL, FINGERPRINT_ERROR_TYPE),
+        (
+            FINGERPRINT_ERRORS,
+            FINGERPRINT_TRACES,
+            FINGERPRINT_COUNT,
+            lowest(FINGERPRINT_TOOL, "first_tool"),
+            highest(FINGERPRINT_ERROR_TYPE, "last_type"),
+        ),
+    ),
+    FINDINGS.name: ((FINDING_TOOL, FINDING_KIND), (FINDINGS_N,)),
+    TRACES.name: ((), (TRACES_N, MESSAGES)),
+}
 
 
 # --- Rates ------------------------------------------------------------------------------------

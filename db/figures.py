@@ -116,6 +116,12 @@ def statement(
     """The statement of a request (see :func:`read`): its columns are the dimensions, then the
     measures, each labelled by its name."""
     source = _source(measures, by, where)
+    for d in by:
+        if d.within is not None and d.within not in where:
+            raise ValueError(f"{d.name} is kept where {d.within.name} only")
+    for m in measures:
+        if m.needs is not None and m.needs not in by:
+            raise ValueError(f"{m.name} is counted per {m.needs.name} only")
     at = scope(conn, source.rollup, filters, tool="all" if source.every_trace_row else "tool")
     labels: dict[str, Any] = {}
     if at is not None:
@@ -131,7 +137,10 @@ def statement(
         for d, key in zip(by, keys, strict=True):
             labels[d.name] = key.label(d.name)
         for m in measures:
-            labels[m.name] = _base_measure(m, where).label(m.name)
+            expr = _base_measure(m, where)
+            if not by and m.aggregate == "sum":
+                expr = func.coalesce(expr, 0)
+            labels[m.name] = expr.label(m.name)
         restrict = source.restrict_in_index if subset else source.restrict
         stmt = restrict(
             select(*labels.values())
@@ -156,11 +165,9 @@ def _one_pass(
     dim: Dimension,
     where: Sequence[Condition],
     filters: Filters,
-) -> pd.DataFrame | None:
+) -> list[tuple[Any, ...]] | None:
     """The rows of a count per value of ``dim`` as one pass of filtered counts, or ``None``
     when a value outside ``dim.values`` is counted (the grouped statement then reads it)."""
-    import pandas as pd
-
     source = dim.source
     values = dim.values or ()
     subset = source.indexed or any(c.indexed for c in where)
@@ -179,17 +186,58 @@ def _one_pass(
     if counted != sum(found):
         return None
     width = len(measures)
-    rows = [
+    return [
         (value, *rest[i * width : (i + 1) * width])
         for i, (value, n) in enumerate(zip(values, found, strict=True))
         if n
     ]
-    return pd.DataFrame(rows, columns=[dim.name, *(m.name for m in measures)])
 
 
 def _ascending(values: Sequence[Any]) -> bool:
     # The one pass gives its rows in the order of the values.
     return list(values) == sorted(values)
+
+
+def _one_pass_rows(
+    conn: Connection,
+    measures: Sequence[Measure],
+    by: Sequence[Dimension],
+    where: Sequence[Condition],
+    filters: Filters,
+    order: Sequence[Order],
+    limit: int | None,
+) -> list[tuple[Any, ...]] | None:
+    """The rows of the request as one pass (:func:`_one_pass`) where that shape applies."""
+    if (
+        len(by) == 1
+        and by[0].values is not None
+        and (not order or (list(order) == [(by[0].name, False)] and _ascending(by[0].values)))
+        and limit is None
+        and all(m.aggregate in ("count", "sum") and m.rollup is None for m in measures)
+        and one_pass_counts(filters)
+        and scope(conn, by[0].source.rollup, filters) is None
+    ):
+        return _one_pass(conn, measures, by[0], where, filters)
+    return None
+
+
+def rows(
+    conn: Connection,
+    measures: Sequence[Measure],
+    by: Sequence[Dimension] = (),
+    where: Sequence[Condition] = (),
+    filters: Filters = NO_FILTERS,
+    *,
+    order: Sequence[Order] = (),
+    limit: int | None = None,
+    offset: int | None = None,
+) -> list[tuple[Any, ...]]:
+    """:func:`read`'s rows as tuples (for callers that build no frame)."""
+    found = _one_pass_rows(conn, measures, by, where, filters, order, limit)
+    if found is not None:
+        return found
+    stmt = statement(conn, measures, by, where, filters, order=order, limit=limit, offset=offset)
+    return [tuple(row) for row in conn.execute(stmt)]
 
 
 def read(
@@ -209,22 +257,13 @@ def read(
     Columns: the dimensions' names, then the measures'; ordered by ``order``, at most
     ``limit`` rows after ``offset``. Ungrouped, one row (counts of nothing are 0).
     """
-    if (
-        len(by) == 1
-        and by[0].values is not None
-        and (not order or (list(order) == [(by[0].name, False)] and _ascending(by[0].values)))
-        and limit is None
-        and all(m.aggregate in ("count", "sum") and m.rollup is None for m in measures)
-        and one_pass_counts(filters)
-        and scope(conn, by[0].source.rollup, filters) is None
-    ):
-        found = _one_pass(conn, measures, by[0], where, filters)
-        if found is not None:
-            return found
-    return to_frame(
-        conn,
-        statement(conn, measures, by, where, filters, order=order, limit=limit, offset=offset),
-    )
+    found = _one_pass_rows(conn, measures, by, where, filters, order, limit)
+    if found is not None:
+        import pandas as pd
+
+        return pd.DataFrame(found, columns=[*(d.name for d in by), *(m.name for m in measures)])
+    stmt = statement(conn, measures, by, where, filters, order=order, limit=limit, offset=offset)
+    return to_frame(conn, stmt)
 
 
 def counts(
@@ -238,4 +277,4 @@ def counts(
     return {m.name: int(v or 0) for m, v in zip(measures, row, strict=True)}
 
 
-__all__ = ["Order", "counts", "read", "statement"]
+__all__ = ["Order", "counts", "read", "rows", "statement"]
