@@ -25,15 +25,11 @@ from datetime import UTC, datetime, time
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
     ColumnElement,
     Connection,
     Table,
     and_,
-    case,
-    cast,
     false,
-    func,
     or_,
 )
 
@@ -214,10 +210,3 @@ def _day_keys(grain: int, first: int | None, end: int | None) -> tuple[bytes, by
     low = rollups.key_prefix(grain, first if first is not None else rollups.FIRST_DAY)
     high = rollups.key_prefix(grain, end) if end is not None else rollups.grain_range(grain)[1]
     return low, high
-
-
-def total(column: Any, condition: Any = None) -> Any:
-    """``SUM(column)`` (where ``condition`` holds) as a BIGINT: a count read from rollup rows
-    (PostgreSQL's SUM of a BIGINT is NUMERIC)."""
-    summed = func.sum(column if condition is None else case((condition, column), else_=0))
-    return cast(summed, BigInteger)

@@ -41,7 +41,6 @@ from sqlalchemy import (
     bindparam,
     case,
     delete,
-    false,
     func,
     literal,
     literal_column,
@@ -50,14 +49,11 @@ from sqlalchemy import (
     union_all,
 )
 
-from db import dialect, value_buckets
+from db import catalogue, dialect, value_buckets
 from db.queries.common import (
     COUNTED_FINDING,
-    corrected_result,
     effective_error_type,
-    effective_verdict,
     input_share_bin,
-    next_call_outcome,
 )
 from db.schema import (
     FindingRow,
@@ -159,44 +155,11 @@ def _of(column: Any, ids: Any) -> Any:
 IDS: Any = bindparam("ids", expanding=True)
 
 
-def _timing() -> Any:
-    """How a Tool Message's execution time is known (``db.queries.durations``): ``span`` or
-    ``timed`` (a duration ≥ 0 from a span, or from timestamps), ``negative``, ``missing``."""
-    return case(
-        (r.duration_ms.is_(None), "missing"),
-        (r.duration_ms < 0, "negative"),
-        (r.duration_source == "span", "span"),
-        else_="timed",
-    )
-
-
 def _results(ids: Sequence[int] | None) -> Any:
-    error = r.status == "error"
-    keys = (
-        r.tool,
-        r.status,
-        r.status_source,
-        case((error, r.rule)),
-        effective_error_type,
-        effective_verdict,
-        r.suggestion.is_not(None),
-        r.pair_state,
-        r.call_seq.is_(None),
-        func.coalesce(r.name_mismatch, false()),
-        corrected_result,
-        _timing(),
-        case((error, next_call_outcome)),
-        r.suggestion_kind,
-    )
+    # Grouped by the catalogue's keys of the results rollup, summed as it declares.
+    keys = (r.tool, *catalogue.RESULTS.keys.values())
     return (
-        select(
-            r.trace_id,
-            *keys,
-            func.count(),
-            func.sum(r.tokens),
-            func.count().filter(r.image_tokens > 0),
-            func.coalesce(func.sum(r.image_tokens), 0),
-        )
+        select(r.trace_id, *keys, *catalogue.RESULT_SUMS.values())
         .where(_of(r.trace_id, ids))
         .group_by(r.trace_id, *keys)
     )
@@ -221,13 +184,7 @@ def _durations(ids: Sequence[int] | None) -> Any:
 
 
 def _calls(ids: Sequence[int] | None) -> Any:
-    keys = (
-        c.tool_name,
-        c.occurrence,
-        c.pair_state,
-        func.coalesce(c.reused_id, false()),
-        func.coalesce(c.ping_pong, false()),
-    )
+    keys = (c.tool_name, *catalogue.CALLS.keys.values())
     return (
         select(c.trace_id, *keys, func.count())
         .where(_of(c.trace_id, ids))
@@ -409,22 +366,8 @@ ROLLUPS: dict[str, Rollup] = {
         Rollup(
             _table(RollupResultRow),
             GRAINS,
-            (
-                "status",
-                "status_source",
-                "rule",
-                "error_type",
-                "verdict",
-                "suggested",
-                "pair_state",
-                "unanswered",
-                "name_mismatch",
-                "corrected",
-                "timing",
-                "next_call",
-                "suggestion_kind",
-            ),
-            ("n", "tokens", "with_images", "image_tokens"),
+            tuple(catalogue.RESULTS.keys),
+            tuple(catalogue.RESULT_SUMS),
             _results,
             additive=True,
         ),
@@ -467,7 +410,7 @@ ROLLUPS: dict[str, Rollup] = {
         Rollup(
             _table(RollupCallRow),
             GRAINS,
-            ("occurrence", "pair_state", "reused_id", "ping_pong"),
+            tuple(catalogue.CALLS.keys),
             ("n",),
             _calls,
             additive=True,

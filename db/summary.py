@@ -5,40 +5,44 @@ Human corrections win over derived values everywhere (``db.queries.common``'s ef
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, case, func, select
+from sqlalchemy import Connection, Engine, func, select
 
+from db import figures
+from db.catalogue import (
+    ADVISED,
+    CALL_PAIR_STATE,
+    CALLS_N,
+    CORRECTED,
+    ERROR_TYPE,
+    ERRORS,
+    FINDING_KIND,
+    FINDINGS_N,
+    HAS_VERDICT,
+    IS_ERROR,
+    MESSAGES,
+    NAME_MISMATCHES,
+    RESULTS_N,
+    REUSED_IDS,
+    TRACES_N,
+    UNPAIRED,
+    VERDICT,
+    follow_rate,
+    late_call_count,
+    late_calls,
+    loop_signatures,
+    status_count,
+)
 from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, PAIR_STATES, STATUSES, VERDICTS
 from db.filters import (
     NO_FILTERS,
     Filters,
-    restrict_calls,
-    restrict_findings,
-    restrict_results,
-    restrict_traces,
-)
-from db.planner import one_pass_counts, restrict_calls_in_index, restrict_results_in_index
-from db.queries.common import (
-    COUNTED_FINDING,
-    corrected_result,
-    effective_error_type,
-    effective_verdict,
 )
 from db.queries.histograms import token_counts, token_figures
-from db.rollup_read import CALLS, FINDINGS, RESULTS, TRACES, scope, total
 from db.schema import (
-    FindingRow,
     ImportRun,
-    MessageRow,
     RejectedRecord,
-    RollupCallRow,
-    RollupFindingRow,
-    RollupResultRow,
-    RollupTraceRow,
-    ToolCallRow,
-    ToolResultRow,
-    TraceRow,
 )
 
 
@@ -62,58 +66,11 @@ def loop_counts(conn: Connection, k: int, f: Filters = NO_FILTERS) -> tuple[int,
     exactly one call with ``occurrence == k``, and its n calls are the n - k + 1 calls with
     ``occurrence >= k`` plus the k - 1 before them: both figures come off the occurrence index.
     """
-    row = conn.execute(
-        restrict_calls_in_index(
-            select(
-                func.count().filter(ToolCallRow.occurrence == k),
-                func.count().filter(ToolCallRow.occurrence >= k),
-            ).where(ToolCallRow.occurrence >= k),
-            f,
-        )
-    ).one()
-    signatures, late_calls = int(row[0]), int(row[1])
-    return signatures, late_calls + (k - 1) * signatures
-
-
-def _count_if(condition: Any) -> Any:
-    return func.count().filter(condition)
-
-
-def _result_figures(conn: Connection, f: Filters) -> dict[str, Any]:
-    """Everything counted over ``tool_results``, each part off the index that holds it."""
-    r = ToolResultRow
-    out: dict[str, Any] = {}
-    # One pass without GROUP BY (statuses and pair states are the few values analysis writes):
-    # under a filter it reads the filtered traces' entries of the trace index and sorts nothing.
-    counts = conn.execute(
-        restrict_results(
-            select(
-                func.count(),
-                *(_count_if(r.status == st) for st in STATUSES),
-                _count_if(r.pair_state == "orphan_result"),
-                _count_if(r.pair_state == "duplicate_result"),
-                _count_if(and_(r.pair_state == "result_before_call", r.call_seq.is_(None))),
-                _count_if(r.name_mismatch.is_(True)),
-            ),
-            f,
-        )
-    ).one()
-    names = (
-        "tool_results",
-        *(f"status_{st}" for st in STATUSES),
-        "unpaired_orphan_result",
-        "unpaired_duplicate_result",
-        "unpaired_result_before_call",
-        "name_mismatch",
+    found = figures.counts(
+        conn, [loop_signatures(k), late_call_count(k)], where=[late_calls(k)], filters=f
     )
-    out.update(zip(names, counts, strict=True))
-    out["with_suggestion"] = conn.execute(
-        restrict_results_in_index(select(func.count()).where(r.suggestion.is_not(None)), f)
-    ).scalar_one()
-    out["corrections"] = conn.execute(
-        restrict_results_in_index(select(func.count()).where(corrected_result), f)
-    ).scalar_one()
-    return {name: int(value or 0) for name, value in out.items()}
+    signatures, late_calls_ = found["signatures"], found["late"]
+    return signatures, late_calls_ + (k - 1) * signatures
 
 
 def summarize(
@@ -139,115 +96,72 @@ def summary_counts(
     the Overview shows, which reads the sizes off its cached (tool, tokens) histogram."""
     f = filters
     with engine.connect() as conn:
-        from_rollups = _rollup_counts(conn, loop_k, f)
-        if from_rollups is not None:
-            return from_rollups
-        # Per-trace counters make trace-level totals one pass over ``traces``.
-        traces, messages = conn.execute(
-            restrict_traces(
-                select(func.count(TraceRow.id), func.coalesce(func.sum(TraceRow.message_count), 0)),
-                Filters(**{**_fields(f), "tool": None}),
-            )
-        ).one()
-        if f.tool:
-            traces = conn.execute(restrict_traces(select(func.count(TraceRow.id)), f)).scalar_one()
-            messages = conn.execute(
-                select(func.count(MessageRow.id)).where(
-                    MessageRow.trace_id.in_(restrict_traces(select(TraceRow.id), f))
-                )
-            ).scalar_one()
-        res = _result_figures(conn, f)
-
-        if one_pass_counts(f):
-            # One pass without GROUP BY over the pair states analysis writes (see above).
-            calls, reused_id, *per_state = conn.execute(
-                restrict_calls(
-                    select(
-                        func.count(),
-                        _count_if(ToolCallRow.reused_id.is_(True)),
-                        *(_count_if(ToolCallRow.pair_state == state) for state in PAIR_STATES),
-                    ),
-                    f,
-                )
-            ).one()
-            pair_states: dict[str, int] = dict(
-                zip(PAIR_STATES, (int(n) for n in per_state), strict=True)
-            )
-        else:
-            # Grouped in the order of the (tool_name, pair_state, reused_id) index: no sort.
-            pair_states = dict.fromkeys(PAIR_STATES, 0)
-            calls = reused_id = 0
-            for state, n, reused in conn.execute(
-                restrict_calls(
-                    select(
-                        ToolCallRow.pair_state,
-                        func.count(),
-                        _count_if(ToolCallRow.reused_id.is_(True)),
-                    ).group_by(ToolCallRow.tool_name, ToolCallRow.pair_state),
-                    f,
-                )
-            ):
-                pair_states[state] = pair_states.get(state, 0) + n
-                calls += n
-                reused_id += reused
+        traces = figures.counts(conn, [TRACES_N, MESSAGES], filters=f)
+        # Statuses and pair states in one pass (they are the few values analysis writes); the
+        # advice and the corrections off their own indexes.
+        res = figures.counts(
+            conn,
+            [
+                RESULTS_N.named("tool_results"),
+                *(status_count(st) for st in STATUSES),
+                *UNPAIRED,
+                NAME_MISMATCHES,
+            ],
+            filters=f,
+        )
+        res |= figures.counts(conn, [RESULTS_N.named("with_suggestion")], [ADVISED], f)
+        res |= figures.counts(conn, [RESULTS_N.named("corrections")], [CORRECTED], f)
+        pair_states: dict[str, int] = dict.fromkeys(PAIR_STATES, 0)
+        calls = reused_id = 0
+        for state, n, reused in figures.rows(
+            conn, [CALLS_N, REUSED_IDS], by=[CALL_PAIR_STATE], filters=f
+        ):
+            pair_states[state] = pair_states.get(state, 0) + int(n)
+            calls += int(n)
+            reused_id += int(reused)
         # Results that are not some call's answer are problems of their own, counted once each.
         for state in ("orphan_result", "duplicate_result", "result_before_call"):
             pair_states[state] += res[f"unpaired_{state}"]
-
         error_types = {
-            et: n
-            for et, n in conn.execute(
-                restrict_results_in_index(
-                    select(effective_error_type, func.count())
-                    .where(ToolResultRow.status == "error")
-                    .group_by(effective_error_type)
-                    .order_by(func.count().desc(), effective_error_type),
-                    f,
-                )
+            str(et): int(n)
+            for et, n in figures.rows(
+                conn,
+                [ERRORS],
+                by=[ERROR_TYPE],
+                where=[IS_ERROR],
+                filters=f,
+                order=[("errors", True), ("error_type", False)],
             )
             if et is not None
         }
-        loop_signatures, loop_calls = loop_counts(conn, loop_k, f)
-
-        suggestions: dict[str, int] = {
-            "with_suggestion": res["with_suggestion"],
-            **dict.fromkeys(VERDICTS, 0),
-        }
-        for verdict, n in conn.execute(
-            restrict_results_in_index(
-                select(effective_verdict, func.count())
-                .where(effective_verdict.is_not(None))
-                .group_by(effective_verdict),
-                f,
+        verdicts = {
+            str(v): int(n)
+            for v, n in figures.rows(
+                conn, [RESULTS_N], by=[VERDICT], where=[HAS_VERDICT], filters=f
             )
-        ):
-            suggestions[cast(str, verdict)] = n  # not None: the WHERE
-
+        }
         findings = {
-            name: n
-            for name, n in conn.execute(
-                restrict_findings(
-                    # A name mismatch is stored on both sides and counts once, on the call.
-                    select(FindingRow.name, func.count())
-                    .where(COUNTED_FINDING)
-                    .group_by(FindingRow.name)
-                    .order_by(func.count().desc(), FindingRow.name),
-                    f,
-                )
+            str(kind): int(n)
+            for kind, n in figures.rows(
+                conn,
+                [FINDINGS_N],
+                by=[FINDING_KIND],
+                filters=f,
+                order=[("n", True), ("kind", False)],
             )
         }
         return _assemble(
             conn,
             loop_k,
-            traces=traces,
-            messages=messages,
+            traces=traces["traces"],
+            messages=traces["messages"],
             calls=calls,
             res=res,
             pair_states=pair_states,
             reused_id=reused_id,
             error_types=error_types,
-            loops=(loop_signatures, loop_calls),
-            verdicts=suggestions,
+            loops=loop_counts(conn, loop_k, f),
+            verdicts=verdicts,
             findings=findings,
         )
 
@@ -267,12 +181,10 @@ def _assemble(
     verdicts: dict[str, int],
     findings: dict[str, int],
 ) -> dict[str, Any]:
-    """The summary's shape from its counts (read from the base tables or the rollups)."""
+    """The summary's shape from its counts."""
     suggestions: dict[str, int] = {"with_suggestion": res["with_suggestion"]}
     suggestions.update(dict.fromkeys(VERDICTS, 0))
     suggestions.update((v, n) for v, n in verdicts.items() if v != "with_suggestion")
-    decided = suggestions["followed"] + suggestions["ignored"]
-    follow_rate = round(suggestions["followed"] / decided, 4) if decided else None
     encoding = conn.execute(
         select(ImportRun.encoding).order_by(ImportRun.id.desc()).limit(1)
     ).scalar()
@@ -290,117 +202,11 @@ def _assemble(
         "error_types": error_types,
         "tokens": {"encoding": encoding or DEFAULT_ENCODING},
         "loops": {"k": loop_k, "signatures": loop_signatures, "calls": loop_calls},
-        "suggestions": {**suggestions, "follow_rate": follow_rate},
+        "suggestions": {
+            **suggestions,
+            "follow_rate": follow_rate(suggestions["followed"], suggestions["ignored"], digits=4),
+        },
         "findings": findings,
         "corrections": res["corrections"],
         "rejected_records": rejected,
     }
-
-
-def _rollup_counts(conn: Connection, loop_k: int, f: Filters) -> dict[str, Any] | None:
-    """:func:`summary_counts` from the rollups, or ``None`` when they cannot answer ``f``."""
-    results_at = scope(conn, RESULTS, f)
-    traces_at = scope(conn, TRACES, f, tool="all")
-    calls_at = scope(conn, CALLS, f)
-    findings_at = scope(conn, FINDINGS, f)
-    if results_at is None or traces_at is None or calls_at is None or findings_at is None:
-        return None
-    tr, rr, cr, fr = RollupTraceRow, RollupResultRow, RollupCallRow, RollupFindingRow
-    traces, messages = conn.execute(
-        select(func.coalesce(func.sum(tr.n), 0), func.coalesce(func.sum(tr.messages), 0)).where(
-            *traces_at
-        )
-    ).one()
-
-    def count(condition: Any = None) -> Any:
-        return func.coalesce(total(rr.n, condition), 0)
-
-    row = conn.execute(
-        select(
-            count(),
-            *(count(rr.status == st) for st in STATUSES),
-            count(rr.pair_state == "orphan_result"),
-            count(rr.pair_state == "duplicate_result"),
-            count(and_(rr.pair_state == "result_before_call", rr.unanswered.is_(True))),
-            count(rr.name_mismatch.is_(True)),
-            count(rr.suggested.is_(True)),
-            count(rr.corrected.is_(True)),
-        ).where(*results_at)
-    ).one()
-    names = (
-        "tool_results",
-        *(f"status_{st}" for st in STATUSES),
-        "unpaired_orphan_result",
-        "unpaired_duplicate_result",
-        "unpaired_result_before_call",
-        "name_mismatch",
-        "with_suggestion",
-        "corrections",
-    )
-    res = {name: int(value) for name, value in zip(names, row, strict=True)}
-    pair_states: dict[str, int] = dict.fromkeys(PAIR_STATES, 0)
-    calls = reused_id = 0
-    for state, n, reused in conn.execute(
-        select(
-            cr.pair_state, func.sum(cr.n), func.sum(case((cr.reused_id.is_(True), cr.n), else_=0))
-        )
-        .where(*calls_at)
-        .group_by(cr.pair_state)
-    ):
-        pair_states[state] = pair_states.get(state, 0) + int(n)
-        calls += int(n)
-        reused_id += int(reused)
-    for state in ("orphan_result", "duplicate_result", "result_before_call"):
-        pair_states[state] += res[f"unpaired_{state}"]
-    n_errors = func.sum(rr.n)
-    error_types = {
-        str(et): int(n)
-        for et, n in conn.execute(
-            select(rr.error_type, n_errors)
-            .where(*results_at, rr.status == "error", rr.error_type.is_not(None))
-            .group_by(rr.error_type)
-            .order_by(n_errors.desc(), rr.error_type)
-        )
-    }
-    verdicts = {
-        str(v): int(n)
-        for v, n in conn.execute(
-            select(rr.verdict, func.sum(rr.n))
-            .where(*results_at, rr.verdict.is_not(None))
-            .group_by(rr.verdict)
-        )
-    }
-    signatures, late = conn.execute(
-        select(
-            func.coalesce(func.sum(case((cr.occurrence == loop_k, cr.n))), 0),
-            func.coalesce(func.sum(case((cr.occurrence >= loop_k, cr.n))), 0),
-        ).where(*calls_at)
-    ).one()
-    n_findings = func.sum(fr.n)
-    findings = {
-        str(kind): int(n)
-        for kind, n in conn.execute(
-            select(fr.kind, n_findings)
-            .where(*findings_at)
-            .group_by(fr.kind)
-            .order_by(n_findings.desc(), fr.kind)
-        )
-    }
-    return _assemble(
-        conn,
-        loop_k,
-        traces=int(traces),
-        messages=int(messages),
-        calls=calls,
-        res=res,
-        pair_states=pair_states,
-        reused_id=reused_id,
-        error_types=error_types,
-        loops=(int(signatures), int(late) + (loop_k - 1) * int(signatures)),
-        verdicts=verdicts,
-        findings=findings,
-    )
-
-
-def _fields(f: Filters) -> dict[str, Any]:
-    return {name: getattr(f, name) for name in f.__slots__}

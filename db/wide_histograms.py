@@ -33,7 +33,8 @@ from sqlalchemy import Connection, Table, case, func, literal, select
 from db import rollups
 from db.dialect import name_of
 from db.filters import Filters
-from db.rollup_read import scope, total
+from db.queries.common import total
+from db.rollup_read import scope
 from db.value_buckets import bucket_bounds, bucket_of
 
 #: Key ranges per statement (two parameters each: within SQLite's 32,766).

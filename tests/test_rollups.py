@@ -21,7 +21,8 @@ import sqlalchemy as sa
 from formats_helpers import GOLDEN_CASES
 
 from benchmarks.ui_store import StoreGenerator
-from db import migrate, rollups
+from db import catalogue, figures, migrate, rollups
+from db.catalogue import Condition, Dimension, Measure
 from db.contract.vocabulary import DEFAULT_ENCODING, FINDING_KINDS
 from db.corrections import correct_result
 from db.deletion import delete_rows, import_by_id, traces_by_id
@@ -220,9 +221,8 @@ def _same(a: Any, b: Any) -> bool:
     return True
 
 
-def _check_grid(engine: sa.Engine, *, first: int | None = None) -> int:
-    """Compare every query under every filter of the grid (its ``first`` filters only); the
-    comparisons made."""
+def _store_grid(engine: sa.Engine) -> list[Filters]:
+    """:func:`_grid` on values of ``engine``'s store."""
     with engine.connect() as conn:
         agent, model = conn.execute(
             sa.select(TraceRow.agent, TraceRow.model)
@@ -233,8 +233,14 @@ def _check_grid(engine: sa.Engine, *, first: int | None = None) -> int:
         tool = conn.execute(
             sa.select(ToolResultRow.tool).order_by(ToolResultRow.id).limit(1)
         ).scalar_one()
+    return _grid(agent, model, tool)
+
+
+def _check_grid(engine: sa.Engine, *, first: int | None = None) -> int:
+    """Compare every query under every filter of the grid (its ``first`` filters only); the
+    comparisons made."""
     compared = 0
-    for f in _grid(agent, model, tool)[:first]:
+    for f in _store_grid(engine)[:first]:
         for name, query in QUERIES.items():
             rolled = query(engine, f)
             with base_tables():
@@ -306,6 +312,44 @@ def test_every_figure_equals_the_base_tables(store: sa.Engine) -> None:
         # The rollups do answer the plain grid (the comparison is not base against base).
         assert scope(conn, RollupSizeRow.__table__, Filters(model="x")) is not None  # type: ignore[arg-type]
         assert scope(conn, DURATIONS, Filters(model="x")) is not None
+
+
+def _catalogue_requests() -> Iterator[tuple[str, list[Dimension], list[Measure], list[Condition]]]:
+    """Per source of the catalogue: every measure, ungrouped and by each dimension (a measure
+    the rollup counts per one dimension only, by that one; a dimension the rollup keeps under
+    a condition, under it)."""
+    for source, (dimensions, measures) in catalogue.ENTRIES.items():
+        for dimension in (None, *dimensions):
+            usable = [m for m in measures if m.needs is None or m.needs is dimension]
+            by = [] if dimension is None else [dimension]
+            where = [] if dimension is None or dimension.within is None else [dimension.within]
+            yield source, by, usable, where
+
+
+def test_every_catalogued_measure_by_every_dimension_equals_the_base_tables(
+    store: sa.Engine,
+) -> None:
+    compared = 0
+    for f in _store_grid(store):
+        for source, by, measures, where in _catalogue_requests():
+            with store.connect() as conn:
+                rolled = figures.read(conn, measures, by, where, filters=f)
+                with base_tables():
+                    base = figures.read(conn, measures, by, where, filters=f)
+            if by:
+                rolled, base = (
+                    x.sort_values(by[0].name, ignore_index=True) for x in (rolled, base)
+                )
+            try:
+                _same(rolled, base)
+            except AssertionError as error:
+                names = [d.name for d in by]
+                raise AssertionError(
+                    f"{source} by {names} under {f}: rollups differ\n{error}"
+                ) from None
+            compared += 1
+    requests = sum(1 + len(dimensions) for dimensions, _ in catalogue.ENTRIES.values())
+    assert compared == 15 * requests == 15 * 23
 
 
 def _with_statements(engine: sa.Engine, run: Callable[[], Any]) -> tuple[Any, list[str]]:

@@ -26,8 +26,8 @@ from sqlalchemy import ColumnElement, Connection, Engine, case, func, literal, s
 
 from db.dialect import epoch_seconds, floor_div
 from db.filters import NO_FILTERS, Filters, restrict_results
-from db.queries.common import TRACE, UNCLASSIFIED, error_type_label, to_frame
-from db.rollup_read import ACTIVITY, ACTIVITY_DAYS, scope, total
+from db.queries.common import TRACE, UNCLASSIFIED, error_type_label, to_frame, total
+from db.rollup_read import ACTIVITY, ACTIVITY_DAYS, scope
 from db.schema import RollupActivityDayRow, RollupActivityRow, ToolResultRow
 
 #: The bucket sizes, smallest first.

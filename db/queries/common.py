@@ -141,3 +141,10 @@ def nearest_rank_at(cumulative: Any, total: Any, num: int, den: int) -> ColumnEl
     """True where a running count reaches the nearest rank ``ceil(q * total)`` of ``q = num /
     den``: the smallest value where it holds is the nearest-rank percentile."""
     return cumulative * den >= total * num
+
+
+def total(column: Any, condition: Any = None) -> Any:
+    """``SUM(column)`` (where ``condition`` holds) as a BIGINT: a count read from rollup rows
+    (PostgreSQL's SUM of a BIGINT is NUMERIC)."""
+    summed = func.sum(column if condition is None else case((condition, column), else_=0))
+    return cast(summed, BigInteger)

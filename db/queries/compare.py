@@ -17,9 +17,9 @@ from sqlalchemy import Engine, Select, String, and_, cast, func, literal, select
 
 from db.compare_stats import TOOL_COUNTS, Comparison, TraceSet, compare
 from db.filters import Filters, restrict_traces
+from db.queries.common import effective_error_type, effective_verdict
 from db.queries.errors import result_pair_key, to_frame
 from db.schema import FindingRow, MessageRow, ToolCallRow, ToolResultRow, TraceRow, aliased
-from db.summary import effective_error_type, effective_verdict
 
 CALL = aliased(ToolCallRow, name="call")
 RESULT = aliased(ToolResultRow, name="result")

@@ -28,9 +28,9 @@ from db import wide_histograms
 from db.dialect import name_of
 from db.filters import NO_FILTERS, Filters, narrows_traces, restrict_results
 from db.planner import walked_result_ids
-from db.queries.common import TRACE, nearest_rank_at, result_pair_key, to_frame
+from db.queries.common import TRACE, nearest_rank_at, result_pair_key, to_frame, total
 from db.queries.ranks import group_ranks
-from db.rollup_read import DURATION_BUCKETS, DURATIONS, RESULTS, scope, spans_days, total
+from db.rollup_read import DURATION_BUCKETS, DURATIONS, RESULTS, scope, spans_days
 from db.schema import RollupDurationRow, RollupResultRow, ToolResultRow
 from db.streaming import read_columns
 

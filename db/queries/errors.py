@@ -14,25 +14,37 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
-    Select,
     and_,
     func,
-    literal,
     select,
 )
 
-from db import dialect
-from db.filters import NO_FILTERS, Filters, SelectT, restrict_results
+from db import dialect, figures
+from db.catalogue import (
+    ERROR_TYPE_LABEL,
+    ERRORS,
+    FINGERPRINT,
+    FINGERPRINT_COUNT,
+    FINGERPRINT_ERROR_TYPE,
+    FINGERPRINT_ERRORS,
+    FINGERPRINT_TOOL,
+    FINGERPRINT_TRACES,
+    IS_ERROR,
+    RESULTS_N,
+    RULE,
+    STATUS_SOURCE,
+    TOOL,
+    highest,
+)
+from db.filters import NO_FILTERS, Filters, SelectT
 from db.planner import restrict_results_in_index
 from db.queries.common import (
     TRACE,
-    UNCLASSIFIED,
     error_type_label,
     result_pair_key,
     to_frame,
 )
-from db.rollup_read import FINGERPRINTS, RESULTS, scope, total
-from db.schema import MessageRow, RollupFingerprintRow, RollupResultRow, ToolResultRow
+from db.schema import MessageRow, ToolResultRow
 
 TimeUnit = Literal["hour", "day", "import"]
 
@@ -54,19 +66,18 @@ def _restrict(stmt: SelectT, filters: Filters) -> SelectT:
 
 def error_totals(engine: Engine, filters: Filters = NO_FILTERS) -> tuple[int, int]:
     """(error results, all results) among the filtered Tool Messages."""
-    errors = _restrict(select(func.count()).where(_is_error()), filters)
-    results = restrict_results(select(func.count()).select_from(ToolResultRow), filters)
-    stmt = select(errors.scalar_subquery(), results.scalar_subquery())
     with engine.connect() as conn:
-        at = scope(conn, RESULTS, filters)
-        if at is not None:
-            rr = RollupResultRow
-            stmt = select(
-                func.coalesce(total(rr.n, rr.status == "error"), 0),
-                func.coalesce(total(rr.n), 0),
-            ).where(*at)
-        n_errors, n_results = conn.execute(stmt).one()
-    return int(n_errors), int(n_results)
+        # Apart: the errors off the errors index, the results off the trace index.
+        n_errors = figures.counts(conn, [ERRORS], where=[IS_ERROR], filters=filters)["errors"]
+        n_results = figures.counts(conn, [RESULTS_N], filters=filters)["results"]
+    return n_errors, n_results
+
+
+def tool_error_types(conn: Connection, filters: Filters) -> pd.DataFrame:
+    """Errors per (tool, effective error type): ``tool``, ``error_type``, ``errors``."""
+    return figures.read(
+        conn, [ERRORS], by=[TOOL, ERROR_TYPE_LABEL], where=[IS_ERROR], filters=filters
+    )
 
 
 def error_types_by_tool(
@@ -76,35 +87,11 @@ def error_types_by_tool(
 
     Columns: ``tool``, ``error_type``, ``errors``; tools ordered by their error total.
     """
-    label = error_type_label()
-    # Every (tool, error type) off the errors index in one pass (a few hundred groups); the top
-    # tools are picked from those rows (an IN on the top tools made SQLite read tools' results
-    # through another index).
-    stmt = _restrict(
-        select(
-            ToolResultRow.tool.label("tool"),
-            label.label("error_type"),
-            func.count().label("errors"),
-        )
-        .where(_is_error())
-        .group_by(ToolResultRow.tool, label),
-        filters,
-    )
+    # Every (tool, error type) in one pass (a few hundred groups); the top tools are picked
+    # from those rows (an IN on the top tools made SQLite read tools' results through another
+    # index).
     with engine.connect() as conn:
-        at = scope(conn, RESULTS, filters)
-        if at is not None:
-            rr = RollupResultRow
-            typed = func.coalesce(rr.error_type, literal(UNCLASSIFIED))
-            stmt = (
-                select(
-                    rr.tool.label("tool"),
-                    typed.label("error_type"),
-                    total(rr.n).label("errors"),
-                )
-                .where(*at, rr.status == "error")
-                .group_by(rr.tool, typed)
-            )
-        df = to_frame(conn, stmt)
+        df = tool_error_types(conn, filters)
     if df.empty:
         return df
     totals = df.groupby("tool")["errors"].transform("sum")
@@ -179,63 +166,21 @@ def error_sources(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame
     frequent first. ``explicit`` errors were flagged by the source (``is_error`` …); ``inferred``
     ones come from text rules, so their ``rule`` says why.
     """
-    rule = func.coalesce(ToolResultRow.rule, literal("(none)"))
-    stmt = _restrict(
-        select(
-            ToolResultRow.status_source.label("status_source"),
-            rule.label("rule"),
-            func.count().label("errors"),
-        )
-        .where(_is_error())
-        .group_by(ToolResultRow.status_source, rule)
-        .order_by(func.count().desc(), ToolResultRow.status_source, rule),
-        filters,
-    )
     with engine.connect() as conn:
-        at = scope(conn, RESULTS, filters)
-        if at is not None:
-            rr = RollupResultRow
-            rolled_rule = func.coalesce(rr.rule, literal("(none)"))
-            errors = total(rr.n)
-            stmt = (
-                select(
-                    rr.status_source.label("status_source"),
-                    rolled_rule.label("rule"),
-                    errors.label("errors"),
-                )
-                .where(*at, rr.status == "error")
-                .group_by(rr.status_source, rolled_rule)
-                .order_by(errors.desc(), rr.status_source, rolled_rule)
-            )
-        return to_frame(conn, stmt)
-
-
-def _fingerprint_groups(filters: Filters) -> Select[*tuple[Any, ...]]:
-    return _restrict(
-        select(
-            ToolResultRow.fingerprint.label("fingerprint"),
-            func.max(ToolResultRow.tool).label("tool"),
-            func.max(error_type_label()).label("error_type"),
-            func.count().label("errors"),
-            func.count(ToolResultRow.trace_id.distinct()).label("traces"),
-            func.min(ToolResultRow.id).label("example_id"),
+        return figures.read(
+            conn,
+            [ERRORS],
+            by=[STATUS_SOURCE, RULE],
+            where=[IS_ERROR],
+            filters=filters,
+            order=[("errors", True), ("status_source", False), ("rule", False)],
         )
-        .where(_is_error(), ToolResultRow.fingerprint.is_not(None))
-        .group_by(ToolResultRow.fingerprint),
-        filters,
-    )
 
 
 def count_error_fingerprints(engine: Engine, filters: Filters = NO_FILTERS) -> int:
     """How many distinct error fingerprints the filtered errors have."""
-    sub = _fingerprint_groups(filters).subquery()
-    stmt = select(func.count()).select_from(sub)
     with engine.connect() as conn:
-        at = scope(conn, FINGERPRINTS, filters)
-        if at is not None:
-            fp = RollupFingerprintRow
-            stmt = select(func.count(fp.fingerprint.distinct())).where(*at)
-        return int(conn.execute(stmt).scalar_one())
+        return figures.counts(conn, [FINGERPRINT_COUNT], filters=filters)["fingerprints"]
 
 
 def error_fingerprints(
@@ -247,17 +192,8 @@ def error_fingerprints(
     ("same error in N traces"), ``example`` (the first occurrence's content, at most
     ``EXAMPLE_CHARS`` characters).
     """
-    groups = (
-        _fingerprint_groups(filters)
-        .order_by(func.count().desc(), ToolResultRow.fingerprint)
-        .limit(limit)
-        .offset(offset)
-        .subquery()
-    )
     with engine.connect() as conn:
-        rolled = _fingerprint_page(conn, filters, limit, offset)
-    if rolled is not None:
-        groups = rolled
+        groups = _fingerprint_page(conn, filters, limit, offset)
     example = ToolResultRow.__table__.alias("example")
     stmt = (
         select(
@@ -283,29 +219,23 @@ def error_fingerprints(
 
 
 def _fingerprint_page(conn: Connection, filters: Filters, limit: int, offset: int) -> Any:
-    """One page of :func:`_fingerprint_groups` ranked off the fingerprint rollup, each group's
-    first occurrence looked up for the page's groups only; ``None`` when the rollups cannot
-    answer ``filters``."""
-    at = scope(conn, FINGERPRINTS, filters)
-    if at is None:
-        return None
-    fp = RollupFingerprintRow
-    errors = total(fp.n)
-    page = (
-        select(
-            fp.fingerprint.label("fingerprint"),
-            func.max(fp.tool).label("tool"),
-            func.max(func.coalesce(fp.error_type, literal(UNCLASSIFIED))).label("error_type"),
-            errors.label("errors"),
-            total(fp.traces).label("traces"),
-        )
-        .where(*at)
-        .group_by(fp.fingerprint)
-        .order_by(errors.desc(), fp.fingerprint)
-        .limit(limit)
-        .offset(offset)
-        .subquery()
-    )
+    """One page of error groups (``fingerprint``, ``tool``, ``error_type``, ``errors``,
+    ``traces``), the most frequent first, each group's first occurrence (``example_id``) looked
+    up for the page's groups only."""
+    page = figures.statement(
+        conn,
+        [
+            highest(FINGERPRINT_TOOL),
+            highest(FINGERPRINT_ERROR_TYPE),
+            FINGERPRINT_ERRORS,
+            FINGERPRINT_TRACES,
+        ],
+        by=[FINGERPRINT],
+        filters=filters,
+        order=[("errors", True), ("fingerprint", False)],
+        limit=limit,
+        offset=offset,
+    ).subquery()
     # The first in id order, not min(id): PostgreSQL then walks the fingerprint's entries of
     # ix_tool_results_error_examples in order and stops at the first picked trace.
     example_id = (

@@ -16,8 +16,8 @@ from sqlalchemy import ColumnElement, Engine, String, and_, case, cast, func, li
 from db.contract.vocabulary import FINDING_KINDS, finding_level, finding_message
 from db.filters import NO_FILTERS, Filters, restrict_findings, restrict_rows
 from db.planner import bounded_walks
-from db.queries.common import COUNTED_FINDING, TRACE, result_pair_key, to_frame
-from db.rollup_read import FINDINGS, scope, total
+from db.queries.common import COUNTED_FINDING, TRACE, result_pair_key, to_frame, total
+from db.rollup_read import FINDINGS, scope
 from db.schema import FindingRow, RollupFindingRow, ToolCallRow, ToolResultRow, aliased
 
 #: Columns of :func:`finding_occurrences`.

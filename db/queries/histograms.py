@@ -21,8 +21,9 @@ from sqlalchemy import Engine, func, select
 
 from db import wide_histograms
 from db.filters import NO_FILTERS, Filters, restrict_results
+from db.queries.common import total
 from db.queries.ranks import group_ranks, group_sums, summed_counts
-from db.rollup_read import SIZE_BUCKETS, SIZES, scope, spans_days, total
+from db.rollup_read import SIZE_BUCKETS, SIZES, scope, spans_days
 from db.schema import RollupSizeRow, ToolResultRow
 from db.streaming import read_columns
 

@@ -15,8 +15,8 @@ from sqlalchemy import Connection, Engine, Select, Text, and_, cast, func, selec
 
 from db.filters import NO_FILTERS, Filters
 from db.planner import grouping_key, restrict_calls_in_index
-from db.queries.common import TRACE, to_frame
-from db.rollup_read import CALLS, SIGNATURES, TRACES, scope, total
+from db.queries.common import TRACE, to_frame, total
+from db.rollup_read import CALLS, SIGNATURES, TRACES, scope
 from db.schema import (
     RollupCallRow,
     RollupSignatureRow,

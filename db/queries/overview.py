@@ -14,42 +14,58 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import (
-    BigInteger,
     Engine,
-    case,
-    cast,
     func,
-    literal,
     select,
 )
 
+from db import figures
+from db.catalogue import (
+    ADVISED,
+    CALL_TOOL,
+    CALLS_N,
+    DECIDED,
+    ERROR_TYPE_LABEL,
+    ERRORS,
+    FINDING_KIND,
+    FINDING_TOOL,
+    FINDINGS_N,
+    FINGERPRINT,
+    FINGERPRINT_ERROR_TYPE,
+    FINGERPRINT_ERRORS,
+    FINGERPRINT_TOOL,
+    FINGERPRINT_TRACES,
+    FOLLOWED,
+    HAS_VERDICT,
+    IGNORED,
+    IS_ERROR,
+    ON_A_TOOL,
+    RESULTS_N,
+    TOOL,
+    VERDICT,
+    capped_occurrence,
+    follow_rate,
+    late_call_count,
+    late_calls,
+    loop_signatures,
+    lowest,
+    rate,
+)
 from db.contract.vocabulary import FINDING_KINDS, VERDICTS
-from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_findings
+from db.filters import NO_FILTERS, Filters
 from db.planner import (
     grouping_key,
-    one_pass_counts,
     restrict_calls_in_index,
-    restrict_results_in_index,
 )
 from db.queries import histograms
 from db.queries.common import (
-    COUNTED_FINDING,
-    UNCLASSIFIED,
-    effective_verdict,
-    error_type_label,
     to_frame,
 )
+from db.queries.errors import tool_error_types
 from db.queries.histograms import oversized_tools, size_bins, tool_sizes, tool_token_counts
 from db.queries.loops import top_occurrence
-from db.rollup_read import CALLS, FINDINGS, FINGERPRINTS, RESULTS, scope, total
 from db.schema import (
-    FindingRow,
-    RollupCallRow,
-    RollupFindingRow,
-    RollupFingerprintRow,
-    RollupResultRow,
     ToolCallRow,
-    ToolResultRow,
     TraceRow,
 )
 
@@ -72,27 +88,15 @@ _COUNT_COLUMNS = (
 
 def error_type_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
     """Error results per effective error type, most frequent first: ``error_type``, ``errors``."""
-    label = error_type_label().label("error_type")
-    stmt = restrict_results_in_index(
-        select(label, func.count().label("errors"))
-        .where(ToolResultRow.status == "error")
-        .group_by(label)
-        .order_by(func.count().desc(), label),
-        filters,
-    )
     with engine.connect() as conn:
-        at = scope(conn, RESULTS, filters)
-        if at is not None:
-            rr = RollupResultRow
-            typed = func.coalesce(rr.error_type, literal(UNCLASSIFIED)).label("error_type")
-            errors = total(rr.n)
-            stmt = (
-                select(typed, errors.label("errors"))
-                .where(*at, rr.status == "error")
-                .group_by(typed)
-                .order_by(errors.desc(), typed)
-            )
-        return to_frame(conn, stmt)
+        return figures.read(
+            conn,
+            [ERRORS],
+            by=[ERROR_TYPE_LABEL],
+            where=[IS_ERROR],
+            filters=filters,
+            order=[("errors", True), ("error_type", False)],
+        )
 
 
 def verdict_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
@@ -100,22 +104,9 @@ def verdict_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFram
 
     Columns: ``verdict``, ``results``.
     """
-    stmt = restrict_results_in_index(
-        select(effective_verdict, func.count())
-        .where(effective_verdict.is_not(None))
-        .group_by(effective_verdict),
-        filters,
-    )
     with engine.connect() as conn:
-        at = scope(conn, RESULTS, filters)
-        if at is not None:
-            rr = RollupResultRow
-            stmt = (
-                select(rr.verdict, total(rr.n))
-                .where(*at, rr.verdict.is_not(None))
-                .group_by(rr.verdict)
-            )
-        found = {str(v): int(n) for v, n in conn.execute(stmt)}
+        rows = figures.read(conn, [RESULTS_N], by=[VERDICT], where=[HAS_VERDICT], filters=filters)
+    found = {str(v): int(n) for v, n in zip(rows["verdict"], rows["results"], strict=True)}
     order = list(VERDICTS) + sorted(set(found) - set(VERDICTS))
     return pd.DataFrame({"verdict": order, "results": [found.get(v, 0) for v in order]})
 
@@ -132,46 +123,14 @@ def occurrence_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.Da
     Columns: ``occurrence`` (1 … :data:`OCCURRENCE_CAP`, the last one meaning "or more"),
     ``label`` (``"10+"`` for the cap), ``calls``. Only occurrences that happen are listed.
     """
-    occurrence = ToolCallRow.occurrence
     with engine.connect() as conn:
-        at = scope(conn, CALLS, filters)
-        if at is not None:
-            cr = RollupCallRow
-            capped_at = case(
-                (cr.occurrence >= OCCURRENCE_CAP, OCCURRENCE_CAP), else_=cr.occurrence
-            ).label("occurrence")
-            df = to_frame(
-                conn,
-                select(capped_at, total(cr.n).label("calls"))
-                .where(*at)
-                .group_by(capped_at)
-                .order_by(capped_at),
-            )
-    if at is None and one_pass_counts(filters):
-        # Under a trace filter: one pass without GROUP BY (a count per occurrence, the last one
-        # "or more") over the filtered traces' entries of the trace index; nothing to sort.
-        counts = [func.count().filter(occurrence == o) for o in range(1, OCCURRENCE_CAP)]
-        counts.append(func.count().filter(occurrence >= OCCURRENCE_CAP))
-        with engine.connect() as conn:
-            row = conn.execute(restrict_calls(select(*counts), filters)).one()
-        found = [(o, int(n)) for o, n in enumerate(row, start=1) if n]
-        df = pd.DataFrame(found, columns=["occurrence", "calls"]).astype("int64")
-    elif at is None:
-        # Count per occurrence off the occurrence index, then cap the few groups.
-        per = restrict_calls(
-            select(occurrence.label("occurrence"), func.count().label("n")).group_by(occurrence),
-            filters,
-        ).subquery()
-        capped = case(
-            (per.c.occurrence >= OCCURRENCE_CAP, OCCURRENCE_CAP), else_=per.c.occurrence
-        ).label("occurrence")
-        stmt = (
-            select(capped, cast(func.sum(per.c.n), BigInteger).label("calls"))
-            .group_by(capped)
-            .order_by(capped)
+        df = figures.read(
+            conn,
+            [CALLS_N],
+            by=[capped_occurrence(OCCURRENCE_CAP)],
+            filters=filters,
+            order=[("occurrence", False)],
         )
-        with engine.connect() as conn:
-            df = to_frame(conn, stmt)
     df["label"] = [f"{o}+" if o == OCCURRENCE_CAP else str(o) for o in df["occurrence"].astype(int)]
     return df[["occurrence", "label", "calls"]]
 
@@ -185,41 +144,20 @@ def top_error_fingerprints(
     types: a fingerprint spans two only after a reviewer corrected one of them), ``errors``,
     ``traces``.
     """
-    stmt = restrict_results_in_index(
-        select(
-            ToolResultRow.fingerprint.label("fingerprint"),
-            func.min(ToolResultRow.tool).label("tool"),
-            func.min(error_type_label()).label("error_type"),
-            func.count().label("errors"),
-            func.count(func.distinct(ToolResultRow.trace_id)).label("traces"),
-        )
-        .where(ToolResultRow.status == "error", ToolResultRow.fingerprint.is_not(None))
-        .group_by(ToolResultRow.fingerprint)
-        .order_by(func.count().desc(), ToolResultRow.fingerprint)
-        .limit(limit),
-        filters,
-    )
     with engine.connect() as conn:
-        at = scope(conn, FINGERPRINTS, filters)
-        if at is not None:
-            fp = RollupFingerprintRow
-            errors = total(fp.n)
-            stmt = (
-                select(
-                    fp.fingerprint.label("fingerprint"),
-                    func.min(fp.tool).label("tool"),
-                    func.min(func.coalesce(fp.error_type, literal(UNCLASSIFIED))).label(
-                        "error_type"
-                    ),
-                    errors.label("errors"),
-                    total(fp.traces).label("traces"),
-                )
-                .where(*at)
-                .group_by(fp.fingerprint)
-                .order_by(errors.desc(), fp.fingerprint)
-                .limit(limit)
-            )
-        return to_frame(conn, stmt)
+        return figures.read(
+            conn,
+            [
+                lowest(FINGERPRINT_TOOL),
+                lowest(FINGERPRINT_ERROR_TYPE),
+                FINGERPRINT_ERRORS,
+                FINGERPRINT_TRACES,
+            ],
+            by=[FINGERPRINT],
+            filters=filters,
+            order=[("errors", True), ("fingerprint", False)],
+            limit=limit,
+        )
 
 
 def top_oversized_tools(
@@ -317,109 +255,29 @@ def scorecard_counts(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> p
     types off the errors index, verdicts off the verdict index, loops off the occurrence index.
     """
     f = filters
-    error_label = error_type_label()
-    types_stmt = restrict_results_in_index(
-        select(
-            ToolResultRow.tool.label("tool"),
-            error_label.label("error_type"),
-            func.count().label("n"),
-        )
-        .where(ToolResultRow.status == "error")
-        .group_by(ToolResultRow.tool, error_label),
-        f,
-    )
-    tool_key = grouping_key(ToolResultRow.tool)
-    advised_stmt = restrict_results_in_index(
-        select(tool_key.label("tool"), func.count().label("errors_with_suggestion"))
-        .where(ToolResultRow.status == "error", ToolResultRow.suggestion.is_not(None))
-        .group_by(tool_key),
-        f,
-    )
-    verdicts_stmt = restrict_results_in_index(
-        select(
-            tool_key.label("tool"),
-            func.count().filter(effective_verdict == "followed").label("followed"),
-            func.count().filter(effective_verdict == "ignored").label("ignored"),
-        )
-        .where(effective_verdict.in_(("followed", "ignored")))
-        .group_by(tool_key),
-        f,
-    )
-    calls_stmt = restrict_calls(
-        select(ToolCallRow.tool_name.label("tool"), func.count().label("calls")).group_by(
-            ToolCallRow.tool_name
-        ),
-        f,
-    )
-    # A looping signature has one call at occurrence k and n - k + 1 at k or beyond (see
-    # db.summary.loop_counts): its n calls come off the occurrence index.
-    call_key = grouping_key(ToolCallRow.tool_name)
-    loops_stmt = restrict_calls_in_index(
-        select(
-            call_key.label("tool"),
-            func.count().filter(ToolCallRow.occurrence == k).label("signatures"),
-            func.count().label("late"),
-        )
-        .where(ToolCallRow.occurrence >= k)
-        .group_by(call_key),
-        f,
-    )
-    finding_key = grouping_key(FindingRow.tool)
-    findings_stmt = restrict_findings(
-        select(finding_key.label("tool"), FindingRow.name.label("kind"), func.count().label("n"))
-        .where(FindingRow.tool.is_not(None), COUNTED_FINDING)
-        .group_by(finding_key, FindingRow.name),
-        f,
-    )
     with engine.connect() as conn:
-        results_at = scope(conn, RESULTS, f)
-        calls_at = scope(conn, CALLS, f)
-        findings_at = scope(conn, FINDINGS, f)
-        if results_at is not None and calls_at is not None and findings_at is not None:
-            rr, cr, fr = RollupResultRow, RollupCallRow, RollupFindingRow
-            typed = func.coalesce(rr.error_type, literal(UNCLASSIFIED))
-            types_stmt = (
-                select(rr.tool.label("tool"), typed.label("error_type"), total(rr.n).label("n"))
-                .where(*results_at, rr.status == "error")
-                .group_by(rr.tool, typed)
-            )
-            advised_stmt = (
-                select(rr.tool.label("tool"), total(rr.n).label("errors_with_suggestion"))
-                .where(*results_at, rr.status == "error", rr.suggested.is_(True))
-                .group_by(rr.tool)
-            )
-            verdicts_stmt = (
-                select(
-                    rr.tool.label("tool"),
-                    total(rr.n, rr.verdict == "followed").label("followed"),
-                    total(rr.n, rr.verdict == "ignored").label("ignored"),
-                )
-                .where(*results_at, rr.verdict.in_(("followed", "ignored")))
-                .group_by(rr.tool)
-            )
-            calls_stmt = (
-                select(cr.tool.label("tool"), total(cr.n).label("calls"))
-                .where(*calls_at)
-                .group_by(cr.tool)
-            )
-            loops_stmt = (
-                select(
-                    cr.tool.label("tool"),
-                    total(cr.n, cr.occurrence == k).label("signatures"),
-                    total(cr.n).label("late"),
-                )
-                .where(*calls_at, cr.occurrence >= k)
-                .group_by(cr.tool)
-            )
-            findings_stmt = (
-                select(fr.tool.label("tool"), fr.kind.label("kind"), total(fr.n).label("n"))
-                .where(*findings_at, fr.tool.is_not(None))
-                .group_by(fr.tool, fr.kind)
-            )
-        types = to_frame(conn, types_stmt)
-        parts = [to_frame(conn, stmt) for stmt in (advised_stmt, verdicts_stmt, calls_stmt)]
-        loop_rows = to_frame(conn, loops_stmt)
-        finding_rows = to_frame(conn, findings_stmt)
+        types = tool_error_types(conn, f).rename(columns={"errors": "n"})
+        parts = [
+            figures.read(
+                conn,
+                [ERRORS.named("errors_with_suggestion")],
+                by=[TOOL],
+                where=[IS_ERROR, ADVISED],
+                filters=f,
+            ),
+            figures.read(conn, [FOLLOWED, IGNORED], by=[TOOL], where=[DECIDED], filters=f),
+            figures.read(conn, [CALLS_N], by=[CALL_TOOL], filters=f),
+        ]
+        loop_rows = figures.read(
+            conn,
+            [loop_signatures(k), late_call_count(k)],
+            by=[CALL_TOOL],
+            where=[late_calls(k)],
+            filters=f,
+        )
+        finding_rows = figures.read(
+            conn, [FINDINGS_N], by=[FINDING_TOOL, FINDING_KIND], where=[ON_A_TOOL], filters=f
+        )
     parts.append(_findings_per_tool(finding_rows))
     parts.append(types.groupby("tool", as_index=False)["n"].sum().rename(columns={"n": "errors"}))
     parts.append(
@@ -461,11 +319,6 @@ def _findings_per_tool(rows: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _rate(numerator: pd.Series, denominator: pd.Series) -> pd.Series:
-    den = denominator.astype(float)
-    return (numerator.astype(float) / den.where(den > 0)).astype(object).where(den > 0, None)
-
-
 def scorecard(
     counts: pd.DataFrame, token_counts: pd.DataFrame, budget: int, *, limit: int = 500
 ) -> pd.DataFrame:
@@ -485,9 +338,9 @@ def scorecard(
         card["top_error_type"].astype(object).where(card["top_error_type"].notna(), None)
     )
     card["finding_kinds"] = [k if isinstance(k, dict) else {} for k in card["finding_kinds"]]
-    card["error_rate"] = _rate(card["errors"], card["results"])
-    card["over_budget_rate"] = _rate(card["over_budget"], card["results"])
-    card["suggestion_rate"] = _rate(card["errors_with_suggestion"], card["errors"])
-    card["follow_rate"] = _rate(card["followed"], card["followed"] + card["ignored"])
+    card["error_rate"] = rate(card["errors"], card["results"])
+    card["over_budget_rate"] = rate(card["over_budget"], card["results"])
+    card["suggestion_rate"] = rate(card["errors_with_suggestion"], card["errors"])
+    card["follow_rate"] = follow_rate(card["followed"], card["ignored"])
     card = card.sort_values(["calls", "results", "tool"], ascending=[False, False, True])
     return card[list(SCORECARD_COLUMNS)].head(limit).reset_index(drop=True)

@@ -48,8 +48,8 @@ from db.contract.rows import PREVIEW_BREAKS, PREVIEW_CHARS
 from db.contract.vocabulary import CALL_KINDS, PAIR_STATES, STATUSES, VERDICTS
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.planner import restrict_results_in_index
-from db.queries.common import effective_error_type, effective_verdict, unpaired_result
-from db.rollup_read import CALLS, RESULTS, scope, total
+from db.queries.common import effective_error_type, effective_verdict, total, unpaired_result
+from db.rollup_read import CALLS, RESULTS, scope
 from db.schema import (
     FindingRow,
     RollupCallRow,

@@ -21,10 +21,11 @@ from db.queries.common import (
     input_share_bin,
     result_pair_key,
     to_frame,
+    total,
 )
 from db.queries.histograms import tool_token_counts
 from db.queries.ranks import group_ranks, group_sums
-from db.rollup_read import INPUT_SHARES, RESULTS, SIZES, TRACES, scope, total
+from db.rollup_read import INPUT_SHARES, RESULTS, SIZES, TRACES, scope
 from db.schema import (
     ImportRun,
     MessageRow,

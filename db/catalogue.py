@@ -1,0 +1,601 @@
+"""The catalogue of figures: every dimension, condition and measure the pages count, declared once
+with its base-table form and its rollup form.
+
+A page asks :func:`db.figures.read` for measures of one :class:`Source`, grouped by some of its
+:class:`Dimension` values, where some :class:`Condition` holds, under the sidebar's filters. The
+compiler (``db.figures``) picks the form: the rollup's when ``db.rollup_read.scope`` says the
+rollups hold the filtered data, else the base table's, with the dialect's planner steering.
+Nothing here runs a query or knows which form will be read.
+
+Each form of an entry is an expression over its own table: ``base`` over the rows the import
+writes (``tool_results``, ``tool_calls`` …), ``rollup`` over the rollup rows (``rollup_results``
+…). Both must give the same figure for every filter the rollups answer; the rollup exactness test
+(``tests/test_rollups.py``) compares every measure of every source, by every dimension, over a
+grid of filters, on both databases.
+
+The rollup upkeep reads the same declarations: a source's :attr:`Source.keys` are the columns its
+rollup is counted by, with the base expression each holds (``db.rollups`` groups a trace's rows
+by them), so a dimension read from the rollup is the expression the upkeep stored.
+
+Adding a figure: a :class:`Measure` (or a :class:`Dimension`) here, then one
+:func:`db.figures.read` call and its chart (``docs/architecture.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from sqlalchemy import ColumnElement, Table, and_, case, false, func, literal
+
+from db.contract.vocabulary import PAIR_STATES, STATUSES
+from db.filters import (
+    Filters,
+    restrict_calls,
+    restrict_findings,
+    restrict_results,
+    restrict_traces,
+)
+from db.planner import restrict_calls_in_index, restrict_results_in_index
+from db.queries.common import (
+    COUNTED_FINDING,
+    UNCLASSIFIED,
+    corrected_result,
+    effective_error_type,
+    effective_verdict,
+    next_call_outcome,
+    total,
+)
+from db.schema import (
+    FindingRow,
+    RollupCallRow,
+    RollupFindingRow,
+    RollupFingerprintRow,
+    RollupResultRow,
+    RollupTraceRow,
+    ToolCallRow,
+    ToolResultRow,
+    TraceRow,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Restrict = Callable[[Any, Filters], Any]
+
+
+def _table(model: Any) -> Table:
+    table: Table = model.__table__
+    return table
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Source:
+    """A family of figures: the base rows they count and the rollup that counts them.
+
+    ``restrict`` applies the sidebar's filters to a base statement; ``restrict_in_index`` does
+    the same for a statement that reads a small indexed subset of the rows (``db.planner``).
+    ``where`` holds on every base row the source counts (its rollup holds only those rows).
+    """
+
+    name: str
+    #: The base table the statements read.
+    base: Any
+    #: The rollup table (``db.rollups.ROLLUPS``) and its count column.
+    rollup: Table
+    restrict: Restrict
+    restrict_in_index: Restrict
+    where: tuple[Any, ...] = ()
+    #: Every read of the source is of an indexed subset (``where`` selects one).
+    indexed: bool = False
+    #: The rollup has rows for every trace (``tool`` NULL) besides the per-tool rows
+    #: (``db.rollup_read.scope``'s ``tool="all"``).
+    every_trace_row: bool = False
+    #: The rollup's key columns (after ``tool``) and the base expression each holds: what the
+    #: upkeep groups a trace's rows by (``db.rollups``).
+    keys: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Dimension:
+    """A value figures are grouped by."""
+
+    name: str
+    source: Source
+    base: Any
+    rollup: Any
+    #: A plain indexed column: grouped over an indexed subset, SQLite would walk its index and
+    #: fetch every row, so the base form is :func:`db.planner.grouping_key` there.
+    steer: bool = False
+    #: The few values analysis writes: under a trace filter the base form counts them in one
+    #: pass without GROUP BY (``db.planner.one_pass_counts``).
+    values: tuple[Any, ...] | None = None
+    #: The rollup keeps the value only on the rows where this condition holds (the rule that
+    #: decided an error): the dimension is read under it.
+    within: Condition | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Condition:
+    """A condition on the rows a figure counts."""
+
+    name: str
+    source: Source
+    base: ColumnElement[bool]
+    rollup: ColumnElement[bool]
+    #: The rows it selects are a small subset with an index of its own (errors, verdicts,
+    #: advice, corrections, loops): the filters are tested in that index (``db.planner``).
+    indexed: bool = False
+
+    def __and__(self, other: Condition) -> Condition:
+        return Condition(
+            f"{self.name} & {other.name}",
+            self.source,
+            and_(self.base, other.base),
+            and_(self.rollup, other.rollup),
+            self.indexed or other.indexed,
+        )
+
+
+Aggregate = Literal["count", "sum", "min", "max", "distinct"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Measure:
+    """A figure summed over the rows: ``count`` of rows (where ``when`` holds), or an
+    aggregate of a value.
+
+    The rollup form of a count sums the rollup's count column; ``rollup`` overrides the rollup
+    aggregate where the rollup keeps a figure of its own (distinct traces, a sum it stores).
+    """
+
+    name: str
+    source: Source
+    aggregate: Aggregate = "count"
+    #: ``(base, rollup)`` expressions of the aggregated value (not for ``count``).
+    value: tuple[Any, Any] | None = None
+    when: Condition | None = None
+    rollup: Any = None
+    #: The rollup form is exact only grouped by this dimension (a count of distinct traces that
+    #: the rollup keeps per value of it).
+    needs: Dimension | None = None
+
+    def named(self, name: str) -> Measure:
+        """The measure under another column name."""
+        return replace(self, name=name)
+
+
+def lowest(dimension: Dimension, name: str | None = None) -> Measure:
+    """The smallest value of ``dimension`` among the rows."""
+    return Measure(
+        name or dimension.name, dimension.source, "min", (dimension.base, dimension.rollup)
+    )
+
+
+def highest(dimension: Dimension, name: str | None = None) -> Measure:
+    """The largest value of ``dimension`` among the rows."""
+    return Measure(
+        name or dimension.name, dimension.source, "max", (dimension.base, dimension.rollup)
+    )
+
+
+# --- Tool Messages ----------------------------------------------------------------------------
+
+r, rr = ToolResultRow, RollupResultRow
+_error = r.status == "error"
+
+
+def _timing() -> Any:
+    """How a Tool Message's execution time is known (``db.queries.durations``): ``span`` or
+    ``timed`` (a duration ≥ 0 from a span, or from timestamps), ``negative``, ``missing``."""
+    return case(
+        (r.duration_ms.is_(None), "missing"),
+        (r.duration_ms < 0, "negative"),
+        (r.duration_source == "span", "span"),
+        else_="timed",
+    )
+
+
+RESULTS = Source(
+    "results",
+    base=ToolResultRow,
+    rollup=_table(RollupResultRow),
+    restrict=restrict_results,
+    restrict_in_index=restrict_results_in_index,
+    keys={
+        "status": r.status,
+        "status_source": r.status_source,
+        "rule": case((_error, r.rule)),
+        "error_type": effective_error_type,
+        "verdict": effective_verdict,
+        "suggested": r.suggestion.is_not(None),
+        "pair_state": r.pair_state,
+        "unanswered": r.call_seq.is_(None),
+        "name_mismatch": func.coalesce(r.name_mismatch, false()),
+        "corrected": corrected_result,
+        "timing": _timing(),
+        "next_call": case((_error, next_call_outcome)),
+        "suggestion_kind": r.suggestion_kind,
+    },
+)
+#: What each Tool Message adds to the results rollup's sums (``db.rollups``).
+RESULT_SUMS: dict[str, Any] = {
+    "n": func.count(),
+    "tokens": func.sum(r.tokens),
+    "with_images": func.count().filter(r.image_tokens > 0),
+    "image_tokens": func.coalesce(func.sum(r.image_tokens), 0),
+}
+
+TOOL = Dimension("tool", RESULTS, r.tool, rr.tool, steer=True)
+#: The effective error type (a reviewer's correction wins), NULL where none.
+ERROR_TYPE = Dimension("error_type", RESULTS, effective_error_type, rr.error_type)
+#: The effective error type, :data:`db.queries.common.UNCLASSIFIED` where none.
+ERROR_TYPE_LABEL = Dimension(
+    "error_type",
+    RESULTS,
+    func.coalesce(effective_error_type, literal(UNCLASSIFIED)),
+    func.coalesce(rr.error_type, literal(UNCLASSIFIED)),
+)
+VERDICT = Dimension("verdict", RESULTS, effective_verdict, rr.verdict)
+STATUS_SOURCE = Dimension("status_source", RESULTS, r.status_source, rr.status_source)
+#: The kind of the advice, ``none_label`` where none (:func:`suggestion_kind`).
+SUGGESTION_KIND = Dimension("suggestion_kind", RESULTS, r.suggestion_kind, rr.suggestion_kind)
+
+
+def suggestion_kind(none_label: str) -> Dimension:
+    """The kind of a Tool Message's advice, ``none_label`` where it has none."""
+    return Dimension(
+        "suggestion_kind",
+        RESULTS,
+        func.coalesce(r.suggestion_kind, literal(none_label)),
+        func.coalesce(rr.suggestion_kind, literal(none_label)),
+    )
+
+
+def error_type(none_label: str) -> Dimension:
+    """The effective error type, ``none_label`` where there is none."""
+    return Dimension(
+        "error_type",
+        RESULTS,
+        func.coalesce(effective_error_type, literal(none_label)),
+        func.coalesce(rr.error_type, literal(none_label)),
+    )
+
+
+IS_ERROR = Condition("error", RESULTS, _error, rr.status == "error", indexed=True)
+#: The rule that decided an error, ``(none)`` where none did (read among errors).
+RULE = Dimension(
+    "rule",
+    RESULTS,
+    func.coalesce(r.rule, literal("(none)")),
+    func.coalesce(rr.rule, literal("(none)")),
+    within=IS_ERROR,
+)
+#: The next call's outcome after an error (``db.queries.common.next_call_outcome``).
+NEXT_CALL = Dimension("next_call", RESULTS, next_call_outcome, rr.next_call, within=IS_ERROR)
+ADVISED = Condition(
+    "advised", RESULTS, r.suggestion.is_not(None), rr.suggested.is_(True), indexed=True
+)
+HAS_VERDICT = Condition(
+    "has verdict", RESULTS, effective_verdict.is_not(None), rr.verdict.is_not(None), indexed=True
+)
+DECIDED = Condition(
+    "decided",
+    RESULTS,
+    effective_verdict.in_(("followed", "ignored")),
+    rr.verdict.in_(("followed", "ignored")),
+    indexed=True,
+)
+CORRECTED = Condition("corrected", RESULTS, corrected_result, rr.corrected.is_(True), indexed=True)
+HAS_ERROR_TYPE = Condition(
+    "typed", RESULTS, effective_error_type.is_not(None), rr.error_type.is_not(None)
+)
+
+
+def _status(value: str) -> Condition:
+    return Condition(f"status {value}", RESULTS, r.status == value, rr.status == value)
+
+
+def _verdict(value: str) -> Condition:
+    return Condition(
+        f"verdict {value}", RESULTS, effective_verdict == value, rr.verdict == value, indexed=True
+    )
+
+
+RESULTS_N = Measure("results", RESULTS)
+ERRORS = Measure("errors", RESULTS, when=IS_ERROR)
+FOLLOWED = Measure("followed", RESULTS, when=_verdict("followed"))
+IGNORED = Measure("ignored", RESULTS, when=_verdict("ignored"))
+
+
+def verdict_count(verdict: str) -> Measure:
+    """Tool Messages whose effective verdict is ``verdict``."""
+    return Measure(verdict, RESULTS, when=_verdict(verdict))
+
+
+def status_count(status: str) -> Measure:
+    """Tool Messages of ``status``, as the summary names them (``status_<status>``)."""
+    return Measure(f"status_{status}", RESULTS, when=_status(status))
+
+
+#: Results that are not some call's answer, by why (the summary's pair states of results).
+UNPAIRED: tuple[Measure, ...] = (
+    Measure(
+        "unpaired_orphan_result",
+        RESULTS,
+        when=Condition(
+            "orphan", RESULTS, r.pair_state == "orphan_result", rr.pair_state == "orphan_result"
+        ),
+    ),
+    Measure(
+        "unpaired_duplicate_result",
+        RESULTS,
+        when=Condition(
+            "duplicate",
+            RESULTS,
+            r.pair_state == "duplicate_result",
+            rr.pair_state == "duplicate_result",
+        ),
+    ),
+    Measure(
+        "unpaired_result_before_call",
+        RESULTS,
+        when=Condition(
+            "early",
+            RESULTS,
+            (r.pair_state == "result_before_call") & r.call_seq.is_(None),
+            (rr.pair_state == "result_before_call") & rr.unanswered.is_(True),
+        ),
+    ),
+)
+NAME_MISMATCHES = Measure(
+    "name_mismatch",
+    RESULTS,
+    when=Condition("name mismatch", RESULTS, r.name_mismatch.is_(True), rr.name_mismatch.is_(True)),
+)
+
+
+# --- Tool calls -------------------------------------------------------------------------------
+
+c, cr = ToolCallRow, RollupCallRow
+
+CALLS = Source(
+    "calls",
+    base=ToolCallRow,
+    rollup=_table(RollupCallRow),
+    restrict=restrict_calls,
+    restrict_in_index=restrict_calls_in_index,
+    keys={
+        "occurrence": c.occurrence,
+        "pair_state": c.pair_state,
+        "reused_id": func.coalesce(c.reused_id, false()),
+        "ping_pong": func.coalesce(c.ping_pong, false()),
+    },
+)
+CALL_TOOL = Dimension("tool", CALLS, c.tool_name, cr.tool, steer=True)
+CALL_PAIR_STATE = Dimension("pair_state", CALLS, c.pair_state, cr.pair_state, values=PAIR_STATES)
+CALLS_N = Measure("calls", CALLS)
+
+
+def capped_occurrence(cap: int) -> Dimension:
+    """A call's occurrence (1st, 2nd … time its signature appears in its trace), ``cap`` for
+    every occurrence from ``cap`` on."""
+    return Dimension(
+        "occurrence",
+        CALLS,
+        case((c.occurrence >= cap, cap), else_=c.occurrence),
+        case((cr.occurrence >= cap, cap), else_=cr.occurrence),
+        values=tuple(range(1, cap + 1)),
+    )
+
+
+REUSED_IDS = Measure(
+    "reused_id",
+    CALLS,
+    when=Condition("reused id", CALLS, c.reused_id.is_(True), cr.reused_id.is_(True)),
+)
+
+
+def late_calls(k: int) -> Condition:
+    """Calls at occurrence ``k`` or later of their signature in their trace (the loops at
+    ``k``: ``db.summary.loop_counts``), off the occurrence index."""
+    return Condition(
+        f"occurrence >= {k}", CALLS, c.occurrence >= k, cr.occurrence >= k, indexed=True
+    )
+
+
+def loop_signatures(k: int) -> Measure:
+    """Signatures that reach occurrence ``k`` in their trace: one call each is the ``k``-th."""
+    at_k = Condition(f"occurrence {k}", CALLS, c.occurrence == k, cr.occurrence == k)
+    return Measure("signatures", CALLS, when=at_k)
+
+
+def late_call_count(k: int) -> Measure:
+    """Calls at occurrence ``k`` or later."""
+    return Measure("late", CALLS, when=late_calls(k))
+
+
+# --- Error fingerprints -----------------------------------------------------------------------
+
+fp = RollupFingerprintRow
+
+FINGERPRINTS = Source(
+    "fingerprints",
+    base=ToolResultRow,
+    rollup=_table(RollupFingerprintRow),
+    restrict=restrict_results_in_index,
+    restrict_in_index=restrict_results_in_index,
+    where=(_error, r.fingerprint.is_not(None)),
+    indexed=True,
+)
+FINGERPRINT = Dimension("fingerprint", FINGERPRINTS, r.fingerprint, fp.fingerprint)
+FINGERPRINT_TOOL = Dimension("tool", FINGERPRINTS, r.tool, fp.tool)
+FINGERPRINT_ERROR_TYPE = Dimension(
+    "error_type",
+    FINGERPRINTS,
+    func.coalesce(effective_error_type, literal(UNCLASSIFIED)),
+    func.coalesce(fp.error_type, literal(UNCLASSIFIED)),
+)
+FINGERPRINT_ERRORS = Measure("errors", FINGERPRINTS)
+#: Traces with the fingerprint (the rollup counts each trace once per fingerprint).
+FINGERPRINT_TRACES = Measure(
+    "traces",
+    FINGERPRINTS,
+    "distinct",
+    (r.trace_id, None),
+    rollup=lambda: total(fp.traces),
+    needs=FINGERPRINT,
+)
+#: Distinct fingerprints among the errors.
+FINGERPRINT_COUNT = Measure(
+    "fingerprints",
+    FINGERPRINTS,
+    "distinct",
+    (r.fingerprint, None),
+    rollup=lambda: func.count(fp.fingerprint.distinct()),
+)
+
+
+# --- Findings ---------------------------------------------------------------------------------
+
+fr = RollupFindingRow
+
+FINDINGS = Source(
+    "findings",
+    base=FindingRow,
+    rollup=_table(RollupFindingRow),
+    restrict=restrict_findings,
+    restrict_in_index=restrict_findings,
+    where=(COUNTED_FINDING,),
+    indexed=True,
+)
+FINDING_TOOL = Dimension("tool", FINDINGS, FindingRow.tool, fr.tool, steer=True)
+FINDING_KIND = Dimension("kind", FINDINGS, FindingRow.name, fr.kind)
+FINDINGS_N = Measure("n", FINDINGS)
+ON_A_TOOL = Condition("on a tool", FINDINGS, FindingRow.tool.is_not(None), fr.tool.is_not(None))
+
+
+# --- Traces -----------------------------------------------------------------------------------
+
+tr = RollupTraceRow
+
+TRACES = Source(
+    "traces",
+    base=TraceRow,
+    rollup=_table(RollupTraceRow),
+    restrict=restrict_traces,
+    restrict_in_index=restrict_traces,
+    every_trace_row=True,
+)
+TRACES_N = Measure("traces", TRACES, "count", rollup=lambda: func.sum(tr.n))
+MESSAGES = Measure(
+    "messages",
+    TRACES,
+    "sum",
+    (TraceRow.message_count, tr.messages),
+    rollup=lambda: func.sum(tr.messages),
+)
+
+
+#: Every dimension and measure of each source: what the rollup exactness test compares
+#: (parametrized entries at sample parameters).
+ENTRIES: dict[str, tuple[tuple[Dimension, ...], tuple[Measure, ...]]] = {
+    RESULTS.name: (
+        (
+            TOOL,
+            ERROR_TYPE,
+            ERROR_TYPE_LABEL,
+            VERDICT,
+            STATUS_SOURCE,
+            RULE,
+            NEXT_CALL,
+            SUGGESTION_KIND,
+            suggestion_kind("(none)"),
+            error_type("(none)"),
+        ),
+        (
+            RESULTS_N,
+            ERRORS,
+            FOLLOWED,
+            IGNORED,
+            *(verdict_count(v) for v in ("unclear", "no_next_action")),
+            *(status_count(st) for st in STATUSES),
+            *UNPAIRED,
+            NAME_MISMATCHES,
+            Measure("advised", RESULTS, when=ADVISED),
+            Measure("corrected", RESULTS, when=CORRECTED),
+        ),
+    ),
+    CALLS.name: (
+        (CALL_TOOL, CALL_PAIR_STATE, capped_occurrence(10)),
+        (CALLS_N, REUSED_IDS, loop_signatures(2), late_call_count(3)),
+    ),
+    FINGERPRINTS.name: (
+        (FINGERPRINT, FINGERPRINT_TOOL, FINGERPRINT_ERROR_TYPE),
+        (
+            FINGERPRINT_ERRORS,
+            FINGERPRINT_TRACES,
+            FINGERPRINT_COUNT,
+            lowest(FINGERPRINT_TOOL, "first_tool"),
+            highest(FINGERPRINT_ERROR_TYPE, "last_type"),
+        ),
+    ),
+    FINDINGS.name: ((FINDING_TOOL, FINDING_KIND), (FINDINGS_N,)),
+    TRACES.name: ((), (TRACES_N, MESSAGES)),
+}
+
+
+# --- Rates ------------------------------------------------------------------------------------
+
+
+def ratio(numerator: float, denominator: float, digits: int | None = None) -> float | None:
+    """``numerator / denominator`` (rounded to ``digits``), ``None`` when the denominator is 0:
+    "0 %" would claim, say, that advice is never followed when nothing was decided."""
+    if not denominator:
+        return None
+    value = numerator / denominator
+    return value if digits is None else round(value, digits)
+
+
+def rate(numerator: pd.Series, denominator: pd.Series, digits: int | None = None) -> pd.Series:
+    """:func:`ratio` row by row (an object column: ``None`` where the denominator is 0)."""
+    import pandas as pd
+
+    return pd.Series(
+        [ratio(n, d, digits) for n, d in zip(numerator, denominator, strict=True)],
+        index=numerator.index,
+        dtype="object",
+    )
+
+
+def follow_rate(followed: Any, ignored: Any, digits: int | None = None) -> Any:
+    """The follow rate: followed / (followed + ignored), the advice whose fate is known.
+
+    Scalars give a scalar (:func:`ratio`), columns a column (:func:`rate`)."""
+    if isinstance(followed, int | float):
+        return ratio(followed, followed + ignored, digits)
+    return rate(followed, followed + ignored, digits)
+
+
+__all__ = [
+    "ADVISED",
+    "CALLS",
+    "CORRECTED",
+    "DECIDED",
+    "ERRORS",
+    "FINDINGS",
+    "FINGERPRINTS",
+    "HAS_VERDICT",
+    "IS_ERROR",
+    "RESULTS",
+    "STATUSES",
+    "TRACES",
+    "Condition",
+    "Dimension",
+    "Measure",
+    "Source",
+    "follow_rate",
+    "rate",
+    "ratio",
+]
