@@ -57,6 +57,7 @@ ALIASES = [
 page = st.navigation([*NAVIGATION, *ALIASES])
 if person is not None and person.signed_in:
     auth.sidebar_identity(person)
+state.normalize_url()
 state.sidebar()
 review_ui.author_field()
 widgets.filter_chips()

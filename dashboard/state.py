@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
@@ -23,6 +24,7 @@ from typing import Any, NoReturn, TypeVar
 import streamlit as st
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
+from streamlit.runtime.state.session_state_proxy import get_session_state
 
 from dashboard import pages
 from dashboard.render import count_text, escape_markdown
@@ -51,6 +53,15 @@ FILTER_LABELS = {
 TEXT_FILTERS = ("since", "until")
 #: Session State key of widget values to set before the widgets are drawn (next run).
 PENDING_KEY = "_pending_widget_values"
+#: URL parameters bound to whole-number inputs (the analysis settings, the pages of a table
+#: or a trace, the Tool calls page's token range).
+NUMBER_PARAMS = ("k", "sk", "budget", "page", "spage", "mpage", "tmin", "tmax")
+#: A whole number as a number input reads it (15 digits: beyond any page, count or setting,
+#: and within every engine's integers).
+_WHOLE_NUMBER = re.compile(r"-?[0-9]{1,15}")
+#: Characters no page shows or looks up as written: NUL (which PostgreSQL text refuses) and
+#: lone surrogates (which UTF-8 cannot encode).
+_UNUSABLE_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
 
 T = TypeVar("T")
 
@@ -110,6 +121,50 @@ def query(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 def store_is_empty() -> bool:
     """True when the database holds no trace at all (pages then show how to import)."""
     return query(trace_count) == 0
+
+
+def usable_url_value(name: str, value: str) -> str | None:
+    """``value`` of the URL parameter ``name`` as the pages read it: NUL and lone surrogates
+    become U+FFFD, and a number parameter (:data:`NUMBER_PARAMS`) that is not a whole number
+    is ``None`` (dropped: its widget starts at its default).
+
+    >>> usable_url_value("trace", "a\\x00b") == "a\\ufffdb", usable_url_value("k", "1e999")
+    (True, None)
+    >>> usable_url_value("page", "-3")
+    '-3'
+    """
+    text = _UNUSABLE_CHARACTERS.sub("\ufffd", value)
+    if name in NUMBER_PARAMS and not _WHOLE_NUMBER.fullmatch(text.strip()):
+        return None
+    return text
+
+
+def normalize_url() -> None:
+    """Make every URL parameter one the pages can use (:func:`usable_url_value`), before any
+    widget or page reads it: the one place values from the address enter, so an odd value
+    (``?k=1e999``, ``?trace=%00``) gives the page's own "not found" or default, never an
+    internal error.
+
+    Streamlit's own query parameters are changed, not ``st.query_params``: that API refuses to
+    touch a parameter bound to a widget, and a bound widget reads the address as it arrived
+    (its "initial" parameters), which is set again from the cleaned values here.
+    """
+    changed = False
+    with get_session_state().query_params() as params:
+        for name in list(params):
+            given = params.get_all(name)
+            usable = [
+                v for v in (usable_url_value(name, value) for value in given) if v is not None
+            ]
+            if usable == given:
+                continue
+            changed = True
+            if usable:
+                params.set_with_no_forward_msg(name, usable)
+            else:
+                params.remove_param(name)
+        if changed:
+            params.set_initial_query_params_from_current()
 
 
 def filters() -> Filters:

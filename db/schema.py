@@ -265,8 +265,14 @@ class ImportRun(Base):
     #: Item / block type -> how many items of a type no parser knew were kept as opaque
     #: messages (``unknown_item``); NULL for imports from before it was counted.
     unknown_items: ColumnClause[dict[str, Any] | None] = column()
-    #: ``running`` | ``done`` | ``failed`` | ``interrupted`` (Ctrl-C or SIGTERM; run it again)
+    #: ``running`` | ``done`` | ``failed`` | ``interrupted`` (Ctrl-C or SIGTERM, or its
+    #: process found gone: :func:`db.write.mark_gone_imports`; run it again)
     state: ColumnClause[str] = column(default="running")
+    #: The process running the import (:mod:`db.processes`): host name, pid, and its start
+    #: (a reused pid is not taken for it). NULL for imports from before they were recorded.
+    host: ColumnClause[str | None] = column()
+    pid: ColumnClause[int | None] = column(Integer)
+    process_start: ColumnClause[str | None] = column()
     error: ColumnClause[str | None] = column(Text)
     #: Secrets replaced by ``[REDACTED:kind]`` at import, per kind (``{}``: none found;
     #: ``None``: imported before redaction existed).

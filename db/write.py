@@ -24,7 +24,7 @@ import psycopg
 from sqlalchemy import Connection, Engine, Table, delete, insert, select, update
 from sqlalchemy import exc as sa_exc
 
-from db import dialect, rollups, search
+from db import dialect, processes, rollups, search
 from db.carry_over import Reviews, carry_over, new_pair_map, read_reviews
 from db.contract.rows import (
     CHILD_COLUMNS,
@@ -71,7 +71,12 @@ class TraceRows:
 
 
 def start_import(engine: Engine, *, origin: str, paths: Sequence[str], encoding: str) -> int:
-    """Record the start of an import and return its id."""
+    """Record the start of an import, with the process running it, and return its id.
+
+    Imports this host's processes left ``running`` when they died are marked ``interrupted``
+    first (:func:`mark_gone_imports`)."""
+    mark_gone_imports(engine)
+    process = processes.current()
     with writing(engine) as conn:
         result = conn.execute(
             insert(ImportRun)
@@ -81,10 +86,41 @@ def start_import(engine: Engine, *, origin: str, paths: Sequence[str], encoding:
                 paths=list(paths),
                 encoding=encoding,
                 state="running",
+                host=process.host,
+                pid=process.pid,
+                process_start=process.start,
             )
             .returning(ImportRun.id)
         )
         return int(result.scalar_one())
+
+
+#: What an import whose process is gone records as its error.
+GONE_ERROR = "interrupted: its process ended without finishing it (killed, or the host stopped)"
+
+
+def mark_gone_imports(engine: Engine) -> list[int]:
+    """Mark ``interrupted`` every import still ``running`` whose process (on this host) is
+    gone; the ids marked. What such an import wrote is kept; importing its files again
+    completes it."""
+    running = select(ImportRun.id, ImportRun.host, ImportRun.pid, ImportRun.process_start).where(
+        ImportRun.state == "running", ImportRun.pid.is_not(None)
+    )
+    with engine.connect() as conn:
+        rows = conn.execute(running).all()
+    gone = [
+        row.id
+        for row in rows
+        if processes.is_gone(processes.ProcessIdentity(row.host, row.pid, row.process_start))
+    ]
+    if gone:
+        with writing(engine) as conn:
+            conn.execute(
+                update(ImportRun)
+                .where(ImportRun.id.in_(gone), ImportRun.state == "running")
+                .values(finished_at=datetime.now(UTC), state="interrupted", error=GONE_ERROR)
+            )
+    return gone
 
 
 def finish_import(engine: Engine, import_id: int, **counts: Any) -> None:

@@ -15,9 +15,12 @@ and the other judges its own version against that one (unchanged or updated).
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import multiprocessing.util
+import os
 import signal
+import sys
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -53,6 +56,8 @@ from ingest.trace_redaction import (
     redact_trace,
 )
 
+#: ``prctl`` option: the signal a process gets when its parent dies (Linux).
+_PR_SET_PDEATHSIG = 1
 #: Messages per write batch: large enough to amortize a transaction, small enough for memory.
 BATCH_MESSAGES = 5000
 #: Typical bytes per message of a trace file: how a deferred (unparsed) record counts toward
@@ -292,8 +297,21 @@ class _WorkerState:
 _worker: _WorkerState | None = None
 
 
-def _init_worker(url: str | None, import_id: int, turn: Any, turn_changed: Any) -> None:
+def _die_with_parent(parent: int) -> None:
+    """End this worker the moment ``parent`` (the importing process) dies, even by SIGKILL,
+    which leaves it no chance to stop its pool: on Linux the kernel sends SIGKILL
+    (``PR_SET_PDEATHSIG``); a parent already gone by then ends the worker at once."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _init_worker(
+    parent: int, url: str | None, import_id: int, turn: Any, turn_changed: Any
+) -> None:
     global _worker
+    _die_with_parent(parent)
     # The parent stops the workers (it kills them when interrupted): Ctrl-C, which the
     # terminal sends to every process of the group, must not interrupt a worker mid-write,
     # and the parent's SIGTERM handler (``toollens import``) is not the worker's.
@@ -434,7 +452,7 @@ class BatchWriter:
             self.workers,
             mp_context=context,
             initializer=_init_worker,
-            initargs=(url, self.import_id, turn, changed),
+            initargs=(os.getpid(), url, self.import_id, turn, changed),
         )
         return self.pool
 

@@ -812,6 +812,10 @@ def receive_command(
     max_body_mib: Annotated[
         float, typer.Option(help="Largest accepted body, decompressed, in MiB")
     ] = 20,
+    body_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds a client has to send its whole body (408 after that)"),
+    ] = 30.0,
     quiet_seconds: Annotated[
         float,
         typer.Option(
@@ -838,6 +842,7 @@ def receive_command(
         spool_dir=spool or default_spool_dir(url),
         token=token,
         max_body_bytes=int(max_body_mib * 1024 * 1024),
+        body_timeout_seconds=body_timeout,
         quiet_seconds=quiet_seconds,
         store_workers=workers,
     )

@@ -14,7 +14,13 @@ answered in the request's content type with an ``ExportTraceServiceResponse``:
   inflated whole;
 * ``503`` with ``Retry-After`` while the spans waiting to be stored exceed the high-water mark
   (the exporter retries later, its spans are not lost);
-* ``401`` without the bearer token, when one is set.
+* ``401`` without the bearer token, when one is set;
+* ``408`` when the body has not arrived in full within ``body_timeout_seconds`` (a client
+  sending it slowly, or stalling, holds no connection and no memory longer than that).
+
+Every error answer's body is a ``google.rpc.Status`` (``code``: the matching gRPC code,
+``message``: what went wrong), as the OTLP/HTTP spec asks: JSON for a JSON request, protobuf
+otherwise (an unsupported content type included).
 
 Spans are then grouped into traces by :class:`~ingest.otlp_assembler.TraceAssembler` (which
 holds only where they are in the spool) and stored by a :class:`~ingest.otlp_store.SpanStore`
@@ -23,6 +29,7 @@ holds only where they are in the spool) and stored by a :class:`~ingest.otlp_sto
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import hmac
 import ipaddress
@@ -33,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from google.protobuf import json_format
+from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
@@ -61,6 +69,8 @@ DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
 #: Backlog (spool bytes not yet stored) above which exports are refused with 503.
 DEFAULT_HIGH_WATER_BYTES = 256 * 1024 * 1024
 RETRY_AFTER_SECONDS = 5
+#: Seconds a client has to send its whole body once the headers are in.
+DEFAULT_BODY_TIMEOUT_SECONDS = 30.0
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 _CHUNK = 64 * 1024
@@ -88,6 +98,8 @@ class ReceiverSettings:
     store_workers: int | None = None
     #: Secrets are redacted before spans reach the spool (and so before the store).
     redaction: RedactionSettings = field(default_factory=RedactionSettings.from_env)
+    #: Seconds the whole body may take to arrive (``408`` after that).
+    body_timeout_seconds: float = DEFAULT_BODY_TIMEOUT_SECONDS
 
 
 def check_bind(host: str, token: str | None) -> None:
@@ -149,10 +161,27 @@ def _answer(export: DecodedExport | None, content_type: str) -> Response:
     return Response(reply.SerializeToString(), media_type=PROTOBUF)
 
 
-def _error(status: int, message: str, **headers: str) -> Response:
-    # OTLP/HTTP error bodies are a google.rpc.Status; its message is what exporters log, and
-    # a plain text body carries it just as well for both content types.
-    return Response(message + "\n", status_code=status, media_type="text/plain", headers=headers)
+#: The gRPC code each HTTP error status stands for in the ``Status`` body.
+_GRPC_CODES = {
+    400: code_pb2.INVALID_ARGUMENT,
+    401: code_pb2.UNAUTHENTICATED,
+    408: code_pb2.DEADLINE_EXCEEDED,
+    413: code_pb2.RESOURCE_EXHAUSTED,
+    415: code_pb2.INVALID_ARGUMENT,
+    503: code_pb2.UNAVAILABLE,
+}
+
+
+def _error(status: int, message: str, content_type: str, **headers: str) -> Response:
+    """An OTLP/HTTP error answer: HTTP ``status`` with a ``google.rpc.Status`` body carrying
+    ``message`` (what exporters log), in JSON for a JSON request and protobuf otherwise."""
+    reply = status_pb2.Status(code=_GRPC_CODES.get(status, code_pb2.UNKNOWN), message=message)
+    if content_type == JSON:
+        body = json_format.MessageToJson(reply, indent=None)
+        return Response(body, status_code=status, media_type=JSON, headers=headers)
+    return Response(
+        reply.SerializeToString(), status_code=status, media_type=PROTOBUF, headers=headers
+    )
 
 
 def create_app(settings: ReceiverSettings, store: StoreFn) -> Starlette:
@@ -199,30 +228,36 @@ def create_app(settings: ReceiverSettings, store: StoreFn) -> Starlette:
             request.headers.get("authorization", "").encode(),
             f"Bearer {settings.token}".encode(),
         ):
-            return _error(401, "missing or wrong bearer token")
+            return _error(401, "missing or wrong bearer token", content_type)
         if content_type not in (PROTOBUF, JSON):
-            return _error(415, f"unsupported content type {content_type!r}")
+            return _error(415, f"unsupported content type {content_type!r}", content_type)
         if assembler.pending_bytes > settings.high_water_bytes:
             return _error(
                 503,
                 "receiver backlog over its high-water mark; retry later",
+                content_type,
                 **{"Retry-After": str(RETRY_AFTER_SECONDS)},
             )
         limit = settings.max_body_bytes
         encoding = request.headers.get("content-encoding", "identity").strip().lower()
         try:
-            body = await _read_body(request, limit)
+            async with asyncio.timeout(settings.body_timeout_seconds):
+                body = await _read_body(request, limit)
             if encoding == "gzip":
                 body = inflate_gzip(body, limit)
             elif encoding not in ("identity", ""):
-                return _error(400, f"unsupported content encoding {encoding!r}")
+                return _error(400, f"unsupported content encoding {encoding!r}", content_type)
             export = decode_protobuf(body) if content_type == PROTOBUF else decode_json(body)
+        except TimeoutError:
+            seconds = settings.body_timeout_seconds
+            message = f"body not received within {seconds:g} seconds"
+            return _error(408, message, content_type, Connection="close")
         except BodyTooLarge as exc:
-            return _error(413, str(exc))
+            return _error(413, str(exc), content_type)
         except zlib.error as exc:
-            return _error(400, f"body is not valid gzip: {exc}")
+            return _error(400, f"body is not valid gzip: {exc}", content_type)
         except OtlpDecodeError as exc:
-            return _error(400, str(exc))
+            return _error(400, str(exc), content_type)
         redactor = settings.redaction.redactor()
         fresh = [redact_span(span, redactor) for span in assembler.fresh(export.spans)]
         refs = await run_in_threadpool(spool.append, fresh)
@@ -261,6 +296,7 @@ def serve(
 
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT_SECONDS",
     "DEFAULT_HOST",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_PORT",

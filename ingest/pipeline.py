@@ -45,6 +45,7 @@ from ingest.reading import (
     split_file,
 )
 from ingest.records import Record
+from ingest.redaction import Redactor
 from ingest.trace_redaction import RedactionSettings
 
 __all__ = ["BATCH_MESSAGES", "ImportSummary", "import_paths", "import_traces"]
@@ -94,8 +95,10 @@ def import_paths(
     """
     fmt_override = resolve_format(format_name)
     redaction = redaction or RedactionSettings.from_env()
-    redaction.redactor()  # a bad rules file fails here, before the import run is recorded
-    names = [str(p) for p in (display_names or paths)]
+    # A bad rules file fails here, before the import run is recorded. File names are stored
+    # (the import's paths, each trace's source_file): redacted, kept apart, from the start.
+    redactor = redaction.redactor()
+    names = [str(redactor.redact_name(str(p))) for p in (display_names or paths)]
     started = time.perf_counter()
     import_id = start_import(engine, origin=origin, paths=names, encoding=encoding)
     summary = ImportSummary(import_id=import_id)
@@ -103,7 +106,7 @@ def import_paths(
         total = sum(_size(p) for p in paths)
         workers = (os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 0
     writer = BatchWriter(engine, import_id, summary, encoding, budget, workers, redaction)
-    files = _IncrementalFiles(engine, writer, fmt_override, full_hash, progress, limits)
+    files = _IncrementalFiles(engine, writer, fmt_override, full_hash, progress, limits, redactor)
     try:
         with writer, _bulk_gc():
             for path, name in zip(paths, names, strict=True):
@@ -129,7 +132,9 @@ def import_paths(
         if incremental:
             # Only now is every trace of every file written: an entry saved earlier could
             # mark as read a file whose last batches an interruption lost.
-            save_source_files(engine, files.entries)
+            save_source_files(
+                engine, [e._replace(path=str(redactor.redact_name(e.path))) for e in files.entries]
+            )
         _finish(engine, summary, started)
     except KeyboardInterrupt:
         _finish(engine, summary, started, "interrupted", error="interrupted (Ctrl-C or SIGTERM)")
@@ -193,9 +198,11 @@ class _IncrementalFiles:
         full_hash: bool,
         progress: ProgressFn | None,
         limits: ReadLimits | None,
+        redactor: Redactor,
     ) -> None:
         self.engine = engine
         self.limits = limits
+        self.redactor = redactor
         self.writer = writer
         self.summary = writer.summary
         self.fmt = fmt
@@ -209,7 +216,10 @@ class _IncrementalFiles:
         """Read (or skip) one file; ``name`` is what its traces and rejections carry,
         ``detection`` the format it is to be read with (``--format``'s, else detected)."""
         resolved = path.resolve()
-        previous = load_source_files(self.engine, [str(resolved)]).get(str(resolved))
+        # The registry holds the path as every stored name is: redacted (the same way each
+        # time, so the file is found again).
+        key = str(self.redactor.redact_name(str(resolved)))
+        previous = load_source_files(self.engine, [key]).get(key)
         self.previous = previous
         try:
             look = look_at(resolved, previous, full_hash=self.full_hash)
@@ -440,15 +450,17 @@ def import_traces(
     ``redaction`` as for :func:`import_paths`: the traces are redacted before they are stored.
     """
     redaction = redaction or RedactionSettings.from_env()
+    redactor = redaction.redactor()
     started = time.perf_counter()
-    paths = [source] if source else []
+    paths = [str(redactor.redact_name(source))] if source else []
     import_id = start_import(engine, origin=origin, paths=paths, encoding=encoding)
     summary = ImportSummary(import_id=import_id)
     try:
         with BatchWriter(engine, import_id, summary, encoding, budget, 0, redaction) as writer:
             for trace in traces:
                 summary.records += trace.record_count
-                summary.file(trace.source_file).records += trace.record_count
+                name = str(redactor.redact_name(trace.source_file))
+                summary.file(name).records += trace.record_count
                 writer.add(trace)
         summary.files = len(summary.by_file)
         _finish(engine, summary, started)

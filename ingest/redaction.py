@@ -53,6 +53,7 @@ A team rule runs on every string (it has no anchors), so each costs one regex se
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -197,6 +198,20 @@ class Redactor:
         if out is text:
             self._remember_clean(text)
         return out
+
+    def redact_name(self, text: str | None) -> str | None:
+        """An id, name or key (trace id, call id, file name, metadata key) with its secrets
+        replaced, kept distinct from every other: a changed one ends in ``~`` and the first 8
+        hex digits of the original's SHA-256, so two ids differing only in their secret stay
+        two, and one id always becomes the same (a call still meets its result, a trace
+        imported again is the same trace). The same object when nothing was found."""
+        if text is None:
+            return None
+        out = self.redact_text(text)
+        if out is text:
+            return text
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        return f"{out}~{digest}"
 
     def _remember_clean(self, text: str) -> None:
         """Remember a text with nothing to redact: the same text comes again and again (a
@@ -346,10 +361,12 @@ class Redactor:
                     changed = True
                 else:
                     red, changed = self._redact(item)
-                if changed and new is None:
+                # A key holding a secret is replaced too, kept apart from the other keys.
+                red_key = self.redact_name(key) if isinstance(key, str) else key
+                if (changed or red_key is not key) and new is None:
                     new = dict(list(value.items())[:i])
                 if new is not None:
-                    new[key] = red
+                    new[red_key] = red
             return (value, False) if new is None else (new, True)
         if isinstance(value, list | tuple):
             items: list[Any] | None = None

@@ -5,8 +5,9 @@ Pure: a :class:`~ingest.model.Trace` or :class:`~ingest.model.Rejected` in, a re
 the token counts (counts are those of the original text) and before analysis, rows and the
 content hash, so nothing downstream ever sees a secret and re-importing a file gives the same
 identity. Every string and JSON-like field a parser fills is covered: message content and raw
-payload, tool-call arguments (raw, parsed, parse error), usage, trace metadata, tags and tool
-definitions.
+payload, tool-call arguments (raw, parsed, parse error), usage, trace metadata (keys too), tags,
+tool definitions, and the ids and names stored as columns (trace id, file name, agent, model,
+call ids, tool names, message ids).
 
 A :class:`RedactionSettings` is what crosses into worker processes (a :class:`Redactor` holds a
 compiled automaton that does not pickle); each process builds its redactor once.
@@ -78,7 +79,12 @@ def format_counts(counts: dict[str, int]) -> str:
 
 
 def redact_trace(trace: Trace, redactor: Redactor) -> Trace:
-    """``trace`` with every secret replaced; the same object when there was none."""
+    """``trace`` with every secret replaced; the same object when there was none.
+
+    Ids and file names (``external_id``, ``source_file``, call ids, message ids) are redacted
+    with :meth:`Redactor.redact_name`, which keeps two of them differing only in a secret
+    apart; names (agent, model, tool names) and metadata keys with their secrets replaced.
+    """
     if redactor.mode == "off":
         return trace
     red = redactor.redact_value
@@ -86,16 +92,29 @@ def redact_trace(trace: Trace, redactor: Redactor) -> Trace:
     tools = [_redact_tool(t, redactor) for t in trace.tools]
     metadata = red(trace.metadata)
     tags = red(trace.tags)
+    names = {
+        "external_id": redactor.redact_name(trace.external_id),
+        "source_file": redactor.redact_name(trace.source_file),
+        "agent": _text(redactor, trace.agent),
+        "model": _text(redactor, trace.model),
+    }
     if (
         metadata is trace.metadata
         and tags is trace.tags
+        and all(value is getattr(trace, name) for name, value in names.items())
         and all(a is b for a, b in zip(messages, trace.messages, strict=True))
         and all(a is b for a, b in zip(tools, trace.tools, strict=True))
     ):
         return trace
     return trace.model_copy(
-        update={"metadata": metadata, "tags": tags, "messages": messages, "tools": tools}
-    )
+        update={
+            "metadata": metadata, "tags": tags, "messages": messages, "tools": tools, **names,
+        }
+    )  # fmt: skip
+
+
+def _text(redactor: Redactor, text: str | None) -> str | None:
+    return None if text is None else redactor.redact_text(text)
 
 
 def _redact_message(message: Message, redactor: Redactor) -> Message:
@@ -103,33 +122,63 @@ def _redact_message(message: Message, redactor: Redactor) -> Message:
     raw = redactor.redact_value(message.raw)
     usage = redactor.redact_value(message.usage)
     calls = [_redact_call(c, redactor) for c in message.tool_calls]
+    source_id = redactor.redact_name(message.source_id)
+    result = message.tool_result
+    if result is not None:
+        result_id, result_name = (
+            redactor.redact_name(result.tool_call_id),
+            _text(redactor, result.name),
+        )
+        if result_id is not result.tool_call_id or result_name is not result.name:
+            result = result.model_copy(update={"tool_call_id": result_id, "name": result_name})
     if (
         content is message.content
         and raw is message.raw
         and usage is message.usage
+        and source_id is message.source_id
+        and result is message.tool_result
         and all(a is b for a, b in zip(calls, message.tool_calls, strict=True))
     ):
         return message
     return message.model_copy(
-        update={"content": content, "raw": raw, "usage": usage, "tool_calls": calls}
-    )
+        update={
+            "content": content, "raw": raw, "usage": usage, "tool_calls": calls,
+            "source_id": source_id, "tool_result": result,
+        }
+    )  # fmt: skip
 
 
 def _redact_call(call: ToolCall, redactor: Redactor) -> ToolCall:
     raw = redactor.redact_value(call.arguments_raw)
     args = redactor.redact_value(call.arguments)
     error = redactor.redact_value(call.args_error)
-    if raw is call.arguments_raw and args is call.arguments and error is call.args_error:
+    call_id = redactor.redact_name(call.tool_call_id)
+    name = redactor.redact_text(call.name)
+    if (
+        raw is call.arguments_raw
+        and args is call.arguments
+        and error is call.args_error
+        and call_id is call.tool_call_id
+        and name is call.name
+    ):
         return call
-    return call.model_copy(update={"arguments_raw": raw, "arguments": args, "args_error": error})
+    return call.model_copy(
+        update={
+            "arguments_raw": raw, "arguments": args, "args_error": error,
+            "tool_call_id": call_id, "name": name,
+        }
+    )  # fmt: skip
 
 
 def _redact_tool(tool: ToolDef, redactor: Redactor) -> ToolDef:
     description = redactor.redact_value(tool.description)
     parameters = redactor.redact_value(tool.parameters)
-    if description is tool.description and parameters is tool.parameters:
+    name = redactor.redact_text(tool.name)
+    if description is tool.description and parameters is tool.parameters and name is tool.name:
         return tool
-    return tool.model_copy(update={"description": description, "parameters": parameters})
+    return tool.model_copy(
+        update={"description": description, "parameters": parameters, "name": name}
+    )
 
 
 def redact_rejected(rejected: Rejected, redactor: Redactor) -> Rejected:

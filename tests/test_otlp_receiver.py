@@ -18,6 +18,8 @@ import orjson
 import pytest
 import sqlalchemy as sa
 import uvicorn
+from google.protobuf import json_format
+from google.rpc import code_pb2, status_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -86,6 +88,18 @@ def post(url: str, body: bytes, **headers: str) -> tuple[int, dict[str, str], by
             return response.status, dict(response.headers), response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, dict(exc.headers), exc.read()
+
+
+def status_of(headers: dict[str, str], reply: bytes) -> tuple[str, int, str]:
+    """An error answer's content type and its ``google.rpc.Status`` (code, message), read in
+    the encoding the content type names."""
+    content_type = headers["content-type"]
+    status = status_pb2.Status()
+    if content_type == "application/json":
+        json_format.Parse(reply, status)
+    else:
+        status.ParseFromString(reply)
+    return content_type, status.code, status.message
 
 
 def wait_for(check, seconds: float = 10.0):  # type: ignore[no-untyped-def]
@@ -222,53 +236,104 @@ def test_unusable_spans_are_reported_as_partial_success_in_protobuf(receiver: Ru
     )
 
 
+PROTOBUF_TYPE = {"Content-Type": "application/x-protobuf"}
+JSON_TYPE = {"Content-Type": "application/json"}
+
+
 @pytest.mark.parametrize(
-    ("body", "headers", "status", "message"),
+    ("body", "headers", "status", "answer"),
     [
         (
             b"\xff\xff\xff\xff",
-            {"Content-Type": "application/x-protobuf"},
+            PROTOBUF_TYPE,
             400,
-            b"not an OTLP protobuf ExportTraceServiceRequest",
+            (
+                "application/x-protobuf",
+                code_pb2.INVALID_ARGUMENT,
+                "not an OTLP protobuf ExportTraceServiceRequest: Error parsing message with type "
+                "'opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest': "
+                "Wire format was corrupt",
+            ),
         ),
-        (b"[]", {"Content-Type": "application/json"}, 400, b"expected an OTLP export object"),
+        (
+            b"[]",
+            JSON_TYPE,
+            400,
+            (
+                "application/json",
+                code_pb2.INVALID_ARGUMENT,
+                'expected an OTLP export object {"resourceSpans": [...]}',
+            ),
+        ),
         (
             b"not gzip",
-            {"Content-Type": "application/json", "Content-Encoding": "gzip"},
+            {**JSON_TYPE, "Content-Encoding": "gzip"},
             400,
-            b"body is not valid gzip",
+            (
+                "application/json",
+                code_pb2.INVALID_ARGUMENT,
+                "body is not valid gzip: Error -3 while decompressing data: incorrect header check",
+            ),
         ),
         (
             b"{}",
-            {"Content-Type": "application/json", "Content-Encoding": "br"},
+            {**JSON_TYPE, "Content-Encoding": "br"},
             400,
-            b"unsupported content encoding 'br'",
+            ("application/json", code_pb2.INVALID_ARGUMENT, "unsupported content encoding 'br'"),
         ),
-        (b"{}", {"Content-Type": "text/plain"}, 415, b"unsupported content type 'text/plain'"),
+        (
+            b"{}",
+            {"Content-Type": "text/plain"},
+            415,
+            (
+                "application/x-protobuf",
+                code_pb2.INVALID_ARGUMENT,
+                "unsupported content type 'text/plain'",
+            ),
+        ),
     ],
 )
-def test_bodies_that_are_not_otlp_exports_are_refused(
-    receiver: Running, body: bytes, headers: dict[str, str], status: int, message: bytes
+def test_bodies_that_are_not_otlp_exports_are_refused_with_a_status_in_the_request_encoding(
+    receiver: Running,
+    body: bytes,
+    headers: dict[str, str],
+    status: int,
+    answer: tuple[str, int, str],
 ) -> None:
-    got, _, reply = post(receiver.url, body, **headers)
+    got, reply_headers, reply = post(receiver.url, body, **headers)
     assert got == status
-    assert reply.startswith(message)
+    assert status_of(reply_headers, reply) == answer
 
 
 def test_a_gzip_bomb_is_refused_with_413(receiver: Running) -> None:
     bomb = gzip.compress(b"\0" * (21 * 1024 * 1024))
     assert len(bomb) < 30_000
-    status, _, reply = post(
+    status, headers, reply = post(
         receiver.url, bomb, **{"Content-Type": "application/json", "Content-Encoding": "gzip"}
     )
-    assert (status, reply) == (413, b"decompressed body exceeds 20971520 bytes\n")
+    assert (status, status_of(headers, reply)) == (
+        413,
+        (
+            "application/json",
+            code_pb2.RESOURCE_EXHAUSTED,
+            "decompressed body exceeds 20971520 bytes",
+        ),
+    )
 
 
 def test_a_plain_body_over_the_limit_is_refused_with_413(tmp_path: Path, sqlite_url: str) -> None:
     small = ReceiverSettings(spool_dir=tmp_path / "spool", max_body_bytes=100)
     with running(small, sqlite_url) as receiver:
-        reply = post(receiver.url, b"x" * 101, **{"Content-Type": "application/json"})
-    assert (reply[0], reply[2]) == (413, b"body exceeds 100 bytes\n")
+        protobuf = post(receiver.url, b"x" * 101, **PROTOBUF_TYPE)
+        json = post(receiver.url, b"x" * 101, **JSON_TYPE)
+    assert (protobuf[0], status_of(protobuf[1], protobuf[2])) == (
+        413,
+        ("application/x-protobuf", code_pb2.RESOURCE_EXHAUSTED, "body exceeds 100 bytes"),
+    )
+    assert (json[0], status_of(json[1], json[2])) == (
+        413,
+        ("application/json", code_pb2.RESOURCE_EXHAUSTED, "body exceeds 100 bytes"),
+    )
 
 
 def test_with_a_token_only_requests_bearing_it_are_accepted(
@@ -280,7 +345,10 @@ def test_with_a_token_only_requests_bearing_it_are_accepted(
         refused = post(receiver.url, PARTIAL, **headers)
         wrong = post(receiver.url, PARTIAL, **headers, Authorization="Bearer nope")
         accepted = post(receiver.url, PARTIAL, **headers, Authorization="Bearer s3cret")
-    assert (refused[0], refused[2]) == (401, b"missing or wrong bearer token\n")
+    assert (refused[0], status_of(refused[1], refused[2])) == (
+        401,
+        ("application/json", code_pb2.UNAUTHENTICATED, "missing or wrong bearer token"),
+    )
     assert (wrong[0], accepted[0]) == (401, 200)
 
 
@@ -298,6 +366,11 @@ def test_over_the_high_water_mark_exports_are_refused_with_retry_after(
         assert stored_pairs(receiver.engine) == {}
     assert first[0] == 200
     assert (second[0], second[1]["retry-after"]) == (503, "5")
+    assert status_of(second[1], second[2]) == (
+        "application/x-protobuf",
+        code_pb2.UNAVAILABLE,
+        "receiver backlog over its high-water mark; retry later",
+    )
     # Stopping the receiver stored what it held.
     engine = make_engine(sqlite_url)
     assert stored_pairs(engine) == {TRACE: OPENINFERENCE_PAIRS}
@@ -346,3 +419,85 @@ def test_secrets_in_span_attributes_reach_neither_the_spool_nor_the_store(
             for value in row
         )
     assert openai[8:30] not in stored and aws not in stored
+
+
+def raw_exchange(port: int, head: bytes, chunks: list[bytes], pause: float) -> tuple[bytes, float]:
+    """Send ``head`` then ``chunks`` one by one, ``pause`` seconds apart, on a plain socket
+    (as a slow client does), then read the answer until the server closes: the answer and the
+    seconds from the first byte sent to the last byte read."""
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(head)
+        for chunk in chunks:
+            time.sleep(pause)
+            try:
+                sock.sendall(chunk)
+            except OSError:  # the server answered and closed: the rest is not wanted
+                break
+        answer = b""
+        while True:
+            try:
+                data = sock.recv(65536)
+            except OSError:
+                break
+            if not data:
+                break
+            answer += data
+    return answer, time.monotonic() - started
+
+
+def parse_http(answer: bytes) -> tuple[int, dict[str, str], bytes]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    fields = dict(line.split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), {k.lower(): v for k, v in fields.items()}, body
+
+
+@pytest.mark.parametrize(
+    ("content_type", "chunks"),
+    [
+        # Sends 10 of the 1000 bytes it announced, then stalls.
+        ("application/x-protobuf", [b"0123456789"]),
+        # Keeps sending, one byte every 0.2 s: alive, but too slow to finish in time.
+        ("application/json", [b"{"] * 30),
+    ],
+    ids=["stalled", "dripping"],
+)
+def test_a_client_sending_its_body_slowly_is_answered_408_and_cut_off(
+    tmp_path: Path, sqlite_url: str, content_type: str, chunks: list[bytes]
+) -> None:
+    settings = ReceiverSettings(spool_dir=tmp_path / "spool", body_timeout_seconds=1.0)
+    with running(settings, sqlite_url) as receiver:
+        port = int(receiver.url.split(":")[2].split("/")[0])
+        head = (
+            "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Content-Type: {content_type}\r\nContent-Length: 1000\r\n\r\n"
+        ).encode()
+        answer, seconds = raw_exchange(port, head, chunks, pause=0.2)
+    status, headers, body = parse_http(answer)
+    assert status == 408
+    assert headers["connection"] == "close"
+    assert status_of(headers, body) == (
+        content_type,
+        code_pb2.DEADLINE_EXCEEDED,
+        "body not received within 1 seconds",
+    )
+    assert 1.0 <= seconds < 3.0
+    assert count(receiver.engine, TraceRow) == 0
+
+
+def test_a_body_that_arrives_within_the_timeout_is_accepted_on_a_raw_socket(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    settings = ReceiverSettings(spool_dir=tmp_path / "spool", body_timeout_seconds=2.0)
+    body = sdk_request()
+    with running(settings, sqlite_url) as receiver:
+        port = int(receiver.url.split(":")[2].split("/")[0])
+        head = (
+            "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+            f"Content-Type: application/x-protobuf\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        half = len(body) // 2
+        answer, _ = raw_exchange(port, head, [body[:half], body[half:]], pause=0.3)
+    status, headers, _ = parse_http(answer)
+    assert (status, headers["content-type"]) == (200, "application/x-protobuf")

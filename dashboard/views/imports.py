@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import admin_ui, auth, files_ui, render, state, widgets
+from dashboard import admin_ui, auth, files_ui, render, state, widgets, writes
 from db.deletion import import_by_id
 from db.queries import imports as q
 
@@ -37,6 +37,8 @@ def upload_section() -> None:
 
 
 st.title("Imports")
+if writes.note_gone_imports(state.engine()):
+    st.cache_data.clear()  # the list below shows them as interrupted at once
 total_imports = state.query(q.count_imports)
 if total_imports == 0:
     render.empty_store()

@@ -15,6 +15,8 @@ COLUMN_WIDTHS: Final[dict[str, dict[str, int]]] = {
         "origin": 20,
         "encoding": 40,
         "state": 20,
+        "host": 255,
+        "process_start": 80,
     },
     "source_files": {
         "head_hash": 64,
