@@ -310,6 +310,27 @@ def concurrent_writers(conn: Connection | Engine) -> bool:
     return name_of(conn) == "postgresql"
 
 
+def lock_hashes(conn: Connection, hashes: Sequence[str]) -> None:
+    """Hold, until the transaction ends, a lock on each of ``hashes`` (hex digests): where
+    writers run concurrently (PostgreSQL), two transactions judging the same content take
+    turns, so the second sees what the first stored. Taken in increasing order (no deadlock
+    between two writers locking overlapping sets), before any row lock. SQLite has one writer
+    at a time and takes none."""
+    kind = name_of(conn)
+    if kind == "sqlite" or not hashes:
+        return
+    if kind == "postgresql":
+        # An advisory lock per digest, keyed by its first 64 bits as a signed bigint.
+        keys = sorted({int(h[:16], 16) - (1 << 63) for h in hashes})
+        conn.exec_driver_sql(
+            "SELECT count(pg_advisory_xact_lock(k)) FROM"
+            " (SELECT k FROM unnest(%(keys)s::bigint[]) AS k ORDER BY k) AS ordered",
+            {"keys": keys},
+        )
+        return
+    assert_never(kind)
+
+
 def reserve_ids(conn: Connection, table: Table, count: int) -> list[int] | None:
     """``count`` fresh ids of ``table``, increasing, for rows written later in any order; or
     ``None`` where rows written one batch at a time get increasing ids anyway (SQLite)."""

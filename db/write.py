@@ -462,7 +462,8 @@ def _write_batch(
     rewritten; notes and corrections carried over by :mod:`db.carry_over`) and logged in
     ``trace_updates``. A reader never sees half of one version and half of another.
 
-    On PostgreSQL concurrent batches lock the stored identities in key order before deciding;
+    On PostgreSQL concurrent batches lock the content hashes of the traces without an external
+    id (:func:`db.dialect.lock_hashes`), then the stored identities in key order, before deciding;
     a new identity that a concurrent batch inserted first (found at insert time) is judged
     against what that batch stored, like any stored identity.
     """
@@ -472,15 +473,18 @@ def _write_batch(
     batch = [_storable_trace(rows) for rows in batch]
     now = datetime.now(UTC)
     children = _driver_children(dialect.name_of(engine), batch)
+    candidates = {
+        rows.trace.content_hash
+        for rows in batch
+        if rows.trace.external_id is None and rows.trace.content_hash is not None
+    }
     with writing(engine) as conn:
+        # Content without an identity of its own is judged by its hash, which a concurrent
+        # batch may be storing under another identity: take turns per hash.
+        dialect.lock_hashes(conn, sorted(candidates))
         keys = {rows.trace.dedupe_key for rows in batch}
         apart = {apart_rows(rows).trace.dedupe_key for rows in batch if rows.trace.content_hash}
         stored = _lock_stored(conn, keys | apart)
-        candidates = {
-            rows.trace.content_hash
-            for rows in batch
-            if rows.trace.external_id is None and rows.trace.content_hash is not None
-        }
         known = _stored_hashes(conn, candidates)
         differing = {
             stored[key].id
