@@ -38,6 +38,8 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
+from db import exact_json
+
 DialectName = Literal["sqlite", "postgresql"]
 #: Rows SQLite's ANALYZE looks at per index (``PRAGMA analysis_limit``).
 SQLITE_ANALYSIS_LIMIT = 1000
@@ -62,9 +64,12 @@ def json_dumps(value: Any) -> str:
     from the stored text without decoding it (``ingest.appending``). PostgreSQL's JSONB keeps
     its own key order.
     """
-    text = orjson.dumps(value, option=_JSON_OPTIONS, default=str).decode()
+    try:
+        text = orjson.dumps(value, option=_JSON_OPTIONS, default=str).decode()
+    except TypeError:  # an integer beyond 64 bits: written exactly (``db.exact_json``)
+        text = exact_json.dumps(value, sort_keys=True)
     if _NUL_ESCAPE in text:  # rare: a NUL in a key or string (or a backslash before "u0000")
-        text = orjson.dumps(storable_json(value), option=_JSON_OPTIONS, default=str).decode()
+        text = exact_json.dumps(storable_json(value), sort_keys=True)
     return text
 
 

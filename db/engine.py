@@ -12,12 +12,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-import orjson
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import NullPool
 
-from db import dialect
+from db import dialect, exact_json
 
 #: The database password, added to a URL that has none (so it never has to be typed in one).
 PASSWORD_ENV = "TOOLLENS_DB_PASSWORD"
@@ -195,7 +194,7 @@ def make_engine(db: str | None = None, *, migrate: bool = True) -> Engine:
     elif os.environ.get("TOOLLENS_NULLPOOL"):
         kwargs["poolclass"] = NullPool
     engine = create_engine(
-        url, json_serializer=dialect.json_dumps, json_deserializer=orjson.loads, **kwargs
+        url, json_serializer=dialect.json_dumps, json_deserializer=exact_json.loads, **kwargs
     )
     event.listen(engine, "before_cursor_execute", _storable_statement, retval=True)
     if engine.dialect.name == "sqlite":
