@@ -19,6 +19,7 @@ import streamlit as st
 
 from dashboard.pages import IMPORTS
 from dashboard.palette import BadgeColor
+from db.contract import exact_json
 
 #: Characters of content shown before the rest is collapsed.
 PREVIEW_CHARS = 1500
@@ -76,10 +77,10 @@ def pretty(text: str) -> tuple[str, str | None]:
     stripped = text.strip()
     if stripped[:1] in ("{", "[") and len(stripped) <= PRETTY_MAX_CHARS:
         try:
-            value = orjson.loads(stripped)
+            value = exact_json.loads(stripped)
         except orjson.JSONDecodeError:
             return text, None
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode(), "json"
+        return exact_json.dumps(value, indent=True), "json"
     return text, None
 
 

@@ -14,13 +14,13 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import pandas as pd
 import streamlit as st
 
 from dashboard import palette, render, state
 from dashboard.palette import TONE, BadgeColor
 from db.annotations import Annotation
+from db.contract import exact_json
 from db.contract.vocabulary import PROBLEM_DESCRIPTION, PROBLEM_LABEL, finding_level
 
 LONE_RESULT_TEXT = {
@@ -196,7 +196,7 @@ def _show_call(call: Any, ctx: BlockContext, box: str) -> None:
     key = content_key(ctx, box, int(call["message_seq"]), f"args{int(call['call_index'])}")
     if bool(call["args_valid"]):
         arguments = _value(call, "arguments")
-        text = orjson.dumps(arguments).decode() if arguments is not None else ""
+        text = exact_json.dumps(arguments) if arguments is not None else ""
         render.show_content(text or str(_value(call, "arguments_raw") or ""), key=key)
     else:
         st.text(f"Arguments are not valid JSON: {_value(call, 'args_error') or 'parse error'}")

@@ -214,6 +214,9 @@ def write_append(
                 new_hash=rows.trace.content_hash,
                 old_messages=old.message_count,
                 new_messages=rows.trace.message_count,
+                # The stored messages stay: the new version starts with them.
+                messages_added=rows.trace.message_count - old.message_count,
+                messages_removed=0,
                 at=now,
             )
         )

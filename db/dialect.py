@@ -38,6 +38,8 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
+from db.contract import exact_json
+
 DialectName = Literal["sqlite", "postgresql"]
 #: Rows SQLite's ANALYZE looks at per index (``PRAGMA analysis_limit``).
 SQLITE_ANALYSIS_LIMIT = 1000
@@ -62,9 +64,12 @@ def json_dumps(value: Any) -> str:
     from the stored text without decoding it (``ingest.appending``). PostgreSQL's JSONB keeps
     its own key order.
     """
-    text = orjson.dumps(value, option=_JSON_OPTIONS, default=str).decode()
+    try:
+        text = orjson.dumps(value, option=_JSON_OPTIONS, default=str).decode()
+    except TypeError:  # an integer beyond 64 bits: written exactly (``db.contract.exact_json``)
+        text = exact_json.dumps(value, sort_keys=True)
     if _NUL_ESCAPE in text:  # rare: a NUL in a key or string (or a backslash before "u0000")
-        text = orjson.dumps(storable_json(value), option=_JSON_OPTIONS, default=str).decode()
+        text = exact_json.dumps(storable_json(value), sort_keys=True)
     return text
 
 
@@ -308,6 +313,27 @@ def concurrent_writers(conn: Connection | Engine) -> bool:
     """Whether several processes can usefully write at the same time (PostgreSQL), or writes
     queue for one lock anyway and are best done in turn (SQLite)."""
     return name_of(conn) == "postgresql"
+
+
+def lock_hashes(conn: Connection, hashes: Sequence[str]) -> None:
+    """Hold, until the transaction ends, a lock on each of ``hashes`` (hex digests): where
+    writers run concurrently (PostgreSQL), two transactions judging the same content take
+    turns, so the second sees what the first stored. Taken in increasing order (no deadlock
+    between two writers locking overlapping sets), before any row lock. SQLite has one writer
+    at a time and takes none."""
+    kind = name_of(conn)
+    if kind == "sqlite" or not hashes:
+        return
+    if kind == "postgresql":
+        # An advisory lock per digest, keyed by its first 64 bits as a signed bigint.
+        keys = sorted({int(h[:16], 16) - (1 << 63) for h in hashes})
+        conn.exec_driver_sql(
+            "SELECT count(pg_advisory_xact_lock(k)) FROM"
+            " (SELECT k FROM unnest(%(keys)s::bigint[]) AS k ORDER BY k) AS ordered",
+            {"keys": keys},
+        )
+        return
+    assert_never(kind)
 
 
 def reserve_ids(conn: Connection, table: Table, count: int) -> list[int] | None:

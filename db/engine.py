@@ -13,13 +13,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-import orjson
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from db import dialect
+from db.contract import exact_json
 from db.transaction import on_sqlite_begin
 
 #: The database password, added to a URL that has none (so it never has to be typed in one).
@@ -274,7 +274,7 @@ def make_engine(db: str | None = None, *, migrate: bool = True) -> Engine:
     elif os.environ.get("TOOLLENS_NULLPOOL"):
         kwargs["poolclass"] = NullPool
     engine = create_engine(
-        url, json_serializer=dialect.json_dumps, json_deserializer=orjson.loads, **kwargs
+        url, json_serializer=dialect.json_dumps, json_deserializer=exact_json.loads, **kwargs
     )
     event.listen(engine, "before_cursor_execute", _storable_statement, retval=True)
     if engine.dialect.name == "sqlite":

@@ -260,6 +260,15 @@ class ImportRun(Base):
     #: Of ``rejected``: first seen by this import, and already kept from an earlier one.
     rejected_new: ColumnClause[int] = column(Integer, default=0)
     rejected_known: ColumnClause[int] = column(Integer, default=0)
+    #: Of ``unchanged``: copies whose messages are a strict prefix of the stored version's
+    #: (an older copy of a trace that has grown since): the stored version is left as it is.
+    older_copies: ColumnClause[int] = column(Integer, default=0, server_default="0")
+    #: Traces stored under an identity of their own (``<identity>~<hash>``): a conversation
+    #: that differs from the one stored under the same identity (see ``db.write``).
+    kept_apart: ColumnClause[int] = column(Integer, default=0, server_default="0")
+    #: Over the updates: messages the new versions add and drop against the replaced ones.
+    messages_added: ColumnClause[int] = column(BigInteger, default=0, server_default="0")
+    messages_removed: ColumnClause[int] = column(BigInteger, default=0, server_default="0")
     messages: ColumnClause[int] = column(BigInteger, default=0)
     seconds: ColumnClause[float] = column(Float, default=0.0)
     #: Item / block type -> how many items of a type no parser knew were kept as opaque
@@ -739,7 +748,36 @@ class TraceUpdate(Base):
     new_hash: ColumnClause[str] = column()
     old_messages: ColumnClause[int] = column(Integer)
     new_messages: ColumnClause[int] = column(Integer)
+    #: Messages the new version adds and drops: past the messages both versions start with.
+    messages_added: ColumnClause[int] = column(Integer, default=0, server_default="0")
+    messages_removed: ColumnClause[int] = column(Integer, default=0, server_default="0")
+    #: The replaced version, kept in ``trace_versions`` (NULL for updates from before).
+    kept_version: ColumnClause[int | None] = column(Integer)
     at: ColumnClause[datetime] = column(UtcTimeStamp)
+
+
+class TraceVersionRow(Base):
+    """A version of a trace that a newer one replaced, kept so that it can be restored.
+
+    ``snapshot`` is zlib-compressed JSON (``db.write.version_snapshot``): the trace row's values
+    and the messages past the ``shared_messages`` its successor starts with, each as its
+    ``messages`` row (``raw`` payload included). The shared messages are not copied: a session
+    that grows is replaced at every import, and copying them would store it over and over.
+    The version is its successor's first ``shared_messages`` messages followed by the kept ones.
+    """
+
+    __tablename__ = "trace_versions"
+
+    id: ColumnClause[int] = column(Integer, primary_key=True)
+    trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
+    version: ColumnClause[int] = column(Integer)
+    content_hash: ColumnClause[str | None] = column(String(64))
+    message_count: ColumnClause[int] = column(Integer)
+    shared_messages: ColumnClause[int] = column(Integer)
+    #: The import that replaced it.
+    replaced_by: ColumnClause[int] = column(ForeignKey("imports.id"), index=True)
+    replaced_at: ColumnClause[datetime] = column(UtcTimeStamp)
+    snapshot: ColumnClause[bytes] = column(LargeBinary)
 
 
 class ImportFile(Base):

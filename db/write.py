@@ -4,9 +4,11 @@ Child rows bypass the ORM (``add_all`` is ~8x slower than raw ``executemany``): 
 through the DBAPI cursor's ``executemany``, on PostgreSQL through ``COPY … FROM STDIN``
 (see :mod:`db.dialect`). Every batch is one transaction, so a trace is never half written.
 A trace already stored under its identity (``dedupe_key``) is unchanged (same content hash:
-importing twice changes nothing) or updated (its stored version replaced, in the same
-transaction); new content is never dropped. A rejected record is kept once however often it
-is imported.
+importing twice changes nothing), an older copy (its messages a strict prefix of the stored
+version's: unchanged, the longer version stays), another conversation (see :func:`_decide`:
+stored apart under ``<identity>~<hash>``) or updated (its stored version replaced in the same
+transaction, and kept in ``trace_versions``: :mod:`db.versions`); no content is ever dropped.
+A rejected record is kept once however often it is imported.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import psycopg
 from sqlalchemy import Connection, Engine, Table, delete, insert, select, update
 from sqlalchemy import exc as sa_exc
 
-from db import dialect, processes, rollups, search
+from db import dialect, processes, rollups, search, versions
 from db.carry_over import Reviews, carry_over, new_pair_map, read_reviews
 from db.contract.rows import (
     CHILD_COLUMNS,
@@ -153,6 +155,13 @@ class WriteResult:
     #: Traces the database refused to store, each with the database's reason: written alone
     #: after their batch failed, they cost only themselves (the caller records them rejected).
     refused: list[tuple[TraceRows, str]] = field(default_factory=list)
+    #: Of ``unchanged``: older copies (messages a strict prefix of the stored version's).
+    older_copies: int = 0
+    #: Of ``imported``: other conversations under a stored identity, stored apart.
+    kept_apart: int = 0
+    #: Over the updates: messages added and dropped against the versions they replace.
+    messages_added: int = 0
+    messages_removed: int = 0
 
     def count(self, rows: TraceRows, outcome: Outcome, change: int = 1) -> None:
         """Count ``rows`` as ``outcome`` (``change=-1`` takes a count back)."""
@@ -168,6 +177,7 @@ class WriteResult:
         for name in (
             "imported", "updated", "unchanged", "messages",
             "records_imported", "records_updated", "records_unchanged",
+            "older_copies", "kept_apart", "messages_added", "messages_removed",
         ):  # fmt: skip
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.by_file.update(other.by_file)
@@ -190,6 +200,61 @@ class _Stored:
     id: int
     content_hash: str | None
     message_count: int
+    version: int
+
+
+#: A message as versions are compared: role, text and raw payload, as stored.
+MessageKey = tuple[str, str, Any]
+
+
+def _message_keys(messages: Sequence[MessageRecord]) -> list[MessageKey]:
+    """``messages`` as :data:`MessageKey` (their text as every engine stores it)."""
+    return [
+        (m.role, dialect.storable_text(m.content), dialect.storable_json(m.raw)) for m in messages
+    ]
+
+
+def _shared(old: Sequence[MessageKey], new: Sequence[MessageKey]) -> int:
+    """How many messages ``old`` and ``new`` start with alike."""
+    n = 0
+    for a, b in zip(old, new, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+#: Roles of the instructions a conversation starts with: two conversations of one agent
+#: share them, so sharing only them does not make two traces versions of one conversation.
+_INSTRUCTION_ROLES = frozenset({"system", "developer"})
+
+
+def _instructions(messages: Sequence[MessageKey]) -> int:
+    n = 0
+    for role, _, _ in messages:
+        if role not in _INSTRUCTION_ROLES:
+            break
+        n += 1
+    return n
+
+
+@dataclass(slots=True)
+class _Update:
+    """One update of an identity in a batch: the new rows and what they replace."""
+
+    rows: TraceRows
+    old_hash: str | None
+    old_messages: int
+    #: Messages both versions start with alike.
+    shared: int
+
+    @property
+    def added(self) -> int:
+        return len(self.rows.messages) - self.shared
+
+    @property
+    def removed(self) -> int:
+        return self.old_messages - self.shared
 
 
 @dataclass(slots=True)
@@ -203,8 +268,12 @@ class _Plan:
     #: Where :attr:`rows` is in the batch.
     at: int
     stored: _Stored | None
-    #: (rows, old hash, old message count) of every update of this identity in the batch.
-    updates: list[tuple[TraceRows, str | None, int]] = field(default_factory=list)
+    #: Every update of this identity in the batch.
+    updates: list[_Update] = field(default_factory=list)
+    #: The version the next occurrence is judged against: its hash and its messages (``None``:
+    #: not read, only needed when the hashes differ).
+    current_hash: str | None = None
+    current_messages: list[MessageKey] | None = None
 
 
 #: Keys per ``IN (…)`` list: far below every driver's limit on bound parameters.
@@ -223,14 +292,47 @@ def _lock_stored(conn: Connection, keys: Iterable[str]) -> dict[str, _Stored]:
     out: dict[str, _Stored] = {}
     for chunk in _chunks(sorted(set(keys))):
         stmt = (
-            select(t.dedupe_key, t.id, t.content_hash, t.message_count)
+            select(t.dedupe_key, t.id, t.content_hash, t.message_count, t.version)
             .where(t.dedupe_key.in_(chunk))
             .order_by(t.dedupe_key)
             .with_for_update()
         )
-        for key, trace_id, digest, messages in conn.execute(stmt):
-            out[key] = _Stored(trace_id, digest, messages)
+        for key, trace_id, digest, messages, version in conn.execute(stmt):
+            out[key] = _Stored(trace_id, digest, messages, version)
     return out
+
+
+def _stored_messages(conn: Connection, trace_ids: Iterable[int]) -> dict[int, list[MessageKey]]:
+    """The messages of stored traces as :data:`MessageKey`, in order."""
+    m = cast(Table, MessageRow.__table__).c
+    ids = sorted(set(trace_ids))
+    out: dict[int, list[MessageKey]] = {trace_id: [] for trace_id in ids}
+    for start in range(0, len(ids), _IN_CHUNK):
+        stmt = (
+            select(m.trace_id, m.role, m.content, m.raw)
+            .where(m.trace_id.in_(ids[start : start + _IN_CHUNK]))
+            .order_by(m.trace_id, m.seq)
+        )
+        for trace_id, role, content, raw in conn.execute(stmt):
+            out[trace_id].append((role, content, raw))
+    return out
+
+
+#: Hex digits of the content hash that tell apart a conversation stored under its own identity.
+APART_DIGITS = 12
+
+
+def apart_rows(rows: TraceRows) -> TraceRows:
+    """``rows`` under an identity of their own, ``<identity>~<12 hex digits of the content
+    hash>`` (its display id ``<display id>~<8 digits>``): another conversation under an identity
+    that is stored. The same content gets the same identity at every import."""
+    trace = rows.trace
+    digest = trace.content_hash or ""
+    suffix = f"~{digest[:APART_DIGITS]}"
+    key = trace.dedupe_key[: 200 - len(suffix)] + suffix
+    shown = f"~{digest[:8]}"
+    display = trace.display_id[: 400 - len(shown)] + shown
+    return dataclasses.replace(rows, trace=trace._replace(dedupe_key=key, display_id=display))
 
 
 def _stored_hashes(conn: Connection, hashes: Iterable[str]) -> set[str]:
@@ -248,36 +350,76 @@ def _decide(
     stored: dict[str, _Stored],
     known: set[str],
     result: WriteResult,
+    stored_messages: dict[int, list[MessageKey]],
 ) -> dict[str, _Plan]:
     """Each trace of ``batch`` in input order, as a single process importing one at a time
-    would judge it: new identity -> imported; same identity, same hash -> unchanged; same
-    identity, other hash (or a stored NULL hash, from before hashes were kept) -> updated;
-    without an external id, content already stored under another identity -> unchanged."""
+    would judge it against the current version of its identity (``dedupe_key``):
+
+    * new identity -> imported; without an external id, content already stored under another
+      identity -> unchanged;
+    * same hash -> unchanged;
+    * its messages a strict prefix of the current version's -> unchanged (an older copy: the
+      longer version stays);
+    * another conversation -> imported apart (:func:`apart_rows`), unchanged when stored apart
+      already. Another conversation shares no more than its instructions (system messages)
+      with the current version, which has more (a user message it does not start with);
+    * else (other hash, or a stored NULL hash from before hashes were kept) -> updated: the
+      version it replaces is kept (:mod:`db.versions`), whether stored or met earlier in
+      the batch.
+    """
     plans: dict[str, _Plan] = {}
     for index, rows in enumerate(batch):
         record = rows.trace
         key = record.dedupe_key
         plan = plans.get(key)
         if plan is None and key in stored:
-            plan = plans[key] = _Plan(rows, rows, index, index, stored[key])
-            current, messages = stored[key].content_hash, stored[key].message_count
-        elif plan is not None:
-            current, messages = plan.rows.trace.content_hash, len(plan.rows.messages)
-        elif record.external_id is None and record.content_hash in known:
-            result.count(rows, "unchanged")
-            continue
-        else:
-            plans[key] = _Plan(rows, rows, index, index, None)
+            found = stored[key]
+            plan = plans[key] = _Plan(rows, rows, index, index, found)
+            plan.current_hash = found.content_hash
+            plan.current_messages = stored_messages.get(found.id)
+        elif plan is None:
+            if record.external_id is None and record.content_hash in known:
+                result.count(rows, "unchanged")
+                continue
+            plans[key] = _Plan(rows, rows, index, index, None, current_hash=record.content_hash)
             if record.external_id is None and record.content_hash is not None:
                 known.add(record.content_hash)
             result.count(rows, "imported")
             continue
-        if current is not None and current == record.content_hash:
+        if plan.current_hash is not None and plan.current_hash == record.content_hash:
             result.count(rows, "unchanged")
             continue
+        if plan.current_messages is None:
+            plan.current_messages = _message_keys(plan.rows.messages)
+        old = plan.current_messages
+        new = _message_keys(rows.messages)
+        shared = _shared(old, new)
+        if shared == len(new) < len(old):
+            result.count(rows, "unchanged")
+            result.older_copies += 1
+            continue
+        if (
+            shared < len(old)
+            and record.content_hash is not None
+            and shared <= min(_instructions(old), _instructions(new))
+        ):
+            apart = apart_rows(rows)
+            apart_key = apart.trace.dedupe_key
+            if apart_key in stored or apart_key in plans:
+                result.count(rows, "unchanged")
+                continue
+            plans[apart_key] = _Plan(
+                apart, apart, index, index, None, current_hash=record.content_hash
+            )
+            result.count(apart, "imported")
+            result.kept_apart += 1
+            continue
+        plan.updates.append(_Update(rows, plan.current_hash, len(old), shared))
         plan.rows, plan.at = rows, index
-        plan.updates.append((rows, current, messages))
+        plan.current_hash, plan.current_messages = record.content_hash, new
         result.count(rows, "updated")
+        result.messages_added += len(new) - shared
+        result.messages_removed += len(old) - shared
     return plans
 
 
@@ -356,7 +498,8 @@ def _write_batch(
     rewritten; notes and corrections carried over by :mod:`db.carry_over`) and logged in
     ``trace_updates``. A reader never sees half of one version and half of another.
 
-    On PostgreSQL concurrent batches lock the stored identities in key order before deciding;
+    On PostgreSQL concurrent batches lock the content hashes of the traces without an external
+    id (:func:`db.dialect.lock_hashes`), then the stored identities in key order, before deciding;
     a new identity that a concurrent batch inserted first (found at insert time) is judged
     against what that batch stored, like any stored identity.
     """
@@ -366,15 +509,29 @@ def _write_batch(
     batch = [_storable_trace(rows) for rows in batch]
     now = datetime.now(UTC)
     children = _driver_children(dialect.name_of(engine), batch)
+    candidates = {
+        rows.trace.content_hash
+        for rows in batch
+        if rows.trace.external_id is None and rows.trace.content_hash is not None
+    }
     with writing(engine) as conn:
-        stored = _lock_stored(conn, (rows.trace.dedupe_key for rows in batch))
-        candidates = {
-            rows.trace.content_hash
-            for rows in batch
-            if rows.trace.external_id is None and rows.trace.content_hash is not None
-        }
+        # Content without an identity of its own is judged by its hash, which a concurrent
+        # batch may be storing under another identity: take turns per hash.
+        dialect.lock_hashes(conn, sorted(candidates))
+        keys = {rows.trace.dedupe_key for rows in batch}
+        apart = {apart_rows(rows).trace.dedupe_key for rows in batch if rows.trace.content_hash}
+        stored = _lock_stored(conn, keys | apart)
         known = _stored_hashes(conn, candidates)
-        plans = _decide(batch, stored, known, result)
+        differing = {
+            stored[key].id
+            for rows in batch
+            if (key := rows.trace.dedupe_key) in stored
+            and (
+                stored[key].content_hash is None
+                or stored[key].content_hash != rows.trace.content_hash
+            )
+        }
+        plans = _decide(batch, stored, known, result, _stored_messages(conn, differing))
         new = {key: plan for key, plan in plans.items() if plan.stored is None}
         values = []
         for plan in new.values():
@@ -392,6 +549,11 @@ def _write_batch(
         lost = [key for key in new if key not in inserted]
         if lost:
             _rejudge(conn, plans, lost, result)
+        versions.keep_versions(
+            conn, import_id, now,
+            [(plan.stored.id, plan.updates[0].shared)
+             for plan in plans.values() if plan.stored is not None and plan.updates],
+        )  # fmt: skip
         fresh = {key: (inserted[key], plans[key].rows) for key in inserted}
         replaced: dict[str, tuple[int, TraceRows]] = {}
         reviews: dict[int, Reviews] = {}
@@ -403,6 +565,7 @@ def _write_batch(
             reviews[trace_id] = read_reviews(conn, trace_id)
         rollups.subtract(conn, [trace_id for trace_id, _ in replaced.values()])
         _replace_traces(conn, import_id, now, plans, replaced)
+        _keep_batch_versions(conn, import_id, now, plans, inserted)
         _log_updates(
             conn, import_id, now,
             [(inserted[key], plans[key]) for key in inserted if plans[key].updates]
@@ -452,17 +615,28 @@ def _rejudge(
     conn: Connection, plans: dict[str, _Plan], lost: Sequence[str], result: WriteResult
 ) -> None:
     """Identities a concurrent batch stored between our look-up and our insert: the first
-    occurrence, counted as imported, is now unchanged or an update of what that batch stored."""
+    occurrence, counted as imported, is now unchanged (same content, or an older copy) or an
+    update of what that batch stored (which is kept, as every replaced version)."""
     stored = _lock_stored(conn, lost)
+    messages = _stored_messages(conn, [stored[key].id for key in lost])
     for key in lost:
         plan = plans[key]
         found = plan.stored = stored[key]
-        result.count(plan.first, "imported", -1)
-        if found.content_hash == plan.first.trace.content_hash:
-            result.count(plan.first, "unchanged")
-        else:
-            result.count(plan.first, "updated")
-            plan.updates.insert(0, (plan.first, found.content_hash, found.message_count))
+        first = plan.first
+        result.count(first, "imported", -1)
+        if found.content_hash == first.trace.content_hash:
+            result.count(first, "unchanged")
+            continue
+        old, new = messages[found.id], _message_keys(first.messages)
+        shared = _shared(old, new)
+        if shared == len(new) < len(old):
+            result.count(first, "unchanged")
+            result.older_copies += 1
+            continue
+        result.count(first, "updated")
+        result.messages_added += len(new) - shared
+        result.messages_removed += len(old) - shared
+        plan.updates.insert(0, _Update(first, found.content_hash, len(old), shared))
 
 
 def _replace_traces(
@@ -494,23 +668,58 @@ def _replace_traces(
         )
 
 
-def _log_updates(
-    conn: Connection, import_id: int, now: datetime, updated: Sequence[tuple[int, _Plan]]
+def _keep_batch_versions(
+    conn: Connection,
+    import_id: int,
+    now: datetime,
+    plans: dict[str, _Plan],
+    inserted: dict[str, int],
 ) -> None:
-    """One ``trace_updates`` row per update: which import and file replaced which version."""
+    """Keep the versions of this batch that a later one of the batch replaced: never stored,
+    they are kept from their rows (the stored versions replaced are kept from the store)."""
+    kept = []
+    for key, plan in plans.items():
+        if not plan.updates:
+            continue
+        if plan.stored is not None:
+            trace_id, base = plan.stored.id, plan.stored.version
+            replaced = [u.rows for u in plan.updates[:-1]]
+            updates = plan.updates[1:]
+        elif key in inserted:
+            trace_id, base = inserted[key], 0
+            replaced = [plan.first, *(u.rows for u in plan.updates[:-1])]
+            updates = plan.updates
+        else:
+            continue
+        for i, (rows, step) in enumerate(zip(replaced, updates, strict=True)):
+            kept.append((trace_id, base + 1 + i, rows.trace, rows.messages[step.shared :]))
+    versions.keep_rows(conn, import_id, now, kept)
+
+
+def _log_updates(
+    conn: Connection,
+    import_id: int,
+    now: datetime,
+    updated: Sequence[tuple[int, _Plan]],
+) -> None:
+    """One ``trace_updates`` row per update: which import and file replaced which version, the
+    messages added and dropped, and the replaced version, kept in ``trace_versions``."""
     log = [
         {
             "import_id": import_id,
             "trace_id": trace_id,
-            "source_file": new.trace.source_file,
-            "old_hash": old_hash,
-            "new_hash": new.trace.content_hash,
-            "old_messages": old_messages,
-            "new_messages": len(new.messages),
+            "source_file": step.rows.trace.source_file,
+            "old_hash": step.old_hash,
+            "new_hash": step.rows.trace.content_hash,
+            "old_messages": step.old_messages,
+            "new_messages": len(step.rows.messages),
+            "messages_added": step.added,
+            "messages_removed": step.removed,
+            "kept_version": (plan.stored.version if plan.stored is not None else 1) + i,
             "at": now,
         }
         for trace_id, plan in updated
-        for new, old_hash, old_messages in plan.updates
+        for i, step in enumerate(plan.updates)
     ]
     if log:
         conn.execute(insert(TraceUpdate), log)

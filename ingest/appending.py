@@ -126,6 +126,7 @@ def extend_stored(
         on_record(record)
     result = WriteResult()
     result.count(rows, "updated")
+    result.messages_added = len(trace.messages) - count
     summary = writer.summary
     summary.add_written(result)
     summary.records += records_before

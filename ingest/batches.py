@@ -110,6 +110,16 @@ class ImportSummary:
     #: Of ``rejected``: first kept by this import, and already kept by an earlier one.
     rejected_new: int = 0
     rejected_known: int = 0
+    #: Of ``unchanged``: older copies, whose messages are a strict prefix of the stored
+    #: version's (left as it is).
+    older_copies: int = 0
+    #: Of ``traces``: other conversations under a stored identity, stored apart
+    #: (``<identity>~<hash>``, :func:`db.write.apart_rows`).
+    kept_apart: int = 0
+    #: Over the updates: messages the new versions add and drop (the replaced versions are
+    #: kept, ``trace_versions``).
+    messages_added: int = 0
+    messages_removed: int = 0
     messages: int = 0
     seconds: float = 0.0
     rejections: list[Rejected] = field(default_factory=list)
@@ -141,20 +151,31 @@ class ImportSummary:
             self.format_notes.append(f"{name} {note}")
 
     def line(self) -> str:
-        """``3 files, 215 traces imported, 2 updated, 0 unchanged, 1 rejected in 1.42 s``; with
-        files skipped unread: ``3 files (2 unchanged), 4 traces imported, 0 updated, 211
-        unchanged, 0 rejected in 0.31 s``; followed by ``; 12 secrets redacted (jwt 9,
-        openai_key 3)`` when something was redacted, and by ``; x.jsonl read as openai_chat:
-        tau2, which …`` for every file read with another format than its structure suggested."""
+        """``3 files, 215 traces imported, 2 updated (+14 -0 messages), 0 unchanged, 1 rejected
+        in 1.42 s``; with files skipped unread: ``3 files (2 unchanged), 4 traces imported, 0
+        updated, 211 unchanged, 0 rejected in 0.31 s``; with older copies and conversations
+        kept apart: ``… 3 traces imported (1 kept apart), 0 updated, 2 unchanged (1 older
+        copy) …``; followed by ``; 12 secrets redacted (jwt 9, openai_key 3)`` when something
+        was redacted, and by ``; x.jsonl read as openai_chat: tau2, which …`` for every file
+        read with another format than its structure suggested."""
         skipped = f" ({self.files_unchanged} unchanged)" if self.files_unchanged else ""
         unknown = ""
         if self.unknown_items:
             kinds = ", ".join(f"{kind} ×{n}" for kind, n in sorted(self.unknown_items.items()))
             unknown = f", {counted(self.unknown_item, 'unknown item')} kept ({kinds})"
+        apart = f" ({self.kept_apart} kept apart)" if self.kept_apart else ""
+        diff = (
+            f" (+{self.messages_added} -{self.messages_removed} messages)" if self.updated else ""
+        )
+        older = (
+            f" ({counted(self.older_copies, 'older copy', 'older copies')})"
+            if self.older_copies
+            else ""
+        )
         line = (
-            f"{counted(self.files, 'file')}{skipped}, {counted(self.traces, 'trace')} imported, "
-            f"{self.updated} updated, {self.unchanged} unchanged, {self.rejected} rejected"
-            f"{unknown} in {self.seconds:.2f} s"
+            f"{counted(self.files, 'file')}{skipped}, {counted(self.traces, 'trace')} imported"
+            f"{apart}, {self.updated} updated{diff}, {self.unchanged} unchanged{older}, "
+            f"{self.rejected} rejected{unknown} in {self.seconds:.2f} s"
         )
         redacted = format_counts(self.redactions)
         return "; ".join([line, *([redacted] if redacted else []), *self.format_notes])
@@ -175,6 +196,10 @@ class ImportSummary:
         self.records_imported += result.records_imported
         self.records_updated += result.records_updated
         self.records_unchanged += result.records_unchanged
+        self.older_copies += result.older_copies
+        self.kept_apart += result.kept_apart
+        self.messages_added += result.messages_added
+        self.messages_removed += result.messages_removed
         for (name, outcome), records in result.by_file.items():
             counts = self.file(name)
             setattr(counts, outcome, getattr(counts, outcome) + records)

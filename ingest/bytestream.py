@@ -19,6 +19,10 @@ GZIP_MAGIC = b"\x1f\x8b"
 #: Bytes read per step; memory stays near this plus the largest record kept.
 CHUNK_SIZE = 1 << 20
 
+#: Decompressed bytes read before the compression ratio is checked: a small file may compress
+#: far better than any bomb-free trace file of size does, and costs nothing to read.
+RATIO_CHECK_BYTES = 64 << 20
+
 #: The first byte that is not JSON whitespace (space, tab, CR, LF).
 NON_WHITESPACE = re.compile(rb"[^ \t\r\n]")
 
@@ -76,10 +80,19 @@ def read_head(path: str | Path, size: int = 65536) -> bytes:
 class InputBuffer:
     """The part of the stream still needed, its absolute offset, and lazy line counting."""
 
-    def __init__(self, stream: BinaryIO, max_bytes: int | None = None) -> None:
+    def __init__(
+        self, stream: BinaryIO, max_bytes: int | None = None, max_ratio: float | None = None
+    ) -> None:
         self.stream = stream
         #: Decompressed bytes read at most; past it reading stops with ``error`` set.
         self.max_bytes = max_bytes
+        #: Decompressed bytes per compressed byte read at most (past the first
+        #: :data:`RATIO_CHECK_BYTES`); past it reading stops with ``error`` set. A gzip bomb
+        #: is stopped after megabytes, not after ``max_bytes`` of decompression.
+        self.max_ratio = max_ratio
+        #: The compressed file under a gzip stream: where its position says how much of it
+        #: was read (``None``: not compressed, or its position cannot be told).
+        self.compressed: BinaryIO | None = getattr(stream, "fileobj", None)
         self.buf = bytearray()
         #: Absolute offset of ``buf[0]`` in the stream.
         self.base = 0
@@ -108,6 +121,9 @@ class InputBuffer:
             self.error_reason = "input_too_large"
             self.eof = True
             return False
+        if self._over_ratio():
+            self.eof = True
+            return False
         try:
             if self.readinto is None:
                 data: bytes | memoryview = self.stream.read(CHUNK_SIZE)
@@ -120,6 +136,26 @@ class InputBuffer:
             self.buf += view
             self.eof = not view
         return not self.eof
+
+    def _over_ratio(self) -> bool:
+        """Whether the input decompressed past :attr:`max_ratio` times its compressed bytes
+        read (``error`` then says so)."""
+        read = self.base + len(self.buf)
+        if self.max_ratio is None or self.compressed is None or read < RATIO_CHECK_BYTES:
+            return False
+        try:
+            compressed = self.compressed.tell()
+        except (OSError, ValueError):  # a pipe, or closed: the size cap still holds
+            self.compressed = None
+            return False
+        if read <= self.max_ratio * max(compressed, 1):
+            return False
+        self.error = (
+            f"the input decompresses to over {self.max_ratio:g} times its compressed size"
+            f" ({read} bytes from {compressed}): a compression bomb"
+        )
+        self.error_reason = "input_too_large"
+        return True
 
     def line_at(self, rel: int) -> int:
         """1-based line of ``buf[rel]``; positions are asked for in increasing order."""

@@ -217,6 +217,14 @@ def import_command(
             "(default $TOOLLENS_MAX_DECOMPRESSED_GB or 8)"
         ),
     ] = None,
+    max_compression_ratio: Annotated[
+        float | None,
+        typer.Option(
+            help="Stop reading a compressed input that decompresses to more than this many "
+            "times its size, past its first 64 MiB (default $TOOLLENS_MAX_COMPRESSION_RATIO "
+            "or 200)"
+        ),
+    ] = None,
     redact: RedactOption = "default",
     redact_rules: RedactRulesOption = None,
 ) -> None:
@@ -238,7 +246,7 @@ def import_command(
     except UnknownFormatError as exc:
         raise _usage_error(str(exc)) from exc
     try:
-        limits = ReadLimits.of(max_record_mb, max_decompressed_gb)
+        limits = ReadLimits.of(max_record_mb, max_decompressed_gb, max_compression_ratio)
     except ValueError as exc:
         raise _usage_error(str(exc)) from exc
     redaction = _redaction(redact, redact_rules)

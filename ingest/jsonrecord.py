@@ -46,6 +46,10 @@ _CONTAINERS = frozenset((dict, list))
 #: can leave the 64-bit range. Nanosecond times (19 digits, 1.7e18) do not match.
 _LONG_DIGITS = re.compile(rb"[:\[,]\s*-?(?:\d{20,}|9\d{18})\s*[,\]}]")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+#: The head of a rejected record that is kept (its ``raw``; 1 MiB): enough to see what it is,
+#: while a record of hundreds of MB (or a decompression bomb) costs neither memory nor the
+#: store its size. The rejection's message gives the whole record's size.
+REJECTED_RAW_BYTES = 1 << 20
 _JSON_TYPES = {int: "number", float: "number", str: "string", bool: "boolean", type(None): "null"}
 
 
@@ -73,7 +77,7 @@ def decode_record(
     (flat containers are skipped unseen).
     """
     if len(raw) > limits.max_record_bytes:
-        return too_large(raw[: limits.max_record_bytes], len(raw), line, offset, limits)
+        return too_large(raw[: kept_bytes(limits)], len(raw), line, offset, limits)
     try:
         value = decode_value(raw)
     except orjson.JSONDecodeError as exc:
@@ -203,6 +207,12 @@ def _replace_nul(value: dict[str, Any] | list[Any]) -> None:
                 stack.append(item)
 
 
+def kept_bytes(limits: Limits) -> int:
+    """How much of a record over the limit is kept: :data:`REJECTED_RAW_BYTES`, never more
+    than the limit."""
+    return min(limits.max_record_bytes, REJECTED_RAW_BYTES)
+
+
 def too_large(prefix: bytes, size: int, line: int, offset: int, limits: Limits) -> Rejected:
     """A ``record_too_large`` rejection of a ``size``-byte record; ``prefix`` is its kept head."""
     message = f"record is {size} bytes, over the limit of {limits.max_record_bytes}"
@@ -212,7 +222,10 @@ def too_large(prefix: bytes, size: int, line: int, offset: int, limits: Limits) 
 def reject(
     limits: Limits, reason: str, message: str, line: int, offset: int, raw: bytes = b""
 ) -> Rejected:
-    """A rejection of the record at ``line`` / byte ``offset`` of the input, keeping ``raw``."""
+    """A rejection of the record at ``line`` / byte ``offset`` of the input, keeping the head of
+    ``raw`` (:data:`REJECTED_RAW_BYTES`)."""
+    if len(raw) > REJECTED_RAW_BYTES:
+        raw = raw[:REJECTED_RAW_BYTES]
     return Rejected(
         source_file=limits.source_file,
         line=line,

@@ -31,6 +31,7 @@ from ingest.jsonrecord import (
     TRUNCATED,
     Limits,
     decode_record,
+    kept_bytes,
     nesting,
     reject,
     too_large,
@@ -66,6 +67,7 @@ def iter_records(
     max_depth: int = 512,
     resume: tuple[int, int] | None = None,
     max_input_bytes: int | None = None,
+    max_ratio: float | None = None,
 ) -> Iterator[Record | Rejected]:
     """Every record of a binary stream, decoded, or rejected with a reason; never raises on data.
 
@@ -77,8 +79,9 @@ def iter_records(
     line without its line end, the document without trailing whitespace) and ``byte_offset``
     is where they start in the decompressed stream; ``line`` counts ``\n`` before them.
 
-    Past ``max_input_bytes`` decompressed bytes reading stops: what was read is yielded, then
-    one ``input_too_large`` rejection.
+    Past ``max_input_bytes`` decompressed bytes, or once a compressed input decompresses to
+    more than ``max_ratio`` times the compressed bytes read, reading stops: what was read is
+    yielded, then one ``input_too_large`` rejection.
 
     Records must be objects or arrays (``not_a_record`` otherwise). A string containing U+0000
     (``"\\u0000"``, which PostgreSQL refuses) is not rejected: every NUL in keys and values is
@@ -86,7 +89,8 @@ def iter_records(
 
     A JSON array whose element fails to decode goes on with the next element. If the array's
     own structure breaks (a ``}`` closes it, or data follows its ``]``), the rest of the input is
-    one ``malformed_json`` rejection (its first ``max_record_bytes`` bytes) and reading stops.
+    one ``malformed_json`` rejection and reading stops. A rejection keeps the head of its
+    record (``REJECTED_RAW_BYTES``, 1 MiB, or the record limit if lower), never more.
     An array cut off after a complete element yields that element, then a ``truncated``
     rejection with empty ``raw`` at the end of the input.
 
@@ -97,7 +101,7 @@ def iter_records(
     >>> [r.value for r in iter_records(io.BytesIO(b'[{"a": 1},\\n {"b": 2}]'), "x.json")]
     [{'a': 1}, {'b': 2}]
     """
-    src = InputBuffer(stream, max_input_bytes)
+    src = InputBuffer(stream, max_input_bytes, max_ratio)
     limits = Limits(source_file, max_record_bytes, max_depth)
     if resume is not None:
         # Going on with a JSONL file read before: the stream stands at a line start.
@@ -160,6 +164,19 @@ def _iter_lines(src: InputBuffer, pos: int, limits: Limits) -> Iterator[Record |
         if last_newline >= 0:
             with memoryview(buf) as view:
                 while pos <= last_newline:
+                    if buf[pos] in _WHITESPACE:
+                        # Blank lines by the million (a padded or hostile input) are skipped
+                        # in C: to the line of the next content byte, counting the newlines.
+                        content = NON_WHITESPACE.search(buf, pos, last_newline + 1)
+                        skip_to = (
+                            last_newline + 1
+                            if content is None
+                            else (buf.rfind(b"\n", pos, content.start()) + 1)
+                        )
+                        if skip_to > pos:
+                            line += buf.count(b"\n", pos, skip_to)
+                            pos = skip_to
+                            continue
                     newline = buf.find(b"\n", pos, last_newline + 1)
                     stop = newline - 1 if newline and buf[newline - 1] == _CR else newline
                     if not _BLANK.fullmatch(buf, pos, stop):
@@ -186,7 +203,7 @@ def _skip_long_line(src: InputBuffer, pos: int, line: int, limits: Limits) -> Re
     """Reject the over-long line starting at ``buf[pos]``; ``buf`` then starts after it."""
     buf = src.buf
     offset = src.base + pos
-    prefix = src.take(pos, pos + limits.max_record_bytes)
+    prefix = src.take(pos, pos + kept_bytes(limits))
     size = len(buf) - pos
     previous = buf[-1]
     src.drop(len(buf))
@@ -210,11 +227,23 @@ def _iter_document(src: InputBuffer, first: int, limits: Limits) -> Iterator[Rec
     offset = src.base + first
     while len(buf) - first <= limits.max_record_bytes and src.fill():
         pass
+    if src.error_reason == "input_too_large":
+        # Reading stopped at a limit (or damage) inside the document: it is cut, and decoding
+        # (or diagnosing) up to hundreds of MB of it would tell nothing more.
+        yield reject(
+            limits,
+            "truncated",
+            TRUNCATED,
+            line,
+            offset,
+            src.take(first, first + kept_bytes(limits)),
+        )
+        return
     if len(buf) - first <= limits.max_record_bytes:
         raw = src.take(first, _content_end(buf, first, len(buf)))
         yield decode_record(raw, line, offset, limits, unclosed_is_truncated=True)
         return
-    prefix = src.take(first, first + limits.max_record_bytes)
+    prefix = src.take(first, first + kept_bytes(limits))
     end = src.base + _content_end(buf, first, len(buf))
     src.drop(len(buf))
     while src.fill():
@@ -268,7 +297,7 @@ def _iter_array(src: InputBuffer, first: int, limits: Limits) -> Iterator[Record
             if start < 0 and (content := NON_WHITESPACE.search(buf, last)) is not None:
                 start, line, deepest = src.base + content.start(), src.line_at(content.start()), 1
             if start >= 0 and prefix is None and src.base + pos - start > limits.max_record_bytes:
-                prefix = src.take(start - src.base, start - src.base + limits.max_record_bytes)
+                prefix = src.take(start - src.base, start - src.base + kept_bytes(limits))
             keep = start - src.base if start >= 0 and prefix is None else pos
             if prefix is not None and (stop := _content_end(buf, 0, pos)):
                 tail = src.base + stop
@@ -356,9 +385,10 @@ def _element(
 
 def _reject_rest(src: InputBuffer, rel: int, message: str, limits: Limits) -> Rejected:
     """The input from ``buf[rel]`` to its end as one ``malformed_json`` record (head kept)."""
-    while len(src.buf) - rel < limits.max_record_bytes and src.fill():
+    keep = kept_bytes(limits)
+    while len(src.buf) - rel < keep and src.fill():
         pass
-    stop = _content_end(src.buf, rel, min(len(src.buf), rel + limits.max_record_bytes))
+    stop = _content_end(src.buf, rel, min(len(src.buf), rel + keep))
     return reject(
         limits, "malformed_json", message, src.line_at(rel), src.base + rel, src.take(rel, stop)
     )

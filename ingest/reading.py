@@ -49,39 +49,52 @@ RecordHook = Callable[[Record | Rejected], None]
 #: any real trace file and stops a decompression bomb long before the disk or the hours run out.
 DEFAULT_MAX_RECORD_MB = 256
 DEFAULT_MAX_DECOMPRESSED_GB = 8.0
+#: Decompressed bytes per compressed byte at most (past the first 64 MiB): trace files gzip
+#: 5-20 times, the most repetitive a few tens; a gzip bomb ~1,000.
+DEFAULT_MAX_RATIO = 200.0
 #: Environment variables that override the defaults (the CLI options override both).
 MAX_RECORD_MB_ENV = "TOOLLENS_MAX_RECORD_MB"
 MAX_DECOMPRESSED_GB_ENV = "TOOLLENS_MAX_DECOMPRESSED_GB"
+MAX_RATIO_ENV = "TOOLLENS_MAX_COMPRESSION_RATIO"
 
 
 @dataclass(frozen=True, slots=True)
 class ReadLimits:
     """How much one input may hold: a record over ``max_record_bytes`` is rejected
     ``record_too_large`` (without being held whole); past ``max_decompressed_bytes`` of one
-    input reading stops with an ``input_too_large`` rejection.
+    input reading stops with an ``input_too_large`` rejection, and so it does once a compressed
+    input decompresses to more than ``max_ratio`` times the compressed bytes read.
 
-    >>> ReadLimits.of(max_record_mb=1, max_decompressed_gb=0.5)
-    ReadLimits(max_record_bytes=1048576, max_decompressed_bytes=536870912)
+    >>> ReadLimits.of(max_record_mb=1, max_decompressed_gb=0.5, max_ratio=100)
+    ReadLimits(max_record_bytes=1048576, max_decompressed_bytes=536870912, max_ratio=100.0)
     """
 
     max_record_bytes: int
     max_decompressed_bytes: int
+    max_ratio: float = DEFAULT_MAX_RATIO
 
     @classmethod
     def of(
-        cls, max_record_mb: float | None = None, max_decompressed_gb: float | None = None
+        cls,
+        max_record_mb: float | None = None,
+        max_decompressed_gb: float | None = None,
+        max_ratio: float | None = None,
     ) -> ReadLimits:
         """Limits in MiB / GiB; a value left ``None`` comes from its environment variable
-        (:data:`MAX_RECORD_MB_ENV`, :data:`MAX_DECOMPRESSED_GB_ENV`), else the default."""
+        (:data:`MAX_RECORD_MB_ENV`, :data:`MAX_DECOMPRESSED_GB_ENV`, :data:`MAX_RATIO_ENV`),
+        else the default."""
         record_mb = max_record_mb
         if record_mb is None:
             record_mb = float(os.environ.get(MAX_RECORD_MB_ENV, DEFAULT_MAX_RECORD_MB))
         input_gb = max_decompressed_gb
         if input_gb is None:
             input_gb = float(os.environ.get(MAX_DECOMPRESSED_GB_ENV, DEFAULT_MAX_DECOMPRESSED_GB))
-        if record_mb <= 0 or input_gb <= 0:
+        ratio = max_ratio
+        if ratio is None:
+            ratio = float(os.environ.get(MAX_RATIO_ENV, DEFAULT_MAX_RATIO))
+        if record_mb <= 0 or input_gb <= 0 or ratio <= 0:
             raise ValueError("read limits must be positive")
-        return cls(int(record_mb * 1024**2), int(input_gb * 1024**3))
+        return cls(int(record_mb * 1024**2), int(input_gb * 1024**3), float(ratio))
 
 
 class UnknownFormatError(ValueError):
@@ -177,6 +190,7 @@ def split_file(
             max_depth=MAX_NESTING,
             max_record_bytes=limits.max_record_bytes,
             max_input_bytes=limits.max_decompressed_bytes,
+            max_ratio=limits.max_ratio,
         )
         yield from _parse(chosen, records, name, on_record, defer)
 

@@ -65,6 +65,7 @@ from typing import Any
 import orjson
 from ahocorasick_rs import AhoCorasick, MatchKind
 
+from db.contract import exact_json
 from ingest.redaction_rules import (
     COOKIE_TAIL,
     COOKIE_WORDS,
@@ -309,7 +310,7 @@ class Redactor:
     def _redact_embedded_json(self, text: str) -> str | None:
         """Redact a string holding JSON as JSON; ``None`` when it does not parse."""
         try:
-            parsed = orjson.loads(text)
+            parsed = exact_json.loads(text)
         except orjson.JSONDecodeError:
             return None
         if not isinstance(parsed, dict | list):

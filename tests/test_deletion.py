@@ -103,6 +103,7 @@ def test_deleting_a_trace_removes_its_rows_and_nothing_else(
         "annotations": 1,
         "error_streaks": 0,
         "trace_updates": 0,
+        "trace_versions": 0,
     }
     assert count_rows(engine, traces_by_display_id("a")) == expected
     assert delete_rows(engine, traces_by_display_id("a")) == expected
@@ -130,6 +131,7 @@ def test_deleting_an_import_removes_its_traces_and_rejected_records(
         "annotations": 1,
         "error_streaks": 0,
         "trace_updates": 0,
+        "trace_versions": 0,
     }
     assert _counts(engine) == {
         "imports": 1,
@@ -230,7 +232,7 @@ def test_delete_prints_counts_and_asks_first(sqlite_url: str, tmp_path: Path) ->
     assert no.exit_code == 1
     assert no.output == (
         "trace a: traces 1, annotations 1, error_streaks 0, findings 1, messages 4, tool_calls 1, "
-        "tool_results 1, trace_updates 0\n"
+        "tool_results 1, trace_updates 0, trace_versions 0\n"
         "Delete these rows? [y/N]: n\n"
         "Nothing deleted.\n"
     )
@@ -240,7 +242,7 @@ def test_delete_prints_counts_and_asks_first(sqlite_url: str, tmp_path: Path) ->
     assert yes.output == (
         "import 2: imports 1, import_files 1, rejected_records 0, source_files 1, traces 1, "
         "annotations 0, error_streaks 0, findings 1, messages 4, tool_calls 1, tool_results 1, "
-        "trace_updates 0\n"
+        "trace_updates 0, trace_versions 0\n"
         "Deleted. `toollens vacuum` gives the space back to the disk.\n"
     )
     assert _counts(engine)["traces"] == 2
@@ -297,7 +299,7 @@ def test_prune_keeps_recent_imports_and_vacuum_shrinks_the_file(
     assert out.output.endswith(
         ": imports 2, import_files 2, rejected_records 1, source_files 2, traces 3002, "
         "annotations 1, error_streaks 0, findings 3002, messages 12008, tool_calls 3002, "
-        "tool_results 3002, trace_updates 0\n"
+        "tool_results 3002, trace_updates 0, trace_versions 0\n"
         "Deleted. `toollens vacuum` gives the space back to the disk.\n"
     )
     with engine.connect() as conn:

@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TAU_GOLDEN = ROOT / "tests" / "golden" / "openai_chat" / "tau_bench" / "input.json"
 
 # Runs ``toollens lint`` in a process where importing SQLAlchemy fails, then names the modules of
-# ``db`` that got loaded anyway (only the vocabulary, which is plain Python, may be).
+# ``db`` that got loaded anyway (only the plain-Python ones may be: the vocabulary and the
+# exact JSON reader).
 LINT_WITHOUT_SQLALCHEMY = """
 import sys
 sys.modules["sqlalchemy"] = None  # from here on, `import sqlalchemy` raises ImportError
@@ -54,7 +55,8 @@ def test_lint_runs_where_sqlalchemy_cannot_be_imported() -> None:
         "  calculate: 0 findings ()",
         "  get_user_details: 0 findings ()",
         "1 finding",
-        "db modules: ['db', 'db.contract', 'db.contract.vocabulary', 'db.contract.widths']",
+        "db modules: ['db', 'db.contract', 'db.contract.exact_json', 'db.contract.vocabulary',"
+        " 'db.contract.widths']",
     ]
     assert result.returncode == 1  # one finding, over the default threshold of 0
 

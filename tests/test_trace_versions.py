@@ -115,7 +115,9 @@ def test_a_session_that_grew_stores_the_whole_file_and_keeps_its_notes(
                              message_seq=21, call_index=1)  # fmt: skip
     path.write_bytes(whole)
     grown = import_paths(engine, [path])
-    assert grown.line().startswith("1 file, 0 traces imported, 1 updated, 0 unchanged, 0 rejected")
+    assert grown.line().startswith(
+        "1 file, 0 traces imported, 1 updated (+34 -0 messages), 0 unchanged, 0 rejected"
+    )
     assert (grown.records, grown.records_updated) == (64, 64)
     fresh = next(t for t in read_file(realdata / SESSION) if isinstance(t, Trace))
     fresh_calls = sum(len(m.tool_calls) for m in fresh.messages)
@@ -191,7 +193,9 @@ def test_a_changed_result_makes_its_note_stale_and_a_lost_correction_becomes_a_n
     correct_result(engine, result_ids[6], author="bob", error_type="quota")
     # Exported again: the first result changed, the third call is gone, a new error arrived.
     second = import_traces(engine, [_run(["changed", "Error: not found"], extra_error=True)])
-    assert second.line().startswith("1 file, 0 traces imported, 1 updated, 0 unchanged")
+    assert second.line().startswith(
+        "1 file, 0 traces imported, 1 updated (+5 -5 messages), 0 unchanged"
+    )
     notes = {n.id: n for n in trace_annotations(engine, trace_id)}
     assert (notes[kept.id].stale, notes[kept.id].message_seq) == (False, 3)
     assert notes[changed.id].stale

@@ -22,9 +22,10 @@ IMPORT_PAGE = 20
 REJECTED_PAGE = 10
 
 HISTORY_COLUMNS = (
-    "id", "started_at", "origin", "state", "files", "records", "traces_imported", "updated",
-    "unchanged", "rejected", "rejected_new", "rejected_known", "messages", "seconds",
-    "encoding", "paths", "unknown_items", "error", "secrets_redacted", "redactions",
+    "id", "started_at", "origin", "state", "files", "records", "traces_imported", "kept_apart",
+    "updated", "messages_added", "messages_removed", "unchanged", "older_copies", "rejected",
+    "rejected_new", "rejected_known", "messages", "seconds", "encoding", "paths",
+    "unknown_items", "error", "secrets_redacted", "redactions",
 )  # fmt: skip
 
 
@@ -63,6 +64,18 @@ st.dataframe(
         "traces_imported": widgets.count_column("Traces imported"),
         "updated": widgets.count_column("Updated", help="new versions of stored traces"),
         "unchanged": widgets.count_column("Unchanged", help="already stored as they are"),
+        "kept_apart": widgets.count_column(
+            "Kept apart", help="another conversation under a stored id, stored as <id>~<hash>"
+        ),
+        "messages_added": widgets.count_column(
+            "Messages added", help="by the updates, against the versions they replaced"
+        ),
+        "messages_removed": widgets.count_column(
+            "Messages removed", help="by the updates; the replaced versions are kept"
+        ),
+        "older_copies": widgets.count_column(
+            "Older copies", help="unchanged: a shorter copy of a stored trace, left as stored"
+        ),
         "rejected": widgets.count_column("Rejected"),
         "rejected_new": widgets.count_column("Newly rejected", help="first kept by this import"),
         "rejected_known": widgets.count_column(
@@ -112,12 +125,26 @@ if shown_import is not None:
             updates,
             hide_index=True,
             placeholder=widgets.EMPTY_CELL,
-            column_order=("display_id", "source_file", "old_messages", "new_messages", "at"),
+            column_order=(
+                "display_id",
+                "source_file",
+                "old_messages",
+                "new_messages",
+                "messages_added",
+                "messages_removed",
+                "kept_version",
+                "at",
+            ),
             column_config={
                 "display_id": st.column_config.TextColumn("Trace"),
                 "source_file": st.column_config.TextColumn("New version from", width="large"),
                 "old_messages": widgets.count_column("Messages before"),
                 "new_messages": widgets.count_column("Messages after"),
+                "messages_added": widgets.count_column("Added"),
+                "messages_removed": widgets.count_column("Removed"),
+                "kept_version": st.column_config.NumberColumn(
+                    "Version kept", format="%d", help="the replaced version, restorable"
+                ),
                 "at": st.column_config.DatetimeColumn("At (UTC)", format="YYYY-MM-DD HH:mm"),
             },
         )

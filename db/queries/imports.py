@@ -19,7 +19,8 @@ RAW_PREVIEW_BYTES = 2048
 IMPORT_COLUMNS = (
     "id", "started_at", "finished_at", "origin", "files", "records", "traces_imported",
     "updated", "unchanged", "rejected", "rejected_new", "rejected_known", "messages", "seconds",
-    "state", "encoding", "error",
+    "state", "encoding", "error", "older_copies", "kept_apart", "messages_added",
+    "messages_removed",
 )  # fmt: skip
 #: Columns of :func:`import_files`: records read per file and how each ended.
 FILE_COLUMNS = (
@@ -27,8 +28,8 @@ FILE_COLUMNS = (
 )  # fmt: skip
 #: Columns of :func:`trace_updates`.
 UPDATE_COLUMNS = (
-    "trace_id", "display_id", "source_file", "old_messages", "new_messages", "old_hash",
-    "new_hash", "at",
+    "trace_id", "display_id", "source_file", "old_messages", "new_messages", "messages_added",
+    "messages_removed", "kept_version", "old_hash", "new_hash", "at",
 )  # fmt: skip
 
 

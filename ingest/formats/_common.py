@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel
 
+from db.contract import exact_json
 from db.contract.vocabulary import Role
 from ingest.model import Message, OpaqueMessage, ToolDef, Trace, count_unknown
 
@@ -191,7 +192,7 @@ def parse_arguments(value: Any) -> Arguments:
         return Arguments(raw=None, parsed=None)
     if isinstance(value, str):
         try:
-            return Arguments(raw=value, parsed=orjson.loads(value))
+            return Arguments(raw=value, parsed=exact_json.loads(value))
         except orjson.JSONDecodeError as exc:
             return Arguments(raw=value, parsed=None, valid=False, error=f"not valid JSON: {exc}")
     return Arguments(raw=orjson.dumps(value).decode(), parsed=value)

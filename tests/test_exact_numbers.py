@@ -1,0 +1,85 @@
+"""Exact numbers (issue 46): integers in tool-call arguments and Tool Messages are stored and
+shown as written at any size, on SQLite and PostgreSQL: stored arguments, the trace page and
+``toollens pairs``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from dbfixture import open_app
+from typer.testing import CliRunner
+
+from dashboard import pages
+from db.engine import make_engine
+from db.schema import ToolCallRow
+from ingest.cli import app
+from ingest.pipeline import import_paths
+
+BIG = "18446744073709551616"
+NEGATIVE = "-123456789012345678901234567890"
+ARGUMENTS = f'{{"n": {BIG}, "m": {NEGATIVE}, "small": 7}}'
+
+
+def _store(db_url: str, tmp_path: Path) -> None:
+    conversation: dict[str, Any] = {
+        "id": "big-numbers",
+        "messages": [
+            {"role": "user", "content": "count"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "call_1", "type": "function",
+                     "function": {"name": "count", "arguments": ARGUMENTS}},
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": f'{{"total": {BIG}}}'},
+        ],
+    }  # fmt: skip
+    path = tmp_path / "big.jsonl"
+    path.write_text(json.dumps(conversation) + "\n")
+    engine = make_engine(db_url)
+    summary = import_paths(engine, [path])
+    assert (summary.traces, summary.rejected) == (1, 0)
+    engine.dispose()
+
+
+def test_integers_beyond_64_bits_in_arguments_are_stored_exactly(
+    db_url: str, tmp_path: Path
+) -> None:
+    _store(db_url, tmp_path)
+    engine = make_engine(db_url)
+    with engine.connect() as conn:
+        parsed, text = conn.execute(
+            sa.select(ToolCallRow.arguments, sa.cast(ToolCallRow.arguments, sa.Text))
+        ).one()
+    engine.dispose()
+    assert parsed == {"n": int(BIG), "m": int(NEGATIVE), "small": 7}
+    assert type(parsed["n"]) is int
+    assert BIG in text and NEGATIVE in text
+
+
+def test_the_pairs_command_shows_integers_beyond_64_bits_as_written(
+    db_url: str, tmp_path: Path
+) -> None:
+    _store(db_url, tmp_path)
+    result = CliRunner().invoke(app, ["pairs", "--db", db_url, "--format", "jsonl"])
+    assert result.exit_code == 0, result.output
+    (pair,) = [json.loads(line) for line in result.output.splitlines() if line.strip()]
+    assert pair["arguments"] == ARGUMENTS
+
+
+def test_the_trace_page_shows_integers_beyond_64_bits_as_written(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _store(db_url, tmp_path)
+    at = open_app(monkeypatch, db_url, page=pages.TRACE.script, params={"trace": "big-numbers"})
+    assert not at.exception
+    shown = "\n".join(str(c.value) for c in at.code)
+    assert f'"n": {BIG}' in shown
+    assert f'"m": {NEGATIVE}' in shown
+    assert f'"total": {BIG}' in shown
