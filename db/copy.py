@@ -34,10 +34,10 @@ A ClickHouse store plugs in as a third implementation, chosen by the URL's schem
 its own tables (one ``INSERT`` per batch into the Distributed table, so each batch makes one part
 per shard; rows keep their ids, and the trace id is the sharding key), and keeps the copy state in
 a small table of its own keyed by table name, written after each batch's insert (ClickHouse has no
-transaction over both, so a batch re-sent after an interruption is inserted again and must be
-idempotent there: a ReplacingMergeTree keyed by id, read without ``FINAL`` by ``LIMIT 1 BY id``, or
-the batch's id range deleted before it is written again); as a source it reads the same relational
-shape back, keyset-paginated by id. ``docs/clickhouse.md`` has the design.
+transaction over both, so on resume the batch after the recorded key may be in the target wholly,
+partly or not at all: the copy reads the ids the target already holds past that key, at most one
+batch of them, and sends only the rest); as a source it reads the same relational shape back,
+keyset-paginated by id. ``docs/clickhouse.md`` has the design.
 """
 
 from __future__ import annotations

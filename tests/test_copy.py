@@ -169,7 +169,7 @@ def test_a_copy_from_postgresql_to_sqlite_prints_every_table_and_an_identical_su
     engine = make_engine(target)
     with engine.connect() as conn:
         indexed = conn.exec_driver_sql("SELECT count(*) FROM messages_search_docsize").scalar()
-    # New traces imported into the copy get ids after the copied ones.
+    # The copy keeps what an import compares with: the real session read again is unchanged.
     again = import_paths(engine, [realdata / SESSION], incremental=False)
     engine.dispose()
     assert indexed == ROWS["messages"]
