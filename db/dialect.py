@@ -638,6 +638,24 @@ def index_search_rows(
         assert_never(kind)
 
 
+def index_search_id_range(conn: Connection, table: str, first: int, last: int) -> None:
+    """Add the searched text of ``table``'s rows with ids from ``first`` to ``last`` to the
+    content search (rows written by id, as ``toollens copy`` writes them; a no-op on
+    PostgreSQL, whose index follows the table)."""
+    kind = name_of(conn)
+    if kind == "sqlite":
+        column = SEARCHED_COLUMNS[table]
+        conn.exec_driver_sql(
+            f"INSERT INTO {search_table(table)}(rowid, {column}) SELECT id, "
+            f"substr({column}, 1, {SEARCH_TEXT_CHARS}) FROM {table} "
+            f"WHERE id BETWEEN {int(first)} AND {int(last)} AND {column} IS NOT NULL"
+        )
+    elif kind == "postgresql":
+        pass
+    else:
+        assert_never(kind)
+
+
 def unindex_search_rows(conn: Connection, table: str, trace_ids: Sequence[int]) -> None:
     """Take ``table``'s rows of ``trace_ids`` out of the content search; call it before the rows
     are deleted (SQLite reads the indexed text from them). A no-op on PostgreSQL."""

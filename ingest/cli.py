@@ -637,6 +637,59 @@ def prune_command(
     _confirm_deletion(_engine(db), imports_before(cutoff), yes)
 
 
+@app.command("copy")
+def copy_command(
+    source: Annotated[
+        str, typer.Option("--from", help="The store to copy: SQLite file or SQLAlchemy URL")
+    ],
+    target: Annotated[
+        str,
+        typer.Option("--to", help="An empty store (or one holding an unfinished copy) to fill"),
+    ],
+    batch_rows: Annotated[
+        int | None,
+        typer.Option("--batch-rows", min=1, help="Rows read and written per batch [default: 5000]"),
+    ] = None,
+) -> None:
+    """Copy a whole store to another engine (SQLite <-> PostgreSQL), ids kept; an interrupted
+    copy continues when run again. Prints the rows per table and checks that the target's
+    summary equals the source's (exit 1 when not)."""
+    from db.copy import BATCH_ROWS, CopyInterrupted, CopyRefused, copy_store
+
+    def progress(table: str, rows: int) -> None:
+        typer.echo(f"copied {table}: {rows:,} rows", err=True)
+
+    started = time.perf_counter()
+    try:
+        result = copy_store(source, target, batch_rows=batch_rows or BATCH_ROWS, progress=progress)
+    except CopyRefused as exc:
+        raise _usage_error(str(exc)) from None
+    except (KeyboardInterrupt, CopyInterrupted):
+        typer.echo(
+            "copy interrupted: the target keeps every batch written; run the same command "
+            "again to continue",
+            err=True,
+        )
+        raise typer.Exit(130) from None
+    seconds = time.perf_counter() - started
+    if result.resumed_rows:
+        typer.echo(f"resumed: {result.resumed_rows:,} rows had been copied before")
+    width = max(len(name) for name in result.counts)
+    typer.echo(f"{'table':<{width}}  {'source':>12}  {'target':>12}")
+    for name, (in_source, in_target) in result.counts.items():
+        mark = "" if in_source == in_target else "  DIFFERS"
+        typer.echo(f"{name:<{width}}  {in_source:>12,}  {in_target:>12,}{mark}")
+    typer.echo(f"copied {result.copied_rows:,} rows in {seconds:.1f} s")
+    if result.summary_differences:
+        typer.echo("summary: differs")
+        for line in result.summary_differences:
+            typer.echo(f"  {line}")
+    else:
+        typer.echo("summary: identical")
+    if result.summary_differences or not result.counts_match:
+        raise typer.Exit(1)
+
+
 @app.command("vacuum")
 def vacuum_command(db: DbOption = None) -> None:
     """Give the space of deleted rows back (SQLite: rewrites the file; PostgreSQL: VACUUM)."""

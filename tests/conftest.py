@@ -51,6 +51,7 @@ def pytest_report_header() -> list[str]:
         + (chromium_version() if browser is None else f"tests skip: {browser}"),
         "toollens: realdata "
         + (f"used from {REALDATA}" if REALDATA.is_dir() else f"tests skip: no {REALDATA}"),
+        _clickhouse_header(),
     ]
 
 
@@ -71,6 +72,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if runs_on_postgresql(item):
             item.add_marker(pytest.mark.pg)
+
+
+def _clickhouse_header() -> str:
+    """The ClickHouse cluster and the in-process engine: used, or why their tests skip."""
+    import importlib.util
+
+    problem = clickhouse_unavailable()
+    required = " (required)" if os.environ.get("TOOLLENS_REQUIRE_CLICKHOUSE") == "1" else ""
+    servers = ",".join(f"{h}:{p}" for h, p in clickhouse_addresses())
+    cluster = "used" if problem is None else f"tests skip: {problem}"
+    engine = "chdb used" if importlib.util.find_spec("chdb") else "chdb tests skip: not installed"
+    return f"toollens: ClickHouse cluster {servers}{required}: {cluster}; {engine}"
 
 
 @pytest.fixture(scope="session")
@@ -285,3 +298,136 @@ def browser() -> Iterator[Any]:
             yield chromium
         finally:
             chromium.close()
+
+
+# --- ClickHouse ----------------------------------------------------------------------------------
+# A real cluster of two servers on loopback (``.ci/clickhouse-cluster start``: two shards in the
+# cluster ``toollens``), found through ``TOOLLENS_TEST_CLICKHOUSE`` (``host:port,host:port``, the
+# native protocol; default: the script's ports). Without it the tests skip and say why, unless
+# ``TOOLLENS_REQUIRE_CLICKHOUSE=1`` (CI), where they fail. The in-process current engine (chdb,
+# an optional dev dependency) has its own fixture, which skips where it is not installed.
+
+#: The cluster's name in the servers' ``<remote_servers>``.
+CLICKHOUSE_CLUSTER = "toollens"
+DEFAULT_CLICKHOUSE = "127.0.0.1:19001,127.0.0.1:19002"
+
+
+def clickhouse_addresses() -> list[tuple[str, int]]:
+    """The cluster's servers, one per shard, as ``TOOLLENS_TEST_CLICKHOUSE`` gives them."""
+    value = os.environ.get("TOOLLENS_TEST_CLICKHOUSE") or DEFAULT_CLICKHOUSE
+    addresses = []
+    for item in value.split(","):
+        host, _, port = item.strip().rpartition(":")
+        addresses.append((host or "127.0.0.1", int(port)))
+    return addresses
+
+
+_clickhouse_problem: str | None = None
+_clickhouse_checked = False
+
+
+def clickhouse_unavailable() -> str | None:
+    """Why the ClickHouse cluster cannot be used (``None`` when every server answers and the
+    first one knows the cluster with one shard per server)."""
+    global _clickhouse_checked, _clickhouse_problem
+    if _clickhouse_checked:
+        return _clickhouse_problem
+    _clickhouse_checked = True
+    try:
+        from clickhouse_driver import Client
+    except ImportError:
+        _clickhouse_problem = "clickhouse-driver is not installed (pip install -e '.[dev]')"
+        return _clickhouse_problem
+    addresses = clickhouse_addresses()
+    for host, port in addresses:
+        client = Client(host=host, port=port, connect_timeout=2, send_receive_timeout=10)
+        try:
+            client.execute("SELECT 1")
+        except Exception as exc:
+            _clickhouse_problem = (
+                f"no ClickHouse server answers at {host}:{port} ({exc.__class__.__name__}; "
+                "start one with `.ci/clickhouse-cluster start`)"
+            )
+            return _clickhouse_problem
+        finally:
+            client.disconnect()
+    first = Client(host=addresses[0][0], port=addresses[0][1], connect_timeout=2)
+    try:
+        shards = first.execute(
+            "SELECT count() FROM system.clusters WHERE cluster = %(c)s",
+            {"c": CLICKHOUSE_CLUSTER},
+        )[0][0]
+    finally:
+        first.disconnect()
+    if shards != len(addresses):
+        _clickhouse_problem = (
+            f"the server at {addresses[0][0]}:{addresses[0][1]} has {shards} shards in cluster "
+            f"{CLICKHOUSE_CLUSTER!r}, {len(addresses)} servers were named"
+        )
+    return _clickhouse_problem
+
+
+class ClickHouseCluster:
+    """The test's view of the cluster: one client per shard, and a database of its own created
+    on every server (dropped afterwards), so tests running side by side never meet."""
+
+    def __init__(self, addresses: list[tuple[str, int]], database: str) -> None:
+        from clickhouse_driver import Client
+
+        self.cluster = CLICKHOUSE_CLUSTER
+        self.database = database
+        self.shards = [
+            Client(host=host, port=port, settings={"insert_distributed_sync": 1})
+            for host, port in addresses
+        ]
+
+    def on_every_shard(self, sql: str) -> None:
+        for client in self.shards:
+            client.execute(sql)
+
+    def execute(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """``sql`` on the first server (where a Distributed table reaches every shard)."""
+        return list(self.shards[0].execute(sql, params))
+
+    def insert(self, sql: str, rows: list[tuple[Any, ...]]) -> int:
+        """``INSERT … VALUES`` of ``rows`` through the first server; how many were written."""
+        return int(self.shards[0].execute(sql, rows))
+
+    def close(self) -> None:
+        for client in self.shards:
+            client.disconnect()
+
+
+@pytest.fixture
+def clickhouse_cluster() -> Iterator[ClickHouseCluster]:
+    """The running 2-shard cluster with a fresh database on each server; skips (or fails under
+    ``TOOLLENS_REQUIRE_CLICKHOUSE=1``) when it does not answer."""
+    problem = clickhouse_unavailable()
+    if problem is not None:
+        if os.environ.get("TOOLLENS_REQUIRE_CLICKHOUSE") == "1":
+            pytest.fail(f"TOOLLENS_REQUIRE_CLICKHOUSE=1 but {problem}")
+        pytest.skip(problem)
+    database = f"t_{uuid.uuid4().hex[:12]}"
+    cluster = ClickHouseCluster(clickhouse_addresses(), database)
+    cluster.on_every_shard(f"CREATE DATABASE {database}")
+    try:
+        yield cluster
+    finally:
+        cluster.on_every_shard(f"DROP DATABASE IF EXISTS {database}")
+        cluster.close()
+
+
+@pytest.fixture(scope="session")
+def chdb_session() -> Iterator[Any]:
+    """An in-process current ClickHouse engine (``chdb``, an optional dev dependency: about
+    half a gigabyte); skips when it is not installed. One per test process: chdb keeps one
+    engine per process."""
+    try:
+        from chdb import session
+    except ImportError:
+        pytest.skip("chdb is not installed (the in-process ClickHouse: pip install chdb)")
+    engine = session.Session()
+    try:
+        yield engine
+    finally:
+        engine.close()
