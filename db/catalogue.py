@@ -403,6 +403,7 @@ SIZES = Source(
     rollup=_table(RollupSizeRow),
     restrict=restrict_results,
     restrict_in_index=restrict_results_in_index,
+    keys={"tokens": r.tokens},
 )
 SIZE_TOOL = Dimension("tool", SIZES, r.tool, sr.tool, steer=True)
 SIZE_RESULTS = Measure("results", SIZES)
@@ -426,6 +427,7 @@ INPUT_SHARES = Source(
     restrict=restrict_results,
     restrict_in_index=restrict_results_in_index,
     where=(r.read_input_tokens > 0,),
+    keys={"bin": input_share_bin()},
 )
 #: The :data:`db.queries.common.INPUT_SHARE_BINS` index of the share of that input.
 INPUT_SHARE = Dimension("bin", INPUT_SHARES, input_share_bin(), rs.bin)
