@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import ColumnElement, Table, and_, case, false, func, literal
+from sqlalchemy import ColumnElement, Table, and_, case, false, func, literal, or_, true
 
 from db.contract.vocabulary import PAIR_STATES, STATUSES
 from db.filters import (
@@ -44,15 +44,19 @@ from db.queries.common import (
     corrected_result,
     effective_error_type,
     effective_verdict,
+    input_share_bin,
     next_call_outcome,
     total,
+    unpaired_result,
 )
 from db.schema import (
     FindingRow,
     RollupCallRow,
     RollupFindingRow,
     RollupFingerprintRow,
+    RollupInputShareRow,
     RollupResultRow,
+    RollupSizeRow,
     RollupTraceRow,
     ToolCallRow,
     ToolResultRow,
@@ -99,7 +103,8 @@ class Source:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Dimension:
-    """A value figures are grouped by."""
+    """A value figures are grouped by (``rollup`` ``None``: one the rollup does not keep, read
+    from the base tables)."""
 
     name: str
     source: Source
@@ -123,7 +128,9 @@ class Condition:
     name: str
     source: Source
     base: ColumnElement[bool]
-    rollup: ColumnElement[bool]
+    #: ``None``: the rollup does not keep it (a request under it reads the base tables; a
+    #: measure counted under it gives its own rollup form).
+    rollup: ColumnElement[bool] | None
     #: The rows it selects are a small subset with an index of its own (errors, verdicts,
     #: advice, corrections, loops): the filters are tested in that index (``db.planner``).
     indexed: bool = False
@@ -133,7 +140,9 @@ class Condition:
             f"{self.name} & {other.name}",
             self.source,
             and_(self.base, other.base),
-            and_(self.rollup, other.rollup),
+            None
+            if self.rollup is None or other.rollup is None
+            else and_(self.rollup, other.rollup),
             self.indexed or other.indexed,
         )
 
@@ -147,7 +156,8 @@ class Measure:
     aggregate of a value.
 
     The rollup form of a count sums the rollup's count column; ``rollup`` overrides the rollup
-    aggregate where the rollup keeps a figure of its own (distinct traces, a sum it stores).
+    aggregate where the rollup keeps a figure of its own (distinct traces, a sum it stores): a
+    function of the request's filters (the column may depend on them) to the aggregate.
     """
 
     name: str
@@ -156,7 +166,7 @@ class Measure:
     #: ``(base, rollup)`` expressions of the aggregated value (not for ``count``).
     value: tuple[Any, Any] | None = None
     when: Condition | None = None
-    rollup: Any = None
+    rollup: Callable[[Filters], Any] | None = None
     #: The rollup form is exact only grouped by this dimension (a count of distinct traces that
     #: the rollup keeps per value of it).
     needs: Dimension | None = None
@@ -355,6 +365,75 @@ NAME_MISMATCHES = Measure(
     when=Condition("name mismatch", RESULTS, r.name_mismatch.is_(True), rr.name_mismatch.is_(True)),
 )
 
+#: Tool Messages no call shows as its answer (an orphan, a duplicate, one before its call).
+LONE_RESULT = Condition(
+    "lone",
+    RESULTS,
+    unpaired_result,
+    or_(rr.pair_state.in_(("orphan_result", "duplicate_result")), rr.unanswered.is_(True)),
+)
+
+
+def result_pair_state(state: str) -> Condition:
+    """Tool Messages of pair state ``state``."""
+    return Condition(f"pair state {state}", RESULTS, r.pair_state == state, rr.pair_state == state)
+
+
+#: Tool Messages carrying images (the rollup keeps their count and tokens, not the condition).
+HAS_IMAGES = Condition("images", RESULTS, r.image_tokens > 0, None)
+WITH_IMAGES = Measure("results", RESULTS, when=HAS_IMAGES, rollup=lambda _f: total(rr.with_images))
+IMAGE_TOKENS = Measure(
+    "image_tokens",
+    RESULTS,
+    "sum",
+    (r.image_tokens, rr.image_tokens),
+    when=HAS_IMAGES,
+    rollup=lambda _f: total(rr.image_tokens),
+)
+
+
+# --- Token sizes ------------------------------------------------------------------------------
+
+sr = RollupSizeRow
+
+#: Tool Messages by their token count (the rollup keeps one row per distinct count and tool).
+SIZES = Source(
+    "sizes",
+    base=ToolResultRow,
+    rollup=_table(RollupSizeRow),
+    restrict=restrict_results,
+    restrict_in_index=restrict_results_in_index,
+    keys={"tokens": r.tokens},
+)
+SIZE_TOOL = Dimension("tool", SIZES, r.tool, sr.tool, steer=True)
+SIZE_RESULTS = Measure("results", SIZES)
+
+
+def over_budget(budget: int) -> Measure:
+    """Tool Messages of more than ``budget`` tokens."""
+    above = Condition(f"tokens > {budget}", SIZES, r.tokens > budget, sr.tokens > budget)
+    return Measure("over", SIZES, when=above)
+
+
+# --- Input shares -----------------------------------------------------------------------------
+
+rs = RollupInputShareRow
+
+#: Tool Messages whose trace reported the input tokens of the model call that read them.
+INPUT_SHARES = Source(
+    "input_shares",
+    base=ToolResultRow,
+    rollup=_table(RollupInputShareRow),
+    restrict=restrict_results,
+    restrict_in_index=restrict_results_in_index,
+    where=(r.read_input_tokens > 0,),
+    keys={"bin": input_share_bin()},
+)
+#: The :data:`db.queries.common.INPUT_SHARE_BINS` index of the share of that input.
+INPUT_SHARE = Dimension("bin", INPUT_SHARES, input_share_bin(), rs.bin)
+INPUT_SHARE_TOOL = Dimension("tool", INPUT_SHARES, r.tool, rs.tool, steer=True)
+INPUT_SHARE_RESULTS = Measure("results", INPUT_SHARES)
+
 
 # --- Tool calls -------------------------------------------------------------------------------
 
@@ -389,6 +468,17 @@ def capped_occurrence(cap: int) -> Dimension:
         values=tuple(range(1, cap + 1)),
     )
 
+
+def call_pair_state(state: str) -> Condition:
+    """Calls of pair state ``state``."""
+    return Condition(f"pair state {state}", CALLS, c.pair_state == state, cr.pair_state == state)
+
+
+#: Calls in an A-B-A-B ping-pong (the predicate of their partial index).
+PING_PONG = Condition(
+    "ping-pong", CALLS, c.ping_pong == true(), cr.ping_pong.is_(True), indexed=True
+)
+PING_PONG_CALLS = Measure("calls", CALLS, when=PING_PONG)
 
 REUSED_IDS = Measure(
     "reused_id",
@@ -444,7 +534,7 @@ FINGERPRINT_TRACES = Measure(
     FINGERPRINTS,
     "distinct",
     (r.trace_id, None),
-    rollup=lambda: total(fp.traces),
+    rollup=lambda _f: total(fp.traces),
     needs=FINGERPRINT,
 )
 #: Distinct fingerprints among the errors.
@@ -453,7 +543,7 @@ FINGERPRINT_COUNT = Measure(
     FINGERPRINTS,
     "distinct",
     (r.fingerprint, None),
-    rollup=lambda: func.count(fp.fingerprint.distinct()),
+    rollup=lambda _f: func.count(fp.fingerprint.distinct()),
 )
 
 
@@ -474,6 +564,23 @@ FINDING_TOOL = Dimension("tool", FINDINGS, FindingRow.tool, fr.tool, steer=True)
 FINDING_KIND = Dimension("kind", FINDINGS, FindingRow.name, fr.kind)
 FINDINGS_N = Measure("n", FINDINGS)
 ON_A_TOOL = Condition("on a tool", FINDINGS, FindingRow.tool.is_not(None), fr.tool.is_not(None))
+#: Traces with the kind: the rollup counts each trace once per kind (on its first tool), and
+#: once per tool and kind (read under a tool filter). Read by kind alone.
+FINDING_TRACES = Measure(
+    "traces",
+    FINDINGS,
+    "distinct",
+    (FindingRow.trace_id, None),
+    rollup=lambda f: total(fr.traces_tool if f.tool else fr.traces_kind),
+    needs=FINDING_KIND,
+)
+#: Tools with a finding.
+FINDING_TOOLS = Measure("tools", FINDINGS, "distinct", (FindingRow.tool, fr.tool))
+
+
+def finding_kind(kind: str) -> Condition:
+    """Findings of ``kind``."""
+    return Condition(f"kind {kind}", FINDINGS, FindingRow.name == kind, fr.kind == kind)
 
 
 # --- Traces -----------------------------------------------------------------------------------
@@ -488,13 +595,37 @@ TRACES = Source(
     restrict_in_index=restrict_traces,
     every_trace_row=True,
 )
-TRACES_N = Measure("traces", TRACES, "count", rollup=lambda: func.sum(tr.n))
+TRACES_N = Measure("traces", TRACES, "count", rollup=lambda _f: func.sum(tr.n))
+TOTAL_TOKENS = Measure("total_tokens", TRACES, "sum", (TraceRow.total_tokens, tr.total_tokens))
+TOOL_RESULT_TOKENS = Measure(
+    "tool_result_tokens", TRACES, "sum", (TraceRow.tool_result_tokens, tr.tool_result_tokens)
+)
+#: How a trace's tokens were counted (``exact``, ``estimate``).
+TOKEN_COUNT_KIND = Dimension("token_counts", TRACES, TraceRow.token_counts, tr.token_counts)
+#: Traces that report tokens (the rollup's share bin is NULL for the others).
+HAS_TOKENS = Condition("tokens", TRACES, TraceRow.total_tokens > 0, tr.share_bin.is_not(None))
+
+
+def share_bin(bins: int) -> Dimension:
+    """A trace's share of its tokens spent on tool results, in ``bins`` bins (a share of 1.0,
+    or an inconsistent count above it, in the last): read under :data:`HAS_TOKENS`. The
+    rollup keeps tenths."""
+    raw = (TraceRow.tool_result_tokens * bins) // TraceRow.total_tokens
+    return Dimension(
+        "bin",
+        TRACES,
+        case((raw >= bins, bins - 1), else_=raw),
+        tr.share_bin if bins == 10 else None,
+        within=HAS_TOKENS,
+    )
+
+
 MESSAGES = Measure(
     "messages",
     TRACES,
     "sum",
     (TraceRow.message_count, tr.messages),
-    rollup=lambda: func.sum(tr.messages),
+    rollup=lambda _f: func.sum(tr.messages),
 )
 
 
@@ -525,11 +656,20 @@ ENTRIES: dict[str, tuple[tuple[Dimension, ...], tuple[Measure, ...]]] = {
             NAME_MISMATCHES,
             Measure("advised", RESULTS, when=ADVISED),
             Measure("corrected", RESULTS, when=CORRECTED),
+            Measure("lone", RESULTS, when=LONE_RESULT),
+            WITH_IMAGES.named("with_images"),
+            IMAGE_TOKENS,
         ),
     ),
     CALLS.name: (
         (CALL_TOOL, CALL_PAIR_STATE, capped_occurrence(10)),
-        (CALLS_N, REUSED_IDS, loop_signatures(2), late_call_count(3)),
+        (
+            CALLS_N,
+            REUSED_IDS,
+            PING_PONG_CALLS.named("ping_pong"),
+            loop_signatures(2),
+            late_call_count(3),
+        ),
     ),
     FINGERPRINTS.name: (
         (FINGERPRINT, FINGERPRINT_TOOL, FINGERPRINT_ERROR_TYPE),
@@ -541,8 +681,13 @@ ENTRIES: dict[str, tuple[tuple[Dimension, ...], tuple[Measure, ...]]] = {
             highest(FINGERPRINT_ERROR_TYPE, "last_type"),
         ),
     ),
-    FINDINGS.name: ((FINDING_TOOL, FINDING_KIND), (FINDINGS_N,)),
-    TRACES.name: ((), (TRACES_N, MESSAGES)),
+    FINDINGS.name: ((FINDING_TOOL, FINDING_KIND), (FINDINGS_N, FINDING_TRACES, FINDING_TOOLS)),
+    TRACES.name: (
+        (TOKEN_COUNT_KIND, share_bin(10)),
+        (TRACES_N, MESSAGES, TOTAL_TOKENS, TOOL_RESULT_TOKENS),
+    ),
+    SIZES.name: ((SIZE_TOOL,), (SIZE_RESULTS, over_budget(1000))),
+    INPUT_SHARES.name: ((INPUT_SHARE, INPUT_SHARE_TOOL), (INPUT_SHARE_RESULTS,)),
 }
 
 

@@ -52,11 +52,12 @@ def _when(m: Measure, where: Sequence[Condition]) -> Condition | None:
     return None if m.when is None or m.when in where else m.when
 
 
-def _rollup_measure(m: Measure, grouped: bool, where: Sequence[Condition]) -> Any:
+def _rollup_measure(m: Measure, grouped: bool, where: Sequence[Condition], filters: Filters) -> Any:
     when = _when(m, where)
     if m.rollup is not None:
-        expr = m.rollup()
+        expr = m.rollup(filters)
     elif m.aggregate == "count":
+        assert when is None or when.rollup is not None, f"{m.name} needs a rollup form"
         expr = total(m.source.rollup.c.n, None if when is None else when.rollup)
     else:
         assert m.value is not None
@@ -69,8 +70,9 @@ def _rollup_measure(m: Measure, grouped: bool, where: Sequence[Condition]) -> An
             expr = func.max(value)
         else:
             expr = func.count(value.distinct())
-    if not grouped and m.aggregate in ("count", "sum"):
-        # A sum over no rows is NULL where the base tables count 0.
+    if m.aggregate == "sum" or (not grouped and m.aggregate == "count"):
+        # A sum over no rows is NULL where the base tables count 0 (and a sum is 0 over no
+        # rows in both forms).
         expr = func.coalesce(expr, 0)
     return expr
 
@@ -94,6 +96,25 @@ def _base_measure(m: Measure, where: Sequence[Condition], *also: Any) -> Any:
         else:
             expr = func.count(value.distinct())
     return expr if when is None else expr.filter(when)
+
+
+def _rolled_up(by: Sequence[Dimension], where: Sequence[Condition]) -> bool:
+    """Whether the rollup keeps every dimension and condition of a request (a bin width or a
+    condition it does not store is read from the base tables)."""
+    return all(d.rollup is not None for d in by) and all(c.rollup is not None for c in where)
+
+
+def _shared_when(
+    measures: Sequence[Measure], by: Sequence[Dimension], where: Sequence[Condition]
+) -> list[Condition]:
+    """An ungrouped request whose measures all count under one condition reads only the rows
+    where it holds (a WHERE, off its index where it has one), not every row filtered per
+    measure: the condition, or nothing."""
+    whens = {id(m.when): m.when for m in measures}
+    if by or not measures or len(whens) != 1:
+        return []
+    when = next(iter(whens.values()))
+    return [] if when is None or when in where else [when]
 
 
 def _ordered(stmt: Any, labels: dict[str, Any], order: Sequence[Order]) -> Any:
@@ -122,23 +143,30 @@ def statement(
     for m in measures:
         if m.needs is not None and m.needs not in by:
             raise ValueError(f"{m.name} is counted per {m.needs.name} only")
-    at = scope(conn, source.rollup, filters, tool="all" if source.every_trace_row else "tool")
+    at = (
+        scope(conn, source.rollup, filters, tool="all" if source.every_trace_row else "tool")
+        if _rolled_up(by, where)
+        else None
+    )
     labels: dict[str, Any] = {}
     if at is not None:
         keys = [d.rollup for d in by]
         for d, key in zip(by, keys, strict=True):
             labels[d.name] = key.label(d.name)
         for m in measures:
-            labels[m.name] = _rollup_measure(m, bool(by), where).label(m.name)
-        stmt: Any = select(*labels.values()).where(*at, *(c.rollup for c in where))
+            labels[m.name] = _rollup_measure(m, bool(by), where, filters).label(m.name)
+        stmt: Any = select(*labels.values()).where(
+            *at, *(c.rollup for c in where if c.rollup is not None)
+        )
     else:
+        where = [*where, *_shared_when(measures, by, where)]
         subset = source.indexed or any(c.indexed for c in where)
         keys = [grouping_key(d.base) if d.steer and subset else d.base for d in by]
         for d, key in zip(by, keys, strict=True):
             labels[d.name] = key.label(d.name)
         for m in measures:
             expr = _base_measure(m, where)
-            if not by and m.aggregate == "sum":
+            if m.aggregate == "sum":
                 expr = func.coalesce(expr, 0)
             labels[m.name] = expr.label(m.name)
         restrict = source.restrict_in_index if subset else source.restrict

@@ -53,7 +53,6 @@ from db import catalogue, dialect, value_buckets
 from db.queries.common import (
     COUNTED_FINDING,
     effective_error_type,
-    input_share_bin,
 )
 from db.schema import (
     FindingRow,
@@ -155,22 +154,27 @@ def _of(column: Any, ids: Any) -> Any:
 IDS: Any = bindparam("ids", expanding=True)
 
 
-def _results(ids: Sequence[int] | None) -> Any:
-    # Grouped by the catalogue's keys of the results rollup, summed as it declares.
-    keys = (r.tool, *catalogue.RESULTS.keys.values())
-    return (
-        select(r.trace_id, *keys, *catalogue.RESULT_SUMS.values())
-        .where(_of(r.trace_id, ids))
-        .group_by(r.trace_id, *keys)
-    )
+def _by_keys(
+    source: catalogue.Source, tool: Any, sums: Sequence[Any] = (func.count(),)
+) -> Callable[[Sequence[int] | None], Any]:
+    """The contributions of a rollup counted by its catalogue source's keys: the source's base
+    rows (where its condition holds) grouped per trace, ``tool`` and the keys, with ``sums``
+    (``n`` first). What the upkeep stores and what a read expects are one declaration."""
+    trace_id = source.base.trace_id
+    keys = (tool, *source.keys.values())
+
+    def contributions(ids: Sequence[int] | None) -> Any:
+        return (
+            select(trace_id, *keys, *sums)
+            .where(_of(trace_id, ids), *source.where)
+            .group_by(trace_id, *keys)
+        )
+
+    return contributions
 
 
-def _sizes(ids: Sequence[int] | None) -> Any:
-    return (
-        select(r.trace_id, r.tool, r.tokens, func.count())
-        .where(_of(r.trace_id, ids))
-        .group_by(r.trace_id, r.tool, r.tokens)
-    )
+_results = _by_keys(catalogue.RESULTS, r.tool, tuple(catalogue.RESULT_SUMS.values()))
+_sizes = _by_keys(catalogue.SIZES, r.tool)
 
 
 def _durations(ids: Sequence[int] | None) -> Any:
@@ -183,13 +187,7 @@ def _durations(ids: Sequence[int] | None) -> Any:
     )
 
 
-def _calls(ids: Sequence[int] | None) -> Any:
-    keys = (c.tool_name, *catalogue.CALLS.keys.values())
-    return (
-        select(c.trace_id, *keys, func.count())
-        .where(_of(c.trace_id, ids))
-        .group_by(c.trace_id, *keys)
-    )
+_calls = _by_keys(catalogue.CALLS, c.tool_name)
 
 
 def _signatures(ids: Sequence[int] | None) -> Any:
@@ -327,13 +325,7 @@ def _activity(ids: Sequence[int] | None) -> Any:
     )
 
 
-def _input_shares(ids: Sequence[int] | None) -> Any:
-    share = input_share_bin()
-    return (
-        select(r.trace_id, r.tool, share, func.count())
-        .where(_of(r.trace_id, ids), r.read_input_tokens > 0)
-        .group_by(r.trace_id, r.tool, share)
-    )
+_input_shares = _by_keys(catalogue.INPUT_SHARES, r.tool)
 
 
 def _table(model: Any) -> Table:
@@ -374,7 +366,7 @@ ROLLUPS: dict[str, Rollup] = {
         Rollup(
             _table(RollupSizeRow),
             SINGLE_GRAINS,
-            ("tokens",),
+            tuple(catalogue.SIZES.keys),
             ("n",),
             _sizes,
             by_value=True,
@@ -453,7 +445,14 @@ ROLLUPS: dict[str, Rollup] = {
             source="rollup_activity",
             derive=_day_of_hour,
         ),
-        Rollup(_table(RollupInputShareRow), GRAINS, ("bin",), ("n",), _input_shares, additive=True),
+        Rollup(
+            _table(RollupInputShareRow),
+            GRAINS,
+            tuple(catalogue.INPUT_SHARES.keys),
+            ("n",),
+            _input_shares,
+            additive=True,
+        ),
         Rollup(
             _table(RollupFingerprintRow),
             GRAINS,

@@ -13,12 +13,21 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import ColumnElement, Engine, String, and_, case, cast, func, literal, select
 
+from db import figures
+from db.catalogue import (
+    FINDING_KIND,
+    FINDING_TOOL,
+    FINDING_TOOLS,
+    FINDING_TRACES,
+    FINDINGS_N,
+    ON_A_TOOL,
+    finding_kind,
+)
 from db.contract.vocabulary import FINDING_KINDS, finding_level, finding_message
 from db.filters import NO_FILTERS, Filters, restrict_findings, restrict_rows
 from db.planner import bounded_walks
-from db.queries.common import COUNTED_FINDING, TRACE, result_pair_key, to_frame, total
-from db.rollup_read import FINDINGS, scope
-from db.schema import FindingRow, RollupFindingRow, ToolCallRow, ToolResultRow, aliased
+from db.queries.common import TRACE, result_pair_key, to_frame
+from db.schema import FindingRow, ToolCallRow, ToolResultRow, aliased
 
 #: Columns of :func:`finding_occurrences`.
 OCCURRENCE_COLUMNS: tuple[str, ...] = (
@@ -32,32 +41,11 @@ def finding_kind_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.Dat
     Columns: ``kind``, ``level`` (``error`` / ``warning``), ``occurrences``, ``traces`` (traces
     with at least one), ``tools`` (tools with at least one).
     """
-    stmt = restrict_findings(
-        select(
-            FindingRow.name,
-            func.count(),
-            func.count(FindingRow.trace_id.distinct()),
-            func.count(FindingRow.tool.distinct()),
-        )
-        .where(COUNTED_FINDING)
-        .group_by(FindingRow.name),
-        filters,
-    )
     with engine.connect() as conn:
-        at = scope(conn, FINDINGS, filters)
-        if at is not None:
-            fr = RollupFindingRow
-            stmt = (
-                select(
-                    fr.kind,
-                    total(fr.n),
-                    total(fr.traces_tool if filters.tool else fr.traces_kind),
-                    func.count(fr.tool.distinct()),
-                )
-                .where(*at)
-                .group_by(fr.kind)
-            )
-        found = {str(name): (int(n), int(t), int(u)) for name, n, t, u in conn.execute(stmt)}
+        rows = figures.rows(
+            conn, [FINDINGS_N, FINDING_TRACES, FINDING_TOOLS], [FINDING_KIND], filters=filters
+        )
+    found = {str(name): (int(n), int(t), int(u)) for name, n, t, u in rows}
     kinds = list(FINDING_KINDS) + sorted(set(found) - set(FINDING_KINDS))
     return pd.DataFrame(
         {
@@ -73,28 +61,14 @@ def finding_kind_counts(engine: Engine, filters: Filters = NO_FILTERS) -> pd.Dat
 def finding_counts_by_tool(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
     """Occurrences per tool and kind: ``tool``, ``kind``, ``occurrences`` (the tool scorecard's
     counts per kind), by tool then vocabulary order."""
-    stmt = restrict_findings(
-        select(
-            FindingRow.tool.label("tool"),
-            FindingRow.name.label("kind"),
-            func.count().label("occurrences"),
-        )
-        .where(COUNTED_FINDING, FindingRow.tool.is_not(None))
-        .group_by(FindingRow.tool, FindingRow.name),
-        filters,
-    )
     with engine.connect() as conn:
-        at = scope(conn, FINDINGS, filters)
-        if at is not None:
-            fr = RollupFindingRow
-            stmt = (
-                select(
-                    fr.tool.label("tool"), fr.kind.label("kind"), total(fr.n).label("occurrences")
-                )
-                .where(*at, fr.tool.is_not(None))
-                .group_by(fr.tool, fr.kind)
-            )
-        df = to_frame(conn, stmt)
+        df = figures.read(
+            conn,
+            [FINDINGS_N.named("occurrences")],
+            [FINDING_TOOL, FINDING_KIND],
+            [ON_A_TOOL],
+            filters,
+        )
     order = {kind: i for i, kind in enumerate(FINDING_KINDS)}
     df["_order"] = df["kind"].map(lambda k: order.get(k, len(order)))
     df = df.sort_values(["tool", "_order", "kind"]).drop(columns="_order")
@@ -170,15 +144,8 @@ def finding_occurrence_count(engine: Engine, kind: str, filters: Filters = NO_FI
     """How many occurrences of ``kind`` :func:`finding_occurrences` pages through: the kind's
     counted findings, from the findings rollup where it answers the filters (counted from the
     findings' rows, a frequent kind is a read of every one of its rows)."""
-    stmt = restrict_findings(
-        select(func.count()).select_from(FindingRow).where(*_of_kind(kind)), filters
-    )
     with engine.connect() as conn:
-        at = scope(conn, FINDINGS, filters)
-        if at is not None:
-            fr = RollupFindingRow
-            stmt = select(total(fr.n)).where(*at, fr.kind == kind)
-        return int(conn.execute(stmt).scalar_one() or 0)
+        return figures.counts(conn, [FINDINGS_N], [finding_kind(kind)], filters)["n"]
 
 
 def finding_occurrences(

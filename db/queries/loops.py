@@ -13,12 +13,13 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection, Engine, Select, Text, and_, cast, func, select, true
 
+from db import figures
+from db.catalogue import PING_PONG_CALLS
 from db.filters import NO_FILTERS, Filters
 from db.planner import grouping_key, restrict_calls_in_index
 from db.queries.common import TRACE, to_frame, total
-from db.rollup_read import CALLS, SIGNATURES, TRACES, scope
+from db.rollup_read import SIGNATURES, TRACES, scope
 from db.schema import (
-    RollupCallRow,
     RollupSignatureRow,
     RollupTraceRow,
     ToolCallRow,
@@ -241,16 +242,10 @@ def loops_by_tool(
 
 def ping_pong_calls(engine: Engine, filters: Filters = NO_FILTERS) -> int:
     """How many calls are part of an A-B-A-B ping-pong between two signatures."""
-    # Off the small partial index of ping-pong calls, filtered where it lies.
-    stmt = restrict_calls_in_index(
-        select(func.count()).where(ToolCallRow.ping_pong == true()), filters
-    )
+    # (On the base tables, off the small partial index of ping-pong calls, filtered where it
+    # lies.)
     with engine.connect() as conn:
-        at = scope(conn, CALLS, filters)
-        if at is not None:
-            cr = RollupCallRow
-            stmt = select(func.coalesce(total(cr.n), 0)).where(*at, cr.ping_pong.is_(True))
-        return int(conn.execute(stmt).scalar_one())
+        return figures.counts(conn, [PING_PONG_CALLS], filters=filters)["calls"]
 
 
 def ping_pong_traces(

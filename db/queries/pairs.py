@@ -43,17 +43,24 @@ from sqlalchemy import (
     union_all,
 )
 
+from db import figures
 from db.arrow_read import UTC_MICROSECONDS, conform, stream_range_tables
+from db.catalogue import (
+    CALLS_N,
+    ERROR_TYPE,
+    HAS_ERROR_TYPE,
+    IS_ERROR,
+    LONE_RESULT,
+    RESULTS_N,
+    call_pair_state,
+    result_pair_state,
+)
 from db.contract.rows import PREVIEW_BREAKS, PREVIEW_CHARS
 from db.contract.vocabulary import CALL_KINDS, PAIR_STATES, STATUSES, VERDICTS
 from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
-from db.planner import restrict_results_in_index
-from db.queries.common import effective_error_type, effective_verdict, total, unpaired_result
-from db.rollup_read import CALLS, RESULTS, scope
+from db.queries.common import effective_error_type, effective_verdict, unpaired_result
 from db.schema import (
     FindingRow,
-    RollupCallRow,
-    RollupResultRow,
     ToolCallRow,
     ToolResultRow,
     TraceRow,
@@ -348,26 +355,24 @@ def count_pairs(engine: Engine, filters: Filters = NO_FILTERS, query: PairQuery 
 
     Without conditions on the pairs but their state, a sum of rollup rows (the calls, and the
     Tool Messages no call shows as its answer) where the filters allow."""
-    stmt = select(
-        _call_rows(filters, query, count=True).scalar_subquery(),
-        _lone_result_rows(filters, query, count=True).scalar_subquery(),
-    )
+    state = query.pair_state
     with engine.connect() as conn:
-        plain = replace(query, pair_state=None, sort="trace", descending=False) == ALL_PAIRS
-        calls_at = scope(conn, CALLS, filters) if plain else None
-        results_at = scope(conn, RESULTS, filters) if plain else None
-        if calls_at is not None and results_at is not None:
-            cr, rr = RollupCallRow, RollupResultRow
-            state = query.pair_state
-            lone = or_(rr.pair_state.in_(("orphan_result", "duplicate_result")), rr.unanswered)
-            stmt = select(
-                select(func.coalesce(total(cr.n), 0))
-                .where(*calls_at, *([cr.pair_state == state] if state else []))
-                .scalar_subquery(),
-                select(func.coalesce(total(rr.n), 0))
-                .where(*results_at, lone, *([rr.pair_state == state] if state else []))
-                .scalar_subquery(),
-            )
+        if replace(query, pair_state=None, sort="trace", descending=False) == ALL_PAIRS:
+            # Calls and lone Tool Messages of the state: catalogued figures.
+            calls = figures.counts(
+                conn, [CALLS_N], [call_pair_state(state)] if state else [], filters
+            )["calls"]
+            lone = figures.counts(
+                conn,
+                [RESULTS_N],
+                [LONE_RESULT, *([result_pair_state(state)] if state else [])],
+                filters,
+            )["results"]
+            return calls + lone
+        stmt = select(
+            _call_rows(filters, query, count=True).scalar_subquery(),
+            _lone_result_rows(filters, query, count=True).scalar_subquery(),
+        )
         calls, lone_results = conn.execute(stmt).one()
     return int(calls) + int(lone_results)
 
@@ -801,28 +806,19 @@ def pair_choices(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, lis
     ``pair_state``, ``verdict`` and ``kind``."""
     # Only error results have an error type: the distinct ones come off the errors index,
     # filtered where they lie.
-    stmt: Any = restrict_results_in_index(
-        select(effective_error_type)
-        .where(ToolResultRow.status == "error", effective_error_type.is_not(None))
-        .distinct()
-        .order_by(effective_error_type)
-        .limit(ERROR_TYPE_CHOICES),
-        filters,
-    )
+    # (On the rollup, the distinct types of the filters' grain rows: a few thousand instead of
+    # every error's index entry.)
     with engine.connect() as conn:
-        at = scope(conn, RESULTS, filters)
-        if at is not None:
-            # The results rollup keys its rows by the effective error type: the distinct ones
-            # of the filters' grain rows, a few thousand instead of every error's index entry.
-            rr = RollupResultRow
-            stmt = (
-                select(rr.error_type)
-                .where(*at, rr.status == "error", rr.error_type.is_not(None))
-                .distinct()
-                .order_by(rr.error_type)
-                .limit(ERROR_TYPE_CHOICES)
-            )
-        error_types = [str(v) for v in conn.execute(stmt).scalars()]
+        found = figures.rows(
+            conn,
+            [],
+            [ERROR_TYPE],
+            [IS_ERROR, HAS_ERROR_TYPE],
+            filters,
+            order=[("error_type", False)],
+            limit=ERROR_TYPE_CHOICES,
+        )
+    error_types = [str(v) for (v,) in found]
     return {
         "status": list(STATUSES),
         "error_type": error_types,

@@ -10,31 +10,38 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, and_, case, func, select
+from sqlalchemy import Engine, and_, func, select
 
+from db import figures
+from db.catalogue import (
+    HAS_TOKENS,
+    IMAGE_TOKENS,
+    INPUT_SHARE,
+    INPUT_SHARE_RESULTS,
+    SIZE_RESULTS,
+    TOKEN_COUNT_KIND,
+    TOOL_RESULT_TOKENS,
+    TOTAL_TOKENS,
+    TRACES_N,
+    WITH_IMAGES,
+    over_budget,
+    share_bin,
+)
 from db.contract.vocabulary import TOKEN_COUNTS
-from db.filters import NO_FILTERS, Filters, restrict_results, restrict_traces
+from db.filters import NO_FILTERS, Filters, restrict_results
 from db.planner import walked_result_ids
 from db.queries.common import (
     INPUT_SHARE_BINS,
     TRACE,
-    input_share_bin,
     result_pair_key,
     to_frame,
-    total,
 )
 from db.queries.histograms import tool_token_counts
 from db.queries.ranks import group_ranks, group_sums
-from db.rollup_read import INPUT_SHARES, RESULTS, SIZES, TRACES, scope
 from db.schema import (
     ImportRun,
     MessageRow,
-    RollupInputShareRow,
-    RollupResultRow,
-    RollupSizeRow,
-    RollupTraceRow,
     ToolResultRow,
-    TraceRow,
 )
 
 #: Characters of a Tool Message shown beside its size.
@@ -103,22 +110,9 @@ def quantiles_from_counts(counts: pd.DataFrame) -> pd.DataFrame:
 
 def budget_excess(engine: Engine, budget: int, filters: Filters = NO_FILTERS) -> tuple[int, int]:
     """(results over ``budget`` tokens, all results) among the filtered Tool Messages."""
-    stmt = restrict_results(
-        select(
-            func.coalesce(func.sum(case((ToolResultRow.tokens > budget, 1), else_=0)), 0),
-            func.count(),
-        ),
-        filters,
-    )
     with engine.connect() as conn:
-        at = scope(conn, SIZES, filters)
-        if at is not None:
-            s = RollupSizeRow
-            stmt = select(
-                func.coalesce(total(s.n, s.tokens > budget), 0), func.coalesce(total(s.n), 0)
-            ).where(*at)
-        over, results = conn.execute(stmt).one()
-    return int(over), int(results)
+        found = figures.counts(conn, [over_budget(budget), SIZE_RESULTS], filters=filters)
+    return found["over"], found["results"]
 
 
 def biggest_results(
@@ -175,29 +169,8 @@ def _biggest(top: Any) -> Any:
 
 def tool_result_share(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, int]:
     """Token totals of the filtered traces: ``traces``, ``total_tokens``, ``tool_result_tokens``."""
-    stmt = restrict_traces(
-        select(
-            func.count(),
-            func.coalesce(func.sum(TraceRow.total_tokens), 0),
-            func.coalesce(func.sum(TraceRow.tool_result_tokens), 0),
-        ),
-        filters,
-    )
     with engine.connect() as conn:
-        at = scope(conn, TRACES, filters, tool="all")
-        if at is not None:
-            tr = RollupTraceRow
-            stmt = select(
-                func.coalesce(total(tr.n), 0),
-                func.coalesce(total(tr.total_tokens), 0),
-                func.coalesce(total(tr.tool_result_tokens), 0),
-            ).where(*at)
-        traces, all_tokens, tool = conn.execute(stmt).one()
-    return {
-        "traces": int(traces),
-        "total_tokens": int(all_tokens),
-        "tool_result_tokens": int(tool),
-    }
+        return figures.counts(conn, [TRACES_N, TOTAL_TOKENS, TOOL_RESULT_TOKENS], filters=filters)
 
 
 def trace_share_histogram(
@@ -208,26 +181,9 @@ def trace_share_histogram(
     Columns: ``share_from``, ``share_to`` (fractions, the last bin includes 1.0), ``traces``.
     Every bin is present (zero when empty); traces without tokens are left out.
     """
-    raw_bin = (TraceRow.tool_result_tokens * bins) // TraceRow.total_tokens
-    # A share of exactly 1.0 (or an inconsistent count above it) belongs to the last bin.
-    bin_no = case((raw_bin >= bins, bins - 1), else_=raw_bin)
-    stmt = restrict_traces(
-        select(bin_no.label("bin"), func.count().label("traces"))
-        .where(TraceRow.total_tokens > 0)
-        .group_by(bin_no),
-        filters,
-    )
     with engine.connect() as conn:
-        # The rollup keeps tenths.
-        at = scope(conn, TRACES, filters, tool="all") if bins == 10 else None
-        if at is not None:
-            tr = RollupTraceRow
-            stmt = (
-                select(tr.share_bin, total(tr.n))
-                .where(*at, tr.share_bin.is_not(None))
-                .group_by(tr.share_bin)
-            )
-        counts = {int(b): int(n) for b, n in conn.execute(stmt)}
+        found = figures.rows(conn, [TRACES_N], [share_bin(bins)], [HAS_TOKENS], filters)
+    counts = {int(b): int(n) for b, n in found}
     return pd.DataFrame(
         {
             "share_from": [i / bins for i in range(bins)],
@@ -239,36 +195,17 @@ def trace_share_histogram(
 
 def token_count_kinds(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, int]:
     """Filtered traces per ``token_counts`` value (``exact``, ``estimate``; zero when none)."""
-    stmt = restrict_traces(
-        select(TraceRow.token_counts, func.count()).group_by(TraceRow.token_counts), filters
-    )
     with engine.connect() as conn:
-        at = scope(conn, TRACES, filters, tool="all")
-        if at is not None:
-            tr = RollupTraceRow
-            stmt = select(tr.token_counts, total(tr.n)).where(*at).group_by(tr.token_counts)
-        counts = {str(kind): int(n) for kind, n in conn.execute(stmt)}
+        found = figures.rows(conn, [TRACES_N], [TOKEN_COUNT_KIND], filters=filters)
+    counts = {str(kind): int(n) for kind, n in found}
     return {kind: counts.get(kind, 0) for kind in TOKEN_COUNTS}
 
 
 def image_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, int]:
     """Tool Messages carrying images among the filtered ones, and their images' tokens:
     ``results``, ``image_tokens``."""
-    stmt = restrict_results(
-        select(func.count(), func.coalesce(func.sum(ToolResultRow.image_tokens), 0)).where(
-            ToolResultRow.image_tokens > 0
-        ),
-        filters,
-    )
     with engine.connect() as conn:
-        at = scope(conn, RESULTS, filters)
-        if at is not None:
-            rr = RollupResultRow
-            stmt = select(
-                func.coalesce(total(rr.with_images), 0), func.coalesce(total(rr.image_tokens), 0)
-            ).where(*at)
-        results, tokens = conn.execute(stmt).one()
-    return {"results": int(results), "image_tokens": int(tokens)}
+        return figures.counts(conn, [WITH_IMAGES, IMAGE_TOKENS], filters=filters)
 
 
 def input_share_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
@@ -279,19 +216,8 @@ def input_share_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.D
     bin), ``results``. Every bin is present (zero when empty).
     """
     with engine.connect() as conn:
-        at = scope(conn, INPUT_SHARES, filters)
-        if at is not None:
-            rs = RollupInputShareRow
-            stmt = select(rs.bin, total(rs.n)).where(*at).group_by(rs.bin)
-        else:
-            bin_no = input_share_bin()
-            stmt = restrict_results(
-                select(bin_no, func.count())
-                .where(ToolResultRow.read_input_tokens > 0)
-                .group_by(bin_no),
-                filters,
-            )
-        counts = {int(b): int(n) for b, n in conn.execute(stmt)}
+        found = figures.rows(conn, [INPUT_SHARE_RESULTS], [INPUT_SHARE], filters=filters)
+    counts = {int(b): int(n) for b, n in found}
     return pd.DataFrame(
         {
             "share_from": [low / 1000 for low, _ in INPUT_SHARE_BINS],
