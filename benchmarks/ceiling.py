@@ -1,14 +1,15 @@
 """The ceiling of an import, measured in the same run as the pipeline (``make bench``).
 
 The least work any importer must do to store what the pipeline stores: stream the file,
-``orjson.loads`` each line, count the tokens of every message (``ingest.tokens.count_many``,
-single process) and write **the same rows the pipeline writes** (traces, messages, tool calls,
-tool results, findings, error streaks: the column types of the real tables, primary keys only,
-no secondary indexes, constraints or triggers) with raw DBAPI ``executemany`` into SQLite (WAL) or
-``COPY`` into PostgreSQL, one transaction per batch of the pipeline's size.
+``orjson.loads`` each line, count the tokens of every message
+(``ingest.analysis.tokens.count_many``, single process) and write **the same rows the pipeline
+writes** (traces, messages, tool calls, tool results, findings, error streaks: the column types of
+the real tables, primary keys only, no secondary indexes, constraints or triggers) with raw DBAPI
+``executemany`` into SQLite (WAL) or ``COPY`` into PostgreSQL, one transaction per batch of the
+pipeline's size.
 
 The values of those rows (status, error type, pairing, loops …) are what the pipeline derives;
-the ceiling takes them from the pipeline's own code (``ingest.batches.analyze_batch``) and
+the ceiling takes them from the pipeline's own code (``ingest.importing.batches.analyze_batch``) and
 leaves that time out of its measurement (``exclude``): deriving them is the work the pipeline
 is measured doing, not a floor.
 
@@ -74,7 +75,7 @@ def ceiling_batches(
     path: Path, batch_messages: int, exclude: Exclude, messages_only: bool
 ) -> Iterator[Batch]:
     """Per batch, the column names and rows of each table."""
-    from ingest.tokens import count_many
+    from ingest.analysis.tokens import count_many
 
     rows = _PipelineRows()
     lines: list[tuple[int, bytes]] = []
@@ -123,11 +124,11 @@ class _PipelineRows:
     def batch(self, lines: list[tuple[int, bytes]]) -> Batch:
         from db.contract.rows import CHILD_COLUMNS, TraceRecord
         from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
-        from db.write import TraceRows
-        from ingest.batches import analyze_batch
+        from db.writes.traces import TraceRows
         from ingest.formats.base import Deferred
-        from ingest.records import Record
-        from ingest.trace_redaction import RedactionSettings
+        from ingest.importing.batches import analyze_batch
+        from ingest.input.records import Record
+        from ingest.redaction.traces import RedactionSettings
 
         items = [
             Deferred("openai_chat", "ceiling", Record("ceiling", n, 0, raw, None))

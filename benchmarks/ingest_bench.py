@@ -11,7 +11,7 @@ database:
   (SQLite, WAL) or ``COPY`` (PostgreSQL), in batches of the pipeline's size; the time spent
   deriving the row values (the pipeline's analysis) is left out;
 * the **messages-only ceiling** (``msgs``): the same, writing one row per message only;
-* the **pipeline**: ``ingest.pipeline.import_paths`` into a fresh, migrated database, with
+* the **pipeline**: ``ingest.importing.pipeline.import_paths`` into a fresh, migrated database, with
   secret redaction on (the default);
 * ``plain``: the same pipeline with redaction off, for the cost of redaction side by side.
 
@@ -184,8 +184,8 @@ def run_once(
 ) -> RunResult:
     """Measure one import of ``workload``: ``kind`` is one of ``RUN_KINDS``."""
     from db.engine import make_engine
-    from ingest.pipeline import BATCH_MESSAGES, import_paths
-    from ingest.trace_redaction import RedactionSettings
+    from ingest.importing.pipeline import BATCH_MESSAGES, import_paths
+    from ingest.redaction.traces import RedactionSettings
 
     redaction = RedactionSettings("off" if kind == "plain" else "default")
 

@@ -50,7 +50,7 @@ def print_profile(profile: cProfile.Profile, seconds: float, top: int) -> None:
 def profile(args: Any) -> None:
     """Profile ``import_paths`` (parent process) with workers=0 and workers=2 on SQLite."""
     from db.engine import make_engine
-    from ingest.pipeline import import_paths
+    from ingest.importing.pipeline import import_paths
 
     workload, _ = ensure_workload(BENCH_DIR, args.profile_messages, args.seed)
     for workers in (0, 2):

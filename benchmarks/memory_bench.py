@@ -87,7 +87,7 @@ INPUTS = {
 def _child(db: str, path: str, upload: bool) -> None:
     """Run in the measured process: import ``path``, print the summary and the peak RSS."""
     from db.engine import make_engine
-    from ingest.pipeline import import_paths
+    from ingest.importing.pipeline import import_paths
 
     engine = make_engine(db)
     if upload:

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from benchmarks.redaction_corpus import Sample, clean_corpus, pii_corpus, secret_corpus
-from ingest.redaction import Redactor
+from ingest.redaction.secrets import Redactor
 
 REALDATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "realdata"
 _REDACTED = "[REDACTED:"

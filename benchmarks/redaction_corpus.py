@@ -1,4 +1,5 @@
-"""Seeded corpora for measuring ``ingest.redaction``: secrets in realistic places, and clean text.
+"""Seeded corpora for measuring ``ingest.redaction.secrets``: secrets in realistic places, and clean
+text.
 
 :func:`secret_corpus` yields :class:`Sample` s, each a JSON-like value as a trace carries it (tool
 arguments as a JSON string, HTTP results with headers, env dumps, stack traces, shell commands,

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from db.engine import make_engine
-from ingest.pipeline import ImportSummary, import_paths
+from ingest.importing.pipeline import ImportSummary, import_paths
 
 DEFAULT_REALDATA = Path("/work/shared/realdata")
 DEFAULT_LINES = 10_000

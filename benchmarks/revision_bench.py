@@ -36,7 +36,7 @@ _RUNNER = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from db.engine import make_engine
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 engine = make_engine(sys.argv[2])
 started = time.perf_counter()
 summary = import_paths(engine, [sys.argv[3]], workers=int(sys.argv[4]))

@@ -21,7 +21,7 @@ from pathlib import Path
 from benchmarks.workload import DEFAULT_SEED, ensure_workload
 from db.engine import make_engine
 from db.queries.search import search_content
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DIR = REPO / ".bench"

@@ -193,7 +193,8 @@ def scale_into(
 
 
 def _sqlite_search_rows(cur: Any) -> None:
-    """The FTS5 rows of every searched row, as :func:`db.search.index_traces` writes them."""
+    """The FTS5 rows of every searched row, as :func:`db.writes.search_index.index_traces` writes
+    them."""
     for table, column in dialect.SEARCHED_COLUMNS.items():
         cur.execute(
             f"INSERT INTO {dialect.search_table(table)}(rowid, {column}) SELECT id, "

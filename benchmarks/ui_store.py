@@ -1,9 +1,10 @@
-"""A large synthetic store for the dashboard benchmark, written straight through ``db.write``.
+"""A large synthetic store for the dashboard benchmark, written straight through
+``db.writes.traces``.
 
 Running a million messages through the import pipeline takes minutes (tokenizing dominates);
 the dashboard only reads stored rows, so this module builds the rows an import would have
 stored — same tables, same derived facts, realistic proportions — and writes them with
-:func:`db.write.write_traces` in large batches:
+:func:`db.writes.traces.write_traces` in large batches:
 
 * 20 tools, each used by several of 4 agents; 5 models; 6 imports of 5 days each, trace starts
   spread over 30 days, message timestamps seconds apart;
@@ -11,7 +12,7 @@ stored — same tables, same derived facts, realistic proportions — and writes
   turns with one or two tool calls and their Tool Messages, a final answer;
 * about 10% of results are errors of 12 types, recognized explicitly, by the protocol or by
   text rules, from message templates with variable words (about 3,400 fingerprints on a
-  million messages, computed by the importer's own :func:`ingest.rows.error_fingerprint`);
+  million messages, computed by the importer's own :func:`ingest.importing.rows.error_fingerprint`);
 * 45% of errors carry a suggestion with a verdict; result tokens lognormal with a Pareto tail
   (about 8% over the 2,000 budget); 6% of traces loop (one signature 3-8 times in a row), some
   ping-pong; a few unanswered calls, orphan results and unparsed arguments; findings to match.
@@ -35,7 +36,6 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, select
 
-from db import rollups
 from db.contract.rows import (
     FindingRecord,
     MessageRecord,
@@ -47,10 +47,11 @@ from db.contract.rows import (
 from db.contract.vocabulary import DEFAULT_ENCODING
 from db.dialect import analyze
 from db.engine import make_engine
+from db.rollups import upkeep as rollups
 from db.schema import ImportRun
-from db.write import TraceRows, finish_import, start_import, write_traces
-from ingest.pipeline import ANALYZED_TABLES
-from ingest.rows import error_fingerprint, trace_title
+from db.writes.traces import TraceRows, finish_import, start_import, write_traces
+from ingest.importing.pipeline import ANALYZED_TABLES
+from ingest.importing.rows import error_fingerprint, trace_title
 
 #: Bump when the generated rows change, so cached stores are rebuilt.
 STORE_VERSION = 3
@@ -386,7 +387,7 @@ class StoreGenerator:
 
 def generate_into(engine: Engine, messages: int, seed: int, progress: bool = True) -> int:
     """Write the synthetic store of ``messages`` messages into the empty, migrated store
-    ``engine`` (either database) through :func:`db.write.write_traces`; returns the messages
+    ``engine`` (either database) through :func:`db.writes.traces.write_traces`; returns the messages
     written. The caller runs :func:`after_bulk_load`."""
     imports = [
         start_import(
@@ -420,8 +421,8 @@ def generate_into(engine: Engine, messages: int, seed: int, progress: bool = Tru
 
 
 def after_bulk_load(engine: Engine) -> None:
-    """What a store needs after rows were loaded in bulk, around ``db.write`` (generated here,
-    or copied by SQL in :mod:`benchmarks.ui_scale`): the rollups recounted (rows copied by SQL
+    """What a store needs after rows were loaded in bulk, around ``db.writes.traces`` (generated
+    here, or copied by SQL in :mod:`benchmarks.ui_scale`): the rollups recounted (rows copied by SQL
     bypass their maintenance; ``toollens rebuild-rollups``), then the planner's statistics, as
     ``toollens import`` leaves them after a large load. The single place for every such
     refresh."""

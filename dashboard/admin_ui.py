@@ -2,7 +2,7 @@
 
 Only those who may delete see them (:func:`dashboard.auth.can`): an admin when login is on;
 without login, whoever runs ``toollens serve`` with ``TOOLLENS_ADMIN=1``. The rows go through
-:func:`dashboard.writes.delete` (which checks the role again) to :mod:`db.deletion`, as with
+:func:`dashboard.writes.delete` (which checks the role again) to :mod:`db.writes.deletion`, as with
 ``toollens delete``: every row that belongs to what is deleted, counted per table before the
 user confirms.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import state, writes
-from db.deletion import Selection, count_rows
+from db.writes.deletion import Selection, count_rows
 
 
 def delete_control(selection: Selection, label: str, key: str) -> bool:

@@ -25,7 +25,7 @@ from dashboard.uploads import too_large, upload_limit_mb
 from dashboard.widgets import EMPTY_CELL
 from db.contract.vocabulary import DEFAULT_LOOP_K
 from ingest.formats import format_names
-from ingest.report import MIME_TYPES, REPORT_FORMATS, build_report, render, report_file_name
+from ingest.outputs.report import MIME_TYPES, REPORT_FORMATS, build_report, render, report_file_name
 
 NO_UPLOAD_TEXT = "Uploading traces needs the admin role."
 #: Spreadsheets run cells starting with these as formulas; trace content must not.

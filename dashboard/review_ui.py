@@ -20,15 +20,15 @@ from streamlit.errors import StreamlitDuplicateElementKey
 from dashboard import auth, writes
 from dashboard.palette import TONE
 from dashboard.render import badge_text, escape_markdown, show_error
-from db.annotations import (
+from db.contract.vocabulary import ERROR_TYPES, VERDICTS
+from db.writes.annotations import (
     MAX_NOTE_CHARS,
     Annotation,
     ReviewError,
     annotations_on,
     configured_labels,
 )
-from db.contract.vocabulary import ERROR_TYPES, VERDICTS
-from db.corrections import UNCHANGED, result_review
+from db.writes.corrections import UNCHANGED, result_review
 
 #: The name field's key and URL parameter (local mode): the name stays in the address, so a
 #: reload (or a page switch) keeps it. Links meant for others leave it out (:data:`PRIVATE_PARAMS`).

@@ -20,7 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from db.filters import instant_text
+from db.queries.filters import instant_text
 
 #: Session State key suffix of a chart's generation.
 GENERATION_SUFFIX = "__generation"

@@ -35,14 +35,14 @@ from db.contract.vocabulary import (
     DEFAULT_TOKEN_BUDGET,
 )
 from db.engine import DEFAULT_DB_PATH, display_url, make_engine, resolve_url
-from db.filters import FilterQueryError, Filters, parse_query
+from db.queries.filters import FilterQueryError, Filters, parse_query
 from db.queries.traces import filter_choices, import_choices, trace_count
 
 #: Query parameters bound to the shared sidebar widgets.
 FILTER_PARAMS = (
     "start", "end", "since", "until", "import", "agent", "model", "tool", "k", "budget",
 )  # fmt: skip
-#: The sidebar's trace filters (the query parameters :func:`db.filters.parse_query` reads).
+#: The sidebar's trace filters (the query parameters :func:`db.queries.filters.parse_query` reads).
 SIDEBAR_FILTERS = ("start", "end", "since", "until", "import", "agent", "model", "tool")
 #: What the sidebar and the chips above each page call each filter.
 FILTER_LABELS = {

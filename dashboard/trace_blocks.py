@@ -19,9 +19,9 @@ import streamlit as st
 
 from dashboard import palette, render, state
 from dashboard.palette import TONE, BadgeColor
-from db.annotations import Annotation
 from db.contract import exact_json
 from db.contract.vocabulary import PROBLEM_DESCRIPTION, PROBLEM_LABEL, finding_level
+from db.writes.annotations import Annotation
 
 LONE_RESULT_TEXT = {
     "orphan_result": "Orphan result: no call in this trace has its id.",

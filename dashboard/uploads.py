@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from ingest.pipeline import ImportSummary, import_paths
+from ingest.importing.pipeline import ImportSummary, import_paths
 
 UPLOAD_MAX_MB_ENV = "TOOLLENS_UPLOAD_MAX_MB"
 DEFAULT_UPLOAD_MAX_MB = 200

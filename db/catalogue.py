@@ -3,7 +3,7 @@ with its base-table form and its rollup form.
 
 A page asks :func:`db.figures.read` for measures of one :class:`Source`, grouped by some of its
 :class:`Dimension` values, where some :class:`Condition` holds, under the sidebar's filters. The
-compiler (``db.figures``) picks the form: the rollup's when ``db.rollup_read.scope`` says the
+compiler (``db.figures``) picks the form: the rollup's when ``db.rollups.read.scope`` says the
 rollups hold the filtered data, else the base table's, with the dialect's planner steering.
 Nothing here runs a query or knows which form will be read.
 
@@ -14,8 +14,8 @@ writes (``tool_results``, ``tool_calls`` …), ``rollup`` over the rollup rows (
 grid of filters, on both databases.
 
 The rollup upkeep reads the same declarations: a source's :attr:`Source.keys` are the columns its
-rollup is counted by, with the base expression each holds (``db.rollups`` groups a trace's rows
-by them), so a dimension read from the rollup is the expression the upkeep stored.
+rollup is counted by, with the base expression each holds (``db.rollups.upkeep`` groups a trace's
+rows by them), so a dimension read from the rollup is the expression the upkeep stored.
 
 Adding a figure: a :class:`Measure` (or a :class:`Dimension`) here, then one
 :func:`db.figures.read` call and its chart (``docs/architecture.md``).
@@ -30,14 +30,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy import ColumnElement, Table, and_, case, false, func, literal, or_, true
 
 from db.contract.vocabulary import PAIR_STATES, STATUSES
-from db.filters import (
-    Filters,
-    restrict_calls,
-    restrict_findings,
-    restrict_results,
-    restrict_traces,
-)
-from db.planner import restrict_calls_in_index, restrict_results_in_index
 from db.queries.common import (
     COUNTED_FINDING,
     UNCLASSIFIED,
@@ -49,6 +41,14 @@ from db.queries.common import (
     total,
     unpaired_result,
 )
+from db.queries.filters import (
+    Filters,
+    restrict_calls,
+    restrict_findings,
+    restrict_results,
+    restrict_traces,
+)
+from db.queries.planner import restrict_calls_in_index, restrict_results_in_index
 from db.schema import (
     FindingRow,
     RollupCallRow,
@@ -79,7 +79,7 @@ class Source:
     """A family of figures: the base rows they count and the rollup that counts them.
 
     ``restrict`` applies the sidebar's filters to a base statement; ``restrict_in_index`` does
-    the same for a statement that reads a small indexed subset of the rows (``db.planner``).
+    the same for a statement that reads a small indexed subset of the rows (``db.queries.planner``).
     ``where`` holds on every base row the source counts (its rollup holds only those rows).
     """
 
@@ -94,10 +94,10 @@ class Source:
     #: Every read of the source is of an indexed subset (``where`` selects one).
     indexed: bool = False
     #: The rollup has rows for every trace (``tool`` NULL) besides the per-tool rows
-    #: (``db.rollup_read.scope``'s ``tool="all"``).
+    #: (``db.rollups.read.scope``'s ``tool="all"``).
     every_trace_row: bool = False
     #: The rollup's key columns (after ``tool``) and the base expression each holds: what the
-    #: upkeep groups a trace's rows by (``db.rollups``).
+    #: upkeep groups a trace's rows by (``db.rollups.upkeep``).
     keys: dict[str, Any] = field(default_factory=dict)
 
 
@@ -111,10 +111,10 @@ class Dimension:
     base: Any
     rollup: Any
     #: A plain indexed column: grouped over an indexed subset, SQLite would walk its index and
-    #: fetch every row, so the base form is :func:`db.planner.grouping_key` there.
+    #: fetch every row, so the base form is :func:`db.queries.planner.grouping_key` there.
     steer: bool = False
     #: The few values analysis writes: under a trace filter the base form counts them in one
-    #: pass without GROUP BY (``db.planner.one_pass_counts``).
+    #: pass without GROUP BY (``db.queries.planner.one_pass_counts``).
     values: tuple[Any, ...] | None = None
     #: The rollup keeps the value only on the rows where this condition holds (the rule that
     #: decided an error): the dimension is read under it.
@@ -132,7 +132,7 @@ class Condition:
     #: measure counted under it gives its own rollup form).
     rollup: ColumnElement[bool] | None
     #: The rows it selects are a small subset with an index of its own (errors, verdicts,
-    #: advice, corrections, loops): the filters are tested in that index (``db.planner``).
+    #: advice, corrections, loops): the filters are tested in that index (``db.queries.planner``).
     indexed: bool = False
 
     def __and__(self, other: Condition) -> Condition:
@@ -229,7 +229,7 @@ RESULTS = Source(
         "suggestion_kind": r.suggestion_kind,
     },
 )
-#: What each Tool Message adds to the results rollup's sums (``db.rollups``).
+#: What each Tool Message adds to the results rollup's sums (``db.rollups.upkeep``).
 RESULT_SUMS: dict[str, Any] = {
     "n": func.count(),
     "tokens": func.sum(r.tokens),
@@ -489,7 +489,7 @@ REUSED_IDS = Measure(
 
 def late_calls(k: int) -> Condition:
     """Calls at occurrence ``k`` or later of their signature in their trace (the loops at
-    ``k``: ``db.summary.loop_counts``), off the occurrence index."""
+    ``k``: ``db.queries.summary.loop_counts``), off the occurrence index."""
     return Condition(
         f"occurrence >= {k}", CALLS, c.occurrence >= k, cr.occurrence >= k, indexed=True
     )

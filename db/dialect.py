@@ -61,8 +61,8 @@ def json_dumps(value: Any) -> str:
 
     Canonical (keys sorted, no spaces): on SQLite a stored message's ``raw`` is then the very
     bytes ``ingest.model.content_hash`` hashes of it, so the hash of a grown trace is taken
-    from the stored text without decoding it (``ingest.appending``). PostgreSQL's JSONB keeps
-    its own key order.
+    from the stored text without decoding it (``ingest.importing.appending``). PostgreSQL's JSONB
+    keeps its own key order.
     """
     try:
         text = orjson.dumps(value, option=_JSON_OPTIONS, default=str).decode()
@@ -77,7 +77,7 @@ _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
 
 #: What U+0000 becomes in stored text and JSON: PostgreSQL's ``text`` cannot hold it and its
 #: ``jsonb`` refuses the ``\u0000`` escape, so every engine stores the replacement character
-#: (the same one a record's own decoding puts there, :mod:`ingest.jsonrecord`) and the stores
+#: (the same one a record's own decoding puts there, :mod:`ingest.input.jsonrecord`) and the stores
 #: agree. Rejected records keep their bytes as they came (a binary column).
 NUL_REPLACEMENT = "\ufffd"
 _NUL = "\x00"

@@ -20,7 +20,7 @@ from sqlalchemy.pool import NullPool
 
 from db import dialect
 from db.contract import exact_json
-from db.transaction import on_sqlite_begin
+from db.writes.transaction import on_sqlite_begin
 
 #: The database password, added to a URL that has none (so it never has to be typed in one).
 PASSWORD_ENV = "TOOLLENS_DB_PASSWORD"
@@ -50,9 +50,10 @@ SQLITE_MMAP_SIZE = 2 * 1024**3
 #: million-message store (twice as slow); raised per session only where the server's is lower,
 #: so an administrator's larger setting stands.
 PG_WORK_MEM = "64MB"
-#: No JIT compilation: the planner's estimate for a list of key ranges (``db.wide_histograms``)
-#: or a rollup's GROUP BY passes ``jit_above_cost`` while the statement runs in milliseconds,
-#: and compiling it costs most of the statement's time (docs/postgresql.md).
+#: No JIT compilation: the planner's estimate for a list of key ranges
+#: (``db.rollups.wide_histograms``) or a rollup's GROUP BY passes ``jit_above_cost`` while the
+#: statement runs in milliseconds, and compiling it costs most of the statement's time
+#: (docs/postgresql.md).
 PG_JIT = "off"
 
 
@@ -87,14 +88,15 @@ def display_url(url: str | URL) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-#: The pragmas of every SQLite connection that reads (the bulk readers of ``db.arrow_read`` too).
+#: The pragmas of every SQLite connection that reads (the bulk readers of ``db.bulk.arrow_read``
+#: too).
 SQLITE_READ_PRAGMAS: tuple[str, ...] = (
     f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}",
     f"PRAGMA cache_size={SQLITE_CACHE_SIZE_KIB}",
     f"PRAGMA mmap_size={SQLITE_MMAP_SIZE}",
 )
 #: The session settings above as statements, run on every PostgreSQL connection (the bulk
-#: readers of ``db.arrow_read`` too).
+#: readers of ``db.bulk.arrow_read`` too).
 PG_SESSION_SQL: tuple[str, ...] = (
     f"SELECT set_config('work_mem', '{PG_WORK_MEM}', false) WHERE "
     f"pg_size_bytes(current_setting('work_mem')) < pg_size_bytes('{PG_WORK_MEM}')",

@@ -1,14 +1,14 @@
 """One door for every catalogued figure: measures, a grouping and the filters in, a frame out.
 
 :func:`read` compiles a request on the catalogue (``db.catalogue``) for the connection's
-dialect: the rollup form when ``db.rollup_read.scope`` finds rows of a grain that answer the
-filters, else the base-table form with the dialect's planner steering (``db.planner``):
+dialect: the rollup form when ``db.rollups.read.scope`` finds rows of a grain that answer the
+filters, else the base-table form with the dialect's planner steering (``db.queries.planner``):
 
 * the filters are tested in the index of the subset a statement reads when a condition selects
   a small indexed subset (errors, verdicts, advice …);
-* the grouped columns of such a statement are :func:`db.planner.grouping_key`\\ s;
+* the grouped columns of such a statement are :func:`db.queries.planner.grouping_key`\\ s;
 * under a trace filter, a count per value of a dimension with a known vocabulary is one pass
-  of filtered counts without GROUP BY (:func:`db.planner.one_pass_counts`).
+  of filtered counts without GROUP BY (:func:`db.queries.planner.one_pass_counts`).
 
 Both forms return the same rows: no caller chooses between them.
 
@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Select, and_, func, select
 
 from db.catalogue import Condition, Dimension, Measure, Source
-from db.filters import NO_FILTERS, Filters
-from db.planner import grouping_key, one_pass_counts
 from db.queries.common import to_frame, total
-from db.rollup_read import scope
+from db.queries.filters import NO_FILTERS, Filters
+from db.queries.planner import grouping_key, one_pass_counts
+from db.rollups.read import scope
 
 if TYPE_CHECKING:
     import pandas as pd

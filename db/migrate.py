@@ -119,7 +119,7 @@ def count_rollups(engine: Engine) -> None:
     """Fill what the rollups lack: all of them for a store from before them (or whose rebuild
     was interrupted), else the ones a migration added (``pending``), counted alone. The pages
     read the base tables for what is not counted."""
-    from db import rollups
+    from db.rollups import upkeep as rollups
 
     if not rollups.is_complete(engine):
         rollups.rebuild(engine)

@@ -264,7 +264,7 @@ class ImportRun(Base):
     #: (an older copy of a trace that has grown since): the stored version is left as it is.
     older_copies: ColumnClause[int] = column(Integer, default=0, server_default="0")
     #: Traces stored under an identity of their own (``<identity>~<hash>``): a conversation
-    #: that differs from the one stored under the same identity (see ``db.write``).
+    #: that differs from the one stored under the same identity (see ``db.writes.traces``).
     kept_apart: ColumnClause[int] = column(Integer, default=0, server_default="0")
     #: Over the updates: messages the new versions add and drop against the replaced ones.
     messages_added: ColumnClause[int] = column(BigInteger, default=0, server_default="0")
@@ -275,9 +275,9 @@ class ImportRun(Base):
     #: messages (``unknown_item``); NULL for imports from before it was counted.
     unknown_items: ColumnClause[dict[str, Any] | None] = column()
     #: ``running`` | ``done`` | ``failed`` | ``interrupted`` (Ctrl-C or SIGTERM, or its
-    #: process found gone: :func:`db.write.mark_gone_imports`; run it again)
+    #: process found gone: :func:`db.writes.traces.mark_gone_imports`; run it again)
     state: ColumnClause[str] = column(default="running")
-    #: The process running the import (:mod:`db.processes`): host name, pid, and its start
+    #: The process running the import (:mod:`db.writes.processes`): host name, pid, and its start
     #: (a reused pid is not taken for it). NULL for imports from before they were recorded.
     host: ColumnClause[str | None] = column()
     pid: ColumnClause[int | None] = column(Integer)
@@ -614,7 +614,7 @@ class ToolResultRow(Base):
     call_index: ColumnClause[int | None] = column(Integer)
     name_mismatch: ColumnClause[bool] = column(Boolean, default=False)
     oversized: ColumnClause[bool] = column(Boolean, default=False)
-    #: Tokens of the images in the result (``ingest.images``; included in ``tokens``), and
+    #: Tokens of the images in the result (``ingest.analysis.images``; included in ``tokens``), and
     #: each image: ``{"media", "width", "height", "rule", "tokens", "detail"}``.
     image_tokens: ColumnClause[int] = column(Integer, default=0, server_default="0")
     images: ColumnClause[list[Any] | None] = column()
@@ -624,7 +624,7 @@ class ToolResultRow(Base):
     verdict: ColumnClause[str | None] = column()
     verdict_reason: ColumnClause[str | None] = column(Text)
     next_call_succeeded: ColumnClause[bool | None] = column(Boolean)
-    #: Execution time of the answered call in milliseconds (``ingest.durations``): negative
+    #: Execution time of the answered call in milliseconds (``ingest.analysis.durations``): negative
     #: when the result is stamped before its call, NULL when unknown.
     duration_ms: ColumnClause[float | None] = column(Float)
     #: ``span`` (the tool span's end − start, a provided fact) | ``timestamps`` (derived).
@@ -658,7 +658,8 @@ class FindingRow(Base):
 
 class ErrorStreakRow(Base):
     """k or more consecutive calls of one tool ending in one error fingerprint
-    (``ingest.streaks``); streaks of 2 or more are stored, the threshold k filters in SQL."""
+    (``ingest.analysis.streaks``); streaks of 2 or more are stored, the threshold k filters in
+    SQL."""
 
     __tablename__ = "error_streaks"
     __table_args__ = (
@@ -759,8 +760,8 @@ class TraceUpdate(Base):
 class TraceVersionRow(Base):
     """A version of a trace that a newer one replaced, kept so that it can be restored.
 
-    ``snapshot`` is zlib-compressed JSON (``db.write.version_snapshot``): the trace row's values
-    and the messages past the ``shared_messages`` its successor starts with, each as its
+    ``snapshot`` is zlib-compressed JSON (``db.writes.traces.version_snapshot``): the trace row's
+    values and the messages past the ``shared_messages`` its successor starts with, each as its
     ``messages`` row (``raw`` payload included). The shared messages are not copied: a session
     that grows is replaced at every import, and copying them would store it over and over.
     The version is its successor's first ``shared_messages`` messages followed by the kept ones.
@@ -803,10 +804,10 @@ class ImportFile(Base):
 
 # --- Rollups -------------------------------------------------------------------------------------
 # Summary tables the import keeps in the same transaction as the traces they summarize
-# (``db.rollups``): what the pages chart, counted per *grain* — a set of the trace dimensions the
-# sidebar filters on (day of the trace's start, import, agent, model), the dimensions outside the
-# grain left NULL — and per tool and the figure's own keys. A row's identity is ``key``, a hash of
-# its grain, dimensions and keys (NULLs included, which a unique index over the columns would not
+# (``db.rollups.upkeep``): what the pages chart, counted per *grain* — a set of the trace dimensions
+# the sidebar filters on (day of the trace's start, import, agent, model), the dimensions outside
+# the grain left NULL — and per tool and the figure's own keys. A row's identity is ``key``, a hash
+# of its grain, dimensions and keys (NULLs included, which a unique index over the columns would not
 # treat as equal). ``n`` counts the rows (or traces) summarized; a row whose ``n`` falls to 0 is
 # deleted.
 
@@ -895,9 +896,10 @@ class RollupDurationRow(_RollupColumns, Base):
 
 
 class RollupSizeBucketRow(_RollupColumns, Base):
-    """Tool Messages per day, tool and bucket of their token size (``db.value_buckets``), with
-    their tokens: over a range of days, which sizes decide a figure (``db.wide_histograms``).
-    Kept at the day grain alone, from :class:`RollupSizeRow`'s counts."""
+    """Tool Messages per day, tool and bucket of their token size (``db.rollups.value_buckets``),
+    with their tokens: over a range of days, which sizes decide a figure
+    (``db.rollups.wide_histograms``). Kept at the day grain alone, from :class:`RollupSizeRow`'s
+    counts."""
 
     __tablename__ = "rollup_size_buckets"
     __table_args__ = _ROLLUP_TABLE
@@ -907,8 +909,9 @@ class RollupSizeBucketRow(_RollupColumns, Base):
 
 
 class RollupDurationBucketRow(_RollupColumns, Base):
-    """Timed Tool Messages per day, tool and bucket of their duration (``db.value_buckets``):
-    :class:`RollupSizeBucketRow` for execution times, from :class:`RollupDurationRow`."""
+    """Timed Tool Messages per day, tool and bucket of their duration
+    (``db.rollups.value_buckets``): :class:`RollupSizeBucketRow` for execution times, from
+    :class:`RollupDurationRow`."""
 
     __tablename__ = "rollup_duration_buckets"
     __table_args__ = _ROLLUP_TABLE

@@ -1,8 +1,8 @@
 """The ``toollens`` command line (import, summary, pairs, lint, compare, reanalyze, serve …).
 
-Every command is also a library call (``ingest.pipeline.import_paths``, ``db.summary.summarize``
-…); this module only parses arguments, prints, and sets exit codes: 0 success, 1 ``--strict``
-with rejections (or lint over its threshold), 2 usage errors.
+Every command is also a library call (``ingest.importing.pipeline.import_paths``,
+``db.queries.summary.summarize`` …); this module only parses arguments, prints, and sets exit codes:
+0 success, 1 ``--strict`` with rejections (or lint over its threshold), 2 usage errors.
 """
 
 from __future__ import annotations
@@ -135,9 +135,9 @@ def _usage_error(message: str) -> typer.Exit:
 
 
 def _inputs(paths: list[Path], *, stdin: bool = False) -> list[Path]:
-    """The files to read (``ingest.inputs``: a folder stands for its trace files); says on
+    """The files to read (``ingest.input.paths``: a folder stands for its trace files); says on
     standard error which files of a named folder were not read."""
-    from ingest.inputs import TRACE_SUFFIXES_TEXT, MissingInput, expand
+    from ingest.input.paths import TRACE_SUFFIXES_TEXT, MissingInput, expand
 
     try:
         inputs = expand(paths, stdin=stdin)
@@ -158,8 +158,8 @@ def _inputs(paths: list[Path], *, stdin: bool = False) -> list[Path]:
 
 def _redaction(mode: str, rules: Path | None):  # type: ignore[no-untyped-def]
     """The import's redaction settings, checked (mode and rules file) before anything runs."""
-    from ingest.redaction_rules import RulesFileError
-    from ingest.trace_redaction import RedactionSettings
+    from ingest.redaction.rules import RulesFileError
+    from ingest.redaction.traces import RedactionSettings
 
     try:
         settings = RedactionSettings(mode, str(rules) if rules else None)
@@ -236,8 +236,8 @@ def import_command(
     """
     from tqdm import tqdm
 
-    from ingest.pipeline import import_paths
-    from ingest.reading import ReadLimits, UnknownFormatError, resolve_format
+    from ingest.importing.pipeline import import_paths
+    from ingest.input.reading import ReadLimits, UnknownFormatError, resolve_format
 
     if encoding not in ENCODINGS:
         raise _usage_error(f"unknown encoding {encoding!r}; choose one of {', '.join(ENCODINGS)}")
@@ -331,13 +331,13 @@ def summary_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Headline figures of the store: pairing, status, error types, tokens, loops, suggestions."""
-    from db.summary import summarize
+    from db.queries.summary import summarize
 
     data = summarize(_engine(db), loop_k=loop_k)
     if as_json:
         typer.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
         return
-    from ingest.report_text import summary_text
+    from ingest.outputs.report_text import summary_text
 
     typer.echo(summary_text(data))
 
@@ -373,13 +373,13 @@ def _write_pairs(engine: Any, out: TextIO, out_format: str) -> None:
     """The pairs from the Arrow tables the ADBC drivers read (``db.queries.pairs
     .iter_pair_tables``). CSV (RFC 4180: every text value quoted, an empty field for a missing
     value, times as ``"2026-11-03 09:00:00.000000Z"``) by Arrow's C++ CSV writer
-    (``ingest.pairs_csv``); JSON Lines by Polars' writer (``ingest.arrow_jsonl``), keeping the
-    values' types."""
+    (``ingest.outputs.pairs_csv``); JSON Lines by Polars' writer (``ingest.outputs.arrow_jsonl``),
+    keeping the values' types."""
     from contextlib import closing
 
     from db.queries.pairs import PAIR_COLUMNS, PAIR_SCHEMA, iter_pair_tables
-    from ingest.arrow_jsonl import write_json_lines
-    from ingest.pairs_csv import write_csv
+    from ingest.outputs.arrow_jsonl import write_json_lines
+    from ingest.outputs.pairs_csv import write_csv
 
     out.flush()
     binary = out.buffer
@@ -412,7 +412,7 @@ def export_command(
     ] = 4000,
 ) -> None:
     """Write the incident report of one trace: figures, flagged pairs, notes, conversation."""
-    from ingest.report import REPORT_FORMATS, UnknownTraceError, build_report, render
+    from ingest.outputs.report import REPORT_FORMATS, UnknownTraceError, build_report, render
 
     if out_format not in REPORT_FORMATS:
         raise _usage_error(f"unknown report format {out_format!r}; use md, html or json")
@@ -460,10 +460,10 @@ def lint_command(
     """Analyze trace files without a database and list every finding (a CI gate).
 
     Defaults come from the nearest pyproject.toml with a [tool.toollens.lint] table."""
-    from ingest.lint import LINT_KINDS, lint_paths
-    from ingest.lint_config import LintConfigError, find_config, load_config
-    from ingest.lint_output import OUTPUT_FORMATS, render
-    from ingest.reading import UnknownFormatError
+    from ingest.input.reading import UnknownFormatError
+    from ingest.outputs.lint import LINT_KINDS, lint_paths
+    from ingest.outputs.lint_config import LintConfigError, find_config, load_config
+    from ingest.outputs.lint_output import OUTPUT_FORMATS, render
 
     try:
         config = load_config(find_config(Path.cwd()), LINT_KINDS, OUTPUT_FORMATS)
@@ -519,10 +519,10 @@ def compare_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Did the change help? Baseline vs candidate traces, per tool and overall (a CI gate)."""
-    from db.compare_stats import metric_spec
-    from db.filters import FilterQueryError, format_query, parse_query
     from db.queries.compare import compare_sets
-    from ingest.compare_report import comparison_data, comparison_text
+    from db.queries.compare_stats import metric_spec
+    from db.queries.filters import FilterQueryError, format_query, parse_query
+    from ingest.outputs.compare_report import comparison_data, comparison_text
 
     try:
         base, cand = parse_query(baseline), parse_query(candidate)
@@ -549,7 +549,7 @@ def compare_command(
 @app.command("reanalyze")
 def reanalyze_command(db: DbOption = None) -> None:
     """Recompute every derived fact from stored traces (after a rule changed); keeps corrections."""
-    from ingest.reanalyze import reanalyze
+    from ingest.importing.reanalyze import reanalyze
 
     count = reanalyze(_engine(db))
     typer.echo(f"reanalyzed {counted(count, 'trace')}")
@@ -557,7 +557,7 @@ def reanalyze_command(db: DbOption = None) -> None:
 
 def _confirm_deletion(engine, selection, yes: bool) -> None:  # type: ignore[no-untyped-def]
     """Print what ``selection`` deletes, per table; ask (unless ``yes``); delete."""
-    from db.deletion import count_rows, delete_rows
+    from db.writes.deletion import count_rows, delete_rows
 
     counts = count_rows(engine, selection)
     if not counts.get(selection.table):
@@ -600,7 +600,7 @@ def delete_command(
     belongs to it (messages, calls, results, findings, notes, rejected records); asks first."""
     from datetime import UTC, date, datetime
 
-    from db.deletion import Selection, import_by_id, imports_before, traces_by_display_id
+    from db.writes.deletion import Selection, import_by_id, imports_before, traces_by_display_id
 
     named = [x for x in (trace, import_id, before) if x is not None]
     if len(named) != 1:
@@ -631,7 +631,7 @@ def prune_command(
     """Retention: delete every import older than N days with everything it brought; asks first."""
     from datetime import UTC, datetime, timedelta
 
-    from db.deletion import imports_before
+    from db.writes.deletion import imports_before
 
     cutoff = datetime.now(UTC) - timedelta(days=keep_days)
     _confirm_deletion(_engine(db), imports_before(cutoff), yes)
@@ -654,7 +654,7 @@ def copy_command(
     """Copy a whole store to another engine (SQLite <-> PostgreSQL), ids kept; an interrupted
     copy continues when run again. Prints the rows per table and checks that the target's
     summary equals the source's (exit 1 when not)."""
-    from db.copy import BATCH_ROWS, CopyInterrupted, CopyRefused, copy_store
+    from db.bulk.copy import BATCH_ROWS, CopyInterrupted, CopyRefused, copy_store
 
     def progress(table: str, rows: int) -> None:
         typer.echo(f"copied {table}: {rows:,} rows", err=True)
@@ -693,8 +693,8 @@ def copy_command(
 @app.command("vacuum")
 def vacuum_command(db: DbOption = None) -> None:
     """Give the space of deleted rows back (SQLite: rewrites the file; PostgreSQL: VACUUM)."""
-    from db.deletion import vacuum
     from db.engine import display_url
+    from db.writes.deletion import vacuum
 
     engine = _engine(db)
     vacuum(engine)
@@ -705,8 +705,8 @@ def vacuum_command(db: DbOption = None) -> None:
 def rebuild_rollups_command(db: DbOption = None) -> None:
     """Recount the summary tables the pages read (the import keeps them exact; this is for
     recovery, e.g. after rows were changed by hand)."""
-    from db import rollups
     from db.engine import display_url
+    from db.rollups import upkeep as rollups
 
     engine = _engine(db)
     started = time.perf_counter()
@@ -828,7 +828,7 @@ def _serve_with_receiver(
 ) -> None:
     """``serve --otlp``: the dashboard and ``toollens receive`` as two children of this
     process, which forwards stop signals to both and stops one when the other ends."""
-    from ingest.otlp_receiver import ReceiverConfigError, check_bind
+    from ingest.otlp.receiver import ReceiverConfigError, check_bind
     from ingest.supervise import run_together
 
     try:
@@ -891,8 +891,8 @@ def receive_command(
 ) -> None:
     """Receive live traces over OTLP/HTTP (POST /v1/traces) and store them as they arrive."""
     from db.engine import display_url, resolve_url
-    from ingest.otlp_receiver import ReceiverConfigError, ReceiverSettings, check_bind, serve
-    from ingest.otlp_spool import default_spool_dir
+    from ingest.otlp.receiver import ReceiverConfigError, ReceiverSettings, check_bind, serve
+    from ingest.otlp.spool import default_spool_dir
 
     try:
         check_bind(host, token)
@@ -927,7 +927,7 @@ def demo_command(
     redact_rules: RedactRulesOption = None,
 ) -> None:
     """Generate the scenario traces (every situation ToolLens detects) and import them."""
-    from ingest.pipeline import import_paths
+    from ingest.importing.pipeline import import_paths
     from ingest.scenarios import generate
 
     redaction = _redaction(redact, redact_rules)

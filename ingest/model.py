@@ -3,7 +3,7 @@
 Parsers turn trace files into :class:`Trace` objects; the pipeline counts tokens, runs the
 analysis and writes rows. What a source *provided* is kept apart from what ToolLens *derives*:
 these classes hold only provided facts (plus the raw payload); derived facts live in
-``ingest.analysis`` results.
+``ingest.analysis.trace`` results.
 
 Example::
 
@@ -83,7 +83,7 @@ class ToolResult(_Model):
     explicit_source: str | None = None
     #: Execution time the source measured, in milliseconds: the tool span's end − start (OTLP,
     #: Langfuse). ``None`` when the source records no span; then ToolLens derives the time from
-    #: the call's and the result's message timestamps (``ingest.durations``).
+    #: the call's and the result's message timestamps (``ingest.analysis.durations``).
     duration_ms: float | None = None
 
 

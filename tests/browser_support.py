@@ -107,7 +107,7 @@ def scenario_store(folder: Path, url: str) -> tuple[Any, int]:
     """The demo scenarios (``ingest.scenarios``, seed 7) generated in ``folder/traces`` and
     imported into ``url``: the engine and the number of traces imported."""
     from db.engine import make_engine
-    from ingest.pipeline import import_paths
+    from ingest.importing.pipeline import import_paths
     from ingest.scenarios import generate
 
     generate(folder / "traces", seed=7)

@@ -21,7 +21,6 @@ import pytest
 from sqlalchemy import Engine, select, update
 from sqlalchemy.engine import make_url
 
-from db import rollups
 from db.contract.rows import (
     FindingRecord,
     MessageRecord,
@@ -30,15 +29,16 @@ from db.contract.rows import (
     TraceRecord,
 )
 from db.engine import make_engine
+from db.rollups import upkeep as rollups
 from db.schema import ToolResultRow, TraceRow
-from db.transaction import writing
-from db.write import (
+from db.writes.traces import (
     TraceRows,
     finish_import,
     start_import,
     write_rejected,
     write_traces,
 )
+from db.writes.transaction import writing
 
 DASHBOARD_APP = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
 T0 = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
@@ -509,7 +509,7 @@ def fixture_store(url: str) -> str:
 
 def _titled(batch: list[TraceRows]) -> list[TraceRows]:
     """``batch`` with each trace titled from its messages, as the import does."""
-    from ingest.rows import trace_title
+    from ingest.importing.rows import trace_title
 
     for rows in batch:
         rows.trace = rows.trace._replace(title=trace_title(rows.messages))
@@ -792,7 +792,7 @@ def build_pages2_database(engine: Engine) -> tuple[int, int]:
     from sqlalchemy import update
 
     from db.schema import ToolResultRow
-    from db.transaction import writing
+    from db.writes.transaction import writing
 
     first = start_import(engine, origin="cli", paths=["ab.jsonl"], encoding="o200k_base")
     write_traces(engine, first, [_pages2_run_a(), _pages2_run_b()])

@@ -14,14 +14,14 @@ from typing import Any
 import orjson
 
 from ingest import formats
+from ingest.input.records import Record
 from ingest.model import Rejected, Trace
-from ingest.records import Record
 
 GOLDEN = Path(__file__).parent / "golden"
 GOLDEN_CASES = sorted(path.parent for path in GOLDEN.glob("*/*/input.json*"))
 
 # ---------------------------------------------------------------------------------------------
-# Records, built here until tests can rely on ingest.jsonstream: a JSONL line, a top-level
+# Records, built here until tests can rely on ingest.input.jsonstream: a JSONL line, a top-level
 # array item or the whole document, each with the 1-based line where it starts.
 
 _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{},]', re.DOTALL)
@@ -52,7 +52,7 @@ def _array_item_spans(data: bytes) -> list[tuple[int, int]]:
 
 
 def records_of(path: Path, name: str | None = None) -> Iterator[Record | Rejected]:
-    """The records of a trace file, as ``ingest.jsonstream`` cuts them."""
+    """The records of a trace file, as ``ingest.input.jsonstream`` cuts them."""
     data, name = path.read_bytes(), name or path.name
     body = data.lstrip()
     if path.suffix == ".jsonl":

@@ -17,7 +17,7 @@ import orjson
 from sqlalchemy import Engine, select
 
 from db.schema import ToolResultRow, TraceRow
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 
 UNTRUSTED_USER = "Cancel order 7 <script>alert('x')</script> see https://evil.example/x.png"
 UNTRUSTED_ANSWER = "Done! <img src=https://evil.example/pixel.gif> ```"

@@ -1,7 +1,7 @@
 """Every Tool Message of ``../shared/realdata``, parsed and analyzed without a database.
 
 Shared by the rule-change check (``test_realdata_rule_changes``) and the labelled agreement
-test: both need the canonical pipeline (``ingest.formats`` then ``ingest.analysis``) over the
+test: both need the canonical pipeline (``ingest.formats`` then ``ingest.analysis.trace``) over the
 real files, with a stable locator per Tool Message.
 
 A locator is ``(file relative to realdata, trace index in the file, message seq)``; the trace
@@ -18,8 +18,8 @@ from pathlib import Path
 from formats_helpers import records_of
 
 from ingest import formats
-from ingest.analysis import analyze_trace
-from ingest.facts import ResultFacts, TraceFacts
+from ingest.analysis.facts import ResultFacts, TraceFacts
+from ingest.analysis.trace import analyze_trace
 from ingest.model import Message, Trace
 
 #: Folders of realdata and the format of every file in them.

@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 
 from db import dialect
 from db.engine import make_engine
-from db.transaction import writing
+from db.writes.transaction import writing
 
 COLUMNS = ("key", "label", "n", "tokens")
 MEASURES = ("n", "tokens")

@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 import pytest
 
-from ingest.analysis import analyze_trace
-from ingest.facts import ResultFacts
+from ingest.analysis.facts import ResultFacts
+from ingest.analysis.trace import analyze_trace
 from ingest.model import Message, ToolCall, ToolResult, Trace
 from ingest.protocol import ToolMessage
 

@@ -11,9 +11,9 @@ import orjson
 import pytest
 from tau_bench import tau_bench_traces
 
-from ingest.analysis import analyze_trace, loops_at
-from ingest.facts import ContentFacts, TraceFacts
-from ingest.loops import signature
+from ingest.analysis.facts import ContentFacts, TraceFacts
+from ingest.analysis.loops import signature
+from ingest.analysis.trace import analyze_trace, loops_at
 from ingest.model import Message, ToolCall, ToolDef, ToolResult, Trace
 
 T0 = datetime(2025, 7, 17, 16, 0, 0, tzinfo=UTC)

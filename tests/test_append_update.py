@@ -1,6 +1,6 @@
-"""A session that grew is updated by adding what was appended (``ingest.appending``,
-``db.append``), and the store then holds exactly what a fresh import of the whole file stores:
-trace row, messages, calls, results, findings and the content search, on both databases."""
+"""A session that grew is updated by adding what was appended (``ingest.importing.appending``,
+``db.writes.append``), and the store then holds exactly what a fresh import of the whole file
+stores: trace row, messages, calls, results, findings and the content search, on both databases."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from db.annotations import add_annotation
 from db.contract.rows import FindingRecord, MessageRecord, ToolCallRecord, ToolResultRecord
 from db.engine import make_engine
 from db.queries.search import search_content
@@ -25,8 +24,9 @@ from db.schema import (
     TraceRow,
     TraceUpdate,
 )
-from ingest.pipeline import import_paths
-from ingest.tokens import count_tokens
+from db.writes.annotations import add_annotation
+from ingest.analysis.tokens import count_tokens
+from ingest.importing.pipeline import import_paths
 
 GOLDEN = Path(__file__).parent / "golden"
 SESSION = (GOLDEN / "claude_code/session/input.jsonl").read_bytes().splitlines()
@@ -271,7 +271,7 @@ def test_an_appended_image_payload_is_counted_as_a_fresh_import_counts_it(
     engine: sa.Engine, fresh_engine: sa.Engine, tmp_path: Path
 ) -> None:
     # Base64 image data inside a result's text is cut before its tokens are counted
-    # (``ingest.images.countable_text``); an appended line is counted the same way.
+    # (``ingest.analysis.images.countable_text``); an appended line is counted the same way.
     user = json.loads(SESSION[5])
     data = "data:image/png;base64," + "iVBORw0KGgo" * 40
     block = {"type": "tool_result", "tool_use_id": "toolu_img", "content": f"shot: {data}"}

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ingest.arrow_jsonl import json_lines
+from ingest.outputs.arrow_jsonl import json_lines
 
 SCHEMA = pa.schema(
     [
@@ -127,7 +127,7 @@ def test_lines_written_to_a_file_come_after_what_it_buffered_and_before_what_fol
     """``write_json_lines`` to a file with a descriptor (Polars writes to the descriptor
     itself): what the file object holds unwritten goes first, the lines in table order, then
     what is written after them; the same bytes as ``json_lines``."""
-    from ingest.arrow_jsonl import write_json_lines
+    from ingest.outputs.arrow_jsonl import write_json_lines
 
     first = pa.table({"s": ["a\nb", None], "n": [1, 2]})
     second = pa.table({"s": ["é" * 50_000], "n": [3]})  # more than one chunk of Polars'

@@ -1,4 +1,4 @@
-"""Bulk range reads as Arrow tables (``db.arrow_read``): in range order, typed by the caller,
+"""Bulk range reads as Arrow tables (``db.bulk.arrow_read``): in range order, typed by the caller,
 read-only on SQLite, on both databases."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 
-from db.arrow_read import (
+from db.bulk.arrow_read import (
     UTC_MICROSECONDS,
     ArrowReadUnavailable,
     conform,
@@ -20,8 +20,8 @@ from db.arrow_read import (
 )
 from db.engine import make_engine
 from db.schema import TraceRow
+from ingest.importing.pipeline import import_traces
 from ingest.model import Message, Trace
-from ingest.pipeline import import_traces
 
 LO, HI = sa.bindparam("lo", 0, type_=sa.Integer), sa.bindparam("hi", 0, type_=sa.Integer)
 SCHEMA = pa.schema([("id", pa.int64()), ("trace", pa.string()), ("started", UTC_MICROSECONDS)])
@@ -103,9 +103,9 @@ def test_a_range_longer_than_a_batch_is_read_again_in_one(
 ) -> None:
     """A range with more rows than a batch whose column is NULL all through the first batch
     is read again in one batch of its size (here a batch of 4 rows, NULLs in the first 5)."""
-    import db.arrow_read
+    import db.bulk.arrow_read
 
-    monkeypatch.setattr(db.arrow_read, "_SQLITE_BATCH_ROWS", 4)
+    monkeypatch.setattr(db.bulk.arrow_read, "_SQLITE_BATCH_ROWS", 4)
     engine = make_engine(sqlite_url)
     ids = _store(engine, 8)
     (table,) = _nulls_then_names(engine, ids, 5)

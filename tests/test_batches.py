@@ -14,7 +14,8 @@ import sqlalchemy as sa
 from benchmarks.workload import generate_traces, write_workload
 from db.engine import make_engine
 from db.schema import Base, ImportRun, TraceRow
-from ingest import batches, formats, pipeline
+from ingest import formats
+from ingest.importing import batches, pipeline
 
 
 def _stored(url: str) -> dict[str, list[tuple[object, ...]]]:

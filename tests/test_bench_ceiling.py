@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from benchmarks.ceiling import TABLES, ceiling_postgresql, ceiling_sqlite
 from benchmarks.workload import write_workload
 from db.engine import make_engine
-from ingest import pipeline
+from ingest.importing import pipeline
 
 
 class _Excluded:

@@ -31,7 +31,7 @@ from browser_support import (
 
 from dashboard import pages
 from db.engine import make_engine
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 from ingest.scenarios.populations import BASELINE, CANDIDATE, generate_population
 
 pytestmark = pytest.mark.browser

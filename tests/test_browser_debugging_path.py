@@ -27,8 +27,8 @@ from browser_support import (
 from dashboard import pages
 from dashboard.trace_outline import neighbours
 from dashboard.widgets import HEADER_PX, ROW_PX
-from db.filters import Filters
 from db.queries.compare import trace_set
+from db.queries.filters import Filters
 from db.queries.overview import error_type_counts
 from db.queries.pairs import PairQuery, count_pairs, list_pairs
 from db.queries.traces import filter_choices, trace_markers

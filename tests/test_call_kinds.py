@@ -13,7 +13,7 @@ import pytest
 
 from db.engine import make_engine
 from db.queries.pairs import PairQuery, count_pairs, list_pairs, pair_choices
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 
 GOLDEN = Path(__file__).parent / "golden"
 SERVER_AND_MCP = GOLDEN / "anthropic" / "server_and_mcp_tools" / "input.json"

@@ -11,12 +11,12 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from db import rollups
 from db.engine import make_engine
 from db.queries.pairs import PAIR_COLUMNS, iter_pairs
-from db.summary import summarize
+from db.queries.summary import summarize
+from db.rollups import upkeep as rollups
 from ingest.cli import app
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 from ingest.scenarios import GroundTruth, generate
 
 runner = CliRunner()

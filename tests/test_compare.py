@@ -17,7 +17,9 @@ from dbfixture import open_app
 from typer.testing import CliRunner
 
 from dashboard.render import escape_markdown
-from db.compare_stats import (
+from db.engine import make_engine
+from db.queries.compare import compare_sets, trace_set
+from db.queries.compare_stats import (
     MIN_TRACES,
     TraceSet,
     benjamini_hochberg,
@@ -30,12 +32,10 @@ from db.compare_stats import (
     split_probability,
     wilson,
 )
-from db.engine import make_engine
-from db.filters import FilterQueryError, Filters, format_query, parse_query
-from db.queries.compare import compare_sets, trace_set
+from db.queries.filters import FilterQueryError, Filters, format_query, parse_query
 from db.schema import TraceRow
 from ingest.cli import app
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 from ingest.scenarios.populations import BASELINE, CANDIDATE, generate_population
 
 runner = CliRunner()

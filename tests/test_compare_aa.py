@@ -3,7 +3,7 @@
 Real files (``../shared/realdata``: 15 Claude Code sessions, 200 tau-bench conversations, 15
 ToolBench answers) and generated populations (``ingest.scenarios.populations``) are imported
 once; each is split :data:`SPLITS` times into two random halves, compared in-process
-(:func:`db.compare_stats.compare`, the statistics ``toollens compare`` runs), and a split
+(:func:`db.queries.compare_stats.compare`, the statistics ``toollens compare`` runs), and a split
 counts as a false alarm when the gate on every metric (``--fail-on`` with all of them) would
 exit 1. The share of false alarms is shown in the terminal summary ("compare A/A").
 """
@@ -19,13 +19,13 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from db.compare_stats import MIN_TRACES, RATES, Comparison, TraceSet, compare
 from db.engine import make_engine
-from db.filters import Filters
 from db.queries.compare import trace_set
+from db.queries.compare_stats import MIN_TRACES, RATES, Comparison, TraceSet, compare
+from db.queries.filters import Filters
 from db.schema import TraceRow
 from ingest.cli import app
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 from ingest.scenarios.populations import BASELINE, CANDIDATE, generate_population
 
 #: Random A/A splits per population (200 in all).

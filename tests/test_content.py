@@ -10,8 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ingest.content import MAX_SUMMARY, analyze_content
-from ingest.facts import ContentFacts
+from ingest.analysis.content import MAX_SUMMARY, analyze_content
+from ingest.analysis.facts import ContentFacts
 from ingest.protocol import ToolMessage
 
 

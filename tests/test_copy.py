@@ -17,17 +17,17 @@ import sqlalchemy as sa
 from conftest import fresh_pg_schema
 from typer.testing import CliRunner
 
-from db.annotations import add_annotation
-from db.copy import STATE, CopyInterrupted, CopyRefused, copy_store, differences
-from db.deletion import delete_rows, traces_by_id
+from db.bulk.copy import STATE, CopyInterrupted, CopyRefused, copy_store, differences
 from db.engine import make_engine
 from db.migrate import downgrade, head_revision
 from db.queries.search import search_content
+from db.queries.summary import summarize
 from db.schema import Base, TraceRow
-from db.summary import summarize
+from db.writes.annotations import add_annotation
+from db.writes.deletion import delete_rows, traces_by_id
 from ingest.cli import app
-from ingest.inputs import expand
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
+from ingest.input.paths import expand
 
 pytestmark = pytest.mark.realdata
 

@@ -12,7 +12,7 @@ from dbfixture import build_pages2_database, open_app
 
 from dashboard import pages
 from db.engine import make_engine
-from db.write import finish_import, start_import
+from db.writes.traces import finish_import, start_import
 
 IMPORTS = pages.IMPORTS.script
 TRACE = pages.TRACE.script

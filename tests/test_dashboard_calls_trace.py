@@ -11,8 +11,8 @@ import sqlalchemy as sa
 from dbfixture import BIG_RESULT, UNTRUSTED, build_fixture, open_app
 
 from dashboard import pages
-from db.filters import Filters
 from db.queries import traces as tq
+from db.queries.filters import Filters
 from db.queries.pairs import PairQuery, count_pairs, list_pairs, pair_choices
 from db.queries.traces import (
     PairRef,

@@ -19,9 +19,9 @@ from dashboard import pages
 from dashboard.render import escape_markdown
 from dashboard.selection import GENERATION_SUFFIX, brushed_range, picked_point
 from db.contract.vocabulary import VERDICTS
-from db.filters import parse_query
-from db.rollup_read import used_dims
-from db.rollups import Dim
+from db.queries.filters import parse_query
+from db.rollups.read import used_dims
+from db.rollups.upkeep import Dim
 
 
 def select_points(at: Any, key: str, points: list[dict[str, Any]], box: Any = ()) -> Any:

@@ -13,7 +13,7 @@ from page_support import assert_opened, captions, open_section, select_row
 
 from dashboard import pages
 from db.engine import make_engine
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 
 FINDINGS = pages.FINDINGS.script
 

@@ -15,7 +15,7 @@ from test_queries_images_usage import _write
 from dashboard import pages
 from dashboard.render import escape_markdown
 from db.engine import make_engine
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 
 
 @pytest.fixture

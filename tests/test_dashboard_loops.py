@@ -3,7 +3,7 @@ opening a loop's first call.
 
 They read ``analysis_store_url`` (``dbfixture.build_pages2_database``, figures worked out in
 that module), so every metric is asserted exactly, and cross-checked against
-``db.summary.summarize`` where it has the same figure.
+``db.queries.summary.summarize`` where it has the same figure.
 """
 
 import pytest
@@ -12,7 +12,7 @@ from page_support import assert_opened, chart_spec, metrics, open_section, selec
 
 from dashboard import pages
 from db.engine import make_engine
-from db.summary import summarize
+from db.queries.summary import summarize
 
 LOOPS = pages.LOOPS.script
 

@@ -11,8 +11,8 @@ import sqlalchemy as sa
 from dbfixture import DASHBOARD_APP, open_app
 
 from dashboard import pages, render, state
-from db.filters import Filters
-from db.summary import summarize
+from db.queries.filters import Filters
+from db.queries.summary import summarize
 
 
 def _metrics(at: object) -> dict[str, str]:

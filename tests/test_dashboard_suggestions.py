@@ -3,7 +3,7 @@ examples, and the page without advice.
 
 They read ``analysis_store_url`` (``dbfixture.build_pages2_database``, figures worked out in
 that module), so every metric is asserted exactly, and cross-checked against
-``db.summary.summarize`` where it has the same figure.
+``db.queries.summary.summarize`` where it has the same figure.
 """
 
 import pytest
@@ -12,8 +12,8 @@ from page_support import assert_opened, chart_spec, metrics, open_section, selec
 
 from dashboard import pages
 from db.engine import make_engine
-from db.filters import Filters
-from db.summary import summarize
+from db.queries.filters import Filters
+from db.queries.summary import summarize
 
 SUGGESTIONS = pages.SUGGESTIONS.script
 

@@ -14,7 +14,7 @@ from timing_traces import build_trace, search_trace
 
 from dashboard import pages
 from db.engine import make_engine
-from ingest.pipeline import import_traces
+from ingest.importing.pipeline import import_traces
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ results and opening one on the Trace page.
 
 They read ``analysis_store_url`` (``dbfixture.build_pages2_database``, figures worked out in
 that module), so every metric is asserted exactly, and cross-checked against
-``db.summary.summarize`` where it has the same figure.
+``db.queries.summary.summarize`` where it has the same figure.
 """
 
 import pytest

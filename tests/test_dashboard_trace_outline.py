@@ -23,7 +23,7 @@ from dashboard import pages, trace_blocks, trace_outline
 from dashboard.charts.trace import outline_chart
 from db.engine import make_engine
 from db.queries.traces import find_trace, trace_markers
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 
 TRACE = pages.TRACE.script
 PLAIN_CALLS = 30

@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard import pages, render, trace_blocks
 from db.engine import make_engine
 from db.queries.traces import find_trace
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 
 TRACE = pages.TRACE.script
 CALLS = 49

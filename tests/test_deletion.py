@@ -1,4 +1,4 @@
-"""Deletion and retention (db.deletion, ``toollens delete`` / ``prune`` / ``vacuum``)."""
+"""Deletion and retention (db.writes.deletion, ``toollens delete`` / ``prune`` / ``vacuum``)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,18 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from db.annotations import add_annotation
-from db.deletion import (
+from db.engine import make_engine
+from db.schema import Base
+from db.writes.annotations import add_annotation
+from db.writes.deletion import (
     count_rows,
     delete_rows,
     import_by_id,
     imports_before,
     traces_by_display_id,
 )
-from db.engine import make_engine
-from db.schema import Base
 from ingest.cli import app
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 
 TABLES = (
     "imports",

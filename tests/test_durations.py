@@ -12,14 +12,14 @@ import sqlalchemy as sa
 from page_support import rows
 from timing_traces import build_trace, search_trace
 
-from db.filters import Filters
+from db.bulk.stored import iter_trace_id_batches, load_traces
 from db.queries import durations
-from db.stored import iter_trace_id_batches, load_traces
-from ingest.analysis import analyze_trace
-from ingest.durations import milliseconds, tool_duration
-from ingest.pipeline import import_paths, import_traces
-from ingest.rebuild import trace_from_stored
-from ingest.tokens import count_many
+from db.queries.filters import Filters
+from ingest.analysis.durations import milliseconds, tool_duration
+from ingest.analysis.tokens import count_many
+from ingest.analysis.trace import analyze_trace
+from ingest.importing.pipeline import import_paths, import_traces
+from ingest.importing.rebuild import trace_from_stored
 
 T = datetime(2026, 1, 1, 10, tzinfo=UTC)
 

@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from db.contract.vocabulary import ERROR_TYPES
-from ingest.content import analyze_content
-from ingest.error_detection import (
+from ingest.analysis.content import analyze_content
+from ingest.analysis.error_detection import (
     DETECTION_RULES,
     JSON_DETECTION_RULES,
     NOT_JSON,
@@ -21,7 +21,7 @@ from ingest.error_detection import (
     parse_json,
     scan_window,
 )
-from ingest.error_rules import RULES, classify_error, is_exception_text
+from ingest.analysis.error_rules import RULES, classify_error, is_exception_text
 
 # rule name -> (error type, positive example, near-miss that this rule must not type)
 TYPE_EXAMPLES: dict[str, tuple[str, str, str]] = {

@@ -17,7 +17,7 @@ from dashboard import pages
 from db.engine import make_engine
 from db.schema import ToolCallRow
 from ingest.cli import app
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 
 BIG = "18446744073709551616"
 NEGATIVE = "-123456789012345678901234567890"

@@ -13,11 +13,11 @@ import pytest
 from formats_helpers import GOLDEN_CASES, records_of
 
 from db.engine import make_engine
-from db.summary import summarize
+from db.queries.summary import summarize
 from ingest import formats
-from ingest.pipeline import import_paths
-from ingest.reading import detect
-from ingest.records import Record
+from ingest.importing.pipeline import import_paths
+from ingest.input.reading import detect
+from ingest.input.records import Record
 
 #: The keys (and key-value pairs) that show each format somewhere in its records: what a
 #: detection by words would have looked for. Planted where only values live, none may count.

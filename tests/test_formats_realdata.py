@@ -8,11 +8,11 @@ import pytest
 from formats_helpers import accounted, records_of
 
 from db.engine import make_engine
-from db.summary import summarize
+from db.queries.summary import summarize
 from ingest import formats
+from ingest.analysis.pairing import pair_trace
+from ingest.importing.pipeline import import_paths
 from ingest.model import Rejected, Trace
-from ingest.pairing import pair_trace
-from ingest.pipeline import import_paths
 
 # ---------------------------------------------------------------------------------------------
 # Real data (../shared/realdata): exact figures

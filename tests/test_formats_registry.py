@@ -14,8 +14,8 @@ from ingest import formats
 from ingest.formats._shapes import SIGN, Fit, Misfit, chat_message, message_list
 from ingest.formats._sniffing import Sniffing
 from ingest.formats.base import TraceFormat
+from ingest.input.records import Record
 from ingest.model import Rejected, Trace
-from ingest.records import Record
 
 FORMATS_DIR = Path(formats.__file__).parent
 GOLDEN = Path(__file__).parent / "golden"

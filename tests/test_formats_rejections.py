@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest import formats
+from ingest.input.records import Record
 from ingest.model import Trace
-from ingest.records import Record
 
 # ---------------------------------------------------------------------------------------------
 # Rejections: the record that does not fit is rejected alone, naming the path and the problem

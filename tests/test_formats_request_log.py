@@ -15,11 +15,11 @@ import pytest
 from formats_helpers import GOLDEN, only_trace, parse, recs, rejections
 
 from db.engine import make_engine
-from db.summary import summarize
+from db.queries.summary import summarize
 from ingest import formats
 from ingest.formats._request_history import Request, conversations
+from ingest.importing.pipeline import import_paths
 from ingest.model import Message, ToolCall, ToolResult, Trace
-from ingest.pipeline import import_paths
 
 SYSTEM = {"role": "system", "content": "You look orders up."}
 USER = {"role": "user", "content": "Where are orders 1 to 3?"}

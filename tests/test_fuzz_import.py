@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from db.engine import make_engine
 from db.schema import ImportRun, RejectedRecord, TraceRow
-from ingest.batches import ImportSummary
+from ingest.importing.batches import ImportSummary
+from ingest.importing.pipeline import import_paths
 from ingest.model import Rejected
-from ingest.pipeline import import_paths
 
 #: Mutated records per format and example, and examples per format: ≥ 1,000 per format.
 RECORDS_PER_EXAMPLE = 350

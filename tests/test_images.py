@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 from image_samples import image_b64
 
-from ingest.analysis import analyze_trace
-from ingest.images import (
+from ingest.analysis.images import (
     HEAD_B64_CHARS,
     ImagePart,
     anthropic_tokens,
@@ -19,6 +18,7 @@ from ingest.images import (
     message_images,
     openai_tokens,
 )
+from ingest.analysis.trace import analyze_trace
 from ingest.model import Message, ToolCall, ToolResult, Trace
 
 

@@ -11,12 +11,12 @@ import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from db.engine import make_engine
+from db.queries.summary import summarize
 from db.schema import RejectedRecord, TraceRow
-from db.summary import summarize
 from ingest import formats
 from ingest.cli import app
+from ingest.importing.pipeline import import_paths
 from ingest.model import ToolDef
-from ingest.pipeline import import_paths
 
 runner = CliRunner()
 
@@ -252,12 +252,12 @@ def test_nesting_deeper_than_storage_allows_is_rejected(tmp_path: Path) -> None:
 def test_a_trace_the_analysis_trips_over_is_kept_as_a_rejection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ingest.batches
+    import ingest.importing.batches
 
     def broken(*_args: object, **_kwargs: object) -> None:
         raise ValueError("rule exploded")
 
-    monkeypatch.setattr(ingest.batches, "analyze_trace", broken)
+    monkeypatch.setattr(ingest.importing.batches, "analyze_trace", broken)
     path = write_jsonl(tmp_path / "a.jsonl", [json.dumps(CONVERSATION).encode()])
     engine = make_engine(str(tmp_path / "t.db"))
     summary = import_paths(engine, [path], workers=0)

@@ -16,7 +16,7 @@ from alembic.script import ScriptDirectory
 from dbfixture import build_fixture
 
 from db.migrate import MIGRATIONS_DIR, current_revision, downgrade, head_revision
-from db.summary import summarize
+from db.queries.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,7 +45,7 @@ def _python(code: str, *args: str) -> str:
 
 
 def test_importing_the_summary_loads_no_pandas() -> None:
-    assert _python("import sys, db.summary; print('pandas' in sys.modules)") == "False\n"
+    assert _python("import sys, db.queries.summary; print('pandas' in sys.modules)") == "False\n"
 
 
 def test_the_summary_command_loads_no_heavy_module(db_url: str, engine: sa.Engine) -> None:

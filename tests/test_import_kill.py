@@ -16,11 +16,11 @@ import pytest
 import sqlalchemy as sa
 
 from benchmarks.workload import write_workload
-from db import processes
 from db.engine import make_engine
 from db.schema import ImportRun
-from db.write import GONE_ERROR, finish_import, mark_gone_imports, start_import
-from ingest import pipeline
+from db.writes import processes
+from db.writes.traces import GONE_ERROR, finish_import, mark_gone_imports, start_import
+from ingest.importing import pipeline
 
 
 def _gone(pid: int) -> bool:

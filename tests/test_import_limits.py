@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ingest.bytestream import CHUNK_SIZE
 from ingest.cli import app
-from ingest.reading import ReadLimits
+from ingest.input.bytestream import CHUNK_SIZE
+from ingest.input.reading import ReadLimits
 
 runner = CliRunner()
 

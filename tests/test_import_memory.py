@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 from dashboard.uploads import import_uploaded
 from db.engine import make_engine
 from db.schema import RejectedRecord
-from ingest import bytestream
 from ingest.cli import app
-from ingest.jsonrecord import REJECTED_RAW_BYTES
-from ingest.jsonstream import iter_records
+from ingest.input import bytestream
+from ingest.input.jsonrecord import REJECTED_RAW_BYTES
+from ingest.input.jsonstream import iter_records
 from ingest.model import Rejected
 
 runner = CliRunner()

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from db.contract.bounds import fit_key, storable_time
 from db.engine import make_engine
 from db.schema import MessageRow, ToolCallRow, TraceRow
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 
 
 def conversation(conv_id: str, **fields: Any) -> dict[str, Any]:
@@ -145,8 +145,8 @@ def test_otlp_times_past_the_datetime_range_are_dropped() -> None:
 def test_a_trace_with_cut_values_is_rebuilt_whole_for_reanalysis(
     db_url: str, tmp_path: Path
 ) -> None:
-    from db.stored import iter_trace_id_batches, load_traces
-    from ingest.rebuild import trace_from_stored
+    from db.bulk.stored import iter_trace_id_batches, load_traces
+    from ingest.importing.rebuild import trace_from_stored
 
     engine = import_lines(
         db_url, tmp_path, [conversation("i" * 450, model="m" * 250, metadata={"env": "ci"})]
@@ -188,7 +188,7 @@ def test_an_escaped_nul_in_arguments_is_stored_as_the_replacement_character(
 def test_nul_characters_in_any_text_or_json_value_are_stored_replaced(db_url: str) -> None:
     from dbfixture import _trace, message
 
-    from db.write import TraceRows, start_import, write_traces
+    from db.writes.traces import TraceRows, start_import, write_traces
 
     rows = TraceRows(
         trace=_trace(
@@ -212,8 +212,8 @@ def test_nul_characters_in_any_text_or_json_value_are_stored_replaced(db_url: st
 def test_a_trace_the_database_refuses_costs_only_itself(db_url: str) -> None:
     from dbfixture import _trace, message
 
-    from db.write import TraceRows, start_import, write_traces
-    from ingest.batches import refused_rejections
+    from db.writes.traces import TraceRows, start_import, write_traces
+    from ingest.importing.batches import refused_rejections
 
     def rows(name: str, seq: int = 0) -> TraceRows:
         return TraceRows(

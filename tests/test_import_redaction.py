@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from db.engine import make_engine
 from ingest.cli import app
+from ingest.importing.pipeline import import_paths, import_traces
 from ingest.model import Message, Rejected, ToolCall, ToolDef, ToolResult, Trace
-from ingest.pipeline import import_paths, import_traces
-from ingest.redaction import Redactor
-from ingest.trace_redaction import (
+from ingest.redaction.secrets import Redactor
+from ingest.redaction.traces import (
     RedactionSettings,
     format_counts,
     redact_rejected,

@@ -13,8 +13,8 @@ from formats_helpers import only_trace, parse, recs
 from db.engine import make_engine
 from db.schema import ImportRun
 from ingest.formats._span_messages import read_message
+from ingest.importing.pipeline import import_paths
 from ingest.model import OpaqueMessage
-from ingest.pipeline import import_paths
 
 HOLOGRAM = {"type": "hologram_call", "id": "h1", "status": "completed"}
 

@@ -1,5 +1,6 @@
 """Re-importing files: unchanged ones are skipped unread, grown JSONL is read from where the last
-import stopped, anything else is read whole again (``source_files``, ``ingest.file_changes``)."""
+import stopped, anything else is read whole again (``source_files``,
+``ingest.importing.file_changes``)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from db.schema import RejectedRecord, TraceRow
-from db.source_files import load_source_files, stored_content_hashes
+from db.writes.source_files import load_source_files, stored_content_hashes
 from ingest.cli import app
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 
 GOLDEN = Path(__file__).parent / "golden"
 LANGFUSE_LINES = (GOLDEN / "langfuse/langchain_jsonl/input.jsonl").read_bytes().splitlines()

@@ -1,4 +1,4 @@
-"""Folders on the command line (``ingest.inputs``): a folder stands for the trace files below
+"""Folders on the command line (``ingest.input.paths``): a folder stands for the trace files below
 it, in path order; hidden ones are passed over, the other files named as not read."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ingest.cli import app
-from ingest.inputs import Inputs, MissingInput, expand
+from ingest.input.paths import Inputs, MissingInput, expand
 
 runner = CliRunner()
 LINE = b'{"id": "%s", "messages": [{"role": "user", "content": "hi"}]}\n'

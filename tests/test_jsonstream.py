@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.bytestream import CHUNK_SIZE, open_input, read_head
-from ingest.jsonrecord import REJECTED_RAW_BYTES
-from ingest.jsonstream import iter_records
+from ingest.input.bytestream import CHUNK_SIZE, open_input, read_head
+from ingest.input.jsonrecord import REJECTED_RAW_BYTES
+from ingest.input.jsonstream import iter_records
+from ingest.input.records import Record
 from ingest.model import Rejected
-from ingest.records import Record
 
 TAU_BENCH = "openai-chat/tau-bench-gpt-4o-airline.json"
 TRUNCATED = "input ends inside a JSON value (unclosed array or object)"

@@ -11,7 +11,7 @@ traces the file's parser yields; ``external_id`` repeats the source's own id whe
 ``seq`` (the Tool Message's position in the trace; ``tool_call_id`` repeats the source's id).
 
 The shares are measured through the canonical pipeline (``ingest.formats`` then
-``ingest.analysis``, no database) and shown in the terminal summary of every run (section
+``ingest.analysis.trace``, no database) and shown in the terminal summary of every run (section
 "labelled agreement"), then checked against the floors below.
 """
 
@@ -26,9 +26,9 @@ import orjson
 import pytest
 from realdata_corpus import traces_of
 
-from ingest.analysis import analyze_trace
-from ingest.content import analyze_content
-from ingest.facts import ResultFacts
+from ingest.analysis.content import analyze_content
+from ingest.analysis.facts import ResultFacts
+from ingest.analysis.trace import analyze_trace
 
 LABELS = Path(__file__).parent / "labelled" / "tool_messages.jsonl"
 

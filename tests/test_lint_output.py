@@ -13,8 +13,8 @@ from lint_runs import call, write_runs
 from typer.testing import CliRunner
 
 from ingest.cli import app
-from ingest.lint import lint_paths
-from ingest.lint_output import junit
+from ingest.outputs.lint import lint_paths
+from ingest.outputs.lint_output import junit
 
 runner = CliRunner()
 SARIF_SCHEMA = Path(__file__).parent / "sarif" / "sarif-schema-2.1.0.json"

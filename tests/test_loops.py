@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ingest.loops import (
+from ingest.analysis.loops import (
     find_loops,
     loop_facts,
     occurrences,

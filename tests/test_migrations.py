@@ -22,7 +22,7 @@ from db.migrate import (
     upgrade,
 )
 from db.schema import Base
-from db.search import is_search_object
+from db.writes.search_index import is_search_object
 from ingest.cli import app
 
 EXPECTED_TABLES = {
@@ -142,8 +142,8 @@ def test_migration_0028_stores_each_results_preview_as_the_import_does(db_url: s
     """A store from before 0028 gets each Tool Message's preview from its text, in SQL, equal
     to what the import now stores (``db.contract.rows.one_line_preview``): line breaks and tabs as
     one space each, a CR LF as one, the first 120 characters counted as characters."""
+    from ingest.importing.pipeline import import_traces
     from ingest.model import Message, ToolCall, ToolResult, Trace
-    from ingest.pipeline import import_traces
 
     texts = [
         "a\r\nb\tc\rd\ne " + "é" * 200,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.otlp_assembler import MAX_ATTEMPTS, RETRY_SECONDS, TraceAssembler
-from ingest.otlp_decode import OtlpSpan
-from ingest.otlp_spool import SpanRef, TraceGroup
+from ingest.input.otlp_spans import OtlpSpan
+from ingest.otlp.assembler import MAX_ATTEMPTS, RETRY_SECONDS, TraceAssembler
+from ingest.otlp.spool import SpanRef, TraceGroup
 
 
 class Clock:

@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from ingest.formats.otlp import trace_of
+from ingest.input.otlp_spans import OtlpSpan, SpanEvent
 from ingest.model import Message
-from ingest.otlp_decode import OtlpSpan, SpanEvent
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 

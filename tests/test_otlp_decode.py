@@ -15,15 +15,15 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otlp_agent import FORECAST_ARGS, FORECAST_ERROR, openinference_run, otlp_json, provider
 
-from ingest.otlp_decode import (
+from ingest.input.otlp_spans import (
     OtlpDecodeError,
     OtlpSpan,
     SpanEvent,
     decode_json,
     decode_protobuf,
 )
-from ingest.otlp_receiver import BodyTooLarge, inflate_gzip
-from ingest.otlp_spool import Spool, read_spans, scan_trace
+from ingest.otlp.receiver import BodyTooLarge, inflate_gzip
+from ingest.otlp.spool import Spool, read_spans, scan_trace
 
 TRACE = "000000000000000000000000000000a2"
 

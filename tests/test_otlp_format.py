@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from db.engine import make_engine
 from ingest.cli import app
 from ingest.formats.otlp import trace_of
+from ingest.input.otlp_spans import OtlpSpan, SpanEvent
 from ingest.model import Rejected, Trace
-from ingest.otlp_decode import OtlpSpan, SpanEvent
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 

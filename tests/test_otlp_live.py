@@ -27,7 +27,7 @@ from stub_llm import ANSWER, ARGUMENTS, CALL_ID, MODEL, TOOL, stub_llm
 from test_otlp_receiver import running, wait_for
 
 from db.schema import MessageRow, TraceRow
-from ingest.otlp_receiver import ReceiverSettings
+from ingest.otlp.receiver import ReceiverSettings
 
 RESULT = "rainy, 12°C"
 TOOLS = [

@@ -30,7 +30,7 @@ from typer.testing import CliRunner
 from db.engine import make_engine
 from db.schema import ImportRun, TraceRow
 from ingest.cli import app as cli
-from ingest.otlp_receiver import ReceiverSettings, create_app, store_into
+from ingest.otlp.receiver import ReceiverSettings, create_app, store_into
 
 TRACE = "000000000000000000000000000000a2"
 

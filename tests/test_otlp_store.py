@@ -19,10 +19,10 @@ from otlp_agent import OPENINFERENCE_PAIRS, openinference_run, provider, stored_
 
 from db.engine import make_engine
 from db.schema import ImportRun
-from ingest.otlp_assembler import DEFAULT_EVICT_IDLE_SECONDS, TraceAssembler
-from ingest.otlp_decode import OtlpSpan, decode_protobuf
-from ingest.otlp_spool import Spool
-from ingest.otlp_store import SpanStore
+from ingest.input.otlp_spans import OtlpSpan, decode_protobuf
+from ingest.otlp.assembler import DEFAULT_EVICT_IDLE_SECONDS, TraceAssembler
+from ingest.otlp.spool import Spool
+from ingest.otlp.store import SpanStore
 
 
 def run_spans(trace_base: int) -> list[OtlpSpan]:

@@ -9,8 +9,8 @@ import orjson
 import pytest
 from tau_bench import TAU_BENCH, tau_bench_traces
 
+from ingest.analysis.pairing import pair_trace
 from ingest.model import Message, ToolCall, ToolResult, Trace
-from ingest.pairing import pair_trace
 
 
 def call(index: int, call_id: str | None, name: str) -> ToolCall:
@@ -245,7 +245,7 @@ def test_tau_bench_reused_id_pairs_each_result_with_its_own_tool(realdata: Path)
 @pytest.mark.realdata
 def test_tau_bench_parsed_by_the_openai_chat_format_pairs_the_same_way(realdata: Path) -> None:
     from ingest.formats import openai_chat
-    from ingest.records import Record
+    from ingest.input.records import Record
 
     runs = orjson.loads((realdata / TAU_BENCH).read_bytes())
     records = [Record(TAU_BENCH, i + 1, 0, orjson.dumps(run), run) for i, run in enumerate(runs)]

@@ -93,8 +93,8 @@ def _import_one_call(
 ) -> None:
     """A trace with one call (asked and made at ``t0``), its answer at ``answered``, and a Tool
     Message that answers no call (``zz``, "stray", no time)."""
+    from ingest.importing.pipeline import import_traces
     from ingest.model import Message, ToolResult, Trace
-    from ingest.pipeline import import_traces
 
     trace = Trace(
         format="openai_chat", source_file="a.json", external_id=run, model=model,
@@ -207,7 +207,7 @@ def test_the_calls_joined_to_their_answers_in_arrow_are_the_pages_statement(
     """Every pair read as four tables a range (calls, their answers, lone Tool Messages,
     traces; PostgreSQL's way) and read by the page's statement (SQLite's): the same tables, on
     both databases, a trace a range or all in one."""
-    from db.arrow_read import stream_range_tables
+    from db.bulk.arrow_read import stream_range_tables
     from db.queries import pairs as p
 
     engine = make_engine(pairs_store)
@@ -249,7 +249,7 @@ def test_the_arguments_preview_is_one_line_in_the_page_and_in_the_cli(
 
     from db.contract.rows import one_line_preview
     from db.queries.pairs import iter_pair_tables
-    from ingest.pipeline import import_paths
+    from ingest.importing.pipeline import import_paths
 
     messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     for call_id, raw in BROKEN_ARGUMENTS.items():
@@ -280,7 +280,7 @@ def test_the_cli_lists_an_error_after_a_thousand_successes(db_url: str, tmp_path
     types a column by its first batch of rows, 1,024 by default, and failed on the error)."""
     import orjson
 
-    from ingest.pipeline import import_paths
+    from ingest.importing.pipeline import import_paths
 
     messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     for i in range(1101):
@@ -319,7 +319,7 @@ def test_the_cli_lists_an_error_after_a_thousand_successes(db_url: str, tmp_path
 def test_the_cli_lists_the_pages_pairs_of_every_real_trace(db_url: str, realdata: Any) -> None:
     """Every real trace of every format in one store: ``toollens pairs`` (Arrow, a range of a
     thousand traces at a time) lists exactly the page's rows, with the page's values."""
-    from ingest.pipeline import import_paths
+    from ingest.importing.pipeline import import_paths
 
     files = sorted(p for p in realdata.rglob("*") if p.is_file() and p.parent != realdata)
     engine = make_engine(db_url)
@@ -346,7 +346,7 @@ def test_the_cli_stops_quietly_when_its_reader_does(
 
     import orjson
 
-    from ingest.pipeline import import_paths
+    from ingest.importing.pipeline import import_paths
 
     messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
     for i in range(3000):  # some 900 kB of lines: more than a pipe holds

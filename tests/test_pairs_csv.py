@@ -1,5 +1,5 @@
-"""CSV of Arrow tables with the times spelled beforehand (``ingest.pairs_csv``): each time is the
-text Arrow's writer gives a UTC timestamp, as a quoted value."""
+"""CSV of Arrow tables with the times spelled beforehand (``ingest.outputs.pairs_csv``): each time
+is the text Arrow's writer gives a UTC timestamp, as a quoted value."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.csv as arrow_csv
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ingest.pairs_csv import text_schema, utc_text, write_csv
+from ingest.outputs.pairs_csv import text_schema, utc_text, write_csv
 
 UTC_US = pa.timestamp("us", tz="UTC")
 SCHEMA = pa.schema([("name", pa.string()), ("time", UTC_US), ("n", pa.int64())])

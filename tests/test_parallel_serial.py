@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from db.engine import make_engine
 from db.schema import TraceRow
-from ingest import batches, pipeline
+from ingest.importing import batches, pipeline
 
 
 def _files(folder: Path) -> list[Path]:

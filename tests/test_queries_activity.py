@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
-from db.filters import Filters, format_query, parse_query
 from db.queries import activity
 from db.queries.errors import error_totals
-from db.rollup_read import base_tables
+from db.queries.filters import Filters, format_query, parse_query
+from db.rollups.read import base_tables
 
 JAN1_10 = datetime(2025, 1, 1, 10, tzinfo=UTC)
 JAN2_09 = datetime(2025, 1, 2, 9, tzinfo=UTC)

@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from page_support import rows
 
-from db.filters import Filters
 from db.queries import errors
-from db.summary import summarize
+from db.queries.filters import Filters
+from db.queries.summary import summarize
 
 
 def test_error_totals_count_errors_among_all_results(analysis_store: sa.Engine) -> None:

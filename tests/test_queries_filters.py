@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from page_support import rows
 
-from db.filters import Filters
 from db.queries import errors, loops, suggestions, tokens
+from db.queries.filters import Filters
 
 SUPPORT = Filters(agent="support")
 

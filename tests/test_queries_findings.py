@@ -10,11 +10,11 @@ from dbfixture import build_fixture
 from lint_runs import write_runs
 
 from db.contract.vocabulary import FINDING_KINDS
-from db.filters import Filters
 from db.queries import findings as q
 from db.queries import overview
-from ingest.lint import lint_paths
-from ingest.pipeline import import_paths
+from db.queries.filters import Filters
+from ingest.importing.pipeline import import_paths
+from ingest.outputs.lint import lint_paths
 
 
 @pytest.fixture

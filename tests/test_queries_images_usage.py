@@ -22,10 +22,10 @@ import pandas as pd
 import sqlalchemy as sa
 from image_samples import image_b64
 
-from db import rollups
-from db.filters import Filters
 from db.queries import tokens, traces
-from ingest.pipeline import import_paths
+from db.queries.filters import Filters
+from db.rollups import upkeep as rollups
+from ingest.importing.pipeline import import_paths
 
 
 def _write(tmp_path: Path) -> list[Path]:
@@ -135,7 +135,7 @@ def test_the_tokens_page_counts_exactness_images_and_input_shares(
 def test_reanalyze_derives_the_facts_of_traces_stored_before_them(
     engine: sa.Engine, tmp_path: Path
 ) -> None:
-    from ingest.reanalyze import reanalyze
+    from ingest.importing.reanalyze import reanalyze
 
     import_paths(engine, _write(tmp_path), workers=0)
     before = {d: _results(engine, d) for d in ("run-img", "chat-img")}

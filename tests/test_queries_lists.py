@@ -1,7 +1,7 @@
 """The dashboard's lists of first rows, on SQLite and PostgreSQL: the shortcuts that read only
 the rows a page can hold give exactly the rows, in exactly the order, of the plain statement.
 
-* :func:`db.planner.bounded_walks` (slowest calls, biggest results, a finding kind's
+* :func:`db.queries.planner.bounded_walks` (slowest calls, biggest results, a finding kind's
   occurrences): forced through each of its paths — the short walk fills the page, only the
   long walk does, no walk does (the plain statement) — and on PostgreSQL too, by making it walk
   there, against the plain statement alone.
@@ -22,13 +22,12 @@ import pytest
 import sqlalchemy as sa
 
 from benchmarks.ui_store import StoreGenerator
-from db import planner
 from db.contract.vocabulary import DEFAULT_ENCODING
 from db.engine import make_engine
-from db.filters import Filters
-from db.queries import durations, findings, loops, overview, tokens
+from db.queries import durations, findings, loops, overview, planner, tokens
+from db.queries.filters import Filters
 from db.schema import FindingRow, ToolResultRow, TraceRow
-from db.write import finish_import, start_import, write_traces
+from db.writes.traces import finish_import, start_import, write_traces
 
 #: Walks of 1 and 3 entries per row: the first fills a page only where the filter keeps nearly
 #: everything, the second a little more often, else the plain statement runs.

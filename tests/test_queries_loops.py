@@ -11,9 +11,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 from page_support import rows
 
-from db.filters import Filters
 from db.queries import loops
-from db.summary import summarize
+from db.queries.filters import Filters
+from db.queries.summary import summarize
 
 
 def test_loop_signatures_at_k3_with_runs_errors_and_wasted_tokens(

@@ -8,10 +8,10 @@ import pytest
 import sqlalchemy as sa
 from dbfixture import build_fixture
 
-from db.filters import Filters
 from db.queries import histograms
 from db.queries import overview as q
-from db.summary import summarize, summary_counts
+from db.queries.filters import Filters
+from db.queries.summary import summarize, summary_counts
 
 
 @pytest.fixture

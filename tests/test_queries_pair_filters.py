@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from db.filters import Filters
+from db.queries.filters import Filters
 from db.queries.pairs import PairQuery, count_pairs, list_pairs
 
 

@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
-from db.filters import NO_FILTERS, Filters
 from db.migrate import downgrade, upgrade
+from db.queries.filters import NO_FILTERS, Filters
 from db.queries.search import HIT_COLUMNS, search_content
 from db.schema import TraceRow
+from ingest.importing.pipeline import import_traces
+from ingest.importing.reanalyze import reanalyze
+from ingest.importing.rows import trace_title
 from ingest.model import Message, ToolCall, ToolResult, Trace
-from ingest.pipeline import import_traces
-from ingest.reanalyze import reanalyze
-from ingest.rows import trace_title
 
 T0 = datetime(2026, 11, 3, 9, 0, tzinfo=UTC)
 

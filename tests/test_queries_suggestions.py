@@ -11,10 +11,10 @@ from __future__ import annotations
 import sqlalchemy as sa
 from page_support import rows
 
-from db import rollups
-from db.filters import Filters
 from db.queries import suggestions
-from db.rollup_read import base_tables
+from db.queries.filters import Filters
+from db.rollups import upkeep as rollups
+from db.rollups.read import base_tables
 from db.schema import ToolResultRow
 
 

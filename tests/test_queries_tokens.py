@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from page_support import rows
 
-from db.filters import Filters
 from db.queries import histograms, tokens
+from db.queries.filters import Filters
 
 
 def test_token_quantiles_per_tool_are_nearest_rank_computed_in_sql(

@@ -1,6 +1,6 @@
-"""Rows read off the driver's cursor (``db.streaming.read_columns``, which every page frame goes
-through via ``db.queries.common.to_frame``) hold exactly what ``conn.execute(stmt).all()`` holds:
-the same values of the same types, NULLs included, on both databases."""
+"""Rows read off the driver's cursor (``db.bulk.streaming.read_columns``, which every page frame
+goes through via ``db.queries.common.to_frame``) hold exactly what ``conn.execute(stmt).all()``
+holds: the same values of the same types, NULLs included, on both databases."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import cast, func, select
 
+from db.bulk.streaming import read_columns, read_keyed_columns
 from db.queries.common import to_frame
 from db.schema import MessageRow, ToolCallRow, ToolResultRow, TraceRow
-from db.streaming import read_columns, read_keyed_columns
 
 
 def _statements() -> list[Any]:

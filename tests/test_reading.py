@@ -11,15 +11,15 @@ import pytest
 
 from ingest import formats
 from ingest.formats.base import Deferred
-from ingest.jsonrecord import decode_value
-from ingest.model import Rejected, Trace
-from ingest.reading import (
+from ingest.input.jsonrecord import decode_value
+from ingest.input.reading import (
     UnknownFormatError,
     finish_deferred,
     read_file,
     resolve_format,
     split_file,
 )
+from ingest.model import Rejected, Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 TAU_GOLDEN = ROOT / "tests" / "golden" / "openai_chat" / "tau_bench" / "input.json"

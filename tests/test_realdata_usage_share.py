@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from db.queries import tokens
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 
 
 @pytest.mark.realdata

@@ -1,4 +1,5 @@
-"""Secret redaction (ingest.redaction): detectors in realistic places, near misses, modes, rules."""
+"""Secret redaction (ingest.redaction.secrets): detectors in realistic places, near misses, modes,
+rules."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from hypothesis import strategies as st
 
 from benchmarks.redaction_bench import catch_rate, false_redactions, realdata_records
 from benchmarks.redaction_corpus import clean_corpus, pii_corpus, secret_corpus
-from ingest.redaction import RedactionCounts, Redactor
-from ingest.redaction_rules import DETECTORS, RulesFileError, load_rules, luhn_ok
+from ingest.redaction.rules import DETECTORS, RulesFileError, load_rules, luhn_ok
+from ingest.redaction.secrets import RedactionCounts, Redactor
 
 OPENAI = "sk-proj-Hq3vT9xLw2Rk7YbN4mZp8sJd1FgC6uEa0WiO5tQrVy"
 ANTHROPIC = "sk-ant-api03-Zx8Kq2Lm4Nv6Bc1Rt7Yw3Hs9Dj5Fg0Pa-Qe_UiOo2AA"

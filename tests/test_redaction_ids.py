@@ -11,9 +11,9 @@ import sqlalchemy as sa
 
 from db.engine import make_engine
 from db.schema import ImportRun, SourceFileRow, ToolCallRow, ToolResultRow, TraceRow
+from ingest.importing.pipeline import import_paths, import_traces
 from ingest.model import Message, ToolCall, ToolDef, ToolResult, Trace
-from ingest.pipeline import import_paths, import_traces
-from ingest.redaction import Redactor
+from ingest.redaction.secrets import Redactor
 
 AWS = "AKIAQ3EGT5NXK7LRPW2M"
 AWS_OTHER = "AKIAZ7PQR2LMN4XVBW6K"

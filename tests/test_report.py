@@ -13,20 +13,20 @@ import sqlalchemy as sa
 from incident import UNTRUSTED_ANSWER, UNTRUSTED_USER, import_incident, result_id
 from typer.testing import CliRunner
 
-from db.annotations import add_annotation
-from db.corrections import correct_result
 from db.engine import make_engine
-from db.review import mark_reviewed, review_queue
+from db.writes.annotations import add_annotation
+from db.writes.corrections import correct_result
+from db.writes.review import mark_reviewed, review_queue
 from ingest.cli import app
-from ingest.pipeline import import_paths
-from ingest.report import (
+from ingest.importing.pipeline import import_paths
+from ingest.outputs.report import (
     UnknownTraceError,
     build_report,
     report_file_name,
     to_json,
     to_markdown,
 )
-from ingest.report_html import _view_link, to_html
+from ingest.outputs.report_html import _view_link, to_html
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 HOSTILE_NOTE = "<script>steal()</script> see https://evil.example/a.png url(//x) @import 'y'"

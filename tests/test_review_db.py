@@ -11,8 +11,12 @@ import pytest
 import sqlalchemy as sa
 from incident import UNTRUSTED_USER, import_incident, result_id
 
-from db import annotations, review
-from db.annotations import (
+from db.engine import make_engine
+from db.migrate import downgrade, upgrade
+from db.queries.filters import Filters
+from db.queries.summary import summarize
+from db.writes import annotations, review
+from db.writes.annotations import (
     AnnotationConflictError,
     ReviewError,
     UnknownTargetError,
@@ -22,13 +26,9 @@ from db.annotations import (
     list_annotations,
     update_annotation,
 )
-from db.corrections import correct_result, result_review
-from db.engine import make_engine
-from db.filters import Filters
-from db.migrate import downgrade, upgrade
-from db.review import mark_reviewed, review_queue
-from db.summary import summarize
-from ingest.reanalyze import reanalyze
+from db.writes.corrections import correct_result, result_review
+from db.writes.review import mark_reviewed, review_queue
+from ingest.importing.reanalyze import reanalyze
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 

@@ -28,13 +28,13 @@ from streamlit.runtime.media_file_storage import MediaFileStorage
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
 from dashboard import files_ui, pages, review_ui
-from db.annotations import add_annotation, annotations_on
-from db.corrections import correct_result, correction_counts, result_review
 from db.engine import make_engine
-from db.filters import Filters
+from db.queries.filters import Filters
 from db.queries.pairs import PairQuery, count_pairs
-from db.review import trace_header as review_header
-from db.summary import summarize
+from db.queries.summary import summarize
+from db.writes.annotations import add_annotation, annotations_on
+from db.writes.corrections import correct_result, correction_counts, result_review
+from db.writes.review import trace_header as review_header
 
 CALLS, TRACE, ERRORS = pages.CALLS.script, pages.TRACE.script, pages.ERRORS.script
 SUGGESTIONS, IMPORTS = pages.SUGGESTIONS.script, pages.IMPORTS.script

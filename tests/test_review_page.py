@@ -16,10 +16,10 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.files_ui import table_csv, table_parquet
 from dashboard.render import escape_markdown
-from db.annotations import add_annotation, annotations_on, update_annotation
-from db.corrections import result_review
 from db.engine import make_engine
-from db.review import review_queue
+from db.writes.annotations import add_annotation, annotations_on, update_annotation
+from db.writes.corrections import result_review
+from db.writes.review import review_queue
 
 REVIEW_PAGE = Path(__file__).resolve().parents[1] / "dashboard" / "views" / "review.py"
 

@@ -21,13 +21,10 @@ import sqlalchemy as sa
 from formats_helpers import GOLDEN_CASES
 
 from benchmarks.ui_store import StoreGenerator
-from db import catalogue, figures, migrate, rollups
+from db import catalogue, figures, migrate
 from db.catalogue import Condition, Dimension, Measure
 from db.contract.vocabulary import DEFAULT_ENCODING, FINDING_KINDS
-from db.corrections import correct_result
-from db.deletion import delete_rows, import_by_id, traces_by_id
 from db.engine import make_engine
-from db.filters import Filters
 from db.queries import (
     activity,
     durations,
@@ -42,7 +39,11 @@ from db.queries import (
     traces,
 )
 from db.queries.common import effective_error_type
-from db.rollup_read import DURATIONS, SIZE_BUCKETS, base_tables, scope, used_dims
+from db.queries.filters import Filters
+from db.queries.summary import summarize, summary_counts
+from db.rollups import upkeep as rollups
+from db.rollups.read import DURATIONS, SIZE_BUCKETS, base_tables, scope, used_dims
+from db.rollups.value_buckets import bucket_of
 from db.schema import (
     RollupDurationRow,
     RollupResultRow,
@@ -50,11 +51,11 @@ from db.schema import (
     ToolResultRow,
     TraceRow,
 )
-from db.summary import summarize, summary_counts
-from db.value_buckets import bucket_of
-from db.write import finish_import, start_import, write_traces
+from db.writes.corrections import correct_result
+from db.writes.deletion import delete_rows, import_by_id, traces_by_id
+from db.writes.traces import finish_import, start_import, write_traces
+from ingest.importing.pipeline import import_paths, import_traces
 from ingest.model import Message, ToolCall, ToolResult, Trace
-from ingest.pipeline import import_paths, import_traces
 
 Query = Callable[[sa.Engine, Filters], Any]
 
@@ -140,7 +141,7 @@ BUDGETS = (1000, 1234, 37)
 def _size_figures(engine: sa.Engine, f: Filters) -> tuple[Any, ...]:
     """Every figure the pages derive from the (tool, tokens) histogram, for each of
     :data:`BUDGETS` (under a range of days the histogram's rows are exact only where these are
-    decided: ``db.wide_histograms``)."""
+    decided: ``db.rollups.wide_histograms``)."""
     figures: list[Any] = []
     for budget in BUDGETS:
         counts = histograms.tool_token_counts(engine, f, budget)

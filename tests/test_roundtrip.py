@@ -1,8 +1,8 @@
 """Stored equals parsed: a trace read back from the store is the trace the parser produced.
 
 Every golden case and every real trace file is parsed, imported and rebuilt from its stored rows
-(:func:`ingest.rebuild.trace_from_stored`, the function ``toollens reanalyze`` runs on), on
-SQLite and PostgreSQL, and the two canonical traces must be equal field for field: metadata,
+(:func:`ingest.importing.rebuild.trace_from_stored`, the function ``toollens reanalyze`` runs on),
+on SQLite and PostgreSQL, and the two canonical traces must be equal field for field: metadata,
 branches, timestamps with their zone, tool definitions, raw arguments, raw payloads, usage,
 source ids and lines, tags. And ``reanalyze`` on an unchanged store changes nothing.
 """
@@ -19,14 +19,14 @@ import pytest
 import sqlalchemy as sa
 from formats_helpers import GOLDEN_CASES
 
+from db.bulk.stored import iter_trace_id_batches, load_traces
 from db.engine import make_engine
 from db.schema import Base
-from db.stored import iter_trace_id_batches, load_traces
+from ingest.importing.pipeline import import_paths
+from ingest.importing.reanalyze import reanalyze
+from ingest.importing.rebuild import trace_from_stored
+from ingest.input.reading import read_file
 from ingest.model import Trace
-from ingest.pipeline import import_paths
-from ingest.reading import read_file
-from ingest.reanalyze import reanalyze
-from ingest.rebuild import trace_from_stored
 
 REAL_FOLDERS = ["openai-chat", "claude-code", "openai-legacy", "langfuse-export"]
 

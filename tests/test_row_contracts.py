@@ -18,7 +18,7 @@ from db.contract.rows import (
 )
 from db.engine import make_engine
 from db.schema import Base
-from ingest.pipeline import import_paths
+from ingest.importing.pipeline import import_paths
 
 CONTRACTS: dict[str, type[tuple[object, ...]]] = {
     "traces": TraceRecord,

@@ -12,13 +12,13 @@ import pytest
 
 from db.contract.vocabulary import ERROR_TYPES, PAIR_STATES, STATUSES, VERDICTS
 from ingest import formats
-from ingest.analysis import analyze_trace, loops_at
-from ingest.jsonstream import iter_records
+from ingest.analysis.tokens import count_many
+from ingest.analysis.trace import analyze_trace, loops_at
+from ingest.input.jsonstream import iter_records
 from ingest.model import Trace
 from ingest.scenarios import CATALOGUE, FORMATS, GroundTruth, build_scenarios, generate
 from ingest.scenarios.truth import PairFact
 from ingest.scenarios.writers import FILE_NAMES
-from ingest.tokens import count_many
 
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 

@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 from realdata_corpus import FOLDERS, traces_of
 
-from ingest.analysis import analyze_trace
-from ingest.model import ToolDef
-from ingest.schema_check import (
+from ingest.analysis.schema_check import (
     SchemaIssue,
     _declared,
     check_call,
@@ -19,6 +17,8 @@ from ingest.schema_check import (
     compile_tools,
     json_type,
 )
+from ingest.analysis.trace import analyze_trace
+from ingest.model import ToolDef
 
 WEATHER = ToolDef(
     name="get_weather",

@@ -12,9 +12,11 @@ import pytest
 import sqlalchemy as sa
 from formats_helpers import GOLDEN_CASES, records_of
 
-from db import append
-from db.append import load_append_base, raw_members
+from db.writes import append
+from db.writes.append import load_append_base, raw_members
 from ingest import formats
+from ingest.importing.pipeline import import_paths
+from ingest.importing.rebuild import trace_from_stored
 from ingest.model import (
     Message,
     SplicedHash,
@@ -24,8 +26,6 @@ from ingest.model import (
     content_hash,
     message_hash_part,
 )
-from ingest.pipeline import import_paths
-from ingest.rebuild import trace_from_stored
 
 SESSION = Path(__file__).parent / "golden/claude_code/session/input.jsonl"
 

@@ -22,9 +22,9 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from dashboard import pages
 from db import dialect
 from db.engine import make_engine
-from db.filters import Filters
+from db.queries.filters import Filters
+from db.queries.summary import summarize
 from db.schema import TraceRow
-from db.summary import summarize
 
 
 @pytest.fixture

@@ -11,13 +11,13 @@ import sqlalchemy as sa
 from page_support import rows
 from timing_traces import build_trace, search_trace
 
-from db.filters import Filters
 from db.queries import streaks as q
+from db.queries.filters import Filters
 from db.queries.traces import find_trace
-from ingest.analysis import analyze_trace
-from ingest.pipeline import import_paths, import_traces
-from ingest.streaks import StreakCall, find_streaks
-from ingest.tokens import count_many
+from ingest.analysis.streaks import StreakCall, find_streaks
+from ingest.analysis.tokens import count_many
+from ingest.analysis.trace import analyze_trace
+from ingest.importing.pipeline import import_paths, import_traces
 
 #: build-1's streak: the result tokens of 3:0 and 6:0 (14 each) and their arguments' tokens
 #: ({"cmd": "npm test -- --fix"}: 10, {"cmd": "npm run build"}: 8).

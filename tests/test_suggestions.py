@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from db.contract.vocabulary import SUGGESTION_KINDS
-from ingest.error_detection import SCAN_EDGE
-from ingest.suggestions import (
+from ingest.analysis.error_detection import SCAN_EDGE
+from ingest.analysis.suggestions import (
     MAX_SENTENCE,
     PATTERNS,
     Suggestion,

@@ -3,7 +3,7 @@ entries dropped first."""
 
 from __future__ import annotations
 
-from ingest.tokens import CACHED_MIN_CHARS, CountCache, count_tokens
+from ingest.analysis.tokens import CACHED_MIN_CHARS, CountCache, count_tokens
 
 LONG = "The quick brown fox jumps over the lazy dog. " * 10  # 450 characters
 
@@ -51,7 +51,7 @@ def test_counting_loads_only_the_extension_not_the_packages_python_tables() -> N
 
     script = (
         "import sys\n"
-        "from ingest.tokens import count_tokens\n"
+        "from ingest.analysis.tokens import count_tokens\n"
         "counts = [count_tokens('Tool Messages: ünïcode, code() and 12345', e) "
         "for e in ('o200k_base', 'cl100k_base')]\n"
         "alone = 'bpe_openai' not in sys.modules\n"

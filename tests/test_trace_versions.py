@@ -14,11 +14,10 @@ import sqlalchemy as sa
 from formats_helpers import GOLDEN_CASES
 
 from benchmarks.workload import generate_traces
-from db.annotations import add_annotation, trace_annotations
-from db.corrections import correct_result
 from db.engine import make_engine
 from db.migrate import downgrade, upgrade
 from db.queries import imports
+from db.queries.summary import summarize
 from db.schema import (
     Base,
     ImportFile,
@@ -28,11 +27,12 @@ from db.schema import (
     ToolResultRow,
     TraceRow,
 )
-from db.summary import summarize
-from ingest import batches
+from db.writes.annotations import add_annotation, trace_annotations
+from db.writes.corrections import correct_result
+from ingest.importing import batches
+from ingest.importing.pipeline import import_paths, import_traces
+from ingest.input.reading import read_file
 from ingest.model import Message, ToolCall, ToolResult, Trace
-from ingest.pipeline import import_paths, import_traces
-from ingest.reading import read_file
 
 SESSION = "claude-code/069508a5-1193-487c-a9b5-a6f5f3ae4f98.jsonl"
 SESSION_ID = "069508a5-1193-487c-a9b5-a6f5f3ae4f98"

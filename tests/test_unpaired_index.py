@@ -7,7 +7,7 @@ import sqlalchemy as sa
 from dbfixture import fixture_engine
 
 from db import dialect
-from db.filters import Filters
+from db.queries.filters import Filters
 from db.queries.pairs import ALL_PAIRS, _lone_result_rows, list_pairs
 from db.schema import ToolResultRow
 

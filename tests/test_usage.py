@@ -1,4 +1,4 @@
-"""Input tokens of a model call from each format's usage shape (``ingest.usage``)."""
+"""Input tokens of a model call from each format's usage shape (``ingest.analysis.usage``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ingest.usage import input_tokens
+from ingest.analysis.usage import input_tokens
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,12 @@
-"""Value buckets (``db.value_buckets``): every value lies in its bucket's bounds, the buckets
-tile the values without gaps, and the token-size bins' edges each start a bucket."""
+"""Value buckets (``db.rollups.value_buckets``): every value lies in its bucket's bounds, the
+buckets tile the values without gaps, and the token-size bins' edges each start a bucket."""
 
 from __future__ import annotations
 
 import random
 
 from db.queries.histograms import TOKEN_EDGES
-from db.value_buckets import TOP, WIDTH, bucket_bounds, bucket_of
+from db.rollups.value_buckets import TOP, WIDTH, bucket_bounds, bucket_of
 
 
 def test_buckets_by_two_significant_digits() -> None:

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from db.contract.vocabulary import Status
-from ingest.content import analyze_content
-from ingest.facts import ContentFacts
-from ingest.verdicts import (
+from ingest.analysis.content import analyze_content
+from ingest.analysis.facts import ContentFacts
+from ingest.analysis.verdicts import (
     CallView,
     NextAction,
     claims_success,

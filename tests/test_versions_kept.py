@@ -12,9 +12,9 @@ import sqlalchemy as sa
 
 from db.queries import imports
 from db.schema import Base, ImportRun, TraceRow, TraceUpdate, TraceVersionRow
-from db.versions import kept_version
+from db.writes.versions import kept_version
+from ingest.importing.pipeline import import_paths, import_traces
 from ingest.model import Message, Trace
-from ingest.pipeline import import_paths, import_traces
 
 SESSION = "claude-code/069508a5-1193-487c-a9b5-a6f5f3ae4f98.jsonl"
 

@@ -4,7 +4,7 @@ Each set is written the way the sidebar's filters are, as a URL query (``import=
 ``model=gpt-4o&start=2026-01-01``, ``tag=v2``), and both live in this page's URL
 (``baseline``, ``candidate``), so a comparison is a link; ``toollens compare`` reads the same
 filters. The sidebar's filters do not apply here; its loop threshold k does. Statistics:
-:mod:`db.compare_stats` (traces are the independent units; Benjamini–Hochberg across every
+:mod:`db.queries.compare_stats` (traces are the independent units; Benjamini–Hochberg across every
 metric and tool).
 """
 
@@ -14,15 +14,15 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import render, state, widgets
-from db.compare_stats import (
+from db.queries.compare import compare_sets
+from db.queries.compare_stats import (
     BOOTSTRAP,
     FALSE_DISCOVERY_RATE,
     MIN_TRACES,
     PERMUTATIONS,
     Difference,
 )
-from db.filters import FilterQueryError, Filters, describe, parse_query
-from db.queries.compare import compare_sets
+from db.queries.filters import FilterQueryError, Filters, describe, parse_query
 from db.queries.traces import import_choices
 
 ALL_TOOLS = "(all tools)"

@@ -19,11 +19,11 @@ from dashboard import pages, render, state, widgets
 from dashboard.charts import errors as charts
 from dashboard.palette import TONE
 from dashboard.selection import brushed_range, picked_point, selectable_chart
-from db.corrections import correction_counts
-from db.filters import Filters
 from db.queries import activity
 from db.queries import errors as q
 from db.queries.common import UNCLASSIFIED
+from db.queries.filters import Filters
+from db.writes.corrections import correction_counts
 
 FINGERPRINT_PAGE = 25
 OCCURRENCE_PAGE = 50

@@ -15,8 +15,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import admin_ui, auth, files_ui, render, state, widgets, writes
-from db.deletion import import_by_id
 from db.queries import imports as q
+from db.writes.deletion import import_by_id
 
 IMPORT_PAGE = 20
 REJECTED_PAGE = 10

@@ -11,10 +11,10 @@ import streamlit as st
 from dashboard import pages, render, state, widgets
 from dashboard.charts import loops as charts
 from dashboard.selection import picked_point, selectable_chart
-from db.filters import Filters
 from db.queries import loops as q
 from db.queries import streaks as sq
 from db.queries.errors import error_totals
+from db.queries.filters import Filters
 
 LOOP_PAGE = 25
 STREAK_PAGE = 25

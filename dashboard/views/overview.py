@@ -17,11 +17,11 @@ from dashboard import pages, render, state, widgets
 from dashboard.charts import activity as activity_charts
 from dashboard.charts import overview as charts
 from dashboard.selection import brushed_range, picked_point, selectable_chart
-from db.filters import Filters
 from db.queries import activity, durations, histograms
 from db.queries import overview as q
 from db.queries.common import UNCLASSIFIED
-from db.summary import summary_counts
+from db.queries.filters import Filters
+from db.queries.summary import summary_counts
 
 st.title("Overview")
 if state.store_is_empty():

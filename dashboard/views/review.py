@@ -15,7 +15,7 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from dashboard import auth, render, review_ui, state, widgets, writes
-from db import annotations, review
+from db.writes import annotations, review
 
 QUEUE_PAGE = 25
 #: Session key of the traces waiting for the reviewer to confirm marking them.

@@ -16,10 +16,10 @@ from dashboard import pages, render, state, widgets
 from dashboard.charts import suggestions as charts
 from dashboard.selection import picked_point, selectable_chart
 from db.contract.vocabulary import VERDICTS, Verdict
-from db.corrections import correction_counts
-from db.filters import Filters
 from db.queries import suggestions as q
 from db.queries.common import UNCLASSIFIED
+from db.queries.filters import Filters
+from db.writes.corrections import correction_counts
 
 EXAMPLES = 10
 VERDICT_HELP: dict[Verdict, str] = {

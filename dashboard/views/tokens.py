@@ -14,8 +14,8 @@ from dashboard.charts import tokens as charts
 from dashboard.charts.plot_text import plot_texts
 from dashboard.selection import selectable_chart
 from db.contract.vocabulary import DEFAULT_ENCODING
-from db.filters import Filters
 from db.queries import tokens as q
+from db.queries.filters import Filters
 
 TOP_RESULTS = 50
 BUDGET_MIN, BUDGET_MAX, BUDGET_STEP = 100, 20_000, 100

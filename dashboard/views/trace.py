@@ -37,10 +37,7 @@ from dashboard import (
     writes,
 )
 from dashboard.pages import TRACE as TRACE_PAGE
-from db import review
-from db.annotations import trace_annotations
-from db.deletion import traces_by_id
-from db.filters import Filters
+from db.queries.filters import Filters
 from db.queries.pairs import pair_choices
 from db.queries.streaks import trace_streaks
 from db.queries.traces import (
@@ -57,6 +54,9 @@ from db.queries.traces import (
     trace_markers,
     trace_window,
 )
+from db.writes import review
+from db.writes.annotations import trace_annotations
+from db.writes.deletion import traces_by_id
 
 #: Messages shown per page: a long trace in one page is thousands of elements, and the time
 #: a page takes to show in the browser grows with its elements.

@@ -1,9 +1,10 @@
 """The row contracts between ``ingest`` and ``db``: one named tuple per table row.
 
-``ingest.rows`` builds these, :mod:`db.write` stores them and :mod:`db.stored` reads them back.
-Field names are the table's column names and the column lists of the writers are the tuples'
-``_fields``, so a field cannot be misnamed or left out without mypy or the contract test saying
-so. They stay tuples because ``executemany`` and ``COPY`` take tuples as they are.
+``ingest.importing.rows`` builds these, :mod:`db.writes.traces` stores them and
+:mod:`db.bulk.stored` reads them back. Field names are the table's column names and the column lists
+of the writers are the tuples' ``_fields``, so a field cannot be misnamed or left out without mypy
+or the contract test saying so. They stay tuples because ``executemany`` and ``COPY`` take tuples as
+they are.
 
 Surrogate keys (``id``), the parent key (``trace_id``, ``import_id``), the import time and the
 reviewers' columns (``reviewed_*``, ``*_corrected``) are not part of a contract: the writer adds
@@ -160,7 +161,7 @@ class ToolResultRecord(NamedTuple):
     verdict_reason: str | None
     next_call_succeeded: bool | None
     #: Execution time of the answered call in ms (negative: stamped before its call; NULL:
-    #: unknown) and where it came from (``span`` | ``timestamps``, ``ingest.durations``).
+    #: unknown) and where it came from (``span`` | ``timestamps``, ``ingest.analysis.durations``).
     duration_ms: float | None
     duration_source: str | None
     #: The Tool Message's first :data:`PREVIEW_CHARS` characters on one line
@@ -179,7 +180,8 @@ class FindingRecord(NamedTuple):
 
 class ErrorStreakRecord(NamedTuple):
     """An ``error_streaks`` row (without ``trace_id``): k or more consecutive calls of one tool
-    ending in one error fingerprint (``ingest.streaks``); streaks of 2 or more are stored."""
+    ending in one error fingerprint (``ingest.analysis.streaks``); streaks of 2 or more are
+    stored."""
 
     tool: str
     #: The stored fingerprint of the first call's result (``tool_results.fingerprint``).
@@ -199,7 +201,8 @@ class ErrorStreakRecord(NamedTuple):
 
 
 class SourceFileRecord(NamedTuple):
-    """A ``source_files`` row: what the last import read of one file (``db.source_files``)."""
+    """A ``source_files`` row: what the last import read of one file
+    (``db.writes.source_files``)."""
 
     path: str
     size: int

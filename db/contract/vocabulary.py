@@ -226,7 +226,7 @@ def finding_message(
 
 
 #: What a suggestion asks of the model. The kinds before ``other`` have a detail the verdict
-#: rules compare with the next action (``ingest.suggestions.extract_suggestion``).
+#: rules compare with the next action (``ingest.analysis.suggestions.extract_suggestion``).
 SuggestionKind = Literal["retry_after", "missing_param", "use_instead", "ask_user", "other"]
 SUGGESTION_KINDS: Final[tuple[SuggestionKind, ...]] = get_args(SuggestionKind)
 #: Where a suggestion was written: in the Tool Message protocol (its ``suggestion`` field, or its
@@ -239,12 +239,13 @@ SUGGESTION_SOURCES: Final[tuple[SuggestionSource, ...]] = get_args(SuggestionSou
 TokenCounts = Literal["exact", "estimate"]
 TOKEN_COUNTS: Final[tuple[TokenCounts, ...]] = get_args(TokenCounts)
 
-#: Which provider's documented image-token rule an image was counted with (``ingest.images``).
+#: Which provider's documented image-token rule an image was counted with
+#: (``ingest.analysis.images``).
 ImageRule = Literal["anthropic", "openai"]
 IMAGE_RULES: Final[tuple[ImageRule, ...]] = get_args(ImageRule)
 
 #: Where a tool's execution time came from: the tool span's own start and end, or the call's
-#: and the result's message timestamps (``ingest.durations``).
+#: and the result's message timestamps (``ingest.analysis.durations``).
 DurationSource = Literal["span", "timestamps"]
 DURATION_SOURCES: Final[tuple[DurationSource, ...]] = get_args(DurationSource)
 
@@ -262,7 +263,7 @@ DEFAULT_TOKEN_BUDGET: Final = 2000
 #: Default loop threshold k: a signature occurring k or more times in a trace is a loop.
 DEFAULT_LOOP_K: Final = 3
 #: Default error-streak threshold: k or more consecutive calls of one tool ending in the same
-#: error fingerprint (``ingest.streaks``).
+#: error fingerprint (``ingest.analysis.streaks``).
 DEFAULT_STREAK_K: Final = 3
 
 

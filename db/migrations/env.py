@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 
 from db.schema import Base
-from db.search import is_search_object
+from db.writes.search_index import is_search_object
 
 config = context.config
 engine = config.attributes["engine"]

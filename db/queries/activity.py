@@ -8,7 +8,7 @@ weeks), buckets are counted in SQL by their number since the epoch (the same ari
 databases), and every bucket between the first and the last is returned, the empty ones with
 zero counts, so a quiet hour shows as a gap instead of vanishing from the axis.
 
-Counted from the rollups where the filters allow (``db.rollup_read``): hours from
+Counted from the rollups where the filters allow (``db.rollups.read``): hours from
 ``rollup_activity``, days and weeks from ``rollup_activity_days`` (a week is 7 whole days from a
 Monday, so days sum into weeks exactly; while that rollup is pending, from the hours), minutes
 from the base tables.
@@ -25,9 +25,9 @@ import pandas as pd
 from sqlalchemy import ColumnElement, Connection, Engine, case, func, literal, select
 
 from db.dialect import epoch_seconds, floor_div
-from db.filters import NO_FILTERS, Filters, restrict_results
 from db.queries.common import TRACE, UNCLASSIFIED, error_type_label, to_frame, total
-from db.rollup_read import ACTIVITY, ACTIVITY_DAYS, scope
+from db.queries.filters import NO_FILTERS, Filters, restrict_results
+from db.rollups.read import ACTIVITY, ACTIVITY_DAYS, scope
 from db.schema import RollupActivityDayRow, RollupActivityRow, ToolResultRow
 
 #: The bucket sizes, smallest first.

@@ -4,7 +4,8 @@ running a statement into a DataFrame.
 
 Human corrections win over derived values everywhere: the effective error type is
 ``COALESCE(error_type_corrected, error_type)``, likewise the verdict. All of it works the same on
-SQLite and PostgreSQL; the expressions that only steer SQLite's planner live in ``db.planner``.
+SQLite and PostgreSQL; the expressions that only steer SQLite's planner live in
+``db.queries.planner``.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from sqlalchemy import (
     or_,
 )
 
+from db.bulk.streaming import read_keyed_columns
 from db.schema import FindingRow, ToolResultRow, TraceRow, aliased
-from db.streaming import read_keyed_columns
 
 if TYPE_CHECKING:
     import pandas as pd

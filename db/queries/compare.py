@@ -1,8 +1,8 @@
 """Queries behind the Compare page and ``toollens compare``: one trace set, aggregated per trace.
 
-A trace set is what a :class:`~db.filters.Filters` picks (an import, a time range, an agent, a
-model, a tag; ``tool``: the traces that call that tool). Every figure is aggregated in SQL per
-trace (and tool), because the statistics in :mod:`db.compare_stats` treat traces as the
+A trace set is what a :class:`~db.queries.filters.Filters` picks (an import, a time range, an agent,
+a model, a tag; ``tool``: the traces that call that tool). Every figure is aggregated in SQL per
+trace (and tool), because the statistics in :mod:`db.queries.compare_stats` treat traces as the
 independent units; only the Tool Message sizes come back one row per message, for the
 percentiles' cluster bootstrap.
 """
@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, Select, String, and_, cast, func, literal, select
 
-from db.compare_stats import TOOL_COUNTS, Comparison, TraceSet, compare
-from db.filters import Filters, restrict_traces
 from db.queries.common import effective_error_type, effective_verdict
+from db.queries.compare_stats import TOOL_COUNTS, Comparison, TraceSet, compare
 from db.queries.errors import result_pair_key, to_frame
+from db.queries.filters import Filters, restrict_traces
 from db.schema import FindingRow, MessageRow, ToolCallRow, ToolResultRow, TraceRow, aliased
 
 CALL = aliased(ToolCallRow, name="call")
@@ -229,7 +229,7 @@ def _schema_issues(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
 
 
 def trace_set(engine: Engine, f: Filters, loop_k: int = 3) -> TraceSet:
-    """The traces ``f`` picks, aggregated per trace for :func:`db.compare_stats.compare`.
+    """The traces ``f`` picks, aggregated per trace for :func:`db.queries.compare_stats.compare`.
 
     ``loop_k``: a signature occurring ``loop_k`` or more times in a trace is a loop.
     """
@@ -249,5 +249,5 @@ def trace_set(engine: Engine, f: Filters, loop_k: int = 3) -> TraceSet:
 def compare_sets(
     engine: Engine, baseline: Filters, candidate: Filters, loop_k: int = 3
 ) -> Comparison:
-    """Baseline vs candidate: :func:`db.compare_stats.compare` over the two trace sets."""
+    """Baseline vs candidate: :func:`db.queries.compare_stats.compare` over the two trace sets."""
     return compare(trace_set(engine, baseline, loop_k), trace_set(engine, candidate, loop_k))

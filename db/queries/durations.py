@@ -1,7 +1,7 @@
 """Tool execution times: per-tool and overall p50 / p95 / max, and the slowest calls.
 
-A Tool Message's ``duration_ms`` is stored at import (``ingest.durations``: the tool span's own
-end − start, else the result's timestamp − its call's). Every statistic here is over the
+A Tool Message's ``duration_ms`` is stored at import (``ingest.analysis.durations``: the tool span's
+own end − start, else the result's timestamp − its call's). Every statistic here is over the
 **timed** results, those with a known duration ≥ 0; the others are counted, never averaged in:
 ``missing`` (no duration: a message without a time, or a result that answers no call) and
 ``negative`` (the result is stamped before its call).
@@ -12,7 +12,7 @@ ways: on SQLite, without a trace filter and up to :data:`INDEX_WALK_LIMIT` timed
 look-up at the rank in the duration indexes (no row is sorted); under a filter the rollups answer,
 beyond that limit, or on PostgreSQL (where an ``OFFSET`` walk is slower than the rollup), a running
 count over ``rollup_durations``' counts per distinct duration (unfiltered: its agent grain,
-``db.rollup_read.grain_for``); else a running row number per tool over the picked traces' timed
+``db.rollups.read.grain_for``); else a running row number per tool over the picked traces' timed
 results.
 """
 
@@ -24,15 +24,15 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection, Engine, Float, and_, case, cast, func, select
 
-from db import wide_histograms
+from db.bulk.streaming import read_columns
 from db.dialect import name_of
-from db.filters import NO_FILTERS, Filters, narrows_traces, restrict_results
-from db.planner import walked_result_ids
 from db.queries.common import TRACE, nearest_rank_at, result_pair_key, to_frame, total
+from db.queries.filters import NO_FILTERS, Filters, narrows_traces, restrict_results
+from db.queries.planner import walked_result_ids
 from db.queries.ranks import group_ranks
-from db.rollup_read import DURATION_BUCKETS, DURATIONS, RESULTS, scope, spans_days
+from db.rollups import wide_histograms
+from db.rollups.read import DURATION_BUCKETS, DURATIONS, RESULTS, scope, spans_days
 from db.schema import RollupDurationRow, RollupResultRow, ToolResultRow
-from db.streaming import read_columns
 
 #: Up to this many timed results an unfiltered percentile is a look-up at its rank in the
 #: duration indexes (a walk over up to half of them); beyond, the duration rollup's counts per
@@ -144,8 +144,8 @@ def _rollup_histogram(
     """The timed results in scope counted per (tool, exact duration) — per exact duration alone
     unless ``by_tool`` — in that order, from the duration rollup (the database sums a key's rows
     over the grain's imports, agents …); ``None`` when it cannot answer. Under a range of days
-    through its buckets (``db.wide_histograms``): exact at every p50 / p95 and maximum, per tool
-    and overall, the other buckets' counts on one row each."""
+    through its buckets (``db.rollups.wide_histograms``): exact at every p50 / p95 and maximum, per
+    tool and overall, the other buckets' counts on one row each."""
     at = scope(conn, DURATIONS, filters)
     if at is None:
         return None

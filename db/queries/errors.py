@@ -36,14 +36,14 @@ from db.catalogue import (
     TOOL,
     highest,
 )
-from db.filters import NO_FILTERS, Filters, SelectT
-from db.planner import restrict_results_in_index
 from db.queries.common import (
     TRACE,
     error_type_label,
     result_pair_key,
     to_frame,
 )
+from db.queries.filters import NO_FILTERS, Filters, SelectT
+from db.queries.planner import restrict_results_in_index
 from db.schema import MessageRow, ToolResultRow
 
 TimeUnit = Literal["hour", "day", "import"]

@@ -24,9 +24,9 @@ from db.catalogue import (
     finding_kind,
 )
 from db.contract.vocabulary import FINDING_KINDS, finding_level, finding_message
-from db.filters import NO_FILTERS, Filters, restrict_findings, restrict_rows
-from db.planner import bounded_walks
 from db.queries.common import TRACE, result_pair_key, to_frame
+from db.queries.filters import NO_FILTERS, Filters, restrict_findings, restrict_rows
+from db.queries.planner import bounded_walks
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, aliased
 
 #: Columns of :func:`finding_occurrences`.

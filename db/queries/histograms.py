@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, func, select
 
-from db import wide_histograms
-from db.filters import NO_FILTERS, Filters, restrict_results
+from db.bulk.streaming import read_columns
 from db.queries.common import total
+from db.queries.filters import NO_FILTERS, Filters, restrict_results
 from db.queries.ranks import group_ranks, group_sums, summed_counts
-from db.rollup_read import SIZE_BUCKETS, SIZES, scope, spans_days
+from db.rollups import wide_histograms
+from db.rollups.read import SIZE_BUCKETS, SIZES, scope, spans_days
 from db.schema import RollupSizeRow, ToolResultRow
-from db.streaming import read_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,7 +50,7 @@ def tool_token_counts(
     (tool, tokens) index, and under a filter it sorts the filtered traces' entries once.
 
     Under a range of days the rollup is read through its value buckets
-    (``db.wide_histograms``): the rows are then exact where a figure of this module or of
+    (``db.rollups.wide_histograms``): the rows are then exact where a figure of this module or of
     ``db.queries.tokens`` is decided — the :data:`RANKS`, each tool's minimum and maximum, the
     bins' round edges, the results over ``budget`` (pass the budget the figures are for) — and
     the counts and totals of every other bucket stand on one or two rows inside it.

@@ -2,8 +2,8 @@
 
 A loop is a (trace, signature) whose calls reach ``occurrence >= k``. ``occurrence`` is stored per
 call at import, so changing k re-filters in SQL without re-importing. Every loop figure counts all
-calls of a looping signature in its trace (as :func:`db.summary.loop_counts` does), and wasted
-tokens are the tokens of the results answering the repeats (``occurrence >= 2``).
+calls of a looping signature in its trace (as :func:`db.queries.summary.loop_counts` does), and
+wasted tokens are the tokens of the results answering the repeats (``occurrence >= 2``).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from sqlalchemy import Connection, Engine, Select, Text, and_, cast, func, selec
 
 from db import figures
 from db.catalogue import PING_PONG_CALLS
-from db.filters import NO_FILTERS, Filters
-from db.planner import grouping_key, restrict_calls_in_index
 from db.queries.common import TRACE, to_frame, total
-from db.rollup_read import SIGNATURES, TRACES, scope
+from db.queries.filters import NO_FILTERS, Filters
+from db.queries.planner import grouping_key, restrict_calls_in_index
+from db.rollups.read import SIGNATURES, TRACES, scope
 from db.schema import (
     RollupSignatureRow,
     RollupTraceRow,

@@ -1,11 +1,11 @@
 """Queries behind the Overview page: small distributions, top problems and the per-tool scorecard
-(the headline figures are :func:`db.summary.summarize`).
+(the headline figures are :func:`db.queries.summary.summarize`).
 
 Every figure is aggregated in SQL (both dialects) and only the aggregated rows travel to pandas.
 Error types and verdicts are the effective ones (a reviewer's correction wins). Loop figures
 count every call of a (trace, signature) whose occurrence reaches k, as
-:func:`db.summary.loop_counts` does; "over budget" compares tokens with the budget chosen in the
-UI, so changing the budget needs no re-import.
+:func:`db.queries.summary.loop_counts` does; "over budget" compares tokens with the budget chosen in
+the UI, so changing the budget needs no re-import.
 """
 
 from __future__ import annotations
@@ -52,18 +52,18 @@ from db.catalogue import (
     rate,
 )
 from db.contract.vocabulary import FINDING_KINDS, VERDICTS
-from db.filters import NO_FILTERS, Filters
-from db.planner import (
-    grouping_key,
-    restrict_calls_in_index,
-)
 from db.queries import histograms
 from db.queries.common import (
     to_frame,
 )
 from db.queries.errors import tool_error_types
+from db.queries.filters import NO_FILTERS, Filters
 from db.queries.histograms import oversized_tools, size_bins, tool_sizes, tool_token_counts
 from db.queries.loops import top_occurrence
+from db.queries.planner import (
+    grouping_key,
+    restrict_calls_in_index,
+)
 from db.schema import (
     ToolCallRow,
     TraceRow,

@@ -44,7 +44,8 @@ from sqlalchemy import (
 )
 
 from db import figures
-from db.arrow_read import UTC_MICROSECONDS, conform, stream_range_tables
+from db.bulk.arrow_read import UTC_MICROSECONDS, conform, stream_range_tables
+from db.bulk.streaming import stream_ranges
 from db.catalogue import (
     CALLS_N,
     ERROR_TYPE,
@@ -57,15 +58,14 @@ from db.catalogue import (
 )
 from db.contract.rows import PREVIEW_BREAKS, PREVIEW_CHARS
 from db.contract.vocabulary import CALL_KINDS, PAIR_STATES, STATUSES, VERDICTS
-from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.queries.common import effective_error_type, effective_verdict, unpaired_result
+from db.queries.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.schema import (
     FindingRow,
     ToolCallRow,
     ToolResultRow,
     TraceRow,
 )
-from db.streaming import stream_ranges
 
 SORT_KEYS: tuple[str, ...] = (
     "trace", "time", "tool", "status", "error_type", "pair_state", "tokens", "duration_s",
@@ -74,8 +74,8 @@ SORT_KEYS: tuple[str, ...] = (
 #: The fields of a pair, in order: the columns of ``toollens pairs`` and of the Tool calls table.
 #: ``time`` is the call's (a lone result's own); ``arguments`` and ``result`` are the first
 #: :data:`PREVIEW_CHARS` characters of the raw arguments and of the Tool Message, on one line;
-#: ``duration_s`` is the tool's execution time in seconds (``ingest.durations``: the tool span's
-#: own, else the result's time minus the call's; negative when stamped before its call);
+#: ``duration_s`` is the tool's execution time in seconds (``ingest.analysis.durations``: the tool
+#: span's own, else the result's time minus the call's; negative when stamped before its call);
 #: ``kind`` is who ran the call (``contract.vocabulary.CallKind``: client, server, mcp; empty for a
 #: result without call).
 PAIR_COLUMNS: tuple[str, ...] = (
@@ -287,7 +287,7 @@ def _lone_address() -> ColumnElement[str]:
 
 
 def _seconds() -> ColumnElement[Any]:
-    """The stored execution time of the Tool Message in seconds (``ingest.durations``)."""
+    """The stored execution time of the Tool Message in seconds (``ingest.analysis.durations``)."""
     return cast(ToolResultRow.duration_ms, Float) / 1000.0
 
 
@@ -482,7 +482,7 @@ def iter_pair_batches(
     many rows at once, such as ``csv.writer.writerows``).
 
     In the default order (by trace, ascending) the pairs are read a range of
-    :data:`STREAM_TRACES` traces at a time off the driver's cursor (:mod:`db.streaming`): each
+    :data:`STREAM_TRACES` traces at a time off the driver's cursor (:mod:`db.bulk.streaming`): each
     range sorts a few thousand pairs where one statement would sort them all, and no row goes
     through SQLAlchemy's result objects; ``batch`` does not apply (a list per range). Any other
     order streams one statement in lists of up to ``batch`` rows.
@@ -567,7 +567,7 @@ def iter_pair_tables(
     engine: Engine, filters: Filters = NO_FILTERS, query: PairQuery = ALL_PAIRS
 ) -> Generator[pa.Table]:
     """The pairs of :func:`iter_pairs` (in trace order, the only order it takes) as Arrow
-    tables of :data:`PAIR_SCHEMA`, read by the ADBC drivers (:mod:`db.arrow_read`), one table
+    tables of :data:`PAIR_SCHEMA`, read by the ADBC drivers (:mod:`db.bulk.arrow_read`), one table
     per range of :data:`STREAM_TRACES` traces: ``toollens pairs``.
 
     Each range is two statements, its pairs unsorted (:func:`_range_parts`, the page's

@@ -34,8 +34,8 @@ from sqlalchemy import (
 )
 
 from db.dialect import search_match, search_snippets, search_words
-from db.filters import NO_FILTERS, Filters, restrict_calls, restrict_rows
 from db.queries.common import result_pair_key
+from db.queries.filters import NO_FILTERS, Filters, restrict_calls, restrict_rows
 from db.schema import MessageRow, ToolCallRow, ToolResultRow, TraceRow
 
 #: The columns of a hit, in order.

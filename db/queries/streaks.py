@@ -1,6 +1,6 @@
 """Queries of error streaks: k or more consecutive calls of one tool ending in the same error
-fingerprint, whatever their arguments (``ingest.streaks`` defines them; stored per streak of 2
-or more calls in ``error_streaks``, so the threshold k filters in SQL without re-importing).
+fingerprint, whatever their arguments (``ingest.analysis.streaks`` defines them; stored per streak
+of 2 or more calls in ``error_streaks``, so the threshold k filters in SQL without re-importing).
 
 Wasted tokens of a streak are the result and argument tokens of its calls after the first;
 wasted time is the sum of the known execution times of those calls (NULL when none is known).
@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Engine, String, cast, func, literal, select
 
-from db.filters import NO_FILTERS, Filters, restrict_rows
 from db.queries.common import TRACE, to_frame
+from db.queries.filters import NO_FILTERS, Filters, restrict_rows
 from db.schema import ErrorStreakRow
 
 _S = ErrorStreakRow

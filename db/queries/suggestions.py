@@ -31,8 +31,6 @@ from db.catalogue import (
     verdict_count,
 )
 from db.contract.vocabulary import VERDICTS
-from db.filters import NO_FILTERS, Filters
-from db.planner import restrict_results_in_index
 from db.queries.common import (
     NO_NEXT_CALL,
     NOT_RECOVERED,
@@ -43,6 +41,8 @@ from db.queries.common import (
     result_pair_key,
     to_frame,
 )
+from db.queries.filters import NO_FILTERS, Filters
+from db.queries.planner import restrict_results_in_index
 from db.schema import ToolResultRow
 
 #: The kind of a result with a verdict but no suggestion kind.

@@ -28,15 +28,15 @@ from db.catalogue import (
     share_bin,
 )
 from db.contract.vocabulary import TOKEN_COUNTS
-from db.filters import NO_FILTERS, Filters, restrict_results
-from db.planner import walked_result_ids
 from db.queries.common import (
     INPUT_SHARE_BINS,
     TRACE,
     result_pair_key,
     to_frame,
 )
+from db.queries.filters import NO_FILTERS, Filters, restrict_results
 from db.queries.histograms import tool_token_counts
+from db.queries.planner import walked_result_ids
 from db.queries.ranks import group_ranks, group_sums
 from db.schema import (
     ImportRun,

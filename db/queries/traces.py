@@ -28,11 +28,11 @@ from sqlalchemy import (
 )
 from sqlalchemy import null as sa_null
 
-from db import rollups
 from db.contract.vocabulary import DEFAULT_LOOP_K, FINDING_KINDS
-from db.filters import NO_FILTERS, Filters, restrict_traces
 from db.queries.common import effective_error_type, effective_verdict, to_frame
-from db.rollups import Dim
+from db.queries.filters import NO_FILTERS, Filters, restrict_traces
+from db.rollups import upkeep as rollups
+from db.rollups.upkeep import Dim
 from db.schema import (
     FindingRow,
     ImportRun,

@@ -26,8 +26,8 @@ from ingest.formats._common import (
 )
 from ingest.formats._shapes import Shape
 from ingest.formats.base import Deferred, TraceFormat
+from ingest.input.records import Record
 from ingest.model import Message, Rejected, Trace
-from ingest.records import Record
 
 D = TypeVar("D")
 

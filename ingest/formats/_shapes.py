@@ -82,7 +82,7 @@ class HeadRecords:
 
 
 def head_records(head: bytes, limit: int = MAX_RECORDS) -> HeadRecords:
-    """The first records of ``head`` as :mod:`ingest.jsonstream` would read them: the items
+    """The first records of ``head`` as :mod:`ingest.input.jsonstream` would read them: the items
     of a top-level array, else each top-level value (JSONL lines, or the one document).
 
     >>> head_records(b'{"a": 1}\\n{"b": [2, 3').records

@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from ingest.durations import milliseconds
+from ingest.analysis.durations import milliseconds
 from ingest.formats._span_messages import (
     Key,
     Positioned,

@@ -38,8 +38,8 @@ from ingest.formats._shapes import (
     json_kind,
     message_list,
 )
+from ingest.input.records import Record
 from ingest.model import Message, Trace
-from ingest.records import Record
 
 NAME = "anthropic"
 

@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ingest.formats._shapes import Shape
+from ingest.input.records import Record
 from ingest.model import Rejected, Trace
-from ingest.records import Record
 
 #: Records (or the reader's rejections) of one file in, its traces and rejections out.
 Parse = Callable[[Iterable[Record | Rejected], str], Iterator[Trace | Rejected]]

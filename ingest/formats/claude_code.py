@@ -65,8 +65,8 @@ from ingest.formats._shapes import (
     json_kind,
 )
 from ingest.formats.base import CannotExtend, RawMembers, TraceFormat
+from ingest.input.records import Record
 from ingest.model import Message, Rejected, Trace
-from ingest.records import Record
 
 NAME = "claude_code"
 

@@ -48,8 +48,8 @@ from ingest.formats._shapes import (
     json_kind,
     object_list,
 )
+from ingest.input.records import Record
 from ingest.model import Message, ToolCall, ToolDef, ToolResult, Trace
-from ingest.records import Record
 
 NAME = "gemini"
 

@@ -51,8 +51,8 @@ from ingest.formats._shapes import (
     langchain_message,
     message_list,
 )
+from ingest.input.records import Record
 from ingest.model import Message, ToolCall, ToolResult, Trace
-from ingest.records import Record
 
 NAME = "langchain"
 

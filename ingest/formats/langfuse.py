@@ -37,8 +37,8 @@ from ingest.formats._shapes import (
 )
 from ingest.formats._span_conversation import SpanNode, span_conversation
 from ingest.formats._span_messages import maybe_json
+from ingest.input.records import Record
 from ingest.model import Trace
-from ingest.records import Record
 
 NAME = "langfuse"
 

@@ -56,8 +56,8 @@ from ingest.formats._shapes import (
 )
 from ingest.formats._shapes import members as shape_members
 from ingest.formats.base import TraceFormat
+from ingest.input.records import Record
 from ingest.model import Message, Rejected, ToolCall, ToolDef, ToolResult, Trace
-from ingest.records import Record
 
 NAME = "langsmith"
 

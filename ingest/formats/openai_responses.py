@@ -58,8 +58,8 @@ from ingest.formats._shapes import (
     message_list,
     responses_item,
 )
+from ingest.input.records import Record
 from ingest.model import Message, OpaqueMessage, ToolCall, ToolResult, Trace
-from ingest.records import Record
 
 NAME = "openai_responses"
 

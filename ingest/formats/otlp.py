@@ -6,12 +6,12 @@ Collector's ``fileexporter``). Spans of one trace may be spread over many lines:
 by trace id across the whole file (a span id seen twice is one span, as a retried export sends
 it again), and each trace becomes one canonical trace whose external id is the OTel trace id.
 
-The spans are decoded by :mod:`ingest.otlp_decode` and read by the same span-to-conversation code as
-Langfuse exports (``_span_conversation``): OTel GenAI (attributes or the deprecated message events),
-OpenInference, OpenLLMetry and Vercel AI SDK attributes give the LLM calls (messages, model, usage)
-and the tool runs (calls and results paired by id). Status ``ERROR`` or an ``exception`` event marks
-a span as failed (an explicit error on its tool result, whose content falls back to the status or
-exception message).
+The spans are decoded by :mod:`ingest.input.otlp_spans` and read by the same span-to-conversation
+code as Langfuse exports (``_span_conversation``): OTel GenAI (attributes or the deprecated message
+events), OpenInference, OpenLLMetry and Vercel AI SDK attributes give the LLM calls (messages,
+model, usage) and the tool runs (calls and results paired by id). Status ``ERROR`` or an
+``exception`` event marks a span as failed (an explicit error on its tool result, whose content
+falls back to the status or exception message).
 
 The agent is the first ``gen_ai.agent.name`` attribute, else the root span's name; the start
 is the earliest span start; ``service.name``, ``session.id`` and the span count go to the
@@ -34,14 +34,14 @@ from ingest.formats._shapes import (
 )
 from ingest.formats._span_conversation import SpanNode, span_conversation
 from ingest.formats.base import TraceFormat
-from ingest.model import Rejected, Trace
-from ingest.otlp_decode import (
+from ingest.input.otlp_spans import (
     STATUS_ERROR,
     OtlpDecodeError,
     OtlpSpan,
     decode_json_value,
 )
-from ingest.records import Record
+from ingest.input.records import Record
+from ingest.model import Rejected, Trace
 
 NAME = "otlp"
 

@@ -66,8 +66,8 @@ from ingest.formats._shapes import (
     json_kind,
 )
 from ingest.formats.base import TraceFormat
+from ingest.input.records import Record
 from ingest.model import Message, Rejected, ToolDef, Trace
-from ingest.records import Record
 
 NAME = "request_log"
 

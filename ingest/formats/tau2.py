@@ -48,8 +48,8 @@ from ingest.formats._shapes import (
     object_list,
 )
 from ingest.formats.base import TraceFormat
+from ingest.input.records import Record
 from ingest.model import Message, Rejected, Trace
-from ingest.records import Record
 
 NAME = "tau2"
 

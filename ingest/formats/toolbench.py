@@ -32,8 +32,8 @@ from ingest.formats._shapes import (
     Fit,
     Misfit,
 )
+from ingest.input.records import Record
 from ingest.model import Message, Trace
-from ingest.records import Record
 
 NAME = "toolbench"
 

@@ -5,7 +5,8 @@ by the scenario that built it (``ingest.scenarios.agent``); this module only arr
 derives the mechanical facts (positions, occurrences, schema checks) by its own simple code, never
 by calling the analysis it is meant to check.
 
-Counting rules assumed (reconcile with ``ingest.pairing``, ``ingest.loops``, ``ingest.verdicts``):
+Counting rules assumed (reconcile with ``ingest.analysis.pairing``, ``ingest.analysis.loops``,
+``ingest.analysis.verdicts``):
 
 * **Messages** are canonical messages: the Anthropic top-level ``system`` counts as one message
   (seq 0), and every ``tool_result`` block is its own message (an Anthropic user message that

@@ -9,8 +9,9 @@
   ``to_tsvector('simple', …)`` of the text with every other character run replaced by a
   space, under a GIN index.
 
-The rules are written out here, not imported from ``db.dialect`` / ``ingest.rows``, so that this
-migration means the same thing when they change (changing them takes a migration of its own).
+The rules are written out here, not imported from ``db.dialect`` / ``ingest.importing.rows``, so
+that this migration means the same thing when they change (changing them takes a migration of its
+own).
 
 Revision ID: 0012
 Revises: 0011

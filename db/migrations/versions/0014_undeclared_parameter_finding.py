@@ -1,9 +1,9 @@
 """The ``undeclared_parameter`` finding: ``findings.name`` accepts it.
 
 A call naming a parameter an open tool schema does not declare is a warning-level finding
-(``ingest.schema_check``). Only the CHECK constraint on ``findings.name`` changes; stored traces
-get the finding from ``toollens reanalyze``. The values are written out here, not imported, as
-in 0007, so this migration means the same thing after the vocabulary grows again.
+(``ingest.analysis.schema_check``). Only the CHECK constraint on ``findings.name`` changes; stored
+traces get the finding from ``toollens reanalyze``. The values are written out here, not imported,
+as in 0007, so this migration means the same thing after the vocabulary grows again.
 
 Revision ID: 0014
 Revises: 0013

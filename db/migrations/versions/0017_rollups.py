@@ -1,4 +1,4 @@
-"""Rollups: summary tables the import keeps exact (``db.rollups``), and their state.
+"""Rollups: summary tables the import keeps exact (``db.rollups.upkeep``), and their state.
 
 ``rollup_results``, ``rollup_sizes``, ``rollup_calls``, ``rollup_signatures``,
 ``rollup_traces``, ``rollup_findings``, ``rollup_fingerprints``, ``rollup_activity`` (each keyed

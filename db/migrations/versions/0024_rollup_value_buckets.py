@@ -1,11 +1,11 @@
 """Value buckets for the size and duration histograms over a range of days.
 
 Over many days the exact histograms are many rows (a row per day, tool and token size or
-duration). Two rollups count them per bucket of two significant digits (``db.value_buckets``)
-instead, at the day grain alone: ``rollup_size_buckets`` (with the tokens) and
-``rollup_duration_buckets``. And the keys of ``rollup_sizes`` and ``rollup_durations`` hold
-the value's bucket after the tool (``db.rollups.row_key``), so the exact rows of the few
-buckets that decide a figure are ranges of keys (``db.wide_histograms``).
+duration). Two rollups count them per bucket of two significant digits
+(``db.rollups.value_buckets``) instead, at the day grain alone: ``rollup_size_buckets`` (with the
+tokens) and ``rollup_duration_buckets``. And the keys of ``rollup_sizes`` and ``rollup_durations``
+hold the value's bucket after the tool (``db.rollups.row_key``), so the exact rows of the few
+buckets that decide a figure are ranges of keys (``db.rollups.wide_histograms``).
 
 Keys are computed in Python: on a store with traces the four rollups are listed in
 ``rollup_state.pending`` and ``db.migrate.upgrade`` counts them, alone, when the store is opened

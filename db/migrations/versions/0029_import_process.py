@@ -3,7 +3,7 @@
 An import whose process was killed (SIGKILL, a crash, a reboot) never records its end and
 would stay ``running``. With the process it ran in (host name, pid, and the process's own start
 so that a reused pid is not taken for it), the next import and the Imports page can tell it
-is gone and mark it ``interrupted`` (``db.write.mark_gone_imports``).
+is gone and mark it ``interrupted`` (``db.writes.traces.mark_gone_imports``).
 
 Revision ID: 0029
 Revises: 0028

@@ -1,0 +1,1 @@
+"""Reading and moving whole stores: Arrow and cursor streams, stored traces read back, copies."""

@@ -1,0 +1,1 @@
+"""The rollups: summary tables the import keeps exact, how they are read, their value buckets."""

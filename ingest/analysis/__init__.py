@@ -1,0 +1,1 @@
+"""Per-trace analysis, pure: a canonical trace in, its derived facts out."""

@@ -1,0 +1,1 @@
+"""Importing: records -> traces -> rows, written in batches through db's write door."""

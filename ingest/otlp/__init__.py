@@ -1,0 +1,1 @@
+"""The live OTLP/HTTP receiver: spool, assembler, store."""

@@ -1,0 +1,246 @@
+"""Where the OTLP receiver's traces are built and stored: in store processes beside it.
+
+:class:`~ingest.otlp.assembler.TraceAssembler` decides *which* traces are due and hands where
+their spans are (a :class:`~ingest.otlp.spool.TraceGroup` per trace) to a :class:`SpanStore`;
+the worker reads the spans from the spool itself, so only spool offsets cross the process
+boundary, never pickled spans. Building a conversation from spans, counting
+its tokens, analyzing and writing it is most of the receiver's CPU, and in the process that
+decodes and spools requests it would hold the GIL against them. So a :class:`SpanStore` runs
+:func:`store_spans` in long-lived worker processes (one per core by default, each a
+``ProcessPoolExecutor`` of one, forked when the receiver starts, before it has other threads):
+receiving and storing run side by side, and the traces of one round are split between the
+workers, each part its own import run. A trace always goes to the same worker
+(:func:`worker_of`), and rounds do not overlap, so no trace is ever written by two workers at
+once, and the worker's token count cache (:data:`ingest.analysis.tokens.COUNTS`), which lives as
+long as the receiver, has the counts of a growing trace's unchanged messages when it is stored
+again.
+
+A database only this process can open (in-memory SQLite) is stored into in-process instead.
+Workers die with the receiver (``PR_SET_PDEATHSIG``), even after a ``kill -9``: a write one was
+doing rolls back, and the spool holds the spans. If a worker dies while storing, its round
+fails (the assembler retries it; parts already stored are then found unchanged); a new worker
+takes its place for the next part it is given.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+
+from sqlalchemy import Engine
+
+from ingest.input.otlp_spans import OtlpSpan
+from ingest.otlp.spool import TraceGroup
+from ingest.redaction.traces import RedactionSettings
+
+#: The source name stored with the receiver's traces and import runs.
+RECEIVER_SOURCE = "otlp-receiver"
+_PR_SET_PDEATHSIG = 1
+
+
+#: A group of spans to store: where they are in the spool, or the spans themselves.
+Group = TraceGroup | Sequence[OtlpSpan]
+#: Spooled spans were redacted before they were written: their traces are not redacted again.
+_ALREADY_REDACTED = RedactionSettings("off")
+
+
+def store_spans(
+    engine: Engine, groups: Sequence[Group], redaction: RedactionSettings | None
+) -> int:
+    """Build one trace of each group's spans and import them all as one import run; how many
+    traces were imported, updated or found unchanged.
+
+    Spans read from the spool (:class:`TraceGroup`) were redacted before they were spooled
+    (the spool is a store too), so their traces are redacted once, not a second time; spans
+    given as they are, are redacted with ``redaction``.
+    """
+    from ingest.formats.otlp import trace_of
+    from ingest.importing.pipeline import import_traces
+
+    spooled = bool(groups) and all(isinstance(group, TraceGroup) for group in groups)
+    traces = []
+    for group in groups:
+        spans = group.spans() if isinstance(group, TraceGroup) else list(group)
+        if spans:
+            traces.append(trace_of(spans, source_file=RECEIVER_SOURCE))
+    summary = import_traces(
+        engine,
+        traces,
+        origin="otlp",
+        source=RECEIVER_SOURCE,
+        redaction=_ALREADY_REDACTED if spooled else redaction,
+    )
+    return summary.traces + summary.updated + summary.unchanged
+
+
+def worker_of(trace_id: str, workers: int) -> int:
+    """The worker that stores a trace, always the same one (by its hex id's last 32 bits), so
+    a trace stored again finds its counts in that worker's token count cache.
+
+    >>> worker_of("5b8efff798038103d269b633813fc60c", 2)
+    0
+    >>> worker_of("000000000000000000000000000000a1", 2)
+    1
+    """
+    return int(trace_id[-8:], 16) % workers
+
+
+def split(groups: Sequence[Group], workers: int) -> dict[int, list[Group]]:
+    """``groups`` (one trace each) by the worker that stores them."""
+    parts: dict[int, list[Group]] = {}
+    for group in groups:
+        trace_id = group.trace_id if isinstance(group, TraceGroup) else group[0].trace_id
+        parts.setdefault(worker_of(trace_id, workers), []).append(group)
+    return parts
+
+
+# ---- the worker processes -----------------------------------------------------------------------
+
+_engine: Engine | None = None
+
+
+def _die_with_parent() -> None:
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _init_worker(url: str) -> None:
+    from db.engine import make_engine
+
+    global _engine
+    _die_with_parent()
+    # The receiver stops its worker (SIGINT goes to the whole process group on Ctrl-C, and
+    # the worker must finish the round it is storing).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _engine = make_engine(url, migrate=False)
+    # What the worker inherited (modules, the tokenizer, the pipeline) lives as long as it
+    # does: the cyclic GC need not scan it again at every collection (nor touch its pages,
+    # which stay shared with the receiver).
+    gc.freeze()
+
+
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """The cyclic GC paused while a round is stored: the round builds hundreds of thousands of
+    short-lived acyclic objects, each allocation burst setting off a collection (about 15 %
+    of a round's CPU); what they leave is freed by reference counting anyway."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _store_in_worker(groups: Sequence[Group], redaction: RedactionSettings | None) -> int:
+    assert _engine is not None, "store worker not initialized"
+    with _no_cyclic_gc():
+        return store_spans(_engine, groups, redaction)
+
+
+def _ready() -> bool:
+    return _engine is not None
+
+
+class SpanStore:
+    """Stores span groups as traces, in ``workers`` worker processes (default: one per core)
+    when the database allows it.
+
+    Call :meth:`start` from the main thread before other threads run (it forks), then call
+    the store with span groups from any one thread; :meth:`close` at the end.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        redaction: RedactionSettings | None = None,
+        *,
+        workers: int | None = None,
+    ) -> None:
+        from db.engine import other_processes_can_open
+
+        self.engine = engine
+        self.redaction = redaction
+        self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
+        self.in_process = not other_processes_can_open(engine.url)
+        self._pools: list[ProcessPoolExecutor | None] = [None] * self.workers
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Import what storing needs, then start the workers (no-op where the store is
+        in-process).
+
+        The import pipeline and its analysis take about a CPU second to import (modules,
+        compiled patterns, JSON schemas); imported here, before the fork, every worker
+        inherits them instead of importing them itself while the first traces wait.
+        """
+        import ingest.formats.otlp
+        import ingest.importing.pipeline  # noqa: F401
+
+        if not self.in_process:
+            for n in range(self.workers):
+                self._worker(n).submit(_ready).result()
+
+    def _worker(self, n: int) -> ProcessPoolExecutor:
+        with self._lock:
+            pool = self._pools[n]
+            if pool is None:
+                url = self.engine.url.render_as_string(hide_password=False)
+                pool = self._pools[n] = ProcessPoolExecutor(
+                    1,
+                    mp_context=multiprocessing.get_context("fork"),
+                    initializer=_init_worker,
+                    initargs=(url,),
+                )
+            return pool
+
+    def __call__(self, groups: Sequence[Group]) -> None:
+        if self.in_process:
+            with _no_cyclic_gc():
+                store_spans(self.engine, groups, self.redaction)
+            return
+        parts = {n: self._submit(n, part) for n, part in split(groups, self.workers).items()}
+        wait(parts.values())
+        failure: BaseException | None = None
+        for n, part in parts.items():
+            exc = part.exception()
+            if isinstance(exc, BrokenProcessPool):
+                self._drop(n)  # the next round starts a new worker
+            failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def _submit(self, n: int, part: list[Group]) -> Future[int]:
+        try:
+            return self._worker(n).submit(_store_in_worker, part, self.redaction)
+        except BrokenProcessPool:  # it died while idle: a new one takes the part
+            self._drop(n)
+            return self._worker(n).submit(_store_in_worker, part, self.redaction)
+
+    def _drop(self, n: int) -> None:
+        with self._lock:
+            pool, self._pools[n] = self._pools[n], None
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+    def close(self) -> None:
+        """Stop the workers once they have finished what they were given."""
+        with self._lock:
+            pools, self._pools = self._pools, [None] * self.workers
+        for pool in pools:
+            if pool is not None:
+                pool.shutdown(wait=True)
+
+
+__all__ = ["RECEIVER_SOURCE", "SpanStore", "split", "store_spans", "worker_of"]

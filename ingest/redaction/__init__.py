@@ -1,0 +1,1 @@
+"""Secret redaction: text, traces and rejected records redacted before anything is stored."""
