@@ -48,8 +48,8 @@ from db.contract.vocabulary import DEFAULT_ENCODING
 from db.dialect import analyze
 from db.engine import make_engine
 from db.schema import ImportRun
+from db.session import ANALYZED_TABLES
 from db.write import TraceRows, finish_import, start_import, write_traces
-from ingest.pipeline import ANALYZED_TABLES
 from ingest.rows import error_fingerprint, trace_title
 
 #: Bump when the generated rows change, so cached stores are rebuilt.

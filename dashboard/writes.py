@@ -19,13 +19,13 @@ from db import review
 from db.annotations import Annotation, add_annotation, delete_annotation, update_annotation
 from db.corrections import UNCHANGED, ResultReview, _Unchanged, correct_result
 from db.deletion import Selection, delete_rows
-from db.write import mark_gone_imports
+from db.session import mark_gone_imports
 from ingest.pipeline import ImportSummary
 
 
 def note_gone_imports(engine: Engine) -> list[int]:
     """Mark ``interrupted`` the imports left ``running`` by a process of this host that is
-    gone (:func:`db.write.mark_gone_imports`); the ids marked. Any role: it records what
+    gone (:func:`db.session.mark_gone_imports`); the ids marked. Any role: it records what
     happened to an import, not a choice of whoever opened the page."""
     return mark_gone_imports(engine)
 

@@ -19,7 +19,7 @@ from db.contract.rows import (
 )
 from db.contract.vocabulary import DEFAULT_LOOP_K
 from db.contract.widths import column_width
-from db.write import TraceRows
+from db.session import TraceRows
 from ingest.facts import ResultFacts, TraceFacts
 from ingest.fingerprints import error_fingerprint
 from ingest.model import Message, Trace, content_hash, display_id
