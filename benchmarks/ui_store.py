@@ -49,8 +49,8 @@ from db.dialect import analyze
 from db.engine import make_engine
 from db.rollups import upkeep as rollups
 from db.schema import ImportRun
+from db.session import ANALYZED_TABLES
 from db.writes.traces import TraceRows, finish_import, start_import, write_traces
-from ingest.importing.pipeline import ANALYZED_TABLES
 from ingest.importing.rows import error_fingerprint, trace_title
 
 #: Bump when the generated rows change, so cached stores are rebuilt.

@@ -15,17 +15,17 @@ from sqlalchemy import Engine
 
 from dashboard import auth
 from dashboard.uploads import import_uploaded
+from db.session import mark_gone_imports
 from db.writes import review
 from db.writes.annotations import Annotation, add_annotation, delete_annotation, update_annotation
 from db.writes.corrections import UNCHANGED, ResultReview, _Unchanged, correct_result
 from db.writes.deletion import Selection, delete_rows
-from db.writes.traces import mark_gone_imports
 from ingest.importing.pipeline import ImportSummary
 
 
 def note_gone_imports(engine: Engine) -> list[int]:
     """Mark ``interrupted`` the imports left ``running`` by a process of this host that is
-    gone (:func:`db.writes.traces.mark_gone_imports`); the ids marked. Any role: it records what
+    gone (:func:`db.session.mark_gone_imports`); the ids marked. Any role: it records what
     happened to an import, not a choice of whoever opened the page."""
     return mark_gone_imports(engine)
 

@@ -253,15 +253,15 @@ def _check_connection(engine: Engine, url: URL) -> None:
         raise StoreConnectionError(describe_connection_failure(url, message)) from None
 
 
-def make_engine(db: str | None = None, *, migrate: bool = True) -> Engine:
-    """Create an engine for ``db`` (path or URL) and bring its schema up to date;
-    :class:`StoreConnectionError` when the store cannot be reached or opened.
+def make_engine(db: str | URL | None = None, *, migrate: bool = True) -> Engine:
+    """Create an engine for ``db`` (path, URL string or URL object) and bring its schema up to
+    date; :class:`StoreConnectionError` when the store cannot be reached or opened.
 
     >>> engine = make_engine("sqlite://")  # in memory
     >>> engine.dialect.name
     'sqlite'
     """
-    url = make_url(resolve_url(db))
+    url = db if isinstance(db, URL) else make_url(resolve_url(db))
     kwargs: dict[str, Any] = {}
     if url.get_backend_name() == "sqlite":
         if not other_processes_can_open(url):

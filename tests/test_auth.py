@@ -289,6 +289,7 @@ def test_serve_on_loopback_needs_no_login_and_shows_no_warning(
 WRITES = {
     "add_annotation", "update_annotation", "delete_annotation", "correct_result",
     "mark_reviewed", "clear_reviewed", "import_uploaded", "import_paths", "delete_rows",
+    "ImportSession",
 }  # fmt: skip
 
 

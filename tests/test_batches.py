@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from benchmarks.workload import generate_traces, write_workload
+from db import session as session_module
 from db.engine import make_engine
 from db.schema import Base, ImportRun, TraceRow
 from ingest import formats
@@ -121,7 +122,7 @@ def test_a_batch_that_fails_to_write_fails_the_import_without_hanging(
 ) -> None:
     path = tmp_path / "w.jsonl"
     write_workload(path, 1_500, seed=2)
-    real_write = batches.write_traces
+    real_write = session_module.write_traces
 
     def failing_later_write(engine: Any, import_id: int, rows: Any, ids: Any = None) -> Any:
         # Runs in the forked workers, which inherit this patch.
@@ -129,7 +130,7 @@ def test_a_batch_that_fails_to_write_fails_the_import_without_hanging(
             raise RuntimeError("disk on fire")
         return real_write(engine, import_id, rows, ids)
 
-    monkeypatch.setattr(batches, "write_traces", failing_later_write)
+    monkeypatch.setattr(session_module, "write_traces", failing_later_write)
     engine = make_engine(db_url)
     outcome: list[BaseException | None] = []
 

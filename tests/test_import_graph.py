@@ -2,7 +2,7 @@
 project's own modules, at the top of a module or inside a function, is checked.
 
 * parsers (``ingest.formats``), input (``ingest.input``: bytes → records) and analysis
-  (``ingest.analysis``) import nothing of ``db``
+  (``ingest.analysis.trace``) import nothing of ``db``
   but its contract (``db.contract``: vocabulary, row contracts, column widths), which needs no
   database library;
 * ``db`` imports neither ``ingest`` nor ``dashboard``;
@@ -25,7 +25,7 @@ PARTS = ("db", "ingest", "dashboard")
 PURE_INGEST = (
     "ingest.input",
     "ingest.formats",
-    "ingest.analysis",
+    "ingest.analysis.trace",
     "ingest.model",
     "ingest.protocol",
 )

@@ -28,13 +28,11 @@ from pathlib import Path
 from typing import cast
 
 import orjson
-from sqlalchemy import Engine
 
 from db.contract.bounds import fit_key
 from db.contract.rows import ToolResultRecord
 from db.contract.vocabulary import Status, StatusSource, SuggestionKind
-from db.writes.append import AppendBase, load_append_base, raw_members, write_append
-from db.writes.traces import TraceRows, WriteResult
+from db.session import AppendBase, TraceRows, WriteResult
 from ingest.analysis.content import CONTENT_FINDINGS
 from ingest.analysis.facts import ContentFacts
 from ingest.analysis.images import ImageFact, countable_text, message_images
@@ -57,7 +55,6 @@ from ingest.redaction.traces import add_counts, redact_trace
 
 
 def extend_stored(
-    engine: Engine,
     writer: BatchWriter,
     path: Path,
     name: str,
@@ -77,7 +74,8 @@ def extend_stored(
     records = list(appended_records(path, name, resume, limits))
     # The new messages' tokens are counted last; the tokenizer loads while the rest is done.
     loading = preload(writer.encoding) if records else None
-    base = load_append_base(engine, fmt.name, name)
+    session = writer.session
+    base = session.append_base(fmt.name, name)
     if base is None or base.encoding != writer.encoding:
         return False
     unchanged = records_before - base.stored.trace.record_count
@@ -94,7 +92,7 @@ def extend_stored(
     def members(key: str, indexes: Sequence[int]) -> dict[int, str]:
         # The stored messages' seqs are their indexes.
         every = len(indexes) == len(prefix)
-        return raw_members(engine, trace_id, key, None if every else indexes)
+        return session.raw_members(trace_id, key, None if every else indexes)
 
     try:
         items = list(fmt.extend(stored, records, name, members))
@@ -119,7 +117,7 @@ def extend_stored(
         return False
     rows, redactions = prepared
     tool_contents = {m.seq: m.content for m in trace.messages if m.role == "tool"}
-    if not write_append(engine, writer.import_id, base, rows, count, tool_contents):
+    if not session.append(base, rows, count, tool_contents):
         return False
     # Written: only now is anything counted.
     for record in records:

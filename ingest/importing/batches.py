@@ -29,18 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import orjson
-from sqlalchemy import Engine
 
-from db import dialect
 from db.contract.vocabulary import counted
-from db.engine import make_engine, other_processes_can_open
-from db.writes.traces import (
-    TraceRows,
-    WriteResult,
-    reserve_trace_ids,
-    write_rejected,
-    write_traces,
-)
+from db.session import ImportSession, TraceRows, WorkerConnection, WriteResult
 from ingest.analysis.images import countable_text
 from ingest.analysis.tokens import count_many, count_tokens
 from ingest.analysis.trace import analyze_trace
@@ -312,8 +303,7 @@ def refused_rejections(result: WriteResult) -> list[Rejected]:
 
 @dataclass(slots=True)
 class _WorkerState:
-    engine: Engine
-    import_id: int
+    session: ImportSession
     #: ``multiprocessing.Value("q")``: the sequence number of the batch allowed to write, or
     #: ``None`` where batches write concurrently (PostgreSQL).
     turn: Any
@@ -334,7 +324,11 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _init_worker(
-    parent: int, url: str | None, import_id: int, turn: Any, turn_changed: Any
+    parent: int,
+    connection: WorkerConnection | None,
+    import_id: int,
+    turn: Any,
+    turn_changed: Any,
 ) -> None:
     global _worker
     _die_with_parent(parent)
@@ -343,12 +337,12 @@ def _init_worker(
     # and the parent's SIGTERM handler (``toollens import``) is not the worker's.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if url is None:
+    if connection is None:
         return  # an analyzing worker: the parent writes
-    engine = make_engine(url, migrate=False)
+    session = connection.session(import_id)
     # Close the connections when the worker exits (PostgreSQL logs abandoned ones).
-    multiprocessing.util.Finalize(None, engine.dispose, exitpriority=10)
-    _worker = _WorkerState(engine, import_id, turn, turn_changed)
+    multiprocessing.util.Finalize(None, session.engine.dispose, exitpriority=10)
+    _worker = _WorkerState(session, turn, turn_changed)
 
 
 @contextmanager
@@ -389,7 +383,7 @@ def analyze_and_write(
     with _turn(state, seq):
         if failure is not None:
             raise failure
-        written = write_traces(state.engine, state.import_id, rows, row_ids)
+        written = state.session.write(rows, row_ids)
         return written, rejected + refused_rejections(written), unknown, redactions
 
 
@@ -425,17 +419,16 @@ class BatchWriter:
 
     def __init__(
         self,
-        engine: Engine,
-        import_id: int,
+        session: ImportSession,
         summary: ImportSummary,
         encoding: str,
         budget: int,
         workers: int,
         redaction: RedactionSettings,
     ) -> None:
-        self.engine = engine
+        self.session = session
         self.redaction = redaction
-        self.import_id = import_id
+        self.import_id = session.import_id
         self.summary = summary
         self.encoding = encoding
         self.budget = budget
@@ -443,7 +436,7 @@ class BatchWriter:
         #: Started with the first batch: an import whose files turn out unchanged (or only
         #: grown, :mod:`ingest.importing.appending`) never pays for the workers and their tokenizer.
         self.pool: ProcessPoolExecutor | None = None
-        self.workers_write = workers > 0 and other_processes_can_open(engine.url)
+        self.workers_write = workers > 0 and session.workers_can_write
         # Two batches per worker in flight: when one is written, the next is already queued.
         self.max_pending = 2 * workers
         self.seq = 0
@@ -468,17 +461,19 @@ class BatchWriter:
         # inherit it instead of each loading their own.
         count_tokens("warm up", self.encoding)
         context = multiprocessing.get_context("fork")
-        url: str | None = None
+        connection: WorkerConnection | None = None
         turn, changed = None, None
         if self.workers_write:
-            url = self.engine.url.render_as_string(hide_password=False)
-            if not dialect.concurrent_writers(self.engine):
+            # The URL object goes to the workers through the initializer's arguments, never
+            # through a command line (see WorkerConnection).
+            connection = self.session.worker_connection()
+            if not self.session.concurrent_writers:
                 turn, changed = context.Value("q", 0, lock=False), context.Condition()
         self.pool = ProcessPoolExecutor(
             self.workers,
             mp_context=context,
             initializer=_init_worker,
-            initargs=(os.getpid(), url, self.import_id, turn, changed),
+            initargs=(os.getpid(), connection, self.import_id, turn, changed),
         )
         return self.pool
 
@@ -554,7 +549,7 @@ class BatchWriter:
         positions, self.positions = self.positions, {}
         seq, self.seq = self.seq, self.seq + 1
         # Trace ids in input order, even where batches commit in another order.
-        ids = reserve_trace_ids(self.engine, len(batch))
+        ids = self.session.reserve_trace_ids(len(batch))
         if not self.parallel:
             self._collect(
                 _analyze_only(
@@ -578,7 +573,7 @@ class BatchWriter:
         else:
             items, ids, unknown, redactions = done
             rows, row_ids, rejected = _split(items, ids)
-            result = write_traces(self.engine, self.import_id, rows, row_ids)
+            result = self.session.write(rows, row_ids)
             rejected += refused_rejections(result)
         add_counts(self.summary.redactions, redactions)
         self.summary.add_written(result)
@@ -589,9 +584,7 @@ class BatchWriter:
     def _flush_rejected(self) -> None:
         if not self.rejected:
             return
-        new = write_rejected(
-            self.engine,
-            self.import_id,
+        new = self.session.reject(
             [
                 {
                     "source_file": r.source_file,

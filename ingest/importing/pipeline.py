@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gc
 import os
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -22,16 +21,9 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from db import dialect
 from db.contract.rows import SourceFileRecord
 from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
-from db.writes.source_files import (
-    load_source_files,
-    save_source_files,
-    stored_content_hashes,
-)
-from db.writes.traces import finish_import, start_import, write_import_files
-from db.writes.transaction import writing
+from db.session import ImportSession
 from ingest.formats.base import Deferred, TraceFormat
 from ingest.importing.appending import extend_stored
 from ingest.importing.batches import BATCH_MESSAGES, BatchWriter, ImportSummary
@@ -53,10 +45,6 @@ __all__ = ["BATCH_MESSAGES", "ImportSummary", "import_paths", "import_traces"]
 
 #: Inputs smaller than this are imported in-process: starting workers costs more than it saves.
 PARALLEL_MIN_BYTES = 4 * 1024 * 1024
-#: After an import of at least this many messages the planner's statistics are refreshed, so
-#: the dashboard's queries pick the right indexes on a freshly loaded database.
-ANALYZE_MIN_MESSAGES = 10_000
-ANALYZED_TABLES = ("traces", "messages", "tool_calls", "tool_results", "findings")
 
 #: Told the bytes of every record read (the CLI's progress bar).
 ProgressFn = Callable[[int], None]
@@ -100,14 +88,13 @@ def import_paths(
     # (the import's paths, each trace's source_file): redacted, kept apart, from the start.
     redactor = redaction.redactor()
     names = [str(redactor.redact_name(str(p))) for p in (display_names or paths)]
-    started = time.perf_counter()
-    import_id = start_import(engine, origin=origin, paths=names, encoding=encoding)
-    summary = ImportSummary(import_id=import_id)
+    session = ImportSession.start(engine, origin=origin, paths=names, encoding=encoding)
+    summary = ImportSummary(import_id=session.import_id)
     if workers is None:
         total = sum(_size(p) for p in paths)
         workers = (os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 0
-    writer = BatchWriter(engine, import_id, summary, encoding, budget, workers, redaction)
-    files = _IncrementalFiles(engine, writer, fmt_override, full_hash, progress, limits, redactor)
+    writer = BatchWriter(session, summary, encoding, budget, workers, redaction)
+    files = _IncrementalFiles(writer, fmt_override, full_hash, progress, limits, redactor)
     try:
         with writer, _bulk_gc():
             for path, name in zip(paths, names, strict=True):
@@ -133,39 +120,29 @@ def import_paths(
         if incremental:
             # Only now is every trace of every file written: an entry saved earlier could
             # mark as read a file whose last batches an interruption lost.
-            save_source_files(
-                engine, [e._replace(path=str(redactor.redact_name(e.path))) for e in files.entries]
+            session.remember_files(
+                [e._replace(path=str(redactor.redact_name(e.path))) for e in files.entries]
             )
-        _finish(engine, summary, started)
+        _finish(session, summary)
     except KeyboardInterrupt:
-        _finish(engine, summary, started, "interrupted", error="interrupted (Ctrl-C or SIGTERM)")
+        _finish(session, summary, "interrupted", error="interrupted (Ctrl-C or SIGTERM)")
         raise
     except BaseException as exc:
-        finish_import(engine, import_id, state="failed", error=repr(exc)[:2000])
+        session.fail(repr(exc)[:2000])
         raise
     return summary
 
 
 def _finish(
-    engine: Engine,
+    session: ImportSession,
     summary: ImportSummary,
-    started: float,
     state: str = "done",
     error: str | None = None,
 ) -> None:
-    """Refresh statistics after a large load and store the import's counts, per file too."""
-    if state == "done" and summary.messages >= ANALYZE_MIN_MESSAGES:
-        with writing(engine) as conn:
-            dialect.analyze(conn, ANALYZED_TABLES)
-    summary.seconds = time.perf_counter() - started
-    write_import_files(
-        engine,
-        summary.import_id,
+    """End the import run with its counts, per file too (the session refreshes the planner's
+    statistics after a large load)."""
+    summary.seconds = session.finish(
         [asdict(f) for f in summary.by_file.values()],
-    )
-    finish_import(
-        engine,
-        summary.import_id,
         files=summary.files,
         records=summary.records,
         traces_imported=summary.traces,
@@ -182,7 +159,6 @@ def _finish(
         rejected_new=summary.rejected_new,
         rejected_known=summary.rejected_known,
         messages=summary.messages,
-        seconds=summary.seconds,
         unknown_items=summary.unknown_items,
         redactions=summary.redactions,
         state=state,
@@ -197,7 +173,6 @@ class _IncrementalFiles:
 
     def __init__(
         self,
-        engine: Engine,
         writer: BatchWriter,
         fmt: TraceFormat | None,
         full_hash: bool,
@@ -205,7 +180,7 @@ class _IncrementalFiles:
         limits: ReadLimits | None,
         redactor: Redactor,
     ) -> None:
-        self.engine = engine
+        self.session = writer.session
         self.limits = limits
         self.redactor = redactor
         self.writer = writer
@@ -224,7 +199,7 @@ class _IncrementalFiles:
         # The registry holds the path as every stored name is: redacted (the same way each
         # time, so the file is found again).
         key = str(self.redactor.redact_name(str(resolved)))
-        previous = load_source_files(self.engine, [key]).get(key)
+        previous = self.session.known_files([key]).get(key)
         self.previous = previous
         try:
             look = look_at(resolved, previous, full_hash=self.full_hash)
@@ -317,7 +292,7 @@ class _IncrementalFiles:
         as they are; False (nothing read) when an appended line's trace has no identity of
         its own (no external id) to recognize it by in the whole file."""
         if self.previous is not None and extend_stored(
-            self.engine, self.writer, path, name, fmt, resume,
+            self.writer, path, name, fmt, resume,
             records_before=self.previous.records, on_record=self._hook(tally, name),
             limits=self.limits,
         ):  # fmt: skip
@@ -341,7 +316,7 @@ class _IncrementalFiles:
                 touched.add(item.dedupe_key())
         # Looked up before anything is parsed again: only touched traces whose content changed
         # go on to tokens, analysis and writing (a new version of the stored trace).
-        stored = stored_content_hashes(self.engine, touched)
+        stored = self.session.stored_hashes(touched)
         # Read whole again: every record counts as read; those left alone count as unchanged.
         counts = self.summary.file(name)
         whole = split_file(
@@ -456,20 +431,19 @@ def import_traces(
     """
     redaction = redaction or RedactionSettings.from_env()
     redactor = redaction.redactor()
-    started = time.perf_counter()
     paths = [str(redactor.redact_name(source))] if source else []
-    import_id = start_import(engine, origin=origin, paths=paths, encoding=encoding)
-    summary = ImportSummary(import_id=import_id)
+    session = ImportSession.start(engine, origin=origin, paths=paths, encoding=encoding)
+    summary = ImportSummary(import_id=session.import_id)
     try:
-        with BatchWriter(engine, import_id, summary, encoding, budget, 0, redaction) as writer:
+        with BatchWriter(session, summary, encoding, budget, 0, redaction) as writer:
             for trace in traces:
                 summary.records += trace.record_count
                 name = str(redactor.redact_name(trace.source_file))
                 summary.file(name).records += trace.record_count
                 writer.add(trace)
         summary.files = len(summary.by_file)
-        _finish(engine, summary, started)
+        _finish(session, summary)
     except BaseException as exc:
-        finish_import(engine, import_id, state="failed", error=repr(exc)[:2000])
+        session.fail(repr(exc)[:2000])
         raise
     return summary

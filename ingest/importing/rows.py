@@ -19,7 +19,7 @@ from db.contract.rows import (
 )
 from db.contract.vocabulary import DEFAULT_LOOP_K
 from db.contract.widths import column_width
-from db.writes.traces import TraceRows
+from db.session import TraceRows
 from ingest.analysis.facts import ResultFacts, TraceFacts
 from ingest.analysis.fingerprints import error_fingerprint
 from ingest.model import Message, Trace, content_hash, display_id

@@ -38,6 +38,7 @@ from contextlib import contextmanager
 
 from sqlalchemy import Engine
 
+from db.session import WorkerConnection
 from ingest.input.otlp_spans import OtlpSpan
 from ingest.otlp.spool import TraceGroup
 from ingest.redaction.traces import RedactionSettings
@@ -113,16 +114,14 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _init_worker(url: str) -> None:
-    from db.engine import make_engine
-
+def _init_worker(connection: WorkerConnection) -> None:
     global _engine
     _die_with_parent()
     # The receiver stops its worker (SIGINT goes to the whole process group on Ctrl-C, and
     # the worker must finish the round it is storing).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _engine = make_engine(url, migrate=False)
+    _engine = connection.engine()
     # What the worker inherited (modules, the tokenizer, the pipeline) lives as long as it
     # does: the cyclic GC need not scan it again at every collection (nor touch its pages,
     # which stay shared with the receiver).
@@ -168,12 +167,10 @@ class SpanStore:
         *,
         workers: int | None = None,
     ) -> None:
-        from db.engine import other_processes_can_open
-
         self.engine = engine
         self.redaction = redaction
         self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
-        self.in_process = not other_processes_can_open(engine.url)
+        self.in_process = not WorkerConnection.reaches(engine)
         self._pools: list[ProcessPoolExecutor | None] = [None] * self.workers
         self._lock = threading.Lock()
 
@@ -196,12 +193,13 @@ class SpanStore:
         with self._lock:
             pool = self._pools[n]
             if pool is None:
-                url = self.engine.url.render_as_string(hide_password=False)
+                # The URL object goes through the initializer's arguments, never through a
+                # command line (see WorkerConnection).
                 pool = self._pools[n] = ProcessPoolExecutor(
                     1,
                     mp_context=multiprocessing.get_context("fork"),
                     initializer=_init_worker,
-                    initargs=(url,),
+                    initargs=(WorkerConnection.of(self.engine),),
                 )
             return pool
 
