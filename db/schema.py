@@ -616,6 +616,15 @@ class ToolResultRow(Base):
     duration_source: ColumnClause[str | None] = column()
     #: The Tool Message's first characters on one line (``db.contract.rows.one_line_preview``).
     preview: ColumnClause[str | None] = column(Text)
+    #: What it adds to the model calls after it (``ingest.costs``; NULL until analyzed): the
+    #: calls that still had it in their input, the tokens of their reads after the first, of
+    #: them cached reads (NULL for an estimate), measured from usage or estimated, and every
+    #: read priced in nanodollars (10⁻⁹ USD; NULL without a price for the model).
+    later_calls: ColumnClause[int | None] = column(Integer)
+    reread_tokens: ColumnClause[int | None] = column(BigInteger)
+    reread_cached: ColumnClause[int | None] = column(BigInteger)
+    reread_measured: ColumnClause[bool | None] = column(Boolean)
+    cost_nano_usd: ColumnClause[int | None] = column(BigInteger)
     # Human corrections (never written by analysis).
     error_type_corrected: ColumnClause[str | None] = column()
     verdict_corrected: ColumnClause[str | None] = column()
@@ -817,6 +826,14 @@ class RollupResultRow(_RollupColumns, Base):
     #: Results with images and their images' tokens.
     with_images: ColumnClause[int] = column(BigInteger)
     image_tokens: ColumnClause[int] = column(BigInteger)
+    #: What the results add to later model calls (``tool_results.later_calls`` …): the sums,
+    #: the results priced and the results measured from usage.
+    later_calls: ColumnClause[int] = column(BigInteger)
+    reread_tokens: ColumnClause[int] = column(BigInteger)
+    reread_cached: ColumnClause[int] = column(BigInteger)
+    cost_nano_usd: ColumnClause[int] = column(BigInteger)
+    priced: ColumnClause[int] = column(BigInteger)
+    measured: ColumnClause[int] = column(BigInteger)
 
 
 class RollupSizeRow(_RollupColumns, Base):

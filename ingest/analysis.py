@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET, Verdict
 from ingest.content import analyze_content
+from ingest.costs import branch_costs
 from ingest.durations import tool_duration
 from ingest.facts import (
     CallFacts,
@@ -35,6 +36,7 @@ from ingest.images import ImageFact, message_images
 from ingest.loops import Loop, find_loops, loop_facts, signature
 from ingest.model import Message, ToolCall, Trace
 from ingest.pairing import CallPairing, CallRef, PairingResult, ResultPairing, pair_trace
+from ingest.prices import PriceTable, current
 from ingest.schema_check import SchemaIssue, check_call, compile_tools
 from ingest.streaks import Streak, StreakCall, find_streaks
 from ingest.token_accuracy import token_counts
@@ -330,6 +332,7 @@ def analyze_trace(
     content_facts: Sequence[ContentFacts | None] | None = None,
     images: Sequence[list[ImageFact] | None] | None = None,
     encoding: str = DEFAULT_ENCODING,
+    prices: PriceTable | None = None,
 ) -> TraceFacts:
     """All derived facts of ``trace``; ``tokens[i]`` is the token count of ``trace.messages[i]``.
 
@@ -342,7 +345,9 @@ def analyze_trace(
     the one ``tokens`` were counted with:
     it decides whether the counts are exact for the trace's model. A Tool Message's tokens
     include its images' (``ingest.images``), and so do the trace's totals. ``encoding`` also
-    counts the arguments of the calls in an error streak (their wasted tokens).
+    counts the arguments of the calls in an error streak (their wasted tokens). ``prices``
+    (default: ``ingest.prices.current()``) prices what each Tool Message adds to the model calls
+    after it (``ingest.costs``).
     """
     if len(tokens) != len(trace.messages):
         raise ValueError(f"tokens has {len(tokens)} entries for {len(trace.messages)} messages")
@@ -371,6 +376,7 @@ def analyze_trace(
         for position, message in enumerate(messages)
         if message.role == "tool"
     ]
+    _add_costs(timeline, results, tokens_by_seq, prices or current(), trace.model)
     occurrence = {(c.message_seq, c.call_index): c.occurrence for c in calls}
     wasted = sum(
         r.tokens
@@ -388,6 +394,29 @@ def analyze_trace(
         token_counts=token_counts(trace.model, encoding),
         streaks=_streaks(messages, calls, results, encoding),
     )
+
+
+def _add_costs(
+    timeline: _Timeline,
+    results: list[ResultFacts],
+    tokens: dict[int, int],
+    prices: PriceTable,
+    model: str | None,
+) -> None:
+    """Set each result's reads by the later model calls of its branch and their cost."""
+    sizes = dict(tokens)
+    sizes.update((r.message_seq, r.tokens) for r in results)
+    price = prices.price(model)
+    costs = {}
+    for positions in timeline.branch_positions.values():
+        costs.update(branch_costs([timeline.messages[p] for p in positions], sizes, price))
+    for result in results:
+        cost = costs[result.message_seq]
+        result.later_calls = cost.later_calls
+        result.reread_tokens = cost.reread_tokens
+        result.reread_cached = cost.reread_cached
+        result.reread_measured = cost.measured
+        result.cost_nano_usd = cost.cost_nano_usd
 
 
 def _streaks(

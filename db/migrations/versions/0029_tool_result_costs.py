@@ -1,0 +1,64 @@
+"""What each Tool Message adds to the model calls after it, stored with the result and summed in
+the results rollup.
+
+* ``tool_results.later_calls``, ``reread_tokens``, ``reread_cached``, ``reread_measured``,
+  ``cost_nano_usd`` (``ingest.costs``): NULL for the results already stored until
+  ``toollens reanalyze`` derives them (no migration can: they need the trace's messages and
+  the price table).
+* ``rollup_results.later_calls``, ``reread_tokens``, ``reread_cached``, ``cost_nano_usd``,
+  ``priced``, ``measured``: their sums per group. The rows stored lack them, so on a store with
+  traces the rollup is listed in ``rollup_state.pending`` and recounted when the store is opened.
+
+Revision ID: 0029
+Revises: 0028
+Create Date: 2026-12-05
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+from db.migrations.ops import mark_pending
+
+revision = "0029"
+down_revision = "0028"
+branch_labels = None
+depends_on = None
+
+_RESULT_COLUMNS = (
+    ("later_calls", sa.Integer()),
+    ("reread_tokens", sa.BigInteger()),
+    ("reread_cached", sa.BigInteger()),
+    ("reread_measured", sa.Boolean()),
+    ("cost_nano_usd", sa.BigInteger()),
+)
+_ROLLUP_COLUMNS = (
+    "later_calls",
+    "reread_tokens",
+    "reread_cached",
+    "cost_nano_usd",
+    "priced",
+    "measured",
+)
+
+
+def upgrade() -> None:
+    for name, kind in _RESULT_COLUMNS:
+        op.add_column("tool_results", sa.Column(name, kind, nullable=True))
+    for name in _ROLLUP_COLUMNS:
+        # Zero on the rows stored, which the recount replaces.
+        op.add_column(
+            "rollup_results",
+            sa.Column(name, sa.BigInteger(), nullable=False, server_default="0"),
+        )
+    mark_pending("rollup_results")
+
+
+def downgrade() -> None:
+    # Plain SQL: Alembic's drop_column falls back to a table rebuild on SQLite.
+    for name, _ in _RESULT_COLUMNS:
+        op.execute(f"ALTER TABLE tool_results DROP COLUMN {name}")
+    for name in _ROLLUP_COLUMNS:
+        op.execute(f"ALTER TABLE rollup_results DROP COLUMN {name}")
+    mark_pending("rollup_results")
