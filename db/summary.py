@@ -233,7 +233,7 @@ def _assemble(
             "follow_rate": follow_rate(suggestions["followed"], suggestions["ignored"], digits=4),
         },
         "findings": findings,
-        "tool_cost": tool_cost(res),
         "corrections": res["corrections"],
         "rejected_records": rejected,
+        "tool_cost": tool_cost(res),
     }
