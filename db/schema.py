@@ -474,6 +474,8 @@ class ToolResultRow(Base):
         # Percentiles and size charts sort by tokens; the index makes them index-only scans.
         Index("ix_tool_results_tokens", "tokens"),
         Index("ix_tool_results_tool_tokens", "tool", "tokens"),
+        # The most expensive Tool Messages (the Tokens page) off their cost.
+        Index("ix_tool_results_cost", "cost_nano_usd"),
         # Error results (about a tenth) with every column the error charts group by; partial,
         # so success results cost nothing. ``status`` is listed so that SQLite sees the index
         # as covering.

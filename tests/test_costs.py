@@ -322,3 +322,37 @@ def test_costs_are_stored_summed_in_the_rollups_and_listed_with_the_pairs(
     assert pairs[("measured", "b")] == (2, 1200, 700, 0.00342, "usage")
     assert pairs[("estimated", "search")] == (3, 200, None, 0.00075, "estimate")
     assert pairs[("unpriced", "search")] == (2, 70, None, None, "estimate")
+
+
+def test_the_tokens_page_shows_what_each_tool_costs_and_opens_the_most_expensive(
+    monkeypatch: pytest.MonkeyPatch, sqlite_url: str
+) -> None:
+    from dbfixture import open_app
+    from page_support import assert_opened, metrics, select_row
+
+    from dashboard import pages
+    from db.engine import make_engine
+    from ingest.pipeline import import_traces
+    from ingest.prices import PRICES_ENV
+
+    monkeypatch.delenv(PRICES_ENV, raising=False)
+    engine = make_engine(sqlite_url)
+    import_traces(engine, _stored_traces())
+    engine.dispose()
+    params = {"tokens_tab": "What it costs"}
+    at = open_app(monkeypatch, sqlite_url, page=pages.TOKENS.script, params=params)
+    assert not at.exception
+    shown = metrics(at)
+    assert {k: shown[k] for k in ("Tokens added", "Tokens re-read", "Cost", "Measured")} == {
+        "Tokens added": "2,910",
+        "Tokens re-read": "3,510",
+        "Cost": "$0.0095",
+        "Measured": "57.1%",
+    }
+    by_tool = at.dataframe[0].value  # the table per tool (no selection, so no key)
+    assert list(by_tool["tool"]) == ["a", "b", "c", "search", "d", "fetch"]
+    assert list(by_tool["reread_tokens"]) == [2000, 1200, 0, 270, 0, 40]
+    top = at.dataframe(key="costliest_table").value
+    assert list(top["cost_usd"]) == [0.0036, 0.00342, 0.0009, 0.00075, 0.0006, 0.0002]
+    select_row(at, "costliest_table", 1)
+    assert_opened(at, "measured", "3:0")

@@ -4,7 +4,7 @@ the results rollup.
 * ``tool_results.later_calls``, ``reread_tokens``, ``reread_cached``, ``reread_measured``,
   ``cost_nano_usd`` (``ingest.costs``): NULL for the results already stored until
   ``toollens reanalyze`` derives them (no migration can: they need the trace's messages and
-  the price table).
+  the price table). ``ix_tool_results_cost`` lists them by cost (the most expensive).
 * ``rollup_results.later_calls``, ``reread_tokens``, ``reread_cached``, ``cost_nano_usd``,
   ``priced``, ``measured``: their sums per group. The rows stored lack them, so on a store with
   traces the rollup is listed in ``rollup_state.pending`` and recounted when the store is opened.
@@ -46,6 +46,7 @@ _ROLLUP_COLUMNS = (
 def upgrade() -> None:
     for name, kind in _RESULT_COLUMNS:
         op.add_column("tool_results", sa.Column(name, kind, nullable=True))
+    op.create_index("ix_tool_results_cost", "tool_results", ["cost_nano_usd"])
     for name in _ROLLUP_COLUMNS:
         # Zero on the rows stored, which the recount replaces.
         op.add_column(
@@ -56,6 +57,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index("ix_tool_results_cost", "tool_results")
     # Plain SQL: Alembic's drop_column falls back to a table rebuild on SQLite.
     for name, _ in _RESULT_COLUMNS:
         op.execute(f"ALTER TABLE tool_results DROP COLUMN {name}")
