@@ -356,3 +356,7 @@ def test_the_tokens_page_shows_what_each_tool_costs_and_opens_the_most_expensive
     assert list(top["cost_usd"]) == [0.0036, 0.00342, 0.0009, 0.00075, 0.0006, 0.0002]
     select_row(at, "costliest_table", 1)
     assert_opened(at, "measured", "3:0")
+    # The Trace page says the same beside the Tool Message.
+    # (the badge's markdown escapes its punctuation)
+    badge = r"read by 3 later calls · 2\,000 re\-read \(2\,000 cached\) · \$0\.003600"
+    assert any(badge in m.value for m in at.markdown)

@@ -6,8 +6,9 @@ the results rollup.
   ``toollens reanalyze`` derives them (no migration can: they need the trace's messages and
   the price table). ``ix_tool_results_cost`` lists them by cost (the most expensive).
 * ``rollup_results.later_calls``, ``reread_tokens``, ``reread_cached``, ``cost_nano_usd``,
-  ``priced``, ``measured``: their sums per group. The rows stored lack them, so on a store with
-  traces the rollup is listed in ``rollup_state.pending`` and recounted when the store is opened.
+  ``priced``, ``measured``: their sums per group, 0 on the rows stored, which is what the
+  results stored sum to (NULL costs, not priced, not measured): nothing to recount. ``toollens
+  reanalyze`` derives the results' costs and updates the rollup with them.
 
 Revision ID: 0029
 Revises: 0028
@@ -18,8 +19,6 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-
-from db.migrations.ops import mark_pending
 
 revision = "0029"
 down_revision = "0028"
@@ -53,7 +52,6 @@ def upgrade() -> None:
             "rollup_results",
             sa.Column(name, sa.BigInteger(), nullable=False, server_default="0"),
         )
-    mark_pending("rollup_results")
 
 
 def downgrade() -> None:
@@ -61,6 +59,6 @@ def downgrade() -> None:
     # Plain SQL: Alembic's drop_column falls back to a table rebuild on SQLite.
     for name, _ in _RESULT_COLUMNS:
         op.execute(f"ALTER TABLE tool_results DROP COLUMN {name}")
+    # The rollup's rows keep their keys and their other sums: nothing to recount.
     for name in _ROLLUP_COLUMNS:
         op.execute(f"ALTER TABLE rollup_results DROP COLUMN {name}")
-    mark_pending("rollup_results")
