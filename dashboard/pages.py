@@ -69,7 +69,13 @@ TOKENS = Page(
     ":material/data_usage:",
     "tokens",
     "views/tokens.py",
-    sections=("By tool", "Share of the model's input", "Share of the transcript", "Biggest"),
+    sections=(
+        "By tool",
+        "Share of the model's input",
+        "Share of the transcript",
+        "Biggest",
+        "What it costs",
+    ),
 )
 LOOPS = Page(
     "loops",

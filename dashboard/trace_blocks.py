@@ -299,6 +299,31 @@ def input_share_text(result: Any) -> str | None:
     return f"{share} of the input of #{int(read_by)} ({int(read_input):,} tokens)"
 
 
+def cost_text(result: Any) -> str | None:
+    """What the Tool Message adds to the model calls after it (``ingest.analysis.costs``): ``read by
+    N later calls · M re-read (K cached) · $C``, ``~`` before an estimate's figures; ``None`` when
+    not analyzed for it (a store from before, until ``toollens reanalyze``).
+
+    >>> cost_text({"later_calls": 6, "reread_tokens": 4960, "reread_cached": 4956,
+    ...            "reread_measured": True, "cost_nano_usd": 5218800})
+    'read by 6 later calls · 4,960 re-read (4,956 cached) · $0.005219'
+    >>> cost_text({"later_calls": 3, "reread_tokens": 200, "reread_cached": None,
+    ...            "reread_measured": False, "cost_nano_usd": None})
+    'read by ~3 later calls · ~200 re-read · tokens only'
+    """
+    calls = _value(result, "later_calls")
+    if calls is None:
+        return None
+    mark = "" if bool(_value(result, "reread_measured")) else "~"
+    text = f"read by {mark}{render.count_text(int(calls), 'later call')}"
+    text += f" · {mark}{int(_value(result, 'reread_tokens') or 0):,} re-read"
+    cached = _value(result, "reread_cached")
+    if cached is not None and mark == "":
+        text += f" ({int(cached):,} cached)"
+    cost = _value(result, "cost_nano_usd")
+    return text + (" · tokens only" if cost is None else f" · ${int(cost) / 1e9:,.6f}")
+
+
 def result_header(result: Any, budget: int, token_counts: str = "exact") -> str:
     """The markdown of a Tool Message's head: where it is, then its badges (status, effective
     error type marked when corrected, how the status was recognized, size, its share of the
@@ -317,6 +342,9 @@ def result_header(result: Any, budget: int, token_counts: str = "exact") -> str:
     share = input_share_text(result)
     if share:
         items.append((share, TONE["muted"]))
+    cost = cost_text(result)
+    if cost:
+        items.append((cost, TONE["muted"]))
     duration = _value(result, "duration_ms")
     if duration is not None:
         # The execution time of the call it answers (a span's, or result time − call time).

@@ -235,6 +235,12 @@ RESULT_SUMS: dict[str, Any] = {
     "tokens": func.sum(r.tokens),
     "with_images": func.count().filter(r.image_tokens > 0),
     "image_tokens": func.coalesce(func.sum(r.image_tokens), 0),
+    "later_calls": func.coalesce(total(r.later_calls), 0),
+    "reread_tokens": func.coalesce(total(r.reread_tokens), 0),
+    "reread_cached": func.coalesce(total(r.reread_cached), 0),
+    "cost_nano_usd": func.coalesce(total(r.cost_nano_usd), 0),
+    "priced": func.count().filter(r.cost_nano_usd.is_not(None)),
+    "measured": func.count().filter(r.reread_measured.is_(True)),
 }
 
 TOOL = Dimension("tool", RESULTS, r.tool, rr.tool, steer=True)
@@ -359,6 +365,39 @@ UNPAIRED: tuple[Measure, ...] = (
         ),
     ),
 )
+#: What the Tool Messages add to the model calls after them (``ingest.analysis.costs``): their own
+#: tokens (the first read), the calls that read them, the tokens of the reads after the first,
+#: of them cached reads, every read priced (nanodollars), and how many results have a price and
+#: how many were measured from the calls' usage (the others are estimates).
+TOKENS_ADDED = Measure("tokens_added", RESULTS, "sum", (r.tokens, rr.tokens))
+LATER_CALLS = Measure(
+    "later_calls", RESULTS, "sum", (func.coalesce(r.later_calls, 0), rr.later_calls)
+)
+REREAD_TOKENS = Measure(
+    "reread_tokens", RESULTS, "sum", (func.coalesce(r.reread_tokens, 0), rr.reread_tokens)
+)
+REREAD_CACHED = Measure(
+    "reread_cached", RESULTS, "sum", (func.coalesce(r.reread_cached, 0), rr.reread_cached)
+)
+COST = Measure(
+    "cost_nano_usd", RESULTS, "sum", (func.coalesce(r.cost_nano_usd, 0), rr.cost_nano_usd)
+)
+PRICED = Measure(
+    "priced", RESULTS, "sum", (case((r.cost_nano_usd.is_not(None), 1), else_=0), rr.priced)
+)
+MEASURED = Measure(
+    "measured", RESULTS, "sum", (case((r.reread_measured.is_(True), 1), else_=0), rr.measured)
+)
+COST_MEASURES: tuple[Measure, ...] = (
+    TOKENS_ADDED,
+    LATER_CALLS,
+    REREAD_TOKENS,
+    REREAD_CACHED,
+    COST,
+    PRICED,
+    MEASURED,
+)
+
 NAME_MISMATCHES = Measure(
     "name_mismatch",
     RESULTS,
@@ -659,6 +698,7 @@ ENTRIES: dict[str, tuple[tuple[Dimension, ...], tuple[Measure, ...]]] = {
             Measure("lone", RESULTS, when=LONE_RESULT),
             WITH_IMAGES.named("with_images"),
             IMAGE_TOKENS,
+            *COST_MEASURES,
         ),
     ),
     CALLS.name: (

@@ -489,6 +489,8 @@ class ToolResultRow(Base):
         # Percentiles and size charts sort by tokens; the index makes them index-only scans.
         Index("ix_tool_results_tokens", "tokens"),
         Index("ix_tool_results_tool_tokens", "tool", "tokens"),
+        # The most expensive Tool Messages (the Tokens page) off their cost.
+        Index("ix_tool_results_cost", "cost_nano_usd"),
         # Error results (about a tenth) with every column the error charts group by; partial,
         # so success results cost nothing. ``status`` is listed so that SQLite sees the index
         # as covering.
@@ -631,6 +633,15 @@ class ToolResultRow(Base):
     duration_source: ColumnClause[str | None] = column()
     #: The Tool Message's first characters on one line (``db.contract.rows.one_line_preview``).
     preview: ColumnClause[str | None] = column(Text)
+    #: What it adds to the model calls after it (``ingest.analysis.costs``; NULL until analyzed):
+    #: the calls that still had it in their input, the tokens of their reads after the first, of
+    #: them cached reads (NULL for an estimate), measured from usage or estimated, and every
+    #: read priced in nanodollars (10⁻⁹ USD; NULL without a price for the model).
+    later_calls: ColumnClause[int | None] = column(Integer)
+    reread_tokens: ColumnClause[int | None] = column(BigInteger)
+    reread_cached: ColumnClause[int | None] = column(BigInteger)
+    reread_measured: ColumnClause[bool | None] = column(Boolean)
+    cost_nano_usd: ColumnClause[int | None] = column(BigInteger)
     # Human corrections (never written by analysis).
     error_type_corrected: ColumnClause[str | None] = column()
     verdict_corrected: ColumnClause[str | None] = column()
@@ -862,6 +873,14 @@ class RollupResultRow(_RollupColumns, Base):
     #: Results with images and their images' tokens.
     with_images: ColumnClause[int] = column(BigInteger)
     image_tokens: ColumnClause[int] = column(BigInteger)
+    #: What the results add to later model calls (``tool_results.later_calls`` …): the sums,
+    #: the results priced and the results measured from usage.
+    later_calls: ColumnClause[int] = column(BigInteger)
+    reread_tokens: ColumnClause[int] = column(BigInteger)
+    reread_cached: ColumnClause[int] = column(BigInteger)
+    cost_nano_usd: ColumnClause[int] = column(BigInteger)
+    priced: ColumnClause[int] = column(BigInteger)
+    measured: ColumnClause[int] = column(BigInteger)
 
 
 class RollupSizeRow(_RollupColumns, Base):

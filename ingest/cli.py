@@ -54,6 +54,31 @@ RedactRulesOption = Annotated[
         help="Team redaction rules (TOML: extra secret field names and regexes)",
     ),
 ]
+PricesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        envvar="TOOLLENS_PRICES",
+        help="Price table (TOML: USD per million tokens per model) for what each Tool Message "
+        "costs; default: the dated table shipped with ToolLens",
+    ),
+]
+
+
+def _use_prices(path: Path | None) -> None:
+    """Check the price table at ``path`` and put it in force for this process and its workers
+    (``ingest.analysis.prices.current`` reads :data:`ingest.analysis.prices.PRICES_ENV`)."""
+    if path is None:
+        return
+    from ingest.analysis import prices
+
+    try:
+        prices.load(str(path))
+    except prices.PriceError as exc:
+        raise _usage_error(str(exc)) from exc
+    os.environ[prices.PRICES_ENV] = str(path)
+
+
 #: How many rejections ``import`` prints before it only counts them.
 MAX_PRINTED_REJECTIONS = 20
 #: Files of a named folder that were not read, named on standard error (then a count).
@@ -227,6 +252,7 @@ def import_command(
     ] = None,
     redact: RedactOption = "default",
     redact_rules: RedactRulesOption = None,
+    prices: PricesOption = None,
 ) -> None:
     """Import trace files into the database; prints one summary line.
 
@@ -250,6 +276,7 @@ def import_command(
     except ValueError as exc:
         raise _usage_error(str(exc)) from exc
     redaction = _redaction(redact, redact_rules)
+    _use_prices(prices)
     paths = _inputs(paths, stdin=True)
     # Sniffing reads the head before parsing starts over, which a pipe cannot do: spool it.
     spooled = _spool_stdin() if any(str(p) == "-" for p in paths) else None
@@ -547,10 +574,12 @@ def compare_command(
 
 
 @app.command("reanalyze")
-def reanalyze_command(db: DbOption = None) -> None:
-    """Recompute every derived fact from stored traces (after a rule changed); keeps corrections."""
+def reanalyze_command(db: DbOption = None, prices: PricesOption = None) -> None:
+    """Recompute every derived fact from stored traces (after a rule or the price table
+    changed); keeps corrections."""
     from ingest.importing.reanalyze import reanalyze
 
+    _use_prices(prices)
     count = reanalyze(_engine(db))
     typer.echo(f"reanalyzed {counted(count, 'trace')}")
 

@@ -158,9 +158,9 @@ def test_the_cli_csv_writes_times_durations_and_quoted_text_exactly(engine: Any)
         ",".join(f'"{c}"' for c in PAIR_COLUMNS),
         '"run-csv","Find it","1:0","2026-11-03 09:00:00.123456Z","m-1","c1","grep","client",'
         '"{""q"": ""a,\\""b\\""""}","Error: no match for ""b""",0.1,"paired","error",'
-        '"inferred","other",8,1,,,',
+        '"inferred","other",8,1,,,,0,0,,,"estimate"',
         '"run-csv","Find it","r3",,"m-1","zz","(unknown)",,,"stray",,"orphan_result",'
-        '"success","inferred",,2,,,,',
+        '"success","inferred",,2,,,,,0,0,,,"estimate"',
     ]
     # Read back by the csv module, each cell is the page's value as text.
     page = list_pairs(engine, limit=10)[list(PAIR_COLUMNS)].astype(object)

@@ -172,6 +172,104 @@ def _biggest(f: Filters) -> None:
     )
 
 
+def _money(usd: float | None) -> str:
+    return "tokens only" if usd is None else f"${usd:,.4f}" if usd < 1 else f"${usd:,.2f}"
+
+
+def _costs(f: Filters) -> None:
+    """What each tool's Tool Messages add to the model calls after them, and the most
+    expensive Tool Messages (``ingest.analysis.costs``)."""
+    st.caption(
+        "A Tool Message stays in the conversation: every later model call of its branch reads it "
+        "again until the context is compacted. Tokens added: its own tokens (the first read); "
+        "re-read: the later calls' reads of it. Measured where the trace reports each call's "
+        "usage (cached reads and compactions from it); elsewhere an estimate: every later "
+        "assistant turn reads it, fresh. Cost: every read at the model's price "
+        "(`--prices` / TOOLLENS_PRICES, else the dated default table); a model without a price "
+        "shows tokens only."
+    )
+    by_tool = state.query(q.tool_costs, f)
+    if by_tool.empty:
+        render.no_match()
+        return
+    priced = int(by_tool["priced"].sum())
+    cost = float(by_tool["cost_usd"].fillna(0).sum()) if priced else None
+    results = int(by_tool["results"].sum())
+    measured = int(by_tool["measured"].sum())
+    row = st.columns(4)
+    row[0].metric("Tokens added", f"{int(by_tool['tokens_added'].sum()):,}")
+    row[1].metric(
+        "Tokens re-read",
+        f"{int(by_tool['reread_tokens'].sum()):,}",
+        help=f"{int(by_tool['reread_cached'].sum()):,} of them cached reads (measured only)",
+    )
+    row[2].metric(
+        "Cost", _money(cost), help=f"{priced:,} of {results:,} Tool Messages have a price"
+    )
+    row[3].metric(
+        "Measured",
+        render.percent_text(measured, results),
+        help=f"{measured:,} of {results:,} from reported usage; the others are estimates",
+    )
+    st.dataframe(
+        by_tool,
+        hide_index=True,
+        key="cost_table",
+        placeholder=widgets.EMPTY_CELL,
+        column_order=(
+            "tool",
+            "results",
+            "tokens_added",
+            "reread_tokens",
+            "reread_cached",
+            "later_calls",
+            "cost_usd",
+            "measured",
+        ),
+        column_config={
+            "tool": st.column_config.TextColumn("Tool"),
+            "results": widgets.count_column("Results"),
+            "tokens_added": widgets.count_column("Tokens added"),
+            "reread_tokens": widgets.count_column("Tokens re-read"),
+            "reread_cached": widgets.count_column("Of them cached"),
+            "later_calls": widgets.count_column("Later calls", help="Summed over its results"),
+            "cost_usd": st.column_config.NumberColumn("Cost (USD)", format="$%.4f"),
+            "measured": widgets.count_column("Measured", help="Results measured from usage"),
+        },
+    )
+    st.caption(
+        f"The {TOP_RESULTS} most expensive Tool Messages (with a price). "
+        "Select a row to open it in its trace."
+    )
+    top = state.query(q.most_expensive_results, f, limit=TOP_RESULTS)
+    widgets.trace_table(
+        top,
+        key="costliest_table",
+        column_order=(
+            "cost_usd",
+            "tool",
+            "tokens",
+            "later_calls",
+            "reread_tokens",
+            "reread_cached",
+            "trace",
+            "pair",
+            "preview",
+        ),
+        column_config={
+            "cost_usd": st.column_config.NumberColumn("Cost (USD)", format="$%.4f"),
+            "tool": st.column_config.TextColumn("Tool"),
+            "tokens": widgets.count_column("Tokens"),
+            "later_calls": widgets.count_column("Later calls"),
+            "reread_tokens": widgets.count_column("Re-read"),
+            "reread_cached": widgets.count_column("Cached"),
+            "trace": st.column_config.TextColumn("Trace"),
+            "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
+            "preview": st.column_config.TextColumn("Start of the content", width="large"),
+        },
+    )
+
+
 # The sections as tabs (``pages.TOKENS.sections``): only the open one runs and is drawn.
 widgets.page_sections(
     pages.TOKENS,
@@ -180,5 +278,6 @@ widgets.page_sections(
         lambda: _input_share(f, results),
         lambda: _transcript_share(f),
         lambda: _biggest(f),
+        lambda: _costs(f),
     ),
 )

@@ -167,6 +167,16 @@ class ToolResultRecord(NamedTuple):
     #: The Tool Message's first :data:`PREVIEW_CHARS` characters on one line
     #: (:func:`one_line_preview`): the ``result`` of a pair, read without the message's text.
     preview: str | None
+    #: What it adds to the model calls after it (``ingest.analysis.costs``): the calls that still
+    #: had it in their input, the tokens of their reads after the first, of them cached reads (NULL:
+    #: unknown, an estimate), whether the calls' reported usage measured it (else an estimate
+    #: from the assistant turns after it), and every read priced in nanodollars (NULL: no price
+    #: for the model).
+    later_calls: int | None = None
+    reread_tokens: int | None = None
+    reread_cached: int | None = None
+    reread_measured: bool | None = None
+    cost_nano_usd: int | None = None
 
 
 class FindingRecord(NamedTuple):

@@ -77,12 +77,23 @@ SORT_KEYS: tuple[str, ...] = (
 #: ``duration_s`` is the tool's execution time in seconds (``ingest.analysis.durations``: the tool
 #: span's own, else the result's time minus the call's; negative when stamped before its call);
 #: ``kind`` is who ran the call (``contract.vocabulary.CallKind``: client, server, mcp; empty for a
-#: result without call).
+#: result without call). :data:`COST_COLUMNS` say what the Tool Message adds to the model calls
+#: after it (``ingest.analysis.costs``).
 PAIR_COLUMNS: tuple[str, ...] = (
     "trace", "title", "pair", "time", "model", "call_id", "tool", "kind", "arguments", "result",
     "duration_s", "pair_state", "status", "status_source", "error_type", "tokens", "occurrence",
-    "suggestion", "verdict", "verdict_reason",
+    "suggestion", "verdict", "verdict_reason", "later_calls", "reread_tokens", "reread_cached",
+    "cost_usd", "cost_basis",
 )  # fmt: skip
+#: The model calls after the Tool Message that still had it in their input, the tokens of their
+#: reads after the first, of them cached reads (empty for an estimate), every read priced in
+#: USD (empty without a price for the model), and ``usage`` or ``estimate``: measured from the
+#: calls' reported usage or estimated from the assistant turns after it.
+COST_COLUMNS: tuple[str, ...] = PAIR_COLUMNS[-5:]
+_COST_TYPES = {
+    "later_calls": pa.int64(), "reread_tokens": pa.int64(), "reread_cached": pa.int64(),
+    "cost_usd": pa.float64(),
+}  # fmt: skip
 #: Where a pair lies in its trace (the page's order and links); :func:`list_pairs` returns
 #: them after :data:`PAIR_COLUMNS`.
 POSITION_COLUMNS: tuple[str, ...] = ("trace_id", "seq", "call_index", "result_seq")
@@ -271,6 +282,14 @@ def _result_fields() -> list[Any]:
         r.verdict_reason.label("verdict_reason"),
         r.message_seq.label("result_seq"),
         r.preview.label("result"),
+        r.later_calls.label("later_calls"),
+        r.reread_tokens.label("reread_tokens"),
+        r.reread_cached.label("reread_cached"),
+        (cast(r.cost_nano_usd, Float) / 1e9).label("cost_usd"),
+        case(
+            (r.reread_measured.is_(True), literal("usage")),
+            (r.reread_measured.is_(False), literal("estimate")),
+        ).label("cost_basis"),
     ]
 
 
@@ -557,7 +576,7 @@ def _range_statement(filters: Filters, query: PairQuery) -> Any:
 PAIR_SCHEMA = pa.schema(
     [
         (name, {"time": UTC_MICROSECONDS, "duration_s": pa.float64(), "tokens": pa.int64(),
-                "occurrence": pa.int64()}.get(name, pa.string()))
+                "occurrence": pa.int64(), **_COST_TYPES}.get(name, pa.string()))
         for name in PAIR_COLUMNS
     ]
 )  # fmt: skip
@@ -660,7 +679,7 @@ def _range_answers() -> Any:
 #: :func:`_result_fields` and the execution time.
 ANSWER_FIELDS: tuple[str, ...] = (
     "duration_s", "status", "status_source", "error_type", "tokens", "suggestion", "verdict",
-    "verdict_reason", "result_seq", "result",
+    "verdict_reason", "result_seq", "result", *COST_COLUMNS,
 )  # fmt: skip
 #: A range's rows as :func:`_range_parts` gives them, the Arrow types :func:`_assemble_every`
 #: gives them (a driver types an empty column as it likes).
@@ -668,7 +687,8 @@ _PART_SCHEMA = pa.schema(
     [
         (name, {"trace_id": pa.int64(), "seq": pa.int64(), "call_index": pa.int64(),
                 "result_seq": pa.int64(), "time": UTC_MICROSECONDS, "duration_s": pa.float64(),
-                "tokens": pa.int64(), "occurrence": pa.int64()}.get(name, pa.string()))
+                "tokens": pa.int64(), "occurrence": pa.int64(), **_COST_TYPES}.get(name,
+                                                                                pa.string()))
         for name in ("trace_id", "seq", "call_index", "pair", "time", "call_id", "tool", "kind",
                      "arguments", "duration_s", "pair_state", *ANSWER_FIELDS[1:], "occurrence")
     ]

@@ -15,6 +15,7 @@ from db.catalogue import (
     CALL_PAIR_STATE,
     CALLS_N,
     CORRECTED,
+    COST_MEASURES,
     ERROR_TYPE,
     ERRORS,
     FINDING_KIND,
@@ -106,6 +107,7 @@ def summary_counts(
                 *(status_count(st) for st in STATUSES),
                 *UNPAIRED,
                 NAME_MISMATCHES,
+                *COST_MEASURES,
             ],
             filters=f,
         )
@@ -166,6 +168,30 @@ def summary_counts(
         )
 
 
+def usd(nano: int) -> float:
+    """Nanodollars as dollars (to the nanodollar)."""
+    return round(nano / 1e9, 9)
+
+
+def tool_cost(counts: dict[str, Any]) -> dict[str, Any]:
+    """What the Tool Messages add to the model calls after them (``ingest.analysis.costs``), from
+    the catalogue's cost measures: tokens added and re-read, of those cached, the cost of every read
+    of the results with a price (``cost_usd`` ``None`` when none has one: tokens only) and how
+    many results are measured from usage, estimated, or priced."""
+    n = int(counts.get("tool_results", counts.get("results", 0)) or 0)
+    priced, measured = int(counts["priced"] or 0), int(counts["measured"] or 0)
+    return {
+        "tokens_added": int(counts["tokens_added"] or 0),
+        "later_calls": int(counts["later_calls"] or 0),
+        "reread_tokens": int(counts["reread_tokens"] or 0),
+        "reread_cached": int(counts["reread_cached"] or 0),
+        "cost_usd": usd(int(counts["cost_nano_usd"] or 0)) if priced else None,
+        "priced_results": priced,
+        "measured_results": measured,
+        "estimated_results": n - measured,
+    }
+
+
 def _assemble(
     conn: Connection,
     loop_k: int,
@@ -209,4 +235,5 @@ def _assemble(
         "findings": findings,
         "corrections": res["corrections"],
         "rejected_records": rejected,
+        "tool_cost": tool_cost(res),
     }

@@ -10,16 +10,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, and_, func, select
+from sqlalchemy import Engine, Float, and_, cast, func, select
 
 from db import figures
 from db.catalogue import (
+    COST_MEASURES,
     HAS_TOKENS,
     IMAGE_TOKENS,
     INPUT_SHARE,
     INPUT_SHARE_RESULTS,
+    RESULTS_N,
     SIZE_RESULTS,
     TOKEN_COUNT_KIND,
+    TOOL,
     TOOL_RESULT_TOKENS,
     TOTAL_TOKENS,
     TRACES_N,
@@ -225,3 +228,58 @@ def input_share_histogram(engine: Engine, filters: Filters = NO_FILTERS) -> pd.D
             "results": [counts.get(i, 0) for i in range(len(INPUT_SHARE_BINS))],
         }
     )
+
+
+def tool_costs(engine: Engine, filters: Filters = NO_FILTERS) -> pd.DataFrame:
+    """What each tool's Tool Messages add to the model calls after them (``ingest.analysis.costs``),
+    most expensive first, then most re-read: ``tool``, ``results``, ``tokens_added``,
+    ``later_calls``, ``reread_tokens``, ``reread_cached``, ``cost_usd`` (NULL where none of the
+    tool's results has a price), ``priced``, ``measured``. Off the results rollup where the
+    filters allow (``db.catalogue.COST_MEASURES``)."""
+    with engine.connect() as conn:
+        frame = figures.read(conn, [RESULTS_N, *COST_MEASURES], by=[TOOL], filters=filters)
+    for column in ("results", *(m.name for m in COST_MEASURES)):
+        frame[column] = frame[column].fillna(0).astype("int64")
+    frame["cost_usd"] = [
+        cost / 1e9 if priced else None
+        for cost, priced in zip(frame["cost_nano_usd"], frame["priced"], strict=True)
+    ]
+    frame = frame.drop(columns="cost_nano_usd")
+    return frame.sort_values(
+        ["cost_usd", "reread_tokens", "tool"], ascending=[False, False, True], na_position="last"
+    ).reset_index(drop=True)
+
+
+def most_expensive_results(
+    engine: Engine, filters: Filters = NO_FILTERS, *, limit: int = 50
+) -> pd.DataFrame:
+    """The ``limit`` Tool Messages whose reads by the later model calls cost most (those with a
+    price), off the cost index. Columns: those of :func:`biggest_results` and ``later_calls``,
+    ``reread_tokens``, ``reread_cached``, ``cost_usd``, ``measured``."""
+    r = ToolResultRow
+    priced = r.cost_nano_usd.is_not(None)
+    order = ((r.cost_nano_usd, True), (r.id, False))
+    with engine.connect() as conn:
+        found = walked_result_ids(conn, filters, limit, order, priced)
+        if found is not None:
+            top = select(r.id).where(r.id.in_(found)).subquery()
+        else:
+            top = (
+                restrict_results(select(r.id).where(priced), filters)
+                .order_by(r.cost_nano_usd.desc(), r.id)
+                .limit(limit)
+                .subquery()
+            )
+        stmt = (
+            _biggest(top)
+            .add_columns(
+                r.later_calls.label("later_calls"),
+                r.reread_tokens.label("reread_tokens"),
+                r.reread_cached.label("reread_cached"),
+                (cast(r.cost_nano_usd, Float) / 1e9).label("cost_usd"),
+                r.reread_measured.label("measured"),
+            )
+            .order_by(None)
+            .order_by(r.cost_nano_usd.desc(), r.id)
+        )
+        return to_frame(conn, stmt)

@@ -110,6 +110,15 @@ class ResultFacts:
     #: (same branch) carrying usage, and that call's input tokens (``ingest.analysis.usage``).
     read_by_seq: int | None = None
     read_input_tokens: int | None = None
+    #: What it adds to the model calls after it (``ingest.analysis.costs``): the calls that read it,
+    #: the tokens of their reads after the first, of them cached reads (``None``: unknown, an
+    #: estimate), whether the calls' usage measured it, and every read priced (nanodollars;
+    #: ``None`` without a price for the model).
+    later_calls: int = 0
+    reread_tokens: int = 0
+    reread_cached: int | None = None
+    reread_measured: bool = False
+    cost_nano_usd: int | None = None
     oversized: bool = False
     verdict: Verdict | None = None
     verdict_reason: str | None = None

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET, Verdict
 from ingest.analysis.content import analyze_content
+from ingest.analysis.costs import branch_costs
 from ingest.analysis.durations import tool_duration
 from ingest.analysis.facts import (
     CallFacts,
@@ -35,6 +36,7 @@ from ingest.analysis.fingerprints import error_fingerprint
 from ingest.analysis.images import ImageFact, message_images
 from ingest.analysis.loops import Loop, find_loops, loop_facts, signature
 from ingest.analysis.pairing import CallPairing, CallRef, PairingResult, ResultPairing, pair_trace
+from ingest.analysis.prices import PriceTable, current
 from ingest.analysis.schema_check import SchemaIssue, check_call, compile_tools
 from ingest.analysis.streaks import Streak, StreakCall, find_streaks
 from ingest.analysis.token_accuracy import token_counts
@@ -331,6 +333,7 @@ def analyze_trace(
     content_facts: Sequence[ContentFacts | None] | None = None,
     images: Sequence[list[ImageFact] | None] | None = None,
     encoding: str = DEFAULT_ENCODING,
+    prices: PriceTable | None = None,
 ) -> TraceFacts:
     """All derived facts of ``trace``; ``tokens[i]`` is the token count of ``trace.messages[i]``.
 
@@ -343,7 +346,9 @@ def analyze_trace(
     is the one ``tokens`` were counted with:
     it decides whether the counts are exact for the trace's model. A Tool Message's tokens
     include its images' (``ingest.analysis.images``), and so do the trace's totals. ``encoding``
-    also counts the arguments of the calls in an error streak (their wasted tokens).
+    also counts the arguments of the calls in an error streak (their wasted tokens). ``prices``
+    (default: ``ingest.analysis.prices.current()``) prices what each Tool Message adds to the model
+    calls after it (``ingest.analysis.costs``).
     """
     if len(tokens) != len(trace.messages):
         raise ValueError(f"tokens has {len(tokens)} entries for {len(trace.messages)} messages")
@@ -372,6 +377,7 @@ def analyze_trace(
         for position, message in enumerate(messages)
         if message.role == "tool"
     ]
+    _add_costs(timeline, results, tokens_by_seq, prices or current(), trace.model)
     occurrence = {(c.message_seq, c.call_index): c.occurrence for c in calls}
     wasted = sum(
         r.tokens
@@ -389,6 +395,29 @@ def analyze_trace(
         token_counts=token_counts(trace.model, encoding),
         streaks=_streaks(messages, calls, results, encoding),
     )
+
+
+def _add_costs(
+    timeline: _Timeline,
+    results: list[ResultFacts],
+    tokens: dict[int, int],
+    prices: PriceTable,
+    model: str | None,
+) -> None:
+    """Set each result's reads by the later model calls of its branch and their cost."""
+    sizes = dict(tokens)
+    sizes.update((r.message_seq, r.tokens) for r in results)
+    price = prices.price(model)
+    costs = {}
+    for positions in timeline.branch_positions.values():
+        costs.update(branch_costs([timeline.messages[p] for p in positions], sizes, price))
+    for result in results:
+        cost = costs[result.message_seq]
+        result.later_calls = cost.later_calls
+        result.reread_tokens = cost.reread_tokens
+        result.reread_cached = cost.reread_cached
+        result.reread_measured = cost.measured
+        result.cost_nano_usd = cost.cost_nano_usd
 
 
 def _streaks(

@@ -79,3 +79,67 @@ def _input_tokens(usage: Any) -> int | None:
     if _count(usage.get("input")) is not None:
         return sum(_count(v) or 0 for k, v in usage.items() if "input" in k)
     return None
+
+
+#: Keys holding the cached-read part of the input (a prompt-cache hit), first present wins:
+#: Anthropic, OpenTelemetry GenAI, OpenInference, Vercel AI SDK, Langfuse (OpenAI and
+#: Anthropic integrations), Gemini ``usageMetadata``.
+_CACHED_READ: Final = (
+    "cache_read_input_tokens",
+    "gen_ai.usage.cache_read.input_tokens",
+    "llm.token_count.prompt_details.cache_read",
+    "ai.usage.cachedInputTokens",
+    "input_cached_tokens",
+    "input_cache_read",
+    "cachedContentTokenCount",
+)
+#: Nested forms of the cached read: OpenAI Chat Completions (``prompt_tokens_details``),
+#: Responses (``input_tokens_details``), LangChain ``usage_metadata`` (``input_token_details``).
+_CACHED_READ_NESTED: Final = (
+    ("prompt_tokens_details", "cached_tokens"),
+    ("input_tokens_details", "cached_tokens"),
+    ("input_token_details", "cache_read"),
+)
+#: Keys holding the input written to the prompt cache (billed apart by Anthropic).
+_CACHE_WRITE: Final = (
+    "cache_creation_input_tokens",
+    "gen_ai.usage.cache_creation.input_tokens",
+    "llm.token_count.prompt_details.cache_write",
+    "input_cache_creation",
+)
+_CACHE_WRITE_NESTED: Final = (("input_token_details", "cache_creation"),)
+
+
+def _first(
+    usage: dict[str, Any], flat: tuple[str, ...], nested: tuple[tuple[str, str], ...]
+) -> int:
+    for key in flat:
+        if (n := _count(usage.get(key))) is not None:
+            return n
+    for outer, inner in nested:
+        details = usage.get(outer)
+        if isinstance(details, dict) and (n := _count(details.get(inner))) is not None:
+            return n
+    return 0
+
+
+def cached_input_tokens(usage: Any) -> int:
+    """Input tokens of the call read from the provider's prompt cache (0 when it names none).
+
+    >>> cached_input_tokens({"input_tokens": 4, "cache_read_input_tokens": 100})
+    100
+    >>> cached_input_tokens({"prompt_tokens": 120, "prompt_tokens_details": {"cached_tokens": 64}})
+    64
+    >>> cached_input_tokens({"gen_ai.usage.cache_read.input_tokens": "8"})
+    8
+    """
+    return _first(usage, _CACHED_READ, _CACHED_READ_NESTED) if isinstance(usage, dict) else 0
+
+
+def cache_write_tokens(usage: Any) -> int:
+    """Input tokens of the call written to the provider's prompt cache (0 when it names none).
+
+    >>> cache_write_tokens({"input_tokens": 4, "cache_creation_input_tokens": 50})
+    50
+    """
+    return _first(usage, _CACHE_WRITE, _CACHE_WRITE_NESTED) if isinstance(usage, dict) else 0

@@ -251,6 +251,9 @@ def _result_row(message: Message, rf: ResultFacts, tool: str) -> ToolResultRecor
         next_call_succeeded=rf.next_call_succeeded,
         duration_ms=rf.duration_ms, duration_source=rf.duration_source,
         preview=one_line_preview(content),
+        later_calls=rf.later_calls, reread_tokens=rf.reread_tokens,
+        reread_cached=rf.reread_cached, reread_measured=rf.reread_measured,
+        cost_nano_usd=rf.cost_nano_usd,
     )  # fmt: skip
 
 
