@@ -181,24 +181,6 @@ def _grid(agent: str, model: str, tool: str) -> list[Filters]:
     ]
 
 
-#: What migration 0031 adds, per table (the Tool Messages' costs and their sums).
-_COLUMNS_0031 = {
-    "tool_results": ("later_calls", "reread_tokens", "reread_cached", "reread_measured",
-                     "cost_nano_usd"),
-    "rollup_results": ("later_calls", "reread_tokens", "reread_cached", "cost_nano_usd",
-                       "priced", "measured"),
-}  # fmt: skip
-
-
-def _undo_0031(conn: sa.Connection, *tables: str) -> None:
-    """Take out of ``tables`` what migration 0031 added (a store from before it)."""
-    if "tool_results" in tables:
-        conn.execute(sa.text("DROP INDEX ix_tool_results_cost"))
-    for table in tables:
-        for column in _COLUMNS_0031[table]:
-            conn.execute(sa.text(f"ALTER TABLE {table} DROP COLUMN {column}"))
-
-
 def _write_generated(engine: sa.Engine, messages: int) -> None:
     """The benchmark's generated traces (6 imports), written as ``make bench-ui`` writes them."""
     ids = [
@@ -861,6 +843,7 @@ def test_a_store_with_the_earlier_rollup_keys_is_recounted_when_opened(
     engine = make_engine(sqlite_url)
     _write_generated(engine, 600)
     expected = _rollup_rows(engine)
+    migrate.downgrade(engine, "0028")  # what the later revisions add, taken out by them
     with engine.begin() as conn:
         # The earlier layout's keys: the day (NULL: 0) after the grain, an 11-byte hash.
         later = ("rollup_activity_days", "rollup_size_buckets", "rollup_duration_buckets")
@@ -880,7 +863,6 @@ def test_a_store_with_the_earlier_rollup_keys_is_recounted_when_opened(
         conn.execute(sa.text("ALTER TABLE rollup_results DROP COLUMN next_call"))  # from 0023
         conn.execute(sa.text("ALTER TABLE rollup_results DROP COLUMN suggestion_kind"))  # 0026
         conn.execute(sa.text("ALTER TABLE tool_results DROP COLUMN preview"))  # from 0028
-        _undo_0031(conn, "tool_results", "rollup_results")
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0019'"))
     engine.dispose()
     counted: list[Any] = []
@@ -898,6 +880,7 @@ def test_a_store_from_before_the_rollups_is_filled_when_opened(sqlite_url: str) 
     engine = make_engine(sqlite_url)
     _write_generated(engine, 600)
     expected = _rollup_rows(engine)
+    migrate.downgrade(engine, "0028")  # what the later revisions add, taken out by them
     with engine.begin() as conn:
         for rollup in rollups.ROLLUPS.values():
             conn.execute(sa.delete(rollup.table))
@@ -908,7 +891,6 @@ def test_a_store_from_before_the_rollups_is_filled_when_opened(sqlite_url: str) 
         conn.execute(sa.text("DROP INDEX ix_tool_results_error_examples"))
         conn.execute(sa.text("DROP INDEX ix_tool_results_unpaired"))
         conn.execute(sa.text("ALTER TABLE tool_results DROP COLUMN preview"))  # from 0028
-        _undo_0031(conn, "tool_results")
         for rollup in rollups.ROLLUPS.values():
             conn.execute(sa.text(f"DROP TABLE {rollup.table.name}"))
     engine.dispose()
