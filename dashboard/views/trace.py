@@ -33,6 +33,7 @@ from dashboard import (
     state,
     trace_blocks,
     trace_outline,
+    trace_timeline,
     widgets,
     writes,
 )
@@ -475,6 +476,13 @@ pair = parse_pair(selected)
 trace_outline.draw(
     trace_id, str(trace["display_id"]), int(trace["message_count"]), pair, _first_seq_shown()
 )
+
+with st.expander(
+    "Timeline", expanded=True, key=f"timeline_box_{trace_id}", icon=":material/timeline:",
+    on_change="rerun",
+) as timeline_box:  # fmt: skip
+    if timeline_box.open:
+        trace_timeline.draw(trace_id, str(trace["display_id"]), selected)
 
 # The boxes below draw their content only while open: a closed box's content is still laid
 # out by the browser (a form, a table). Open by default when there are notes to read.
