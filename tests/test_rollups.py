@@ -814,6 +814,8 @@ def test_a_store_with_the_earlier_rollup_keys_is_recounted_when_opened(
         conn.execute(sa.text("ALTER TABLE rollup_results DROP COLUMN next_call"))  # from 0023
         conn.execute(sa.text("ALTER TABLE rollup_results DROP COLUMN suggestion_kind"))  # 0026
         conn.execute(sa.text("ALTER TABLE tool_results DROP COLUMN preview"))  # from 0028
+        conn.execute(sa.text("DROP INDEX ix_traces_session_id_started_at"))  # from 0029
+        conn.execute(sa.text("ALTER TABLE traces DROP COLUMN session_id"))  # from 0029
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0019'"))
     engine.dispose()
     counted: list[Any] = []
@@ -841,6 +843,8 @@ def test_a_store_from_before_the_rollups_is_filled_when_opened(sqlite_url: str) 
         conn.execute(sa.text("DROP INDEX ix_tool_results_error_examples"))
         conn.execute(sa.text("DROP INDEX ix_tool_results_unpaired"))
         conn.execute(sa.text("ALTER TABLE tool_results DROP COLUMN preview"))  # from 0028
+        conn.execute(sa.text("DROP INDEX ix_traces_session_id_started_at"))  # from 0029
+        conn.execute(sa.text("ALTER TABLE traces DROP COLUMN session_id"))  # from 0029
         for rollup in rollups.ROLLUPS.values():
             conn.execute(sa.text(f"DROP TABLE {rollup.table.name}"))
     engine.dispose()
