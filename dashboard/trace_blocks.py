@@ -9,7 +9,7 @@ code or escaped markdown; note labels are escaped too.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +22,7 @@ from dashboard import palette, render, state
 from dashboard.palette import TONE, BadgeColor
 from db.annotations import Annotation
 from db.contract.vocabulary import finding_level
+from db.queries.traces import message_text
 
 LONE_RESULT_TEXT = {
     "orphan_result": "Orphan result: no call in this trace has its id.",
@@ -55,6 +56,8 @@ class BlockContext:
     labels: Mapping[Target, Sequence[str]] = field(default_factory=dict)
     #: The trace's ``token_counts``: ``exact`` (the model's own tokenizer) or ``estimate``.
     token_counts: str = "exact"
+    #: The trace's row id: content cut short by the query is read whole from it on demand.
+    trace_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +182,15 @@ def call_header(call: Any, k: int) -> str:
         head += f" · id {render.escape_markdown(str(call['tool_call_id']))}"
     badges = " ".join(render.badge_text(label, color) for label, color in _call_badges(call, k))
     return head + ("\n\n" + badges if badges else "")
+
+
+def whole_text(ctx: BlockContext, seq: int) -> Callable[[], str] | None:
+    """What reads the whole content of the message at ``seq`` (``None`` without the trace's
+    row id): for content the windows cut at ``db.queries.traces.CONTENT_CHARS``."""
+    trace_id = ctx.trace_id
+    if trace_id is None:
+        return None
+    return lambda: state.query(message_text, trace_id, seq)
 
 
 def content_key(ctx: BlockContext, box: str, seq: int, part: str) -> str:
@@ -368,6 +380,7 @@ def show_result(result: Any, ctx: BlockContext, box: str) -> None:
         tokens=int(result["tokens"]),
         chars=int(_value(result, "chars") or 0),
         key=content_key(ctx, box, int(result["message_seq"]), "text"),
+        load=whole_text(ctx, int(result["message_seq"])),
     )
 
 
@@ -441,7 +454,12 @@ def show_message(msg: Any, rows: PageRows, ctx: BlockContext) -> None:
             return
         if msg["content"]:
             key = content_key(ctx, "page", seq, "text")
-            render.show_content(str(msg["content"]), chars=int(msg["chars"]), key=key)
+            render.show_content(
+                str(msg["content"]),
+                chars=int(msg["chars"]),
+                key=key,
+                load=whole_text(ctx, seq),
+            )
         for call in rows.calls_at.get(seq, ()):
             show_pair(call, rows.answers(seq, int(call["call_index"])), ctx)
 

@@ -484,6 +484,7 @@ ctx = trace_blocks.BlockContext(
     selected=selected,
     labels=trace_blocks.notes_by_target(all_notes),
     token_counts=str(trace.get("token_counts") or "estimate"),
+    trace_id=trace_id,
 )
 
 head, side = st.columns([3, 2])

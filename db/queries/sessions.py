@@ -9,6 +9,8 @@ times are its traces' earliest and latest starts. Each statement groups the inde
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 from sqlalchemy import Engine, Select, func, select
 
@@ -26,7 +28,7 @@ SESSION_TRACE_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _sessions(filters: Filters, text: str | None, shared: bool) -> Select[tuple[str]]:
+def _sessions(filters: Filters, text: str | None, shared: bool) -> Select[Any]:
     """The sessions (one row each, column ``session``) of the traces that pass ``filters``,
     ``text`` matching part of the session id (any case), ``shared``: of two traces or more."""
     t = TraceRow
