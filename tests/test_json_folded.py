@@ -35,9 +35,8 @@ SMALL = big_json(180)
 LARGE = big_json(1700)
 
 
-@pytest.fixture
-def json_store(db_url: str, tmp_path: Path) -> str:
-    """One trace, ``json-1``: a call answered by :data:`SMALL` (``1:0``) and one by
+def json_trace_file(folder: Path) -> Path:
+    """A file of one trace, ``json-1``: a call answered by :data:`SMALL` (``1:0``) and one by
     :data:`LARGE` (``3:0``)."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": "List everything."}]
     for i, content in enumerate((SMALL, LARGE)):
@@ -46,10 +45,16 @@ def json_store(db_url: str, tmp_path: Path) -> str:
             {"role": "assistant", "content": None, "tool_calls": [call]},
             {"role": "tool", "tool_call_id": f"c{i}", "content": content},
         ]
-    source = tmp_path / "json.jsonl"
+    source = folder / "json.jsonl"
     source.write_bytes(orjson.dumps({"id": "json-1", "messages": messages}) + b"\n")
+    return source
+
+
+@pytest.fixture
+def json_store(db_url: str, tmp_path: Path) -> str:
+    """:func:`json_trace_file` imported into the test database; its URL."""
     engine = make_engine(db_url)
-    assert import_paths(engine, [source], origin="cli").traces == 1
+    assert import_paths(engine, [json_trace_file(tmp_path)], origin="cli").traces == 1
     engine.dispose()
     return db_url
 

@@ -41,19 +41,19 @@ def _show_session(session: str) -> None:
         widgets.with_links(traces.assign(pair=None)),
         key="session_traces",
         height=widgets.table_height(len(traces), max_rows=20),
+        # The link beside the title and no id column: every column fits 1,440 px.
         column_order=(
             "title",
+            "link",
             "agent",
             "started_at",
             "messages",
             "tool_calls",
             "errors",
             "problems",
-            "link",
-            "trace",
         ),
         column_config={
-            "title": st.column_config.TextColumn("Title", width="large"),
+            "title": st.column_config.TextColumn("Title", width="medium"),
             "agent": st.column_config.TextColumn("Agent"),
             "started_at": st.column_config.DatetimeColumn(
                 "Started (UTC)", format="YYYY-MM-DD HH:mm:ss"
@@ -63,7 +63,6 @@ def _show_session(session: str) -> None:
             "errors": widgets.count_column("Errors"),
             "problems": widgets.count_column("Problems"),
             "link": widgets.link_column("Trace", help="open this trace on the Trace page"),
-            "trace": st.column_config.TextColumn("Trace id"),
         },
     )
 
