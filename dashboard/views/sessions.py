@@ -18,6 +18,8 @@ from dashboard.trace_outline import changed
 from db.queries.sessions import count_sessions, list_sessions, session_traces
 
 PAGE_SIZE = 50
+#: Most traces of one session listed.
+TRACES_SHOWN = 500
 #: URL parameter of the session shown.
 SESSION_KEY = "session"
 
@@ -29,14 +31,14 @@ def _show_session(session: str) -> None:
         st.rerun()
     st.subheader("Session")
     st.code(session, language=None, wrap_lines=True)
-    traces = state.query(session_traces, session, state.filters())
+    traces = state.query(session_traces, session, state.filters(), limit=TRACES_SHOWN)
     if traces.empty:
         st.info("No trace of this session passes the filters (or no trace has this session).")
         return
-    st.caption(
-        f"{render.count_text(len(traces), 'trace')} in order of start; "
-        "select a row (or its link) to open the trace."
-    )
+    shown = render.count_text(len(traces), "trace")
+    if len(traces) == TRACES_SHOWN:
+        shown = f"The first {TRACES_SHOWN:,} traces"
+    st.caption(f"{shown} in order of start; select a row (or its link) to open the trace.")
     widgets.trace_table(
         widgets.with_links(traces.assign(pair=None)),
         key="session_traces",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pandas as pd
@@ -137,7 +137,7 @@ def trace_timeline(engine: Engine, trace_id: int) -> Timeline:
         if duration is None or duration < 0:
             untimed += 1
             continue
-        end = start + pd.Timedelta(milliseconds=float(duration)).to_pytimedelta()
+        end = start + timedelta(milliseconds=float(duration))
         state = str(status) if status is not None else NO_RESULT
         bars.append(("tool", branch, str(tool), start, end, float(duration), pair, state, seq))
     bars += _model_bars(messages, first_call)
