@@ -15,21 +15,20 @@ from dashboard.trace_outline import changed
 from db.queries.timeline import trace_timeline
 
 
-def caption(messages: int, timed: int, bars: int, untimed_calls: int) -> str:
+def caption(timed: int, bars: int, untimed_calls: int) -> str:
     """What the timeline shows, in one line.
 
-    >>> caption(10, 10, 6, 1)
+    >>> caption(10, 6, 1)
     'Time in UTC; 6 bars. 1 tool call has no time. Click a bar to open its pair.'
-    >>> caption(4, 0, 0, 0)
-    "This trace's messages carry no time: there is no timeline to draw."
+    >>> caption(0, 0, 0)
+    'No timeline: nothing in this trace carries a time.'
+    >>> caption(1, 0, 0)
+    'No timeline: no model call or tool call of this trace has both a start and an end.'
     """
     if not bars:
         if timed == 0:
-            return "This trace's messages carry no time: there is no timeline to draw."
-        return (
-            f"Only {timed:,} of {render.count_text(messages, 'message')} carry a time: "
-            "no model call or tool call has both a start and an end."
-        )
+            return "No timeline: nothing in this trace carries a time."
+        return "No timeline: no model call or tool call of this trace has both a start and an end."
     missing = f" {render.count_text(untimed_calls, 'tool call')} " + (
         "has no time." if untimed_calls == 1 else "have no time."
     )
@@ -44,9 +43,7 @@ def draw(trace_id: int, trace: str, selected: str | None) -> None:
     """The timeline of the trace ``trace`` (display id), the ``selected`` pair outlined."""
     timeline = state.query(trace_timeline, trace_id)
     bars = timeline.bars
-    st.caption(
-        caption(timeline.messages, timeline.timed_messages, len(bars), timeline.untimed_calls)
-    )
+    st.caption(caption(timeline.timed_messages, len(bars), timeline.untimed_calls))
     if bars.empty:
         return
     key = f"timeline_{trace_id}"

@@ -182,8 +182,9 @@ def test_migration_0028_stores_each_results_preview_as_the_import_does(db_url: s
 
 def test_migration_0029_fills_in_each_traces_session_as_the_import_does(db_url: str) -> None:
     """A store from before 0029 gets the session of its Claude Code (external id), OTLP
-    (``session.id``, else ``gen_ai.conversation.id``) and Langfuse (``sessionId``) traces from
-    their rows, equal to what the import stores; other traces have none."""
+    (``session.id``, else ``gen_ai.conversation.id``), Langfuse (``sessionId``) and other
+    traces (a ``thread_id`` metadata) from their rows, equal to what the import stores; a
+    LangSmith trace's ``session_id`` metadata is its project, not a session."""
     from ingest.model import Message, Trace
     from ingest.pipeline import import_traces
 
@@ -205,6 +206,19 @@ def test_migration_0029_fills_in_each_traces_session_as_the_import_does(db_url: 
             metadata={"sessionId": "x" * 500},
         ),
         Trace(format="openai_chat", source_file="d.json", external_id="t-4"),
+        Trace(
+            format="openai_chat",
+            source_file="e.json",
+            external_id="t-5",
+            session_id="th-5",
+            metadata={"thread_id": "th-5"},
+        ),
+        Trace(
+            format="langsmith",
+            source_file="f.json",
+            external_id="t-6",
+            metadata={"session_id": "project-6"},
+        ),
     ]
     for trace in traces:
         trace.messages = [m.model_copy() for m in said]
@@ -214,7 +228,7 @@ def test_migration_0029_fills_in_each_traces_session_as_the_import_does(db_url: 
     with engine.connect() as conn:
         imported = list(conn.execute(sessions).scalars())
     cut = "x" * 383 + "~" + hashlib.sha256(b"x" * 500).hexdigest()[:16]
-    assert imported == ["s-1", "conv-2", cut, None]
+    assert imported == ["s-1", "conv-2", cut, None, "th-5", None]
     downgrade(engine, "0028")
     assert "session_id" not in {c["name"] for c in sa.inspect(engine).get_columns("traces")}
     upgrade(engine, "0029")

@@ -2,7 +2,8 @@
 
 The parsers read the session each source names (OTLP ``session.id``, else
 ``gen_ai.conversation.id``; Claude Code's and Langfuse's ``sessionId``; a LangSmith thread in
-the root run's metadata, not its project ``session_id``). The real Langfuse exports hold one
+the root run's metadata, not its project ``session_id``; any other format's ``session_id``,
+``thread_id`` or ``conversation_id`` metadata). The real Langfuse exports hold one
 session of three traces (``session_abc``: the llama-index, autogen and pydantic-ai demos) and
 three sessions of one. The Sessions page lists them with their counts, shows a session's traces,
 and the Trace page links to its session, on SQLite and PostgreSQL.
@@ -164,3 +165,28 @@ def test_the_trace_page_links_to_its_session(
     assert link.proto.page.endswith("sessions") or "sessions" in link.proto.page
     box = next(e for e in at.expander if e.label == "Other traces of this session (2)")
     assert box is not None
+
+
+def test_a_format_that_names_no_session_takes_it_from_a_metadata_key() -> None:
+    def chat(trace_id: str, metadata: dict[str, object]) -> dict[str, object]:
+        return {
+            "id": trace_id,
+            "metadata": metadata,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
+
+    items = parse(
+        "openai_chat",
+        recs(
+            chat("a", {"session_id": "s-1", "thread_id": "t-1"}),
+            chat("b", {"thread_id": "t-2"}),
+            chat("c", {"conversation_id": "c-3"}),
+            chat("d", {"session_id": 7, "user": "u"}),
+        ),
+    )
+    assert [(t.external_id, t.session_id) for t in items if isinstance(t, Trace)] == [
+        ("a", "s-1"),
+        ("b", "t-2"),
+        ("c", "c-3"),
+        ("d", None),
+    ]

@@ -205,7 +205,7 @@ def test_a_trace_without_times_says_so_in_one_line(
     at = open_app(monkeypatch, db_url, page=pages.TRACE.script, params={"trace": "untimed"})
     at.run()
     assert not at.exception
-    assert trace_timeline.caption(3, 0, 0, 1) in captions(at)
-    assert "This trace's messages carry no time: there is no timeline to draw." in captions(at)
+    assert trace_timeline.caption(0, 0, 1) in captions(at)
+    assert "No timeline: nothing in this trace carries a time." in captions(at)
     # The outline is the page's only chart.
     assert len(at.get("plotly_chart")) == 1

@@ -5,9 +5,10 @@ Langfuse's ``sessionId``, a LangSmith thread) are listed together on the Session
 import stores the session the format parser read (``ingest.model.Trace.session_id``); this
 migration fills it in for the traces already stored from what their rows keep: a Claude Code
 trace's external id (its ``sessionId``), an OTLP trace's ``session.id`` (else
-``gen_ai.conversation.id``) metadata, a Langfuse trace's ``sessionId`` metadata. A LangSmith
-trace's thread lies in its root run's raw record, which the store does not keep as such: it
-gets its session when imported again.
+``gen_ai.conversation.id``) metadata, a Langfuse trace's ``sessionId`` metadata, any other
+format's ``session_id``, ``thread_id`` or ``conversation_id`` metadata. A LangSmith trace's
+thread lies in its root run's raw record, which the store does not keep as such (its metadata's
+``session_id`` is its project): it gets its session when imported again.
 
 Revision ID: 0029
 Revises: 0028
@@ -35,12 +36,14 @@ _HASH_DIGITS = 16
 #: Traces read and updated per statement.
 _BATCH = 5000
 #: Per format, where its stored rows keep the session: ``None`` for the external id, else the
-#: metadata keys, first found wins.
+#: metadata keys, first found wins; any other format but LangSmith: :data:`_METADATA_KEYS`.
 _SOURCES: dict[str, tuple[str, ...] | None] = {
     "claude_code": None,
     "otlp": ("session.id", "gen_ai.conversation.id"),
     "langfuse": ("sessionId",),
 }
+#: As ``ingest.formats._common.SESSION_METADATA_KEYS`` when this revision was written.
+_METADATA_KEYS = ("session_id", "thread_id", "conversation_id")
 
 
 def _fit_key(value: str) -> str:
@@ -51,7 +54,7 @@ def _fit_key(value: str) -> str:
 
 
 def _session(format_name: str, external_id: str | None, metadata: Any) -> str | None:
-    keys = _SOURCES[format_name]
+    keys = _SOURCES.get(format_name, _METADATA_KEYS)
     if keys is None:
         value: Any = external_id
     else:
@@ -66,15 +69,14 @@ def upgrade() -> None:
     op.add_column("traces", sa.Column("session_id", sa.String(_WIDTH), nullable=True))
     op.create_index("ix_traces_session_id_started_at", "traces", ["session_id", "started_at"])
     bind = op.get_bind()
-    formats = tuple(_SOURCES)
     read = sa.text(
         "SELECT id, format, external_id, metadata FROM traces "
-        "WHERE id > :after AND format IN :formats ORDER BY id LIMIT :n"
-    ).bindparams(sa.bindparam("formats", expanding=True))
+        "WHERE id > :after AND format <> 'langsmith' ORDER BY id LIMIT :n"
+    )
     write = sa.text("UPDATE traces SET session_id = :session WHERE id = :id")
     after = 0
     while True:
-        rows = bind.execute(read, {"after": after, "formats": formats, "n": _BATCH}).all()
+        rows = bind.execute(read, {"after": after, "n": _BATCH}).all()
         if not rows:
             break
         after = rows[-1][0]
