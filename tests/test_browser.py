@@ -307,8 +307,8 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
     # of its sections at least; the sections left out have no row of the hostile trace to show or
     # show counts and histograms (the Overview's small charts cut labels to 17 characters).
     assert shown_as_text == [
-        "overview", "calls", "trace", "errors", "tokens", "loops", "findings", "imports",
-        "review", "search", "compare", "overview-filtered", "errors-fingerprint",
+        "overview", "calls", "trace", "sessions", "errors", "tokens", "loops", "findings",
+        "imports", "review", "search", "compare", "overview-filtered", "errors-fingerprint",
         "trace-selected", "trace-orphan", "sessions-selected", "overview:Scorecard",
         "errors:By tool", "errors:Over time", "tokens:Biggest", "loops:Per tool",
         "loops:Error streaks", "suggestions:Follow rate",
