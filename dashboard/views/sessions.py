@@ -56,7 +56,7 @@ def _show_session(session: str) -> None:
         ),
         column_config={
             "title": st.column_config.TextColumn("Title", width="medium"),
-            "agent": st.column_config.TextColumn("Agent"),
+            "agent": st.column_config.TextColumn("Agent", width="small"),
             "started_at": st.column_config.DatetimeColumn(
                 "Started (UTC)", format="YYYY-MM-DD HH:mm:ss"
             ),
