@@ -55,6 +55,7 @@ OVERVIEW = Page(
 CALLS = Page("calls", "Tool calls", ":material/table_rows:", "calls", "views/calls.py")
 SEARCH = Page("search", "Search", ":material/search:", "search", "views/search.py")
 TRACE = Page("trace", "Trace", ":material/forum:", "trace", "views/trace.py")
+SESSIONS = Page("sessions", "Sessions", ":material/groups:", "sessions", "views/sessions.py")
 ERRORS = Page(
     "errors",
     "Errors",
@@ -100,6 +101,6 @@ COMPARE = Page("compare", "Compare", ":material/compare_arrows:", "compare", "vi
 
 #: Every page, in navigation order.
 PAGES: tuple[Page, ...] = (
-    OVERVIEW, CALLS, TRACE, SEARCH, ERRORS, TOKENS, LOOPS, FINDINGS, SUGGESTIONS, IMPORTS, REVIEW,
-    COMPARE,
+    OVERVIEW, CALLS, TRACE, SESSIONS, SEARCH, ERRORS, TOKENS, LOOPS, FINDINGS, SUGGESTIONS,
+    IMPORTS, REVIEW, COMPARE,
 )  # fmt: skip

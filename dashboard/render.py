@@ -5,14 +5,17 @@ by whoever produced the trace. It is never rendered as HTML, and never as markdo
 markdown character is escaped: ``st.markdown`` without ``unsafe_allow_html`` still renders
 links, images, directives (``:red[…]``), emoji shortcodes and LaTeX. Content is shown as plain
 text (``st.text``) or, when it is JSON, as code (``st.code``); neither renders anything. Long
-content is cut, the rest in an expander that says its size.
+content is cut, the rest in an expander that says its size. A long JSON object or array is
+shown folded (``st.json``: a tree of its keys, opened a level at a click, whose every string is
+text, never markup) with its size.
 """
 
 from __future__ import annotations
 
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import orjson
 import streamlit as st
@@ -84,6 +87,44 @@ def pretty(text: str) -> tuple[str, str | None]:
     return text, None
 
 
+def json_value(text: str) -> tuple[bool, Any]:
+    """``(True, value)`` when ``text`` is a JSON object or array (of at most
+    :data:`PRETTY_MAX_CHARS`), else ``(False, None)``.
+
+    >>> json_value(' {"a": [1, 2]} '), json_value("[1, 2"), json_value("12")
+    ((True, {'a': [1, 2]}), (False, None), (False, None))
+    """
+    stripped = text.strip()
+    if stripped[:1] in ("{", "[") and len(stripped) <= PRETTY_MAX_CHARS:
+        try:
+            return True, orjson.loads(stripped)
+        except orjson.JSONDecodeError:
+            pass
+    return False, None
+
+
+def json_summary(value: Any, chars: int) -> str:
+    """What a folded JSON value is, in one line: its kind, its size on the first level and
+    in characters.
+
+    >>> json_summary({"a": 1, "b": [2]}, 204_800)
+    'JSON object of 2 keys, 204,800 chars'
+    >>> json_summary([1], 3)
+    'JSON array of 1 item, 3 chars'
+    """
+    if isinstance(value, dict):
+        return f"JSON object of {count_text(len(value), 'key')}, {count_text(chars, 'char')}"
+    return f"JSON array of {count_text(len(value), 'item')}, {count_text(chars, 'char')}"
+
+
+def show_folded_json(value: Any, chars: int) -> None:
+    """A JSON object or array as a folded tree: its first level shown, each deeper level
+    opened by a click (``st.json``, which shows keys and strings as text), under a line that
+    says its size."""
+    st.caption(json_summary(value, chars) + " · folded: click a ▸ to open a level")
+    st.json(value, expanded=1)
+
+
 def count_text(n: int, noun: str) -> str:
     """``"1 token"``, ``"3,210 tokens"``."""
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
@@ -103,6 +144,7 @@ def show_content(
     chars: int | None = None,
     max_chars: int = PREVIEW_CHARS,
     key: str | None = None,
+    load: Callable[[], str] | None = None,
 ) -> None:
     """Show untrusted content: JSON objects and arrays pretty-printed as code, anything else
     as plain text (``st.text``: a code block per message costs the browser about four times
@@ -112,6 +154,11 @@ def show_content(
     says how much is shown). With a ``key`` the expander draws its content only while open
     (opening it reruns the page): a closed expander's content is still sent to the browser
     and laid out there.
+
+    A JSON object or array longer than ``max_chars`` is shown folded
+    (:func:`show_folded_json`), its text in a "Show as text" expander. Cut short by the query,
+    content that starts like JSON is read whole by ``load`` (when given, and only once its
+    expander is open) and shown folded if it is JSON.
     """
     text = text or ""
     full = max(chars or 0, len(text))
@@ -121,6 +168,18 @@ def show_content(
     shown, language = pretty(text)
     if len(shown) <= max_chars and full == len(text):
         _content_block(shown, language)
+        return
+    if language == "json" and full == len(text):
+        show_folded_json(json_value(text)[1], full)
+        _text_expander(f"Show as text ({size_text(full, tokens)})", shown, language, key)
+        return
+    if load is not None and full > len(text) and text.lstrip()[:1] in ("{", "["):
+        # Its start alone is no JSON to pretty-print: one unbroken line of text.
+        st.caption(f"Starts like JSON; {count_text(full, 'char')}, more than a page reads.")
+        label = f"Open all of it, folded if JSON ({size_text(full, tokens)})"
+        with st.expander(label, key=key, on_change="rerun") as whole:
+            if whole.open:
+                _loaded(load(), full)
         return
     _content_block(shown[:max_chars] + "\n…", language)
     label = f"Show all ({size_text(full, tokens)})"
@@ -133,6 +192,27 @@ def show_content(
     with st.expander(label, key=key, on_change="rerun") as whole:
         if whole.open:
             _content_block(shown, language)
+
+
+def _text_expander(label: str, shown: str, language: str | None, key: str | None) -> None:
+    """``shown`` in an expander labelled ``label``, drawn only while open when ``key`` is
+    given."""
+    if key is None:
+        with st.expander(label):
+            _content_block(shown, language)
+        return
+    with st.expander(label, key=key, on_change="rerun") as box:
+        if box.open:
+            _content_block(shown, language)
+
+
+def _loaded(text: str, chars: int) -> None:
+    """Content read whole: folded when it is JSON, else as code."""
+    parsed, value = json_value(text)
+    if parsed:
+        show_folded_json(value, chars)
+    else:
+        _content_block(text, None)
 
 
 def _content_block(text: str, language: str | None) -> None:

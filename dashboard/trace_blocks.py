@@ -9,7 +9,7 @@ code or escaped markdown; note labels are escaped too.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +21,7 @@ from dashboard import palette, render, state
 from dashboard.palette import TONE, BadgeColor
 from db.contract import exact_json
 from db.contract.vocabulary import PROBLEM_DESCRIPTION, PROBLEM_LABEL, finding_level
+from db.queries.traces import message_text
 from db.writes.annotations import Annotation
 
 LONE_RESULT_TEXT = {
@@ -58,6 +59,8 @@ class BlockContext:
     #: The problems of each pair with any, by its ``pair`` value (``"4:0"``, ``"r8"``): the
     #: outline's markers (``db.queries.traces.pair_problems``).
     problems: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    #: The trace's row id: content cut short by the query is read whole from it on demand.
+    trace_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +185,15 @@ def call_header(call: Any, k: int) -> str:
         head += f" · id {render.escape_markdown(str(call['tool_call_id']))}"
     badges = " ".join(render.badge_text(label, color) for label, color in _call_badges(call, k))
     return head + ("\n\n" + badges if badges else "")
+
+
+def whole_text(ctx: BlockContext, seq: int) -> Callable[[], str] | None:
+    """What reads the whole content of the message at ``seq`` (``None`` without the trace's
+    row id): for content the windows cut at ``db.queries.traces.CONTENT_CHARS``."""
+    trace_id = ctx.trace_id
+    if trace_id is None:
+        return None
+    return lambda: state.query(message_text, trace_id, seq)
 
 
 def content_key(ctx: BlockContext, box: str, seq: int, part: str) -> str:
@@ -399,6 +411,7 @@ def show_result(result: Any, ctx: BlockContext, box: str) -> None:
         tokens=int(result["tokens"]),
         chars=int(_value(result, "chars") or 0),
         key=content_key(ctx, box, int(result["message_seq"]), "text"),
+        load=whole_text(ctx, int(result["message_seq"])),
     )
 
 
@@ -495,7 +508,12 @@ def show_message(msg: Any, rows: PageRows, ctx: BlockContext) -> None:
             return
         if msg["content"]:
             key = content_key(ctx, "page", seq, "text")
-            render.show_content(str(msg["content"]), chars=int(msg["chars"]), key=key)
+            render.show_content(
+                str(msg["content"]),
+                chars=int(msg["chars"]),
+                key=key,
+                load=whole_text(ctx, seq),
+            )
         for call in rows.calls_at.get(seq, ()):
             show_pair(call, rows.answers(seq, int(call["call_index"])), ctx)
 

@@ -322,6 +322,8 @@ class TraceRow(Base):
     __tablename__ = "traces"
     __table_args__ = (
         Index("ix_traces_started_at", "started_at"),
+        # A session's traces, and the sessions listed by their first trace's start.
+        Index("ix_traces_session_id_started_at", "session_id", "started_at"),
         _one_of("token_counts", TOKEN_COUNTS),
     )
 
@@ -367,6 +369,10 @@ class TraceRow(Base):
     #: Set when a reviewer marks the trace reviewed (the Review page's queue hides it).
     reviewed_at: ColumnClause[datetime | None] = column(UtcTimeStamp)
     reviewed_by: ColumnClause[str | None] = column()
+    #: The session or conversation thread the source says the trace belongs to (OTLP
+    #: ``session.id``, Claude Code's ``sessionId``, Langfuse's ``sessionId``, a LangSmith
+    #: thread): traces sharing it are one session (the Sessions page). NULL: none given.
+    session_id: ColumnClause[str | None] = column()
 
 
 class MessageRow(Base):

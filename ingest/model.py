@@ -143,6 +143,10 @@ class Trace(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
     tools: list[ToolDef] = Field(default_factory=list)
     messages: list[Message] = Field(default_factory=list)
+    #: The session or conversation thread the source says the run belongs to (OTLP
+    #: ``session.id`` / ``gen_ai.conversation.id``, Claude Code's ``sessionId``, Langfuse's
+    #: ``sessionId``, a LangSmith thread): the traces sharing it are one session.
+    session_id: str | None = None
     #: How many input records (lines / array items) this trace was built from.
     record_count: int = 1
     #: 0 for the first trace of its file starting at ``source_line``, 1 for the next …: traces
@@ -150,6 +154,15 @@ class Trace(_Model):
     #: Set by the importer, which sees a file's traces in order; not part of a dump (the
     #: parsed trace is the same whatever the importer numbered it).
     line_position: int = Field(default=0, exclude=True)
+
+    @model_serializer(mode="wrap")
+    def _omit_no_session(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Most formats name no session: dumps leave ``None`` out, so theirs (and their golden
+        # files) read as they did before traces had one.
+        data: dict[str, Any] = handler(self)
+        if data.get("session_id") is None:
+            data.pop("session_id", None)
+        return data
 
     def dedupe_key(self) -> str:
         """Identity: the format plus the external id when present, else what the source says

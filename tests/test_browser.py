@@ -149,7 +149,7 @@ def hostile_markup(tracker_port: int) -> str:
 
 
 def hostile_trace(markup: str) -> dict[str, Any]:
-    """An OpenAI chat trace with ``markup`` in every field the pages show.
+    """An OpenAI chat trace with ``markup`` in every field the pages show (its session too).
 
     The first call fails with a protocol error (error type, summary and suggestion all
     markup), is repeated identically (an ignored suggestion), repeated a third time (a loop at
@@ -187,6 +187,7 @@ def hostile_trace(markup: str) -> dict[str, Any]:
         "id": "trace" + markup,
         "model": "model" + markup,
         "agent": "agent" + markup,
+        "metadata": {"session_id": "session" + markup},
         "messages": [
             {"role": "system", "content": "system " + markup},
             {"role": "user", "content": "user " + markup},
@@ -276,6 +277,8 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
         (f"{pages.TRACE.path}?"
          + urllib.parse.urlencode({"trace": store.trace_id, "pair": "r9"}),
          pages.TRACE.title, "trace-orphan"),
+        (f"{pages.SESSIONS.path}?" + urllib.parse.urlencode({"session": "session" + store.markup}),
+         pages.SESSIONS.title, "sessions-selected"),
     ]  # fmt: skip
     visits += sections
     context = new_context(browser)
@@ -304,11 +307,11 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
     # of its sections at least; the sections left out have no row of the hostile trace to show or
     # show counts and histograms (the Overview's small charts cut labels to 17 characters).
     assert shown_as_text == [
-        "overview", "calls", "trace", "errors", "tokens", "loops", "findings", "imports",
-        "review", "search", "compare", "overview-filtered", "errors-fingerprint",
-        "trace-selected", "trace-orphan", "overview:Scorecard", "errors:By tool",
-        "errors:Over time", "tokens:Biggest", "loops:Per tool", "loops:Error streaks",
-        "suggestions:Follow rate",
+        "overview", "calls", "trace", "sessions", "errors", "tokens", "loops", "findings",
+        "imports", "review", "search", "compare", "overview-filtered", "errors-fingerprint",
+        "trace-selected", "trace-orphan", "sessions-selected", "overview:Scorecard",
+        "errors:By tool", "errors:Over time", "tokens:Biggest", "loops:Per tool",
+        "loops:Error streaks", "suggestions:Follow rate",
     ]  # fmt: skip
     assert {name.split(":")[0].split("-")[0] for name in shown_as_text} >= {
         p.key for p in pages.PAGES

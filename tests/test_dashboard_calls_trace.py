@@ -332,7 +332,8 @@ def test_trace_page_collapses_oversized_results_with_their_size(
     at = open_app(monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "weather-1"})
     assert not at.exception
     labels = [e.label for e in at.expander]
-    assert f"Show all ({len(BIG_RESULT):,} chars, 3,000 tokens)" in labels
+    # A JSON result: folded, its text a click away.
+    assert f"Show as text ({len(BIG_RESULT):,} chars, 3,000 tokens)" in labels
     assert any(r":red-badge[3\,000 tokens]" in m for m in _texts(at, "markdown"))
     assert any(r":red-badge[3rd time]" in m for m in _texts(at, "markdown"))
 

@@ -249,13 +249,16 @@ def test_content_is_monospace_code_highlighted_only_when_it_is_json() -> None:
     assert [m.value for m in at.markdown] == []
 
 
-def test_a_long_result_draws_its_whole_content_only_once_show_all_is_opened(
+def test_a_long_json_result_is_folded_and_its_text_drawn_only_once_opened(
     monkeypatch: pytest.MonkeyPatch, fixture_url: str
 ) -> None:
     at = open_app(monkeypatch, fixture_url, page=TRACE, params={"trace": "weather-1"})
-    label = f"Show all ({len(BIG_RESULT):,} chars, 3,000 tokens)"
+    label = f"Show as text ({len(BIG_RESULT):,} chars, 3,000 tokens)"
     pretty = render.pretty(BIG_RESULT)[0]
-    assert pretty[: render.PREVIEW_CHARS] + "\n…" in [c.value for c in at.code]
+    assert [orjson.loads(j.value) for j in at.json] == [orjson.loads(BIG_RESULT)]
+    assert [(j.proto.expanded, j.proto.max_expand_depth) for j in at.json] == [(True, 1)]
+    summary = f"JSON object of 1 key, {len(BIG_RESULT):,} chars · folded: click a ▸ to open a level"
+    assert summary in [c.value for c in at.caption]
     assert [c.value for c in next(e for e in at.expander if e.label == label).code] == []
     ctx = trace_blocks.BlockContext(k=3, budget=2000, trace="weather-1")
     at.session_state[trace_blocks.content_key(ctx, "page", 7, "text")] = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -176,4 +177,61 @@ def test_migration_0028_stores_each_results_preview_as_the_import_does(db_url: s
     upgrade(engine, "0028")
     with engine.connect() as conn:
         assert list(conn.execute(previews).scalars()) == imported
+    engine.dispose()
+
+
+def test_migration_0032_fills_in_each_traces_session_as_the_import_does(db_url: str) -> None:
+    """A store from before 0032 gets the session of its Claude Code (external id), OTLP
+    (``session.id``, else ``gen_ai.conversation.id``), Langfuse (``sessionId``) and other
+    traces (a ``thread_id`` metadata) from their rows, equal to what the import stores; a
+    LangSmith trace's ``session_id`` metadata is its project, not a session."""
+    from ingest.importing.pipeline import import_traces
+    from ingest.model import Message, Trace
+
+    said = [Message(seq=0, role="user", content="hi")]
+    traces = [
+        Trace(format="claude_code", source_file="a.jsonl", external_id="s-1", session_id="s-1"),
+        Trace(
+            format="otlp",
+            source_file="b.json",
+            external_id="t-2",
+            session_id="conv-2",
+            metadata={"gen_ai.conversation.id": "conv-2", "span_count": 1},
+        ),
+        Trace(
+            format="langfuse",
+            source_file="c.json",
+            external_id="t-3",
+            session_id="x" * 500,
+            metadata={"sessionId": "x" * 500},
+        ),
+        Trace(format="openai_chat", source_file="d.json", external_id="t-4"),
+        Trace(
+            format="openai_chat",
+            source_file="e.json",
+            external_id="t-5",
+            session_id="th-5",
+            metadata={"thread_id": "th-5"},
+        ),
+        Trace(
+            format="langsmith",
+            source_file="f.json",
+            external_id="t-6",
+            metadata={"session_id": "project-6"},
+        ),
+    ]
+    for trace in traces:
+        trace.messages = [m.model_copy() for m in said]
+    engine = make_engine(db_url)
+    import_traces(engine, traces, origin="test", source="s")
+    sessions = sa.text("SELECT session_id FROM traces ORDER BY external_id")
+    with engine.connect() as conn:
+        imported = list(conn.execute(sessions).scalars())
+    cut = "x" * 383 + "~" + hashlib.sha256(b"x" * 500).hexdigest()[:16]
+    assert imported == ["s-1", "conv-2", cut, None, "th-5", None]
+    downgrade(engine, "0031")
+    assert "session_id" not in {c["name"] for c in sa.inspect(engine).get_columns("traces")}
+    upgrade(engine, "0032")
+    with engine.connect() as conn:
+        assert list(conn.execute(sessions).scalars()) == imported
     engine.dispose()

@@ -1,4 +1,5 @@
-"""Chart builder for the Trace page: the outline of a whole trace, one mark per pair.
+"""Chart builders for the Trace page: the outline of a whole trace, one mark per pair, and its
+timeline, one bar per model call and tool call.
 
 Pure: a markers frame (``db.queries.traces.trace_markers``) in, a Plotly figure out. Each kind
 of place (error, missing or late result, lone result, loop call, finding, plain call) has its
@@ -12,6 +13,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard import palette
+from dashboard.charts.plot_text import plot_text
+from db.queries.timeline import NO_RESULT
 from db.queries.traces import MARKER_KINDS
 
 #: Row labels of the marker kinds, top to bottom.
@@ -72,6 +75,122 @@ def outline_chart(markers: pd.DataFrame, messages: int, selected: str | None = N
         "yaxis": {
             "categoryorder": "array",
             "categoryarray": [KIND_LABELS[k] for k in kinds][::-1],
+            "title": None,
+            "fixedrange": True,
+        },
+    }
+    return go.Figure(data=traces, layout=layout)
+
+
+#: The least width a timeline bar is drawn with, as a share of the whole time axis: a call of a
+#: few milliseconds in an hour-long trace stays visible (its hover says its real duration).
+MIN_BAR_SHARE = 0.004
+#: Characters of a thread's name in a row label (a Claude Code side chain is named by a UUID).
+BRANCH_CHARS = 13
+#: Legend name and color of each kind of timeline bar (a tool call's by its answer's status).
+TIMELINE_SERIES: dict[tuple[str, str | None], tuple[str, str]] = {
+    ("model", None): ("model call", palette.NEUTRAL),
+    ("tool", "success"): ("tool call", palette.STATUS["success"].hex),
+    ("tool", "error"): ("tool call: error", palette.STATUS["error"].hex),
+    ("tool", "partial"): ("tool call: partial", palette.STATUS["partial"].hex),
+    ("tool", "unknown"): ("tool call: status unknown", palette.STATUS["unknown"].hex),
+    ("tool", NO_RESULT): ("tool call: no result", palette.MARKER["missing_result"]),
+}
+
+
+def timeline_rows(bars: pd.DataFrame) -> list[str]:
+    """The timeline's rows, top to bottom: the main conversation's model calls and tool calls,
+    then each sub-agent thread's (in order of its first bar), nested under it with ``↳``."""
+    branches: list[str | None] = [None]
+    for branch in bars["branch"]:
+        value = branch if isinstance(branch, str) else None
+        if value not in branches:
+            branches.append(value)
+    rows: list[str] = []
+    for branch in branches:
+        for kind in ("model", "tool"):
+            if ((bars["kind"] == kind) & _in_branch(bars, branch)).any():
+                rows.append(_row_label(kind, branch))
+    return rows
+
+
+def _in_branch(bars: pd.DataFrame, branch: str | None) -> pd.Series:
+    if branch is None:
+        return bars["branch"].isna()
+    return bars["branch"] == branch
+
+
+def _row_label(kind: str, branch: str | None) -> str:
+    what = "model calls" if kind == "model" else "tool calls"
+    if branch is None:
+        return what
+    short = branch if len(branch) <= BRANCH_CHARS else branch[: BRANCH_CHARS - 1] + "…"
+    return f"↳ {plot_text(short)}: {what}"
+
+
+def _duration(ms: float) -> str:
+    """``"71 ms"``, ``"2.46 s"``, ``"3 min 5 s"``: the bar's hover."""
+    if ms < 1000:
+        return f"{ms:,.0f} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.2f} s"
+    minutes, seconds = divmod(int(ms // 1000), 60)
+    return f"{minutes} min {seconds} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def timeline_chart(bars: pd.DataFrame, selected: str | None = None) -> go.Figure:
+    """The timeline of a trace (``db.queries.timeline.Timeline.bars``): one horizontal bar per
+    model call and tool call on a time axis (UTC), from its start for its duration, one row per
+    kind of call and thread (:func:`timeline_rows`); a tool call colored by its answer's status.
+    Each bar's ``customdata[0]`` is the ``pair`` it opens (empty for a model call that called
+    no tool); the ``selected`` pair's bars are outlined."""
+    starts = pd.to_datetime(bars["start"], utc=True)
+    ends = pd.to_datetime(bars["end"], utc=True)
+    span_ms = (ends.max() - starts.min()).total_seconds() * 1000 if len(bars) else 0.0
+    least = span_ms * MIN_BAR_SHARE
+    traces: list[go.Bar] = []
+    for (kind, status), (name, color) in TIMELINE_SERIES.items():
+        mask = bars["kind"] == kind
+        if status is not None:
+            mask &= bars["status"] == status
+        rows = bars[mask]
+        if rows.empty:
+            continue
+        labels = [_row_label(kind, b if isinstance(b, str) else None) for b in rows["branch"]]
+        pairs = [p if isinstance(p, str) else "" for p in rows["pair"]]
+        hover = [
+            f"#{int(seq)} {plot_text(label)}: {_duration(float(ms))}"
+            for seq, label, ms in zip(rows["seq"], rows["label"], rows["duration_ms"], strict=True)
+        ]
+        chosen = [bool(selected) and p == selected for p in pairs]
+        traces.append(
+            go.Bar(
+                orientation="h",
+                name=name,
+                y=labels,
+                base=[t.isoformat() for t in starts[mask]],
+                x=[max(float(ms), least) for ms in rows["duration_ms"]],
+                customdata=[[p, h] for p, h in zip(pairs, hover, strict=True)],
+                hovertemplate="%{customdata[1]}<extra></extra>",
+                marker={
+                    "color": color,
+                    "line": {
+                        "color": ["#000" if c else color for c in chosen],
+                        "width": [2 if c else 0 for c in chosen],
+                    },
+                },
+            )
+        )
+    rows_shown = timeline_rows(bars)
+    layout = {
+        "height": 90 + 34 * max(1, len(rows_shown)),
+        "margin": {"l": 10, "r": 10, "t": 10, "b": 30},
+        "barmode": "overlay",
+        "legend": {"orientation": "h", "y": -0.25 if len(rows_shown) < 4 else -0.1},
+        "xaxis": {"type": "date", "title": None},
+        "yaxis": {
+            "categoryorder": "array",
+            "categoryarray": rows_shown[::-1],
             "title": None,
             "fixedrange": True,
         },

@@ -33,12 +33,15 @@ from dashboard import (
     state,
     trace_blocks,
     trace_outline,
+    trace_timeline,
     widgets,
     writes,
 )
+from dashboard.pages import SESSIONS as SESSIONS_PAGE
 from dashboard.pages import TRACE as TRACE_PAGE
 from db.queries.filters import Filters
 from db.queries.pairs import pair_choices
+from db.queries.sessions import session_of, session_traces
 from db.queries.streaks import trace_streaks
 from db.queries.traces import (
     PairRef,
@@ -78,6 +81,8 @@ TRACE_PICKER_COLUMNS = (
 )
 #: Traces per page of the trace picker.
 PICKER_PAGE_SIZE = 50
+#: Other traces of its session the Trace page lists at most.
+SESSION_TRACES_SHOWN = 200
 #: Widget key of the "Find a trace" box (Session State holds whether it is open).
 FINDER_KEY = "trace_finder"
 
@@ -395,6 +400,49 @@ def _review_status(trace: dict[str, Any], f: Filters, k: int) -> None:
     )
 
 
+def _session_links(trace: dict[str, Any]) -> None:
+    """The trace's session, a link to it on the Sessions page and, while open, the other
+    traces of the session, each a link to it."""
+    session, count = state.query(session_of, int(trace["id"]))
+    if session is None:
+        return
+    st.page_link(
+        SESSIONS_PAGE.script,
+        label=f"Its session: {render.count_text(count, 'trace')}",
+        icon=":material/forum:",
+        query_params={"session": session},
+    )
+    others = state.query(session_traces, session, limit=SESSION_TRACES_SHOWN + 1)
+    others = others[others["trace"] != trace["display_id"]].head(SESSION_TRACES_SHOWN)
+    if others.empty:
+        return
+    with st.expander(
+        f"Other traces of this session ({count - 1:,}"
+        + (f", the first {len(others):,} listed)" if count - 1 > len(others) else ")"),
+        key=f"session_traces_{trace['id']}",
+        icon=":material/list:",
+        on_change="rerun",
+    ) as box:
+        if box.open:
+            st.dataframe(
+                widgets.with_links(others.assign(pair=None)),
+                hide_index=True,
+                height=widgets.table_height(len(others), max_rows=8),
+                placeholder=widgets.EMPTY_CELL,
+                column_order=("title", "started_at", "messages", "errors", "problems", "link"),
+                column_config={
+                    "title": st.column_config.TextColumn("Title", width="large"),
+                    "started_at": st.column_config.DatetimeColumn(
+                        "Started (UTC)", format="YYYY-MM-DD HH:mm"
+                    ),
+                    "messages": widgets.count_column("Messages"),
+                    "errors": widgets.count_column("Errors"),
+                    "problems": widgets.count_column("Problems"),
+                    "link": widgets.link_column("Trace", help="open this trace"),
+                },
+            )
+
+
 def _first_seq_shown() -> int:
     """The first message number of the messages page in the URL (seq counts messages from
     0, so page p starts at (p - 1) × the page size); the outline's buttons step from there
@@ -458,6 +506,7 @@ ctx = trace_blocks.BlockContext(
     labels=trace_blocks.notes_by_target(all_notes),
     token_counts=str(trace.get("token_counts") or "estimate"),
     problems=dict(zip(problem_pairs["pair"], problem_pairs["problems"], strict=True)),
+    trace_id=trace_id,
 )
 
 head, side = st.columns([3, 2])
@@ -473,6 +522,7 @@ with head:
     )
     if trace["same_display_id"] > 1:
         st.caption(f"{trace['same_display_id']} traces share this id; the first imported is shown.")
+    _session_links(trace)
 with side:
     # The report links back here when the browser said the dashboard's address.
     files_ui.report_download(
@@ -511,6 +561,13 @@ trace_outline.draw(
     pair,
     _first_seq_shown(),
 )
+
+with st.expander(
+    "Timeline", expanded=True, key=f"timeline_box_{trace_id}", icon=":material/timeline:",
+    on_change="rerun",
+) as timeline_box:  # fmt: skip
+    if timeline_box.open:
+        trace_timeline.draw(trace_id, str(trace["display_id"]), selected)
 
 # The boxes below draw their content only while open: a closed box's content is still laid
 # out by the browser (a form, a table). Open by default when there are notes to read.

@@ -53,6 +53,8 @@ class TraceRecord(NamedTuple):
     max_occurrence: int
     #: ``exact``: counted with the model's own tokenizer; ``estimate``: with another.
     token_counts: str
+    #: The session or conversation thread the trace belongs to (``ingest.model.Trace``).
+    session_id: str | None = None
 
 
 class MessageRecord(NamedTuple):

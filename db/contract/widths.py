@@ -35,6 +35,7 @@ COLUMN_WIDTHS: Final[dict[str, dict[str, int]]] = {
         "model": 200,
         "token_counts": 20,
         "reviewed_by": 200,
+        "session_id": 400,
     },
     "messages": {
         "role": 20,

@@ -297,6 +297,23 @@ def trace_window(engine: Engine, trace_id: int, *, page: int = 0, size: int = 10
     return TraceWindow(messages=messages, calls=calls, results=results, page=page, pages=pages)
 
 
+#: Most characters of one message read whole (:func:`message_text`): what the Trace page shows
+#: folded when it is JSON.
+WHOLE_CHARS = 2_000_000
+
+
+def message_text(engine: Engine, trace_id: int, seq: int, *, limit: int = WHOLE_CHARS) -> str:
+    """The content of the message at ``seq`` of a trace, its first ``limit`` characters (past
+    :data:`CONTENT_CHARS`, which the windows read); empty when there is no such message."""
+    with engine.connect() as conn:
+        text = conn.execute(
+            select(func.substr(MessageRow.content, 1, limit)).where(
+                MessageRow.trace_id == trace_id, MessageRow.seq == seq
+            )
+        ).scalar()
+    return str(text or "")
+
+
 def page_of_seq(engine: Engine, trace_id: int, seq: int, *, size: int = 100) -> int:
     """The window page (see :func:`trace_window`) that shows the message at ``seq``."""
     with engine.connect() as conn:

@@ -369,13 +369,26 @@ def type_name(value: Any) -> str:
     return "(no type)" if value is None else f"({json_type(value)} type)"
 
 
+#: Metadata keys that name the session of a trace whose format says nothing of one, first
+#: found wins (``metadata: {"session_id": …}`` of an OpenAI or Anthropic request, a log line).
+SESSION_METADATA_KEYS = ("session_id", "thread_id", "conversation_id")
+
+
 def make_trace(messages: list[Message], **fields: Any) -> Trace:
     """A trace with ``seq`` renumbered 0, 1, … and ``started_at`` defaulting to the first
-    message timestamp; opaque messages are counted in ``metadata["unknown_items"]``."""
+    message timestamp; opaque messages are counted in ``metadata["unknown_items"]``. Without
+    a ``session_id`` given (a format that names none), the session is the metadata's
+    ``session_id``, ``thread_id`` or ``conversation_id`` text, if any."""
     for seq, message in enumerate(messages):
         message.seq = seq
     if fields.get("started_at") is None:
         fields["started_at"] = next((m.timestamp for m in messages if m.timestamp), None)
+    if "session_id" not in fields:
+        named = fields.get("metadata") or {}
+        fields["session_id"] = next(
+            (named[k] for k in SESSION_METADATA_KEYS if isinstance(named.get(k), str) and named[k]),
+            None,
+        )
     unknown = count_unknown(messages)
     if unknown:
         fields["metadata"] = {**fields.get("metadata", {}), "unknown_items": unknown}

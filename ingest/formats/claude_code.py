@@ -1,8 +1,9 @@
 """Claude Code session JSONL (``~/.claude/projects/<dir>/<sessionId>.jsonl``).
 
 A file is one session and becomes ONE trace holding all its lines (``record_count`` counts
-them all). ``external_id`` is the ``sessionId`` of the first line that has one; ``agent`` is
-``claude-code``; ``model`` is the first assistant message's; ``started_at`` the first timestamp.
+them all). ``external_id`` and ``session_id`` are the ``sessionId`` of the first line that has
+one; ``agent`` is ``claude-code``; ``model`` is the first assistant message's; ``started_at``
+the first timestamp.
 
 * ``user`` / ``assistant`` lines carry an Anthropic ``message``. Claude Code writes one API
   message over several lines (one content block per line) sharing ``message.id``: each line stays
@@ -321,6 +322,7 @@ class _Session:
             source_file=self.source_file,
             source_line=self.first_line,
             external_id=self.session_id,
+            session_id=self.session_id,
             agent=AGENT,
             model=self.model,
             metadata=metadata,

@@ -10,7 +10,7 @@ The conversation is rebuilt from the observations by ``_span_conversation`` (the
 reads OTLP spans): ``input``/``output`` and the OTel attributes give the LLM calls and tool runs,
 ``usageDetails`` the usage, ``level: ERROR`` (how Langfuse keeps OTel status code 2) a failed span.
 The trace ``id`` is the external id, its ``name`` the agent, its ``timestamp`` the start; its
-other small fields go to the metadata.
+other small fields go to the metadata; its ``sessionId`` is the session.
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ def _export_trace(record: Record) -> Trace:
         message.source_line = record.line
     tags = trace.get("tags")
     name = trace.get("name")
+    session = trace.get("sessionId")
     fields = {k: maybe_json(v) for k, v in trace.items() if k not in _TRACE_FIELDS}
     return make_trace(
         conversation.messages,
@@ -103,6 +104,7 @@ def _export_trace(record: Record) -> Trace:
         source_file=record.source_file,
         source_line=record.line,
         external_id=optional_str(trace.get("id"), "trace.id"),
+        session_id=session if isinstance(session, str) and session else None,
         agent=name if isinstance(name, str) and name else None,
         model=conversation.model,
         started_at=parse_timestamp(trace.get("timestamp")),

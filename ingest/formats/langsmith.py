@@ -7,7 +7,8 @@ Each record is one run (a JSONL line, a top-level array item, or one document): 
 are grouped by** ``trace_id`` (a run without one belongs to its root, found through
 ``parent_run_id``, else it is a trace of its own) **and every trace becomes one trace**, its runs
 in ``dotted_order`` (else start time) order. The trace id is the external id, the root run's
-name the agent, its start the start, its tags the tags.
+name the agent, its start the start, its tags the tags, and the ``thread_id`` (else
+``session_id``, ``conversation_id``) of its ``extra.metadata`` the session.
 
 **The conversation** comes from the ``llm`` runs: what each sent (``inputs.messages``: LangChain
 messages in any serialized form, nested one list deep as LangChain's callbacks send them, or
@@ -82,6 +83,10 @@ class _Thread:
     def add(self, message: Message) -> None:
         self.messages.append(message)
         self.keys.append(_key(message))
+
+
+#: The root run's metadata keys that name its thread, as LangSmith's threads view reads them.
+_THREAD_KEYS = ("thread_id", "session_id", "conversation_id")
 
 
 def _parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
@@ -197,12 +202,16 @@ def _trace(
             metadata[key] = value[key]
     if isinstance(value.get("error"), str):
         metadata["error"] = value["error"]
+    # A thread is named in the root run's metadata (the run's own ``session_id`` is its project).
+    named = _obj(_obj(value, "extra"), "metadata")
+    session = next((named[k] for k in _THREAD_KEYS if isinstance(named.get(k), str)), None)
     return make_trace(
         thread.messages,
         format=NAME,
         source_file=source_file,
         source_line=root.record.line,
         external_id=trace_id,
+        session_id=session or None,
         agent=name if isinstance(name, str) else None,
         model=model,
         started_at=parse_timestamp(value.get("start_time")),

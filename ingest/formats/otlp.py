@@ -15,8 +15,9 @@ falls back to the status or exception message).
 
 The agent is the first ``gen_ai.agent.name`` attribute, else the root span's name; the start
 is the earliest span start; ``service.name``, ``session.id`` and the span count go to the
-metadata. A line that is not an OTLP export, or holds no span with valid ids, is rejected;
-every other line is counted in the trace of its first span.
+metadata. The session is the ``session.id`` attribute, else ``gen_ai.conversation.id``. A
+line that is not an OTLP export, or holds no span with valid ids, is rejected; every other line
+is counted in the trace of its first span.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ _MODEL_KEYS = (
 )
 _USAGE_PREFIXES = ("gen_ai.usage.", "llm.token_count.", "llm.usage.", "ai.usage.")
 _TRACE_ATTRIBUTES = ("session.id", "user.id", "gen_ai.conversation.id")
+#: The attributes naming the trace's session, first found wins.
+_SESSION_ATTRIBUTES = ("session.id", "gen_ai.conversation.id")
 
 
 def _parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Trace | Rejected]:
@@ -186,12 +189,14 @@ def trace_of(
         value = next((s.attributes[key] for s in spans if key in s.attributes), None)
         if value is not None:
             fields[key] = value
+    session = next((fields[k] for k in _SESSION_ATTRIBUTES if isinstance(fields.get(k), str)), None)
     return make_trace(
         conversation.messages,
         format=NAME,
         source_file=source_file,
         source_line=source_line,
         external_id=spans[0].trace_id,
+        session_id=session or None,
         agent=agent,
         model=conversation.model,
         started_at=_time(min(starts)) if starts else None,

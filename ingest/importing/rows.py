@@ -140,6 +140,7 @@ def build_rows(
         wasted_tokens=facts.wasted_tokens,
         max_occurrence=max((c.occurrence for c in calls.values()), default=0),
         token_counts=facts.token_counts,
+        session_id=fit_key("traces", "session_id", trace.session_id) if trace.session_id else None,
     )
     return TraceRows(
         record, messages, tool_calls, tool_results, findings, _streak_rows(facts, tool_results)
