@@ -64,4 +64,4 @@ def test_the_bench_measures_every_page_every_other_section_and_one_trace() -> No
     errors = next(c for c in cases if c.label == "errors: Over time")
     assert (errors.path, errors.url_query()) == ("/errors", "?errors_tab=Over+time")
     others = sum(len(p.sections[1:]) for p in pages.PAGES)
-    assert (len(pages.PAGES), others, len(cases)) == (13, 16, 13 + 1 + 16)
+    assert (len(pages.PAGES), others, len(cases)) == (13, 17, 13 + 1 + 17)

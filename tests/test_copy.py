@@ -63,6 +63,7 @@ ROWS = {
     "tool_calls": 2320,
     "tool_results": 2306,
     "trace_updates": 1,
+    "trace_versions": 1,
 }
 
 
@@ -136,7 +137,7 @@ def test_a_copy_from_sqlite_to_postgresql_prints_every_table_and_an_identical_su
     result = runner.invoke(app, ["copy", "--from", sqlite_source, "--to", pg_url])
     assert result.exit_code == 0, result.output
     assert expected_table(ROWS) in result.stdout
-    assert "copied 32,394 rows in " in result.stdout
+    assert "copied 32,395 rows in " in result.stdout
     assert result.stdout.endswith("summary: identical\n")
     assert table_counts(pg_url) == ROWS
     assert summarize(make_engine(pg_url)) == summarize(make_engine(sqlite_source))
@@ -201,7 +202,7 @@ def test_an_interrupted_copy_continues_where_it_stopped(
     result = runner.invoke(app, ["copy", "--from", source, "--to", target, "--batch-rows", "700"])
     assert result.exit_code == 0, result.output
     assert "resumed: 22,203 rows had been copied before" in result.stdout
-    assert "copied 10,191 rows in " in result.stdout
+    assert "copied 10,192 rows in " in result.stdout
     assert expected_table(ROWS) in result.stdout
     assert result.stdout.endswith("summary: identical\n")
 
