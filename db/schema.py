@@ -789,7 +789,7 @@ class TraceVersionRow(Base):
     id: ColumnClause[int] = column(Integer, primary_key=True)
     trace_id: ColumnClause[int] = column(ForeignKey("traces.id", ondelete="CASCADE"), index=True)
     version: ColumnClause[int] = column(Integer)
-    content_hash: ColumnClause[str | None] = column(String(64))
+    content_hash: ColumnClause[str | None] = column()
     message_count: ColumnClause[int] = column(Integer)
     shared_messages: ColumnClause[int] = column(Integer)
     #: The import that replaced it.

@@ -310,8 +310,8 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
         "overview", "calls", "trace", "sessions", "errors", "tokens", "loops", "findings",
         "imports", "review", "search", "compare", "overview-filtered", "errors-fingerprint",
         "trace-selected", "trace-orphan", "sessions-selected", "overview:Scorecard",
-        "errors:By tool", "errors:Over time", "tokens:Biggest", "loops:Per tool",
-        "loops:Error streaks", "suggestions:Follow rate",
+        "errors:By tool", "errors:Over time", "tokens:Biggest", "tokens:What it costs",
+        "loops:Per tool", "loops:Error streaks", "suggestions:Follow rate",
     ]  # fmt: skip
     assert {name.split(":")[0].split("-")[0] for name in shown_as_text} >= {
         p.key for p in pages.PAGES

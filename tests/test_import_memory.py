@@ -107,7 +107,7 @@ def test_the_ratio_cap_can_be_raised_for_an_input_that_compresses_that_well(
         app, ["import", "--db", db_url, "--max-compression-ratio", "5000", str(path)]
     )
     assert result.exit_code == 0, result.output
-    assert "1 traces imported, 0 updated, 0 unchanged, 0 rejected" in result.output
+    assert "1 trace imported, 0 updated, 0 unchanged, 0 rejected" in result.output
 
 
 def test_blank_lines_by_the_million_are_skipped_with_their_lines_counted() -> None:

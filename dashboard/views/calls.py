@@ -191,6 +191,19 @@ event = st.dataframe(
         "suggestion": st.column_config.TextColumn("Suggestion"),
         "verdict": st.column_config.TextColumn("Verdict", width=110),
         "verdict_reason": st.column_config.TextColumn("Verdict reason"),
+        "later_calls": widgets.count_column(
+            "Later calls", help="model calls after it that still had it in their input"
+        ),
+        "reread_tokens": widgets.count_column(
+            "Re-read tokens", help="its tokens read again by the later calls after the first"
+        ),
+        "reread_cached": widgets.count_column("Of them cached", help="read from a prompt cache"),
+        "cost_usd": st.column_config.NumberColumn(
+            "Cost", format="$%.6f", help="every read by a later call, at the model's prices"
+        ),
+        "cost_basis": st.column_config.TextColumn(
+            "Cost basis", help="measured from the calls' usage, or an estimate"
+        ),
     },
 )
 cap = files_ui.TABLE_DOWNLOAD_MAX_ROWS

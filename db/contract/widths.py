@@ -88,6 +88,9 @@ COLUMN_WIDTHS: Final[dict[str, dict[str, int]]] = {
         "author": 200,
         "updated_by": 200,
     },
+    "trace_versions": {
+        "content_hash": 64,
+    },
     "trace_updates": {
         "old_hash": 64,
         "new_hash": 64,

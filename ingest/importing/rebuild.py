@@ -70,6 +70,7 @@ def trace_from_stored(stored: StoredTrace) -> tuple[Trace, list[int]]:
         agent=full.get("agent", t.agent),
         model=full.get("model", t.model),
         started_at=t.started_at,
+        session_id=full.get("session_id", t.session_id),
         tags=t.tags or [],
         metadata=metadata,
         tools=[ToolDef(**tool) for tool in t.tools or []],
