@@ -114,7 +114,8 @@ def storable_parameters(parameters: Any) -> Any:
         return {k: storable_text(v) if v.__class__ is str else v for k, v in parameters.items()}
     if isinstance(parameters, list | tuple):
         if parameters and isinstance(parameters[0], dict | list | tuple):
-            return [storable_parameters(p) for p in parameters]
+            fixed = [storable_parameters(p) for p in parameters]
+            return parameters if all(map(operator.is_, fixed, parameters)) else fixed
         if not any(v.__class__ is str and _NUL in v for v in parameters):
             return parameters
         return type(parameters)(storable_text(v) if v.__class__ is str else v for v in parameters)
