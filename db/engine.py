@@ -19,6 +19,8 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from db import dialect
+from db.clickhouse.url import is_clickhouse
+from db.clickhouse.url import parse as parse_clickhouse
 from db.contract import exact_json
 from db.writes.transaction import on_sqlite_begin
 
@@ -66,6 +68,9 @@ def resolve_url(db: str | None = None) -> str:
     'postgresql+psycopg://u@h/d'
     """
     value = db or os.environ.get("TOOLLENS_DB") or DEFAULT_DB_PATH
+    if is_clickhouse(value):
+        # Several servers in one URL, read by ``db.clickhouse.url`` (its password too).
+        return value
     if "://" in value:
         if value.startswith("postgresql://") or value.startswith("postgres://"):
             # psycopg 3 is the driver we ship; the bare scheme would ask for psycopg2.
@@ -84,7 +89,11 @@ def display_url(url: str | URL) -> str:
 
     >>> display_url("postgresql+psycopg://u:hunter2@h/d")
     'postgresql+psycopg://u:***@h/d'
+    >>> display_url("clickhouse://u:hunter2@h1:9000,h2:9000/d")
+    'clickhouse://u:***@h1:9000,h2:9000/d'
     """
+    if isinstance(url, str) and is_clickhouse(url):
+        return parse_clickhouse(url).display()
     return make_url(url).render_as_string(hide_password=True)
 
 
@@ -152,7 +161,10 @@ def missing_sqlite_file(db: str | None = None) -> Path | None:
     >>> missing_sqlite_file("postgresql+psycopg://u@h/d") is None
     True
     """
-    url = make_url(resolve_url(db))
+    resolved = resolve_url(db)
+    if is_clickhouse(resolved):
+        return None
+    url = make_url(resolved)
     if not other_processes_can_open(url) or url.get_backend_name() != "sqlite":
         return None
     path = Path(url.database or "").expanduser()
@@ -261,6 +273,8 @@ def make_engine(db: str | URL | None = None, *, migrate: bool = True) -> Engine:
     >>> engine.dialect.name
     'sqlite'
     """
+    if not isinstance(db, URL) and is_clickhouse(resolve_url(db)):
+        return _clickhouse_engine(resolve_url(db))
     url = db if isinstance(db, URL) else make_url(resolve_url(db))
     kwargs: dict[str, Any] = {}
     if url.get_backend_name() == "sqlite":
@@ -292,3 +306,20 @@ def make_engine(db: str | URL | None = None, *, migrate: bool = True) -> Engine:
 
         upgrade(engine)
     return engine
+
+
+def _clickhouse_engine(value: str) -> Engine:
+    """The engine of the ClickHouse store ``value`` (``db.clickhouse``); its schema is created
+    there, not migrated. :class:`StoreConnectionError` when it cannot be opened."""
+    from db.clickhouse.engine import ClickHouseError, ClickHouseUrlError, clickhouse_engine
+
+    try:
+        return clickhouse_engine(
+            value, json_serializer=dialect.json_dumps, json_deserializer=exact_json.loads
+        )
+    except ClickHouseUrlError as exc:
+        raise StoreConnectionError(f"{exc} (check --db / TOOLLENS_DB)") from None
+    except ClickHouseError as exc:
+        line = f"{exc} (start the ClickHouse servers, or fix the hosts and ports in --db)"
+        password = parse_clickhouse(value).password
+        raise StoreConnectionError(line.replace(password, "***") if password else line) from None

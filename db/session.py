@@ -120,6 +120,12 @@ class ImportSession:
     ) -> ImportSession:
         """Record a new import run (``running``, with this process) and open it. Runs this
         host's dead processes left ``running`` are marked ``interrupted`` first."""
+        if engine.dialect.name == "clickhouse":
+            from db.clickhouse.session import ClickHouseImportSession
+
+            return ClickHouseImportSession.start(
+                engine, origin=origin, paths=paths, encoding=encoding
+            )
         started = time.perf_counter()
         session = cls(engine, start_import(engine, origin=origin, paths=paths, encoding=encoding))
         session._started = started

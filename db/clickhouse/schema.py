@@ -1,0 +1,168 @@
+"""The ClickHouse store's tables: made for ClickHouse, named so ``db.queries`` read them.
+
+Per relational table of ``db.schema`` that the store keeps (:data:`TRACE_TABLES`,
+:data:`SMALL_TABLES`), three objects in the store's database, created on every server by
+ToolLens itself (``ON CLUSTER`` needs ZooKeeper on 18.16; a loop over the servers does not):
+
+* ``<name>_local``: the rows this server holds. Trace-scoped tables are partitioned by the
+  month of the import that wrote the row (``import_month``, ``YYYYMM``): retention drops whole
+  partitions, instant at any size (18.16 has no table ``TTL``). ``traces_local`` is a
+  ``ReplacingMergeTree(version)`` by ``id``: a re-imported trace is written again, same id,
+  higher ``version``, and merges reclaim the old row. The child tables (messages, calls,
+  results, findings, streaks) are ``MergeTree`` with the ``version`` of the trace they belong
+  to: they have no key unique per row to replace by, so an old version's rows go with their
+  partition.
+* ``<name>_all`` (with a cluster): ``Distributed`` over every server's ``<name>_local``,
+  sharded by ``cityHash64`` of the trace id (``traces``: its ``id``; the rest: ``trace_id``),
+  so a trace and all its rows live on one shard and every per-trace computation is local.
+* ``<name>``: a view of the latest version of every trace, which is what the relational
+  table holds: the rows whose ``(trace_id, version)`` is the largest ``version`` of their
+  trace in ``traces_local``. No ``FINAL`` and no wait for merges: correctness never depends
+  on them. The ``IN`` subquery reads ``traces_local`` and runs on each shard for its own rows
+  (both sides sharded by trace), so nothing crosses shards.
+
+The small tables (imports, files, rejected records) are ``ReplacingMergeTree(_rev)`` by
+``id``: a row changed (an import finishing) is written again with a higher ``_rev``, and the
+view keeps each id's highest (``LIMIT 1 BY``).
+
+Columns keep ``db.schema``'s names; types keep to 18.16 (:func:`column_type`): times are
+``Int64`` microseconds since the epoch (no ``DateTime64``), JSON is ``String``, flags ``UInt8``,
+``Nullable`` only where the relational column is nullable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, Float, Integer, LargeBinary, String, Table, Text
+
+from db.clickhouse.client import Client
+from db.schema import Base, UtcTimeStamp
+
+#: The trace-scoped tables, their local engine's sort key and whether rows are replaced by it.
+TRACE_TABLES: dict[str, tuple[str, ...]] = {
+    "traces": ("id",),
+    "messages": ("trace_id", "seq"),
+    "tool_calls": ("trace_id", "message_seq", "call_index"),
+    "tool_results": ("trace_id", "message_seq"),
+    "findings": ("trace_id", "message_seq"),
+    "error_streaks": ("trace_id", "first_seq"),
+}
+#: Tables read whole, each row by its id.
+SMALL_TABLES: tuple[str, ...] = ("imports", "import_files", "rejected_records")
+#: The columns the store adds: the partition of a trace-scoped row, the revision of a small
+#: table's row.
+IMPORT_MONTH, REVISION = "import_month", "_rev"
+
+
+def relational(name: str) -> Table:
+    """The relational table ``name`` of ``db.schema``."""
+    return Base.metadata.tables[name]
+
+
+def column_type(column: Any) -> str:
+    """A ``db.schema`` column's ClickHouse type."""
+    kind = column.type
+    base: str
+    if isinstance(kind, UtcTimeStamp):
+        base = "Int64"
+    elif isinstance(kind, Boolean):
+        base = "UInt8"
+    elif isinstance(kind, Integer | BigInteger):
+        base = "Int64"
+    elif isinstance(kind, Float):
+        base = "Float64"
+    elif isinstance(kind, JSON | String | Text | LargeBinary):
+        base = "String"
+    else:  # pragma: no cover - a type db.schema does not use yet
+        raise TypeError(f"no ClickHouse type for {column.table.name}.{column.name}: {kind}")
+    return f"Nullable({base})" if column.nullable else base
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a store's tables are: its database and, on a cluster, the cluster's name."""
+
+    database: str
+    cluster: str | None
+
+    def local(self, name: str) -> str:
+        return f"{self.database}.{name}_local"
+
+    def every_row(self, name: str) -> str:
+        """The table holding every row of ``name`` on every server (all versions)."""
+        return f"{self.database}.{name}_all" if self.cluster else self.local(name)
+
+    def view(self, name: str) -> str:
+        return f"{self.database}.{name}"
+
+
+def stored_columns(name: str) -> list[tuple[str, str]]:
+    """``(column, ClickHouse type)`` of table ``name`` as the store keeps it."""
+    table = relational(name)
+    columns = [(c.name, column_type(c)) for c in table.columns]
+    if name in TRACE_TABLES:
+        if name != "traces":
+            columns = [c for c in columns if c[0] != "id"]
+            columns.append(("version", "Int64"))
+        columns.append((IMPORT_MONTH, "UInt32"))
+    else:
+        columns.append((REVISION, "UInt64"))
+    return columns
+
+
+def _shard_key(name: str) -> str:
+    if name == "traces" or name in SMALL_TABLES:
+        return "cityHash64(id)"
+    return "cityHash64(trace_id)"
+
+
+def _local_ddl(layout: Layout, name: str) -> str:
+    columns = ", ".join(f"`{c}` {t}" for c, t in stored_columns(name))
+    if name in TRACE_TABLES:
+        key = ", ".join(TRACE_TABLES[name])
+        engine = "ReplacingMergeTree(version)" if name == "traces" else "MergeTree()"
+        return (
+            f"CREATE TABLE IF NOT EXISTS {layout.local(name)} ({columns}) ENGINE = {engine} "
+            f"PARTITION BY {IMPORT_MONTH} ORDER BY ({key})"
+        )
+    return (
+        f"CREATE TABLE IF NOT EXISTS {layout.local(name)} ({columns}) "
+        f"ENGINE = ReplacingMergeTree({REVISION}) ORDER BY (id)"
+    )
+
+
+def _view_ddl(layout: Layout, name: str) -> str:
+    source = layout.every_row(name)
+    if name in TRACE_TABLES:
+        trace = "id" if name == "traces" else "trace_id"
+        latest = f"SELECT id, max(version) FROM {layout.local('traces')} GROUP BY id"
+        where = f"({trace}, version) IN ({latest})"
+        return f"CREATE VIEW IF NOT EXISTS {layout.view(name)} AS SELECT * FROM {source} WHERE {where}"
+    return (
+        f"CREATE VIEW IF NOT EXISTS {layout.view(name)} AS SELECT * FROM {source} "
+        f"ORDER BY id, {REVISION} DESC LIMIT 1 BY id"
+    )
+
+
+def statements(layout: Layout) -> list[str]:
+    """The DDL of a store on one server, in order."""
+    out = [f"CREATE DATABASE IF NOT EXISTS {layout.database}"]
+    names = [*TRACE_TABLES, *SMALL_TABLES]
+    out += [_local_ddl(layout, name) for name in names]
+    if layout.cluster:
+        out += [
+            f"CREATE TABLE IF NOT EXISTS {layout.every_row(name)} AS {layout.local(name)} "
+            f"ENGINE = Distributed({layout.cluster}, {layout.database}, {name}_local, "
+            f"{_shard_key(name)})"
+            for name in names
+        ]
+    out += [_view_ddl(layout, name) for name in names]
+    return out
+
+
+def create(client: Client, layout: Layout) -> None:
+    """Create the store's tables on every server (those missing)."""
+    for sql in statements(layout):
+        client.on_every_server(sql)
