@@ -88,6 +88,11 @@ def connect(engine: Engine) -> Any:
                 cur.execute(statement)
                 cur.fetchall()
         return conn
+    if engine.dialect.name == "clickhouse":
+        from db.clickhouse.client import ArrowConnection
+        from db.clickhouse.engine import client_of
+
+        return ArrowConnection(client_of(engine).fresh())
     raise ArrowReadUnavailable(f"no ADBC driver for {engine.dialect.name}")
 
 

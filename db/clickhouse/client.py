@@ -10,6 +10,7 @@ written into them by :func:`literal`, the one place that quotes.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import threading
 from collections.abc import Sequence
@@ -120,6 +121,11 @@ class NativeClient(Client):
     def __init__(self, target: ClickHouseTarget) -> None:
         from clickhouse_driver import Client as DriverClient
 
+        # The driver logs a traceback for every refused connection; the caller says it in
+        # one line instead.
+        logging.getLogger("clickhouse_driver").addHandler(logging.NullHandler())
+        logging.getLogger("clickhouse_driver").propagate = False
+
         self.target = target
         self._clients = [
             DriverClient(
@@ -212,29 +218,13 @@ _CHDB_LOCK = threading.Lock()
 
 
 def _chdb_session(path: str | None) -> Any:
-    """The process's chdb engine (at ``path`` when it is opened first here)."""
-    key = "engine"
-    if key not in _CHDB:
-        import chdb
+    """The process's chdb engine (a session of it; at ``path`` when it is opened first here:
+    chdb keeps one engine per process, which every session shares)."""
+    if "engine" not in _CHDB:
+        from chdb import session
 
-        if path:
-            from chdb import session
-
-            _CHDB[key] = session.Session(path)
-        else:
-            _CHDB[key] = _DefaultChdb(chdb)
-    return _CHDB[key]
-
-
-class _DefaultChdb:
-    """chdb's process-wide engine (the one a ``chdb.session.Session()`` without a path opens
-    too), queried through ``chdb.query``."""
-
-    def __init__(self, module: Any) -> None:
-        self._module = module
-
-    def query(self, sql: str, fmt: str) -> Any:
-        return self._module.query(sql, fmt)
+        _CHDB["engine"] = session.Session(path) if path else session.Session()
+    return _CHDB["engine"]
 
 
 def connect(target: ClickHouseTarget) -> Client:
@@ -247,7 +237,46 @@ def connect(target: ClickHouseTarget) -> Client:
                 client.server_query(index, "SELECT 1")
             except ClickHouseError as exc:
                 client.close()
-                raise ClickHouseError(f"no ClickHouse server answers at {host}:{port}: {exc}") from None
+                raise ClickHouseError(f"ClickHouse at {host}:{port}: {exc}") from None
     else:
         client.query("SELECT 1")
     return client
+
+
+class ArrowConnection:
+    """A connection as ``db.bulk.arrow_read`` reads ranges through one (the ADBC drivers'
+    shape: ``cursor()``, ``execute``, ``fetch_arrow_table``), over a client of its own."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def cursor(self, adbc_stmt_kwargs: Any = None) -> _ArrowCursor:
+        return _ArrowCursor(self._client)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class _ArrowCursor:
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self._table: pa.Table | None = None
+
+    def __enter__(self) -> _ArrowCursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._table = None
+
+    def execute(self, sql: str) -> None:
+        from db.clickhouse.dialect import result_name
+
+        table = self._client.arrow(sql % {})  # the statement's % are doubled (pyformat)
+        self._table = table.rename_columns([result_name(n) for n in table.column_names])
+
+    def fetch_arrow_table(self) -> pa.Table:
+        assert self._table is not None
+        return self._table
+
+    def fetchall(self) -> list[Any]:
+        return []

@@ -601,12 +601,17 @@ def iter_pair_tables(
     of the calls to their answers, and the text it makes for each row, cost it more CPU than
     reading and sending the tables (docs/postgresql.md, "Streaming many rows"). SQLite joins by
     the index it reads anyway: reading apart costs its client more CPU and saves nothing, so it
-    keeps the one statement."""
+    keeps the one statement. ClickHouse reads the four statements too: a join of its
+    Distributed tables on 18.16 is not one it can run for them."""
     _check_sort(query)
     if query.sort != "trace" or query.descending:
         raise ValueError("the pairs are read as tables in trace order only")
     statements: tuple[Any, ...]
-    if engine.dialect.name == "postgresql" and filters == NO_FILTERS and query == ALL_PAIRS:
+    if (
+        engine.dialect.name in ("postgresql", "clickhouse")
+        and filters == NO_FILTERS
+        and query == ALL_PAIRS
+    ):
         statements, assemble = _every_pair_reads(), _assemble_every
     else:
         statements = (_range_parts(filters, query, one_line=False), _range_traces())
