@@ -139,7 +139,9 @@ def _view_ddl(layout: Layout, name: str) -> str:
         trace = "id" if name == "traces" else "trace_id"
         latest = f"SELECT id, max(version) FROM {layout.local('traces')} GROUP BY id"
         where = f"({trace}, version) IN ({latest})"
-        return f"CREATE VIEW IF NOT EXISTS {layout.view(name)} AS SELECT * FROM {source} WHERE {where}"
+        return (
+            f"CREATE VIEW IF NOT EXISTS {layout.view(name)} AS SELECT * FROM {source} WHERE {where}"
+        )
     return (
         f"CREATE VIEW IF NOT EXISTS {layout.view(name)} AS SELECT * FROM {source} "
         f"ORDER BY id, {REVISION} DESC LIMIT 1 BY id"

@@ -229,7 +229,9 @@ class ClickHouseImportSession(ImportSession):
             stored[key].id
             for r in batch
             if (key := r.trace.dedupe_key) in stored
-            and (stored[key].content_hash is None or stored[key].content_hash != r.trace.content_hash)
+            and (
+                stored[key].content_hash is None or stored[key].content_hash != r.trace.content_hash
+            )
         }
         plans = _decide(batch, stored, self._known(candidates), result, self._messages(differing))
         now = datetime.now(UTC)

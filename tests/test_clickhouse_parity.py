@@ -1,0 +1,136 @@
+"""The same answers from ClickHouse as from SQLite (issue 41): real files of several formats and
+the generator's scenarios imported into both, then ``summary --json`` and ``pairs`` (CSV and
+JSON Lines) compared byte for byte — on the 2-shard cluster (whose shards must both hold
+traces, none split between them) and on the in-process current engine (chdb)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ingest.cli import app
+from ingest.scenarios import generate
+
+runner = CliRunner()
+
+#: Real files, a handful per format (the smallest Claude Code sessions: the largest take long).
+REAL = {
+    "claude-code": 3,
+    "langfuse-export": None,
+    "openai-chat": None,
+    "openai-legacy": None,
+}
+
+
+@pytest.fixture(scope="module")
+def files(realdata: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    out: list[str] = []
+    for folder, take in REAL.items():
+        found = sorted((realdata / folder).iterdir(), key=lambda p: (p.stat().st_size, p.name))
+        out += [str(p) for p in found[:take]]
+    scenarios = tmp_path_factory.mktemp("scenarios")
+    generate(scenarios, seed=7)
+    out += sorted(str(p) for p in scenarios.iterdir() if p.name != "ground_truth.json")
+    return out
+
+
+def _run(*args: str) -> bytes:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout_bytes
+
+
+def _answers(db: str, files: list[str]) -> dict[str, Any]:
+    _run("import", "--db", db, *files)
+    return {
+        "summary": _run("summary", "--json", "--db", db),
+        "pairs.csv": _run("pairs", "--format", "csv", "--db", db),
+        "pairs.jsonl": _run("pairs", "--db", db),
+    }
+
+
+@pytest.fixture(scope="module")
+def sqlite_answers(files: list[str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    db = str(tmp_path_factory.mktemp("sqlite") / "store.db")
+    return _answers(db, files)
+
+
+def _same(found: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert found["summary"] == expected["summary"]
+    assert found["pairs.csv"] == expected["pairs.csv"]
+    assert found["pairs.jsonl"] == expected["pairs.jsonl"]
+    # Not two empty answers: the store holds what the files hold.
+    assert b'"traces": 0' not in expected["summary"]
+    assert expected["pairs.csv"].count(b"\n") > 1000
+
+
+def test_the_cluster_answers_as_sqlite_and_holds_traces_on_both_shards(
+    clickhouse_cluster: Any, files: list[str], sqlite_answers: dict[str, Any]
+) -> None:
+    servers = ",".join(
+        f"{c.connection.hosts[0][0]}:{c.connection.hosts[0][1]}" for c in clickhouse_cluster.shards
+    )
+    db = (
+        f"clickhouse://{servers}/{clickhouse_cluster.database}?cluster={clickhouse_cluster.cluster}"
+    )
+    _same(_answers(db, files), sqlite_answers)
+    per_shard = [
+        {
+            trace
+            for (trace,) in shard.execute(
+                f"SELECT DISTINCT trace_id FROM {clickhouse_cluster.database}.messages_local"
+            )
+        }
+        for shard in clickhouse_cluster.shards
+    ]
+    traces = [
+        shard.execute(f"SELECT count() FROM {clickhouse_cluster.database}.traces_local")[0][0]
+        for shard in clickhouse_cluster.shards
+    ]
+    assert all(n > 0 for n in traces), traces
+    assert not per_shard[0] & per_shard[1]  # no trace's messages on two shards
+    # Every trace with messages lies on the shard of its traces row.
+    for shard, held in zip(clickhouse_cluster.shards, per_shard, strict=True):
+        ids = {
+            i
+            for (i,) in shard.execute(f"SELECT id FROM {clickhouse_cluster.database}.traces_local")
+        }
+        assert held <= ids
+
+
+@pytest.fixture
+def chdb_database(chdb_session: Any) -> Iterator[str]:
+    database = f"t_{uuid.uuid4().hex[:12]}"
+    try:
+        yield database
+    finally:
+        chdb_session.query(f"DROP DATABASE IF EXISTS {database}")
+
+
+def test_chdb_answers_as_sqlite(
+    chdb_database: str, files: list[str], sqlite_answers: dict[str, Any]
+) -> None:
+    _same(_answers(f"chdb://?database={chdb_database}", files), sqlite_answers)
+
+
+def test_importing_the_same_files_again_changes_no_answer(
+    chdb_database: str, files: list[str], sqlite_answers: dict[str, Any]
+) -> None:
+    db = f"chdb://?database={chdb_database}"
+    _answers(db, files)
+    again = runner.invoke(app, ["import", "--db", db, *files])
+    assert again.exit_code == 0, again.output
+    assert " 0 traces imported, 0 updated," in again.output
+    _same(
+        {
+            "summary": _run("summary", "--json", "--db", db),
+            "pairs.csv": _run("pairs", "--format", "csv", "--db", db),
+            "pairs.jsonl": _run("pairs", "--db", db),
+        },
+        sqlite_answers,
+    )
