@@ -24,9 +24,10 @@ servers only, not chdb, and the catalogue's filtered aggregates need this compil
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import types as sqltypes
 from sqlalchemy.engine import default
@@ -34,7 +35,7 @@ from sqlalchemy.sql import compiler, operators
 from sqlalchemy.sql.elements import ColumnClause, Null
 from sqlalchemy.sql.visitors import iterate
 
-from db.clickhouse.client import Client, ClickHouseError, literal
+from db.clickhouse.client import ClickHouseError, Client, literal
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: What a label that names a column of its own expression is suffixed with in the SQL.
@@ -67,7 +68,7 @@ class _EpochMicros(sqltypes.DateTime):
 class ClickHouseCompiler(compiler.SQLCompiler):
     """See the module's docstring."""
 
-    _FUNCTIONS = {
+    _FUNCTIONS: ClassVar[dict[str, str]] = {
         "substr": "substringUTF8",
         "length": "lengthUTF8",
         "char_length": "lengthUTF8",
@@ -95,7 +96,7 @@ class ClickHouseCompiler(compiler.SQLCompiler):
             return f"{name}If({self.process(args[0], **kw)}, {criterion})"
         raise ClickHouseError(f"no ClickHouse form of {name}(…) FILTER (WHERE …)")
 
-    def visit_binary(self, binary: Any, **kw: Any) -> str:
+    def visit_binary(self, binary: Any, **kw: Any) -> str:  # type: ignore[override]
         op = binary.operator
         if op in (operators.is_, operators.is_not) and not isinstance(binary.right, Null):
             left, right = self.process(binary.left, **kw), self.process(binary.right, **kw)
@@ -103,7 +104,9 @@ class ClickHouseCompiler(compiler.SQLCompiler):
             return same if op is operators.is_ else f"NOT {same}"
         return str(super().visit_binary(binary, **kw))
 
-    def visit_label(self, label: Any, within_columns_clause: bool = False, **kw: Any) -> str:
+    def visit_label(  # type: ignore[override]
+        self, label: Any, within_columns_clause: bool = False, **kw: Any
+    ) -> str:
         # ClickHouse's aliases are visible in the whole query: ``coalesce(sum(x), 0) AS x``
         # would read its own alias inside (a cycle on 18.16). Such a label of the outer select
         # is renamed (:data:`SHADOW`), in its ORDER BY too, and the cursor gives the result
@@ -118,14 +121,15 @@ class ClickHouseCompiler(compiler.SQLCompiler):
         )
         if not shadowed:
             return out
-        quoted = self.preparer.format_label(label, label.name)
+        name = str(label.name)
+        quoted = str(self.preparer.format_label(label, name))
         if kw.get("render_label_as_label") is label and out == quoted:
-            return f"{label.name}{SHADOW}"
+            return f"{name}{SHADOW}"
         if within_columns_clause and out.endswith(f" AS {quoted}"):
-            return out[: -len(quoted)] + f"{label.name}{SHADOW}"
+            return out[: -len(quoted)] + f"{name}{SHADOW}"
         return out
 
-    def visit_table(self, table: Any, asfrom: bool = False, **kw: Any) -> str:
+    def visit_table(self, table: Any, asfrom: bool = False, **kw: Any) -> str:  # type: ignore[override]
         # Tables named in the store's database (``FROM toollens.traces``): one process may
         # hold several stores (each engine's dialect knows its own), chdb one engine for all.
         out = str(super().visit_table(table, asfrom=asfrom, **kw))
@@ -150,7 +154,8 @@ class ClickHouseCompiler(compiler.SQLCompiler):
 
     def render_literal_value(self, value: Any, type_: Any) -> str:
         if isinstance(value, dict | list) and isinstance(type_, sqltypes.JSON):
-            value = self.dialect._json_serializer(value)
+            serialize: Any = getattr(self.dialect, "_json_serializer", None) or json.dumps
+            value = serialize(value)
         # Doubled like every other % of a pyformat statement; the DB-API halves them.
         return literal(value).replace("%", "%%")
 
@@ -285,7 +290,7 @@ class ClickHouseDialect(default.DefaultDialect):
     implicit_returning = False
     insert_returning = False
     default_paramstyle = "pyformat"
-    colspecs = {sqltypes.DateTime: _EpochMicros}
+    colspecs = {sqltypes.DateTime: _EpochMicros}  # noqa: RUF012 (SQLAlchemy's own attribute)
 
     def __init__(self, json_serializer: Any = None, json_deserializer: Any = None, **kw: Any):
         super().__init__(**kw)

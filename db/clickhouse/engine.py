@@ -15,7 +15,7 @@ from sqlalchemy.dialects import registry
 from sqlalchemy.engine import URL
 
 from db.clickhouse import schema
-from db.clickhouse.client import Client, ClickHouseError, connect
+from db.clickhouse.client import ClickHouseError, Client, connect
 from db.clickhouse.dialect import CLIENTS
 from db.clickhouse.url import ClickHouseTarget, ClickHouseUrlError, parse
 

@@ -28,18 +28,17 @@ from typing import Any
 from sqlalchemy import Engine
 
 from db import dialect
-from db.clickhouse.client import Client, ClickHouseError, epoch_us, literal
+from db.clickhouse.client import ClickHouseError, Client, epoch_us, literal
 from db.clickhouse.engine import client_of, layout_of
 from db.clickhouse.schema import IMPORT_MONTH, REVISION, Layout, relational, stored_columns
 from db.contract import exact_json
-from db.contract.rows import CHILD_COLUMNS, JSON_COLUMNS, SourceFileRecord
+from db.contract.rows import CHILD_COLUMNS, SourceFileRecord
 from db.session import AppendBase, ImportSession, WorkerConnection
 from db.writes import processes
 from db.writes.traces import (
     TraceRows,
     WriteResult,
     _decide,
-    _message_keys,
     _storable_trace,
     _Stored,
     apart_rows,
