@@ -18,6 +18,9 @@ from ingest.scenarios import generate
 
 runner = CliRunner()
 
+#: A Claude Code session imported when half written, then again grown: stored as an update
+#: (a new version of the trace, which ClickHouse reads without FINAL or a merge).
+GROWN = "claude-code/f6108699-47cc-4b21-8ca6-3223992990b3.jsonl"
 #: Real files, a handful per format (the smallest Claude Code sessions: the largest take long).
 REAL = {
     "claude-code": 3,
@@ -45,8 +48,17 @@ def _run(*args: str) -> bytes:
     return result.stdout_bytes
 
 
-def _answers(db: str, files: list[str]) -> dict[str, Any]:
-    _run("import", "--db", db, *files)
+def _answers(db: str, files: list[str], folder: Path, realdata: Path) -> dict[str, Any]:
+    lines = (realdata / GROWN).read_bytes().splitlines(keepends=True)
+    grown = folder / "grown.jsonl"
+    grown.write_bytes(b"".join(lines[:30]))
+    assert b" 1 trace imported," in _run("import", "--db", db, str(grown))
+    grown.write_bytes(b"".join(lines))
+    assert b" 1 updated (+11 -0 messages)," in _run("import", "--db", db, *files, str(grown))
+    return _read(db)
+
+
+def _read(db: str) -> dict[str, Any]:
     return {
         "summary": _run("summary", "--json", "--db", db),
         "pairs.csv": _run("pairs", "--format", "csv", "--db", db),
@@ -55,9 +67,11 @@ def _answers(db: str, files: list[str]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def sqlite_answers(files: list[str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    db = str(tmp_path_factory.mktemp("sqlite") / "store.db")
-    return _answers(db, files)
+def sqlite_answers(
+    files: list[str], realdata: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("sqlite")
+    return _answers(str(folder / "store.db"), files, folder, realdata)
 
 
 def _same(found: dict[str, Any], expected: dict[str, Any]) -> None:
@@ -70,7 +84,11 @@ def _same(found: dict[str, Any], expected: dict[str, Any]) -> None:
 
 
 def test_the_cluster_answers_as_sqlite_and_holds_traces_on_both_shards(
-    clickhouse_cluster: Any, files: list[str], sqlite_answers: dict[str, Any]
+    clickhouse_cluster: Any,
+    files: list[str],
+    sqlite_answers: dict[str, Any],
+    realdata: Path,
+    tmp_path: Path,
 ) -> None:
     servers = ",".join(
         f"{c.connection.hosts[0][0]}:{c.connection.hosts[0][1]}" for c in clickhouse_cluster.shards
@@ -78,7 +96,7 @@ def test_the_cluster_answers_as_sqlite_and_holds_traces_on_both_shards(
     db = (
         f"clickhouse://{servers}/{clickhouse_cluster.database}?cluster={clickhouse_cluster.cluster}"
     )
-    _same(_answers(db, files), sqlite_answers)
+    _same(_answers(db, files, tmp_path, realdata), sqlite_answers)
     per_shard = [
         {
             trace
@@ -93,6 +111,14 @@ def test_the_cluster_answers_as_sqlite_and_holds_traces_on_both_shards(
         for shard in clickhouse_cluster.shards
     ]
     assert all(n > 0 for n in traces), traces
+    # The grown session's first version is still stored beside its second: not read.
+    versions = [
+        shard.execute(
+            f"SELECT uniqExact(version) FROM {clickhouse_cluster.database}.messages_local"
+        )[0][0]
+        for shard in clickhouse_cluster.shards
+    ]
+    assert sorted(versions) == [1, 2]
     assert not per_shard[0] & per_shard[1]  # no trace's messages on two shards
     # Every trace with messages lies on the shard of its traces row.
     for shard, held in zip(clickhouse_cluster.shards, per_shard, strict=True):
@@ -113,24 +139,30 @@ def chdb_database(chdb_session: Any) -> Iterator[str]:
 
 
 def test_chdb_answers_as_sqlite(
-    chdb_database: str, files: list[str], sqlite_answers: dict[str, Any]
+    chdb_session: Any,
+    chdb_database: str,
+    files: list[str],
+    sqlite_answers: dict[str, Any],
+    realdata: Path,
+    tmp_path: Path,
 ) -> None:
-    _same(_answers(f"chdb://?database={chdb_database}", files), sqlite_answers)
+    db = f"chdb://?database={chdb_database}"
+    _same(_answers(db, files, tmp_path, realdata), sqlite_answers)
+    found = chdb_session.query(
+        f"SELECT uniqExact(version) FROM {chdb_database}.messages_local", "CSV"
+    )
+    assert str(found).strip() == "2"  # the grown session's two versions, one read
 
 
 def test_importing_the_same_files_again_changes_no_answer(
-    chdb_database: str, files: list[str], sqlite_answers: dict[str, Any]
+    chdb_database: str,
+    files: list[str],
+    sqlite_answers: dict[str, Any],
+    realdata: Path,
+    tmp_path: Path,
 ) -> None:
     db = f"chdb://?database={chdb_database}"
-    _answers(db, files)
-    again = runner.invoke(app, ["import", "--db", db, *files])
-    assert again.exit_code == 0, again.output
-    assert " 0 traces imported, 0 updated," in again.output
-    _same(
-        {
-            "summary": _run("summary", "--json", "--db", db),
-            "pairs.csv": _run("pairs", "--format", "csv", "--db", db),
-            "pairs.jsonl": _run("pairs", "--db", db),
-        },
-        sqlite_answers,
-    )
+    _answers(db, files, tmp_path, realdata)
+    again = _run("import", "--db", db, *files, str(tmp_path / "grown.jsonl"))
+    assert b" 0 traces imported, 0 updated," in again
+    _same(_read(db), sqlite_answers)
