@@ -23,7 +23,12 @@ ToolLens itself (``ON CLUSTER`` needs ZooKeeper on 18.16; a loop over the server
 
 The small tables (imports, files, rejected records) are ``ReplacingMergeTree(_rev)`` by
 ``id``: a row changed (an import finishing) is written again with a higher ``_rev``, and the
-view keeps each id's highest (``LIMIT 1 BY``).
+view keeps each id's highest (``LIMIT 1 BY``) unless that revision deletes it (``_deleted``).
+
+Deleting is an insert too, never a mutation (``ALTER TABLE … DELETE`` rewrites every part
+holding a row: what times out on large stores): a deleted trace's id goes into
+``trace_deletions`` (sharded like the trace, so the views' ``NOT IN`` is local per shard) and
+its rows stay on disk until their partition is dropped.
 
 Columns keep ``db.schema``'s names; types keep to 18.16 (:func:`column_type`): times are
 ``Int64`` microseconds since the epoch (no ``DateTime64``), JSON is ``String``, flags ``UInt8``,
@@ -52,8 +57,12 @@ TRACE_TABLES: dict[str, tuple[str, ...]] = {
 #: Tables read whole, each row by its id.
 SMALL_TABLES: tuple[str, ...] = ("imports", "import_files", "rejected_records")
 #: The columns the store adds: the partition of a trace-scoped row, the revision of a small
-#: table's row.
-IMPORT_MONTH, REVISION = "import_month", "_rev"
+#: table's row and whether that revision deletes it.
+IMPORT_MONTH, REVISION, DELETED = "import_month", "_rev", "_deleted"
+#: The deleted traces (tombstones), sharded with their traces: ``toollens delete`` is an
+#: insert here, and every view leaves these traces out.
+DELETIONS = "trace_deletions"
+DELETION_COLUMNS: tuple[tuple[str, str], ...] = (("trace_id", "Int64"), ("at", "Int64"))
 
 
 def relational(name: str) -> Table:
@@ -108,17 +117,25 @@ def stored_columns(name: str) -> list[tuple[str, str]]:
             columns.append(("version", "Int64"))
         columns.append((IMPORT_MONTH, "UInt32"))
     else:
-        columns.append((REVISION, "UInt64"))
+        columns += [(REVISION, "UInt64"), (DELETED, "UInt8")]
     return columns
 
 
 def _shard_key(name: str) -> str:
     if name == "traces" or name in SMALL_TABLES:
         return "cityHash64(id)"
+    if name == DELETIONS:
+        return "cityHash64(trace_id)"
     return "cityHash64(trace_id)"
 
 
 def _local_ddl(layout: Layout, name: str) -> str:
+    if name == DELETIONS:
+        columns = ", ".join(f"`{c}` {t}" for c, t in DELETION_COLUMNS)
+        return (
+            f"CREATE TABLE IF NOT EXISTS {layout.local(name)} ({columns}) "
+            "ENGINE = MergeTree() ORDER BY (trace_id)"
+        )
     columns = ", ".join(f"`{c}` {t}" for c, t in stored_columns(name))
     if name in TRACE_TABLES:
         key = ", ".join(TRACE_TABLES[name])
@@ -138,20 +155,22 @@ def _view_ddl(layout: Layout, name: str) -> str:
     if name in TRACE_TABLES:
         trace = "id" if name == "traces" else "trace_id"
         latest = f"SELECT id, max(version) FROM {layout.local('traces')} GROUP BY id"
-        where = f"({trace}, version) IN ({latest})"
+        deleted = f"SELECT trace_id FROM {layout.local(DELETIONS)}"
+        where = f"({trace}, version) IN ({latest}) AND {trace} NOT IN ({deleted})"
         return (
             f"CREATE VIEW IF NOT EXISTS {layout.view(name)} AS SELECT * FROM {source} WHERE {where}"
         )
+    latest = f"SELECT * FROM {source} ORDER BY id, {REVISION} DESC LIMIT 1 BY id"
     return (
-        f"CREATE VIEW IF NOT EXISTS {layout.view(name)} AS SELECT * FROM {source} "
-        f"ORDER BY id, {REVISION} DESC LIMIT 1 BY id"
+        f"CREATE VIEW IF NOT EXISTS {layout.view(name)} AS SELECT * FROM ({latest}) "
+        f"WHERE {DELETED} = 0"
     )
 
 
 def statements(layout: Layout) -> list[str]:
     """The DDL of a store on one server, in order."""
     out = [f"CREATE DATABASE IF NOT EXISTS {layout.database}"]
-    names = [*TRACE_TABLES, *SMALL_TABLES]
+    names = [*TRACE_TABLES, *SMALL_TABLES, DELETIONS]
     out += [_local_ddl(layout, name) for name in names]
     if layout.cluster:
         out += [
@@ -160,7 +179,7 @@ def statements(layout: Layout) -> list[str]:
             f"{_shard_key(name)})"
             for name in names
         ]
-    out += [_view_ddl(layout, name) for name in names]
+    out += [_view_ddl(layout, name) for name in names if name != DELETIONS]
     return out
 
 

@@ -102,10 +102,19 @@ def _ordered(
     ]
 
 
+def _table_names(selection: Selection, metadata: MetaData) -> list[str]:
+    """The tables deleting ``selection`` reaches, parents first."""
+    return [table.name for table, _ in _ordered(_plan(selection, metadata), metadata)]
+
+
 def count_rows(
     engine: Engine, selection: Selection, metadata: MetaData = Base.metadata
 ) -> dict[str, int]:
     """How many rows of each table deleting ``selection`` would remove (parents first)."""
+    if engine.dialect.name == "clickhouse":
+        from db.clickhouse import deletion as clickhouse
+
+        return clickhouse.count_rows(engine, selection, metadata, _table_names(selection, metadata))
     with engine.connect() as conn:
         return {
             table.name: int(conn.execute(select(func.count()).where(where)).scalar_one())
@@ -117,7 +126,14 @@ def delete_rows(
     engine: Engine, selection: Selection, metadata: MetaData = Base.metadata
 ) -> dict[str, int]:
     """Delete ``selection`` and every row that points at it, in one transaction; the counts
-    per table (parents first), as :func:`count_rows` gave them."""
+    per table (parents first), as :func:`count_rows` gave them. On ClickHouse: inserts, no
+    mutation (:mod:`db.clickhouse.deletion`)."""
+    if engine.dialect.name == "clickhouse":
+        from db.clickhouse import deletion as clickhouse
+
+        return clickhouse.delete_rows(
+            engine, selection, metadata, _table_names(selection, metadata)
+        )
     ordered = _ordered(_plan(selection, metadata), metadata)
     counts: dict[str, int] = {}
     with writing(engine) as conn:
