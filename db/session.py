@@ -17,7 +17,8 @@ state). What is storage policy rather than importing is decided here, not by the
   pool's initializer, never rendered into a string or a command line.
 
 A second storage engine implements this door (and compiles the figure catalogue); the importer
-does not change. The dashboard's one-row writes (notes, corrections, review marks) are not
+does not change: it opens a run with :func:`db.door.start_session`, which picks the engine's
+door (ClickHouse: :class:`db.clickhouse.session.ClickHouseImportSession`). The dashboard's one-row writes (notes, corrections, review marks) are not
 import runs (no run, no batches, no statistics, no workers): they stay single-transaction
 functions of their ``db`` modules, called from the dashboard's one gateway
 (:mod:`dashboard.writes`).
@@ -120,12 +121,6 @@ class ImportSession:
     ) -> ImportSession:
         """Record a new import run (``running``, with this process) and open it. Runs this
         host's dead processes left ``running`` are marked ``interrupted`` first."""
-        if engine.dialect.name == "clickhouse":
-            from db.clickhouse.session import ClickHouseImportSession
-
-            return ClickHouseImportSession.start(
-                engine, origin=origin, paths=paths, encoding=encoding
-            )
         started = time.perf_counter()
         session = cls(engine, start_import(engine, origin=origin, paths=paths, encoding=encoding))
         session._started = started

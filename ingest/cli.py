@@ -131,11 +131,18 @@ def main_options(
         os.environ[PASSWORD_ENV] = password
 
 
-def _engine(db: str | None, *, create: bool = False):  # type: ignore[no-untyped-def]
+#: What a command that does not work on a ClickHouse store says (docs/clickhouse.md).
+CLICKHOUSE_COMMANDS = "import, summary, pairs, delete and prune do"
+
+
+def _engine(  # type: ignore[no-untyped-def]
+    db: str | None, *, create: bool = False, clickhouse: bool = False
+):
     """The store ``db`` names; a SQLite file that does not exist is an error (exit 2) unless
     ``create`` (the commands that write traces), so that a mistyped ``--db`` never opens an
     empty store; a store written by a newer ToolLens, or one that cannot be reached (no
-    server, no such database, a refused password), says so in one line (exit 2)."""
+    server, no such database, a refused password), says so in one line (exit 2), and so does a
+    ClickHouse store for a command that does not work on one (``clickhouse`` False)."""
     from db.engine import StoreConnectionError, make_engine, missing_sqlite_file
     from db.migrate import NewerStoreError
 
@@ -146,12 +153,19 @@ def _engine(db: str | None, *, create: bool = False):  # type: ignore[no-untyped
             f"`toollens import --db {missing} FILE…` creates one)"
         )
     try:
-        return make_engine(db)
+        engine = make_engine(db)
     except NewerStoreError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
     except StoreConnectionError as exc:
         raise _usage_error(str(exc)) from None
+    if engine.dialect.name == "clickhouse" and not clickhouse:
+        engine.dispose()
+        raise _usage_error(
+            "this command does not work on a ClickHouse store yet "
+            f"({CLICKHOUSE_COMMANDS}; see docs/clickhouse.md)"
+        )
+    return engine
 
 
 def _usage_error(message: str) -> typer.Exit:
@@ -290,7 +304,7 @@ def import_command(
         disable=not sys.stderr.isatty(),
         file=sys.stderr,
     )
-    engine = _engine(db, create=True)
+    engine = _engine(db, create=True, clickhouse=True)
     terminated: list[int] = []
     previous_handler = signal.signal(signal.SIGTERM, _interrupt_on_sigterm(terminated))
     try:
@@ -360,7 +374,7 @@ def summary_command(
     """Headline figures of the store: pairing, status, error types, tokens, loops, suggestions."""
     from db.queries.summary import summarize
 
-    data = summarize(_engine(db), loop_k=loop_k)
+    data = summarize(_engine(db, clickhouse=True), loop_k=loop_k)
     if as_json:
         typer.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
         return
@@ -378,7 +392,7 @@ def pairs_command(
     if out_format not in ("jsonl", "csv"):
         raise _usage_error(f"unknown output format {out_format!r}; use jsonl or csv")
     try:
-        _write_pairs(_engine(db), sys.stdout, out_format)
+        _write_pairs(_engine(db, clickhouse=True), sys.stdout, out_format)
     except OSError as exc:
         if not _reader_gone(exc):
             raise
@@ -646,7 +660,7 @@ def delete_command(
         except ValueError:
             raise _usage_error(f"--before: {before!r} is not a date (YYYY-MM-DD)") from None
         selection = imports_before(datetime(day.year, day.month, day.day, tzinfo=UTC))
-    _confirm_deletion(_engine(db), selection, yes)
+    _confirm_deletion(_engine(db, clickhouse=True), selection, yes)
 
 
 @app.command("prune")
@@ -663,7 +677,7 @@ def prune_command(
     from db.writes.deletion import imports_before
 
     cutoff = datetime.now(UTC) - timedelta(days=keep_days)
-    _confirm_deletion(_engine(db), imports_before(cutoff), yes)
+    _confirm_deletion(_engine(db, clickhouse=True), imports_before(cutoff), yes)
 
 
 @app.command("copy")

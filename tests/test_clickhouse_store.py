@@ -5,6 +5,7 @@ for a server that does not answer, and the SQL the catalogue's statements compil
 from __future__ import annotations
 
 import socket
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +136,32 @@ def test_literals_are_quoted_so_the_engine_reads_the_same_text(chdb_session: Any
     text = "it's a \\ back'slash\n100% \t \u00e9 \U0001f600"
     found = ch_client.ChdbClient(parse("chdb://")).query(f"SELECT {ch_client.literal(text)} AS v")
     assert found == (["v"], [(text,)])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["export", "some-trace"], ["reanalyze"], ["rebuild-rollups"], ["vacuum"], ["serve"]],
+)
+def test_a_command_not_built_for_clickhouse_says_so_in_one_line(
+    chdb_session: Any, args: list[str]
+) -> None:
+    database = f"t_{uuid.uuid4().hex[:12]}"
+    try:
+        result = runner.invoke(app, [*args, "--db", f"chdb://?database={database}"])
+    finally:
+        chdb_session.query(f"DROP DATABASE IF EXISTS {database}")
+    assert result.exit_code == 2
+    assert result.output == (
+        "Error: this command does not work on a ClickHouse store yet (import, summary, pairs, "
+        "delete and prune do; see docs/clickhouse.md)\n"
+    )
+
+
+def test_copying_to_or_from_clickhouse_is_refused_in_one_line(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["copy", "--from", str(tmp_path / "a.db"), "--to", "clickhouse://h:9000/d"]
+    )
+    assert result.exit_code == 2
+    assert result.output == (
+        "Error: copying to or from a ClickHouse store is not built yet (docs/clickhouse.md)\n"
+    )

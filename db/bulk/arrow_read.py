@@ -90,7 +90,7 @@ def connect(engine: Engine) -> Any:
         return conn
     if engine.dialect.name == "clickhouse":
         from db.clickhouse.client import ArrowConnection
-        from db.clickhouse.engine import client_of
+        from db.clickhouse.dialect import client_of
 
         return ArrowConnection(client_of(engine).fresh())
     raise ArrowReadUnavailable(f"no ADBC driver for {engine.dialect.name}")

@@ -66,6 +66,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 
 from db import dialect
+from db.clickhouse.url import is_clickhouse
 from db.engine import make_engine, missing_sqlite_file, resolve_url
 from db.migrate import current_revision, head_revision, known_revisions, store_location, upgrade
 from db.schema import Base, RollupState
@@ -415,6 +416,10 @@ def copy_store(
     each table is done. Raises :class:`CopyRefused` before writing anything when the stores do
     not fit.
     """
+    if any(is_clickhouse(resolve_url(url)) for url in (source_url, target_url)):
+        raise CopyRefused(
+            "copying to or from a ClickHouse store is not built yet (docs/clickhouse.md)"
+        )
     if make_url(resolve_url(source_url)) == make_url(resolve_url(target_url)):
         raise CopyRefused("--from and --to name the same store")
     missing = missing_sqlite_file(source_url)

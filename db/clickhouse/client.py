@@ -21,6 +21,10 @@ import pyarrow as pa
 
 from db.clickhouse.url import ClickHouseTarget
 
+#: What a label that names a column of its own expression is suffixed with in the SQL
+#: (``db.clickhouse.dialect``).
+SHADOW = "__tl"
+
 #: Seconds to wait for a server to accept a connection before saying it is unreachable.
 CONNECT_TIMEOUT_S = 5
 #: An insert into a Distributed table returns once every shard holds its rows (else a read
@@ -68,6 +72,11 @@ def literal(value: Any) -> str:
         value = json.dumps(value)
     text = str(value).replace("\\", "\\\\").replace("'", "\\'")
     return f"'{text}'"
+
+
+def result_name(name: str) -> str:
+    """A result column's name as the statement labelled it (:data:`SHADOW` taken off)."""
+    return name[: -len(SHADOW)] if name.endswith(SHADOW) else name
 
 
 def _first_line(message: str) -> str:
@@ -269,8 +278,6 @@ class _ArrowCursor:
         self._table = None
 
     def execute(self, sql: str) -> None:
-        from db.clickhouse.dialect import result_name
-
         table = self._client.arrow(sql % {})  # the statement's % are doubled (pyformat)
         self._table = table.rename_columns([result_name(n) for n in table.column_names])
 

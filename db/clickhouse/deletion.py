@@ -13,13 +13,14 @@ table in its order; the tables a ClickHouse store does not keep count 0.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Engine, select
 
 from db.clickhouse.client import epoch_us, literal
-from db.clickhouse.engine import client_of, layout_of
+from db.clickhouse.dialect import client_of, layout_of
 from db.clickhouse.schema import (
     DELETED,
     DELETION_COLUMNS,
@@ -32,7 +33,15 @@ from db.clickhouse.schema import (
 if TYPE_CHECKING:
     from sqlalchemy import MetaData, Table
 
-    from db.writes.deletion import Selection
+
+class Selection(Protocol):
+    """What ``db.writes.deletion.Selection`` holds: the root table and the condition on it."""
+
+    @property
+    def table(self) -> str: ...
+
+    @property
+    def where(self) -> Callable[[Table], Any]: ...
 
 
 def _ids(engine: Engine, table: Table, where: Any) -> list[int]:

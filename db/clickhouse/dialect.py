@@ -29,22 +29,17 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
+from sqlalchemy import Engine
 from sqlalchemy import types as sqltypes
 from sqlalchemy.engine import default
 from sqlalchemy.sql import compiler, operators
 from sqlalchemy.sql.elements import ColumnClause, Null
 from sqlalchemy.sql.visitors import iterate
 
-from db.clickhouse.client import ClickHouseError, Client, literal
+from db.clickhouse.client import SHADOW, ClickHouseError, Client, literal, result_name
+from db.clickhouse.schema import Layout
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-#: What a label that names a column of its own expression is suffixed with in the SQL.
-SHADOW = "__tl"
-
-
-def result_name(name: str) -> str:
-    """A result column's name as the statement labelled it (:data:`SHADOW` taken off)."""
-    return name[: -len(SHADOW)] if name.endswith(SHADOW) else name
 
 
 class _EpochMicros(sqltypes.DateTime):
@@ -271,6 +266,17 @@ class _DBAPI:
 #: The client each engine's connections use, by the URL's ``client`` key (set by
 #: :func:`db.clickhouse.engine.clickhouse_engine`).
 CLIENTS: dict[str, Client] = {}
+
+
+def client_of(engine: Engine) -> Client:
+    """The client of a ClickHouse store's engine."""
+    return CLIENTS[engine.url.query["client"]]  # type: ignore[index]
+
+
+def layout_of(engine: Engine) -> Layout:
+    """Where a ClickHouse store's tables are."""
+    target = client_of(engine).target
+    return Layout(target.database, target.cluster)
 
 
 class ClickHouseDialect(default.DefaultDialect):

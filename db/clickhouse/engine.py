@@ -15,8 +15,8 @@ from sqlalchemy.dialects import registry
 from sqlalchemy.engine import URL
 
 from db.clickhouse import schema
-from db.clickhouse.client import ClickHouseError, Client, connect
-from db.clickhouse.dialect import CLIENTS
+from db.clickhouse.client import ClickHouseError, connect
+from db.clickhouse.dialect import CLIENTS, client_of, layout_of
 from db.clickhouse.url import ClickHouseTarget, ClickHouseUrlError, parse
 
 registry.register("clickhouse.toollens", "db.clickhouse.dialect", "ClickHouseDialect")
@@ -27,17 +27,6 @@ _LOCK = threading.Lock()
 def is_clickhouse_engine(engine: Any) -> bool:
     """Whether ``engine`` (an engine or a connection) is a ClickHouse store's."""
     return bool(getattr(getattr(engine, "dialect", None), "name", None) == "clickhouse")
-
-
-def client_of(engine: Engine) -> Client:
-    """The client of a ClickHouse store's engine."""
-    return CLIENTS[engine.url.query["client"]]  # type: ignore[index]
-
-
-def layout_of(engine: Engine) -> schema.Layout:
-    """Where a ClickHouse store's tables are."""
-    target = client_of(engine).target
-    return schema.Layout(target.database, target.cluster)
 
 
 def clickhouse_engine(value: str, *, json_serializer: Any, json_deserializer: Any) -> Engine:

@@ -1,7 +1,7 @@
 """The import door on a ClickHouse store: :class:`ClickHouseImportSession`.
 
 The same door as SQLite's and PostgreSQL's (:class:`db.session.ImportSession`), so the importer
-does not know which store it writes: :meth:`ImportSession.start` opens this one for a
+does not know which store it writes: :func:`db.door.start_session` opens this one for a
 ClickHouse engine. A batch of traces is judged exactly as on the other engines (the writer's
 own :func:`db.writes.traces._decide`: new, unchanged, an older copy, another conversation kept
 apart, or an update), then written as one insert per table: a trace's rows go first, its
@@ -29,7 +29,7 @@ from sqlalchemy import Engine
 
 from db import dialect
 from db.clickhouse.client import ClickHouseError, Client, epoch_us, literal
-from db.clickhouse.engine import client_of, layout_of
+from db.clickhouse.dialect import client_of, layout_of
 from db.clickhouse.schema import IMPORT_MONTH, REVISION, Layout, relational, stored_columns
 from db.contract import exact_json
 from db.contract.rows import CHILD_COLUMNS, SourceFileRecord

@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 
 from db.contract.rows import SourceFileRecord
 from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_TOKEN_BUDGET
+from db.door import start_session
 from db.session import ImportSession
 from ingest.formats.base import Deferred, TraceFormat
 from ingest.importing.appending import extend_stored
@@ -88,7 +89,7 @@ def import_paths(
     # (the import's paths, each trace's source_file): redacted, kept apart, from the start.
     redactor = redaction.redactor()
     names = [str(redactor.redact_name(str(p))) for p in (display_names or paths)]
-    session = ImportSession.start(engine, origin=origin, paths=names, encoding=encoding)
+    session = start_session(engine, origin=origin, paths=names, encoding=encoding)
     summary = ImportSummary(import_id=session.import_id)
     if workers is None:
         total = sum(_size(p) for p in paths)
@@ -432,7 +433,7 @@ def import_traces(
     redaction = redaction or RedactionSettings.from_env()
     redactor = redaction.redactor()
     paths = [str(redactor.redact_name(source))] if source else []
-    session = ImportSession.start(engine, origin=origin, paths=paths, encoding=encoding)
+    session = start_session(engine, origin=origin, paths=paths, encoding=encoding)
     summary = ImportSummary(import_id=session.import_id)
     try:
         with BatchWriter(session, summary, encoding, budget, 0, redaction) as writer:
