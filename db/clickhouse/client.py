@@ -128,7 +128,12 @@ class NativeClient(Client):
     """Servers reached by the native protocol (``clickhouse-driver``), one per shard."""
 
     def __init__(self, target: ClickHouseTarget) -> None:
-        from clickhouse_driver import Client as DriverClient
+        try:
+            from clickhouse_driver import Client as DriverClient
+        except ImportError:
+            raise ClickHouseError(
+                "the ClickHouse client is not installed: pip install 'toollens[clickhouse]'"
+            ) from None
 
         # The driver logs a traceback for every refused connection; the caller says it in
         # one line instead.
@@ -230,7 +235,12 @@ def _chdb_session(path: str | None) -> Any:
     """The process's chdb engine (a session of it; at ``path`` when it is opened first here:
     chdb keeps one engine per process, which every session shares)."""
     if "engine" not in _CHDB:
-        from chdb import session
+        try:
+            from chdb import session
+        except ImportError:
+            raise ClickHouseError(
+                "the in-process ClickHouse (chdb) is not installed: pip install 'toollens[chdb]'"
+            ) from None
 
         _CHDB["engine"] = session.Session(path) if path else session.Session()
     return _CHDB["engine"]
