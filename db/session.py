@@ -19,8 +19,8 @@ state). What is storage policy rather than importing is decided here, not by the
 A second storage engine implements this door (and compiles the figure catalogue); the importer
 does not change: it opens a run with :func:`db.door.start_session`, which picks the engine's
 door (ClickHouse: :class:`db.clickhouse.session.ClickHouseImportSession`). The dashboard's
-one-row writes (notes, corrections, review marks) are not import runs (no run, no batches, no statistics, no workers): they stay single-transaction
-functions of their ``db`` modules, called from the dashboard's one gateway
+one-row writes (notes, corrections, review marks) are not import runs (no run, no batches, no
+statistics, no workers): they stay single-transaction functions of their ``db`` modules, called from the dashboard's one gateway
 (:mod:`dashboard.writes`).
 """
 
