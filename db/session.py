@@ -20,8 +20,8 @@ A second storage engine implements this door (and compiles the figure catalogue)
 does not change: it opens a run with :func:`db.door.start_session`, which picks the engine's
 door (ClickHouse: :class:`db.clickhouse.session.ClickHouseImportSession`). The dashboard's
 one-row writes (notes, corrections, review marks) are not import runs (no run, no batches, no
-statistics, no workers): they stay single-transaction functions of their ``db`` modules, called from the dashboard's one gateway
-(:mod:`dashboard.writes`).
+statistics, no workers): they stay single-transaction functions of their ``db`` modules, called
+from the dashboard's one gateway (:mod:`dashboard.writes`).
 """
 
 from __future__ import annotations
