@@ -1,4 +1,4 @@
-"""The same answers from ClickHouse as from SQLite (issue 41): real files of several formats and
+"""The same answers from ClickHouse as from SQLite (issue 41): the real files of every format and
 the generator's scenarios imported into both, then ``summary --json`` and ``pairs`` (CSV and
 JSON Lines) compared byte for byte — on the 2-shard cluster (whose shards must both hold
 traces, none split between them) and on the in-process current engine (chdb)."""
@@ -21,21 +21,19 @@ runner = CliRunner()
 #: A Claude Code session imported when half written, then again grown: stored as an update
 #: (a new version of the trace, which ClickHouse reads without FINAL or a merge).
 GROWN = "claude-code/f6108699-47cc-4b21-8ca6-3223992990b3.jsonl"
-#: Real files, a handful per format (the smallest Claude Code sessions: the largest take long).
-REAL = {
-    "claude-code": 3,
-    "langfuse-export": None,
-    "openai-chat": None,
-    "openai-legacy": None,
-}
+#: The real files: every one of ``../shared/realdata`` (Claude Code sessions, Langfuse
+#: exports, OpenAI chat and legacy files), but the one grown below.
+FORMATS = ("claude-code", "langfuse-export", "openai-chat", "openai-legacy")
 
 
 @pytest.fixture(scope="module")
 def files(realdata: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    out: list[str] = []
-    for folder, take in REAL.items():
-        found = sorted((realdata / folder).iterdir(), key=lambda p: (p.stat().st_size, p.name))
-        out += [str(p) for p in found[:take]]
+    out = [
+        str(p)
+        for folder in FORMATS
+        for p in sorted((realdata / folder).iterdir())
+        if p != realdata / GROWN
+    ]
     scenarios = tmp_path_factory.mktemp("scenarios")
     generate(scenarios, seed=7)
     out += sorted(str(p) for p in scenarios.iterdir() if p.name != "ground_truth.json")

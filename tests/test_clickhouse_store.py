@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Float, Integer, cast, column, func, literal, select, table
+from sqlalchemy import Float, Integer, String, cast, column, func, literal, select, table
 from typer.testing import CliRunner
 
 from db.clickhouse import client as ch_client
@@ -116,7 +116,9 @@ def test_flags_casts_and_limits_are_spelled_for_clickhouse() -> None:
     assert _sql(stmt) == (
         "SELECT CAST(tool_results.ms AS Nullable(Float64)) AS s, "
         "CAST(NULL AS Nullable(Int64)) AS none, "
-        "substringUTF8(tool_results.status, 1, 3) AS head FROM store.tool_results "
+        "if(isNull(tool_results.status), NULL, arrayStringConcat(arraySlice("
+        "extractAll(assumeNotNull(tool_results.status), '(?s).'), 1, 3))) AS head "
+        "FROM store.tool_results "
         "WHERE ifNull(tool_results.flag = 1, 0) AND tool_results.status IS NOT NULL "
         "LIMIT 10, 5"
     )
@@ -165,3 +167,28 @@ def test_copying_to_or_from_clickhouse_is_refused_in_one_line(tmp_path: Path) ->
     assert result.output == (
         "Error: copying to or from a ClickHouse store is not built yet (docs/clickhouse.md)\n"
     )
+
+
+#: Characters of one, two, three and four bytes, a newline and a quote.
+CUT = "a\u00e9\u20ac\U0001f3af\nb'c\U0001f600d"
+
+
+def _cut_on(client: Any) -> list[str]:
+    dialect = ClickHouseDialect()
+    stmts = [select(func.substr(literal(CUT), start, n)) for start, n in ((1, 4), (4, 3), (2, 9))]
+    stmts.append(select(func.substr(cast(literal(None), String), 1, 2)))
+    sql = [str(s.compile(dialect=dialect, compile_kwargs={"literal_binds": True})) for s in stmts]
+    return [client.query(q % {})[1][0][0] for q in sql]
+
+
+def test_substr_cuts_characters_as_sqlite_on_chdb(chdb_session: Any) -> None:
+    assert _cut_on(ch_client.ChdbClient(parse("chdb://"))) == [CUT[0:4], CUT[3:6], CUT[1:10], None]
+
+
+def test_substr_cuts_characters_as_sqlite_on_the_2018_server(clickhouse_cluster: Any) -> None:
+    host, port = clickhouse_cluster.shards[0].connection.hosts[0]
+    client = ch_client.NativeClient(parse(f"clickhouse://{host}:{port}/default"))
+    try:
+        assert _cut_on(client) == [CUT[0:4], CUT[3:6], CUT[1:10], None]
+    finally:
+        client.close()

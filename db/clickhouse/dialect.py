@@ -11,8 +11,9 @@ the statements need only be spelled for ClickHouse; this compiler does that, for
 * ``x IS 1`` (a flag compared as SQLite spells it) becomes ``ifNull(x = 1, 0)``;
 * ``CAST(x AS T)`` casts to ``Nullable(T)`` in ClickHouse's type names (Float64, Int64,
   String), so a NULL survives it;
-* ``substr``/``length`` count characters (``substringUTF8``/``lengthUTF8``), as SQLite and
-  PostgreSQL do; ``octet_length`` counts bytes (``length``); ``a // b`` is ``intDiv``;
+* ``substr``/``length`` count characters, as SQLite and PostgreSQL do (``substr`` cuts an
+  array of the text's characters: 18.16's ``substringUTF8`` splits four-byte characters);
+  ``octet_length`` counts bytes (``length``); ``a // b`` is ``intDiv``;
 * ``LIMIT n OFFSET m`` is ``LIMIT m, n``;
 * values are written into the statement by :func:`db.clickhouse.client.literal`;
 * times are microseconds since the epoch (ClickHouse 18.16 has no sub-second ``DateTime``).
@@ -64,7 +65,6 @@ class ClickHouseCompiler(compiler.SQLCompiler):
     """See the module's docstring."""
 
     _FUNCTIONS: ClassVar[dict[str, str]] = {
-        "substr": "substringUTF8",
         "length": "lengthUTF8",
         "char_length": "lengthUTF8",
         "octet_length": "length",
@@ -73,6 +73,14 @@ class ClickHouseCompiler(compiler.SQLCompiler):
     }
 
     def visit_function(self, func: Any, add_to_result_map: Any = None, **kw: Any) -> str:
+        if func.name.lower() == "substr":
+            # By characters, as SQLite and PostgreSQL cut: 18.16's substringUTF8 splits a
+            # character of four bytes (an emoji), so the text is cut as an array of characters.
+            # 18.16 has no Nullable array: NULL stays NULL around the cut.
+            text, *bounds = (self.process(arg, **kw) for arg in func.clauses)
+            chars = f"extractAll(assumeNotNull({text}), '(?s).')"
+            cut = f"arrayStringConcat(arraySlice({chars}, {', '.join(bounds)}))"
+            return f"if(isNull({text}), NULL, {cut})"
         name = self._FUNCTIONS.get(func.name.lower())
         if name is None:
             return super().visit_function(func, add_to_result_map=add_to_result_map, **kw)
