@@ -9,6 +9,8 @@ state). What is storage policy rather than importing is decided here, not by the
 * after a large import, which tables get fresh planner statistics (:data:`ANALYZED_TABLES`,
   from :data:`ANALYZE_MIN_MESSAGES` messages on), so the dashboard's queries pick the right
   indexes on a freshly loaded database;
+* how many messages a batch written at once should at least hold
+  (:attr:`ImportSession.min_batch_messages`: ClickHouse wants big blocks);
 * whether worker processes may write at all (:attr:`ImportSession.workers_can_write`: the
   store can be opened from another process) and whether their writes may run concurrently
   (:attr:`ImportSession.concurrent_writers`: PostgreSQL yes, SQLite one writer at a time);
@@ -133,6 +135,12 @@ class ImportSession:
         """Whether worker processes can open the store and write their batches themselves (a
         SQLite file or PostgreSQL; not an in-memory database)."""
         return WorkerConnection.reaches(self.engine)
+
+    @property
+    def min_batch_messages(self) -> int:
+        """The fewest messages a batch of traces should hold when it is written (0: the
+        importer's own batch size stands)."""
+        return 0
 
     @property
     def concurrent_writers(self) -> bool:

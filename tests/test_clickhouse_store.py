@@ -192,3 +192,28 @@ def test_substr_cuts_characters_as_sqlite_on_the_2018_server(clickhouse_cluster:
         assert _cut_on(client) == [CUT[0:4], CUT[3:6], CUT[1:10], None]
     finally:
         client.close()
+
+
+def test_an_import_writes_each_table_in_big_blocks(
+    chdb_session: Any, realdata: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """8,564 messages: two of the importer's usual batches (5,000 messages), one block of
+    messages for ClickHouse (up to 50,000)."""
+    inserts: list[tuple[str, int]] = []
+    insert = ch_client.ChdbClient.insert
+
+    def counted(self: Any, table: str, columns: Any, rows: Any) -> None:
+        inserts.append((table.split(".")[-1], len(rows)))
+        insert(self, table, columns, rows)
+
+    monkeypatch.setattr(ch_client.ChdbClient, "insert", counted)
+    database = f"t_{uuid.uuid4().hex[:12]}"
+    try:
+        db = f"chdb://?database={database}"
+        out = runner.invoke(app, ["import", "--db", db, str(realdata)])
+        assert out.exit_code == 0, out.output
+        assert "245 traces imported" in out.output
+    finally:
+        chdb_session.query(f"DROP DATABASE IF EXISTS {database}")
+    assert [n for table, n in inserts if table == "messages_local"] == [8564]
+    assert [n for table, n in inserts if table == "traces_local"] == [245]

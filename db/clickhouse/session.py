@@ -45,6 +45,10 @@ from db.writes.traces import (
     rejected_key,
 )
 
+#: Messages per batch of traces written: one insert per table, one part per partition per shard
+#: each; ClickHouse wants few, large inserts (a part per small insert is what makes merges
+#: fall behind), so the importer gathers ten times its usual batch (``BATCH_MESSAGES``).
+MIN_BATCH_MESSAGES = 50_000
 #: Keys per ``IN (…)`` list of a look-up.
 _IN_CHUNK = 1000
 
@@ -167,6 +171,10 @@ class ClickHouseImportSession(ImportSession):
     @property
     def concurrent_writers(self) -> bool:
         return False
+
+    @property
+    def min_batch_messages(self) -> int:
+        return MIN_BATCH_MESSAGES
 
     def worker_connection(self) -> WorkerConnection:
         raise ClickHouseError("worker processes do not write to a ClickHouse store")

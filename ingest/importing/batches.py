@@ -520,7 +520,7 @@ class BatchWriter:
             self.batch_messages += len(item.record.raw) // DEFERRED_BYTES_PER_MESSAGE + 1
         else:
             self.batch_messages += len(item.messages)
-        if self.batch_messages >= BATCH_MESSAGES:
+        if self.batch_messages >= max(BATCH_MESSAGES, self.session.min_batch_messages):
             self._submit()
 
     def _place(self, item: Trace | Deferred) -> None:
