@@ -136,7 +136,7 @@ def chdb_database(chdb_session: Any) -> Iterator[str]:
         chdb_session.query(f"DROP DATABASE IF EXISTS {database}")
 
 
-def test_chdb_answers_as_sqlite(
+def test_chdb_answers_as_sqlite_also_after_importing_the_same_files_again(
     chdb_session: Any,
     chdb_database: str,
     files: list[str],
@@ -150,17 +150,6 @@ def test_chdb_answers_as_sqlite(
         f"SELECT uniqExact(version) FROM {chdb_database}.messages_local", "CSV"
     )
     assert str(found).strip() == "2"  # the grown session's two versions, one read
-
-
-def test_importing_the_same_files_again_changes_no_answer(
-    chdb_database: str,
-    files: list[str],
-    sqlite_answers: dict[str, Any],
-    realdata: Path,
-    tmp_path: Path,
-) -> None:
-    db = f"chdb://?database={chdb_database}"
-    _answers(db, files, tmp_path, realdata)
     again = _run("import", "--db", db, *files, str(tmp_path / "grown.jsonl"))
     assert b" 0 traces imported, 0 updated," in again
     _same(_read(db), sqlite_answers)
