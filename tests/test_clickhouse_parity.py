@@ -36,6 +36,8 @@ def files(realdata: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]
     ]
     scenarios = tmp_path_factory.mktemp("scenarios")
     generate(scenarios, seed=7)
+    # Records the import rejects and keeps, raw bytes and all (not UTF-8, not JSON).
+    (scenarios / "broken.jsonl").write_bytes(b'{"messages": [\n\xff\xfe not json\n')
     out += sorted(str(p) for p in scenarios.iterdir() if p.name != "ground_truth.json")
     return out
 

@@ -65,7 +65,7 @@ def literal(value: Any) -> str:
     if isinstance(value, datetime):
         return str(epoch_us(value))
     if isinstance(value, bytes):
-        value = value.decode("utf-8", "surrogateescape")
+        return f"unhex('{value.hex()}')"  # any bytes, valid UTF-8 or not
     if isinstance(value, (list, tuple)):
         return "(" + ", ".join(literal(v) for v in value) + ")"
     if isinstance(value, dict):

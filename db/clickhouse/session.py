@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,48 +58,47 @@ def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
         yield items[i : i + _IN_CHUNK]
 
 
-def _converter(table: str, name: str, kind: str) -> Any:
-    """How a Python value of column ``name`` becomes what the driver inserts (kind: its
-    ClickHouse type)."""
+def _converter(table: str, name: str, kind: str) -> Callable[[Any], Any]:
+    """How a Python value of column ``name`` becomes what the client inserts (``kind``: its
+    ClickHouse type): the same text and JSON the relational writer stores."""
     column = relational(table).c.get(name)
-    is_time = column is not None and type(column.type).__name__ == "UtcTimeStamp"
-    is_json = column is not None and type(column.type).__name__ == "JSON"
+    kind_name = type(column.type).__name__ if column is not None else ""
     nullable = kind.startswith("Nullable(")
     base = kind[9:-1] if nullable else kind
-
-    def convert(value: Any) -> Any:
-        if value is None:
-            if nullable:
-                return None
-            return "" if base == "String" else 0
-        if is_time:
-            return value if isinstance(value, int) else epoch_us(value)
-        if is_json:
-            return dialect.json_dumps(dialect.storable_json(value))
-        if base == "String":
-            if isinstance(value, bytes):
-                return value.decode("utf-8", "surrogateescape")
-            return dialect.storable_text(str(value))
-        if base == "Float64":
-            return float(value)
-        return int(value)
-
-    return convert
+    default: Any = None if nullable else ("" if base == "String" else 0)
+    convert: Callable[[Any], Any]
+    if kind_name == "UtcTimeStamp":
+        convert = lambda v: v if v.__class__ is int else epoch_us(v)  # noqa: E731
+    elif kind_name == "JSON":
+        convert = dialect.json_dumps
+    elif kind_name == "LargeBinary":
+        convert = bytes  # raw bytes, as read (the client writes them unchanged)
+    elif base == "String":
+        convert = lambda v: dialect.storable_text(v if v.__class__ is str else str(v))  # noqa: E731
+    elif base == "Float64":
+        convert = float
+    else:
+        convert = int
+    return lambda v: default if v is None else convert(v)
 
 
 class _Rows:
-    """Rows of one stored table in the store's column order, converted for the driver."""
+    """Rows of one stored table in the store's column order, converted for the client; each
+    row given as values in ``given`` order (default: the store's), missing columns defaulted."""
 
-    def __init__(self, table: str) -> None:
+    def __init__(self, table: str, given: Sequence[str] | None = None) -> None:
         self.table = table
-        self.columns = [name for name, _ in stored_columns(table)]
-        self._convert = [_converter(table, n, k) for n, k in stored_columns(table)]
+        stored = stored_columns(table)
+        self.columns = [name for name, _ in stored]
+        at = {name: i for i, name in enumerate(given or self.columns)}
+        self._plan = [(at.get(n), _converter(table, n, k)) for n, k in stored]
         self.rows: list[tuple[Any, ...]] = []
 
-    def add(self, values: Mapping[str, Any]) -> None:
-        self.rows.append(
-            tuple(f(values.get(n)) for n, f in zip(self.columns, self._convert, strict=True))
-        )
+    def add(self, values: Sequence[Any]) -> None:
+        self.rows.append(tuple(f(None if i is None else values[i]) for i, f in self._plan))
+
+    def add_mapping(self, values: Mapping[str, Any]) -> None:
+        self.add([values.get(n) for n in self.columns])
 
     def write(self, client: Client, layout: Layout) -> None:
         client.insert(layout.every_row(self.table), self.columns, self.rows)
@@ -160,7 +159,7 @@ class ClickHouseImportSession(ImportSession):
 
     def _write_import(self) -> None:
         rows = _Rows("imports")
-        rows.add(self._import_row)
+        rows.add_mapping(self._import_row)
         rows.write(self.client, self.layout)
 
     @property
@@ -246,7 +245,10 @@ class ClickHouseImportSession(ImportSession):
         if self._next_id is None:
             self._next_id = self._max("traces") + 1
         traces = _Rows("traces")
-        children = {table: _Rows(table) for table in CHILD_COLUMNS}
+        children = {
+            table: _Rows(table, (*columns, "trace_id", "version", IMPORT_MONTH))
+            for table, columns in CHILD_COLUMNS.items()
+        }
         for plan in plans.values():
             if plan.stored is None:
                 trace_id, version = self._next_id, 1 + len(plan.updates)
@@ -255,7 +257,7 @@ class ClickHouseImportSession(ImportSession):
                 trace_id, version = plan.stored.id, plan.stored.version + len(plan.updates)
             else:
                 continue
-            traces.add(
+            traces.add_mapping(
                 {
                     **plan.rows.trace._asdict(),
                     "id": trace_id,
@@ -265,11 +267,10 @@ class ClickHouseImportSession(ImportSession):
                     IMPORT_MONTH: month,
                 }
             )
-            own = {"trace_id": trace_id, "version": version, IMPORT_MONTH: month}
+            own = (trace_id, version, month)
             for table, out in children.items():
-                columns = CHILD_COLUMNS[table]
                 for record in plan.rows.children(table):
-                    out.add({**dict(zip(columns, record, strict=True)), **own})
+                    out.add((*record, *own))
         # The rows first, the traces last: a reader takes a trace's rows at its latest version.
         for out in children.values():
             out.write(self.client, self.layout)
@@ -292,7 +293,7 @@ class ClickHouseImportSession(ImportSession):
         out = _Rows("rejected_records")
         first = self._max("rejected_records") + 1
         for i, values in enumerate(fresh.values()):
-            out.add({**values, "id": first + i, REVISION: 1})
+            out.add_mapping({**values, "id": first + i, REVISION: 1})
         out.write(self.client, self.layout)
         return len(fresh)
 
@@ -344,7 +345,7 @@ class ClickHouseImportSession(ImportSession):
         files = _Rows("import_files")
         first = self._max("import_files") + 1
         for i, f in enumerate(by_file):
-            files.add({**f, "id": first + i, "import_id": self.import_id, REVISION: 1})
+            files.add_mapping({**f, "id": first + i, "import_id": self.import_id, REVISION: 1})
         files.write(self.client, self.layout)
         self._end(state=state, error=error, seconds=seconds, **counts)
         return seconds
