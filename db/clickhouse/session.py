@@ -3,7 +3,7 @@
 The same door as SQLite's and PostgreSQL's (:class:`db.session.ImportSession`), so the importer
 does not know which store it writes: :func:`db.door.start_session` opens this one for a
 ClickHouse engine. A batch of traces is judged exactly as on the other engines (the writer's
-own :func:`db.writes.traces._decide`: new, unchanged, an older copy, another conversation kept
+own :func:`db.writes.traces.decide_batch`: new, unchanged, an older copy, another conversation kept
 apart, or an update), then written as one insert per table: a trace's rows go first, its
 ``traces`` row last, so a reader (which takes each trace's rows at its latest ``traces``
 version, :mod:`db.clickhouse.schema`) sees a new version whole or not at all. An update is the
@@ -36,13 +36,13 @@ from db.contract.rows import CHILD_COLUMNS, SourceFileRecord
 from db.session import AppendBase, ImportSession, WorkerConnection
 from db.writes import processes
 from db.writes.traces import (
+    StoredTrace,
     TraceRows,
     WriteResult,
-    _decide,
-    _storable_trace,
-    _Stored,
     apart_rows,
+    decide_batch,
     rejected_key,
+    storable_trace,
 )
 
 #: Messages per batch of traces written: one insert per table, one part per partition per shard
@@ -183,14 +183,14 @@ class ClickHouseImportSession(ImportSession):
 
     # ---- writing ------------------------------------------------------------------------------
 
-    def _stored(self, keys: Iterable[str]) -> dict[str, _Stored]:
-        out: dict[str, _Stored] = {}
+    def _stored(self, keys: Iterable[str]) -> dict[str, StoredTrace]:
+        out: dict[str, StoredTrace] = {}
         for chunk in _chunks(sorted(set(keys))):
             for key, trace_id, digest, messages, version in self._rows(
                 "SELECT dedupe_key, id, content_hash, message_count, version FROM "
                 f"{self.layout.view('traces')} WHERE dedupe_key IN {literal(list(chunk))}"
             ):
-                out[key] = _Stored(int(trace_id), digest, int(messages), int(version))
+                out[key] = StoredTrace(int(trace_id), digest, int(messages), int(version))
         return out
 
     def _known(self, hashes: Iterable[str]) -> set[str]:
@@ -222,7 +222,7 @@ class ClickHouseImportSession(ImportSession):
         result = WriteResult()
         if not rows:
             return result
-        batch = [_storable_trace(r) for r in rows]
+        batch = [storable_trace(r) for r in rows]
         candidates = {
             r.trace.content_hash
             for r in batch
@@ -239,7 +239,9 @@ class ClickHouseImportSession(ImportSession):
                 stored[key].content_hash is None or stored[key].content_hash != r.trace.content_hash
             )
         }
-        plans = _decide(batch, stored, self._known(candidates), result, self._messages(differing))
+        plans = decide_batch(
+            batch, stored, self._known(candidates), result, self._messages(differing)
+        )
         now = datetime.now(UTC)
         month = _month(now)
         if self._next_id is None:

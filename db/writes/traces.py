@@ -5,7 +5,7 @@ through the DBAPI cursor's ``executemany``, on PostgreSQL through ``COPY … FRO
 (see :mod:`db.dialect`). Every batch is one transaction, so a trace is never half written.
 A trace already stored under its identity (``dedupe_key``) is unchanged (same content hash:
 importing twice changes nothing), an older copy (its messages a strict prefix of the stored
-version's: unchanged, the longer version stays), another conversation (see :func:`_decide`:
+version's: unchanged, the longer version stays), another conversation (see :func:`decide_batch`:
 stored apart under ``<identity>~<hash>``) or updated (its stored version replaced in the same
 transaction, and kept in ``trace_versions``: :mod:`db.writes.versions`); no content is ever dropped.
 A rejected record is kept once however often it is imported.
@@ -197,7 +197,7 @@ def reserve_trace_ids(engine: Engine, count: int) -> list[int] | None:
 
 
 @dataclass(slots=True)
-class _Stored:
+class StoredTrace:
     """A stored trace as the writer needs it to decide."""
 
     id: int
@@ -270,7 +270,7 @@ class _Plan:
     index: int
     #: Where :attr:`rows` is in the batch.
     at: int
-    stored: _Stored | None
+    stored: StoredTrace | None
     #: Every update of this identity in the batch.
     updates: list[_Update] = field(default_factory=list)
     #: The version the next occurrence is judged against: its hash and its messages (``None``:
@@ -288,11 +288,11 @@ def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
         yield items[i : i + _IN_CHUNK]
 
 
-def _lock_stored(conn: Connection, keys: Iterable[str]) -> dict[str, _Stored]:
+def _lock_stored(conn: Connection, keys: Iterable[str]) -> dict[str, StoredTrace]:
     """The stored traces with these identities, locked (``FOR UPDATE``) in key order, so that
     two concurrent batches updating the same traces take their locks in the same order."""
     t = TRACES.c
-    out: dict[str, _Stored] = {}
+    out: dict[str, StoredTrace] = {}
     for chunk in _chunks(sorted(set(keys))):
         stmt = (
             select(t.dedupe_key, t.id, t.content_hash, t.message_count, t.version)
@@ -301,7 +301,7 @@ def _lock_stored(conn: Connection, keys: Iterable[str]) -> dict[str, _Stored]:
             .with_for_update()
         )
         for key, trace_id, digest, messages, version in conn.execute(stmt):
-            out[key] = _Stored(trace_id, digest, messages, version)
+            out[key] = StoredTrace(trace_id, digest, messages, version)
     return out
 
 
@@ -348,15 +348,16 @@ def _stored_hashes(conn: Connection, hashes: Iterable[str]) -> set[str]:
     return out
 
 
-def _decide(
+def decide_batch(
     batch: Sequence[TraceRows],
-    stored: dict[str, _Stored],
+    stored: dict[str, StoredTrace],
     known: set[str],
     result: WriteResult,
     stored_messages: dict[int, list[MessageKey]],
 ) -> dict[str, _Plan]:
     """Each trace of ``batch`` in input order, as a single process importing one at a time
-    would judge it against the current version of its identity (``dedupe_key``):
+    would judge it against the current version of its identity (``dedupe_key``) — on every
+    engine (the ClickHouse writer, ``db.clickhouse.session``, judges by it too):
 
     * new identity -> imported; without an external id, content already stored under another
       identity -> unchanged;
@@ -466,7 +467,7 @@ def write_traces(
     return result
 
 
-def _storable_trace(rows: TraceRows) -> TraceRows:
+def storable_trace(rows: TraceRows) -> TraceRows:
     """``rows`` with its trace row's text as every engine stores it (its identity is compared
     with what the database gives back); child rows are made storable by the bulk writer."""
     trace = rows.trace
@@ -509,7 +510,7 @@ def _write_batch(
     result = WriteResult()
     if not batch:
         return result
-    batch = [_storable_trace(rows) for rows in batch]
+    batch = [storable_trace(rows) for rows in batch]
     now = datetime.now(UTC)
     children = _driver_children(dialect.name_of(engine), batch)
     candidates = {
@@ -534,7 +535,7 @@ def _write_batch(
                 or stored[key].content_hash != rows.trace.content_hash
             )
         }
-        plans = _decide(batch, stored, known, result, _stored_messages(conn, differing))
+        plans = decide_batch(batch, stored, known, result, _stored_messages(conn, differing))
         new = {key: plan for key, plan in plans.items() if plan.stored is None}
         values = []
         for plan in new.values():
