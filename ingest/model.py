@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from db.contract import exact_json
 from db.contract.vocabulary import CallKind, Role
 
 
@@ -196,7 +197,7 @@ _HASH_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
 def _canonical(value: Any) -> bytes:
-    return orjson.dumps(value, option=_HASH_OPTIONS, default=str)
+    return exact_json.dumps_bytes(value, _HASH_OPTIONS)
 
 
 def content_hash(trace: Trace) -> str:

@@ -48,6 +48,39 @@ def _store(db_url: str, tmp_path: Path) -> None:
     engine.dispose()
 
 
+def _store_object_arguments(db_url: str, tmp_path: Path) -> None:
+    """Anthropic's shape: the arguments are a JSON object in the record itself, not a string."""
+    line = (
+        '{"id": "object-args", "messages": [{"role": "user", "content": "count"}, '
+        '{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "count", '
+        f'"input": {ARGUMENTS}}}]}}, '
+        '{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", '
+        f'"content": "total {BIG}"}}]}}]}}\n'
+    )
+    path = tmp_path / "object.jsonl"
+    path.write_text(line)
+    engine = make_engine(db_url)
+    summary = import_paths(engine, [path])
+    engine.dispose()
+    assert (summary.traces, summary.rejected) == (1, 0)
+
+
+def test_integers_beyond_64_bits_in_object_arguments_are_stored_and_listed_as_written(
+    db_url: str, tmp_path: Path
+) -> None:
+    _store_object_arguments(db_url, tmp_path)
+    engine = make_engine(db_url)
+    with engine.connect() as conn:
+        parsed = conn.execute(sa.select(ToolCallRow.arguments)).scalar_one()
+    engine.dispose()
+    assert parsed == {"n": int(BIG), "m": int(NEGATIVE), "small": 7}
+    result = CliRunner().invoke(app, ["pairs", "--db", db_url, "--format", "jsonl"])
+    assert result.exit_code == 0, result.output
+    (pair,) = [json.loads(line) for line in result.output.splitlines() if line.strip()]
+    assert pair["arguments"] == f'{{"n":{BIG},"m":{NEGATIVE},"small":7}}'
+    assert pair["result"] == f"total {BIG}"
+
+
 def test_integers_beyond_64_bits_in_arguments_are_stored_exactly(
     db_url: str, tmp_path: Path
 ) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from db.contract import exact_json
 from ingest.analysis.durations import milliseconds
 from ingest.formats._span_messages import (
     Key,
@@ -245,7 +246,7 @@ def _align(sources: list[Source]) -> tuple[list[_Thread], list[tuple[datetime | 
 def _normalized(value: Any) -> str:
     text = content_text(value).strip()
     try:
-        return orjson.dumps(orjson.loads(text), option=orjson.OPT_SORT_KEYS).decode()
+        return exact_json.dumps_bytes(exact_json.loads(text), orjson.OPT_SORT_KEYS).decode()
     except (orjson.JSONDecodeError, TypeError):
         return text
 
