@@ -465,9 +465,7 @@ def test_the_page_shows_the_known_differences(
             "/trace?trace=candidate-002&pair=4:0",
         ]
     ]
-    assert "**Unchanged tools (no metric differs):** none" in [
-        md.value for md in at.markdown
-    ]
+    assert "**Unchanged tools (no metric differs):** none" in [md.value for md in at.markdown]
 
 
 def test_the_page_names_a_filter_it_cannot_read_and_waits_for_both(

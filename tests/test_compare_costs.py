@@ -159,7 +159,9 @@ def test_toollens_compare_prints_the_cost_per_trace_and_gates_on_it(
         "+$0.00757",
     ]
     assert "[+$0.00757, +$0.00757]" in line and "5/5 traces" in line
-    assert text.stdout.rstrip().endswith("FAILED: worse with evidence: cost_per_trace ((all tools))")
+    assert text.stdout.rstrip().endswith(
+        "FAILED: worse with evidence: cost_per_trace ((all tools))"
+    )
 
 
 def test_the_compare_page_shows_the_cost_per_trace(
