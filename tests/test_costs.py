@@ -154,9 +154,15 @@ def test_the_last_tool_message_of_a_measured_trace_is_read_by_nocall() -> None:
 
 
 def test_the_default_price_table_names_its_date_and_sources() -> None:
+    # Every entry names the page its prices were checked against.
+    text = DEFAULT_PRICES.read_text(encoding="utf-8")
+    parts = text.split("\n[models.")
+    assert len(parts) == 1 + 19
+    # The text before each entry ends with the comment naming its source.
+    assert all(part.rstrip().splitlines()[-1].startswith("# ") for part in parts[:-1])
     table = load(str(DEFAULT_PRICES))
-    assert table.source["as_of"] == "2025-11-01"
-    assert set(table.source) == {"as_of", "anthropic", "openai"}
+    assert table.source["checked"] == "2026-12-05"
+    assert set(table.source) == {"checked", "how", "anthropic", "anthropic_models", "openai"}
     sonnet = table.price("claude-sonnet-4-20250514")
     assert sonnet is not None
     assert (sonnet.input, sonnet.cached_input, sonnet.cache_write, sonnet.output) == (
