@@ -446,3 +446,27 @@ def test_a_report_on_a_model_without_a_price_says_tokens_only_and_a_measured_one
         "(2,000 cached) · $0.003600`"
     ) in lines
     engine.dispose()
+
+
+def test_a_report_of_a_trace_stored_before_its_costs_were_derived_says_so(
+    store: tuple[sa.Engine, dict[str, int]],
+) -> None:
+    engine, ids = store
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "UPDATE tool_results SET later_calls = NULL, reread_tokens = NULL,"
+                " reread_cached = NULL, reread_measured = NULL, cost_nano_usd = NULL"
+                " WHERE trace_id = :trace"
+            ),
+            {"trace": ids["incident-1"]},
+        )
+    report = build_report(engine, "incident-1", now=T0)
+    assert report["figures"]["tool_cost"] is None
+    assert report["flagged"][0]["result"]["later_calls"] is None
+    markdown = to_markdown(report)
+    assert (
+        "| What the Tool Messages cost (read again by later calls) | `not derived for this trace "
+        "yet (toollens reanalyze derives it)` |"
+    ) in markdown
+    assert "Cost:" not in markdown

@@ -34,6 +34,8 @@ METHOD = {
     "means_and_percentiles": f"bootstrap over traces, {BOOTSTRAP} Poisson resamples, seed "
     f"{SEED}; percentiles nearest rank, resampled as grouped-data quantiles",
     "multiple_comparisons": f"Benjamini-Hochberg, false discovery rate {FALSE_DISCOVERY_RATE}",
+    "costs": "re-read tokens and cost (USD) per trace over the traces whose every Tool Message "
+    "has the figure; the cost only where the trace's model has a price",
 }
 
 

@@ -276,7 +276,10 @@ def build_report(
             "tool_result_share": round(results_tokens / total, 4) if total else None,
             "wasted_tokens": header["wasted_tokens"],
             "max_occurrence": header["max_occurrence"],
-            "tool_cost": trace_tool_cost(engine, trace_id),
+            # None for a trace stored before the figures were derived (until reanalyze).
+            "tool_cost": trace_tool_cost(engine, trace_id)
+            if any(r["later_calls"] is not None for r in results) or not results
+            else None,
             "flagged_pairs": len(flagged),
             "corrections": sum(1 for p in pairs if "result" in p and corrections_made(p["result"])),
             "annotations": len(notes),

@@ -42,7 +42,9 @@ def figures_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
         ("Wasted tokens (repeats)", str(f["wasted_tokens"])),
         (
             "What the Tool Messages cost (read again by later calls)",
-            total_cost_text(f["tool_cost"]),
+            "not derived for this trace yet (toollens reanalyze derives it)"
+            if f["tool_cost"] is None
+            else total_cost_text(f["tool_cost"]),
         ),
         (
             "Flagged pairs / corrections / notes",
