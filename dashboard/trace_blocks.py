@@ -23,6 +23,7 @@ from db.contract import exact_json
 from db.contract.vocabulary import PROBLEM_DESCRIPTION, PROBLEM_LABEL, finding_level
 from db.queries.traces import message_text
 from db.writes.annotations import Annotation
+from ingest.outputs.cost_text import message_cost_text
 
 LONE_RESULT_TEXT = {
     "orphan_result": "Orphan result: no call in this trace has its id.",
@@ -312,28 +313,23 @@ def input_share_text(result: Any) -> str | None:
 
 
 def cost_text(result: Any) -> str | None:
-    """What the Tool Message adds to the model calls after it (``ingest.analysis.costs``): ``read by
-    N later calls · M re-read (K cached) · $C``, ``~`` before an estimate's figures; ``None`` when
-    not analyzed for it (a store from before, until ``toollens reanalyze``).
+    """What the Tool Message adds to the model calls after it, as the incident report says it
+    (``ingest.outputs.cost_text``); ``None`` when not analyzed for it (a store from before,
+    until ``toollens reanalyze``).
 
     >>> cost_text({"later_calls": 6, "reread_tokens": 4960, "reread_cached": 4956,
     ...            "reread_measured": True, "cost_nano_usd": 5218800})
     'read by 6 later calls · 4,960 re-read (4,956 cached) · $0.005219'
-    >>> cost_text({"later_calls": 3, "reread_tokens": 200, "reread_cached": None,
-    ...            "reread_measured": False, "cost_nano_usd": None})
-    'read by ~3 later calls · ~200 re-read · tokens only'
     """
-    calls = _value(result, "later_calls")
-    if calls is None:
-        return None
-    mark = "" if bool(_value(result, "reread_measured")) else "~"
-    text = f"read by {mark}{render.count_text(int(calls), 'later call')}"
-    text += f" · {mark}{int(_value(result, 'reread_tokens') or 0):,} re-read"
-    cached = _value(result, "reread_cached")
-    if cached is not None and mark == "":
-        text += f" ({int(cached):,} cached)"
+    calls, cached = _value(result, "later_calls"), _value(result, "reread_cached")
     cost = _value(result, "cost_nano_usd")
-    return text + (" · tokens only" if cost is None else f" · ${int(cost) / 1e9:,.6f}")
+    return message_cost_text(
+        None if calls is None else int(calls),
+        int(_value(result, "reread_tokens") or 0),
+        None if cached is None else int(cached),
+        bool(_value(result, "reread_measured")),
+        None if cost is None else int(cost) / 1e9,
+    )
 
 
 def result_header(result: Any, budget: int, token_counts: str = "exact") -> str:
