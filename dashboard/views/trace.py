@@ -69,15 +69,16 @@ PAGE_KEY = "mpage"
 #: Session key of the (trace, pair) the page selector last showed.
 ANCHOR_KEY = "_trace_page_anchor"
 REVIEW_LABEL = "Notes and corrections on this pair"
+#: The trace, its size and its problems first (on screen at 1,440 px), then where it came from.
 TRACE_PICKER_COLUMNS = (
     "trace",
     "title",
-    "agent",
-    "model",
-    "started_at",
     "messages",
     "errors",
     "problems",
+    "agent",
+    "model",
+    "started_at",
 )
 #: Traces per page of the trace picker.
 PICKER_PAGE_SIZE = 50
@@ -133,7 +134,7 @@ def _picker(f: Any) -> None:
         height=widgets.table_height(len(found), max_rows=8),
         column_config={
             "trace": st.column_config.TextColumn("Trace", width="medium"),
-            "title": st.column_config.TextColumn("Title", width="large"),
+            "title": st.column_config.TextColumn("Title", width=widgets.CONTENT_PX),
             "agent": st.column_config.TextColumn("Agent"),
             "model": st.column_config.TextColumn("Model"),
             "started_at": st.column_config.DatetimeColumn(
