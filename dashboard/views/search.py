@@ -80,4 +80,10 @@ selected = event.selection.rows if event is not None else []
 if selected:
     chosen = found.hits.iloc[selected[0]]
     pair = chosen["pair"]
-    state.open_trace(str(chosen["trace"]), pair if isinstance(pair, str) else None)
+    # On the Trace page: the page of the message holding the match, scrolled to it, the
+    # words marked; the pair (a call or Tool Message) selected too.
+    state.open_trace(
+        str(chosen["trace"]),
+        pair if isinstance(pair, str) else None,
+        {state.FOUND_PARAM: str(int(chosen["seq"])), state.WORDS_PARAM: text},
+    )
