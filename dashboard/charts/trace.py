@@ -9,6 +9,9 @@ a mark selects it (the page reads the point's ``customdata``: the ``pair`` value
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -87,6 +90,8 @@ def outline_chart(markers: pd.DataFrame, messages: int, selected: str | None = N
 MIN_BAR_SHARE = 0.004
 #: Characters of a thread's name in a row label (a Claude Code side chain is named by a UUID).
 BRANCH_CHARS = 13
+#: What a row label of a thread nested deeper than the first level starts with, per level.
+NEST_INDENT = "\u2003\u2003"
 #: Legend name and color of each kind of timeline bar (a tool call's by its answer's status).
 TIMELINE_SERIES: dict[tuple[str, str | None], tuple[str, str]] = {
     ("model", None): ("model call", palette.NEUTRAL),
@@ -98,19 +103,50 @@ TIMELINE_SERIES: dict[tuple[str, str | None], tuple[str, str]] = {
 }
 
 
-def timeline_rows(bars: pd.DataFrame) -> list[str]:
-    """The timeline's rows, top to bottom: the main conversation's model calls and tool calls,
-    then each sub-agent thread's (in order of its first bar), nested under it with ``↳``."""
-    branches: list[str | None] = [None]
+def thread_depths(bars: pd.DataFrame, parents: Mapping[str, str] | None = None) -> dict[Any, int]:
+    """Each thread of ``bars`` (``None``: the main conversation) in the timeline's order, with
+    how deep it nests: the main conversation 0, a sub-agent thread one more than the thread it
+    nests in (``parents``: ``db.queries.timeline.Timeline.parents``; a thread without a known
+    parent nests in the main conversation). A thread follows the thread it nests in, after
+    that thread's earlier children; siblings come in order of their first bar.
+
+    >>> bars = pd.DataFrame({"branch": [None, "a", "b", "c"]})
+    >>> thread_depths(bars, {"b": "a"})
+    {None: 0, 'a': 1, 'b': 2, 'c': 1}
+    """
+    parents = parents or {}
+    threads: list[str] = []
     for branch in bars["branch"]:
-        value = branch if isinstance(branch, str) else None
-        if value not in branches:
-            branches.append(value)
+        if isinstance(branch, str) and branch not in threads:
+            threads.append(branch)
+    children: dict[str | None, list[str]] = {}
+    for thread in threads:
+        parent = parents.get(thread)
+        children.setdefault(parent if parent in threads else None, []).append(thread)
+    depths: dict[Any, int] = {}
+
+    def visit(thread: str | None, depth: int) -> None:
+        depths[thread] = depth
+        for child in children.get(thread, []):
+            if child not in depths:
+                visit(child, depth + 1)
+
+    visit(None, 0)
+    for thread in threads:  # in a cycle of parents: under the main conversation
+        if thread not in depths:
+            visit(thread, 1)
+    return depths
+
+
+def timeline_rows(bars: pd.DataFrame, parents: Mapping[str, str] | None = None) -> list[str]:
+    """The timeline's rows, top to bottom: the main conversation's model calls and tool calls,
+    then each sub-agent thread's, nested with ``↳`` under the thread it nests in
+    (:func:`thread_depths`)."""
     rows: list[str] = []
-    for branch in branches:
+    for branch, depth in thread_depths(bars, parents).items():
         for kind in ("model", "tool"):
             if ((bars["kind"] == kind) & _in_branch(bars, branch)).any():
-                rows.append(_row_label(kind, branch))
+                rows.append(_row_label(kind, branch, depth))
     return rows
 
 
@@ -120,12 +156,13 @@ def _in_branch(bars: pd.DataFrame, branch: str | None) -> pd.Series:
     return bars["branch"] == branch
 
 
-def _row_label(kind: str, branch: str | None) -> str:
+def _row_label(kind: str, branch: str | None, depth: int = 1) -> str:
     what = "model calls" if kind == "model" else "tool calls"
     if branch is None:
         return what
     short = branch if len(branch) <= BRANCH_CHARS else branch[: BRANCH_CHARS - 1] + "…"
-    return f"↳ {plot_text(short)}: {what}"
+    # An em space per level above the first: SVG text keeps it (it collapses ASCII spaces).
+    return f"{NEST_INDENT * (depth - 1)}↳ {plot_text(short)}: {what}"
 
 
 def _duration(ms: float) -> str:
@@ -138,10 +175,13 @@ def _duration(ms: float) -> str:
     return f"{minutes} min {seconds} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
-def timeline_chart(bars: pd.DataFrame, selected: str | None = None) -> go.Figure:
+def timeline_chart(
+    bars: pd.DataFrame, selected: str | None = None, parents: Mapping[str, str] | None = None
+) -> go.Figure:
     """The timeline of a trace (``db.queries.timeline.Timeline.bars``): one horizontal bar per
     model call and tool call on a time axis (UTC), from its start for its duration, one row per
-    kind of call and thread (:func:`timeline_rows`); a tool call colored by its answer's status.
+    kind of call and thread, nested as the threads nest (``parents``, :func:`timeline_rows`);
+    a tool call colored by its answer's status.
     Each bar's ``customdata[0]`` is the ``pair`` it opens (empty for a model call that called
     no tool); the ``selected`` pair's bars are outlined."""
     starts = pd.to_datetime(bars["start"], utc=True)
@@ -149,6 +189,7 @@ def timeline_chart(bars: pd.DataFrame, selected: str | None = None) -> go.Figure
     span_ms = (ends.max() - starts.min()).total_seconds() * 1000 if len(bars) else 0.0
     least = span_ms * MIN_BAR_SHARE
     traces: list[go.Bar] = []
+    depths = thread_depths(bars, parents)
     for (kind, status), (name, color) in TIMELINE_SERIES.items():
         mask = bars["kind"] == kind
         if status is not None:
@@ -156,7 +197,10 @@ def timeline_chart(bars: pd.DataFrame, selected: str | None = None) -> go.Figure
         rows = bars[mask]
         if rows.empty:
             continue
-        labels = [_row_label(kind, b if isinstance(b, str) else None) for b in rows["branch"]]
+        labels = [
+            _row_label(kind, b if isinstance(b, str) else None, depths.get(b, 1))
+            for b in rows["branch"]
+        ]
         pairs = [p if isinstance(p, str) else "" for p in rows["pair"]]
         hover = [
             f"#{int(seq)} {plot_text(label)}: {_duration(float(ms))}"
@@ -181,7 +225,7 @@ def timeline_chart(bars: pd.DataFrame, selected: str | None = None) -> go.Figure
                 },
             )
         )
-    rows_shown = timeline_rows(bars)
+    rows_shown = timeline_rows(bars, parents)
     layout = {
         "height": 90 + 34 * max(1, len(rows_shown)),
         "margin": {"l": 10, "r": 10, "t": 10, "b": 30},
