@@ -7,7 +7,8 @@ browser the script waits for the element Streamlit derives from the key (class
 ``st-key-<key>``), scrolls it to the top of the window below the app's header, and keeps it
 there while what is drawn above it still grows (a chart, a table), for at most
 :data:`FOLLOW_MS`; it stops as soon as the person scrolls, clicks or types. It runs once per
-target and address: drawing the page again (a widget changed) does not pull the view back.
+target and address until Back or Forward: drawing the page again (a widget changed) does not
+pull the view back.
 """
 
 from __future__ import annotations
@@ -23,10 +24,14 @@ _SAFE_KEY = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _SCRIPT = """<script>
 (() => {
   const key = "__KEY__";
-  const done = window.__toollensLanded = window.__toollensLanded || {};
+  if (!window.__toollensLanded) {
+    // Back and Forward land again, even on an address landed on before.
+    window.addEventListener("popstate", () => { window.__toollensLanded = {}; });
+    window.__toollensLanded = {};
+  }
   const where = key + location.pathname + location.search;
-  if (done[where]) return;
-  done[where] = true;
+  if (window.__toollensLanded[where]) return;
+  window.__toollensLanded[where] = true;
   const started = performance.now();
   let stopped = false, last = null, steady = 0;
   const events = ["wheel", "touchstart", "keydown", "mousedown"];
