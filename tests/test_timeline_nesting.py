@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otlp_agent import BASE_NS, MS, _messages, otlp_json, provider
 from sqlalchemy import select
 
-from dashboard.charts.trace import NEST_INDENT, thread_depths, timeline_chart, timeline_rows
+from dashboard.charts.trace import NEST_SEPARATOR, thread_paths, timeline_chart, timeline_rows
 from db.engine import make_engine
 from db.queries.timeline import trace_timeline
 from db.queries.traces import find_trace
@@ -129,8 +129,12 @@ def test_sub_agent_threads_nest_as_their_spans_do(db_url: str, tmp_path: Path) -
         ("model", "fact_checker", "model call", 80.0, 8),
         ("tool", "fact_checker", "search_web", 50.0, 8),
     ]
-    assert thread_depths(bars, timeline.parents) == {None: 0, "researcher": 1, "fact_checker": 2}
-    nested = NEST_INDENT + "↳ fact_checker"
+    assert thread_paths(bars, timeline.parents) == {
+        None: (),
+        "researcher": ("researcher",),
+        "fact_checker": ("researcher", "fact_checker"),
+    }
+    nested = f"↳ researcher{NEST_SEPARATOR}fact_checker"
     rows = ["model calls", "↳ researcher: model calls", f"{nested}: model calls",
             f"{nested}: tool calls"]  # fmt: skip
     assert timeline_rows(bars, timeline.parents) == rows
@@ -146,4 +150,5 @@ def test_a_thread_without_a_known_parent_nests_in_the_main_conversation(
     import pandas as pd
 
     bars = pd.DataFrame({"branch": [None, "a", "b"]})
-    assert thread_depths(bars, parents) == {None: 0, "a": 1, "b": 1 if not parents else 2}
+    nested = ("a", "b") if parents else ("b",)
+    assert thread_paths(bars, parents) == {None: (), "a": ("a",), "b": nested}

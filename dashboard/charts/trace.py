@@ -9,7 +9,7 @@ a mark selects it (the page reads the point's ``customdata``: the ``pair`` value
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -90,8 +90,9 @@ def outline_chart(markers: pd.DataFrame, messages: int, selected: str | None = N
 MIN_BAR_SHARE = 0.004
 #: Characters of a thread's name in a row label (a Claude Code side chain is named by a UUID).
 BRANCH_CHARS = 13
-#: What a row label of a thread nested deeper than the first level starts with, per level.
-NEST_INDENT = "\u2003\u2003"
+#: Between the threads of a nested thread's path in its row label (tick labels are right-aligned:
+#: an indent would not show).
+NEST_SEPARATOR = " › "
 #: Legend name and color of each kind of timeline bar (a tool call's by its answer's status).
 TIMELINE_SERIES: dict[tuple[str, str | None], tuple[str, str]] = {
     ("model", None): ("model call", palette.NEUTRAL),
@@ -103,16 +104,18 @@ TIMELINE_SERIES: dict[tuple[str, str | None], tuple[str, str]] = {
 }
 
 
-def thread_depths(bars: pd.DataFrame, parents: Mapping[str, str] | None = None) -> dict[Any, int]:
+def thread_paths(
+    bars: pd.DataFrame, parents: Mapping[str, str] | None = None
+) -> dict[Any, tuple[str, ...]]:
     """Each thread of ``bars`` (``None``: the main conversation) in the timeline's order, with
-    how deep it nests: the main conversation 0, a sub-agent thread one more than the thread it
-    nests in (``parents``: ``db.queries.timeline.Timeline.parents``; a thread without a known
-    parent nests in the main conversation). A thread follows the thread it nests in, after
-    that thread's earlier children; siblings come in order of their first bar.
+    its path: the threads it nests in, outermost first, then itself (the main conversation's
+    path is empty). A sub-agent thread nests in the thread ``parents`` names
+    (``db.queries.timeline.Timeline.parents``), else in the main conversation, and follows
+    it, after its earlier children; siblings come in order of their first bar.
 
     >>> bars = pd.DataFrame({"branch": [None, "a", "b", "c"]})
-    >>> thread_depths(bars, {"b": "a"})
-    {None: 0, 'a': 1, 'b': 2, 'c': 1}
+    >>> thread_paths(bars, {"b": "a"})
+    {None: (), 'a': ('a',), 'b': ('a', 'b'), 'c': ('c',)}
     """
     parents = parents or {}
     threads: list[str] = []
@@ -123,30 +126,30 @@ def thread_depths(bars: pd.DataFrame, parents: Mapping[str, str] | None = None) 
     for thread in threads:
         parent = parents.get(thread)
         children.setdefault(parent if parent in threads else None, []).append(thread)
-    depths: dict[Any, int] = {}
+    paths: dict[Any, tuple[str, ...]] = {}
 
-    def visit(thread: str | None, depth: int) -> None:
-        depths[thread] = depth
+    def visit(thread: str | None, path: tuple[str, ...]) -> None:
+        paths[thread] = path
         for child in children.get(thread, []):
-            if child not in depths:
-                visit(child, depth + 1)
+            if child not in paths:
+                visit(child, (*path, child))
 
-    visit(None, 0)
+    visit(None, ())
     for thread in threads:  # in a cycle of parents: under the main conversation
-        if thread not in depths:
-            visit(thread, 1)
-    return depths
+        if thread not in paths:
+            visit(thread, (thread,))
+    return paths
 
 
 def timeline_rows(bars: pd.DataFrame, parents: Mapping[str, str] | None = None) -> list[str]:
     """The timeline's rows, top to bottom: the main conversation's model calls and tool calls,
     then each sub-agent thread's, nested with ``↳`` under the thread it nests in
-    (:func:`thread_depths`)."""
+    (:func:`thread_paths`), their path in the label."""
     rows: list[str] = []
-    for branch, depth in thread_depths(bars, parents).items():
+    for branch, path in thread_paths(bars, parents).items():
         for kind in ("model", "tool"):
             if ((bars["kind"] == kind) & _in_branch(bars, branch)).any():
-                rows.append(_row_label(kind, branch, depth))
+                rows.append(_row_label(kind, path))
     return rows
 
 
@@ -156,13 +159,14 @@ def _in_branch(bars: pd.DataFrame, branch: str | None) -> pd.Series:
     return bars["branch"] == branch
 
 
-def _row_label(kind: str, branch: str | None, depth: int = 1) -> str:
+def _row_label(kind: str, path: Sequence[str]) -> str:
+    """``"model calls"`` of the main conversation, ``"↳ planner › researcher: tool calls"``
+    of a thread nested in another, each thread's name cut to :data:`BRANCH_CHARS`."""
     what = "model calls" if kind == "model" else "tool calls"
-    if branch is None:
+    if not path:
         return what
-    short = branch if len(branch) <= BRANCH_CHARS else branch[: BRANCH_CHARS - 1] + "…"
-    # An em space per level above the first: SVG text keeps it (it collapses ASCII spaces).
-    return f"{NEST_INDENT * (depth - 1)}↳ {plot_text(short)}: {what}"
+    shorts = (b if len(b) <= BRANCH_CHARS else b[: BRANCH_CHARS - 1] + "…" for b in path)
+    return f"↳ {NEST_SEPARATOR.join(plot_text(b) for b in shorts)}: {what}"
 
 
 def _duration(ms: float) -> str:
@@ -189,7 +193,7 @@ def timeline_chart(
     span_ms = (ends.max() - starts.min()).total_seconds() * 1000 if len(bars) else 0.0
     least = span_ms * MIN_BAR_SHARE
     traces: list[go.Bar] = []
-    depths = thread_depths(bars, parents)
+    paths = thread_paths(bars, parents)
     for (kind, status), (name, color) in TIMELINE_SERIES.items():
         mask = bars["kind"] == kind
         if status is not None:
@@ -198,7 +202,7 @@ def timeline_chart(
         if rows.empty:
             continue
         labels = [
-            _row_label(kind, b if isinstance(b, str) else None, depths.get(b, 1))
+            _row_label(kind, paths.get(b if isinstance(b, str) else None, (str(b),)))
             for b in rows["branch"]
         ]
         pairs = [p if isinstance(p, str) else "" for p in rows["pair"]]
