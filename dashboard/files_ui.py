@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeAlias
 
-import orjson
 import pandas as pd
 import streamlit as st
 from sqlalchemy import Engine
@@ -23,6 +22,7 @@ from dashboard import auth, writes
 from dashboard.render import count_text, escape_markdown
 from dashboard.uploads import too_large, upload_limit_mb
 from dashboard.widgets import EMPTY_CELL
+from db.contract import exact_json
 from db.contract.vocabulary import DEFAULT_LOOP_K
 from ingest.formats import format_names
 from ingest.outputs.report import MIME_TYPES, REPORT_FORMATS, build_report, render, report_file_name
@@ -98,7 +98,7 @@ def _json_cells(df: pd.DataFrame) -> pd.DataFrame:
     for column in out.columns:
         if out[column].dtype == object and out[column].map(type).isin([dict, list]).any():
             out[column] = out[column].map(
-                lambda v: orjson.dumps(v).decode() if isinstance(v, dict | list) else v
+                lambda v: exact_json.dumps(v) if isinstance(v, dict | list) else v
             )
     return out
 

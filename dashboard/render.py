@@ -21,11 +21,13 @@ import orjson
 import streamlit as st
 
 from dashboard.pages import IMPORTS
-from dashboard.palette import BadgeColor
+from dashboard.palette import TONE, BadgeColor
 from db.contract import exact_json
 
 #: Characters of content shown before the rest is collapsed.
 PREVIEW_CHARS = 1500
+#: Characters shown either side of a highlighted match (:func:`marked_text`).
+MARK_AROUND = 160
 #: Content longer than this is not parsed as JSON for pretty-printing (shown as is).
 PRETTY_MAX_CHARS = 2_000_000
 #: Every ASCII punctuation character may be backslash-escaped in CommonMark; escaping all of
@@ -123,6 +125,45 @@ def show_folded_json(value: Any, chars: int) -> None:
     says its size."""
     st.caption(json_summary(value, chars) + " · folded: click a ▸ to open a level")
     st.json(value, expanded=1)
+
+
+def phrase_span(text: str, words: Sequence[str]) -> tuple[int, int] | None:
+    """Where ``words`` (lowercased letters and digits, as ``db.dialect.search_words`` makes
+    them) first stand in ``text`` as the search finds them: adjacent whole words in order, any
+    case, anything but letters and digits between them; ``None`` when they do not.
+
+    >>> phrase_span("Got: Permission-DENIED here", ["permission", "denied"])
+    (5, 22)
+    >>> phrase_span("permissions denied", ["permission", "denied"]) is None
+    True
+    """
+    if not words:
+        return None
+    body = r"[\W_]+".join(re.escape(w) for w in words)
+    found = re.search(rf"(?<![^\W_]){body}(?![^\W_])", text, re.IGNORECASE)
+    return None if found is None else found.span()
+
+
+def marked_text(text: str, span: tuple[int, int], *, around: int = MARK_AROUND) -> str:
+    """Markdown of one line of ``text``: up to ``around`` characters either side of ``span``
+    and the span itself on a highlighted background. Every part is escaped first
+    (:func:`escape_markdown`), so nothing of the text is rendered as markup.
+
+    >>> print(marked_text("see [x](y) now", (4, 10), around=4))
+    see :violet-background[\\[x\\]\\(y\\)] now
+    """
+    start, end = span
+    before = text[max(0, start - around) : start]
+    after = text[end : end + around]
+    return (
+        ("…" if start > around else "")
+        + escape_markdown(before)
+        + (" " if before[-1:].isspace() else "")
+        + f":{TONE['highlight']}-background[{escape_markdown(text[start:end])}]"
+        + (" " if after[:1].isspace() else "")
+        + escape_markdown(after)
+        + ("…" if end + around < len(text) else "")
+    )
 
 
 def count_text(n: int, noun: str) -> str:

@@ -55,7 +55,10 @@ TEXT_FILTERS = ("since", "until")
 PENDING_KEY = "_pending_widget_values"
 #: URL parameters bound to whole-number inputs (the analysis settings, the pages of a table
 #: or a trace, the Tool calls page's token range).
-NUMBER_PARAMS = ("k", "sk", "budget", "page", "spage", "mpage", "tmin", "tmax")
+NUMBER_PARAMS = ("k", "sk", "budget", "page", "spage", "mpage", "msg", "tmin", "tmax")
+#: URL parameters of a search hit opened on the Trace page: the message it is in (its seq) and
+#: the words searched, marked in it. Choosing another trace or pair drops them.
+FOUND_PARAM, WORDS_PARAM = "msg", "hl"
 #: A whole number as a number input reads it (15 digits: beyond any page, count or setting,
 #: and within every engine's integers).
 _WHOLE_NUMBER = re.compile(r"-?[0-9]{1,15}")
@@ -249,9 +252,22 @@ def selected_pair() -> str | None:
     return st.query_params.get("pair") or None
 
 
+def found_message() -> int | None:
+    """The ``msg`` URL parameter: the seq of the message a search hit opened, if any."""
+    value = st.query_params.get(FOUND_PARAM)
+    return int(value) if value and _WHOLE_NUMBER.fullmatch(value.strip()) else None
+
+
+def found_words() -> str | None:
+    """The ``hl`` URL parameter: the words the search hit matched, if any."""
+    return st.query_params.get(WORDS_PARAM) or None
+
+
 def select_trace(trace: str | None, pair: str | None = None) -> None:
-    """Put ``trace`` (and ``pair``) in the URL of the current page; ``None`` removes them."""
-    for key, value in (("trace", trace), ("pair", pair)):
+    """Put ``trace`` (and ``pair``) in the URL of the current page; ``None`` removes them.
+    A search hit's message and words (:data:`FOUND_PARAM`, :data:`WORDS_PARAM`) go: the view
+    lands on the new choice."""
+    for key, value in (("trace", trace), ("pair", pair), (FOUND_PARAM, None), (WORDS_PARAM, None)):
         if value:
             st.query_params[key] = value
         elif key in st.query_params:

@@ -23,6 +23,7 @@ from db.contract import exact_json
 from db.contract.vocabulary import PROBLEM_DESCRIPTION, PROBLEM_LABEL, finding_level
 from db.queries.traces import message_text
 from db.writes.annotations import Annotation
+from ingest.outputs.cost_text import message_cost_text
 
 LONE_RESULT_TEXT = {
     "orphan_result": "Orphan result: no call in this trace has its id.",
@@ -39,6 +40,14 @@ HERE_KEY = "here_"
 #: The head of that box: a badge in the palette's highlight hue (no page-wide style: the
 #: dashboard renders no HTML).
 HERE_TEXT = ":material/my_location: Selected pair"
+
+#: Key of the box around the Selected pair above the messages (the browser scrolls to it when
+#: a link lands on the pair).
+SELECTED_KEY = "selected_pair"
+#: Key prefix of the box around the message a search hit opened (:func:`found_key`).
+FOUND_KEY = "found_"
+#: The head of that box.
+FOUND_TEXT = ":material/search: Search match"
 
 #: What a note is about: (message seq, call index) of a call, (seq, None) of a lone result.
 Target = tuple[int, int | None]
@@ -61,6 +70,10 @@ class BlockContext:
     problems: Mapping[str, Sequence[str]] = field(default_factory=dict)
     #: The trace's row id: content cut short by the query is read whole from it on demand.
     trace_id: int | None = None
+    #: The seq of the message a search hit opened (boxed, its match marked), and the words
+    #: searched (``db.dialect.search_words``).
+    found: int | None = None
+    words: Sequence[str] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,28 +325,23 @@ def input_share_text(result: Any) -> str | None:
 
 
 def cost_text(result: Any) -> str | None:
-    """What the Tool Message adds to the model calls after it (``ingest.analysis.costs``): ``read by
-    N later calls · M re-read (K cached) · $C``, ``~`` before an estimate's figures; ``None`` when
-    not analyzed for it (a store from before, until ``toollens reanalyze``).
+    """What the Tool Message adds to the model calls after it, as the incident report says it
+    (``ingest.outputs.cost_text``); ``None`` when not analyzed for it (a store from before,
+    until ``toollens reanalyze``).
 
     >>> cost_text({"later_calls": 6, "reread_tokens": 4960, "reread_cached": 4956,
     ...            "reread_measured": True, "cost_nano_usd": 5218800})
     'read by 6 later calls · 4,960 re-read (4,956 cached) · $0.005219'
-    >>> cost_text({"later_calls": 3, "reread_tokens": 200, "reread_cached": None,
-    ...            "reread_measured": False, "cost_nano_usd": None})
-    'read by ~3 later calls · ~200 re-read · tokens only'
     """
-    calls = _value(result, "later_calls")
-    if calls is None:
-        return None
-    mark = "" if bool(_value(result, "reread_measured")) else "~"
-    text = f"read by {mark}{render.count_text(int(calls), 'later call')}"
-    text += f" · {mark}{int(_value(result, 'reread_tokens') or 0):,} re-read"
-    cached = _value(result, "reread_cached")
-    if cached is not None and mark == "":
-        text += f" ({int(cached):,} cached)"
+    calls, cached = _value(result, "later_calls"), _value(result, "reread_cached")
     cost = _value(result, "cost_nano_usd")
-    return text + (" · tokens only" if cost is None else f" · ${int(cost) / 1e9:,.6f}")
+    return message_cost_text(
+        None if calls is None else int(calls),
+        int(_value(result, "reread_tokens") or 0),
+        None if cached is None else int(cached),
+        bool(_value(result, "reread_measured")),
+        None if cost is None else int(cost) / 1e9,
+    )
 
 
 def result_header(result: Any, budget: int, token_counts: str = "exact") -> str:
@@ -492,9 +500,55 @@ def message_header(msg: Any) -> str:
     return f"{render.badge_text(str(msg['role']), TONE['highlight'])} **#{seq}**{stamp} {size}"
 
 
+def found_key(seq: int) -> str:
+    """The widget key of the box around the message at ``seq`` a search hit opened."""
+    return f"{FOUND_KEY}{seq}"
+
+
+def match_line(text: str, words: Sequence[str]) -> str:
+    """Markdown of where ``words`` stand in ``text``: the words around them, the match marked
+    (every part escaped, :func:`dashboard.render.marked_text`); a plain sentence when the
+    words are not in ``text`` as written (the match is in a call's arguments, or was read past
+    the stored index's prefix).
+
+    >>> print(match_line("an *error* here", ["error"]))
+    an \\*:violet-background[error]\\* here
+    >>> match_line("nothing", ["error"])
+    'The searched words are in this message or its calls.'
+    """
+    span = render.phrase_span(text, words)
+    if span is None:
+        return "The searched words are in this message or its calls."
+    return render.marked_text(text, span)
+
+
+def _found_box(msg: Any, rows: PageRows, ctx: BlockContext) -> Any:
+    """A highlighted box around the message a search hit opened, with the match marked in
+    one line above it; no box for the other messages."""
+    seq = int(msg["seq"])
+    if seq != ctx.found:
+        return nullcontext()
+    box = st.container(border=True, key=found_key(seq))
+    if not ctx.words:
+        box.markdown(f":{TONE['highlight']}-badge[{FOUND_TEXT}]")
+        return box
+    texts = [str(msg["content"] or "")]
+    texts += [str(_value(c, "arguments_raw") or "") for c in rows.calls_at.get(seq, ())]
+    text = next((t for t in texts if render.phrase_span(t, ctx.words)), texts[0])
+    # Our own badge text: not escaped (escaping would break the icon's colons).
+    box.markdown(f":{TONE['highlight']}-badge[{FOUND_TEXT}] " + match_line(text, ctx.words))
+    return box
+
+
 def show_message(msg: Any, rows: PageRows, ctx: BlockContext) -> None:
     """One message of the conversation, with its calls (each beside its answer). A Tool
-    Message answering a call shown on this page is a single line saying where it is."""
+    Message answering a call shown on this page is a single line saying where it is. The
+    message a search hit opened is boxed, the match marked above it."""
+    with _found_box(msg, rows, ctx):
+        _show_message(msg, rows, ctx)
+
+
+def _show_message(msg: Any, rows: PageRows, ctx: BlockContext) -> None:
     seq = int(msg["seq"])
     if msg["role"] == "tool":
         note = answered_here(seq, rows)

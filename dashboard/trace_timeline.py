@@ -48,7 +48,7 @@ def draw(trace_id: int, trace: str, selected: str | None) -> None:
         return
     key = f"timeline_{trace_id}"
     event = st.plotly_chart(
-        timeline_chart(bars, selected),
+        timeline_chart(bars, selected, timeline.parents),
         key=key,
         on_select="rerun",
         selection_mode="points",

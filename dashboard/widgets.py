@@ -24,6 +24,12 @@ from dashboard.pages import Page
 EMPTY_CELL = "—"
 
 
+#: Pixel widths of the columns lists put first (tool, error type, the arguments and the Tool
+#: Message), so the four are on screen without scrolling at 1,440 px beside the open sidebar
+#: (a table there is 980 px wide; tests/test_browser_landing.py measures); longer values are cut
+#: and shown whole on hover, and the columns after them may be cut by the table's edge.
+TOOL_PX, ERROR_TYPE_PX, CONTENT_PX = 120, 120, 250
+
 #: Pixel heights of a table's header and of one row (Streamlit's defaults), for
 #: :func:`table_height`.
 HEADER_PX, ROW_PX = 38, 35

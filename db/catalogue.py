@@ -388,6 +388,13 @@ PRICED = Measure(
 MEASURED = Measure(
     "measured", RESULTS, "sum", (case((r.reread_measured.is_(True), 1), else_=0), rr.measured)
 )
+
+
+def in_trace(trace_id: int) -> Condition:
+    """The rows of one trace (read from the base tables: the rollups keep no trace)."""
+    return Condition(f"trace {trace_id}", RESULTS, r.trace_id == trace_id, None)
+
+
 COST_MEASURES: tuple[Measure, ...] = (
     TOKENS_ADDED,
     LATER_CALLS,

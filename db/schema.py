@@ -398,6 +398,9 @@ class MessageRow(Base):
     source_line: ColumnClause[int | None] = column(Integer)
     #: Sub-agent thread (Claude Code side chain, Langfuse thread); NULL: the main conversation.
     branch: ColumnClause[str | None] = column()
+    #: The thread ``branch`` nests in (a sub-agent's span under another's: OTLP, Langfuse);
+    #: NULL: the main conversation, or the source does not say.
+    branch_parent: ColumnClause[str | None] = column()
     raw: ColumnClause[Any] = column(nullable=True)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from db.contract import exact_json
 from db.contract.vocabulary import CallKind, Role
 
 
@@ -109,6 +110,10 @@ class Message(_Model):
     #: sidechain's id); ``None`` is the main conversation. A sub-agent speaking is not the main
     #: model speaking again, so late results are judged within a branch.
     branch: str | None = None
+    #: The thread ``branch`` nests in, where the source records how spans nest (OTLP, Langfuse:
+    #: the sub-agent's span lies under a span of that thread's agent); ``None``: it nests in
+    #: the main conversation, or the source does not say. Left out of dumps when ``None``.
+    branch_parent: str | None = None
     #: The raw payload this message was built from, so analysis can be re-run.
     raw: Any = None
     #: Fields of the source item that carry content but that no parser reads, as
@@ -117,6 +122,15 @@ class Message(_Model):
     #: (``ingest.formats._common.unknown_fields`` says which fields carry content). Not part of
     #: a dump: the trace's ``metadata["unknown_items"]`` keeps the counts.
     unknown_fields: list[str] = Field(default_factory=list, exclude=True)
+
+    @model_serializer(mode="wrap")
+    def _omit_no_branch_parent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Only span sources nest threads: the dumps (and golden files) of the other formats
+        # read as they always did.
+        data: dict[str, Any] = handler(self)
+        if data.get("branch_parent", "") is None:
+            del data["branch_parent"]
+        return data
 
 
 class OpaqueMessage(Message):
@@ -196,7 +210,7 @@ _HASH_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
 def _canonical(value: Any) -> bytes:
-    return orjson.dumps(value, option=_HASH_OPTIONS, default=str)
+    return exact_json.dumps_bytes(value, _HASH_OPTIONS)
 
 
 def content_hash(trace: Trace) -> str:

@@ -277,6 +277,11 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
         (f"{pages.TRACE.path}?"
          + urllib.parse.urlencode({"trace": store.trace_id, "pair": "r9"}),
          pages.TRACE.title, "trace-orphan"),
+        # A search hit's landing: the match marked spans the markup itself.
+        (f"{pages.TRACE.path}?"
+         + urllib.parse.urlencode({"trace": store.trace_id, "msg": "1",
+                                   "hl": "window.__xss=1</script> <img src=x"}),
+         pages.TRACE.title, "trace-search-hit"),
         (f"{pages.SESSIONS.path}?" + urllib.parse.urlencode({"session": "session" + store.markup}),
          pages.SESSIONS.title, "sessions-selected"),
     ]  # fmt: skip
@@ -309,7 +314,8 @@ def test_markup_in_every_trace_field_is_shown_as_text_and_never_runs_or_loads(
     assert shown_as_text == [
         "overview", "calls", "trace", "sessions", "errors", "tokens", "loops", "findings",
         "imports", "review", "search", "compare", "overview-filtered", "errors-fingerprint",
-        "trace-selected", "trace-orphan", "sessions-selected", "overview:Scorecard",
+        "trace-selected", "trace-orphan", "trace-search-hit", "sessions-selected",
+        "overview:Scorecard",
         "errors:By tool", "errors:Over time", "tokens:Biggest", "tokens:What it costs",
         "loops:Per tool", "loops:Error streaks", "suggestions:Follow rate",
     ]  # fmt: skip

@@ -7,40 +7,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cost_traces import (
+    MEASURED_TOKENS,
+    anthropic,
+    call,
+    measured_session,
+    say,
+    stored_traces,
+    tool,
+)
 
 from ingest.analysis.facts import ResultFacts
 from ingest.analysis.prices import DEFAULT_PRICES, PriceError, load, parse
 from ingest.analysis.trace import analyze_trace
-from ingest.model import Message, ToolCall, ToolResult, Trace
+from ingest.model import Message, Trace
 
 PRICES = parse(
     "[models.claude-sonnet-4-5]\ninput = 3\ncached_input = 0.30\ncache_write = 3.75\n"
     "output = 15\n[models.gpt-4o]\ninput = 2.50\ncached_input = 1.25\noutput = 10\n"
 )
-
-
-def _call(seq: int, name: str, usage: dict[str, Any] | None = None, **more: Any) -> Message:
-    return Message(
-        seq=seq,
-        role="assistant",
-        usage=usage,
-        tool_calls=[ToolCall(call_index=0, tool_call_id=f"c{seq}", name=name, arguments={})],
-        **more,
-    )
-
-
-def _tool(seq: int, call_seq: int, name: str, **more: Any) -> Message:
-    return Message(
-        seq=seq,
-        role="tool",
-        content="ok",
-        tool_result=ToolResult(tool_call_id=f"c{call_seq}", name=name),
-        **more,
-    )
-
-
-def _say(seq: int, usage: dict[str, Any] | None = None, **more: Any) -> Message:
-    return Message(seq=seq, role="assistant", content="done", usage=usage, **more)
 
 
 def _facts(model: str, messages: list[Message], tokens: list[int]) -> dict[int, ResultFacts]:
@@ -53,39 +38,9 @@ def _figures(r: ResultFacts) -> tuple[Any, ...]:
     return (r.later_calls, r.reread_tokens, r.reread_cached, r.reread_measured, r.cost_nano_usd)
 
 
-def _anthropic(fresh: int, read: int = 0, written: int = 0) -> dict[str, int]:
-    return {
-        "input_tokens": fresh,
-        "cache_read_input_tokens": read,
-        "cache_creation_input_tokens": written,
-        "output_tokens": 10,
-    }
-
-
-def _measured_session(first_read: dict[str, int]) -> list[Message]:
-    """Four Tool Messages; the model calls' inputs are 5,000, 6,500 (6,000 cached), 7,000
-    (6,000 cached), then 3,000: a compaction."""
-    return [
-        Message(seq=0, role="user", content="task"),
-        _call(1, "a", _anthropic(3990)),
-        _tool(2, 1, "a"),
-        _call(3, "b", first_read),
-        _tool(4, 3, "b"),
-        _call(5, "c", _anthropic(500, read=6000)),
-        _tool(6, 5, "c"),
-        _call(7, "d", _anthropic(1000, read=6000)),
-        _tool(8, 7, "d"),
-        _say(9, _anthropic(3000)),
-    ]
-
-
-#: Tokens of each message of :func:`_measured_session`: Tool Messages of 1,000, 1,200, 300, 200.
-MEASURED_TOKENS = [3000, 0, 1000, 0, 1200, 0, 300, 0, 200, 5]
-
-
 def test_reported_usage_measures_rereads_cached_reads_and_the_compaction() -> None:
     results = _facts(
-        "claude-sonnet-4-5-20250929", _measured_session(_anthropic(5000)), MEASURED_TOKENS
+        "claude-sonnet-4-5-20250929", measured_session(anthropic(5000)), MEASURED_TOKENS
     )
     # a spans [4,000, 5,000) of every input: read fresh by the call of 5,000, then twice inside
     # a 6,000-token cached prefix; gone from the call of 3,000. 1,000 × $3 + 2,000 × $0.30.
@@ -102,21 +57,21 @@ def test_reported_usage_measures_rereads_cached_reads_and_the_compaction() -> No
 def test_a_cache_write_is_priced_at_the_cache_write_price() -> None:
     # The first call writes 4,800 tokens to the cache after an empty prefix and reads 200
     # fresh: a's [4,000, 5,000) is 800 written ($3.75) and 200 fresh ($3), then cached twice.
-    first = _anthropic(200, written=4800)
-    results = _facts("claude-sonnet-4-5", _measured_session(first), MEASURED_TOKENS)
+    first = anthropic(200, written=4800)
+    results = _facts("claude-sonnet-4-5", measured_session(first), MEASURED_TOKENS)
     assert _figures(results[2]) == (3, 2000, 2000, True, 3_000_000 + 600_000 + 600_000)
 
 
 def test_without_usage_every_later_assistant_turn_is_an_estimated_fresh_read() -> None:
     messages = [
         Message(seq=0, role="user", content="task"),
-        _call(1, "search"),
-        _tool(2, 1, "search"),
-        _call(3, "fetch"),
-        _tool(4, 3, "fetch"),
-        _say(5),
+        call(1, "search"),
+        tool(2, 1, "search"),
+        call(3, "fetch"),
+        tool(4, 3, "fetch"),
+        say(5),
         Message(seq=6, role="user", content="thanks"),
-        _say(7),
+        say(7),
     ]
     results = _facts("gpt-4o-2024-08-06", messages, [10, 0, 100, 0, 40, 5, 3, 5])
     # search: read by three turns (3, 5, 7), at $2.50 a million: 100 × 3 × 2.50.
@@ -130,11 +85,11 @@ def test_openai_usage_tells_cached_prompt_tokens() -> None:
 
     messages = [
         Message(seq=0, role="user", content="task"),
-        _call(1, "search", usage(1000, 0)),
-        _tool(2, 1, "search"),
-        _say(3, usage(1600, 1024)),
+        call(1, "search", usage(1000, 0)),
+        tool(2, 1, "search"),
+        say(3, usage(1600, 1024)),
         Message(seq=4, role="user", content="more"),
-        _say(5, usage(1700, 1600)),
+        say(5, usage(1700, 1600)),
     ]
     results = _facts("gpt-4o", messages, [990, 0, 500, 80, 20, 10])
     # search spans [1,100, 1,600): past the first cached prefix (1,024), inside the second.
@@ -143,23 +98,23 @@ def test_openai_usage_tells_cached_prompt_tokens() -> None:
 
 
 def test_a_model_without_a_price_shows_tokens_only() -> None:
-    messages = [_call(0, "search"), _tool(1, 0, "search"), _say(2), _say(4), _say(6)]
+    messages = [call(0, "search"), tool(1, 0, "search"), say(2), say(4), say(6)]
     messages.insert(4, Message(seq=3, role="user", content="go on"))
     results = _facts("some-inhouse-model", messages, [0, 70, 1, 1, 1, 1])
     assert _figures(results[1]) == (2, 70, None, False, None)
 
 
-def test_a_response_split_around_its_tool_messages_is_one_call() -> None:
+def test_a_response_split_around_its_tool_messages_is_onecall() -> None:
     # Claude Code writes each block of a response on its own line: the second call of the
     # same response (same message id) comes after the first call's Tool Message, yet did not
     # read it.
     messages = [
         Message(seq=0, role="user", content="task"),
-        _call(1, "a", _anthropic(100), source_id="msg_1"),
-        _tool(2, 1, "a"),
-        _call(3, "b", source_id="msg_1"),
-        _tool(4, 3, "b"),
-        _say(5, _anthropic(400), source_id="msg_2"),
+        call(1, "a", anthropic(100), source_id="msg_1"),
+        tool(2, 1, "a"),
+        call(3, "b", source_id="msg_1"),
+        tool(4, 3, "b"),
+        say(5, anthropic(400), source_id="msg_2"),
     ]
     results = _facts("claude-sonnet-4-5", messages, [90, 0, 150, 0, 150, 1])
     assert _figures(results[2]) == (1, 0, 0, True, 450_000)
@@ -169,39 +124,45 @@ def test_a_response_split_around_its_tool_messages_is_one_call() -> None:
 def test_a_sub_agents_turns_do_not_read_the_main_conversations_tool_messages() -> None:
     messages = [
         Message(seq=0, role="user", content="task"),
-        _call(1, "Task"),
-        _say(2, branch="side"),
-        _say(3, branch="side"),
-        _tool(4, 1, "Task"),
-        _say(5, branch="side"),
-        _say(6),
+        call(1, "Task"),
+        say(2, branch="side"),
+        say(3, branch="side"),
+        tool(4, 1, "Task"),
+        say(5, branch="side"),
+        say(6),
     ]
     results = _facts("gpt-4o", messages, [5, 0, 1, 1, 80, 1, 1])
     assert _figures(results[4]) == (1, 0, None, False, 200_000)
 
 
-def test_a_synthetic_turn_reporting_no_input_is_not_a_model_call() -> None:
+def test_a_synthetic_turn_reporting_no_input_is_not_a_modelcall() -> None:
     messages = [
         Message(seq=0, role="user", content="task"),
-        _call(1, "a", _anthropic(100)),
-        _tool(2, 1, "a"),
-        _say(3, _anthropic(0)),
+        call(1, "a", anthropic(100)),
+        tool(2, 1, "a"),
+        say(3, anthropic(0)),
         Message(seq=4, role="user", content="retry"),
-        _say(5, _anthropic(300)),
+        say(5, anthropic(300)),
     ]
     results = _facts("claude-sonnet-4-5", messages, [90, 0, 150, 0, 5, 1])
     assert _figures(results[2]) == (1, 0, 0, True, 450_000)
 
 
-def test_the_last_tool_message_of_a_measured_trace_is_read_by_no_call() -> None:
-    messages = [_call(0, "a", _anthropic(100)), _tool(1, 0, "a")]
+def test_the_last_tool_message_of_a_measured_trace_is_read_by_nocall() -> None:
+    messages = [call(0, "a", anthropic(100)), tool(1, 0, "a")]
     assert _figures(_facts("claude-sonnet-4-5", messages, [0, 30])[1]) == (0, 0, 0, True, 0)
 
 
 def test_the_default_price_table_names_its_date_and_sources() -> None:
+    # Every entry names the page its prices were checked against.
+    text = DEFAULT_PRICES.read_text(encoding="utf-8")
+    parts = text.split("\n[models.")
+    assert len(parts) == 1 + 19
+    # The text before each entry ends with the comment naming its source.
+    assert all(part.rstrip().splitlines()[-1].startswith("# ") for part in parts[:-1])
     table = load(str(DEFAULT_PRICES))
-    assert table.source["as_of"] == "2025-11-01"
-    assert set(table.source) == {"as_of", "anthropic", "openai"}
+    assert table.source["checked"] == "2026-12-05"
+    assert set(table.source) == {"checked", "how", "anthropic", "anthropic_models", "openai"}
     sonnet = table.price("claude-sonnet-4-20250514")
     assert sonnet is not None
     assert (sonnet.input, sonnet.cached_input, sonnet.cache_write, sonnet.output) == (
@@ -236,37 +197,6 @@ def test_a_price_file_that_is_not_a_price_table_is_refused(
 # --- Stored, summed and listed (SQLite and PostgreSQL) -----------------------------------------
 
 
-def _sized(message: Message, n: int) -> Message:
-    """``message`` with a text of exactly ``n`` tokens (``cat`` is one token, with its space)."""
-    return message.model_copy(update={"content": " ".join(["cat"] * n)})
-
-
-def _stored_traces() -> list[Trace]:
-    measured = _measured_session(_anthropic(5000))
-    for seq, n in ((2, 1000), (4, 1200), (6, 300), (8, 200)):
-        measured[seq] = _sized(measured[seq], n)
-    estimated = [
-        Message(seq=0, role="user", content="task"),
-        _call(1, "search"),
-        _sized(_tool(2, 1, "search"), 100),
-        _call(3, "fetch"),
-        _sized(_tool(4, 3, "fetch"), 40),
-        _say(5),
-        Message(seq=6, role="user", content="thanks"),
-        _say(7),
-    ]
-    unpriced = [_call(0, "search"), _sized(_tool(1, 0, "search"), 70), _say(2)]
-    unpriced += [Message(seq=3, role="user", content="go on"), _say(4)]
-    return [
-        Trace(format="test", source_file="m.jsonl", external_id="measured",
-              model="claude-sonnet-4-5-20250929", messages=measured),
-        Trace(format="test", source_file="e.jsonl", external_id="estimated",
-              model="gpt-4o-2024-08-06", messages=estimated),
-        Trace(format="test", source_file="u.jsonl", external_id="unpriced",
-              model="some-inhouse-model", messages=unpriced),
-    ]  # fmt: skip
-
-
 #: What the three traces' Tool Messages add (default price table: Sonnet 4.5 at $3 / $0.30 /
 #: $3.75, GPT-4o at $2.50 / $1.25), as the summary gives it.
 STORED_TOTALS = {
@@ -293,7 +223,7 @@ def test_costs_are_stored_summed_in_the_rollups_and_listed_with_the_pairs(
     from ingest.importing.pipeline import import_traces
 
     monkeypatch.delenv(PRICES_ENV, raising=False)
-    import_traces(engine, _stored_traces())
+    import_traces(engine, stored_traces())
     with engine.connect() as conn:
         stored = conn.execute(
             sa.text(
@@ -337,7 +267,7 @@ def test_the_tokens_page_shows_what_each_tool_costs_and_opens_the_most_expensive
 
     monkeypatch.delenv(PRICES_ENV, raising=False)
     engine = make_engine(sqlite_url)
-    import_traces(engine, _stored_traces())
+    import_traces(engine, stored_traces())
     engine.dispose()
     params = {"tokens_tab": "What it costs"}
     at = open_app(monkeypatch, sqlite_url, page=pages.TOKENS.script, params=params)

@@ -18,8 +18,9 @@ from db.engine import make_engine
 #: Every parameter a page or the sidebar reads from the address, sections included.
 PARAMS = (
     "start", "end", "since", "until", "import", "agent", "model", "tool", "k", "sk", "budget",
-    "trace", "pair", "mpage", "fingerprint", "q", "spage", "page", "sort", "desc", "status",
-    "call_kind", "error_type", "finding", "pair_state", "source", "tmin", "tmax", "verdict",
+    "trace", "pair", "mpage", "msg", "hl", "fingerprint", "q", "spage", "page", "sort", "desc",
+    "status", "call_kind", "error_type", "finding", "pair_state", "source", "tmin", "tmax",
+    "verdict",
     "compare_scope", "tokens_log", "reviewed", "note_author", "note_label", "reviewer", "kind",
     "problem", *(p.section_param for p in pages.PAGES if p.sections),
 )  # fmt: skip

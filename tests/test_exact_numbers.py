@@ -40,24 +40,65 @@ def _store(db_url: str, tmp_path: Path) -> None:
             {"role": "tool", "tool_call_id": "call_1", "content": f'{{"total": {BIG}}}'},
         ],
     }  # fmt: skip
+    _import_line(db_url, tmp_path, json.dumps(conversation))
+
+
+def _import_line(db_url: str, tmp_path: Path, line: str) -> None:
     path = tmp_path / "big.jsonl"
-    path.write_text(json.dumps(conversation) + "\n")
+    path.write_text(line + "\n")
     engine = make_engine(db_url)
     summary = import_paths(engine, [path])
-    assert (summary.traces, summary.rejected) == (1, 0)
     engine.dispose()
+    assert (summary.traces, summary.rejected) == (1, 0)
 
 
-def test_integers_beyond_64_bits_in_arguments_are_stored_exactly(
-    db_url: str, tmp_path: Path
-) -> None:
-    _store(db_url, tmp_path)
+def _store_object_arguments(db_url: str, tmp_path: Path) -> None:
+    """Anthropic's shape: the arguments are a JSON object in the record itself, not a string."""
+    line = (
+        '{"id": "object-args", "messages": [{"role": "user", "content": "count"}, '
+        '{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "count", '
+        f'"input": {ARGUMENTS}}}]}}, '
+        '{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", '
+        f'"content": "total {BIG}"}}]}}]}}'
+    )
+    _import_line(db_url, tmp_path, line)
+
+
+def _stored_arguments(db_url: str) -> tuple[Any, str]:
+    """The one call's arguments as read back, and as the database's own JSON text."""
     engine = make_engine(db_url)
     with engine.connect() as conn:
         parsed, text = conn.execute(
             sa.select(ToolCallRow.arguments, sa.cast(ToolCallRow.arguments, sa.Text))
         ).one()
     engine.dispose()
+    return parsed, text
+
+
+def _listed_pair(db_url: str) -> dict[str, Any]:
+    """The one row ``toollens pairs --format jsonl`` prints."""
+    result = CliRunner().invoke(app, ["pairs", "--db", db_url, "--format", "jsonl"])
+    assert result.exit_code == 0, result.output
+    (pair,) = [json.loads(line) for line in result.output.splitlines() if line.strip()]
+    return pair  # type: ignore[no-any-return]
+
+
+def test_integers_beyond_64_bits_in_object_arguments_are_stored_and_listed_as_written(
+    db_url: str, tmp_path: Path
+) -> None:
+    _store_object_arguments(db_url, tmp_path)
+    parsed, _ = _stored_arguments(db_url)
+    assert parsed == {"n": int(BIG), "m": int(NEGATIVE), "small": 7}
+    pair = _listed_pair(db_url)
+    assert pair["arguments"] == f'{{"n":{BIG},"m":{NEGATIVE},"small":7}}'
+    assert pair["result"] == f"total {BIG}"
+
+
+def test_integers_beyond_64_bits_in_arguments_are_stored_exactly(
+    db_url: str, tmp_path: Path
+) -> None:
+    _store(db_url, tmp_path)
+    parsed, text = _stored_arguments(db_url)
     assert parsed == {"n": int(BIG), "m": int(NEGATIVE), "small": 7}
     assert type(parsed["n"]) is int
     assert BIG in text and NEGATIVE in text
@@ -67,9 +108,7 @@ def test_the_pairs_command_shows_integers_beyond_64_bits_as_written(
     db_url: str, tmp_path: Path
 ) -> None:
     _store(db_url, tmp_path)
-    result = CliRunner().invoke(app, ["pairs", "--db", db_url, "--format", "jsonl"])
-    assert result.exit_code == 0, result.output
-    (pair,) = [json.loads(line) for line in result.output.splitlines() if line.strip()]
+    pair = _listed_pair(db_url)
     assert pair["arguments"] == ARGUMENTS
 
 

@@ -120,7 +120,7 @@ def test_storable_time_rejects_the_edges_of_the_range() -> None:
     assert storable_time(datetime(1, 1, 1, tzinfo=plus14)) is None
 
 
-def test_integers_past_64_bits_are_stored_as_their_digits(db_url: str, tmp_path: Path) -> None:
+def test_integers_past_64_bits_in_a_record_are_stored_exactly(db_url: str, tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
     line = (
         b'{"id": "big", "messages": [{"role": "user", "content": "x", '
@@ -133,7 +133,7 @@ def test_integers_past_64_bits_are_stored_as_their_digits(db_url: str, tmp_path:
         usage = conn.execute(sa.select(MessageRow.usage)).scalar_one()
     engine.dispose()
     assert (summary.traces, summary.rejected) == (1, 0)
-    assert usage == {"input_tokens": "123456789012345678901234567890", "output_tokens": 7}
+    assert usage == {"input_tokens": 123456789012345678901234567890, "output_tokens": 7}
 
 
 def test_otlp_times_past_the_datetime_range_are_dropped() -> None:

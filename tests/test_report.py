@@ -80,6 +80,15 @@ def assert_self_contained(document: str) -> None:
     assert not any("url" in style or "import" in style for style in inventory.styles)
 
 
+#: What incident-1's Tool Messages add (GPT-4o, $2.50 a million; no usage, so estimated): the
+#: advice (13 tokens) is read by the calls at seq 4, 6 and 8 (8 and 9 are one turn), the two
+#: repeats (8 tokens each) by two and one: 13 × 2 + 8 re-read; (39 + 16 + 8) × $2.50 a million.
+INCIDENT_COST = {
+    "tokens_added": 29, "later_calls": 6, "reread_tokens": 34, "reread_cached": 0,
+    "cost_usd": 0.0001575, "priced_results": 3, "measured_results": 0, "estimated_results": 3,
+}  # fmt: skip
+
+
 def test_the_report_holds_the_key_figures_the_flagged_pairs_and_the_conversation(
     store: tuple[sa.Engine, dict[str, int]],
 ) -> None:
@@ -90,8 +99,8 @@ def test_the_report_holds_the_key_figures_the_flagged_pairs_and_the_conversation
     assert report["figures"] == {
         "messages": 10, "tool_calls": 4, "tool_results": 3, "errors": 3, "problems": 8,
         "total_tokens": 68, "tool_result_tokens": 29, "tool_result_share": 0.4265,
-        "wasted_tokens": 16, "max_occurrence": 3, "flagged_pairs": 4, "corrections": 0,
-        "annotations": 0,
+        "wasted_tokens": 16, "max_occurrence": 3, "tool_cost": INCIDENT_COST, "flagged_pairs": 4,
+        "corrections": 0, "annotations": 0,
     }  # fmt: skip
     assert [(p["pair"], p["reasons"]) for p in report["flagged"]] == [
         ("2:0", ["error: not_found", "ignored suggestion"]),
@@ -362,3 +371,102 @@ def test_report_files_are_named_by_title_and_day_safely(
     title: str, display_id: str, day: date | None, name: str
 ) -> None:
     assert report_file_name(title, display_id, day, "md") == name
+
+
+def test_the_report_gives_what_each_tool_message_costs_and_the_trace_in_all(
+    store: tuple[sa.Engine, dict[str, int]],
+) -> None:
+    engine, _ = store
+    report = build_report(engine, "incident-1", now=T0)
+    costs = [
+        {k: p["result"][k] for k in ("seq", "later_calls", "reread_tokens", "reread_cached",
+                                     "reread_measured", "cost_usd")}
+        for p in report["flagged"] if "result" in p
+    ]  # fmt: skip
+    assert costs == [
+        {"seq": 3, "later_calls": 3, "reread_tokens": 26, "reread_cached": None,
+         "reread_measured": False, "cost_usd": 0.0000975},
+        {"seq": 5, "later_calls": 2, "reread_tokens": 8, "reread_cached": None,
+         "reread_measured": False, "cost_usd": 0.00004},
+        {"seq": 7, "later_calls": 1, "reread_tokens": 0, "reread_cached": None,
+         "reread_measured": False, "cost_usd": 0.00002},
+    ]  # fmt: skip
+    assert report["conversation"][3]["result"]["reread_tokens"] == 26
+    markdown = to_markdown(report)
+    assert (
+        "| What the Tool Messages cost (read again by later calls) | `29 tokens added, 34 re-read "
+        "by 6 later calls; $0.000158; 3 estimated` |"
+    ) in markdown
+    assert "Cost: `read by ~3 later calls · ~26 re-read · $0.000098`" in markdown
+    assert (
+        "- result of `4:0` `lookup_order`: `error`, `not_found`, `paired` · `read by ~2 later "
+        "calls · ~8 re-read · $0.000040`"
+    ) in markdown
+    document = to_html(report)
+    assert "<div class=muted>Cost: read by ~1 later call · ~0 re-read · $0.000020</div>" in document
+    assert_self_contained(document)
+
+
+def test_a_report_on_a_model_without_a_price_says_tokens_only_and_a_measured_one_its_cache(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cost_traces import stored_traces
+
+    from ingest.analysis.prices import PRICES_ENV
+    from ingest.importing.pipeline import import_traces
+
+    monkeypatch.delenv(PRICES_ENV, raising=False)
+    engine = make_engine(db_url)
+    import_traces(engine, stored_traces())
+    unpriced = build_report(engine, "unpriced", now=T0)
+    assert unpriced["figures"]["tool_cost"] == {
+        "tokens_added": 70, "later_calls": 2, "reread_tokens": 70, "reread_cached": 0,
+        "cost_usd": None, "priced_results": 0, "measured_results": 0, "estimated_results": 1,
+    }  # fmt: skip
+    markdown = to_markdown(unpriced)
+    assert (
+        "`70 tokens added, 70 re-read by 2 later calls; tokens only (no price for the model); "
+        "1 estimated`"
+    ) in markdown
+    assert "· `read by ~2 later calls · ~70 re-read · tokens only`" in markdown
+    measured = build_report(engine, "measured", now=T0)
+    # Claude Sonnet 4.5 with usage (tests/test_costs.py): 2,000 + 1,200 re-read, 2,000 + 700 of
+    # them cached, $0.0036 + $0.00342 + $0.0009 + $0.0006.
+    assert measured["figures"]["tool_cost"] == {
+        "tokens_added": 2700, "later_calls": 7, "reread_tokens": 3200, "reread_cached": 2700,
+        "cost_usd": 0.00852, "priced_results": 4, "measured_results": 4, "estimated_results": 0,
+    }  # fmt: skip
+    lines = to_markdown(measured).splitlines()
+    assert (
+        "| What the Tool Messages cost (read again by later calls) | `2,700 tokens added, 3,200 "
+        "re-read (2,700 cached) by 7 later calls; $0.008520` |"
+    ) in lines
+    assert (
+        "- result of `1:0` `a`: `success`, `paired` · `read by 3 later calls · 2,000 re-read "
+        "(2,000 cached) · $0.003600`"
+    ) in lines
+    engine.dispose()
+
+
+def test_a_report_of_a_trace_stored_before_its_costs_were_derived_says_so(
+    store: tuple[sa.Engine, dict[str, int]],
+) -> None:
+    engine, ids = store
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "UPDATE tool_results SET later_calls = NULL, reread_tokens = NULL,"
+                " reread_cached = NULL, reread_measured = NULL, cost_nano_usd = NULL"
+                " WHERE trace_id = :trace"
+            ),
+            {"trace": ids["incident-1"]},
+        )
+    report = build_report(engine, "incident-1", now=T0)
+    assert report["figures"]["tool_cost"] is None
+    assert report["flagged"][0]["result"]["later_calls"] is None
+    markdown = to_markdown(report)
+    assert (
+        "| What the Tool Messages cost (read again by later calls) | `not derived for this trace "
+        "yet (toollens reanalyze derives it)` |"
+    ) in markdown
+    assert "Cost:" not in markdown

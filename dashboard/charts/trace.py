@@ -9,6 +9,9 @@ a mark selects it (the page reads the point's ``customdata``: the ``pair`` value
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -87,6 +90,9 @@ def outline_chart(markers: pd.DataFrame, messages: int, selected: str | None = N
 MIN_BAR_SHARE = 0.004
 #: Characters of a thread's name in a row label (a Claude Code side chain is named by a UUID).
 BRANCH_CHARS = 13
+#: Between the threads of a nested thread's path in its row label (tick labels are right-aligned:
+#: an indent would not show).
+NEST_SEPARATOR = " › "
 #: Legend name and color of each kind of timeline bar (a tool call's by its answer's status).
 TIMELINE_SERIES: dict[tuple[str, str | None], tuple[str, str]] = {
     ("model", None): ("model call", palette.NEUTRAL),
@@ -98,19 +104,52 @@ TIMELINE_SERIES: dict[tuple[str, str | None], tuple[str, str]] = {
 }
 
 
-def timeline_rows(bars: pd.DataFrame) -> list[str]:
-    """The timeline's rows, top to bottom: the main conversation's model calls and tool calls,
-    then each sub-agent thread's (in order of its first bar), nested under it with ``↳``."""
-    branches: list[str | None] = [None]
+def thread_paths(
+    bars: pd.DataFrame, parents: Mapping[str, str] | None = None
+) -> dict[Any, tuple[str, ...]]:
+    """Each thread of ``bars`` (``None``: the main conversation) in the timeline's order, with
+    its path: the threads it nests in, outermost first, then itself (the main conversation's
+    path is empty). A sub-agent thread nests in the thread ``parents`` names
+    (``db.queries.timeline.Timeline.parents``), else in the main conversation, and follows
+    it, after its earlier children; siblings come in order of their first bar.
+
+    >>> bars = pd.DataFrame({"branch": [None, "a", "b", "c"]})
+    >>> thread_paths(bars, {"b": "a"})
+    {None: (), 'a': ('a',), 'b': ('a', 'b'), 'c': ('c',)}
+    """
+    parents = parents or {}
+    threads: list[str] = []
     for branch in bars["branch"]:
-        value = branch if isinstance(branch, str) else None
-        if value not in branches:
-            branches.append(value)
+        if isinstance(branch, str) and branch not in threads:
+            threads.append(branch)
+    children: dict[str | None, list[str]] = {}
+    for thread in threads:
+        parent = parents.get(thread)
+        children.setdefault(parent if parent in threads else None, []).append(thread)
+    paths: dict[Any, tuple[str, ...]] = {}
+
+    def visit(thread: str | None, path: tuple[str, ...]) -> None:
+        paths[thread] = path
+        for child in children.get(thread, []):
+            if child not in paths:
+                visit(child, (*path, child))
+
+    visit(None, ())
+    for thread in threads:  # in a cycle of parents: under the main conversation
+        if thread not in paths:
+            visit(thread, (thread,))
+    return paths
+
+
+def timeline_rows(bars: pd.DataFrame, parents: Mapping[str, str] | None = None) -> list[str]:
+    """The timeline's rows, top to bottom: the main conversation's model calls and tool calls,
+    then each sub-agent thread's, nested with ``↳`` under the thread it nests in
+    (:func:`thread_paths`), their path in the label."""
     rows: list[str] = []
-    for branch in branches:
+    for branch, path in thread_paths(bars, parents).items():
         for kind in ("model", "tool"):
             if ((bars["kind"] == kind) & _in_branch(bars, branch)).any():
-                rows.append(_row_label(kind, branch))
+                rows.append(_row_label(kind, path))
     return rows
 
 
@@ -120,12 +159,14 @@ def _in_branch(bars: pd.DataFrame, branch: str | None) -> pd.Series:
     return bars["branch"] == branch
 
 
-def _row_label(kind: str, branch: str | None) -> str:
+def _row_label(kind: str, path: Sequence[str]) -> str:
+    """``"model calls"`` of the main conversation, ``"↳ planner › researcher: tool calls"``
+    of a thread nested in another, each thread's name cut to :data:`BRANCH_CHARS`."""
     what = "model calls" if kind == "model" else "tool calls"
-    if branch is None:
+    if not path:
         return what
-    short = branch if len(branch) <= BRANCH_CHARS else branch[: BRANCH_CHARS - 1] + "…"
-    return f"↳ {plot_text(short)}: {what}"
+    shorts = (b if len(b) <= BRANCH_CHARS else b[: BRANCH_CHARS - 1] + "…" for b in path)
+    return f"↳ {NEST_SEPARATOR.join(plot_text(b) for b in shorts)}: {what}"
 
 
 def _duration(ms: float) -> str:
@@ -138,10 +179,13 @@ def _duration(ms: float) -> str:
     return f"{minutes} min {seconds} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
 
 
-def timeline_chart(bars: pd.DataFrame, selected: str | None = None) -> go.Figure:
+def timeline_chart(
+    bars: pd.DataFrame, selected: str | None = None, parents: Mapping[str, str] | None = None
+) -> go.Figure:
     """The timeline of a trace (``db.queries.timeline.Timeline.bars``): one horizontal bar per
     model call and tool call on a time axis (UTC), from its start for its duration, one row per
-    kind of call and thread (:func:`timeline_rows`); a tool call colored by its answer's status.
+    kind of call and thread, nested as the threads nest (``parents``, :func:`timeline_rows`);
+    a tool call colored by its answer's status.
     Each bar's ``customdata[0]`` is the ``pair`` it opens (empty for a model call that called
     no tool); the ``selected`` pair's bars are outlined."""
     starts = pd.to_datetime(bars["start"], utc=True)
@@ -149,6 +193,7 @@ def timeline_chart(bars: pd.DataFrame, selected: str | None = None) -> go.Figure
     span_ms = (ends.max() - starts.min()).total_seconds() * 1000 if len(bars) else 0.0
     least = span_ms * MIN_BAR_SHARE
     traces: list[go.Bar] = []
+    paths = thread_paths(bars, parents)
     for (kind, status), (name, color) in TIMELINE_SERIES.items():
         mask = bars["kind"] == kind
         if status is not None:
@@ -156,7 +201,10 @@ def timeline_chart(bars: pd.DataFrame, selected: str | None = None) -> go.Figure
         rows = bars[mask]
         if rows.empty:
             continue
-        labels = [_row_label(kind, b if isinstance(b, str) else None) for b in rows["branch"]]
+        labels = [
+            _row_label(kind, paths.get(b if isinstance(b, str) else None, (str(b),)))
+            for b in rows["branch"]
+        ]
         pairs = [p if isinstance(p, str) else "" for p in rows["pair"]]
         hover = [
             f"#{int(seq)} {plot_text(label)}: {_duration(float(ms))}"
@@ -181,7 +229,7 @@ def timeline_chart(bars: pd.DataFrame, selected: str | None = None) -> go.Figure
                 },
             )
         )
-    rows_shown = timeline_rows(bars)
+    rows_shown = timeline_rows(bars, parents)
     layout = {
         "height": 90 + 34 * max(1, len(rows_shown)),
         "margin": {"l": 10, "r": 10, "t": 10, "b": 30},

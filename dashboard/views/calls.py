@@ -28,6 +28,14 @@ from db.queries.pairs import (
 )
 
 PAGE_SIZE = 100
+#: The table's columns: every field of :data:`PAIR_COLUMNS`, those saying what the call did
+#: first, then where it is.
+CALLS_ORDER: tuple[str, ...] = (
+    "tool", "error_type", "arguments", "result", "status", "pair", "trace", "title",
+    *(c for c in PAIR_COLUMNS if c not in {
+        "tool", "error_type", "arguments", "result", "status", "pair", "trace", "title",
+    }),
+)  # fmt: skip
 
 st.title("Tool calls")
 if state.store_is_empty():
@@ -159,8 +167,9 @@ event = st.dataframe(
     on_select="rerun",
     selection_mode="single-row",
     key="pairs_table",
-    # The fields of ``toollens pairs``, in its order, under human headings.
-    column_order=PAIR_COLUMNS,
+    # The fields of ``toollens pairs`` under human headings; what a call did first (tool, error
+    # type, arguments, result: on screen at 1,440 px), then where it is and the rest.
+    column_order=CALLS_ORDER,
     column_config={
         "trace": st.column_config.TextColumn("Trace"),
         "title": st.column_config.TextColumn(
@@ -170,12 +179,16 @@ event = st.dataframe(
         "time": st.column_config.DatetimeColumn("Time", format="YYYY-MM-DD HH:mm:ss", help="UTC"),
         "model": st.column_config.TextColumn("Model"),
         "call_id": st.column_config.TextColumn("Call id"),
-        "tool": st.column_config.TextColumn("Tool"),
+        "tool": st.column_config.TextColumn("Tool", width=widgets.TOOL_PX),
         "kind": st.column_config.TextColumn(
             "Kind", help="client: the agent's tool; server: the provider's; mcp: an MCP server's"
         ),
-        "arguments": st.column_config.TextColumn("Arguments", help="the first 120 characters"),
-        "result": st.column_config.TextColumn("Result", help="the first 120 characters"),
+        "arguments": st.column_config.TextColumn(
+            "Arguments", width=widgets.CONTENT_PX, help="the first 120 characters"
+        ),
+        "result": st.column_config.TextColumn(
+            "Result", width=widgets.CONTENT_PX, help="the first 120 characters"
+        ),
         "duration_s": st.column_config.NumberColumn(
             "Duration",
             format="%.3f s",
@@ -183,9 +196,9 @@ event = st.dataframe(
             "negative when the result is stamped before its call",
         ),
         "pair_state": st.column_config.TextColumn("Pair state"),
-        "status": st.column_config.TextColumn("Status"),
+        "status": st.column_config.TextColumn("Status", width=80),
         "status_source": st.column_config.TextColumn("Status source"),
-        "error_type": st.column_config.TextColumn("Error type"),
+        "error_type": st.column_config.TextColumn("Error type", width=widgets.ERROR_TYPE_PX),
         "tokens": widgets.count_column("Tokens", help="of the Tool Message"),
         "occurrence": widgets.count_column("Occurrence", help="n-th identical call"),
         "suggestion": st.column_config.TextColumn("Suggestion"),

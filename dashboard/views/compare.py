@@ -24,6 +24,7 @@ from db.queries.compare_stats import (
 )
 from db.queries.filters import FilterQueryError, Filters, describe, parse_query
 from db.queries.traces import import_choices
+from ingest.outputs.compare_report import dollars
 
 ALL_TOOLS = "(all tools)"
 DIFF_COLUMNS = (
@@ -52,6 +53,10 @@ METHOD_TEXT = f"""
   difference is *better* or *worse* only when its adjusted p-value is at most that rate;
   *changed* is a real difference in a metric with no better direction (calls per trace,
   message size); everything else is *no evidence*. Intervals are unadjusted.
+* **Re-read tokens and cost per trace** are what the traces' Tool Messages add to the model
+  calls after them (the Tokens page's figures), over the traces whose every Tool Message has
+  them: the cost only where the trace's model has a price, so a set of unpriced models shows
+  *too few traces* for it rather than a guessed amount.
 * Error types count errors **per trace**, so an unchanged error does not look more frequent
   when a run makes fewer other calls. Findings count per trace too.
 """
@@ -76,12 +81,16 @@ def _pick(label: str, key: str, example: str) -> tuple[Filters | None, str]:
 def _value(d: Difference, value: float | None) -> str:
     if value is None:
         return widgets.EMPTY_CELL
+    if d.is_money:
+        return dollars(value)
     return f"{value:.1%}" if d.is_rate else f"{value:,.4g}"
 
 
 def _signed(d: Difference, value: float | None) -> str:
     if value is None:
         return widgets.EMPTY_CELL
+    if d.is_money:
+        return dollars(value, sign=True)
     return f"{100 * value:+.1f} pp" if d.is_rate else f"{value:+,.4g}"
 
 
@@ -90,7 +99,7 @@ def _interval(d: Difference) -> str:
         return widgets.EMPTY_CELL
     if d.is_rate:
         return f"[{100 * d.low:+.1f}, {100 * d.high:+.1f}] pp"
-    return f"[{d.low:+,.4g}, {d.high:+,.4g}]"
+    return f"[{_signed(d, d.low)}, {_signed(d, d.high)}]"
 
 
 def _p(value: float | None) -> str:

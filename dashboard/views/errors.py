@@ -32,8 +32,9 @@ TIME_AXES = ("time", "import")
 #: Key of the highlighted box of the selected error group (tests find it by its class).
 GROUP_KEY = "error_group_here"
 
+#: What failed first (on screen at 1,440 px), then where.
 OCCURRENCE_COLUMNS = (
-    "trace", "pair", "tool", "error_type", "status_source", "rule", "timestamp", "content",
+    "tool", "error_type", "content", "trace", "pair", "status_source", "rule", "timestamp",
 )  # fmt: skip
 GENERATION_KEY = "errors_fingerprint_table"
 
@@ -113,12 +114,16 @@ if fingerprint:
                 column_config={
                     "trace": st.column_config.TextColumn("Trace"),
                     "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
-                    "tool": st.column_config.TextColumn("Tool"),
-                    "error_type": st.column_config.TextColumn("Error type"),
+                    "tool": st.column_config.TextColumn("Tool", width=widgets.TOOL_PX),
+                    "error_type": st.column_config.TextColumn(
+                        "Error type", width=widgets.ERROR_TYPE_PX
+                    ),
                     "status_source": st.column_config.TextColumn("Recognized by"),
                     "rule": st.column_config.TextColumn("Rule"),
                     "timestamp": st.column_config.DatetimeColumn("Time (UTC)"),
-                    "content": st.column_config.TextColumn("Tool Message", width="large"),
+                    "content": st.column_config.TextColumn(
+                        "Tool Message", width=widgets.CONTENT_PX * 2
+                    ),
                 },
             )
 
@@ -140,12 +145,12 @@ def _groups(f: Filters, fingerprints_total: int, fingerprint: str | None) -> Non
         on_select="rerun",
         selection_mode="single-row",
         key=f"fingerprints_{offset}_{generation}",
-        column_order=("traces", "errors", "tool", "error_type", "fingerprint", "example"),
+        column_order=("tool", "error_type", "errors", "traces", "fingerprint", "example"),
         column_config={
             "traces": widgets.count_column("Traces", help="same error in N traces"),
             "errors": widgets.count_column("Errors"),
-            "tool": st.column_config.TextColumn("Tool"),
-            "error_type": st.column_config.TextColumn("Error type"),
+            "tool": st.column_config.TextColumn("Tool", width=widgets.TOOL_PX),
+            "error_type": st.column_config.TextColumn("Error type", width=widgets.ERROR_TYPE_PX),
             "fingerprint": st.column_config.TextColumn("Fingerprint", width="medium"),
             "example": st.column_config.TextColumn("Example (first occurrence)", width="large"),
         },

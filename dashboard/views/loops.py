@@ -88,9 +88,9 @@ def _looping_calls(f: Filters, k: int, totals: dict[str, int]) -> None:
         height=widgets.table_height(len(loops), max_rows=LOOP_PAGE),
         column_order=LOOP_COLUMNS,
         column_config={
-            "tool": st.column_config.TextColumn("Tool"),
+            "tool": st.column_config.TextColumn("Tool", width=widgets.TOOL_PX),
             "arguments": st.column_config.TextColumn(
-                "Arguments", width=260, help="the identical arguments of every call"
+                "Arguments", width=widgets.CONTENT_PX, help="the identical arguments of every call"
             ),
             "occurrences": widgets.count_column("Calls", help="identical calls in the trace"),
             "run_length": widgets.count_column("Longest run", help="identical calls in a row"),

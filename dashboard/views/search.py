@@ -11,9 +11,11 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import render, state, widgets
-from db.queries.search import COUNT_CAP, HIT_COLUMNS, search_content
+from db.queries.search import COUNT_CAP, search_content
 
 PAGE_SIZE = 50
+#: What and where the match is first (on screen at 1,440 px), then its trace.
+HITS_ORDER = ("kind", "tool", "snippet", "trace", "title", "role", "pair", "seq")
 
 st.title("Search")
 if state.store_is_empty():
@@ -58,7 +60,7 @@ event = st.dataframe(
     on_select="rerun",
     selection_mode="single-row",
     key="search_hits",
-    column_order=HIT_COLUMNS,
+    column_order=HITS_ORDER,
     column_config={
         "trace": st.column_config.TextColumn("Trace"),
         "title": st.column_config.TextColumn("Title", width="medium"),
@@ -66,14 +68,22 @@ event = st.dataframe(
             "In", help="arguments of a call, a tool result, or a message"
         ),
         "role": st.column_config.TextColumn("Role"),
-        "tool": st.column_config.TextColumn("Tool"),
+        "tool": st.column_config.TextColumn("Tool", width=widgets.TOOL_PX),
         "pair": st.column_config.TextColumn("Pair", help="message seq:call index, r = result"),
         "seq": widgets.count_column("Message", help="position in the trace"),
-        "snippet": st.column_config.TextColumn("Match", width="large", help="« » mark the match"),
+        "snippet": st.column_config.TextColumn(
+            "Match", width=widgets.CONTENT_PX * 2, help="« » mark the match"
+        ),
     },
 )
 selected = event.selection.rows if event is not None else []
 if selected:
     chosen = found.hits.iloc[selected[0]]
     pair = chosen["pair"]
-    state.open_trace(str(chosen["trace"]), pair if isinstance(pair, str) else None)
+    # On the Trace page: the page of the message holding the match, scrolled to it, the
+    # words marked; the pair (a call or Tool Message) selected too.
+    state.open_trace(
+        str(chosen["trace"]),
+        pair if isinstance(pair, str) else None,
+        {state.FOUND_PARAM: str(int(chosen["seq"])), state.WORDS_PARAM: text},
+    )

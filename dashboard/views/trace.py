@@ -8,8 +8,10 @@ outline of the whole trace (``dashboard.trace_outline``) and the findings open a
 click; "Mark reviewed, open the next" walks the review queue. Notes on the whole trace, the
 incident report downloads and the link to this view sit at the top. Long traces are read in
 pages of :data:`MESSAGES_PER_PAGE` messages; the page is in the URL (``mpage``) and, unless
-the URL names one, is the selected pair's. All trace content is untrusted and shown as code
-or escaped text.
+the URL names one, is the selected pair's, or the one of the message a search hit opened
+(``msg``: its seq, boxed among the messages with the searched words ``hl`` marked in it). The
+browser lands on the target: the search hit's message, else the selected pair, is scrolled into
+view (``dashboard.scroll``). All trace content is untrusted and shown as code or escaped text.
 
 The browser lays out everything sent to it, closed boxes included, so the boxes with forms or
 tables (Find a trace once a trace is shown, Notes, Findings, the review box, Show all) draw
@@ -30,6 +32,7 @@ from dashboard import (
     files_ui,
     render,
     review_ui,
+    scroll,
     state,
     trace_blocks,
     trace_outline,
@@ -39,6 +42,7 @@ from dashboard import (
 )
 from dashboard.pages import SESSIONS as SESSIONS_PAGE
 from dashboard.pages import TRACE as TRACE_PAGE
+from db.dialect import search_words
 from db.queries.filters import Filters
 from db.queries.pairs import pair_choices
 from db.queries.sessions import session_of, session_traces
@@ -69,15 +73,16 @@ PAGE_KEY = "mpage"
 #: Session key of the (trace, pair) the page selector last showed.
 ANCHOR_KEY = "_trace_page_anchor"
 REVIEW_LABEL = "Notes and corrections on this pair"
+#: The trace, its size and its problems first (on screen at 1,440 px), then where it came from.
 TRACE_PICKER_COLUMNS = (
     "trace",
     "title",
-    "agent",
-    "model",
-    "started_at",
     "messages",
     "errors",
     "problems",
+    "agent",
+    "model",
+    "started_at",
 )
 #: Traces per page of the trace picker.
 PICKER_PAGE_SIZE = 50
@@ -133,7 +138,7 @@ def _picker(f: Any) -> None:
         height=widgets.table_height(len(found), max_rows=8),
         column_config={
             "trace": st.column_config.TextColumn("Trace", width="medium"),
-            "title": st.column_config.TextColumn("Title", width="large"),
+            "title": st.column_config.TextColumn("Title", width=widgets.CONTENT_PX),
             "agent": st.column_config.TextColumn("Agent"),
             "model": st.column_config.TextColumn("Model"),
             "started_at": st.column_config.DatetimeColumn(
@@ -234,16 +239,21 @@ def review_key(trace_id: int, pair: PairRef) -> str:
     return f"review_{trace_id}_{pair.seq}_{pair.call_index}"
 
 
-def _messages_page(trace_id: int, messages: int, pair: PairRef | None) -> int:
+def _messages_page(trace_id: int, messages: int, pair: PairRef | None, found: int | None) -> int:
     """Draw the page selector of a long trace (bound to the URL as ``mpage``); return the
-    0-based page to show. Without ``mpage`` in the URL the page is the selected pair's."""
+    0-based page to show. Without ``mpage`` in the URL the page is the one of the message a
+    search hit opened (``found``), else the selected pair's."""
     pages = max(1, -(-messages // MESSAGES_PER_PAGE))
-    home = state.query(page_of_seq, trace_id, pair.seq, size=MESSAGES_PER_PAGE) if pair else 0
+    target = found if found is not None else pair.seq if pair else None
+    home = 0
+    if target is not None:
+        home = state.query(page_of_seq, trace_id, target, size=MESSAGES_PER_PAGE)
     if pages == 1:
         return 0
-    # Another trace or pair than in the last run (the picker, a Select button): go to its
-    # page. The first run keeps what the URL says, so a shared link opens the page it names.
-    anchor = (trace_id, None if pair is None else (pair.seq, pair.call_index))
+    # Another trace, pair or hit than in the last run (the picker, a Select button, Search):
+    # go to its page. The first run keeps what the URL says, so a shared link opens the page
+    # it names.
+    anchor = (trace_id, None if pair is None else (pair.seq, pair.call_index), found)
     if st.session_state.get(ANCHOR_KEY, anchor) != anchor:
         st.session_state[PAGE_KEY] = home + 1
     st.session_state[ANCHOR_KEY] = anchor
@@ -260,7 +270,9 @@ def _messages_page(trace_id: int, messages: int, pair: PairRef | None) -> int:
     page = min(max(int(page), 1), pages)
     first = (page - 1) * MESSAGES_PER_PAGE
     last = min(messages, first + MESSAGES_PER_PAGE)
-    where = " (the selected pair's page)" if pair is not None and page == home + 1 else ""
+    where = ""
+    if target is not None and page == home + 1:
+        where = " (the search match's page)" if found is not None else " (the selected pair's page)"
     right.caption(
         f"Messages {first + 1:,}–{last:,} of {messages:,} · page {page:,} of {pages:,}{where}"
     )
@@ -494,6 +506,7 @@ engine = state.engine()
 all_notes = trace_annotations(engine, trace_id)
 trace_notes = [n for n in all_notes if n.message_seq is None]
 selected = state.selected_pair()
+found_seq = state.found_message()
 # One list of the trace's problems (``db.queries.traces.pair_problems``) for the Problems tile,
 # the outline, previous / next problem and the words on each pair's card.
 markers = state.query(trace_markers, trace_id, loop_k=k)
@@ -507,6 +520,8 @@ ctx = trace_blocks.BlockContext(
     token_counts=str(trace.get("token_counts") or "estimate"),
     problems=dict(zip(problem_pairs["pair"], problem_pairs["problems"], strict=True)),
     trace_id=trace_id,
+    found=found_seq,
+    words=tuple(search_words(state.found_words() or "")),
 )
 
 head, side = st.columns([3, 2])
@@ -631,12 +646,15 @@ with st.expander(
 
 if pair is not None:
     detail = state.query(pair_detail, trace_id, pair)
-    with st.expander("Selected pair", expanded=True, icon=":material/my_location:"):
-        found = _selected_pair(detail, ctx)
-    if found:
+    with (
+        st.container(key=trace_blocks.SELECTED_KEY),
+        st.expander("Selected pair", expanded=True, icon=":material/my_location:"),
+    ):
+        shown = _selected_pair(detail, ctx)
+    if shown:
         _review_pair(trace_id, detail, pair, ctx)
 
-page = _messages_page(trace_id, int(trace["message_count"]), pair)
+page = _messages_page(trace_id, int(trace["message_count"]), pair, found_seq)
 window = state.query(trace_window, trace_id, page=page, size=MESSAGES_PER_PAGE)
 rows = trace_blocks.PageRows.of(window.calls, window.results)
 if not window.calls.empty:
@@ -645,3 +663,8 @@ for message in window.messages.to_dict("records"):
     trace_blocks.show_message(message, rows, ctx)
 if window.pages > 1 and window.page + 1 < window.pages:
     st.caption(f"Page {window.page + 1:,} of {window.pages:,}: the next page is chosen above.")
+# Land on the target: the search hit's message when it is on this page, else the pair.
+if found_seq is not None and (window.messages["seq"] == found_seq).any():
+    scroll.bring_into_view(trace_blocks.found_key(found_seq))
+elif pair is not None:
+    scroll.bring_into_view(trace_blocks.SELECTED_KEY)

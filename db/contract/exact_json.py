@@ -42,14 +42,26 @@ def dumps(value: Any, *, sort_keys: bool = False, indent: bool = False) -> str:
     """
     option = orjson.OPT_NON_STR_KEYS | (orjson.OPT_SORT_KEYS if sort_keys else 0)
     option |= orjson.OPT_INDENT_2 if indent else 0
+    return dumps_bytes(value, option).decode()
+
+
+def dumps_bytes(value: Any, option: int = 0) -> bytes:
+    """``orjson.dumps(value, option=option, default=str)``, except that an integer beyond 64
+    bits (which orjson refuses) is written exactly: the one JSON writer for values that came
+    from a trace. ``option`` may hold ``OPT_SORT_KEYS``, ``OPT_NON_STR_KEYS``, ``OPT_INDENT_2``.
+
+    >>> dumps_bytes([1, {"b": 2, "a": -18446744073709551616}], orjson.OPT_SORT_KEYS)
+    b'[1,{"a":-18446744073709551616,"b":2}]'
+    """
     try:
-        return orjson.dumps(value, option=option, default=str).decode()
+        return orjson.dumps(value, option=option, default=str)
     except TypeError:  # an integer beyond 64 bits
+        indent = bool(option & orjson.OPT_INDENT_2)
         return json.dumps(
             value,
-            sort_keys=sort_keys,
+            sort_keys=bool(option & orjson.OPT_SORT_KEYS),
             indent=2 if indent else None,
             separators=(",", ": ") if indent else (",", ":"),
             ensure_ascii=False,
             default=str,
-        )
+        ).encode()

@@ -71,6 +71,7 @@ class MessageRecord(NamedTuple):
     source_id: str | None
     source_line: int | None
     branch: str | None
+    branch_parent: str | None
     raw: Any
 
 

@@ -41,6 +41,7 @@ COLUMN_WIDTHS: Final[dict[str, dict[str, int]]] = {
         "role": 20,
         "source_id": 400,
         "branch": 400,
+        "branch_parent": 400,
     },
     "tool_calls": {
         "tool_call_id": 400,

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, Select, String, and_, cast, func, literal, select
 
-from db.queries.common import effective_error_type, effective_verdict
+from db.queries.common import effective_error_type, effective_verdict, total
 from db.queries.compare_stats import TOOL_COUNTS, Comparison, TraceSet, compare
 from db.queries.errors import result_pair_key, to_frame
 from db.queries.filters import Filters, restrict_traces
@@ -86,6 +86,10 @@ def _tools(conn: Any, ids: Select[tuple[int]], loop_k: int) -> pd.DataFrame:
             func.count().filter(ToolResultRow.suggestion.is_not(None)).label("suggestions"),
             func.count().filter(effective_verdict == "followed").label("followed"),
             func.count().filter(effective_verdict == "ignored").label("ignored"),
+            func.coalesce(total(ToolResultRow.reread_tokens), 0).label("reread_tokens"),
+            func.coalesce(total(ToolResultRow.cost_nano_usd), 0).label("cost_nano_usd"),
+            func.count().filter(ToolResultRow.later_calls.is_(None)).label("uncosted"),
+            func.count().filter(ToolResultRow.cost_nano_usd.is_(None)).label("unpriced"),
         )
         .where(ToolResultRow.trace_id.in_(ids))
         .group_by(ToolResultRow.trace_id, ToolResultRow.tool)

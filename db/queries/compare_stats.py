@@ -103,6 +103,8 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("loop_rate", "loop rate (traces with a loop)", "lower"),
     MetricSpec("error_streak_rate", "error-streak rate (traces repeating a failed call)", "lower"),
     MetricSpec("wasted_tokens_per_trace", "wasted tokens per trace (repeats' results)", "lower"),
+    MetricSpec("reread_tokens_per_trace", "re-read tokens per trace (by later calls)", "lower"),
+    MetricSpec("cost_per_trace", "Tool Message cost per trace, USD (models with a price)", "lower"),
     # Neither direction is better: advice makes an error longer, a dump makes a result longer
     # (the ``oversized`` finding counts the harmful kind).
     MetricSpec("size_p50", "Tool Message tokens, p50", None),
@@ -118,12 +120,15 @@ RATES = frozenset(
     {"error_rate", "pairing_problem_rate", "loop_rate", "error_streak_rate", "suggestion_rate",
      "follow_rate"}
 )  # fmt: skip
+#: The metrics in US dollars (shown with a ``$``).
+MONEY = frozenset({"cost_per_trace"})
 #: The size percentiles and their quantile.
 PERCENTILES = {"size_p50": 0.5, "size_p95": 0.95}
 #: Per-trace, per-tool counts :class:`TraceSet.tools` holds.
 TOOL_COUNTS = (
     "calls", "results", "errors", "pairing_problems", "loop_calls", "streak_calls",
-    "suggestions", "followed", "ignored", "wasted_tokens",
+    "suggestions", "followed", "ignored", "wasted_tokens", "reread_tokens", "cost_nano_usd",
+    "uncosted", "unpriced",
 )  # fmt: skip
 
 
@@ -134,7 +139,10 @@ class TraceSet:
     * ``traces``: one row per trace: ``trace_id``, ``display_id``, ``duration_s`` (NaN when
       the trace has no timestamps).
     * ``tools``: one row per trace and tool it touches: ``trace_id``, ``tool`` and
-      :data:`TOOL_COUNTS`.
+      :data:`TOOL_COUNTS` (``reread_tokens`` and ``cost_nano_usd``: what its Tool Messages add
+      to the later model calls, ``ingest.analysis.costs``; ``uncosted``: its Tool Messages
+      stored without those figures, until ``toollens reanalyze``; ``unpriced``: those without
+      a cost, their model having no price).
     * ``error_types`` / ``findings``: ``trace_id``, ``tool``, ``error_type`` / ``name``, ``n``.
     * ``sizes``: ``trace_id``, ``tool``, ``tokens``: one row per Tool Message.
     * ``fingerprints``: ``fingerprint``, ``tool``, ``error_type``, ``n``, ``traces``,
@@ -202,6 +210,11 @@ class Difference:
     def is_rate(self) -> bool:
         """Whether the metric is a share (shown as a percentage)."""
         return self.metric in RATES
+
+    @property
+    def is_money(self) -> bool:
+        """Whether the metric is in US dollars."""
+        return self.metric in MONEY
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,6 +530,15 @@ def _scope_columns(pool: _Pool, tool: str | None) -> Iterator[_Column]:
     yield share("loop_rate", anywhere("loop_calls"), anywhere("calls"))
     yield share("error_streak_rate", anywhere("streak_calls"), anywhere("calls"))
     yield ratio("wasted_tokens_per_trace", col("wasted_tokens"), ones, touching)
+    # What the Tool Messages add to the later model calls, over the traces whose every Tool
+    # Message has the figure: one stored before it was derived has none, one of a model
+    # without a price no cost. A trace with no Tool Message (of the tool) adds nothing.
+    costed = touching & (col("uncosted") == 0)
+    yield ratio("reread_tokens_per_trace", np.where(costed, col("reread_tokens"), 0.0),
+                costed * 1.0, costed)  # fmt: skip
+    priced = costed & (col("unpriced") == 0)
+    dollars = np.where(priced, col("cost_nano_usd"), 0.0) / 1e9
+    yield ratio("cost_per_trace", dollars, priced * 1.0, priced)
     yield share("suggestion_rate", col("suggestions"), col("results"))
     followed = col("followed")
     yield share("follow_rate", followed, followed + col("ignored"))

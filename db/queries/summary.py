@@ -30,6 +30,7 @@ from db.catalogue import (
     UNPAIRED,
     VERDICT,
     follow_rate,
+    in_trace,
     late_call_count,
     late_calls,
     loop_signatures,
@@ -190,6 +191,14 @@ def tool_cost(counts: dict[str, Any]) -> dict[str, Any]:
         "measured_results": measured,
         "estimated_results": n - measured,
     }
+
+
+def trace_tool_cost(engine: Engine, trace_id: int) -> dict[str, Any]:
+    """What the Tool Messages of one trace add to the model calls after them, in the shape of
+    :func:`tool_cost` (what an incident report shows)."""
+    with engine.connect() as conn:
+        counts = figures.counts(conn, [RESULTS_N, *COST_MEASURES], [in_trace(trace_id)])
+    return tool_cost(counts)
 
 
 def _assemble(

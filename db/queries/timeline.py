@@ -3,7 +3,8 @@
 What the store keeps per message is its time (``messages.timestamp``: a span's start for a tool
 call, its end for the answer and for a model's message, a log line's time elsewhere), its
 sub-agent thread (``messages.branch``: a Claude Code side chain, the thread of spans named by
-the span its model calls nest in) and, for a Tool Message, the execution time
+the span its model calls nest in), the thread that thread nests in where spans say so
+(``messages.branch_parent``: :attr:`Timeline.parents`) and, for a Tool Message, the execution time
 (``tool_results.duration_ms``: the tool span's own end − start, else the timestamps'
 difference, ``ingest.analysis.durations``). From these:
 
@@ -21,7 +22,7 @@ first tool call (``None`` for a model call that called no tool).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,12 +42,15 @@ NO_RESULT = "no result"
 @dataclass(frozen=True, slots=True)
 class Timeline:
     """The bars of one trace (:data:`TIMELINE_COLUMNS`, by start time) and what had no time:
-    ``timed_messages`` of ``messages`` carry a time, ``untimed_calls`` tool calls have no bar."""
+    ``timed_messages`` of ``messages`` carry a time, ``untimed_calls`` tool calls have no bar.
+    ``parents``: each thread that nests in another thread than the main conversation, and
+    that thread (``{"researcher": "planner"}``)."""
 
     bars: pd.DataFrame
     messages: int
     timed_messages: int
     untimed_calls: int
+    parents: dict[str, str] = field(default_factory=dict)
 
 
 def _ms(start: datetime, end: datetime) -> float:
@@ -99,6 +103,16 @@ def trace_timeline(engine: Engine, trace_id: int) -> Timeline:
             .where(MessageRow.trace_id == trace_id)
             .order_by(MessageRow.seq)
         ).all()
+        # One row per nested thread: its messages all carry the same parent.
+        nested = conn.execute(
+            select(MessageRow.branch, MessageRow.branch_parent)
+            .where(
+                MessageRow.trace_id == trace_id,
+                MessageRow.branch.is_not(None),
+                MessageRow.branch_parent.is_not(None),
+            )
+            .distinct()
+        ).all()
         calls = conn.execute(
             select(
                 c.message_seq,
@@ -148,4 +162,5 @@ def trace_timeline(engine: Engine, trace_id: int) -> Timeline:
         messages=len(messages),
         timed_messages=sum(1 for m in messages if m[2] is not None),
         untimed_calls=untimed,
+        parents={str(b): str(p) for b, p in sorted(nested) if b != p},
     )

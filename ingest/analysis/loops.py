@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from db.contract import exact_json
 from ingest.analysis.pairing import CallRef
 
 #: Shortest A-B-A-B alternation reported as ping-pong.
@@ -36,7 +37,7 @@ def _canonical_arguments(arguments: Any, arguments_raw: str | None) -> bytes:
         # text "null" hashes the same either way).
         return "".join(arguments_raw.split()).encode()
     try:
-        return orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
+        return exact_json.dumps_bytes(arguments, orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:
         # Values orjson cannot encode (e.g. integers beyond 64 bits) fall back to the raw text.
         return "".join((arguments_raw or repr(arguments)).split()).encode()

@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from db.contract import exact_json
 from db.contract.vocabulary import CallKind
 from ingest.formats._common import (
     ShapeError,
@@ -322,4 +323,4 @@ def _server_result_text(content: Any) -> str:
     text = text_of(content)
     if text or content is None or isinstance(content, str):
         return text
-    return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    return exact_json.dumps_bytes(content, orjson.OPT_NON_STR_KEYS).decode()

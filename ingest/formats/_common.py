@@ -151,7 +151,7 @@ def text_of(content: Any) -> str:
     if isinstance(content, list):
         texts = [text for part in content if (text := _part_text(part)) is not None]
         return "\n".join(texts)
-    return orjson.dumps(content).decode()
+    return exact_json.dumps_bytes(content).decode()
 
 
 def _part_text(part: Any) -> str | None:
@@ -195,7 +195,7 @@ def parse_arguments(value: Any) -> Arguments:
             return Arguments(raw=value, parsed=exact_json.loads(value))
         except orjson.JSONDecodeError as exc:
             return Arguments(raw=value, parsed=None, valid=False, error=f"not valid JSON: {exc}")
-    return Arguments(raw=orjson.dumps(value).decode(), parsed=value)
+    return Arguments(raw=exact_json.dumps_bytes(value).decode(), parsed=value)
 
 
 def parse_timestamp(value: Any) -> datetime | None:
@@ -278,7 +278,7 @@ def small_metadata(container: dict[str, Any], consumed: Collection[str]) -> dict
     for key, value in fields.items():
         if key in consumed:
             continue
-        size = len(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str))
+        size = len(exact_json.dumps_bytes(value, orjson.OPT_NON_STR_KEYS))
         if size > METADATA_VALUE_MAX_BYTES:
             omitted.append(key)
         else:
@@ -333,7 +333,7 @@ def opaque_message(
     >>> opaque_message({"type": "hologram", "id": 7}, "hologram", "assistant", 3).content
     'hologram: {"type":"hologram","id":7}'
     """
-    text = orjson.dumps(item, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    text = exact_json.dumps_bytes(item, orjson.OPT_NON_STR_KEYS).decode()
     return OpaqueMessage(
         seq=0,
         role=role,

@@ -80,6 +80,7 @@ def convert_message(msg: dict[str, Any], path: str, line: int | None) -> list[Me
         source_id=source_id,
         source_line=line,
         branch=None,
+        branch_parent=None,
         raw=msg,
         unknown_fields=unknown_fields(msg, KNOWN_MESSAGE_FIELDS, "message"),
     )

@@ -39,6 +39,7 @@ from typing import Any
 
 import orjson
 
+from db.contract import exact_json
 from ingest.model import Message
 
 #: What tells two copies of a message apart (see :func:`fingerprint`).
@@ -68,14 +69,18 @@ def _arguments_key(raw: str | None, parsed: Any) -> str | None:
         return _sorted_json_text(raw)
     if parsed is None:
         return None
-    return orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
+    return exact_json.dumps_bytes(parsed, _SORTED).decode()
+
+
+#: Canonical JSON text: sorted keys, keys that are not strings written as strings.
+_SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
 @lru_cache(maxsize=65536)
 def _sorted_json_text(raw: str) -> str:
     # Cached: every request resends the calls before it.
     try:
-        return orjson.dumps(orjson.loads(raw), option=orjson.OPT_SORT_KEYS).decode()
+        return exact_json.dumps_bytes(exact_json.loads(raw), _SORTED).decode()
     except orjson.JSONDecodeError:
         return raw
 

@@ -156,6 +156,16 @@ def _inside_llm_call(obs: SpanNode, by_id: dict[str, SpanNode]) -> bool:
     return False
 
 
+def _ancestors(obs: SpanNode, by_id: dict[str, SpanNode]) -> tuple[str, ...]:
+    """The ids of the spans ``obs`` lies under, nearest first (a cycle ends the walk)."""
+    chain: list[str] = []
+    parent = by_id.get(obs.parent) if obs.parent else None
+    while parent is not None and parent.id and parent.id not in chain:
+        chain.append(parent.id)
+        parent = by_id.get(parent.parent) if parent.parent else None
+    return tuple(chain)
+
+
 def _sources(
     llm_calls: list[SpanNode], observations: list[SpanNode], by_id: dict[str, SpanNode]
 ) -> list[Source]:
@@ -179,6 +189,7 @@ def _sources(
                 label=parent.name if parent is not None and parent.name else obs.name,
                 usage=dict(obs.usage) if obs.usage else None,
                 span_id=obs.id,
+                ancestors=_ancestors(obs, by_id),
             )
         )
     if sources and not any(s.inputs for s in sources):

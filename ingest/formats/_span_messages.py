@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from db.contract import exact_json
 from db.contract.vocabulary import Role
 from ingest.formats._common import (
     ROLE_MAP,
@@ -110,7 +111,7 @@ def maybe_json(value: Any) -> Any:
 def dump(value: Any) -> str:
     """Compact JSON text of a parsed value (integers beyond 64 bits as text)."""
     try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+        return exact_json.dumps_bytes(value, orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:
         import json
 

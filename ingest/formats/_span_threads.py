@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from db.contract import exact_json
 from ingest.analysis.durations import milliseconds
 from ingest.formats._span_messages import (
     Key,
@@ -58,6 +59,9 @@ class Source:
     usage: dict[str, Any] | None = None
     #: The span's id, the ``source_id`` of the messages of its answer.
     span_id: str | None = None
+    #: The ids of the spans it lies under, nearest first (its agent span's is the first):
+    #: a thread nests in the thread whose agent span is the nearest of them.
+    ancestors: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -94,6 +98,8 @@ class _Slot:
 @dataclass(slots=True)
 class _Thread:
     label: str
+    #: The ids of the spans the thread's first source lies under, nearest first.
+    ancestors: tuple[str, ...] = ()
     slots: dict[int, _Slot] = field(default_factory=dict)
     #: Keys of the positions the last source covered, and how many it covered.
     last_input: dict[int, Key] = field(default_factory=dict)
@@ -229,7 +235,8 @@ def _align(sources: list[Source]) -> tuple[list[_Thread], list[tuple[datetime | 
             if positions is not None:
                 break
         else:
-            thread, positions = _Thread(label=source.label), {i: i for i in source.inputs}
+            thread = _Thread(label=source.label, ancestors=source.ancestors)
+            positions = {i: i for i in source.inputs}
             threads.append(thread)
         _apply(thread, source, positions, order, seen)
         placed.append((source.start, thread))
@@ -245,7 +252,7 @@ def _align(sources: list[Source]) -> tuple[list[_Thread], list[tuple[datetime | 
 def _normalized(value: Any) -> str:
     text = content_text(value).strip()
     try:
-        return orjson.dumps(orjson.loads(text), option=orjson.OPT_SORT_KEYS).decode()
+        return exact_json.dumps_bytes(exact_json.loads(text), orjson.OPT_SORT_KEYS).decode()
     except (orjson.JSONDecodeError, TypeError):
         return text
 
@@ -395,13 +402,32 @@ def assemble(sources: list[Source], runs: list[ToolRun]) -> list[Message]:
                     home = thread
             _insert(home.messages, [_asked(run, run.call_id), _answer(run, run.call_id)], run.start)
     messages: list[Message] = []
-    labels: set[str] = set()
-    for index, thread in enumerate(threads):
+    labels: list[str] = []
+    for thread in threads:
         label = thread.label
         while label in labels:
             label += "'"
-        labels.add(label)
+        labels.append(label)
+    parents = _thread_parents(threads)
+    for index, thread in enumerate(threads):
+        parent = parents[index]
         for message in thread.messages:
-            message.branch = label if index else None
+            message.branch = labels[index] if index else None
+            message.branch_parent = labels[parent] if index and parent else None
             messages.append(message)
     return messages
+
+
+def _thread_parents(threads: list[_Thread]) -> list[int | None]:
+    """Per thread, the index of the thread it nests in: the one whose agent span (its first
+    source's nearest ancestor) is the nearest other ancestor of the thread's first source;
+    ``None`` without one (the main thread, a thread whose spans nest in no other's)."""
+    agents: dict[str, int] = {}
+    for index, thread in enumerate(threads):
+        if thread.ancestors:
+            agents.setdefault(thread.ancestors[0], index)
+    parents: list[int | None] = []
+    for index, thread in enumerate(threads):
+        found = (agents.get(a) for a in thread.ancestors[1:])
+        parents.append(next((i for i in found if i is not None and i != index), None))
+    return parents

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from db.contract import exact_json
 from db.contract.vocabulary import counted
 from db.session import ImportSession, TraceRows, WorkerConnection, WriteResult
 from ingest.analysis.images import countable_text
@@ -255,7 +256,7 @@ def analyze_batch(
 def _analysis_failure(trace: Trace, exc: Exception) -> Rejected:
     """A trace the analysis could not handle, as a rejection holding its (redacted) messages'
     payloads."""
-    raw = orjson.dumps([m.raw for m in trace.messages], default=str, option=orjson.OPT_NON_STR_KEYS)
+    raw = exact_json.dumps_bytes([m.raw for m in trace.messages], orjson.OPT_NON_STR_KEYS)
     return Rejected(
         source_file=trace.source_file,
         line=trace.source_line or 0,
@@ -292,7 +293,7 @@ def refused_rejections(result: WriteResult) -> list[Rejected]:
             byte_offset=0,
             reason="store_refused",
             message=f"trace {rows.trace.display_id}: the database refused it ({reason})",
-            raw=orjson.dumps([m.raw for m in rows.messages], default=str)[:REFUSED_RAW_BYTES],
+            raw=exact_json.dumps_bytes([m.raw for m in rows.messages])[:REFUSED_RAW_BYTES],
         )
         for rows, reason in result.refused
     ]

@@ -54,6 +54,7 @@ def trace_from_stored(stored: StoredTrace) -> tuple[Trace, list[int]]:
             source_id=m.source_id,
             source_line=m.source_line,
             branch=m.branch,
+            branch_parent=m.branch_parent,
             raw=m.raw,
         )
         for m in stored.messages

@@ -206,6 +206,11 @@ def _message_row(message: Message, n_tokens: int) -> MessageRecord:
         source_id=fit("messages", "source_id", message.source_id),
         source_line=message.source_line,
         branch=fit_key("messages", "branch", message.branch) if message.branch else None,
+        branch_parent=(
+            fit_key("messages", "branch_parent", message.branch_parent)
+            if message.branch_parent
+            else None
+        ),
         raw=message.raw,
     )  # fmt: skip
 

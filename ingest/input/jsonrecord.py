@@ -45,7 +45,6 @@ _CONTAINERS = frozenset((dict, list))
 #: A number of 20+ digits, or of 19 starting with 9 (2**63 is 9223372036854775808): only these
 #: can leave the 64-bit range. Nanosecond times (19 digits, 1.7e18) do not match.
 _LONG_DIGITS = re.compile(rb"[:\[,]\s*-?(?:\d{20,}|9\d{18})\s*[,\]}]")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 #: The head of a rejected record that is kept (its ``raw``; 1 MiB): enough to see what it is,
 #: while a record of hundreds of MB (or a decompression bomb) costs neither memory nor the
 #: store its size. The rejection's message gives the whole record's size.
@@ -104,27 +103,22 @@ def decode_value(raw: bytes) -> Any:
     (``orjson.JSONDecodeError`` if they are not JSON). The one decoding of record bytes: the
     reader's, and a worker's for a record the parent left undecoded (a deferred record).
 
-    An integer outside the signed 64-bit range becomes the string of its digits: no database
-    column or JSON operator reads it as a number, and orjson would round it to a float.
+    An integer outside the signed 64-bit range stays exact (a Python ``int``; orjson would round
+    it to a float): the JSON writers (``db.contract.exact_json``) write it back as it was written.
 
     >>> decode_value(b'{"a\\u0000": ["x\\u0000y", 1]}')
     {'a\ufffd': ['x\ufffdy', 1]}
     >>> decode_value(b'{"n": 123456789012345678901234567890, "m": -9223372036854775808}')
-    {'n': '123456789012345678901234567890', 'm': -9223372036854775808}
+    {'n': 123456789012345678901234567890, 'm': -9223372036854775808}
     """
     value = orjson.loads(raw)
     # Only a long number can be such an integer: one bytes scan spares the (slower) re-parse.
     if _LONG_DIGITS.search(raw) is not None and isinstance(value, dict | list):
-        value = json.loads(raw, parse_int=_int_or_digits)
+        value = json.loads(raw)
     # Only an escaped NUL can put one in a decoded string: one bytes scan saves the walk.
     if b"\\u0000" in raw and isinstance(value, dict | list):
         _replace_nul(value)
     return value
-
-
-def _int_or_digits(digits: str) -> int | str:
-    number = int(digits)
-    return number if _INT64_MIN <= number <= _INT64_MAX else digits
 
 
 def _diagnose(

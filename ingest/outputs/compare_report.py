@@ -34,6 +34,8 @@ METHOD = {
     "means_and_percentiles": f"bootstrap over traces, {BOOTSTRAP} Poisson resamples, seed "
     f"{SEED}; percentiles nearest rank, resampled as grouped-data quantiles",
     "multiple_comparisons": f"Benjamini-Hochberg, false discovery rate {FALSE_DISCOVERY_RATE}",
+    "costs": "re-read tokens and cost (USD) per trace over the traces whose every Tool Message "
+    "has the figure; the cost only where the trace's model has a price",
 }
 
 
@@ -88,23 +90,43 @@ def signed(value: float | None) -> str:
     return "–" if value is None else ("+" if value > 0 else "") + number(value)
 
 
+def dollars(value: float | None, sign: bool = False) -> str:
+    """An amount in US dollars, 4 significant digits (``$0.008520``, ``-$0.00757``), ``–``
+    when there is none; ``sign``: ``+`` before a positive one.
+
+    >>> dollars(0.00852), dollars(-0.00757, sign=True), dollars(0.5, sign=True)
+    ('$0.00852', '-$0.00757', '+$0.5')
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    mark = "-" if value < 0 else ("+" if sign and value > 0 else "")
+    return f"{mark}${abs(value):.4g}"
+
+
 def figure(d: Difference, value: float | None) -> str:
-    """A row's value: a rate in percent with one decimal, anything else as :func:`number`."""
+    """A row's value: a rate in percent with one decimal, money in dollars, anything else as
+    :func:`number`."""
+    if value is not None and d.is_money:
+        return dollars(value)
     if value is None or not d.is_rate:
         return number(value)
     return f"{value:.1%}"
 
 
+def _signed(d: Difference, value: float | None) -> str:
+    return dollars(value, sign=True) if d.is_money else signed(value)
+
+
 def _difference(d: Difference) -> str:
     if d.difference is None or not d.is_rate:
-        return signed(d.difference)
+        return _signed(d, d.difference)
     return f"{100 * d.difference:+.1f}pp"
 
 
 def _line(d: Difference) -> str:
     scale = 100 if d.is_rate else 1
     interval = (
-        f"[{signed(scale * d.low)}, {signed(scale * d.high)}]"
+        f"[{_signed(d, scale * d.low)}, {_signed(d, scale * d.high)}]"
         if d.low is not None and d.high is not None
         else ""
     )
@@ -127,8 +149,8 @@ def comparison_text(
         f"candidate: {candidate} ({counted(comparison.candidate_traces, 'trace')})",
         *(f"note: {n}" for n in comparison.notes),
         "",
-        "differences with evidence (rates in %, their differences in points; 95% interval; traces "
-        "behind each side; Benjamini-Hochberg adjusted p):",
+        "differences with evidence (rates in %, their differences in points; costs in USD; 95% "
+        "interval; traces behind each side; Benjamini-Hochberg adjusted p):",
     ]
     flagged = comparison.flagged()
     out.extend(_line(d) for d in flagged)

@@ -21,10 +21,11 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from db.contract.vocabulary import DEFAULT_LOOP_K, PAIR_STATES
+from db.queries.summary import trace_tool_cost, usd
 from db.queries.traces import trace_findings, trace_window
 from db.writes.annotations import trace_annotations
 from db.writes.review import trace_header
-from ingest.outputs.report_html import corrections_made, figures_lines, to_html
+from ingest.outputs.report_html import corrections_made, figures_lines, result_cost, to_html
 
 #: Characters of one message kept in a report (0 = everything); the rest is counted, not shown.
 DEFAULT_MAX_CHARS = 4000
@@ -136,10 +137,32 @@ def _pair(
             "verdict_reason": result["verdict_reason"],
             "corrected_by": result["corrected_by"],
             "tokens": result["tokens"],
+            **_cost(result),
             **_cut(result["content"], max_chars),
         }
     out["keys"] = keys
     return out
+
+
+def _cost(result: dict[str, Any]) -> dict[str, Any]:
+    """What a Tool Message adds to the model calls after it (``ingest.analysis.costs``): the
+    later calls that read it, the tokens of the reads after the first (of them cached: ``None``
+    for an estimate), whether that is measured from the calls' usage, and every read priced in
+    dollars (``None``: the model has no price, tokens only). All ``None`` for a result stored
+    before they were derived (until ``toollens reanalyze``)."""
+
+    def whole(key: str) -> int | None:
+        # A frame column with a missing value holds floats.
+        return None if result[key] is None else int(result[key])
+
+    measured, nano = result["reread_measured"], whole("cost_nano_usd")
+    return {
+        "later_calls": whole("later_calls"),
+        "reread_tokens": whole("reread_tokens"),
+        "reread_cached": whole("reread_cached"),
+        "reread_measured": None if measured is None else bool(measured),
+        "cost_usd": None if nano is None else usd(nano),
+    }
 
 
 def _pairs(
@@ -253,6 +276,10 @@ def build_report(
             "tool_result_share": round(results_tokens / total, 4) if total else None,
             "wasted_tokens": header["wasted_tokens"],
             "max_occurrence": header["max_occurrence"],
+            # None for a trace stored before the figures were derived (until reanalyze).
+            "tool_cost": trace_tool_cost(engine, trace_id)
+            if any(r["later_calls"] is not None for r in results) or not results
+            else None,
             "flagged_pairs": len(flagged),
             "corrections": sum(1 for p in pairs if "result" in p and corrections_made(p["result"])),
             "annotations": len(notes),
@@ -302,6 +329,7 @@ def _conversation(
                 "error_type": r["error_type"],
                 "verdict": r["verdict"],
                 "pair_state": r["pair_state"],
+                **_cost(r),
             }
         out.append(item)
     return out
@@ -377,6 +405,9 @@ def to_markdown(report: dict[str, Any]) -> str:
             r = p["result"]
             lines += ["", f"Result (seq {r['seq']}, {_md(r['status'])}, {r['tokens']} tokens):", ""]
             lines += [_fence(r["content"] + ("\n…" if r["truncated"] else ""))]
+            cost = result_cost(r)
+            if cost:
+                lines += ["", f"Cost: {_md(cost)}"]
             if r["suggestion"]:
                 lines += [
                     "",
@@ -401,7 +432,12 @@ def to_markdown(report: dict[str, Any]) -> str:
         if "result" in m:
             r = m["result"]
             what = ", ".join(_md(v) for v in (r["status"], r["error_type"], r["pair_state"]) if v)
-            lines += [f"- result of {_md(r['pair'])} {_md(r['tool'])}: {what}", ""]
+            cost = result_cost(r)
+            lines += [
+                f"- result of {_md(r['pair'])} {_md(r['tool'])}: {what}"
+                + (f" · {_md(cost)}" if cost else ""),
+                "",
+            ]
     return "\n".join(lines).rstrip() + "\n"
 
 

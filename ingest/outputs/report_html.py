@@ -12,6 +12,8 @@ import html
 import re
 from typing import Any
 
+from ingest.outputs.cost_text import message_cost_text, total_cost_text
+
 
 def _line(line: int | None) -> str:
     return f":{line}" if line else ""
@@ -38,6 +40,12 @@ def figures_lines(report: dict[str, Any]) -> list[tuple[str, str]]:
             + (f" ({share:.1%})" if share is not None else ""),
         ),
         ("Wasted tokens (repeats)", str(f["wasted_tokens"])),
+        (
+            "What the Tool Messages cost (read again by later calls)",
+            "not derived for this trace yet (toollens reanalyze derives it)"
+            if f["tool_cost"] is None
+            else total_cost_text(f["tool_cost"]),
+        ),
         (
             "Flagged pairs / corrections / notes",
             f"{f['flagged_pairs']} / {f['corrections']} / {f['annotations']}",
@@ -103,6 +111,9 @@ def _html_pair(p: dict[str, Any]) -> str:
             f"{r['tokens']} tokens</div>"
         )
         parts.append(_pre(r["content"], r["truncated"]))
+        cost = result_cost(r)
+        if cost:
+            parts.append(f"<div class=muted>Cost: {_h(cost)}</div>")
         if r["suggestion"]:
             parts.append(
                 f"<p>Suggestion: {_h(r['suggestion'])} — verdict <b>{_h(r['verdict'])}</b>"
@@ -131,7 +142,12 @@ def _html_message(m: dict[str, Any]) -> str:
     if "result" in m:
         r = m["result"]
         what = ", ".join(_h(v) for v in (r["status"], r["error_type"], r["pair_state"]) if v)
-        parts.append(f"<div>result of {_h(r['pair'])} <b>{_h(r['tool'])}</b>: {what}</div>")
+        cost = result_cost(r)
+        parts.append(
+            f"<div>result of {_h(r['pair'])} <b>{_h(r['tool'])}</b>: {what}"
+            + (f" <span class=muted>· {_h(cost)}</span>" if cost else "")
+            + "</div>"
+        )
     return "".join(parts) + "</div>"
 
 
@@ -145,6 +161,18 @@ def _view_link(url: str | None) -> str:
         raise ValueError(f"not a web address: {url!r}")
     href = html.escape(url, quote=True)
     return f'<p><a href="{href}" rel="noreferrer">Open this view in ToolLens</a></p>'
+
+
+def result_cost(result: dict[str, Any]) -> str | None:
+    """A report's result's cost figures in words (``ingest.outputs.cost_text``); ``None`` when
+    it has none."""
+    return message_cost_text(
+        result["later_calls"],
+        result["reread_tokens"],
+        result["reread_cached"],
+        bool(result["reread_measured"]),
+        result["cost_usd"],
+    )
 
 
 def corrections_made(result: dict[str, Any]) -> list[tuple[str, Any, Any]]:
