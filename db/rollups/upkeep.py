@@ -178,16 +178,9 @@ _results = _by_keys(catalogue.RESULTS, r.tool, tuple(catalogue.RESULT_SUMS.value
 _sizes = _by_keys(catalogue.SIZES, r.tool)
 
 
-def _durations(ids: Sequence[int] | None) -> Any:
-    # Timed results only (``db.queries.durations``: a known duration ≥ 0), each exact value its
-    # own row, so that every nearest-rank percentile read from the counts is a stored duration.
-    return (
-        select(r.trace_id, r.tool, r.duration_ms, func.count())
-        .where(_of(r.trace_id, ids), r.duration_ms >= 0)
-        .group_by(r.trace_id, r.tool, r.duration_ms)
-    )
-
-
+# Timed results only (``db.queries.durations``: a known duration ≥ 0), each exact value its own
+# row, so that every nearest-rank percentile read from the counts is a stored duration.
+_durations = _by_keys(catalogue.DURATIONS, r.tool)
 _calls = _by_keys(catalogue.CALLS, c.tool_name)
 
 
