@@ -19,7 +19,7 @@ Both forms return the same rows: no caller chooses between them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Select, Table, and_, func, select
@@ -514,4 +514,38 @@ def counts(
     return {m.name: int(v or 0) for m, v in zip(measures, row, strict=True)}
 
 
-__all__ = ["Order", "counts", "from_rollups", "read", "rows", "statement"]
+def _under(m: Measure, where: Sequence[Condition]) -> Measure | None:
+    """``m`` counted only where every condition of ``where`` holds as well (``None``: a
+    measure that cannot take them as its own condition)."""
+    if not where:
+        return m
+    if m.aggregate not in ("count", "sum") or m.rollup is not None or m.apart is not None:
+        return None
+    conds = [*where, *([m.when] if m.when is not None and m.when not in where else [])]
+    when = conds[0]
+    for cond in conds[1:]:
+        when = when & cond
+    return replace(m, when=when)
+
+
+def counts_of(
+    conn: Connection,
+    requests: Sequence[tuple[Sequence[Measure], Sequence[Condition]]],
+    filters: Filters = NO_FILTERS,
+) -> dict[str, int]:
+    """Several ungrouped requests of one source, ``(measures, where)`` each, as :func:`counts`
+    gives them: one statement where a rollup answers them all (each measure counted under its
+    request's conditions), else one per request (each reads its own indexed subset)."""
+    folded = [_under(m, where) for measures, where in requests for m in measures]
+    together = [m for m in folded if m is not None]
+    if len(together) == len(folded) and together:
+        source = _source(together, (), ())
+        if _pick(conn, source, together, (), (), filters) is not None:
+            return counts(conn, together, (), filters)
+    found: dict[str, int] = {}
+    for measures, where in requests:
+        found |= counts(conn, measures, where, filters)
+    return found
+
+
+__all__ = ["Order", "counts", "counts_of", "from_rollups", "read", "rows", "statement"]

@@ -54,6 +54,7 @@ from db.queries.common import (
     COUNTED_FINDING,
     effective_error_type,
 )
+from db.rollups import state as rollup_state
 from db.rollups import value_buckets
 from db.schema import (
     FindingRow,
@@ -821,22 +822,20 @@ def _upsert(
 def complete(conn: Connection) -> bool:
     """Whether the rollups hold the whole store (see :class:`db.schema.RollupState`), but for
     the :func:`pending` ones."""
-    return bool(conn.execute(select(RollupState.complete).where(RollupState.id == 1)).scalar())
+    return rollup_state.read(conn).complete
 
 
 def pending_in(conn: Connection) -> list[str]:
     """:func:`pending`, on an open connection."""
-    names = conn.execute(select(RollupState.pending).where(RollupState.id == 1)).scalar()
     # Each once: a migration undone and done again lists its rollups twice.
-    return [name for name in dict.fromkeys((names or "").split()) if name in ROLLUPS]
+    return [name for name in rollup_state.read(conn).pending if name in ROLLUPS]
 
 
 def counted(conn: Connection, table: str) -> bool:
-    """Whether the rollup ``table`` holds the whole store (readers may use it)."""
-    row = conn.execute(
-        select(RollupState.complete, RollupState.pending).where(RollupState.id == 1)
-    ).one_or_none()
-    return row is not None and bool(row[0]) and table not in (row[1] or "").split()
+    """Whether the rollup ``table`` holds the whole store (readers may use it): read once per
+    transaction (``db.rollups.state``)."""
+    state = rollup_state.read(conn)
+    return state.complete and table not in state.pending
 
 
 def pending(engine: Engine) -> list[str]:
@@ -911,6 +910,7 @@ def rebuild(engine: Engine, *, chunk: int = 20_000, only: Sequence[str] | None =
                 .where(RollupState.id == 1)
                 .values(pending=" ".join(left) or None)
             )
+        rollup_state.forget(conn)
         for rollup in chosen:
             # A derived rollup reads its source's keys, then maps each chunk of rows.
             read = ROLLUPS[rollup.source] if rollup.source is not None else rollup
