@@ -435,6 +435,18 @@ def rows(
         return found
     compiled = _compile(conn, measures, by, where, filters, order=order, limit=limit, offset=offset)
     assert compiled is not None
+    return _tuples(conn, compiled, measures, by, order, limit, offset)
+
+
+def _tuples(
+    conn: Connection,
+    compiled: _Compiled,
+    measures: Sequence[Measure],
+    by: Sequence[Dimension],
+    order: Sequence[Order],
+    limit: int | None,
+    offset: int | None,
+) -> list[tuple[Any, ...]]:
     if compiled.coarse:
         frame = _frame(conn, compiled, measures, by, order, limit, offset)
         return list(frame.itertuples(index=False, name=None))
@@ -497,10 +509,7 @@ def from_rollups(
     )
     if compiled is None:
         return None
-    if compiled.coarse:
-        frame = _frame(conn, compiled, measures, by, (), None, None)
-        return list(frame.itertuples(index=False, name=None))
-    return [tuple(row) for row in conn.execute(compiled.stmt)]
+    return _tuples(conn, compiled, measures, by, (), None, None)
 
 
 def counts(
