@@ -307,7 +307,7 @@ def _fingerprints(ids: Sequence[int] | None) -> Any:
 
 def _activity(ids: Sequence[int] | None) -> Any:
     """The activity per hour of a Tool Message's time: its own timestamp, else its trace's
-    start (``db.queries.activity.result_time``); the days are derived from the hours."""
+    start (``db.queries.time_buckets.result_time``); the days are derived from the hours."""
     error = r.status == "error"
     at = dialect.epoch_seconds(func.coalesce(r.timestamp, t.started_at))
     hour = dialect.floor_div(at, 3600)
