@@ -204,11 +204,26 @@ class Condition:
             f"{self.name} & {other.name}",
             self.source,
             and_(self.base, other.base),
-            None
-            if self.rollup is None or other.rollup is None
-            else and_(self.rollup, other.rollup),
+            _both(self.rollup, other.rollup),
             self.indexed or other.indexed,
         )
+
+
+def _both(a: Any, b: Any) -> Any:
+    """The rollup form where rollup forms ``a`` and ``b`` both hold (``None``: one is not kept;
+    per rollup where either differs between them)."""
+    if a is None or b is None:
+        return None
+    if isinstance(a, PerRollup) or isinstance(b, PerRollup):
+        tables = {*(a.forms if isinstance(a, PerRollup) else ())}
+        tables |= {*(b.forms if isinstance(b, PerRollup) else ())}
+        forms = {}
+        for name in tables:
+            x = a.forms.get(name) if isinstance(a, PerRollup) else a
+            y = b.forms.get(name) if isinstance(b, PerRollup) else b
+            forms[name] = None if x is None or y is None else and_(x, y)
+        return PerRollup(forms)
+    return and_(a, b)
 
 
 Aggregate = Literal["count", "sum", "min", "max", "distinct"]
@@ -1105,11 +1120,18 @@ __all__ = [
     "RESULTS",
     "STATUSES",
     "TRACES",
+    "Coarse",
     "Condition",
     "Dimension",
+    "Histogram",
+    "Loops",
     "Measure",
+    "PerRollup",
     "Source",
     "follow_rate",
+    "loops_at",
+    "on",
     "rate",
     "ratio",
+    "time_bucket",
 ]
