@@ -15,11 +15,11 @@ from sqlalchemy import Engine
 
 from dashboard import auth
 from dashboard.uploads import import_uploaded
-from db.session import mark_gone_imports
+from db.session import Maintenance, mark_gone_imports
 from db.writes import review
 from db.writes.annotations import Annotation, add_annotation, delete_annotation, update_annotation
 from db.writes.corrections import UNCHANGED, ResultReview, _Unchanged, correct_result
-from db.writes.deletion import Selection, delete_rows
+from db.writes.deletion import Selection
 from ingest.importing.pipeline import ImportSummary
 
 
@@ -115,4 +115,4 @@ def delete(engine: Engine, selection: Selection) -> dict[str, int]:
     """Delete a trace or an import with every row that belongs to it (needs ``delete``); the
     rows removed per table."""
     auth.require("delete")
-    return delete_rows(engine, selection)
+    return Maintenance(engine).delete(selection)

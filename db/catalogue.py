@@ -25,17 +25,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import ColumnElement, Table, and_, case, false, func, literal, or_, true
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Table,
+    and_,
+    case,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+    true,
+)
 
 from db.contract.vocabulary import PAIR_STATES, STATUSES
 from db.queries.common import (
     COUNTED_FINDING,
+    TRACE,
     UNCLASSIFIED,
     corrected_result,
     effective_error_type,
     effective_verdict,
+    error_type_label,
     input_share_bin,
     next_call_outcome,
     total,
@@ -48,19 +63,27 @@ from db.queries.filters import (
     restrict_results,
     restrict_traces,
 )
-from db.queries.planner import restrict_calls_in_index, restrict_results_in_index
+from db.queries.planner import grouping_key, restrict_calls_in_index, restrict_results_in_index
+from db.queries.time_buckets import BucketUnit, bucket_number, bucket_of, result_time, whole
 from db.schema import (
     FindingRow,
+    RollupActivityDayRow,
+    RollupActivityRow,
     RollupCallRow,
+    RollupDurationBucketRow,
+    RollupDurationRow,
     RollupFindingRow,
     RollupFingerprintRow,
     RollupInputShareRow,
     RollupResultRow,
+    RollupSignatureRow,
+    RollupSizeBucketRow,
     RollupSizeRow,
     RollupTraceRow,
     ToolCallRow,
     ToolResultRow,
     TraceRow,
+    aliased,
 )
 
 if TYPE_CHECKING:
@@ -99,6 +122,47 @@ class Source:
     #: The rollup's key columns (after ``tool``) and the base expression each holds: what the
     #: upkeep groups a trace's rows by (``db.rollups.upkeep``).
     keys: dict[str, Any] = field(default_factory=dict)
+    #: Other rollups that hold the same figures, tried after :attr:`rollup` (one still being
+    #: counted, or one that keeps a dimension coarser than asked): forms that differ between
+    #: them are :class:`PerRollup`.
+    also: tuple[Table, ...] = ()
+    #: Conditions on every rollup row read (the rollup's counterpart of :attr:`where`).
+    rollup_where: tuple[Any, ...] = ()
+    #: The base rows are a derived table built under the filters (which it applies itself),
+    #: not :attr:`base` restricted: its forms are the names of its columns.
+    rows: Callable[[Filters], Any] | None = None
+
+    @property
+    def rollups(self) -> tuple[Table, ...]:
+        """The rollups that may answer, in the order they are tried."""
+        return (self.rollup, *self.also)
+
+
+@dataclass(frozen=True, slots=True)
+class PerRollup:
+    """A rollup form that differs between the rollups of a source (:attr:`Source.also`): the
+    form on each, by table name. A rollup without one cannot answer a request that needs it."""
+
+    forms: dict[str, Any]
+
+    def on(self, table: Table) -> Any:
+        """The form on ``table`` (``None``: it has none)."""
+        return self.forms.get(table.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Coarse:
+    """A dimension's rollup form finer than the value asked (hours for days or weeks): the
+    rollup's value and the function mapping it to the asked one. The compiler groups by the
+    rollup's value, then sums each asked value's rows (additive measures only)."""
+
+    value: Any
+    to: Callable[[int], int]
+
+
+def on(form: Any, table: Table) -> Any:
+    """A rollup ``form`` as it reads ``table`` (a :class:`PerRollup` picks that table's)."""
+    return form.on(table) if isinstance(form, PerRollup) else form
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -130,7 +194,7 @@ class Condition:
     base: ColumnElement[bool]
     #: ``None``: the rollup does not keep it (a request under it reads the base tables; a
     #: measure counted under it gives its own rollup form).
-    rollup: ColumnElement[bool] | None
+    rollup: Any
     #: The rows it selects are a small subset with an index of its own (errors, verdicts,
     #: advice, corrections, loops): the filters are tested in that index (``db.queries.planner``).
     indexed: bool = False
@@ -140,11 +204,26 @@ class Condition:
             f"{self.name} & {other.name}",
             self.source,
             and_(self.base, other.base),
-            None
-            if self.rollup is None or other.rollup is None
-            else and_(self.rollup, other.rollup),
+            _both(self.rollup, other.rollup),
             self.indexed or other.indexed,
         )
+
+
+def _both(a: Any, b: Any) -> Any:
+    """The rollup form where rollup forms ``a`` and ``b`` both hold (``None``: one is not kept;
+    per rollup where either differs between them)."""
+    if a is None or b is None:
+        return None
+    if isinstance(a, PerRollup) or isinstance(b, PerRollup):
+        tables = {*(a.forms if isinstance(a, PerRollup) else ())}
+        tables |= {*(b.forms if isinstance(b, PerRollup) else ())}
+        forms = {}
+        for name in tables:
+            x = a.forms.get(name) if isinstance(a, PerRollup) else a
+            y = b.forms.get(name) if isinstance(b, PerRollup) else b
+            forms[name] = None if x is None or y is None else and_(x, y)
+        return PerRollup(forms)
+    return and_(a, b)
 
 
 Aggregate = Literal["count", "sum", "min", "max", "distinct"]
@@ -170,6 +249,11 @@ class Measure:
     #: The rollup form is exact only grouped by this dimension (a count of distinct traces that
     #: the rollup keeps per value of it).
     needs: Dimension | None = None
+    #: The rollup form reads another source's rollup (as one value over its rows for the
+    #: filters, where :attr:`apart_where` holds): ``rollup`` gives the aggregate over it.
+    #: Read ungrouped only.
+    apart: Source | None = None
+    apart_where: tuple[Any, ...] = ()
 
     def named(self, name: str) -> Measure:
         """The measure under another column name."""
@@ -675,6 +759,247 @@ MESSAGES = Measure(
 )
 
 
+# --- Activity over time -----------------------------------------------------------------------
+
+ah, ad = RollupActivityRow, RollupActivityDayRow
+_HOURS, _DAYS = _table(RollupActivityRow), _table(RollupActivityDayRow)
+
+
+def _per_activity(hours: Any, days: Any) -> PerRollup:
+    return PerRollup({_HOURS.name: hours, _DAYS.name: days})
+
+
+#: Tool Messages on the time axis (``db.queries.time_buckets``): counted per hour, and per day
+#: (derived from the hours) where that rollup is counted.
+ACTIVITY = Source(
+    "activity",
+    base=_table(ToolResultRow).join(TRACE, TRACE.id == r.trace_id),
+    rollup=_DAYS,
+    also=(_HOURS,),
+    restrict=restrict_results,
+    restrict_in_index=restrict_results,
+    where=(result_time().is_not(None),),
+    rollup_where=(_per_activity(ah.hour.is_not(None), ad.result_day.is_not(None)),),
+)
+ACTIVITY_RESULTS = Measure("results", ACTIVITY)
+ACTIVITY_ERROR = Condition(
+    "error", ACTIVITY, _error, _per_activity(ah.error.is_(True), ad.error.is_(True))
+)
+ACTIVITY_ERRORS = Measure("errors", ACTIVITY, when=ACTIVITY_ERROR)
+ACTIVITY_TOKENS = Measure(
+    "tokens", ACTIVITY, "sum", (r.tokens, _per_activity(ah.tokens, ad.tokens))
+)
+#: The effective error type, :data:`db.queries.common.UNCLASSIFIED` where none (the rollups
+#: keep it on errors).
+ACTIVITY_ERROR_TYPE = Dimension(
+    "error_type",
+    ACTIVITY,
+    error_type_label(),
+    _per_activity(
+        func.coalesce(ah.error_type, literal(UNCLASSIFIED)),
+        func.coalesce(ad.error_type, literal(UNCLASSIFIED)),
+    ),
+    within=ACTIVITY_ERROR,
+)
+#: The hour of a Tool Message's time (whole hours since the epoch), kept by the hours alone.
+ACTIVITY_HOUR = Dimension("hour", ACTIVITY, whole(3600), _per_activity(ah.hour, None))
+#: The day of a Tool Message's time (whole days since the epoch), kept by the days alone.
+ACTIVITY_DAY = Dimension("day", ACTIVITY, whole(86_400), _per_activity(None, ad.result_day))
+
+
+def time_bucket(unit: BucketUnit) -> Dimension:
+    """The bucket of ``unit`` a Tool Message falls in (``db.queries.time_buckets``): summed from
+    the days for days and weeks, from the hours for hours (and for days while the days are
+    counted), from the base tables for minutes."""
+    day_grain = unit in ("day", "week")
+    return Dimension(
+        "bucket",
+        ACTIVITY,
+        bucket_number(unit),
+        _per_activity(
+            None if unit == "minute" else Coarse(ah.hour, bucket_of(3600, unit)),
+            Coarse(ad.result_day, bucket_of(86_400, unit)) if day_grain else None,
+        ),
+    )
+
+
+# --- Histograms and quantiles -----------------------------------------------------------------
+
+#: Timed Tool Messages (a known duration ≥ 0, ``db.queries.durations``), per exact duration.
+DURATIONS = Source(
+    "durations",
+    base=ToolResultRow,
+    rollup=_table(RollupDurationRow),
+    restrict=restrict_results,
+    restrict_in_index=restrict_results_in_index,
+    where=(r.duration_ms >= 0,),
+    keys={"duration_ms": r.duration_ms},
+)
+DURATION_TOOL = Dimension("tool", DURATIONS, r.tool, RollupDurationRow.tool, steer=True)
+DURATION = Dimension("duration_ms", DURATIONS, r.duration_ms, RollupDurationRow.duration_ms)
+SIZE = Dimension("tokens", SIZES, r.tokens, sr.tokens)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Histogram:
+    """Rows counted per (tool, exact value): the source's base rows, or its by-value rollup
+    (``db.rollups.upkeep``'s ``by_value``), under a range of days through its day-grain
+    value buckets (``db.rollups.wide_histograms``). Nearest-rank quantiles and extremes read
+    from it are values that occurred (``db.distributions``)."""
+
+    value: Dimension
+    tool: Dimension
+    #: The day-grain bucket rollup of the value rollup.
+    buckets: Table
+    #: The bucket rollup keeps each bucket's total of the values.
+    sums: bool
+    #: Whole values: rollup rows read unsummed are summed in Python (cheaper than the
+    #: database's sort for a GROUP BY, ``db.queries.ranks.summed_counts``).
+    integral: bool
+    #: The base table has (tool, value) and (value) indexes: the dialect's steering may look a
+    #: rank up in them (``db.queries.planner``).
+    indexed: bool = False
+
+    @property
+    def source(self) -> Source:
+        return self.value.source
+
+
+SIZE_HISTOGRAM = Histogram(SIZE, SIZE_TOOL, _table(RollupSizeBucketRow), sums=True, integral=True)
+DURATION_HISTOGRAM = Histogram(
+    DURATION,
+    DURATION_TOOL,
+    _table(RollupDurationBucketRow),
+    sums=False,
+    integral=False,
+    indexed=True,
+)
+
+#: How each Tool Message's execution time is known, from the results rollup's ``timing``.
+TIMED = Condition("timed", RESULTS, r.duration_ms >= 0, rr.timing.in_(("span", "timed")))
+TIMING_MEASURES: tuple[Measure, ...] = (
+    RESULTS_N,
+    Measure("timed", RESULTS, when=TIMED),
+    Measure(
+        "missing",
+        RESULTS,
+        when=Condition("missing", RESULTS, r.duration_ms.is_(None), rr.timing == "missing"),
+    ),
+    Measure(
+        "negative",
+        RESULTS,
+        when=Condition("negative", RESULTS, r.duration_ms < 0, rr.timing == "negative"),
+    ),
+    Measure(
+        "from_spans",
+        RESULTS,
+        when=Condition(
+            "span",
+            RESULTS,
+            and_(r.duration_ms >= 0, r.duration_source == "span"),
+            rr.timing == "span",
+        ),
+    ),
+)
+
+
+# --- Loops ------------------------------------------------------------------------------------
+
+
+def loop_groups(k: int, filters: Filters) -> Select[Any]:
+    """One row per looping (trace, signature) at ``k`` with its figures, unordered and unpaged:
+    ``trace_id``, ``signature``, ``tool``, ``occurrences``, ``run_length``, ``errors`` (error
+    results among its calls), ``wasted_tokens`` (of the results answering the repeats).
+
+    Occurrences of a signature in a trace are numbered 1 … n, so each looping signature has
+    exactly one call at ``occurrence == k``: those few calls (off the occurrence index) are the
+    keys, and each key's calls are read from its trace. A group's figures do not depend on
+    ``k``: with a higher ``k`` the rows are the groups of at least ``k`` calls.
+    """
+    keys = restrict_calls_in_index(
+        select(grouping_key(c.trace_id).label("trace_id"), c.signature.label("signature")).where(
+            c.occurrence == k
+        ),
+        filters,
+    ).subquery()
+    call = aliased(ToolCallRow)
+    result = aliased(ToolResultRow)
+    return (
+        select(
+            keys.c.trace_id,
+            keys.c.signature,
+            func.max(call.tool_name).label("tool"),
+            func.count().label("occurrences"),
+            func.max(call.run_length).label("run_length"),
+            func.count().filter(result.status == "error").label("errors"),
+            func.coalesce(func.sum(result.tokens).filter(call.occurrence >= 2), 0).label(
+                "wasted_tokens"
+            ),
+        )
+        .select_from(keys)
+        .join(call, and_(call.trace_id == keys.c.trace_id, call.signature == keys.c.signature))
+        # The result that answers the call (its pairing is stored on the call at import).
+        .outerjoin(
+            result,
+            and_(result.trace_id == call.trace_id, result.message_seq == call.result_seq),
+        )
+        .group_by(keys.c.trace_id, keys.c.signature)
+    )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Loops:
+    """The loop figures at ``k`` (``db.queries.loops``): looping signatures from their groups
+    (:func:`loop_groups`), or from ``rollup_signatures`` (one row per tool and number of
+    calls); the traces with a loop from ``rollup_traces``' highest occurrence."""
+
+    source: Source
+    tool: Dimension
+    signatures: Measure
+    calls: Measure
+    traces: Measure
+    errors: Measure
+    wasted_tokens: Measure
+
+
+sg = RollupSignatureRow
+
+
+@cache
+def loops_at(k: int) -> Loops:
+    """The loop figures at threshold ``k``."""
+    source = Source(
+        f"loops at {k}",
+        base=None,
+        rollup=_table(RollupSignatureRow),
+        restrict=_unrestricted,
+        restrict_in_index=_unrestricted,
+        rows=lambda f: loop_groups(k, f).subquery("loop_groups"),
+        rollup_where=(sg.occurrences >= k,),
+    )
+    return Loops(
+        source,
+        Dimension("tool", source, "tool", sg.tool),
+        Measure("signatures", source),
+        Measure("calls", source, "sum", ("occurrences", sg.n * sg.occurrences)),
+        Measure(
+            "traces",
+            source,
+            "distinct",
+            ("trace_id", None),
+            rollup=lambda _f: total(tr.n),
+            apart=TRACES,
+            apart_where=(tr.max_occurrence >= k,),
+        ),
+        Measure("errors", source, "sum", ("errors", sg.errors)),
+        Measure("wasted_tokens", source, "sum", ("wasted_tokens", sg.wasted_tokens)),
+    )
+
+
+def _unrestricted(stmt: Any, _filters: Filters) -> Any:
+    return stmt
+
+
 #: Every dimension and measure of each source: what the rollup exactness test compares
 #: (parametrized entries at sample parameters).
 ENTRIES: dict[str, tuple[tuple[Dimension, ...], tuple[Measure, ...]]] = {
@@ -706,6 +1031,7 @@ ENTRIES: dict[str, tuple[tuple[Dimension, ...], tuple[Measure, ...]]] = {
             WITH_IMAGES.named("with_images"),
             IMAGE_TOKENS,
             *COST_MEASURES,
+            *TIMING_MEASURES[1:],
         ),
     ),
     CALLS.name: (
@@ -733,8 +1059,26 @@ ENTRIES: dict[str, tuple[tuple[Dimension, ...], tuple[Measure, ...]]] = {
         (TOKEN_COUNT_KIND, share_bin(10)),
         (TRACES_N, MESSAGES, TOTAL_TOKENS, TOOL_RESULT_TOKENS),
     ),
-    SIZES.name: ((SIZE_TOOL,), (SIZE_RESULTS, over_budget(1000))),
+    SIZES.name: ((SIZE_TOOL,), (SIZE_RESULTS, over_budget(1000), highest(SIZE, "largest"))),
     INPUT_SHARES.name: ((INPUT_SHARE, INPUT_SHARE_TOOL), (INPUT_SHARE_RESULTS,)),
+    DURATIONS.name: (
+        (DURATION_TOOL,),
+        (Measure("timed", DURATIONS), lowest(DURATION, "fastest"), highest(DURATION, "slowest")),
+    ),
+    ACTIVITY.name: (
+        (time_bucket("hour"), time_bucket("day"), time_bucket("week"), ACTIVITY_ERROR_TYPE),
+        (ACTIVITY_RESULTS, ACTIVITY_ERRORS, ACTIVITY_TOKENS),
+    ),
+    loops_at(2).source.name: (
+        (loops_at(2).tool,),
+        (
+            loops_at(2).signatures,
+            loops_at(2).calls,
+            loops_at(2).traces,
+            loops_at(2).errors,
+            loops_at(2).wasted_tokens,
+        ),
+    ),
 }
 
 
@@ -783,11 +1127,18 @@ __all__ = [
     "RESULTS",
     "STATUSES",
     "TRACES",
+    "Coarse",
     "Condition",
     "Dimension",
+    "Histogram",
+    "Loops",
     "Measure",
+    "PerRollup",
     "Source",
     "follow_rate",
+    "loops_at",
+    "on",
     "rate",
     "ratio",
+    "time_bucket",
 ]

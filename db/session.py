@@ -18,6 +18,12 @@ state). What is storage policy rather than importing is decided here, not by the
   :class:`WorkerConnection` holding the engine's URL object (password included), handed to the
   pool's initializer, never rendered into a string or a command line.
 
+The store's upkeep outside an import run goes through the same door, :class:`Maintenance`:
+re-analysis (stored traces read back, their derived rows rewritten), deletion, giving the space
+of deleted rows back, recounting the rollups; and a whole store copied into another,
+:func:`copy_store`. ``tests/test_import_graph.py`` fails on a write
+of ``db`` imported past the door.
+
 A second storage engine implements this door (and compiles the figure catalogue); the importer
 does not change: it opens a run with :func:`db.door.start_session`, which picks the engine's
 door (ClickHouse: :class:`db.clickhouse.session.ClickHouseImportSession`). The dashboard's
@@ -29,16 +35,21 @@ from the dashboard's one gateway (:mod:`dashboard.writes`).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import URL, Engine
 
 from db import dialect
+from db.bulk.copy import BATCH_ROWS, CopyResult
+from db.bulk.copy import copy_store as _copy_store
+from db.bulk.stored import StoredTrace, iter_trace_id_batches, load_traces, replace_derived
 from db.contract.rows import SourceFileRecord
 from db.engine import make_engine, other_processes_can_open
+from db.rollups import upkeep as rollups
 from db.writes.append import AppendBase, load_append_base, raw_members, write_append
+from db.writes.deletion import Selection, count_rows, delete_rows, vacuum
 from db.writes.source_files import load_source_files, save_source_files, stored_content_hashes
 from db.writes.traces import (
     TraceRows,
@@ -58,9 +69,11 @@ __all__ = [
     "ANALYZE_MIN_MESSAGES",
     "AppendBase",
     "ImportSession",
+    "Maintenance",
     "TraceRows",
     "WorkerConnection",
     "WriteResult",
+    "copy_store",
     "mark_gone_imports",
 ]
 
@@ -235,3 +248,64 @@ class ImportSession:
     def fail(self, error: str) -> None:
         """End the run as ``failed`` with ``error`` (the import raised)."""
         finish_import(self.engine, self.import_id, state="failed", error=error)
+
+
+class Maintenance:
+    """The store's upkeep outside an import run (``toollens reanalyze``, ``delete``, ``prune``,
+    ``vacuum``, ``rebuild-rollups``, the dashboard's deletions): every write it makes, each in
+    one transaction that keeps the rollups exact."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # ---- re-analysis ---------------------------------------------------------------------
+
+    def trace_id_batches(self) -> Iterator[list[int]]:
+        """The stored traces' ids, a batch at a time
+        (:func:`db.bulk.stored.iter_trace_id_batches`)."""
+        return iter_trace_id_batches(self.engine)
+
+    def stored_traces(self, ids: Sequence[int]) -> list[StoredTrace]:
+        """The stored traces ``ids`` as the analysis rebuilds them
+        (:func:`db.bulk.stored.load_traces`)."""
+        return load_traces(self.engine, ids)
+
+    def replace_derived(self, batch: Sequence[tuple[int, TraceRows]]) -> None:
+        """Rewrite the calls, results, findings and aggregates of stored traces, keeping the
+        reviewers' corrections (:func:`db.bulk.stored.replace_derived`)."""
+        replace_derived(self.engine, batch)
+
+    # ---- deletion ------------------------------------------------------------------------
+
+    def count(self, selection: Selection) -> dict[str, int]:
+        """The rows :meth:`delete` would remove, per table
+        (:func:`db.writes.deletion.count_rows`)."""
+        return count_rows(self.engine, selection)
+
+    def delete(self, selection: Selection) -> dict[str, int]:
+        """Delete ``selection`` and every row that points at it; the rows per table."""
+        return delete_rows(self.engine, selection)
+
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back to the disk (:func:`db.writes.deletion.vacuum`)."""
+        vacuum(self.engine)
+
+    # ---- rollups -------------------------------------------------------------------------
+
+    def rebuild_rollups(self) -> int:
+        """Recount every rollup from the base tables (:func:`db.rollups.upkeep.rebuild`); the
+        traces counted."""
+        return rollups.rebuild(self.engine)
+
+
+def copy_store(
+    source_url: str,
+    target_url: str,
+    *,
+    batch_rows: int = BATCH_ROWS,
+    progress: Callable[[str, int], None] | None = None,
+) -> CopyResult:
+    """Copy the store at ``source_url`` into the one at ``target_url`` (``toollens copy``:
+    empty, or holding an unfinished copy of the same source, which continues), in batches of
+    ``batch_rows`` rows, calling ``progress(table, rows)`` (:func:`db.bulk.copy.copy_store`)."""
+    return _copy_store(source_url, target_url, batch_rows=batch_rows, progress=progress)

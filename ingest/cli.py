@@ -600,9 +600,10 @@ def reanalyze_command(db: DbOption = None, prices: PricesOption = None) -> None:
 
 def _confirm_deletion(engine, selection, yes: bool) -> None:  # type: ignore[no-untyped-def]
     """Print what ``selection`` deletes, per table; ask (unless ``yes``); delete."""
-    from db.writes.deletion import count_rows, delete_rows
+    from db.session import Maintenance
 
-    counts = count_rows(engine, selection)
+    store = Maintenance(engine)
+    counts = store.count(selection)
     if not counts.get(selection.table):
         typer.echo(f"{selection.description}: nothing to delete.")
         return
@@ -620,7 +621,7 @@ def _confirm_deletion(engine, selection, yes: bool) -> None:  # type: ignore[no-
         if not agreed:
             typer.echo("Nothing deleted.")
             raise typer.Exit(1)
-    delete_rows(engine, selection)
+    store.delete(selection)
     typer.echo("Deleted. `toollens vacuum` gives the space back to the disk.")
 
 
@@ -697,7 +698,8 @@ def copy_command(
     """Copy a whole store to another engine (SQLite <-> PostgreSQL), ids kept; an interrupted
     copy continues when run again. Prints the rows per table and checks that the target's
     summary equals the source's (exit 1 when not)."""
-    from db.bulk.copy import BATCH_ROWS, CopyInterrupted, CopyRefused, copy_store
+    from db.bulk.copy import BATCH_ROWS, CopyInterrupted, CopyRefused
+    from db.session import copy_store
 
     def progress(table: str, rows: int) -> None:
         typer.echo(f"copied {table}: {rows:,} rows", err=True)
@@ -737,10 +739,10 @@ def copy_command(
 def vacuum_command(db: DbOption = None) -> None:
     """Give the space of deleted rows back (SQLite: rewrites the file; PostgreSQL: VACUUM)."""
     from db.engine import display_url
-    from db.writes.deletion import vacuum
+    from db.session import Maintenance
 
     engine = _engine(db)
-    vacuum(engine)
+    Maintenance(engine).vacuum()
     typer.echo(f"vacuumed: {display_url(engine.url)}")
 
 
@@ -749,11 +751,11 @@ def rebuild_rollups_command(db: DbOption = None) -> None:
     """Recount the summary tables the pages read (the import keeps them exact; this is for
     recovery, e.g. after rows were changed by hand)."""
     from db.engine import display_url
-    from db.rollups import upkeep as rollups
+    from db.session import Maintenance
 
     engine = _engine(db)
     started = time.perf_counter()
-    traces = rollups.rebuild(engine)
+    traces = Maintenance(engine).rebuild_rollups()
     seconds = time.perf_counter() - started
     typer.echo(
         f"rollups rebuilt: {counted(traces, 'trace', thousands=True)} in {seconds:.1f} s "

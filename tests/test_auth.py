@@ -289,7 +289,7 @@ def test_serve_on_loopback_needs_no_login_and_shows_no_warning(
 WRITES = {
     "add_annotation", "update_annotation", "delete_annotation", "correct_result",
     "mark_reviewed", "clear_reviewed", "import_uploaded", "import_paths", "delete_rows",
-    "ImportSession",
+    "ImportSession", "Maintenance",
 }  # fmt: skip
 
 
@@ -326,7 +326,7 @@ def test_only_the_write_gateway_calls_a_db_write_or_the_upload_import() -> None:
     assert callers == {
         "writes.py": {
             "add_annotation", "update_annotation", "delete_annotation", "correct_result",
-            "mark_reviewed", "clear_reviewed", "import_uploaded", "delete_rows",
+            "mark_reviewed", "clear_reviewed", "import_uploaded", "Maintenance",
         },
         "uploads.py": {"import_paths"},
     }  # fmt: skip

@@ -13,6 +13,7 @@ from page_support import rows
 
 from db.queries import histograms, tokens
 from db.queries.filters import Filters
+from db.queries.ranks import summed_counts
 
 
 def test_token_quantiles_per_tool_are_nearest_rank_computed_in_sql(
@@ -85,8 +86,10 @@ def test_latest_encoding_of_an_empty_store_is_none(engine: sa.Engine) -> None:
 
 def test_rollup_rows_of_a_size_histogram_are_summed_per_tool_and_size_in_order() -> None:
     # Rows as a rollup range returns them: any order, a (tool, tokens) pair on several rows.
-    summed = histograms._summed(
-        ["web", "bash", "web", "Bash", "bash", "web"], [40, 7, 3, 7, 7, 40], [1, 2, 5, 1, 3, 4]
+    summed = histograms._frame(
+        *summed_counts(
+            ["web", "bash", "web", "Bash", "bash", "web"], [40, 7, 3, 7, 7, 40], [1, 2, 5, 1, 3, 4]
+        )
     )
     assert summed.to_dict("list") == {
         "tool": ["Bash", "bash", "web", "web"],
@@ -94,6 +97,6 @@ def test_rollup_rows_of_a_size_histogram_are_summed_per_tool_and_size_in_order()
         "results": [1, 5, 5, 5],
     }
     assert list(summed.dtypes.astype(str)) == ["object", "int64", "int64"]
-    empty = histograms._summed([], [], [])
+    empty = histograms._frame(*summed_counts([], [], []))
     assert empty.empty
     assert list(empty.columns) == ["tool", "tokens", "results"]

@@ -14,18 +14,15 @@ third of the command's run; ``tests/test_import_cost.py``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine
 
-from db.bulk.streaming import read_columns
-from db.queries.common import total
-from db.queries.filters import NO_FILTERS, Filters, restrict_results
-from db.queries.ranks import group_ranks, group_sums, summed_counts
-from db.rollups import wide_histograms
-from db.rollups.read import SIZE_BUCKETS, SIZES, scope, spans_days
-from db.schema import RollupSizeRow, ToolResultRow
+from db.catalogue import SIZE_HISTOGRAM
+from db.distributions import histogram
+from db.queries.filters import NO_FILTERS, Filters
+from db.queries.ranks import group_ranks, group_sums
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,55 +43,19 @@ def tool_token_counts(
     """Tool Messages per (tool, tokens), ordered by tool and tokens.
 
     Columns: ``tool``, ``tokens``, ``results`` (how many of the tool's results have that size).
-    From the size rollup where it answers the filters; else unfiltered the grouping walks the
-    (tool, tokens) index, and under a filter it sorts the filtered traces' entries once.
+    The catalogue's size histogram (``db.distributions.histogram``): from the size rollup where
+    it answers the filters, else unfiltered the grouping walks the (tool, tokens) index, and
+    under a filter it sorts the filtered traces' entries once.
 
-    Under a range of days the rollup is read through its value buckets
-    (``db.rollups.wide_histograms``): the rows are then exact where a figure of this module or of
-    ``db.queries.tokens`` is decided — the :data:`RANKS`, each tool's minimum and maximum, the
-    bins' round edges, the results over ``budget`` (pass the budget the figures are for) — and
-    the counts and totals of every other bucket stand on one or two rows inside it.
+    Under a range of days the rollup is read through its value buckets: the rows are then exact
+    where a figure of this module or of ``db.queries.tokens`` is decided — the :data:`RANKS`,
+    each tool's minimum and maximum, the bins' round edges, the results over ``budget`` (pass
+    the budget the figures are for) — and the counts and totals of every other bucket stand on
+    one or two rows inside it.
     """
-    r = ToolResultRow
-    stmt = restrict_results(
-        select(r.tool, r.tokens, func.count())
-        .group_by(r.tool, r.tokens)
-        .order_by(r.tool, r.tokens),
-        filters,
-    )
+    edges = () if budget is None else (budget + 1,)
     with engine.connect() as conn:
-        at = scope(conn, SIZES, filters)
-        s = RollupSizeRow
-        if at is not None and spans_days(SIZES, filters):
-            wide = _wide(conn, filters, budget)
-            if wide is not None:
-                return _frame(*wide)
-        if at is not None and not spans_days(SIZES, filters):
-            # About one row per (tool, tokens) comes back: sorted and summed here, in one
-            # vectorized pass, cheaper than the database's temporary B-tree for the same sum.
-            return _summed(*read_columns(conn, select(s.tool, s.tokens, s.n).where(*at)))
-        if at is not None:
-            stmt = (
-                select(s.tool, s.tokens, total(s.n))
-                .where(*at)
-                .group_by(s.tool, s.tokens)
-                .order_by(s.tool, s.tokens)
-            )
-        # Column by column, off the driver's cursor: no row object per (tool, tokens).
-        return _frame(*read_columns(conn, stmt))
-
-
-def _wide(conn: Any, filters: Filters, budget: int | None) -> wide_histograms.Histogram | None:
-    """The size histogram under a range of days, through its buckets (``None``: they cannot
-    answer); exact at the :data:`RANKS`, the extremes and the ``budget``'s edge."""
-    needs = wide_histograms.Needs(RANKS, edges=() if budget is None else (budget + 1,), sums=True)
-    return wide_histograms.read(conn, SIZES, SIZE_BUCKETS, filters, needs)
-
-
-def _summed(tool: Sequence[str], tokens: Sequence[int], n: Sequence[int]) -> pd.DataFrame:
-    """The frame of :func:`tool_token_counts` from rollup rows ``(tool, tokens, n)`` in any
-    order (:func:`db.queries.ranks.summed_counts`)."""
-    return _frame(*summed_counts(tool, tokens, n))
+        return _frame(*histogram(conn, SIZE_HISTOGRAM, filters, fractions=RANKS, edges=edges))
 
 
 def _frame(tools: Any, tokens: Any, results: Any) -> pd.DataFrame:
@@ -113,30 +74,9 @@ def _frame(tools: Any, tokens: Any, results: Any) -> pd.DataFrame:
 def token_counts(engine: Engine, filters: Filters = NO_FILTERS) -> list[tuple[int, int]]:
     """Tool Messages per token size, ordered by tokens: ``(tokens, results)`` pairs, the
     histogram of all tools together, fewer rows when only :func:`token_figures` are needed."""
-    stmt = restrict_results(
-        select(ToolResultRow.tokens, func.count())
-        .group_by(ToolResultRow.tokens)
-        .order_by(ToolResultRow.tokens),
-        filters,
-    )
     with engine.connect() as conn:
-        at = scope(conn, SIZES, filters)
-        if at is not None and spans_days(SIZES, filters):
-            wide = _wide(conn, filters, None)
-            if wide is not None:
-                return _over_tools(wide[1], wide[2])
-        if at is not None:
-            s = RollupSizeRow
-            stmt = select(s.tokens, total(s.n)).where(*at).group_by(s.tokens).order_by(s.tokens)
-        return [(int(tokens), int(results)) for tokens, results in conn.execute(stmt)]
-
-
-def _over_tools(tokens: Sequence[int], results: Sequence[int]) -> list[tuple[int, int]]:
-    """``(tokens, results)`` summed over the tools, ordered by tokens."""
-    by_size: dict[int, int] = {}
-    for size, n in zip(tokens, results, strict=True):
-        by_size[int(size)] = by_size.get(int(size), 0) + int(n)
-    return sorted(by_size.items())
+        sizes, counts = histogram(conn, SIZE_HISTOGRAM, filters, fractions=RANKS, by_tool=False)
+    return [(int(tokens), int(results)) for tokens, results in zip(sizes, counts, strict=True)]
 
 
 def token_figures(counts: Iterable[tuple[int, int]]) -> dict[str, int]:

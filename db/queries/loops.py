@@ -11,65 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Connection, Engine, Select, Text, and_, cast, func, select, true
+from sqlalchemy import Connection, Engine, Text, and_, cast, func, select, true
 
 from db import figures
-from db.catalogue import PING_PONG_CALLS
-from db.queries.common import TRACE, to_frame, total
+from db.catalogue import PING_PONG_CALLS, loop_groups, loops_at
+from db.queries.common import TRACE, to_frame
 from db.queries.filters import NO_FILTERS, Filters
-from db.queries.planner import grouping_key, restrict_calls_in_index
-from db.rollups.read import SIGNATURES, TRACES, scope
-from db.schema import (
-    RollupSignatureRow,
-    RollupTraceRow,
-    ToolCallRow,
-    ToolResultRow,
-    aliased,
-)
+from db.queries.planner import restrict_calls_in_index
+from db.schema import ToolCallRow, aliased
 
 #: Characters of a call's arguments shown to identify a loop.
 ARGS_PREVIEW_CHARS = 200
-
-
-def _loop_groups(k: int, filters: Filters) -> Select[*tuple[Any, ...]]:
-    """One row per looping (trace, signature) with its figures, unordered and unpaged.
-
-    Occurrences of a signature in a trace are numbered 1 … n, so each looping signature has
-    exactly one call at ``occurrence == k``: those few calls (off the occurrence index) are the
-    keys, and each key's calls are read from its trace. A group's figures do not depend on
-    ``k``: with a higher ``k`` the rows are the groups of at least ``k`` calls
-    (:func:`top_occurrence`).
-    """
-    keys = restrict_calls_in_index(
-        select(
-            grouping_key(ToolCallRow.trace_id).label("trace_id"),
-            ToolCallRow.signature.label("signature"),
-        ).where(ToolCallRow.occurrence == k),
-        filters,
-    ).subquery()
-    call = aliased(ToolCallRow)
-    result = aliased(ToolResultRow)
-    return (
-        select(
-            keys.c.trace_id,
-            keys.c.signature,
-            func.max(call.tool_name).label("tool"),
-            func.count().label("occurrences"),
-            func.max(call.run_length).label("run_length"),
-            func.count().filter(result.status == "error").label("errors"),
-            func.coalesce(func.sum(result.tokens).filter(call.occurrence >= 2), 0).label(
-                "wasted_tokens"
-            ),
-        )
-        .select_from(keys)
-        .join(call, and_(call.trace_id == keys.c.trace_id, call.signature == keys.c.signature))
-        # The result that answers the call (its pairing is stored on the call at import).
-        .outerjoin(
-            result,
-            and_(result.trace_id == call.trace_id, result.message_seq == call.result_seq),
-        )
-        .group_by(keys.c.trace_id, keys.c.signature)
-    )
 
 
 def top_occurrence(conn: Connection, k: int, filters: Filters, needed: int) -> int:
@@ -79,7 +31,7 @@ def top_occurrence(conn: Connection, k: int, filters: Filters, needed: int) -> i
     A signature with n calls has exactly one call at each occurrence 1 … n, so the calls at
     occurrence ``o`` count the signatures of ``o`` or more calls: a list of the ``needed`` most
     repeated signatures holds only signatures of ``o`` or more calls, and reads their groups
-    (:func:`_loop_groups` at ``o``) instead of every looping signature's. Counted off the
+    (``db.catalogue.loop_groups`` at ``o``) instead of every looping signature's. Counted off the
     occurrence index from the highest occurrence down, the filters tested in its entries.
     """
     at = restrict_calls_in_index(
@@ -98,39 +50,10 @@ def top_occurrence(conn: Connection, k: int, filters: Filters, needed: int) -> i
 def loop_totals(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> dict[str, int]:
     """Headline loop figures at ``k``: ``signatures``, ``calls``, ``traces``, ``errors``,
     ``wasted_tokens``."""
-    groups = _loop_groups(k, filters).subquery()
-    stmt = select(
-        func.count(),
-        func.coalesce(func.sum(groups.c.occurrences), 0),
-        func.count(groups.c.trace_id.distinct()),
-        func.coalesce(func.sum(groups.c.errors), 0),
-        func.coalesce(func.sum(groups.c.wasted_tokens), 0),
-    )
+    at = loops_at(k)
+    measures = [at.signatures, at.calls, at.traces, at.errors, at.wasted_tokens]
     with engine.connect() as conn:
-        at = scope(conn, SIGNATURES, filters)
-        traces_at = scope(conn, TRACES, filters, tool="all")
-        if at is not None and traces_at is not None:
-            sg, tr = RollupSignatureRow, RollupTraceRow
-            looping = select(
-                func.coalesce(total(sg.n), 0),
-                func.coalesce(total(sg.n * sg.occurrences), 0),
-                func.coalesce(total(sg.errors), 0),
-                func.coalesce(total(sg.wasted_tokens), 0),
-            ).where(*at, sg.occurrences >= k)
-            with_loops = select(func.coalesce(total(tr.n), 0)).where(
-                *traces_at, tr.max_occurrence >= k
-            )
-            sigs, calls, errors, wasted = conn.execute(looping).one()
-            traces = conn.execute(with_loops).scalar_one()
-        else:
-            sigs, calls, traces, errors, wasted = conn.execute(stmt).one()
-    return {
-        "signatures": int(sigs),
-        "calls": int(calls),
-        "traces": int(traces),
-        "errors": int(errors),
-        "wasted_tokens": int(wasted),
-    }
+        return figures.counts(conn, measures, filters=filters)
 
 
 def loop_signatures(
@@ -154,7 +77,7 @@ def loop_signatures(
 
 def _signature_page(at: int, filters: Filters, limit: int, offset: int) -> Any:
     """One page of the signatures of ``at`` or more calls, with their first call."""
-    every = _loop_groups(at, filters).subquery()
+    every = loop_groups(at, filters).subquery()
     groups = (
         select(every)
         .order_by(
@@ -208,36 +131,16 @@ def loops_by_tool(
 
     Columns: ``tool``, ``loops`` (looping signatures), ``calls``, ``wasted_tokens``.
     """
-    groups = _loop_groups(k, filters).subquery()
-    stmt = (
-        select(
-            groups.c.tool,
-            func.count().label("loops"),
-            func.sum(groups.c.occurrences).label("calls"),
-            func.sum(groups.c.wasted_tokens).label("wasted_tokens"),
-        )
-        .group_by(groups.c.tool)
-        .order_by(func.count().desc(), func.sum(groups.c.occurrences).desc(), groups.c.tool)
-        .limit(top_tools)
-    )
+    at = loops_at(k)
     with engine.connect() as conn:
-        at = scope(conn, SIGNATURES, filters)
-        if at is not None:
-            sg = RollupSignatureRow
-            loops, calls = total(sg.n), total(sg.n * sg.occurrences)
-            stmt = (
-                select(
-                    sg.tool.label("tool"),
-                    loops.label("loops"),
-                    calls.label("calls"),
-                    total(sg.wasted_tokens).label("wasted_tokens"),
-                )
-                .where(*at, sg.occurrences >= k)
-                .group_by(sg.tool)
-                .order_by(loops.desc(), calls.desc(), sg.tool)
-                .limit(top_tools)
-            )
-        return to_frame(conn, stmt)
+        return figures.read(
+            conn,
+            [at.signatures.named("loops"), at.calls, at.wasted_tokens],
+            by=[at.tool],
+            filters=filters,
+            order=[("loops", True), ("calls", True), ("tool", False)],
+            limit=top_tools,
+        )
 
 
 def ping_pong_calls(engine: Engine, filters: Filters = NO_FILTERS) -> int:

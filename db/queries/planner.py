@@ -155,6 +155,21 @@ def one_pass_counts(f: Filters) -> bool:
     return narrows_traces(f)
 
 
+#: Up to this many rows a nearest rank is a look-up at its rank in a (tool, value) index (a
+#: walk over up to half of them); beyond, a by-value rollup's counts are read instead, whose
+#: number does not grow with the rows. On SQLite the two cost about the same at 4.6M timed
+#: results; at a tenth of that the look-ups are 4–10× faster.
+INDEX_WALK_LIMIT = 5_000_000
+
+
+def walks_ranks(conn: Connection, f: Filters, rows: int) -> bool:
+    """Whether the nearest ranks among ``rows`` rows are looked up in their value index rather
+    than counted: on SQLite, without a trace filter (the index holds the rows in scope, by
+    tool), up to :data:`INDEX_WALK_LIMIT`. PostgreSQL steps through every entry an ``OFFSET``
+    skips, checking each row's visibility, so there the counts are faster at any size."""
+    return conn.dialect.name == "sqlite" and not narrows_traces(f) and rows <= INDEX_WALK_LIMIT
+
+
 #: Bounded walks read at most this many entries per row they must find: first a short walk,
 #: enough where the filter keeps one entry in a few, then a long one, enough where it keeps one
 #: in 200 …

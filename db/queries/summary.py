@@ -100,20 +100,23 @@ def summary_counts(
     with engine.connect() as conn:
         traces = figures.counts(conn, [TRACES_N, MESSAGES], filters=f)
         # Statuses and pair states in one pass (they are the few values analysis writes); the
-        # advice and the corrections off their own indexes.
-        res = figures.counts(
+        # advice and the corrections off their own indexes (from the rollup, all in one).
+        results = [
+            RESULTS_N.named("tool_results"),
+            *(status_count(st) for st in STATUSES),
+            *UNPAIRED,
+            NAME_MISMATCHES,
+            *COST_MEASURES,
+        ]
+        res = figures.counts_of(
             conn,
             [
-                RESULTS_N.named("tool_results"),
-                *(status_count(st) for st in STATUSES),
-                *UNPAIRED,
-                NAME_MISMATCHES,
-                *COST_MEASURES,
+                (results, ()),
+                ([RESULTS_N.named("with_suggestion")], [ADVISED]),
+                ([RESULTS_N.named("corrections")], [CORRECTED]),
             ],
-            filters=f,
+            f,
         )
-        res |= figures.counts(conn, [RESULTS_N.named("with_suggestion")], [ADVISED], f)
-        res |= figures.counts(conn, [RESULTS_N.named("corrections")], [CORRECTED], f)
         pair_states: dict[str, int] = dict.fromkeys(PAIR_STATES, 0)
         calls = reused_id = 0
         for state, n, reused in figures.rows(

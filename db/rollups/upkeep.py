@@ -54,6 +54,7 @@ from db.queries.common import (
     COUNTED_FINDING,
     effective_error_type,
 )
+from db.rollups import state as rollup_state
 from db.rollups import value_buckets
 from db.schema import (
     FindingRow,
@@ -178,16 +179,9 @@ _results = _by_keys(catalogue.RESULTS, r.tool, tuple(catalogue.RESULT_SUMS.value
 _sizes = _by_keys(catalogue.SIZES, r.tool)
 
 
-def _durations(ids: Sequence[int] | None) -> Any:
-    # Timed results only (``db.queries.durations``: a known duration ≥ 0), each exact value its
-    # own row, so that every nearest-rank percentile read from the counts is a stored duration.
-    return (
-        select(r.trace_id, r.tool, r.duration_ms, func.count())
-        .where(_of(r.trace_id, ids), r.duration_ms >= 0)
-        .group_by(r.trace_id, r.tool, r.duration_ms)
-    )
-
-
+# Timed results only (``db.queries.durations``: a known duration ≥ 0), each exact value its own
+# row, so that every nearest-rank percentile read from the counts is a stored duration.
+_durations = _by_keys(catalogue.DURATIONS, r.tool)
 _calls = _by_keys(catalogue.CALLS, c.tool_name)
 
 
@@ -313,7 +307,7 @@ def _fingerprints(ids: Sequence[int] | None) -> Any:
 
 def _activity(ids: Sequence[int] | None) -> Any:
     """The activity per hour of a Tool Message's time: its own timestamp, else its trace's
-    start (``db.queries.activity.result_time``); the days are derived from the hours."""
+    start (``db.queries.time_buckets.result_time``); the days are derived from the hours."""
     error = r.status == "error"
     at = dialect.epoch_seconds(func.coalesce(r.timestamp, t.started_at))
     hour = dialect.floor_div(at, 3600)
@@ -828,25 +822,23 @@ def _upsert(
 def complete(conn: Connection) -> bool:
     """Whether the rollups hold the whole store (see :class:`db.schema.RollupState`), but for
     the :func:`pending` ones."""
-    return bool(conn.execute(select(RollupState.complete).where(RollupState.id == 1)).scalar())
+    return rollup_state.read(conn).complete
 
 
 def pending_in(conn: Connection) -> list[str]:
     """:func:`pending`, on an open connection."""
-    names = conn.execute(select(RollupState.pending).where(RollupState.id == 1)).scalar()
     # Each once: a migration undone and done again lists its rollups twice.
-    return [name for name in dict.fromkeys((names or "").split()) if name in ROLLUPS]
+    return [name for name in rollup_state.read(conn).pending if name in ROLLUPS]
 
 
 def counted(conn: Connection, table: str) -> bool:
-    """Whether the rollup ``table`` holds the whole store (readers may use it). A ClickHouse
-    store keeps none: its figures are aggregates over the base tables (docs/clickhouse.md)."""
+    """Whether the rollup ``table`` holds the whole store (readers may use it): read once per
+    transaction (``db.rollups.state``). A ClickHouse store keeps none: its figures are aggregates
+    over the base tables (docs/clickhouse.md)."""
     if conn.dialect.name == "clickhouse":
         return False
-    row = conn.execute(
-        select(RollupState.complete, RollupState.pending).where(RollupState.id == 1)
-    ).one_or_none()
-    return row is not None and bool(row[0]) and table not in (row[1] or "").split()
+    state = rollup_state.read(conn)
+    return state.complete and table not in state.pending
 
 
 def pending(engine: Engine) -> list[str]:
@@ -921,6 +913,7 @@ def rebuild(engine: Engine, *, chunk: int = 20_000, only: Sequence[str] | None =
                 .where(RollupState.id == 1)
                 .values(pending=" ".join(left) or None)
             )
+        rollup_state.forget(conn)
         for rollup in chosen:
             # A derived rollup reads its source's keys, then maps each chunk of rows.
             read = ROLLUPS[rollup.source] if rollup.source is not None else rollup

@@ -32,9 +32,7 @@ from sqlalchemy import Connection, Table, case, func, literal, select
 
 from db.dialect import name_of
 from db.queries.common import total
-from db.queries.filters import Filters
 from db.rollups import upkeep as rollups
-from db.rollups.read import scope
 from db.rollups.value_buckets import bucket_bounds, bucket_of
 
 #: Key ranges per statement (two parameters each: within SQLite's 32,766).
@@ -60,15 +58,13 @@ def read(
     conn: Connection,
     exact: Table,
     buckets: Table,
-    filters: Filters,
+    at: Sequence[Any],
     needs: Needs,
-) -> Histogram | None:
-    """The (tool, value, count) histogram of ``exact`` (a ``by_value`` rollup) under
-    ``filters``, through ``buckets`` (its derived day-grain rollup); ``None`` when the bucket
-    rollup cannot answer the filters (not a range of days, or not counted yet)."""
-    at = scope(conn, buckets, filters)
-    if at is None or scope(conn, exact, filters) is None:
-        return None
+) -> Histogram:
+    """The (tool, value, count) histogram of ``exact`` (a ``by_value`` rollup) through
+    ``buckets`` (its derived day-grain rollup), whose rows ``at`` selects (the conditions
+    ``db.rollups.read.scope`` gives for the filters: a range of days; ``db.distributions``
+    reads it where both rollups answer)."""
     b = buckets.c
     summed = total(b.tokens) if needs.sums else literal(0)
     # Summed over the days here (a few thousand rows come back, not one per day), with the

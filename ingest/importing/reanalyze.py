@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from db.bulk.stored import iter_trace_id_batches, load_traces, replace_derived
 from db.contract.vocabulary import DEFAULT_TOKEN_BUDGET
+from db.session import Maintenance
 from ingest.analysis.trace import analyze_trace
 from ingest.importing.rebuild import trace_from_stored
 from ingest.importing.rows import build_rows
@@ -19,12 +19,13 @@ from ingest.importing.rows import build_rows
 def reanalyze(engine: Engine, *, budget: int = DEFAULT_TOKEN_BUDGET) -> int:
     """Re-run the analysis over every stored trace; returns how many traces were updated."""
     done = 0
-    for ids in iter_trace_id_batches(engine):
+    store = Maintenance(engine)
+    for ids in store.trace_id_batches():
         batch = []
-        for stored in load_traces(engine, ids):
+        for stored in store.stored_traces(ids):
             trace, tokens = trace_from_stored(stored)
             facts = analyze_trace(trace, tokens, budget=budget, encoding=stored.encoding)
             batch.append((stored.id, build_rows(trace, facts, tokens)))
-        replace_derived(engine, batch)
+        store.replace_derived(batch)
         done += len(batch)
     return done
