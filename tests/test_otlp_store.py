@@ -91,6 +91,14 @@ def test_the_traces_of_a_round_are_split_between_the_workers(engine: sa.Engine) 
         store.close()
 
 
+def test_one_worker_for_sqlite_one_per_core_for_a_server_database(engine: sa.Engine) -> None:
+    # SQLite takes one writer at a time: a second worker would only wait for the first.
+    cores = os.cpu_count() or 1
+    expected = 1 if engine.dialect.name == "sqlite" else cores
+    assert SpanStore(engine).workers == expected
+    assert SpanStore(engine, workers=3).workers == 3
+
+
 def test_an_in_memory_database_is_stored_into_in_process() -> None:
     engine = make_engine("sqlite://")
     before = workers()

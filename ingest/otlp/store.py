@@ -6,10 +6,17 @@ the worker reads the spans from the spool itself, so only spool offsets cross th
 boundary, never pickled spans. Building a conversation from spans, counting
 its tokens, analyzing and writing it is most of the receiver's CPU, and in the process that
 decodes and spools requests it would hold the GIL against them. So a :class:`SpanStore` runs
-:func:`store_spans` in long-lived worker processes (one per core by default, each a
-``ProcessPoolExecutor`` of one, forked when the receiver starts, before it has other threads):
-receiving and storing run side by side, and the traces of one round are split between the
-workers, each part its own import run. A trace always goes to the same worker
+:func:`store_spans` in long-lived worker processes (each a ``ProcessPoolExecutor`` of one, forked
+when the receiver starts, before it has other threads): receiving and storing run side by side,
+and the traces of one round are split between the workers, each part its own import run.
+
+How many workers by default (:func:`default_workers`): one per core for a server database, one
+for SQLite. SQLite takes one writer at a time, so a second worker's import run waits for the
+first one's write transaction, and every part of a round pays what an import run costs whatever
+its size (its run, rollup upserts over much the same keys, a commit); on ``make bench-otlp``
+(rounds of ~1,000 spans) one worker stores a span with about 10 % less CPU than two, and the
+receiver's wall time is no longer for it (the exporter and the receiver keep the other core
+busy while spans arrive). A trace always goes to the same worker
 (:func:`worker_of`), and rounds do not overlap, so no trace is ever written by two workers at
 once, and the worker's token count cache (:data:`ingest.analysis.tokens.COUNTS`), which lives as
 long as the receiver, has the counts of a growing trace's unchanged messages when it is stored
@@ -95,6 +102,14 @@ def worker_of(trace_id: str, workers: int) -> int:
     return int(trace_id[-8:], 16) % workers
 
 
+def default_workers(engine: Engine) -> int:
+    """Store workers when none are asked for: one for SQLite (a single writer at a time),
+    else one per core."""
+    if engine.dialect.name == "sqlite":
+        return 1
+    return os.cpu_count() or 1
+
+
 def split(groups: Sequence[Group], workers: int) -> dict[int, list[Group]]:
     """``groups`` (one trace each) by the worker that stores them."""
     parts: dict[int, list[Group]] = {}
@@ -153,8 +168,8 @@ def _ready() -> bool:
 
 
 class SpanStore:
-    """Stores span groups as traces, in ``workers`` worker processes (default: one per core)
-    when the database allows it.
+    """Stores span groups as traces, in ``workers`` worker processes (default:
+    :func:`default_workers`) when the database allows it.
 
     Call :meth:`start` from the main thread before other threads run (it forks), then call
     the store with span groups from any one thread; :meth:`close` at the end.
@@ -169,7 +184,7 @@ class SpanStore:
     ) -> None:
         self.engine = engine
         self.redaction = redaction
-        self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
+        self.workers = max(1, workers if workers is not None else default_workers(engine))
         self.in_process = not WorkerConnection.reaches(engine)
         self._pools: list[ProcessPoolExecutor | None] = [None] * self.workers
         self._lock = threading.Lock()
@@ -241,4 +256,11 @@ class SpanStore:
                 pool.shutdown(wait=True)
 
 
-__all__ = ["RECEIVER_SOURCE", "SpanStore", "split", "store_spans", "worker_of"]
+__all__ = [
+    "RECEIVER_SOURCE",
+    "SpanStore",
+    "default_workers",
+    "split",
+    "store_spans",
+    "worker_of",
+]
