@@ -22,7 +22,7 @@ from db.schema import ImportRun
 from ingest.input.otlp_spans import OtlpSpan, decode_protobuf
 from ingest.otlp.assembler import DEFAULT_EVICT_IDLE_SECONDS, TraceAssembler
 from ingest.otlp.spool import Spool
-from ingest.otlp.store import SPLIT_SPANS, SpanStore, split
+from ingest.otlp.store import SPLIT_SPANS, SpanStore, default_workers, split
 
 
 def run_spans(trace_base: int) -> list[OtlpSpan]:
@@ -113,6 +113,14 @@ def test_a_round_is_split_only_when_each_worker_gets_enough_spans() -> None:
     assert split(groups, 2, split_spans=3 * size // 2 + 1) == {0: groups}
     assert split(groups, 2) == {0: groups}
     assert split(groups[:1], 2, split_spans=1) == {1: groups[:1]}  # one trace: its own worker
+
+
+def test_one_worker_for_sqlite_one_per_core_for_a_server_database(engine: sa.Engine) -> None:
+    # SQLite takes one writer at a time: a second worker would mostly wait for the first.
+    cores = os.cpu_count() or 1
+    assert default_workers(engine) == (1 if engine.dialect.name == "sqlite" else cores)
+    assert SpanStore(engine).workers == default_workers(engine)
+    assert SpanStore(engine, workers=3).workers == 3
 
 
 def test_an_in_memory_database_is_stored_into_in_process() -> None:
