@@ -931,7 +931,10 @@ def receive_command(
     ] = 0.2,
     workers: Annotated[
         int | None,
-        typer.Option(help="Processes that build and store traces (default: one per core)"),
+        typer.Option(
+            help="Processes that build and store traces (default: one for SQLite, else one per "
+            "core)"
+        ),
     ] = None,
 ) -> None:
     """Receive live traces over OTLP/HTTP (POST /v1/traces) and store them as they arrive."""

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import base64
 import gzip
+import os
+import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -210,6 +213,39 @@ def test_the_spool_gives_back_what_it_was_given_and_cuts_a_torn_last_line(
     assert list(spool.replay()) == list(zip(spans, refs, strict=True))
     assert refs[4].offset == refs[3].offset + refs[3].length  # the torn line is gone
     assert read_spans(spool.path, refs[::-1]) == spans[::-1]
+
+
+def test_appends_made_while_an_fsync_runs_share_the_next_one(
+    sdk_spans,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    spans = decode_protobuf(encode_spans(sdk_spans).SerializeToString()).spans
+    spool = Spool(tmp_path / "spool")
+    spool.open()
+    everything = sum(len(s.to_json()) + 1 for s in spans)
+    synced: list[int] = []  # the file's size when each fsync began
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if not synced:  # the first fsync lasts until every other append has written
+            deadline = time.monotonic() + 30
+            while spool._size < everything and time.monotonic() < deadline:
+                time.sleep(0.01)
+        synced.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with ThreadPoolExecutor(len(spans)) as pool:
+        refs = [ref for part in pool.map(spool.append, [[s] for s in spans]) for ref in part]
+    spool.close()
+    # At most one fsync for the first append and one for all the others (written meanwhile),
+    # or one for all when every append had written before the first fsync began; one each
+    # would be one per span.
+    assert len(spans) > 2
+    assert len(synced) in (1, 2) and synced[-1] == everything and spool.syncs == len(synced)
+    assert sorted(read_spans(spool.path, refs), key=spans.index) == spans
+    assert sorted(r.offset + r.length for r in refs)[-1] == everything
 
 
 def test_a_trace_is_found_again_by_scanning_the_spool(sdk_spans, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -22,7 +22,7 @@ from db.schema import ImportRun
 from ingest.input.otlp_spans import OtlpSpan, decode_protobuf
 from ingest.otlp.assembler import DEFAULT_EVICT_IDLE_SECONDS, TraceAssembler
 from ingest.otlp.spool import Spool
-from ingest.otlp.store import SpanStore
+from ingest.otlp.store import SPLIT_SPANS, SpanStore, default_workers, split
 
 
 def run_spans(trace_base: int) -> list[OtlpSpan]:
@@ -76,19 +76,51 @@ def test_a_dead_worker_is_replaced(sqlite_url: str) -> None:
         engine.dispose()
 
 
-def test_the_traces_of_a_round_are_split_between_the_workers(engine: sa.Engine) -> None:
+def test_the_traces_of_a_large_round_are_split_between_the_workers(engine: sa.Engine) -> None:
     before = workers()
-    store = SpanStore(engine, workers=2)
+    store = SpanStore(engine, workers=2, split_spans=1)
     try:
         store.start()
         assert len(workers() - before) == 2
         store([run_spans(0x100 + n) for n in range(4)])
         assert stored_pairs(engine) == {f"{0x101 + n:032x}": OPENINFERENCE_PAIRS for n in range(4)}
-        with engine.connect() as conn:
-            runs = conn.execute(sa.select(sa.func.count()).select_from(ImportRun)).scalar_one()
-        assert runs == 2  # one import run per worker's part
+        assert import_runs(engine) == 2  # one import run per worker's part
+        # A round under the default split size (1,000 spans per worker) is one import run.
+        store_whole = SpanStore(engine, workers=2)
+        try:
+            store_whole([run_spans(0x200 + n) for n in range(4)])
+        finally:
+            store_whole.close()
+        assert import_runs(engine) == 3
+        assert len(stored_pairs(engine)) == 8
     finally:
         store.close()
+
+
+def import_runs(engine: sa.Engine) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(sa.select(sa.func.count()).select_from(ImportRun)).scalar_one())
+
+
+def test_a_round_is_split_only_when_each_worker_gets_enough_spans() -> None:
+    # Traces 0x101, 0x102 and 0x104: workers 1, 0 and 0 (by the id's last 32 bits).
+    groups = [run_spans(0x100), run_spans(0x101), run_spans(0x103)]
+    size = len(groups[0])
+    assert [len(g) for g in groups] == [size] * 3 and SPLIT_SPANS == 1_000
+    by_trace = {1: [groups[0]], 0: [groups[1], groups[2]]}
+    assert split(groups, 2, split_spans=3 * size // 2) == by_trace
+    # Fewer spans than that per worker: the whole round to the worker most of them belong to.
+    assert split(groups, 2, split_spans=3 * size // 2 + 1) == {0: groups}
+    assert split(groups, 2) == {0: groups}
+    assert split(groups[:1], 2, split_spans=1) == {1: groups[:1]}  # one trace: its own worker
+
+
+def test_one_worker_for_sqlite_one_per_core_for_a_server_database(engine: sa.Engine) -> None:
+    # SQLite takes one writer at a time: a second worker would mostly wait for the first.
+    cores = os.cpu_count() or 1
+    assert default_workers(engine) == (1 if engine.dialect.name == "sqlite" else cores)
+    assert SpanStore(engine).workers == default_workers(engine)
+    assert SpanStore(engine, workers=3).workers == 3
 
 
 def test_an_in_memory_database_is_stored_into_in_process() -> None:

@@ -94,7 +94,7 @@ class ReceiverSettings:
     high_water_bytes: int = DEFAULT_HIGH_WATER_BYTES
     quiet_seconds: float = DEFAULT_QUIET_SECONDS
     max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS
-    #: Processes building and storing traces (``None``: one per core).
+    #: Processes building and storing traces (``None``: one for SQLite, else one per core).
     store_workers: int | None = None
     #: Secrets are redacted before spans reach the spool (and so before the store).
     redaction: RedactionSettings = field(default_factory=RedactionSettings.from_env)

@@ -2,9 +2,12 @@
 
 An exporter that gets ``200`` forgets its spans, so the receiver answers only once they are
 on disk: :meth:`Spool.append` writes one JSON line per span to ``spans.jsonl`` in the spool
-directory and ``fsync``\\ s it. :meth:`Spool.replay` reads every span back when the receiver
-starts, so what was acknowledged before a crash (``kill -9``, power loss) is assembled and
-stored after it.
+directory and returns once an ``fsync`` begun after its write has ended. Appends made at the
+same time share their ``fsync`` (group commit): one that finds an ``fsync`` running waits for
+it, then the first of the waiting appends syncs everything written so far, the others' lines
+with its own, so concurrent exports cost one ``fsync`` per round, not one each in turn.
+:meth:`Spool.replay` reads every span back when the receiver starts, so what was acknowledged
+before a crash (``kill -9``, power loss) is assembled and stored after it.
 
 A crash in the middle of an append can leave a torn last line; that batch was never
 acknowledged, so :meth:`Spool.open` cuts the file back to its last complete line (else the next
@@ -89,9 +92,15 @@ class Spool:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.path = directory / SPOOL_FILE
+        #: Held while writing (lines are never interleaved); ``_size`` is what was written.
         self._lock = threading.Lock()
+        #: Held while syncing; ``_synced`` is the size the last finished ``fsync`` covered.
+        self._sync_lock = threading.Lock()
         self._file: int | None = None
         self._size = 0
+        self._synced = 0
+        #: ``fsync`` calls made (appends that shared one count once).
+        self.syncs = 0
 
     def open(self) -> None:
         """Create the directory and file if needed, and cut a torn last line."""
@@ -106,7 +115,7 @@ class Spool:
                 os.ftruncate(fd, keep)
                 os.fsync(fd)
             size = keep
-        self._file, self._size = fd, size
+        self._file, self._size, self._synced = fd, size, size
         # The file's directory entry must be durable too, or a fresh spool can vanish.
         dir_fd = os.open(self.directory, os.O_RDONLY)
         try:
@@ -116,7 +125,7 @@ class Spool:
 
     def close(self) -> None:
         """Close the file (appending after this raises)."""
-        with self._lock:
+        with self._sync_lock, self._lock:
             if self._file is not None:
                 os.close(self._file)
                 self._file = None
@@ -133,14 +142,29 @@ class Spool:
             view = memoryview(data)
             while view:
                 view = view[os.write(self._file, view) :]
-            os.fsync(self._file)
             offset = self._size
             self._size += len(data)
+        self._sync(offset + len(data))
         refs = []
         for span, line in zip(spans, lines, strict=True):
             refs.append(SpanRef.of(span, offset, len(line)))
             offset += len(line)
         return refs
+
+    def _sync(self, end: int) -> None:
+        """Return once the file is durable up to ``end`` (bytes written before this call): a
+        running ``fsync`` may have begun before those bytes were written, so it is waited for,
+        and the first append to get the lock after it syncs for all that were written."""
+        with self._sync_lock:
+            if self._synced >= end:
+                return  # an fsync begun after this append's write covered it
+            with self._lock:
+                if self._file is None:
+                    raise RuntimeError("the spool is not open")
+                fd, size = self._file, self._size
+            os.fsync(fd)
+            self._synced = size
+            self.syncs += 1
 
     def replay(self) -> Iterator[tuple[OtlpSpan, SpanRef]]:
         """Every span the spool holds and where it is, in the order written (complete lines

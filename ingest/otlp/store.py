@@ -3,17 +3,27 @@
 :class:`~ingest.otlp.assembler.TraceAssembler` decides *which* traces are due and hands where
 their spans are (a :class:`~ingest.otlp.spool.TraceGroup` per trace) to a :class:`SpanStore`;
 the worker reads the spans from the spool itself, so only spool offsets cross the process
-boundary, never pickled spans. Building a conversation from spans, counting
-its tokens, analyzing and writing it is most of the receiver's CPU, and in the process that
-decodes and spools requests it would hold the GIL against them. So a :class:`SpanStore` runs
-:func:`store_spans` in long-lived worker processes (one per core by default, each a
-``ProcessPoolExecutor`` of one, forked when the receiver starts, before it has other threads):
-receiving and storing run side by side, and the traces of one round are split between the
-workers, each part its own import run. A trace always goes to the same worker
-(:func:`worker_of`), and rounds do not overlap, so no trace is ever written by two workers at
-once, and the worker's token count cache (:data:`ingest.analysis.tokens.COUNTS`), which lives as
-long as the receiver, has the counts of a growing trace's unchanged messages when it is stored
-again.
+boundary, never pickled spans. Building a conversation from spans, counting its tokens,
+analyzing and writing it is most of the receiver's CPU, and in the process that decodes and
+spools requests it would hold the GIL against them. So a :class:`SpanStore` runs
+:func:`store_spans` in long-lived worker processes (each a ``ProcessPoolExecutor`` of one,
+forked when the receiver starts, before it has other threads): receiving and storing run side by
+side. A round of at least :data:`SPLIT_SPANS` spans per worker is split between the workers,
+each part its own import run, each trace going to its own worker (:func:`worker_of`), so that a
+growing trace stored again finds the counts of its unchanged messages in that worker's token
+count cache (:data:`ingest.analysis.tokens.COUNTS`, which lives as long as the receiver). A
+smaller round is stored whole by the worker most of its spans belong to: a part costs an import
+run's fixed costs whatever its size, and on SQLite, which takes one writer at a time, a second
+part also waits for the first one's write transaction. So while spans trickle in, each round is
+one import run (a round of one trace goes to that trace's worker), and when a backlog builds up
+(rounds grow while one is stored) every worker stores part of it. Rounds do not overlap, so no
+trace is ever written by two workers at once.
+
+How many workers by default (:func:`default_workers`): one per core for a server database, one
+for SQLite. SQLite takes one writer at a time, and on a machine whose cores are busy anyway a
+second worker only adds a part's costs and waits: on ``make bench-otlp`` alternating on the
+shared machine (load 14-19), one worker stored a span with 0.32-0.34 ms of CPU against 0.35-0.42
+for two, and no later (wall 9.0-13.0 s against 11.2-17.4).
 
 A database only this process can open (in-memory SQLite) is stored into in-process instead.
 Workers die with the receiver (``PR_SET_PDEATHSIG``), even after a ``kill -9``: a write one was
@@ -95,12 +105,38 @@ def worker_of(trace_id: str, workers: int) -> int:
     return int(trace_id[-8:], 16) % workers
 
 
-def split(groups: Sequence[Group], workers: int) -> dict[int, list[Group]]:
-    """``groups`` (one trace each) by the worker that stores them."""
+#: A round is split between the workers only when it holds at least this many spans per
+#: worker: each part is an import run, which costs about as much as 40 spans whatever its size
+#: (its run, rollup upserts over much the same keys, a commit; on SQLite a wait for the other
+#: part's write transaction), so a smaller round is stored whole by one worker.
+SPLIT_SPANS = 1_000
+
+
+def default_workers(engine: Engine) -> int:
+    """Store workers when none are asked for: one for SQLite (one writer at a time), else one
+    per core."""
+    if engine.dialect.name == "sqlite":
+        return 1
+    return os.cpu_count() or 1
+
+
+def split(
+    groups: Sequence[Group], workers: int, split_spans: int = SPLIT_SPANS
+) -> dict[int, list[Group]]:
+    """``groups`` (one trace each) by the worker that stores them: each by its trace's
+    (:func:`worker_of`) when there are ``split_spans`` spans per worker, else all of them by the
+    worker most of their spans belong to."""
     parts: dict[int, list[Group]] = {}
+    spans: dict[int, int] = {}
     for group in groups:
         trace_id = group.trace_id if isinstance(group, TraceGroup) else group[0].trace_id
-        parts.setdefault(worker_of(trace_id, workers), []).append(group)
+        n = worker_of(trace_id, workers)
+        parts.setdefault(n, []).append(group)
+        spans[n] = spans.get(n, 0) + (
+            len(group.refs) if isinstance(group, TraceGroup) else len(group)
+        )
+    if len(parts) > 1 and sum(spans.values()) < split_spans * workers:
+        return {max(spans, key=spans.__getitem__): list(groups)}
     return parts
 
 
@@ -153,8 +189,9 @@ def _ready() -> bool:
 
 
 class SpanStore:
-    """Stores span groups as traces, in ``workers`` worker processes (default: one per core)
-    when the database allows it.
+    """Stores span groups as traces, in ``workers`` worker processes (default:
+    :func:`default_workers`) when the database allows it; a round of fewer than
+    ``split_spans`` spans per worker goes whole to one worker (:func:`split`).
 
     Call :meth:`start` from the main thread before other threads run (it forks), then call
     the store with span groups from any one thread; :meth:`close` at the end.
@@ -166,10 +203,12 @@ class SpanStore:
         redaction: RedactionSettings | None = None,
         *,
         workers: int | None = None,
+        split_spans: int = SPLIT_SPANS,
     ) -> None:
         self.engine = engine
+        self.split_spans = split_spans
         self.redaction = redaction
-        self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
+        self.workers = max(1, workers if workers is not None else default_workers(engine))
         self.in_process = not WorkerConnection.reaches(engine)
         self._pools: list[ProcessPoolExecutor | None] = [None] * self.workers
         self._lock = threading.Lock()
@@ -208,7 +247,10 @@ class SpanStore:
             with _no_cyclic_gc():
                 store_spans(self.engine, groups, self.redaction)
             return
-        parts = {n: self._submit(n, part) for n, part in split(groups, self.workers).items()}
+        parts = {
+            n: self._submit(n, part)
+            for n, part in split(groups, self.workers, self.split_spans).items()
+        }
         wait(parts.values())
         failure: BaseException | None = None
         for n, part in parts.items():
@@ -241,4 +283,12 @@ class SpanStore:
                 pool.shutdown(wait=True)
 
 
-__all__ = ["RECEIVER_SOURCE", "SpanStore", "split", "store_spans", "worker_of"]
+__all__ = [
+    "RECEIVER_SOURCE",
+    "SPLIT_SPANS",
+    "SpanStore",
+    "default_workers",
+    "split",
+    "store_spans",
+    "worker_of",
+]
