@@ -69,9 +69,7 @@ def worktree(rev: str) -> Path:
     return tree
 
 
-def one_import(
-    tree: Path, database: str, workload: Path, workers: int
-) -> tuple[float, float, int]:
+def one_import(tree: Path, database: str, workload: Path, workers: int) -> tuple[float, float, int]:
     """Seconds and CPU seconds ``tree``'s code takes to import ``workload`` into a fresh
     ``database``, and the messages it imported."""
     if database == "sqlite":
