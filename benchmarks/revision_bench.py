@@ -9,7 +9,8 @@ imported by the code of ``--before`` (default :data:`BEFORE`, the last commit wi
 and by this checkout's, alternating, each import in a fresh interpreter into a fresh SQLite file
 or PostgreSQL schema, ``--rounds`` times. The earlier code runs from a git worktree under
 ``.bench/`` (made once, with ``git worktree add``); its interpreter puts that tree first on the
-module path. Printed: each import's seconds, messages/s and CPU seconds per message (user +
+module path; several ``--before`` revisions take turns with the checkout in the same rounds.
+Printed: each import's seconds, messages/s and CPU seconds per message (user +
 system of the interpreter and its writing workers, from ``getrusage``; PostgreSQL's server is
 not counted), then per database the medians of each and ``speed now/before`` (before's median
 seconds over now's) beside ``cpu now/before`` (now's median CPU per message over before's).
@@ -106,7 +107,9 @@ def _run(tree: Path, url: str, workload: Path, workers: int) -> tuple[float, flo
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", default=BEFORE)
+    parser.add_argument(
+        "--before", action="append", help=f"a revision (default {BEFORE}); repeatable"
+    )
     parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
@@ -116,16 +119,17 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     databases = args.db or ["sqlite"]
     workload, stats = ensure_workload(BENCH_DIR, args.messages, DEFAULT_SEED)
-    trees = {"before": worktree(args.before), "now": REPO}
-    print(f"workload {workload.name}; before = {args.before} ({trees['before']})", flush=True)
+    trees = {rev: worktree(rev) for rev in args.before or [BEFORE]}
+    print(f"workload {workload.name}; before: {', '.join(trees)}", flush=True)
+    trees["now"] = REPO
     for database in databases:
         shown = "sqlite" if database == "sqlite" else "postgresql"
         problem = None if database == "sqlite" else pg_problem(database)
         if problem is not None:
             print(f"{shown}: n/a ({problem})", flush=True)
             continue
-        times: dict[str, list[float]] = {"before": [], "now": []}
-        cpus: dict[str, list[float]] = {"before": [], "now": []}
+        times: dict[str, list[float]] = {name: [] for name in trees}
+        cpus: dict[str, list[float]] = {name: [] for name in trees}
         for round_ in range(1, args.rounds + 1):
             for name, tree in trees.items():
                 seconds, cpu, messages = one_import(tree, database, workload, args.workers)
@@ -138,15 +142,20 @@ def main(argv: list[str] | None = None) -> None:
                     f"{messages / seconds:,.0f} msg/s, {cpu / messages * 1e6:.0f} µs CPU/msg",
                     flush=True,
                 )
-        before, now = statistics.median(times["before"]), statistics.median(times["now"])
-        cpu_before, cpu_now = statistics.median(cpus["before"]), statistics.median(cpus["now"])
+        now, cpu_now = statistics.median(times["now"]), statistics.median(cpus["now"])
         print(
-            f"{shown}: median before {before:.2f} s ({stats.messages / before:,.0f} msg/s, "
-            f"{cpu_before * 1e6:.0f} µs CPU/msg), now {now:.2f} s "
-            f"({stats.messages / now:,.0f} msg/s, {cpu_now * 1e6:.0f} µs CPU/msg); "
-            f"speed now/before {before / now:.2f}, cpu now/before {cpu_now / cpu_before:.2f}",
+            f"{shown}: median now {now:.2f} s ({stats.messages / now:,.0f} msg/s, "
+            f"{cpu_now * 1e6:.0f} µs CPU/msg)",
             flush=True,
         )
+        for name in list(trees)[:-1]:
+            before, cpu_before = statistics.median(times[name]), statistics.median(cpus[name])
+            print(
+                f"{shown}: median {name} {before:.2f} s ({stats.messages / before:,.0f} msg/s, "
+                f"{cpu_before * 1e6:.0f} µs CPU/msg); speed now/{name} {before / now:.2f}, "
+                f"cpu now/{name} {cpu_now / cpu_before:.2f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
