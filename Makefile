@@ -17,7 +17,7 @@ help:
 	@echo 'make lint       ruff check, ruff format --check, mypy on db/ and ingest/'
 	@echo 'make format     ruff format and ruff check --fix'
 	@echo 'make bench      import benchmark (SQLite and PostgreSQL)'
-	@echo 'make bench-revision  import speed against an earlier revision (BEFORE=rev; default: before the rollups)'
+	@echo 'make bench-revision  import speed against an earlier revision (REV="commit ..."; default: before the rollups)'
 	@echo 'make bench-startup   toollens summary start against the code before the Core tables (the 1M bench-ui stores)'
 	@echo 'make bench-ui        dashboard speed benchmark (MESSAGES=1000000; DB=postgresql+psycopg://... for PostgreSQL)'
 	@echo 'make bench-ui-growth page times at 1M, 3M and 10M messages, SQLite and PostgreSQL (PG_URL)'
@@ -86,10 +86,11 @@ format: venv
 bench: venv
 	$(BIN)/python -m benchmarks.ingest_bench
 
-# The import against the code of BEFORE (a git worktree under .bench/), alternating, SQLite and PG_URL.
+# The import against the code of REV (a git worktree under .bench/), alternating, SQLite and PG_URL.
 BEFORE ?= 963c218~1
+REV ?= $(BEFORE)
 bench-revision: venv
-	$(BIN)/python -m benchmarks.revision_bench --before '$(BEFORE)' --db sqlite --db '$(PG_URL)'
+	$(BIN)/python -m benchmarks.revision_bench $(foreach r,$(REV),--before '$(r)') --db sqlite --db '$(PG_URL)'
 
 # `toollens summary` against the code before the schema's Core tables, on the bench-ui stores.
 bench-startup: venv

@@ -1,6 +1,6 @@
 """``python -m benchmarks.memory_bench``: peak memory of importing hostile inputs.
 
-    python -m benchmarks.memory_bench [--db URL] [--upload]
+    python -m benchmarks.memory_bench [--db URL] [--upload] [--messages N ...]
 
 Three inputs, generated in a temporary folder (nothing is kept):
 
@@ -14,6 +14,12 @@ upload path, :func:`dashboard.uploads.import_uploaded`) into a fresh SQLite file
 ``--db`` PostgreSQL database); the figure is the peak resident set of that process and its
 workers (``ru_maxrss``), the wall-clock seconds and the import's one-line summary. Target:
 under 512 MB each.
+
+With ``--messages N`` (repeatable) it measures instead whether an import's memory stays flat
+as its input grows: the bench workload (:mod:`benchmarks.workload`, about 1 KB a message,
+cached in ``.bench/``) of each size is imported the way ``toollens import`` does it (worker
+processes for a large input) into a fresh store, and the figure is the highest sampled RSS of
+the importing process and its workers together, every 50 ms.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import sys
 import tempfile
 import time
 import zlib
+from contextlib import ExitStack
 from pathlib import Path
 
 MB = 1024 * 1024
@@ -105,14 +112,50 @@ def _child(db: str, path: str, upload: bool) -> None:
     print(f"PEAK_KB {max(own, workers)}")
 
 
+def by_size(sizes: list[int], db: str | None) -> None:
+    """Peak RSS (process and workers together) of importing the bench workload of each size."""
+    from benchmarks.ingest_bench import BENCH_DIR, PeakMemory, pg_schema
+    from benchmarks.workload import DEFAULT_SEED, ensure_workload
+
+    for messages in sizes:
+        workload, _ = ensure_workload(BENCH_DIR, messages, DEFAULT_SEED)
+        with tempfile.TemporaryDirectory(prefix="toollens-memory-") as tmp, ExitStack() as stack:
+            url = f"sqlite:///{tmp}/store.db"
+            if db is not None:
+                url = stack.enter_context(pg_schema(db))[2]
+            command = [sys.executable, "-m", "benchmarks.memory_bench", "--child", url]
+            started = time.perf_counter()
+            with PeakMemory() as peak:
+                done = subprocess.run(
+                    [*command, str(workload)], capture_output=True, text=True, check=False
+                )
+            seconds = time.perf_counter() - started
+        summary = done.stdout.strip().splitlines()[:1]
+        print(
+            f"{messages:,} messages, input {workload.stat().st_size / MB:,.0f} MB: "
+            f"peak RSS {peak.peak / MB:,.0f} MB (process and workers), {seconds:.1f} s",
+            flush=True,
+        )
+        for line in summary:
+            print(f"  {line}", flush=True)
+        if done.returncode:
+            print(f"  failed: {done.stderr.strip().splitlines()[-1:]}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--db", help="a PostgreSQL URL (default: a fresh SQLite file each)")
     parser.add_argument("--upload", action="store_true", help="through the upload path")
+    parser.add_argument(
+        "--messages", type=int, action="append", help="bench workload sizes to import instead"
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child(args.child[0], args.child[1], args.upload)
+        return
+    if args.messages:
+        by_size(args.messages, args.db)
         return
     with tempfile.TemporaryDirectory(prefix="toollens-memory-") as tmp:
         for label, (name, make) in INPUTS.items():

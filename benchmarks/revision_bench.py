@@ -9,14 +9,18 @@ imported by the code of ``--before`` (default :data:`BEFORE`, the last commit wi
 and by this checkout's, alternating, each import in a fresh interpreter into a fresh SQLite file
 or PostgreSQL schema, ``--rounds`` times. The earlier code runs from a git worktree under
 ``.bench/`` (made once, with ``git worktree add``); its interpreter puts that tree first on the
-module path. Printed: each import's seconds, then per database the median seconds of each and
-``speed now/before`` (before's median seconds over now's), the figure the bound is about.
+module path; several ``--before`` revisions take turns with the checkout in the same rounds.
+Printed: each import's seconds, messages/s and CPU seconds per message (user +
+system of the interpreter and its writing workers, from ``getrusage``; PostgreSQL's server is
+not counted), then per database the medians of each and ``speed now/before`` (before's median
+seconds over now's) beside ``cpu now/before`` (now's median CPU per message over before's).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -33,10 +37,14 @@ DEFAULT_SEED = 7
 
 #: One import in a fresh interpreter: ``argv`` = code tree, database URL, workload, workers.
 _RUNNER = """
-import json, sys, time
+import importlib, json, os, sys, time
 sys.path.insert(0, sys.argv[1])
 from db.engine import make_engine
-from ingest.importing.pipeline import import_paths
+# Where the pipeline lives in that tree (ingest.pipeline before ingest/ had packages); chosen by
+# file, since the installed package's finder would otherwise serve a newer tree's module.
+nested = os.path.exists(os.path.join(sys.argv[1], "ingest", "importing", "pipeline.py"))
+module = "ingest.importing.pipeline" if nested else "ingest.pipeline"
+import_paths = importlib.import_module(module).import_paths
 engine = make_engine(sys.argv[2])
 started = time.perf_counter()
 summary = import_paths(engine, [sys.argv[3]], workers=int(sys.argv[4]))
@@ -62,9 +70,9 @@ def worktree(rev: str) -> Path:
     return tree
 
 
-def one_import(tree: Path, database: str, workload: Path, workers: int) -> tuple[float, int]:
-    """Seconds ``tree``'s code takes to import ``workload`` into a fresh ``database``, and the
-    messages it imported."""
+def one_import(tree: Path, database: str, workload: Path, workers: int) -> tuple[float, float, int]:
+    """Seconds and CPU seconds ``tree``'s code takes to import ``workload`` into a fresh
+    ``database``, and the messages it imported."""
     if database == "sqlite":
         db_file = BENCH_DIR / "revision.db"
         for suffix in ("", "-wal", "-shm"):
@@ -78,18 +86,30 @@ def one_import(tree: Path, database: str, workload: Path, workers: int) -> tuple
         return _run(tree, url, workload, workers)
 
 
-def _run(tree: Path, url: str, workload: Path, workers: int) -> tuple[float, int]:
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _run(tree: Path, url: str, workload: Path, workers: int) -> tuple[float, float, int]:
+    """The import's wall seconds (measured inside the interpreter, without its start-up), the
+    CPU seconds of the whole interpreter (start-up included: it is the same for both trees but
+    for their imports) and the messages imported."""
+    cpu = _children_cpu()
     out = subprocess.run(
         [sys.executable, "-c", _RUNNER, str(tree), url, str(workload), str(workers)],
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
+    cpu = _children_cpu() - cpu
     found = json.loads(out.strip().splitlines()[-1])
-    return float(found["seconds"]), int(found["messages"])
+    return float(found["seconds"]), cpu, int(found["messages"])
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", default=BEFORE)
+    parser.add_argument(
+        "--before", action="append", help=f"a revision (default {BEFORE}); repeatable"
+    )
     parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
@@ -99,28 +119,43 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     databases = args.db or ["sqlite"]
     workload, stats = ensure_workload(BENCH_DIR, args.messages, DEFAULT_SEED)
-    trees = {"before": worktree(args.before), "now": REPO}
-    print(f"workload {workload.name}; before = {args.before} ({trees['before']})", flush=True)
+    trees = {rev: worktree(rev) for rev in args.before or [BEFORE]}
+    print(f"workload {workload.name}; before: {', '.join(trees)}", flush=True)
+    trees["now"] = REPO
     for database in databases:
         shown = "sqlite" if database == "sqlite" else "postgresql"
         problem = None if database == "sqlite" else pg_problem(database)
         if problem is not None:
             print(f"{shown}: n/a ({problem})", flush=True)
             continue
-        times: dict[str, list[float]] = {"before": [], "now": []}
+        times: dict[str, list[float]] = {name: [] for name in trees}
+        cpus: dict[str, list[float]] = {name: [] for name in trees}
         for round_ in range(1, args.rounds + 1):
             for name, tree in trees.items():
-                seconds, messages = one_import(tree, database, workload, args.workers)
+                seconds, cpu, messages = one_import(tree, database, workload, args.workers)
                 if messages != stats.messages:
                     raise RuntimeError(f"{name} imported {messages} of {stats.messages} messages")
                 times[name].append(seconds)
-                print(f"{shown} round {round_} {name}: {seconds:.2f} s", flush=True)
-        before, now = statistics.median(times["before"]), statistics.median(times["now"])
+                cpus[name].append(cpu / messages)
+                print(
+                    f"{shown} round {round_} {name}: {seconds:.2f} s, "
+                    f"{messages / seconds:,.0f} msg/s, {cpu / messages * 1e6:.0f} µs CPU/msg",
+                    flush=True,
+                )
+        now, cpu_now = statistics.median(times["now"]), statistics.median(cpus["now"])
         print(
-            f"{shown}: median before {before:.2f} s, now {now:.2f} s; "
-            f"speed now/before {before / now:.2f}",
+            f"{shown}: median now {now:.2f} s ({stats.messages / now:,.0f} msg/s, "
+            f"{cpu_now * 1e6:.0f} µs CPU/msg)",
             flush=True,
         )
+        for name in list(trees)[:-1]:
+            before, cpu_before = statistics.median(times[name]), statistics.median(cpus[name])
+            print(
+                f"{shown}: median {name} {before:.2f} s ({stats.messages / before:,.0f} msg/s, "
+                f"{cpu_before * 1e6:.0f} µs CPU/msg); speed now/{name} {before / now:.2f}, "
+                f"cpu now/{name} {cpu_now / cpu_before:.2f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -125,6 +125,11 @@ def _on_sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def _unmapped(dbapi_conn: Any, _record: Any) -> None:
+    # After _on_sqlite_connect (listeners run in order): no memory map for this connection.
+    dbapi_conn.execute("PRAGMA mmap_size=0")
+
+
 def _on_postgresql_connect(dbapi_conn: Any, _record: Any) -> None:
     # In its own transaction, committed: SET is transactional, and SQLAlchemy's first
     # transaction on the connection must not roll it back.
@@ -265,9 +270,16 @@ def _check_connection(engine: Engine, url: URL) -> None:
         raise StoreConnectionError(describe_connection_failure(url, message)) from None
 
 
-def make_engine(db: str | URL | None = None, *, migrate: bool = True) -> Engine:
+def make_engine(
+    db: str | URL | None = None, *, migrate: bool = True, map_file: bool = True
+) -> Engine:
     """Create an engine for ``db`` (path, URL string or URL object) and bring its schema up to
     date; :class:`StoreConnectionError` when the store cannot be reached or opened.
+
+    ``map_file=False``: a SQLite file is read through SQLite's own page cache (bounded by
+    :data:`SQLITE_CACHE_SIZE_KIB`) instead of a memory map, for a process that mostly writes
+    (an import's workers): the pages a map touches stay in the process's resident set, which
+    then grows with the store (to :data:`SQLITE_MMAP_SIZE`) instead of staying flat.
 
     >>> engine = make_engine("sqlite://")  # in memory
     >>> engine.dialect.name
@@ -295,6 +307,8 @@ def make_engine(db: str | URL | None = None, *, migrate: bool = True) -> Engine:
     event.listen(engine, "before_cursor_execute", _storable_statement, retval=True)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _on_sqlite_connect)
+        if not map_file:
+            event.listen(engine, "connect", _unmapped)
         event.listen(engine, "begin", on_sqlite_begin)
     elif engine.dialect.name == "postgresql":
         event.listen(engine, "connect", _on_postgresql_connect)

@@ -114,8 +114,10 @@ class WorkerConnection:
         return make_engine(self.url, migrate=False)
 
     def session(self, import_id: int) -> ImportSession:
-        """The parent's import run, opened in this process (a writing worker's side)."""
-        return ImportSession(self.engine(), import_id)
+        """The parent's import run, opened in this process (a writing worker's side). Its
+        SQLite file is not memory-mapped: a worker writes, and the pages a map touches would
+        stay in its resident set, growing with the store (see :func:`db.engine.make_engine`)."""
+        return ImportSession(make_engine(self.url, migrate=False, map_file=False), import_id)
 
 
 class ImportSession:

@@ -122,3 +122,22 @@ def test_a_finished_import_of_many_messages_refreshes_the_planner_statistics(
     assert _analyzed(engine) is analyzed
     engine.dispose()
     assert tuple(run) == (state, messages)
+
+
+def test_a_writing_workers_sqlite_file_is_not_memory_mapped_and_other_engines_are(
+    tmp_path: Path,
+) -> None:
+    """A memory map keeps the pages it touched in the process's resident set, which would grow
+    with the store; a writing worker reads through SQLite's bounded page cache instead."""
+    engine = make_engine(str(tmp_path / "store.db"))
+    worker = WorkerConnection.of(engine).session(0).engine
+    try:
+        mapped = []
+        for each in (engine, worker):
+            with each.connect() as conn:
+                mapped.append(conn.exec_driver_sql("PRAGMA mmap_size").scalar())
+        # (SQLite lowers SQLITE_MMAP_SIZE, 2 GiB, to its own ceiling, 64 KiB under it.)
+        assert mapped == [2 * 1024**3 - 64 * 1024, 0]
+    finally:
+        worker.dispose()
+        engine.dispose()

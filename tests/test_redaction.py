@@ -442,3 +442,21 @@ def test_repeated_texts_are_judged_alike_and_every_secret_copy_is_counted() -> N
     assert "ghp_" not in first
     assert second == {"content": first, "again": [first]}
     assert sum(red.counts.values()) == 3
+
+
+def test_keys_seen_clean_still_have_their_values_judged_and_secret_fields_stay_secret() -> None:
+    """A dict key met before as clean lets later dicts skip its checks, never its value's; a
+    secret field's name is never such a key, even after it held nothing worth replacing."""
+    red = Redactor("default")
+    note, empty = {"note": "clean text", "password": ""}, {"password": "", "n": [1, "ok"]}
+    assert red.redact_value(note) is note
+    assert red.redact_value(empty) is empty
+    assert red.redact_value({"note": "clean text", "password": "hunter2-xyz"}) == {
+        "note": "clean text",
+        "password": "[REDACTED:secret_field]",
+    }
+    assert red.redact_value({"note": f"key {GITLAB}", "n": [1, "ok", f"{GITLAB}"]}) == {
+        "note": "key [REDACTED:gitlab_token]",
+        "n": [1, "ok", "[REDACTED:gitlab_token]"],
+    }
+    assert red.counts == {"secret_field": 1, "gitlab_token": 2}

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import orjson
+from ahocorasick_rs import AhoCorasick, MatchKind
 
 #: Characters kept from each end of a long text before regexes run over it.
 SCAN_EDGE: Final = 16_384
@@ -494,13 +495,27 @@ def detect_error(text: str, parsed: Any = _NOT_PARSED) -> str | None:
         text = value
     elif _JSON_ERROR_HEAD.search(_head(text)):
         return "json_error_field"
-    # Several rules look at the same region: cut each region once.
-    regions: dict[str, tuple[str, str]] = {}
-    for rule in DETECTION_RULES:
+    # Several rules look at the same region: cut each region once, and find which rules'
+    # keywords it holds in one pass (not a substring test per keyword per rule).
+    regions: dict[str, tuple[str, frozenset[int]]] = {}
+    for rule, wanted in zip(DETECTION_RULES, _RULE_KEYWORDS, strict=True):
         cut = regions.get(rule.region)
         if cut is None:
             region = _region(text, rule.region)
-            cut = regions[rule.region] = (region, region.lower())
-        if rule.matches(*cut):
+            found = _KEYWORD_SCAN.find_matches_as_indexes(region.lower(), overlapping=True)
+            cut = regions[rule.region] = (region, frozenset(i for i, _, _ in found))
+        region, present = cut
+        if wanted and wanted.isdisjoint(present):
+            continue
+        if rule.pattern.search(region) is not None:
             return rule.name
     return None
+
+
+#: Every detection rule's keywords, and per rule the indexes of its own (empty: none, the
+#: regex always runs): :func:`detect_error` finds all that occur in a region in one pass.
+_KEYWORDS: Final = tuple(sorted({k for rule in DETECTION_RULES for k in rule.keywords}))
+_KEYWORD_SCAN: Final = AhoCorasick(list(_KEYWORDS), matchkind=MatchKind.Standard)
+_RULE_KEYWORDS: Final = tuple(
+    frozenset(_KEYWORDS.index(k) for k in rule.keywords) for rule in DETECTION_RULES
+)

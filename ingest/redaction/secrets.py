@@ -137,6 +137,8 @@ class Redactor:
         self._rules = [r for r in team_rules if strict or not r.strict_only]
         self._fields = SECRET_FIELDS | {normalize_field(f) for f in extra_fields}
         self._field_cache: dict[str, bool] = {}
+        #: Dict keys that are clean texts and no secret field's name (bounded like the cache).
+        self._plain_keys: set[str] = set()
         self._clean: dict[str, None] = {}
         self._clean_chars = 0
         self._detectors: list[tuple[Detector, re.Pattern[str]]] = [
@@ -339,6 +341,27 @@ class Redactor:
             return value
         return self._redact(value)[0]
 
+    def _redact_item(self, key: Any, item: Any) -> tuple[Any, bool, Any]:
+        """One item of a dict: its redacted value, whether that changed, its redacted key."""
+        if isinstance(key, str) and self.is_secret_field(key) and _holds_secret(item):
+            kind = self._field_kind(item)
+            self.counts[kind] += 1
+            return f"[REDACTED:{kind}]", True, self.redact_name(key)
+        red, changed = self._redact(item)
+        # A key holding a secret is replaced too, kept apart from the other keys.
+        if not isinstance(key, str):
+            return red, changed, key
+        red_key = self.redact_name(key)
+        if (
+            red_key is key
+            and not self.is_secret_field(key)
+            and len(self._plain_keys) < _FIELD_CACHE_MAX
+        ):
+            # Neither a secret field's name nor holding one itself: later dicts with this key
+            # skip both questions (:meth:`_redact`).
+            self._plain_keys.add(key)
+        return red, changed, red_key
+
     def _field_kind(self, value: Any) -> str:
         """A secret-named field's value that is a known key keeps that key's kind."""
         if isinstance(value, str):
@@ -352,18 +375,22 @@ class Redactor:
         if isinstance(value, str):
             out = self.redact_text(value)
             return out, out is not value
+        clean = self._clean
         if isinstance(value, dict):
             new: dict[Any, Any] | None = None
+            plain = self._plain_keys
             for i, (key, item) in enumerate(value.items()):
-                if isinstance(key, str) and self.is_secret_field(key) and _holds_secret(item):
-                    kind = self._field_kind(item)
-                    self.counts[kind] += 1
-                    red: Any = f"[REDACTED:{kind}]"
-                    changed = True
+                red: Any
+                if key in plain:
+                    # The common case: a key seen before (clean, not a secret field's name),
+                    # holding a scalar or a text known to be clean (no call), or a container.
+                    red_key = key
+                    if item.__class__ in _UNREDACTED or (item.__class__ is str and item in clean):
+                        red, changed = item, False
+                    else:
+                        red, changed = self._redact(item)
                 else:
-                    red, changed = self._redact(item)
-                # A key holding a secret is replaced too, kept apart from the other keys.
-                red_key = self.redact_name(key) if isinstance(key, str) else key
+                    red, changed, red_key = self._redact_item(key, item)
                 if (changed or red_key is not key) and new is None:
                     new = dict(list(value.items())[:i])
                 if new is not None:
@@ -372,7 +399,10 @@ class Redactor:
         if isinstance(value, list | tuple):
             items: list[Any] | None = None
             for i, item in enumerate(value):
-                red, changed = self._redact(item)
+                if item.__class__ in _UNREDACTED or (item.__class__ is str and item in clean):
+                    red, changed = item, False
+                else:
+                    red, changed = self._redact(item)
                 if changed and items is None:
                     items = list(value[:i])
                 if items is not None:
@@ -381,6 +411,10 @@ class Redactor:
                 return value, False
             return (tuple(items) if isinstance(value, tuple) else items), True
         return value, False
+
+
+#: Classes of values redaction leaves as they are (JSON's scalars but text).
+_UNREDACTED: frozenset[type] = frozenset({int, float, bool, type(None)})
 
 
 def _splice(m: re.Match[str], group: str, kind: str) -> str:
