@@ -20,6 +20,7 @@ import importlib
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any, NoReturn, TypeVar
@@ -27,7 +28,6 @@ from typing import Any, NoReturn, TypeVar
 import streamlit as st
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
-from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 from streamlit.runtime.state.session_state_proxy import get_session_state
 
@@ -218,16 +218,38 @@ def write_view_to_url(*, before_page: bool = False) -> None:
                 params.set_corrected_value(name, shown, widget.value_type)
 
 
+class _PageEnd(Exception):
+    """Raised by :func:`end_page`; ends the page inside :func:`view_in_url`."""
+
+
+#: ``running`` is True while a page runs inside :func:`view_in_url` (per script thread: each
+#: browser session runs its script in a thread of its own).
+_page = threading.local()
+
+
+def end_page() -> NoReturn:
+    """End the page here (in place of ``st.stop()``, after which nothing can be written, not
+    even the address): :func:`view_in_url` still writes the view to the URL. Outside it (a
+    page script run alone in a test) this is ``st.stop()``."""
+    if getattr(_page, "running", False):
+        raise _PageEnd
+    st.stop()
+    raise AssertionError("st.stop() returned")  # pragma: no cover - it raises
+
+
 @contextlib.contextmanager
 def view_in_url() -> Iterator[None]:
     """Run the block (the page), then :func:`write_view_to_url`, also when the page ended
-    early with ``st.stop()`` (a table with no rows). A rerun or page switch is left to
-    Streamlit: the next run writes its own address."""
+    early with :func:`end_page` (a table with no rows). ``st.stop()``, a rerun and a page
+    switch are left to Streamlit: after them nothing can be written (the next run writes its
+    own address)."""
+    _page.running = True
     try:
         yield
-    except StopException:
-        write_view_to_url()
-        raise
+    except _PageEnd:
+        pass
+    finally:
+        _page.running = False
     write_view_to_url()
 
 
@@ -285,6 +307,38 @@ def adopt_pending_values() -> None:
     runs before any widget is drawn (``app.py``), as a drawn widget's state cannot be set."""
     for key, value in st.session_state.pop(PENDING_KEY, {}).items():
         st.session_state[key] = ("" if key in TEXT_FILTERS else None) if value is None else value
+
+
+#: Session State key: the value the browser sent for each sidebar filter in the last run.
+_SENT_KEY = "_sidebar_values_sent"
+
+
+def keep_set_filter_values() -> None:
+    """Keep a sidebar filter that a chip, a chart or a table set (``st.session_state``) from
+    coming back on the next run. Runs before the sidebar's widgets are drawn.
+
+    The filters sit in a popover the browser draws only while it is open, so the browser
+    never hears of a value set while it is closed: on every later run it sends the value the
+    person last chose there, and Streamlit takes a value the browser sends over the one it
+    kept. A removed chip's filter came back with the next click anywhere. A value the browser
+    sends unchanged from the last run is no choice of the person's: the kept value is set
+    again, which wins and tells the browser (a value changed in the popover is taken).
+    """
+    inner = get_session_state()._state
+    sent: dict[str, Any] = st.session_state.setdefault(_SENT_KEY, {})
+    for name in SIDEBAR_FILTERS:
+        widget_id = inner._key_id_mapper.get_id_from_key(name, None)
+        if widget_id is None or widget_id not in inner._new_widget_state.states:
+            sent.pop(name, None)
+            continue
+        incoming = inner._new_widget_state[widget_id]
+        unchanged = name in sent and sent[name] == incoming
+        sent[name] = incoming
+        if not unchanged or name in inner._new_session_state or widget_id not in inner._old_state:
+            continue
+        kept = inner._old_state[widget_id]
+        if kept != incoming:
+            st.session_state[name] = kept
 
 
 def loop_k() -> int:
@@ -364,6 +418,7 @@ def sidebar() -> None:
     is not a current choice is dropped by Streamlit (and so is the filter). Values a chart or
     table asked for (:func:`open_filtered`) are put in place first, before any widget is drawn.
     """
+    keep_set_filter_values()
     adopt_pending_values()
     try:
         choices = query(filter_choices)

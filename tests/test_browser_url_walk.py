@@ -35,8 +35,6 @@ from browser_support import (
 from playwright.sync_api import Error as PlaywrightError
 
 from dashboard import pages
-from dashboard.render import humanize
-from db.queries.pairs import SORT_KEYS
 from db.queries.traces import filter_choices
 
 pytestmark = pytest.mark.browser
@@ -48,6 +46,8 @@ TIMEOUT_MS = 30_000
 #: knows when its action's run started (:data:`RUNS_SCRIPT`) and waits for that run's end.
 WALK_SETTLE_MS = 300
 MAIN = '[data-testid="stMain"]'
+#: The chips of the filters in use, above the page (a rerun can leave a hidden copy).
+CHIPS = '[class*="st-key-chip_"] button'
 #: Pages the menu step opens.
 MENU_PAGES = (pages.OVERVIEW, pages.CALLS, pages.SEARCH, pages.ERRORS)
 SEARCH_LABEL = "Search messages, tool results and call arguments"
@@ -122,7 +122,7 @@ def view(page: Any) -> dict[str, Any]:
         "in use": page.locator('[data-testid="stSidebar"]')
         .get_by_text("in use", exact=False)
         .all_text_contents(),
-        "chips": sorted(main.locator('[class*="st-key-chip_"] button').all_text_contents()),
+        "chips": sorted(main.locator(CHIPS).filter(visible=True).all_text_contents()),
         "counts": [
             text
             for text in main.locator('[data-testid="stCaptionContainer"]').all_text_contents()
@@ -193,7 +193,7 @@ class Walk:
         return f"sidebar popover: {name} = {choice}"
 
     def remove_chip(self) -> str | None:
-        chips = self.page.locator(MAIN).locator('[class*="st-key-chip_"] button')
+        chips = self.page.locator(MAIN).locator(CHIPS).filter(visible=True)
         if chips.count() == 0:
             return None
         chip = chips.nth(self.rng.randrange(chips.count()))
@@ -206,17 +206,19 @@ class Walk:
         self.page.get_by_role("link", name=target.title, exact=True).click()
         return f"menu: {target.title}"
 
-    def _choose(self, label: str, option: str) -> None:
-        self.page.get_by_role("combobox", name=label).click()
+    def _choose(self, label: str) -> str:
+        """Open the selectbox ``label`` of the page and pick one of the options it lists."""
+        self.page.locator(MAIN).get_by_role("combobox", name=label).click()
+        options = self.page.get_by_role("option")
+        options.first.wait_for(timeout=TIMEOUT_MS)
+        option = self.rng.choice(options.all_text_contents())
         self.page.get_by_role("option", name=option, exact=True).click()
+        return option
 
     def sort(self) -> str | None:
         if self.where() != pages.CALLS.path:
             return None
-        key = self.rng.choice(SORT_KEYS)
-        option = humanize(key)
-        self._choose("Sort by", option)
-        return f"sort by {option}"
+        return f"sort by {self._choose('Sort by')}"
 
     def descending(self) -> str | None:
         if self.where() != pages.CALLS.path:
@@ -227,9 +229,7 @@ class Walk:
     def status(self) -> str | None:
         if self.where() != pages.CALLS.path:
             return None
-        option = self.rng.choice(("ok", "error"))
-        self._choose("Status", option)
-        return f"status {option}"
+        return f"status {self._choose('Status')}"
 
     def page_number(self) -> str | None:
         label = {pages.CALLS.path: "Page", pages.SEARCH.path: "Page"}.get(self.where())

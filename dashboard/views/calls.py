@@ -148,7 +148,7 @@ if total == 0:
         "the sidebar.",
         icon=":material/filter_alt_off:",
     )
-    st.stop()
+    state.end_page()
 
 df = state.query(list_pairs, f, pq, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
 event = st.dataframe(
