@@ -6,10 +6,12 @@ Run ``streamlit run dashboard/app.py -- --db URL``; without ``--db`` the databas
 This script runs before every page: it sets up the page (a favicon served from this machine:
 an icon name would make the browser fetch the icon from a font host), the warning when no
 login guards a dashboard other machines reach, the login gate when login is configured, the
-navigation (the pages of ``dashboard.pages``), the signed-in identity with "Sign out", the
-shared sidebar filters (bound to the URL) and, below them in local mode, the reviewer's name
-that signs notes and corrections on every page, the active filters as removable chips above
-the page's content, then runs the selected page.
+navigation (the pages of ``dashboard.pages``), the signed-in identity with "Sign out" (and,
+after signing in, the way back to the link that was opened), one history entry per action
+(``dashboard.address``), the shared sidebar filters (bound to the URL) and, below them in
+local mode, the reviewer's name that signs notes and corrections on every page, the active
+filters as removable chips above the page's content, then runs the selected page and writes
+the view it shows to the URL.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import auth, heap, pages, review_ui, state, widgets
+from dashboard import address, auth, heap, pages, review_ui, state, widgets
 from db.migrate import NewerStoreError
 
 FAVICON = Path(__file__).resolve().parent / "static" / "favicon.png"
@@ -54,13 +56,17 @@ ALIASES = [
     if p.default
 ]
 
+state.write_view_to_url(before_page=True)
 page = st.navigation([*NAVIGATION, *ALIASES])
 if person is not None and person.signed_in:
     auth.sidebar_identity(person)
+    address.return_to_remembered_link()
+address.one_entry_per_action()
 state.normalize_url()
 state.sidebar()
 review_ui.author_field()
 widgets.filter_chips()
-page.run()
+with state.view_in_url():
+    page.run()
 # After the first run the modules and the engine exist: out of the collector's way from now on.
 heap.freeze_startup_heap()

@@ -18,6 +18,7 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard import address
 from dashboard.access import (
     EXPOSED_ENV,
     LOCAL_ADMIN_ENV,
@@ -131,6 +132,8 @@ def require(action: Action) -> Identity:
 def _login_screen() -> None:
     st.title("ToolLens")
     st.write("Sign in to open the dashboard.")
+    # Signing in comes back at the root: the address opened is kept to return to.
+    address.remember_link_for_sign_in()
     for provider in login_providers(_secrets_table("auth") or {}):
         label = "Log in" if provider is None else f"Log in with {provider}"
         if st.button(label, type="primary", key=f"login_{provider}"):

@@ -5,7 +5,9 @@ The URL is the state: the sidebar widgets are bound to query parameters (``start
 link opens the same view; the selected trace and pair travel as ``trace`` and ``pair``. A chart
 or table that filters what it counts sets those widgets through :func:`apply_filters` /
 :func:`open_filtered` (a bound widget keeps its own value over the URL on a rerun, so the value
-is put in Session State before the widget is drawn). Pages read the filters with
+is put in Session State before the widget is drawn). Whatever changed a bound widget, its
+value is written to the address before and after the page runs (:func:`write_view_to_url`),
+so the address always names the view on screen. Pages read the filters with
 :func:`filters` and run every query through :func:`query` (cached for a minute, keyed by the
 database URL and the arguments).
 """
@@ -13,17 +15,20 @@ database URL and the arguments).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import PurePath
 from typing import Any, NoReturn, TypeVar
 
 import streamlit as st
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 from streamlit.runtime.state.session_state_proxy import get_session_state
 
 from dashboard import pages
@@ -170,6 +175,87 @@ def normalize_url() -> None:
             params.set_initial_query_params_from_current()
 
 
+def write_view_to_url(*, before_page: bool = False) -> None:
+    """Write URL-bound widgets to the address as they now stand: a widget's value when it is
+    not its default, nothing when it is. The address then always names the view on screen,
+    whichever widget or page change made it.
+
+    Streamlit writes a bound widget's parameter only when the widget's value changes or a URL
+    seeds it, and a page opened from the menu gets only the parameters of widgets the browser
+    has drawn: the sidebar's filters sit in a closed popover, so a filter chosen on one page
+    stayed in force on the next while its parameter was gone, and a copied link showed another
+    view. Two passes mend that:
+
+    - ``before_page`` (``app.py``, before the navigation): the sidebar's widgets, from their
+      values kept since the last run, so the browser records the new page's address with them
+      in one history entry (a later correction would add a second entry, without them, for
+      Back to land on). Skipped on Back and Forward (the address is the view asked for there)
+      and for values a chart or table just asked for (:func:`adopt_pending_values`).
+    - after the page (:func:`view_in_url`): every bound widget drawn in this run. Parameters
+      of widgets not drawn are left alone (Streamlit drops those of another page).
+    """
+    ctx = get_script_run_ctx()
+    if ctx is None or (before_page and ctx.is_history_navigation):
+        return
+    inner = get_session_state()._state
+    metadata = inner._new_widget_state.widget_metadata
+    pending = st.session_state.get(PENDING_KEY, {})
+    with get_session_state().query_params() as params:
+        for name, binding in list(params._bindings_by_param.items()):
+            widget = metadata.get(binding.widget_id)
+            if widget is None:
+                continue
+            if before_page:
+                sidebar = binding.script_hash == ctx.pages_manager.main_script_hash
+                if not sidebar or name in pending or binding.widget_id not in inner:
+                    continue
+            elif binding.widget_id not in ctx.shared.widget_ids_this_run:
+                continue
+            value = inner[binding.widget_id]
+            if value == widget.deserializer(None):
+                if params.has_param(name):
+                    params.remove_param(name)
+                continue
+            shown = widget.serializer(value)
+            if not params.stored_param_matches_corrected_value(name, shown, widget.value_type):
+                params.set_corrected_value(name, shown, widget.value_type)
+
+
+class _PageEnd(Exception):
+    """Raised by :func:`end_page`; ends the page inside :func:`view_in_url`."""
+
+
+#: ``running`` is True while a page runs inside :func:`view_in_url` (per script thread: each
+#: browser session runs its script in a thread of its own).
+_page = threading.local()
+
+
+def end_page() -> NoReturn:
+    """End the page here (in place of ``st.stop()``, after which nothing can be written, not
+    even the address): :func:`view_in_url` still writes the view to the URL. Outside it (a
+    page script run alone in a test) this is ``st.stop()``."""
+    if getattr(_page, "running", False):
+        raise _PageEnd
+    st.stop()
+    raise AssertionError("st.stop() returned")  # pragma: no cover - it raises
+
+
+@contextlib.contextmanager
+def view_in_url() -> Iterator[None]:
+    """Run the block (the page), then :func:`write_view_to_url`, also when the page ended
+    early with :func:`end_page` (a table with no rows). ``st.stop()``, a rerun and a page
+    switch are left to Streamlit: after them nothing can be written (the next run writes its
+    own address)."""
+    _page.running = True
+    try:
+        yield
+    except _PageEnd:
+        pass
+    finally:
+        _page.running = False
+    write_view_to_url()
+
+
 def filters() -> Filters:
     """The shared filters as chosen in the sidebar (and therefore in the URL).
 
@@ -224,6 +310,38 @@ def adopt_pending_values() -> None:
     runs before any widget is drawn (``app.py``), as a drawn widget's state cannot be set."""
     for key, value in st.session_state.pop(PENDING_KEY, {}).items():
         st.session_state[key] = ("" if key in TEXT_FILTERS else None) if value is None else value
+
+
+#: Session State key: the value the browser sent for each sidebar filter in the last run.
+_SENT_KEY = "_sidebar_values_sent"
+
+
+def keep_set_filter_values() -> None:
+    """Keep a sidebar filter that a chip, a chart or a table set (``st.session_state``) from
+    coming back on the next run. Runs before the sidebar's widgets are drawn.
+
+    The filters sit in a popover the browser draws only while it is open, so the browser
+    never hears of a value set while it is closed: on every later run it sends the value the
+    person last chose there, and Streamlit takes a value the browser sends over the one it
+    kept. A removed chip's filter came back with the next click anywhere. A value the browser
+    sends unchanged from the last run is no choice of the person's: the kept value is set
+    again, which wins and tells the browser (a value changed in the popover is taken).
+    """
+    inner = get_session_state()._state
+    sent: dict[str, Any] = st.session_state.setdefault(_SENT_KEY, {})
+    for name in SIDEBAR_FILTERS:
+        widget_id = inner._key_id_mapper.get_id_from_key(name, None)
+        if widget_id is None or widget_id not in inner._new_widget_state.states:
+            sent.pop(name, None)
+            continue
+        incoming = inner._new_widget_state[widget_id]
+        unchanged = name in sent and sent[name] == incoming
+        sent[name] = incoming
+        if not unchanged or name in inner._new_session_state or widget_id not in inner._old_state:
+            continue
+        kept = inner._old_state[widget_id]
+        if kept != incoming:
+            st.session_state[name] = kept
 
 
 def loop_k() -> int:
@@ -316,6 +434,7 @@ def sidebar() -> None:
     is not a current choice is dropped by Streamlit (and so is the filter). Values a chart or
     table asked for (:func:`open_filtered`) are put in place first, before any widget is drawn.
     """
+    keep_set_filter_values()
     adopt_pending_values()
     try:
         choices = query(filter_choices)

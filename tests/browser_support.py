@@ -217,9 +217,11 @@ def new_context(browser: Any) -> Any:
     return context
 
 
-def open_page(page: Any, url: str, *, selector: str = "h1", text: str = "") -> float:
+def open_page(
+    page: Any, url: str, *, selector: str = "h1", text: str = "", settle_ms: int = SETTLE_MS
+) -> float:
     """Navigate to ``url`` and wait until it is ready (see the module docstring) with ``text``
-    inside an element matching ``selector`` in the main area.
+    inside an element matching ``selector`` in the main area, for ``settle_ms``.
 
     Returns the milliseconds from navigation start until the page was ready; raises
     ``TimeoutError`` saying what it still waited for after :data:`PAGE_TIMEOUT_MS`.
@@ -231,7 +233,7 @@ def open_page(page: Any, url: str, *, selector: str = "h1", text: str = "") -> f
     try:
         page.wait_for_function(
             "() => window.__readySince !== null"
-            f" && performance.now() - window.__readySince >= {SETTLE_MS}",
+            f" && performance.now() - window.__readySince >= {settle_ms}",
             timeout=PAGE_TIMEOUT_MS,
             polling=50,
         )
@@ -265,6 +267,16 @@ def click_section(page: Any, shown: pages.Page, label: str) -> None:
         timeout=PAGE_TIMEOUT_MS,
         polling=50,
     )
+
+
+def click_table_row(page: Any, table: Any, row: int) -> None:
+    """Select ``row`` of a selectable table (a ``stDataFrame`` locator) as a person does: a
+    click on its row marker, the checkbox column at the left of the canvas."""
+    from dashboard.widgets import HEADER_PX, ROW_PX  # imports Streamlit: only when used
+
+    table.scroll_into_view_if_needed()
+    box = table.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + HEADER_PX + ROW_PX * row + ROW_PX / 2)
 
 
 @dataclass

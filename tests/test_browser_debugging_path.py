@@ -16,6 +16,7 @@ import pytest
 from browser_support import (
     REPO,
     click_section,
+    click_table_row,
     new_context,
     open_page,
     save_screenshot,
@@ -26,7 +27,6 @@ from browser_support import (
 
 from dashboard import pages
 from dashboard.trace_outline import neighbours
-from dashboard.widgets import HEADER_PX, ROW_PX
 from db.queries.compare import trace_set
 from db.queries.filters import Filters
 from db.queries.overview import error_type_counts
@@ -48,14 +48,6 @@ def _query(page: Any) -> dict[str, list[str]]:
 def _heading(page: Any) -> list[str]:
     texts: list[str] = page.locator('[data-testid="stMain"] h1').all_text_contents()
     return texts
-
-
-def _click_table_row(page: Any, table: Any, row: int) -> None:
-    """Select ``row`` of a selectable table: a click on its row marker (the checkbox column
-    at the left of the canvas)."""
-    table.scroll_into_view_if_needed()
-    box = table.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + HEADER_PX + ROW_PX * row + ROW_PX / 2)
 
 
 def test_overview_bar_to_the_list_to_a_pair_to_the_next_problem_to_search_and_back(
@@ -110,7 +102,7 @@ def test_overview_bar_to_the_list_to_a_pair_to_the_next_problem_to_search_and_ba
 
         # 2. A pair of the list opens on the Trace page.
         table = page.locator('[data-testid="stDataFrame"]').first
-        _click_table_row(page, table, row)
+        click_table_row(page, table, row)
         page.wait_for_url("**/trace?**", timeout=TIMEOUT_MS)
         open_page(page, page.url, selector="h3", text=trace)
         assert _query(page)["trace"] == [trace]

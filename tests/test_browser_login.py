@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import sqlalchemy as sa
@@ -25,6 +26,9 @@ from browser_support import (
 
 from dashboard import pages
 from db.engine import make_engine
+from db.queries.filters import Filters
+from db.queries.pairs import PairQuery, count_pairs
+from db.queries.traces import filter_choices
 
 pytestmark = pytest.mark.browser
 
@@ -104,11 +108,17 @@ def team_server(
 def sign_in(page: Any, server: Server, email: str) -> None:
     """Open the dashboard, click "Log in", and authorize ``email`` at the provider."""
     open_page(page, server.url + "/", text="ToolLens")
+    authorize(page, server, email)
+    open_page(page, server.url + "/", text=pages.OVERVIEW.title)
+
+
+def authorize(page: Any, server: Server, email: str) -> None:
+    """On the login screen: click "Log in" and authorize ``email`` at the provider; returns
+    once the browser is back at the dashboard."""
     page.get_by_role("button", name="Log in").click()
     page.get_by_placeholder("sub").fill(email)
     page.get_by_role("button", name="Authorize").click()
     page.wait_for_url(f"{server.url}/**")
-    open_page(page, server.url + "/", text=pages.OVERVIEW.title)
 
 
 def sign_out(page: Any, server: Server, button: Any) -> None:
@@ -223,3 +233,36 @@ def test_a_reviewer_adds_a_note_signed_with_the_email_but_cannot_upload(
         notes = conn.execute(sa.text("SELECT note, author, updated_by FROM annotations")).all()
     engine.dispose()
     assert [tuple(n) for n in notes] == [("the retry storm starts here", REVIEWER, REVIEWER)]
+
+
+def test_signing_in_from_a_link_lands_on_that_link_with_its_query(
+    browser: Any, team_server: TeamServer
+) -> None:
+    server = team_server.server
+    engine = make_engine(team_server.url)
+    tool = str(filter_choices(engine)["tool"][0])
+    errors = count_pairs(engine, Filters(tool=tool), PairQuery(status="error"))
+    engine.dispose()
+    assert errors > 0
+    opened = {"trace": team_server.trace, "pair": team_server.pair}
+    links = (
+        f"{server.url}{pages.CALLS.path}?{urlencode({'status': 'error', 'tool': tool})}",
+        f"{server.url}{pages.TRACE.path}?{urlencode(opened)}",
+    )
+    for link in links:
+        context = new_context(browser)
+        page = context.new_page()
+        open_page(page, link, text="ToolLens")
+        assert page.get_by_role("button", name="Log in").count() == 1
+        authorize(page, server, REVIEWER)
+        # The provider's callback returns to the root; the dashboard goes on to the link.
+        page.wait_for_url(link, timeout=PAGE_TIMEOUT_MS)
+        if link.startswith(f"{server.url}{pages.CALLS.path}"):
+            open_page(page, page.url, selector="p", text=f"{errors:,} rows · page 1")
+            assert page.get_by_role("button", name=f"Tool: {tool}").count() == 1
+        else:
+            open_page(page, page.url, selector="h3", text=team_server.trace)
+            here = f".st-key-here_{team_server.pair.replace(':', '_')}"
+            assert page.locator(here).count() == 1
+        assert page.url == link
+        context.close()

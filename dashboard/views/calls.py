@@ -80,7 +80,12 @@ kind = row[4].selectbox(
     "execution); mcp: an MCP server the provider called",
 )
 trace_text = row[5].text_input(
-    "Trace id contains", key="q", bind="query-params", placeholder="e.g. orders-7"
+    "Trace id contains",
+    # Not "q": the Search page's words. A bound widget's value stays in Session State under
+    # its key, so a search for "error" then filtered this list by trace ids holding "error".
+    key="trace_q",
+    bind="query-params",
+    placeholder="e.g. orders-7",
 )
 
 row = st.columns([3, 2, 2, 2, 3])
@@ -156,7 +161,7 @@ if total == 0:
         "the sidebar.",
         icon=":material/filter_alt_off:",
     )
-    st.stop()
+    state.end_page()
 
 df = state.query(list_pairs, f, pq, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
 event = st.dataframe(

@@ -32,7 +32,7 @@ text = row[0].text_input(
 )
 if not text:
     st.caption("Type a word or a phrase: an id, an error message, a file name.")
-    st.stop()
+    state.end_page()
 
 page_no = row[1].number_input(
     "Page", min_value=1, value=1, step=1, key="spage", bind="query-params"
@@ -46,12 +46,12 @@ if found.total == 0:
         "filters in the sidebar.",
         icon=":material/search_off:",
     )
-    st.stop()
+    state.end_page()
 counted = f"more than {COUNT_CAP:,}" if found.capped else f"{found.total:,}"
 st.caption(f"{counted} matches · page {int(page_no):,} · select a row to open it")
 if found.hits.empty:
     st.caption("No more matches: go back a page.")
-    st.stop()
+    state.end_page()
 event = st.dataframe(
     found.hits,
     hide_index=True,
