@@ -14,7 +14,7 @@ help:
 	@echo 'make serve      open the dashboard on the demo store again (PORT=$(PORT))'
 	@echo 'make test       set up and run the whole test suite'
 	@echo 'make test-fast  the tests without a browser or PostgreSQL (pytest -m "not browser and not pg")'
-	@echo 'make lint       ruff check, ruff format --check, mypy on db/ and ingest/'
+	@echo 'make lint       ruff check, ruff format --check, mypy on db/, ingest/ and dashboard/'
 	@echo 'make format     ruff format and ruff check --fix'
 	@echo 'make bench      import benchmark (SQLite and PostgreSQL)'
 	@echo 'make bench-revision  import speed against an earlier revision (REV="commit ..."; default: before the rollups)'
@@ -77,7 +77,7 @@ test-fast: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy db ingest
+	$(BIN)/mypy db ingest dashboard
 
 format: venv
 	$(BIN)/ruff format .

@@ -80,18 +80,21 @@ RETURN_SCRIPT = f"""
 _RETURN_CHECKED = "_returned_after_sign_in"
 
 
-def _run_script(script: str, where: st.delta_generator.DeltaGenerator | None = None) -> None:
+def run_script(script: str, where: st.delta_generator.DeltaGenerator | None = None) -> None:
+    """Run one of the dashboard's own fixed scripts in the browser: the one place a page may
+    draw HTML. ``script`` is a constant of this module or :mod:`dashboard.scroll`'s template
+    with a checked widget key, never trace content (``tests/test_dashboard_overview.py``)."""
     (where or st).html(script, unsafe_allow_javascript=True, width="content")
 
 
 def one_entry_per_action() -> None:
     """Install :data:`HISTORY_SCRIPT` (in the sidebar, where it takes no room of the page)."""
-    _run_script(HISTORY_SCRIPT, st.sidebar)
+    run_script(HISTORY_SCRIPT, st.sidebar)
 
 
 def remember_link_for_sign_in() -> None:
     """On the login screen: keep the address for :func:`return_to_remembered_link`."""
-    _run_script(REMEMBER_SCRIPT)
+    run_script(REMEMBER_SCRIPT)
 
 
 def return_to_remembered_link() -> None:
@@ -100,4 +103,4 @@ def return_to_remembered_link() -> None:
     if st.session_state.get(_RETURN_CHECKED):
         return
     st.session_state[_RETURN_CHECKED] = True
-    _run_script(RETURN_SCRIPT, st.sidebar)
+    run_script(RETURN_SCRIPT, st.sidebar)

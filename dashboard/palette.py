@@ -11,7 +11,8 @@ stores, and never a color of the vocabulary.
 from __future__ import annotations
 
 import zlib
-from typing import Literal, NamedTuple
+from collections.abc import Mapping
+from typing import Any, Literal, NamedTuple
 
 from db.contract.vocabulary import ErrorType, PairState, Status, StatusSource, Verdict
 
@@ -91,12 +92,19 @@ EXTRA: tuple[Swatch, ...] = (
     Swatch("#8C564B", "orange"),
     Swatch("#5F5F5F", "gray"),
 )
+
+
+def _by_value(table: Mapping[Any, Swatch]) -> dict[str, Swatch]:
+    """A vocabulary's swatches keyed by plain strings (the values a chart's column holds)."""
+    return {str(value): swatch for value, swatch in table.items()}
+
+
 _TABLES: dict[Kind, dict[str, Swatch]] = {
-    "status": dict(STATUS),
-    "status_source": dict(STATUS_SOURCE),
-    "pair_state": dict(PAIR_STATE),
-    "verdict": dict(VERDICT),
-    "error_type": dict(ERROR_TYPE),
+    "status": _by_value(STATUS),
+    "status_source": _by_value(STATUS_SOURCE),
+    "pair_state": _by_value(PAIR_STATE),
+    "verdict": _by_value(VERDICT),
+    "error_type": _by_value(ERROR_TYPE),
 }
 #: Badge colors of the tones.
 TONE: dict[Tone, BadgeColor] = {

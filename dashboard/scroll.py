@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-import streamlit as st
+from dashboard import address
 
 #: How long (ms) the script keeps the target in place while the page above it still grows.
 FOLLOW_MS = 15_000
@@ -64,4 +64,4 @@ def bring_into_view(key: str) -> None:
     if not _SAFE_KEY.fullmatch(key):
         raise ValueError(f"not a widget key a script may name: {key!r}")
     body = _SCRIPT.replace("__KEY__", key).replace("__FOLLOW_MS__", str(FOLLOW_MS))
-    st.html(body, unsafe_allow_javascript=True)
+    address.run_script(body)

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from db.queries.filters import instant_text
+
+#: How a chart may be selected on (Streamlit's ``selection_mode``).
+SelectionMode = Literal["points", "box", "lasso"]
 
 #: Session State key suffix of a chart's generation.
 GENERATION_SUFFIX = "__generation"
@@ -32,7 +35,7 @@ def chart_key(key: str) -> str:
 
 
 def selectable_chart(
-    fig: go.Figure, *, key: str, modes: Iterable[str] = ("points",)
+    fig: go.Figure, *, key: str, modes: Iterable[SelectionMode] = ("points",)
 ) -> Mapping[str, Any] | None:
     """Draw ``fig`` with selection events (``modes``: ``points``, ``box``); the selection the
     user just made, or ``None``. A returned selection is consumed (the next run draws the

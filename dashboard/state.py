@@ -458,7 +458,7 @@ def sidebar() -> None:
     bar.caption(f"Token counts: {encoding}")
 
 
-def filters_in_use(values: Mapping[str, Any]) -> str:
+def filters_in_use(values: Any) -> str:
     """The line under the filters: which are in use (their values are on the chips above the
     page), or that every trace counts.
 
@@ -471,7 +471,7 @@ def filters_in_use(values: Mapping[str, Any]) -> str:
     return f"In use: {', '.join(used)}" if used else "None in use: every trace counts"
 
 
-def active_values(values: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def active_values(values: Any) -> list[tuple[str, Any]]:
     """The sidebar filters with a value (neither None nor empty text), as ``(name, value)``,
     in the sidebar's order: what the line under the filters and the chips above a page show."""
     found = ((name, values.get(name)) for name in SIDEBAR_FILTERS)

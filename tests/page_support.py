@@ -45,6 +45,10 @@ def assert_opened(at: Any, trace: str, pair: str) -> None:
 
 def open_section(at: Any, key: str, label: str) -> Any:
     """Open the tab ``label`` of the tabs whose URL parameter is ``key`` (a page's sections:
-    ``Page.section_param``), the way a click does, and rerun."""
+    ``Page.section_param``), the way a click does, and rerun. The address is set too: AppTest
+    sends its last address with every run as if the page were loaded from it, and the
+    dashboard writes the open section to the address (a browser's click sends the new value
+    over the old address, which a test's Session State assignment cannot)."""
     at.session_state[key] = label
+    at.query_params[key] = label
     return at.run()

@@ -163,7 +163,7 @@ def error_types_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
 
 
 #: Milliseconds per time bucket (:data:`db.queries.activity.BUCKET_SECONDS`).
-BUCKET_MS = {unit: seconds * 1000 for unit, seconds in BUCKET_SECONDS.items()}
+BUCKET_MS: dict[str, int] = {unit: seconds * 1000 for unit, seconds in BUCKET_SECONDS.items()}
 
 
 def source_totals(df: pd.DataFrame) -> pd.Series:

@@ -15,7 +15,8 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from dashboard import auth, render, review_ui, state, widgets, writes
-from db.writes import annotations, review
+from db.writes import annotations as notes_store
+from db.writes import review
 
 QUEUE_PAGE = 25
 #: Session key of the traces waiting for the reviewer to confirm marking them.
@@ -146,8 +147,8 @@ def _confirm_marking(engine: Engine, shown: list[str], picked: list[int], author
 
 def _notes(engine: Engine) -> None:
     st.subheader("Notes")
-    choices = annotations.annotation_choices(engine)
-    labels = sorted({*annotations.configured_labels(), *choices["label"]})
+    choices = notes_store.annotation_choices(engine)
+    labels = sorted({*notes_store.configured_labels(), *choices["label"]})
     left, right = st.columns(2)
     chosen_labels = left.multiselect(
         "Label", labels, key="note_label", bind="query-params", placeholder="All labels"
@@ -156,7 +157,7 @@ def _notes(engine: Engine) -> None:
         "Author", choices["author"], key="note_author", bind="query-params",
         placeholder="All authors",
     )  # fmt: skip
-    notes = annotations.list_annotations(
+    notes = notes_store.list_annotations(
         engine, labels=chosen_labels, authors=chosen_authors, limit=NOTES_LIMIT
     )
     if notes.empty:

@@ -15,14 +15,14 @@ import streamlit as st
 from dashboard import pages, render, state, widgets
 from dashboard.charts import suggestions as charts
 from dashboard.selection import picked_point, selectable_chart
-from db.contract.vocabulary import VERDICTS, Verdict
+from db.contract.vocabulary import VERDICTS
 from db.queries import suggestions as q
 from db.queries.common import UNCLASSIFIED
 from db.queries.filters import Filters
 from db.writes.corrections import correction_counts
 
 EXAMPLES = 10
-VERDICT_HELP: dict[Verdict, str] = {
+VERDICT_HELP: dict[str, str] = {
     "followed": "the next action did what the advice said",
     "ignored": "the next action repeated the failing call or did the opposite",
     "unclear": "the next action neither follows nor contradicts the advice",

@@ -152,10 +152,10 @@ def _picker(f: Any) -> None:
         },
     )
     if event is not None and event.selection.rows:
-        chosen = str(found.iloc[event.selection.rows[0]]["trace"])
+        picked = str(found.iloc[event.selection.rows[0]]["trace"])
         # The selection outlives the rerun; acting only on a change keeps it from looping.
-        if chosen != state.selected_trace():
-            state.select_trace(chosen)
+        if picked != state.selected_trace():
+            state.select_trace(picked)
             st.rerun()
 
 
