@@ -35,7 +35,6 @@ from ingest.formats._shapes import (
     Misfit,
     anthropic_message,
     combine,
-    json_kind,
     message_list,
 )
 from ingest.input.records import Record
@@ -105,7 +104,7 @@ def shape(record: Any) -> Fit:
     if isinstance(record, list):
         return combine(anthropic_message(item) for item in record)
     if not isinstance(record, dict):
-        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+        return Misfit(f"a record is a JSON {json_type(record)}, not an object")
     if "messages" not in record:
         if "role" in record or record.get("type") == "message":
             return anthropic_message(record)

@@ -31,6 +31,7 @@ from ingest.formats._common import (
     canonical_role,
     expect_list,
     expect_object,
+    json_type,
     make_trace,
     opaque_message,
     opaque_role,
@@ -47,7 +48,6 @@ from ingest.formats._shapes import (
     Fit,
     Misfit,
     combine,
-    json_kind,
     langchain_message,
     message_list,
 )
@@ -240,7 +240,7 @@ def shape(record: Any) -> Fit:
     if isinstance(record, list):
         return combine(langchain_message(item) for item in record)
     if not isinstance(record, dict):
-        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+        return Misfit(f"a record is a JSON {json_type(record)}, not an object")
     for holder in (record, record.get("values"), record.get("channel_values")):
         if isinstance(holder, dict) and "messages" in holder:
             return message_list(holder, "messages", langchain_message)

@@ -22,6 +22,7 @@ from typing import Any
 from ingest.formats import _openai_messages
 from ingest.formats._common import (
     ShapeError,
+    json_type,
     make_trace,
     optional_str,
     parse_timestamp,
@@ -34,7 +35,6 @@ from ingest.formats._shapes import (
     Misfit,
     chat_message,
     combine,
-    json_kind,
     message_list,
 )
 from ingest.input.records import Record
@@ -81,18 +81,12 @@ def _text_field(obj: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _no_model(messages: list[Message]) -> str | None:
-    # Chat messages do not name their model; only the container (or response) does.
-    return None
-
-
 _READER: MessageListFormat[Message] = MessageListFormat(
     name=NAME,
     is_message=_is_message,
     convert_item=_openai_messages.convert_message,
     assemble=list,
     container_trace=_container_trace,
-    model_hint=_no_model,
 )
 
 
@@ -102,7 +96,7 @@ def shape(record: Any) -> Fit:
     if isinstance(record, list):
         return combine(chat_message(item) for item in record)
     if not isinstance(record, dict):
-        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+        return Misfit(f"a record is a JSON {json_type(record)}, not an object")
     key = next((k for k in MESSAGE_KEYS if k in record), None)
     if key is not None:
         return message_list(record, key, chat_message)

@@ -54,7 +54,6 @@ from ingest.formats._shapes import (
     Fit,
     Misfit,
     combine,
-    json_kind,
     message_list,
     responses_item,
 )
@@ -285,18 +284,12 @@ def convert_instructions(value: Any, line: int) -> list[Message]:
     return _instructions(value, line)
 
 
-def _no_model(messages: list[Message]) -> str | None:
-    # Items do not name their model; only the response object does.
-    return None
-
-
 _READER: MessageListFormat[_Draft] = MessageListFormat(
     name=NAME,
     is_message=_is_message,
     convert_item=_convert,
     assemble=_assemble,
     container_trace=_container_trace,
-    model_hint=_no_model,
 )
 
 
@@ -307,7 +300,7 @@ def shape(record: Any) -> Fit:
     if isinstance(record, list):
         return combine(responses_item(item) for item in record)
     if not isinstance(record, dict):
-        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+        return Misfit(f"a record is a JSON {json_type(record)}, not an object")
     if record.get("object") == "response":
         return SIGN
     lists = [key for key in ("input", "output") if isinstance(record.get(key), list)]
