@@ -1,5 +1,6 @@
-"""What several migrations do alike, written once: a rollup table's identity columns, a new
-rollup table, and marking rollups to be counted when the store is next opened.
+"""What several migrations do alike, written once: the foreign key of a table whose rows belong
+to a trace, a rollup table's identity columns, a new rollup table, and marking rollups to be
+counted when the store is next opened.
 
 Migrations mean the same thing forever: this module is frozen as the migrations that import it
 use it. A migration needing something else writes it itself (or adds a new function here).
@@ -9,6 +10,17 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+
+
+def owned_by_trace(table: str) -> sa.ForeignKeyConstraint:
+    """The foreign key of ``table``'s ``trace_id`` to ``traces.id``: the rows are deleted with
+    their trace."""
+    return sa.ForeignKeyConstraint(
+        ["trace_id"],
+        ["traces.id"],
+        name=op.f(f"fk_{table}_trace_id_traces"),
+        ondelete="CASCADE",
+    )
 
 
 def rollup_identity() -> list[sa.Column]:
