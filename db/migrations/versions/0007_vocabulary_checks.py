@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import sqlalchemy as sa
 from alembic import op
 from alembic.operations import BatchOperations
+
+from db.migrations.ops import create_verdict_index
 
 revision = "0007"
 down_revision = "0006"
@@ -54,22 +55,10 @@ _CHECKS: tuple[tuple[str, str, Sequence[str]], ...] = (
     ("tool_results", "verdict_corrected", _VERDICTS),
     ("findings", "name", _FINDING_KINDS),
 )
-_VERDICT = "coalesce(verdict_corrected, verdict)"
 
 
 def _tables() -> list[str]:
     return list(dict.fromkeys(table for table, _, _ in _CHECKS))
-
-
-def _recreate_verdict_index() -> None:
-    op.create_index(
-        "ix_tool_results_effective_verdict",
-        "tool_results",
-        [sa.text(_VERDICT), "tool", "trace_id", "verdict", "verdict_corrected", "error_type",
-         "error_type_corrected", "suggestion_kind"],
-        sqlite_where=sa.text(f"{_VERDICT} IS NOT NULL"),
-        postgresql_where=sa.text(f"{_VERDICT} IS NOT NULL"),
-    )  # fmt: skip
 
 
 _Check = tuple[str, str, Sequence[str]]
@@ -86,7 +75,7 @@ def _alter_each_table(alter: Callable[[BatchOperations, list[_Check]], None]) ->
         with op.batch_alter_table(table) as batch_op:
             alter(batch_op, [check for check in _CHECKS if check[0] == table])
     if sqlite:
-        _recreate_verdict_index()
+        create_verdict_index()
 
 
 def _add_checks(batch_op: BatchOperations, checks: list[_Check]) -> None:
