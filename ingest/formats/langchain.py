@@ -29,10 +29,10 @@ from ingest.formats import _openai_messages
 from ingest.formats._common import (
     ShapeError,
     canonical_role,
+    conversation_trace,
     expect_list,
     expect_object,
     json_type,
-    make_trace,
     opaque_message,
     opaque_role,
     optional_str,
@@ -196,12 +196,11 @@ def _container_trace(record: Record) -> Trace:
     path = "messages" if holder_key is None else f"{holder_key}.messages"
     messages = _READER.convert_list(holder["messages"], path, record.line)
     fields = {k: v for k, v in obj.items() if k != holder_key} | holder
-    return make_trace(
+    return conversation_trace(
         messages,
+        record,
+        obj,
         format=NAME,
-        source_file=record.source_file,
-        source_line=record.line,
-        external_id=optional_str(obj.get("id"), "id"),
         model=_model_hint(messages),
         tools=tool_defs(fields.get("tools"), "tools"),
         metadata=small_metadata(fields, {"messages", "tools", "id"}),

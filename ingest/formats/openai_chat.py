@@ -22,9 +22,8 @@ from typing import Any
 from ingest.formats import _openai_messages
 from ingest.formats._common import (
     ShapeError,
+    conversation_trace,
     json_type,
-    make_trace,
-    optional_str,
     parse_timestamp,
     small_metadata,
     tool_defs,
@@ -62,12 +61,11 @@ def _container_trace(record: Record) -> Trace:
         raise ShapeError('no message list (expected "messages", "traj" or "history")')
     messages = _READER.convert_list(obj[key], key, record.line)
     stamp_key = next((k for k in _TIMESTAMP_KEYS if k in obj), None)
-    return make_trace(
+    return conversation_trace(
         messages,
+        record,
+        obj,
         format=NAME,
-        source_file=record.source_file,
-        source_line=record.line,
-        external_id=optional_str(obj.get("id"), "id"),
         agent=_text_field(obj, "agent"),
         model=_text_field(obj, "model"),
         started_at=parse_timestamp(obj.get(stamp_key)) if stamp_key else None,

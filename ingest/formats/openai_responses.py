@@ -34,8 +34,8 @@ from typing import Any
 from ingest.formats._common import (
     ShapeError,
     canonical_role,
+    conversation_trace,
     json_type,
-    make_trace,
     opaque_message,
     opaque_role,
     optional_str,
@@ -241,12 +241,11 @@ def _container_trace(record: Record) -> Trace:
         first_turn.usage = usage
         consumed.add("usage")
     model = obj.get("model")
-    return make_trace(
+    return conversation_trace(
         messages + output,
+        record,
+        obj,
         format=NAME,
-        source_file=record.source_file,
-        source_line=record.line,
-        external_id=optional_str(obj.get("id"), "id"),
         model=model if isinstance(model, str) else None,
         started_at=parse_timestamp(obj.get("created_at")),
         tools=tool_defs(obj.get("tools"), "tools"),
