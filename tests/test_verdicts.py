@@ -165,8 +165,25 @@ def test_use_instead_is_ignored_when_the_next_call_repeats_the_failing_call() ->
     ) == ("ignored", "repeated the identical failing call 1.2 s later")
 
 
-def test_retry_after_is_followed_when_the_retry_waits_the_advised_seconds() -> None:
-    retry = view("get_weather", "get_weather:aaaa", after=7)
+@pytest.mark.parametrize(
+    ("after", "expected"),
+    [
+        pytest.param(
+            7,
+            ("followed", "retried get_weather 7.0 s later (advised 6 s)"),
+            id="followed when the retry waits the advised seconds",
+        ),
+        pytest.param(
+            1.2,
+            ("ignored", "repeated the identical failing call 1.2 s later (advised 6 s)"),
+            id="ignored when the identical call comes sooner",
+        ),
+    ],
+)
+def test_retry_after_is_judged_by_the_wait_before_the_identical_call(
+    after: float, expected: tuple[str, str]
+) -> None:
+    retry = view("get_weather", "get_weather:aaaa", after=after)
     verdict = follow_verdict(
         advice("retry_after", seconds=6),
         FAILED,
@@ -174,19 +191,7 @@ def test_retry_after_is_followed_when_the_retry_waits_the_advised_seconds() -> N
         result_time=T0,
         later_same_tool=retry,
     )
-    assert verdict == ("followed", "retried get_weather 7.0 s later (advised 6 s)")
-
-
-def test_retry_after_is_ignored_when_the_identical_call_comes_sooner() -> None:
-    retry = view("get_weather", "get_weather:aaaa", after=1.2)
-    verdict = follow_verdict(
-        advice("retry_after", seconds=6),
-        FAILED,
-        NextAction(calls=[retry]),
-        result_time=T0,
-        later_same_tool=retry,
-    )
-    assert verdict == ("ignored", "repeated the identical failing call 1.2 s later (advised 6 s)")
+    assert verdict == expected
 
 
 def test_retry_after_is_unclear_without_timestamps() -> None:
