@@ -230,6 +230,24 @@ def store_url(sqlite_url: str) -> str:
 
 
 @pytest.fixture
+def incident_store(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[sa.Engine, dict[str, int]]]:
+    """The incident (``tests/incident.py``) in a SQLite file, with its trace ids by display
+    id; no reviewer name or labels preset."""
+    from incident import import_incident
+
+    from db.engine import make_engine
+
+    engine = make_engine(sqlite_url)
+    ids = import_incident(engine, tmp_path)
+    monkeypatch.delenv("TOOLLENS_USER", raising=False)
+    monkeypatch.delenv("TOOLLENS_LABELS", raising=False)
+    yield engine, ids
+    engine.dispose()
+
+
+@pytest.fixture
 def analysis_store(engine: sa.Engine) -> sa.Engine:
     """The store of the Errors, Tokens, Loops, Suggestions and Imports pages
     (``dbfixture.build_pages2_database``, figures worked out there) on each database."""

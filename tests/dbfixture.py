@@ -10,6 +10,7 @@ are worked out by hand in the comments of :func:`fixture_traces`.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import tempfile
 from datetime import UTC, datetime, timedelta
@@ -18,7 +19,7 @@ from typing import Any, TypeVar, cast
 
 import orjson
 import pytest
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, MetaData, create_engine, select, text, update
 from sqlalchemy.engine import make_url
 
 from db.contract.rows import (
@@ -829,3 +830,32 @@ def build_pages2_database(engine: Engine) -> tuple[int, int]:
     # Written straight into the base rows, as no ToolLens path writes: recount the rollups.
     rollups.rebuild(engine)
     return first, second
+
+
+def stored_text(engine: Engine) -> str:
+    """Every value of every column of every table, as text (bytes decoded, JSON serialized):
+    what a search for a leaked secret has to look through."""
+    parts: list[str] = []
+    meta = MetaData()
+    meta.reflect(engine)
+    with engine.connect() as conn:
+        for table in meta.sorted_tables:
+            for row in conn.execute(select(table)):
+                for value in row:
+                    if isinstance(value, bytes | memoryview):
+                        parts.append(bytes(value).decode("utf-8", "replace"))
+                    elif isinstance(value, dict | list):
+                        parts.append(json.dumps(value))
+                    else:
+                        parts.append(str(value))
+    return "\n".join(parts)
+
+
+def stamp_newer_schema(url: str) -> None:
+    """Create the store at ``url`` and stamp it with schema 0999, a revision this ToolLens
+    does not know: the store of a newer ToolLens."""
+    make_engine(url).dispose()
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0999'"))
+    engine.dispose()

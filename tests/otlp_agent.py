@@ -17,6 +17,7 @@ from typing import Any
 
 from google.protobuf import json_format
 from opentelemetry import trace as trace_api
+from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -62,6 +63,21 @@ def provider(
     return tracer_provider
 
 
+def span_between(
+    tracer: trace_api.Tracer,
+    name: str,
+    *,
+    context: Context,
+    start_time: int,
+    end_time: int,
+    attributes: dict[str, Any],
+) -> None:
+    """A span ``name`` under ``context`` from ``start_time`` to ``end_time`` (ns), ended (so
+    exported) at once."""
+    span = tracer.start_span(name, context=context, start_time=start_time, attributes=attributes)
+    span.end(end_time=end_time)
+
+
 def _messages(prefix: str, messages: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """OpenInference flattened messages (``llm.input_messages.N.message.*``)."""
     attrs: dict[str, Any] = {}
@@ -99,10 +115,12 @@ def openinference_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -
     ]
     for ident, name, arguments, result, error in steps:
         said = {"role": "assistant", "calls": [(ident, name, arguments)]}
-        llm = tracer.start_span(
+        span_between(
+            tracer,
             "llm.chat",
             context=ctx,
             start_time=t + 10 * MS,
+            end_time=t + 400 * MS,
             attributes={
                 "openinference.span.kind": "LLM",
                 "llm.model_name": "gpt-4o",
@@ -112,7 +130,6 @@ def openinference_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -
                 **_messages("llm.output_messages", [said]),
             },
         )
-        llm.end(end_time=t + 400 * MS)
         tool_attrs = {
             "openinference.span.kind": "TOOL",
             "tool.name": name,
@@ -134,10 +151,12 @@ def openinference_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -
         tool.end(end_time=t + 900 * MS)
         history += [said, {"role": "tool", "content": result or error, "tool_call_id": ident}]
         t += 1000 * MS
-    final = tracer.start_span(
+    span_between(
+        tracer,
         "llm.chat",
         context=ctx,
         start_time=t + 10 * MS,
+        end_time=t + 300 * MS,
         attributes={
             "openinference.span.kind": "LLM",
             "llm.model_name": "gpt-4o",
@@ -145,7 +164,6 @@ def openinference_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -
             **_messages("llm.output_messages", [{"role": "assistant", "content": ANSWER}]),
         },
     )
-    final.end(end_time=t + 300 * MS)
     root.end(end_time=t + 310 * MS)
 
 
@@ -182,10 +200,12 @@ def genai_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -> None:
         "gen_ai.request.model": "gpt-4o",
         "gen_ai.response.model": "gpt-4o-2024-08-06",
     }
-    first = tracer.start_span(
+    span_between(
+        tracer,
         "chat gpt-4o",
         context=ctx,
         start_time=t + 5 * MS,
+        end_time=t + 300 * MS,
         attributes={
             **chat,
             "gen_ai.usage.input_tokens": 47,
@@ -194,11 +214,12 @@ def genai_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -> None:
             "gen_ai.output.messages": json.dumps([call]),
         },
     )
-    first.end(end_time=t + 300 * MS)
-    tool = tracer.start_span(
+    span_between(
+        tracer,
         "execute_tool get_weather",
         context=ctx,
         start_time=t + 310 * MS,
+        end_time=t + 350 * MS,
         attributes={
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": "get_weather",
@@ -207,7 +228,6 @@ def genai_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -> None:
             "gen_ai.tool.call.result": WEATHER_RESULT,
         },
     )
-    tool.end(end_time=t + 350 * MS)
     answered = [
         *asked,
         {"role": "assistant", "parts": call["parts"]},
@@ -219,10 +239,12 @@ def genai_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -> None:
         },
     ]
     said = [{"role": "assistant", "parts": [{"type": "text", "content": "Rainy, 57°F."}]}]
-    second = tracer.start_span(
+    span_between(
+        tracer,
         "chat gpt-4o",
         context=ctx,
         start_time=t + 360 * MS,
+        end_time=t + 600 * MS,
         attributes={
             **chat,
             "gen_ai.usage.input_tokens": 80,
@@ -231,7 +253,6 @@ def genai_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -> None:
             "gen_ai.output.messages": json.dumps(said),
         },
     )
-    second.end(end_time=t + 600 * MS)
     root.end(end_time=t + 610 * MS)
 
 

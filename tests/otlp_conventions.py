@@ -22,7 +22,7 @@ import json
 
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import TracerProvider
-from otlp_agent import BASE_NS, MS, SYSTEM, WEATHER_RESULT
+from otlp_agent import BASE_NS, MS, SYSTEM, WEATHER_RESULT, span_between
 
 USER = "Weather in Paris?"
 CALL_ID = "call_VSPy"
@@ -122,10 +122,12 @@ def openllmetry_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -> 
         **_openllmetry_prompt(0, "system", content=SYSTEM),
         **_openllmetry_prompt(1, "user", content=USER),
     }
-    first = tracer.start_span(
+    span_between(
+        tracer,
         "openai.chat",
         context=ctx,
         start_time=t + 5 * MS,
+        end_time=t + 300 * MS,
         attributes={
             **chat,
             **asked,
@@ -137,11 +139,12 @@ def openllmetry_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -> 
             **_openllmetry_call("gen_ai.completion.0."),
         },
     )
-    first.end(end_time=t + 300 * MS)
-    second = tracer.start_span(
+    span_between(
+        tracer,
         "openai.chat",
         context=ctx,
         start_time=t + 400 * MS,
+        end_time=t + 700 * MS,
         attributes={
             **chat,
             **asked,
@@ -153,7 +156,6 @@ def openllmetry_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -> 
             "gen_ai.completion.0.content": ANSWER,
         },
     )
-    second.end(end_time=t + 700 * MS)
     root.end(end_time=t + 710 * MS)
 
 
@@ -205,10 +207,12 @@ def vercel_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -> None:
         "gen_ai.response.model": "gpt-4o-2024-08-06",
         "ai.response.model": "gpt-4o-2024-08-06",
     }
-    first = tracer.start_span(
+    span_between(
+        tracer,
         "ai.generateText.doGenerate",
         context=ctx,
         start_time=t + 5 * MS,
+        end_time=t + 300 * MS,
         attributes={
             **provider_call,
             "ai.prompt.messages": json.dumps(asked),
@@ -227,11 +231,12 @@ def vercel_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -> None:
             "ai.usage.completionTokens": 12,
         },
     )
-    first.end(end_time=t + 300 * MS)
-    run = tracer.start_span(
+    span_between(
+        tracer,
         "ai.toolCall",
         context=ctx,
         start_time=t + 310 * MS,
+        end_time=t + 350 * MS,
         attributes={
             "operation.name": "ai.toolCall weather",
             "ai.operationId": "ai.toolCall",
@@ -241,7 +246,6 @@ def vercel_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -> None:
             "ai.toolCall.result": json.dumps(WEATHER_RESULT),
         },
     )
-    run.end(end_time=t + 350 * MS)
     result = {
         "type": "tool-result",
         "toolCallId": CALL_ID,
@@ -253,10 +257,12 @@ def vercel_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -> None:
         {"role": "assistant", "content": [call]},
         {"role": "tool", "content": [result]},
     ]
-    second = tracer.start_span(
+    span_between(
+        tracer,
         "ai.generateText.doGenerate",
         context=ctx,
         start_time=t + 360 * MS,
+        end_time=t + 600 * MS,
         attributes={
             **provider_call,
             "ai.prompt.messages": json.dumps(answered),
@@ -266,5 +272,4 @@ def vercel_run(tracer_provider: TracerProvider, base_ns: int = BASE_NS) -> None:
             "ai.usage.completionTokens": 6,
         },
     )
-    second.end(end_time=t + 600 * MS)
     root.end(end_time=t + 610 * MS)

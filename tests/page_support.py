@@ -1,5 +1,6 @@
 """Reading what a page or a page query shows, in tests: DataFrame rows, AppTest metrics,
-captions, table selection, chart specs, and the Trace page a selection opened."""
+captions (the Trace page's page caption), table selection, chart specs, and the Trace page a
+selection opened."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ import orjson
 def rows(df: Any) -> list[tuple[object, ...]]:
     """A DataFrame's rows as plain tuples (numpy scalars compare equal to Python ones)."""
     return [tuple(r) for r in df.itertuples(index=False)]
+
+
+def page_caption(at: Any) -> str:
+    """The Trace page's caption of the messages shown (``Messages 1–20 of 101 · page 1 of 6``)."""
+    return next(c.value for c in at.caption if str(c.value).startswith("Messages "))
 
 
 def metrics(at: Any) -> dict[str, str]:

@@ -223,11 +223,18 @@ def no_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def record_exec(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], dict[str, str]]]:
-    """Make ``os.execve`` record its command and environment instead of running."""
+def served(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, *options: str
+) -> tuple[list[str], dict[str, str]]:
+    """The command and environment ``toollens serve --db <folder>/t.db *options`` hands to
+    ``os.execve`` (recorded instead of run), on a store made first: serve opens a store, never
+    makes one."""
+    make_engine(str(folder / "t.db")).dispose()
     calls: list[tuple[list[str], dict[str, str]]] = []
     monkeypatch.setattr(os, "execve", lambda _exe, cmd, env: calls.append((list(cmd), env)))
-    return calls
+    assert runner.invoke(app, ["serve", "--db", str(folder / "t.db"), *options]).exit_code == 0
+    [(command, env)] = calls
+    return command, env
 
 
 def test_serve_refuses_a_non_loopback_address_without_login(no_secrets: Path) -> None:
@@ -244,11 +251,7 @@ def test_serve_refuses_a_non_loopback_address_without_login(no_secrets: Path) ->
 def test_serve_with_no_auth_starts_and_tells_every_page_to_warn(
     no_secrets: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    make_engine(str(no_secrets / "t.db")).dispose()  # serve opens a store, never makes one
-    calls = record_exec(monkeypatch)
-    args = ["serve", "--db", str(no_secrets / "t.db"), "--host", "0.0.0.0", "--no-auth"]
-    assert runner.invoke(app, args).exit_code == 0
-    [(command, env)] = calls
+    command, env = served(no_secrets, monkeypatch, "--host", "0.0.0.0", "--no-auth")
     assert command[command.index("--server.address") + 1] == "0.0.0.0"
     assert env[EXPOSED_ENV] == "1"
 
@@ -256,14 +259,9 @@ def test_serve_with_no_auth_starts_and_tells_every_page_to_warn(
 def test_serve_with_login_configured_listens_anywhere_and_reads_those_secrets(
     no_secrets: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    make_engine(str(no_secrets / "t.db")).dispose()  # serve opens a store, never makes one
-    calls = record_exec(monkeypatch)
     secrets = no_secrets / "team.toml"
     secrets.write_text(SECRETS_TOML)
-    args = ["serve", "--db", str(no_secrets / "t.db"), "--host", "0.0.0.0", "--secrets",
-            str(secrets)]  # fmt: skip
-    assert runner.invoke(app, args).exit_code == 0
-    [(command, env)] = calls
+    command, env = served(no_secrets, monkeypatch, "--host", "0.0.0.0", "--secrets", str(secrets))
     files = [command[i + 1] for i, a in enumerate(command) if a == "--secrets.files"]
     assert files == [
         str(no_secrets / "home" / ".streamlit" / "secrets.toml"),
@@ -276,10 +274,7 @@ def test_serve_with_login_configured_listens_anywhere_and_reads_those_secrets(
 def test_serve_on_loopback_needs_no_login_and_shows_no_warning(
     no_secrets: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    make_engine(str(no_secrets / "t.db")).dispose()  # serve opens a store, never makes one
-    calls = record_exec(monkeypatch)
-    assert runner.invoke(app, ["serve", "--db", str(no_secrets / "t.db")]).exit_code == 0
-    [(command, env)] = calls
+    command, env = served(no_secrets, monkeypatch)
     assert command[command.index("--server.address") + 1] == "127.0.0.1"
     assert env[EXPOSED_ENV] == "0"
 

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from dbfixture import open_app
+from dbfixture import open_app, stamp_newer_schema
 
 from dashboard import pages
 from dashboard.render import EMPTY_STORE_TEXT
@@ -24,16 +24,8 @@ def test_every_page_explains_how_to_import_when_the_store_is_empty(
 def test_a_store_of_a_newer_toollens_shows_one_error_line(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import sqlalchemy as sa
-
-    from db.engine import make_engine
-
     path = tmp_path / "newer.db"
-    make_engine(str(path)).dispose()
-    engine = sa.create_engine(f"sqlite:///{path}")
-    with engine.begin() as conn:
-        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0999'"))
-    engine.dispose()
+    stamp_newer_schema(f"sqlite:///{path}")
     at = open_app(monkeypatch, f"sqlite:///{path}")
     assert not at.exception
     assert [e.value for e in at.error] == [

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 from dbfixture import open_app
-from test_dashboard_trace_pages import long_store, page_caption, shown_seqs  # noqa: F401
+from page_support import page_caption
+from test_dashboard_trace_pages import long_store, shown_seqs  # noqa: F401
 
 from dashboard import pages, render, scroll, trace_blocks
 

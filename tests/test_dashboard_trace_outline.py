@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 from dbfixture import open_app
-from page_support import captions, metrics, rows
+from page_support import captions, metrics, page_caption, rows
 
 from dashboard import pages, trace_blocks, trace_outline
 from dashboard.charts.trace import outline_chart
@@ -168,10 +168,6 @@ def _keys(at: Any) -> list[str]:
     return keys
 
 
-def _page_caption(at: Any) -> str:
-    return next(c.value for c in at.caption if str(c.value).startswith("Messages "))
-
-
 def test_next_problem_opens_the_pair_on_its_page_highlighted(
     monkeypatch: pytest.MonkeyPatch, problem_store: str
 ) -> None:
@@ -187,7 +183,7 @@ def test_next_problem_opens_the_pair_on_its_page_highlighted(
     at.button(key="problem_next").click().run()
     assert at.query_params["pair"] == "13:0"
     assert at.button(key="problem_next").disabled
-    assert _page_caption(at) == (
+    assert page_caption(at) == (
         f"Messages 1–20 of {MESSAGES} · page 1 of 4 (the selected pair's page)"
     )
     at.button(key="problem_previous").click().run()
@@ -209,7 +205,7 @@ def test_clicking_an_outline_mark_opens_its_pair_once(
     at.run()
     assert not at.exception
     assert at.query_params["pair"] == "45:0"
-    assert _page_caption(at) == (
+    assert page_caption(at) == (
         f"Messages 41–60 of {MESSAGES} · page 3 of 4 (the selected pair's page)"
     )
     assert _highlighted(at) == ["here_45_0"]

@@ -15,6 +15,7 @@ import orjson
 import pandas as pd
 import pytest
 from dbfixture import BIG_RESULT, fixture_store, open_app
+from page_support import page_caption
 from streamlit.testing.v1 import AppTest
 
 from dashboard import pages, render, trace_blocks
@@ -72,10 +73,6 @@ def shown_seqs(at: Any) -> list[int]:
         if head or line:
             seqs.append(int((head or line).group(1)))  # type: ignore[union-attr]
     return seqs
-
-
-def page_caption(at: Any) -> str:
-    return next(c.value for c in at.caption if str(c.value).startswith("Messages "))
 
 
 def test_a_long_trace_opens_on_its_first_page_of_20_messages(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from dbfixture import stored_text
 from typer.testing import CliRunner
 
 from db.engine import make_engine
@@ -81,24 +82,6 @@ def _seeded_files(realdata: Path, tmp_path: Path) -> list[Path]:
     return [claude, toolbench]
 
 
-def _dump(engine: sa.Engine) -> str:
-    """Every value of every column of every table, as text (bytes decoded, JSON serialized)."""
-    parts: list[str] = []
-    meta = sa.MetaData()
-    meta.reflect(engine)
-    with engine.connect() as conn:
-        for table in meta.sorted_tables:
-            for row in conn.execute(sa.select(table)):
-                for value in row:
-                    if isinstance(value, bytes | memoryview):
-                        parts.append(bytes(value).decode("utf-8", "replace"))
-                    elif isinstance(value, dict | list):
-                        parts.append(json.dumps(value))
-                    else:
-                        parts.append(str(value))
-    return "\n".join(parts)
-
-
 def _leaks(text: str) -> list[str]:
     return [n for n in NEEDLES if n in text]
 
@@ -114,7 +97,7 @@ def test_secrets_seeded_into_real_traces_are_stored_nowhere_nor_exported(
     assert summary.line().endswith(
         "; 15 secrets redacted (aws_access_key_id 5, jwt 5, openai_key 5)"
     )
-    dump = _dump(engine)
+    dump = stored_text(engine)
     assert _leaks(dump) == []
     assert "[REDACTED:openai_key]" in dump and "[REDACTED:jwt]" in dump
     with engine.connect() as conn:
@@ -152,7 +135,7 @@ def test_workers_redact_too_and_reimporting_the_same_files_changes_nothing(
     )
     # Identity and content hash are computed on the redacted trace: the same input is unchanged.
     assert (again.traces, again.updated, again.unchanged) == (0, 0, 2)
-    assert _leaks(_dump(engine)) == []
+    assert _leaks(stored_text(engine)) == []
     engine.dispose()
 
 
@@ -167,7 +150,7 @@ def test_the_cli_takes_a_mode_and_off_stores_the_original(
     off = runner.invoke(app, ["import", files[1], "--db", sqlite_url, "--redact", "off"])
     assert off.exit_code == 0, off.output
     assert "redacted" not in off.output
-    assert AWS_ID in _dump(make_engine(sqlite_url))
+    assert AWS_ID in stored_text(make_engine(sqlite_url))
 
 
 def test_the_cli_reads_the_mode_and_team_rules_from_the_environment(
@@ -227,7 +210,7 @@ def test_the_otlp_receivers_path_redacts(sqlite_url: str) -> None:
     summary = import_traces(engine, [trace], origin="otlp", source="otlp-receiver")
     assert summary.traces == 1
     assert summary.redactions == {"aws_access_key_id": 1, "jwt": 2, "openai_key": 2}
-    assert _leaks(_dump(engine)) == []
+    assert _leaks(stored_text(engine)) == []
     engine.dispose()
 
 

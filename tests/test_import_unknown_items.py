@@ -13,6 +13,7 @@ from formats_helpers import only_trace, parse, recs
 from db.engine import make_engine
 from db.schema import ImportRun
 from ingest.formats._span_messages import read_message
+from ingest.importing.batches import ImportSummary
 from ingest.importing.pipeline import import_paths
 from ingest.model import OpaqueMessage
 
@@ -25,6 +26,20 @@ def roles_and_contents(fmt: str, value: Any) -> list[tuple[str, str, str | None]
         (m.role, m.content, m.unknown_type if isinstance(m, OpaqueMessage) else None)
         for m in trace.messages
     ]
+
+
+def import_twice(
+    db_url: str, path: Path, conversation: dict[str, Any], second_id: str
+) -> tuple[ImportSummary, Any]:
+    """Import ``conversation`` and a copy of it with the id ``second_id`` (one JSONL file at
+    ``path``): the import's summary and the unknown items stored on its imports row."""
+    path.write_text(json.dumps(conversation) + "\n" + json.dumps({**conversation, "id": second_id}))
+    engine = make_engine(db_url)
+    summary = import_paths(engine, [path])
+    with engine.connect() as conn:
+        stored = conn.execute(sa.select(ImportRun.unknown_items)).scalar_one()
+    engine.dispose()
+    return summary, stored
 
 
 def test_a_responses_item_of_an_unknown_type_becomes_an_opaque_message() -> None:
@@ -99,13 +114,7 @@ def test_an_import_counts_unknown_items_in_its_summary_and_its_row(
         "output": [HOLOGRAM, HOLOGRAM, {"type": "future_thing"}, {"type": "message",
                    "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}],
     }  # fmt: skip
-    path = tmp_path / "r.jsonl"
-    path.write_text(json.dumps(conversation) + "\n" + json.dumps({**conversation, "id": "r2"}))
-    engine = make_engine(db_url)
-    summary = import_paths(engine, [path])
-    with engine.connect() as conn:
-        stored = conn.execute(sa.select(ImportRun.unknown_items)).scalar_one()
-    engine.dispose()
+    summary, stored = import_twice(db_url, tmp_path / "r.jsonl", conversation, "r2")
     assert (summary.traces, summary.rejected, summary.unknown_item) == (2, 0, 6)
     assert summary.unknown_items == {"future_thing": 2, "hologram_call": 4}
     assert stored == {"future_thing": 2, "hologram_call": 4}
@@ -197,13 +206,7 @@ def test_unknown_fields_in_anthropic_claude_code_and_responses_are_counted() -> 
 def test_an_import_counts_unknown_fields_and_roles(db_url: str, tmp_path: Path) -> None:
     said = {"role": "assistant", "content": "4", "reasoning_content": "2 + 2"}
     conversation = {"messages": [USER, said, {"role": "critic", "content": "ok"}]}
-    path = tmp_path / "c.jsonl"
-    path.write_text(json.dumps(conversation) + "\n" + json.dumps({**conversation, "id": "c2"}))
-    engine = make_engine(db_url)
-    summary = import_paths(engine, [path])
-    with engine.connect() as conn:
-        stored = conn.execute(sa.select(ImportRun.unknown_items)).scalar_one()
-    engine.dispose()
+    summary, stored = import_twice(db_url, tmp_path / "c.jsonl", conversation, "c2")
     expected = {"field:message.reasoning_content": 2, "role:critic": 2}
     assert (summary.traces, summary.rejected, summary.unknown_items, stored) == (
         2, 0, expected, expected,

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from dbfixture import stamp_newer_schema
 from typer.testing import CliRunner
 
 from db.engine import make_engine
@@ -111,11 +113,7 @@ def test_the_migrated_check_constraints_are_the_models(db_url: str) -> None:
 
 def test_a_store_of_a_newer_toollens_says_so_in_one_line(tmp_path: Path) -> None:
     path = tmp_path / "newer.db"
-    make_engine(str(path)).dispose()
-    engine = sa.create_engine(f"sqlite:///{path}")
-    with engine.begin() as conn:
-        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0999'"))
-    engine.dispose()
+    stamp_newer_schema(f"sqlite:///{path}")
     result = CliRunner().invoke(app, ["summary", "--db", str(path)])
     assert result.exit_code == 2
     assert result.stderr == (
@@ -125,12 +123,8 @@ def test_a_store_of_a_newer_toollens_says_so_in_one_line(tmp_path: Path) -> None
 
 
 def test_a_newer_postgresql_store_is_named_without_its_password(pg_url: str) -> None:
-    make_engine(pg_url).dispose()
-    engine = sa.create_engine(pg_url)
-    with engine.begin() as conn:
-        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0999'"))
-    location = engine.url.render_as_string(hide_password=True)
-    engine.dispose()
+    stamp_newer_schema(pg_url)
+    location = sa.make_url(pg_url).render_as_string(hide_password=True)
     with pytest.raises(NewerStoreError) as raised:
         make_engine(pg_url)
     assert str(raised.value) == (
@@ -163,21 +157,29 @@ def test_migration_0028_stores_each_results_preview_as_the_import_does(db_url: s
     engine = make_engine(db_url)
     import_traces(engine, [trace], origin="test", source="p")
     previews = sa.text("SELECT preview FROM tool_results ORDER BY message_seq")
-    with engine.connect() as conn:
-        imported = list(conn.execute(previews).scalars())
-    assert imported == [
+    assert _refilled(engine, "0028", "tool_results.preview", previews) == [
         "a b c d e " + "é" * 109,
         "😀" * 120,
         "x" * 119 + " ",
         "",
         "short",
     ]
-    downgrade(engine, "0027")
-    assert "preview" not in {c["name"] for c in sa.inspect(engine).get_columns("tool_results")}
-    upgrade(engine, "0028")
-    with engine.connect() as conn:
-        assert list(conn.execute(previews).scalars()) == imported
     engine.dispose()
+
+
+def _refilled(engine: sa.Engine, revision: str, column: str, query: sa.TextClause) -> list[Any]:
+    """What ``query`` reads as imported, checked to be read again once migration ``revision``,
+    which added ``column`` (``table.name``), is undone and done again: the migration fills the
+    column in as the import does."""
+    table, name = column.split(".")
+    with engine.connect() as conn:
+        imported = list(conn.execute(query).scalars())
+    downgrade(engine, f"{int(revision) - 1:04d}")
+    assert name not in {c["name"] for c in sa.inspect(engine).get_columns(table)}
+    upgrade(engine, revision)
+    with engine.connect() as conn:
+        assert list(conn.execute(query).scalars()) == imported
+    return imported
 
 
 def test_migration_0032_fills_in_each_traces_session_as_the_import_does(db_url: str) -> None:
@@ -225,13 +227,8 @@ def test_migration_0032_fills_in_each_traces_session_as_the_import_does(db_url: 
     engine = make_engine(db_url)
     import_traces(engine, traces, origin="test", source="s")
     sessions = sa.text("SELECT session_id FROM traces ORDER BY external_id")
-    with engine.connect() as conn:
-        imported = list(conn.execute(sessions).scalars())
     cut = "x" * 383 + "~" + hashlib.sha256(b"x" * 500).hexdigest()[:16]
-    assert imported == ["s-1", "conv-2", cut, None, "th-5", None]
-    downgrade(engine, "0031")
-    assert "session_id" not in {c["name"] for c in sa.inspect(engine).get_columns("traces")}
-    upgrade(engine, "0032")
-    with engine.connect() as conn:
-        assert list(conn.execute(sessions).scalars()) == imported
+    assert _refilled(engine, "0032", "traces.session_id", sessions) == [
+        "s-1", "conv-2", cut, None, "th-5", None,
+    ]  # fmt: skip
     engine.dispose()

@@ -70,13 +70,18 @@ def test_read_file_sniffs_the_format_and_gives_the_parsers_traces() -> None:
     ]
 
 
+def _the_one_rejection(path: Path, data: bytes) -> Rejected:
+    """What reading a file holding ``data`` gives: one rejection, and nothing else."""
+    path.write_bytes(data)
+    [rejected] = list(read_file(path))
+    assert isinstance(rejected, Rejected)
+    return rejected
+
+
 def test_an_unknown_format_is_one_rejection_naming_every_registered_format(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "x.json"
-    path.write_bytes(b'{"hello": "world"}')
-    [rejected] = list(read_file(path))
-    assert isinstance(rejected, Rejected)
+    rejected = _the_one_rejection(tmp_path / "x.json", b'{"hello": "world"}')
     assert (rejected.reason, rejected.line, rejected.raw) == (
         "unknown_format",
         1,
@@ -93,10 +98,9 @@ def test_an_unknown_format_is_one_rejection_naming_every_registered_format(
 def test_an_unknown_format_rejection_names_the_closest_formats_and_why_not(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "x.jsonl"
-    path.write_bytes(b'{"input": "hi", "output": 3}\n{"messages": "none"}\n')
-    [rejected] = list(read_file(path))
-    assert isinstance(rejected, Rejected)
+    rejected = _the_one_rejection(
+        tmp_path / "x.jsonl", b'{"input": "hi", "output": 3}\n{"messages": "none"}\n'
+    )
     assert rejected.message.startswith(
         'could not recognize the trace format (langchain: record 2: "messages" is string, '
         'not an array; anthropic: record 2: "messages" is string, not an array; openai_chat: '

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import sqlalchemy as sa
+from dbfixture import stored_text
 
 from db.engine import make_engine
 from db.schema import ImportRun, SourceFileRow, ToolCallRow, ToolResultRow, TraceRow
@@ -20,24 +21,6 @@ AWS_OTHER = "AKIAZ7PQR2LMN4XVBW6K"
 GITHUB = "ghp_R7x2Lq9VbN4mZp8sJd1FgC6uEa0WiO5tQrVy"
 BEARER = "Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 SECRETS = (AWS, AWS_OTHER, GITHUB, BEARER.split()[1])
-
-
-def _dump(engine: sa.Engine) -> str:
-    """Every value of every column of every table, as text."""
-    parts: list[str] = []
-    meta = sa.MetaData()
-    meta.reflect(engine)
-    with engine.connect() as conn:
-        for table in meta.sorted_tables:
-            for row in conn.execute(sa.select(table)):
-                for value in row:
-                    if isinstance(value, bytes | memoryview):
-                        parts.append(bytes(value).decode("utf-8", "replace"))
-                    elif isinstance(value, dict | list):
-                        parts.append(json.dumps(value))
-                    else:
-                        parts.append(str(value))
-    return "\n".join(parts)
 
 
 def _trace(external_id: str) -> Trace:
@@ -78,7 +61,7 @@ def test_no_id_or_name_is_stored_with_its_secret_and_ids_differing_in_one_stay_a
         engine, [_trace(f"run-{AWS}"), _trace(f"run-{AWS_OTHER}")], source=f"spool-{GITHUB}"
     )
     assert summary.traces == 2
-    stored = _dump(engine)
+    stored = stored_text(engine)
     assert [s for s in SECRETS if s in stored] == []
     redactor = Redactor()
     with engine.connect() as conn:
@@ -122,7 +105,7 @@ def test_a_file_name_with_a_secret_is_stored_redacted(tmp_path: Path, db_url: st
     engine = make_engine(db_url)
     summary = import_paths(engine, [path], workers=0, incremental=True)
     assert summary.traces == 1
-    stored = _dump(engine)
+    stored = stored_text(engine)
     assert GITHUB not in stored
     name = str(Redactor().redact_name(str(path)))
     assert name.startswith(f"{tmp_path}/token-[REDACTED:github_token]/chat.jsonl~")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import io
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ from streamlit.runtime.media_file_storage import MediaFileStorage
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
 from dashboard import files_ui, pages, review_ui
-from db.engine import make_engine
 from db.queries.filters import Filters
 from db.queries.pairs import PairQuery, count_pairs
 from db.queries.summary import summarize
@@ -80,19 +78,6 @@ class Downloads:
 
 
 @pytest.fixture
-def store(
-    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[sa.Engine, dict[str, int]]]:
-    """The incident (``tests/incident.py``) in a SQLite file; no reviewer name preset."""
-    engine = make_engine(sqlite_url)
-    ids = import_incident(engine, tmp_path)
-    monkeypatch.delenv("TOOLLENS_USER", raising=False)
-    monkeypatch.delenv("TOOLLENS_LABELS", raising=False)
-    yield engine, ids
-    engine.dispose()
-
-
-@pytest.fixture
 def downloads(monkeypatch: pytest.MonkeyPatch) -> Downloads:
     """AppTest runs whose download files a test can read."""
     recorder = Downloads()
@@ -137,12 +122,12 @@ def add_note_on_page(at: Any, key: str, label: str, note: str) -> None:
 
 
 def test_a_reviewer_goes_from_the_overview_to_a_problem_pair_labels_corrects_and_shares_it(
-    store: tuple[sa.Engine, dict[str, int]],
+    incident_store: tuple[sa.Engine, dict[str, int]],
     sqlite_url: str,
     downloads: Downloads,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    engine, ids = store
+    engine, ids = incident_store
     incident = ids["incident-1"]
     advice = result_id(engine, incident, 3)
     before = summarize(engine)["suggestions"]
@@ -224,9 +209,11 @@ def test_a_reviewer_goes_from_the_overview_to_a_problem_pair_labels_corrects_and
 
 
 def test_the_trace_page_counts_notes_per_pair_and_any_pair_can_be_selected(
-    store: tuple[sa.Engine, dict[str, int]], sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+    incident_store: tuple[sa.Engine, dict[str, int]],
+    sqlite_url: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    engine, ids = store
+    engine, ids = incident_store
     incident = ids["incident-1"]
     add_annotation(
         engine, incident, label="root-cause", note="loop on a missing order", author="bo"
@@ -262,9 +249,11 @@ def test_the_trace_page_counts_notes_per_pair_and_any_pair_can_be_selected(
 
 
 def test_a_lone_result_is_annotated_on_its_own_message(
-    store: tuple[sa.Engine, dict[str, int]], sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+    incident_store: tuple[sa.Engine, dict[str, int]],
+    sqlite_url: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    engine, ids = store
+    engine, ids = incident_store
     orphan = ids["orphan-3"]
     at = open_app(monkeypatch, sqlite_url, page=TRACE, params={"trace": "orphan-3", "pair": "r1"})
     assert not at.exception
@@ -282,12 +271,12 @@ def test_a_lone_result_is_annotated_on_its_own_message(
 
 
 def test_the_tool_calls_page_downloads_every_filtered_row_as_csv_and_parquet(
-    store: tuple[sa.Engine, dict[str, int]],
+    incident_store: tuple[sa.Engine, dict[str, int]],
     sqlite_url: str,
     downloads: Downloads,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    engine, _ = store
+    engine, _ = incident_store
     at = open_app(monkeypatch, sqlite_url, page=CALLS, params={"status": "error"})
     assert not at.exception
     assert [b.label for b in at.get("download_button")] == ["CSV", "Parquet"]
@@ -306,7 +295,7 @@ def test_the_tool_calls_page_downloads_every_filtered_row_as_csv_and_parquet(
 
 
 def test_a_download_over_the_row_cap_holds_the_first_rows_and_says_so(
-    store: tuple[sa.Engine, dict[str, int]],
+    incident_store: tuple[sa.Engine, dict[str, int]],
     sqlite_url: str,
     downloads: Downloads,
     monkeypatch: pytest.MonkeyPatch,
@@ -323,7 +312,7 @@ def test_a_download_over_the_row_cap_holds_the_first_rows_and_says_so(
 
 
 def test_the_imports_page_offers_the_upload_also_on_an_empty_store(
-    store: tuple[sa.Engine, dict[str, int]],
+    incident_store: tuple[sa.Engine, dict[str, int]],
     sqlite_url: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -340,9 +329,11 @@ def test_the_imports_page_offers_the_upload_also_on_an_empty_store(
 
 
 def test_errors_and_suggestions_pages_say_how_many_values_reviewers_corrected(
-    store: tuple[sa.Engine, dict[str, int]], sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+    incident_store: tuple[sa.Engine, dict[str, int]],
+    sqlite_url: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    engine, ids = store
+    engine, ids = incident_store
     errors = open_app(monkeypatch, sqlite_url, page=ERRORS)
     suggestions = open_app(monkeypatch, sqlite_url, page=SUGGESTIONS)
     for at in (errors, suggestions):
@@ -387,9 +378,11 @@ def test_correction_counts_count_each_corrected_field_under_the_filters(
 
 
 def test_mark_reviewed_on_the_trace_page_opens_the_next_trace_of_the_queue(
-    monkeypatch: pytest.MonkeyPatch, sqlite_url: str, store: tuple[sa.Engine, dict[str, int]]
+    monkeypatch: pytest.MonkeyPatch,
+    sqlite_url: str,
+    incident_store: tuple[sa.Engine, dict[str, int]],
 ) -> None:
-    engine, ids = store
+    engine, ids = incident_store
     at = open_app(monkeypatch, sqlite_url, page=TRACE, params={"trace": "incident-1"})
     assert at.button(key="mark_and_next").disabled
     at.text_input(key="reviewer").input("ana").run()
@@ -408,11 +401,13 @@ def test_mark_reviewed_on_the_trace_page_opens_the_next_trace_of_the_queue(
 
 
 def test_mark_reviewed_and_next_follows_the_queues_problem_filter(
-    monkeypatch: pytest.MonkeyPatch, sqlite_url: str, store: tuple[sa.Engine, dict[str, int]]
+    monkeypatch: pytest.MonkeyPatch,
+    sqlite_url: str,
+    incident_store: tuple[sa.Engine, dict[str, int]],
 ) -> None:
     """From the queue of loops, the next trace is the next one with a loop: orphan-3, next in
     the whole queue, has none, so the loops queue is empty after incident-1."""
-    engine, ids = store
+    engine, ids = incident_store
     review = open_app(
         monkeypatch, sqlite_url, page=pages.REVIEW.script, params={"problem": "loops"}
     )
@@ -436,11 +431,11 @@ def test_mark_reviewed_and_next_follows_the_queues_problem_filter(
 def test_the_report_buttons_name_the_file_by_title_and_day(
     monkeypatch: pytest.MonkeyPatch,
     sqlite_url: str,
-    store: tuple[sa.Engine, dict[str, int]],
+    incident_store: tuple[sa.Engine, dict[str, int]],
     downloads: Downloads,
 ) -> None:
     """The incident's trace has no times: its report is dated the day it is made."""
-    trace = store[1]["incident-1"]
+    trace = incident_store[1]["incident-1"]
     today = datetime.now(UTC).date().isoformat()
     at = open_app(monkeypatch, sqlite_url, page=TRACE, params={"trace": "incident-1"})
     assert not at.exception

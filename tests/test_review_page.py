@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +10,11 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 import streamlit as st
-from incident import import_incident, result_id
+from incident import result_id
 from streamlit.testing.v1 import AppTest
 
 from dashboard.files_ui import table_csv, table_parquet
 from dashboard.render import escape_markdown
-from db.engine import make_engine
 from db.writes.annotations import add_annotation, annotations_on, update_annotation
 from db.writes.corrections import result_review
 from db.writes.review import review_queue
@@ -26,18 +24,16 @@ REVIEW_PAGE = Path(__file__).resolve().parents[1] / "dashboard" / "views" / "rev
 
 @pytest.fixture
 def store(
-    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[sa.Engine, dict[str, int]]]:
-    """The incident in a SQLite file that the dashboard opens (``TOOLLENS_DB``)."""
-    engine = make_engine(sqlite_url)
-    ids = import_incident(engine, tmp_path)
+    incident_store: tuple[sa.Engine, dict[str, int]],
+    sqlite_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[sa.Engine, dict[str, int]]:
+    """The incident in a SQLite file that the dashboard opens (``TOOLLENS_DB``), Streamlit's
+    caches emptied."""
     monkeypatch.setenv("TOOLLENS_DB", sqlite_url)
-    monkeypatch.delenv("TOOLLENS_USER", raising=False)
-    monkeypatch.delenv("TOOLLENS_LABELS", raising=False)
     st.cache_data.clear()
     st.cache_resource.clear()
-    yield engine, ids
-    engine.dispose()
+    return incident_store
 
 
 def rows(df: pd.DataFrame) -> list[tuple[object, ...]]:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from otlp_agent import BASE_NS, MS, _messages, otlp_json, provider
+from otlp_agent import BASE_NS, MS, _messages, otlp_json, provider, span_between
 from sqlalchemy import select
 
 from dashboard.charts.trace import NEST_SEPARATOR, thread_paths, timeline_chart, timeline_rows
@@ -44,10 +44,12 @@ def _llm(
     tracer: Any, agent: Any, system: str, said: dict[str, Any], start_ms: int, end_ms: int
 ) -> None:
     asked = [{"role": "system", "content": system}, {"role": "user", "content": "Go."}]
-    span = tracer.start_span(
+    span_between(
+        tracer,
         "llm.chat",
         context=trace_api.set_span_in_context(agent),
         start_time=BASE_NS + start_ms * MS,
+        end_time=BASE_NS + end_ms * MS,
         attributes={
             "openinference.span.kind": "LLM",
             "llm.model_name": "gpt-4o",
@@ -55,7 +57,6 @@ def _llm(
             **_messages("llm.output_messages", [said]),
         },
     )
-    span.end(end_time=BASE_NS + end_ms * MS)
 
 
 def nested_run(folder: Path) -> Path:
@@ -71,10 +72,12 @@ def nested_run(folder: Path) -> Path:
     checker = _agent(tracer, "fact_checker", researcher, 210)
     call = {"role": "assistant", "calls": [("call_s1", "search_web", SEARCH_ARGS)]}
     _llm(tracer, checker, "You check facts.", call, 220, 300)
-    tool = tracer.start_span(
+    span_between(
+        tracer,
         "tool.search_web",
         context=trace_api.set_span_in_context(checker),
         start_time=BASE_NS + 310 * MS,
+        end_time=BASE_NS + 360 * MS,
         attributes={
             "openinference.span.kind": "TOOL",
             "tool.name": "search_web",
@@ -83,7 +86,6 @@ def nested_run(folder: Path) -> Path:
             "output.value": "about 93 °C at 2,000 m",
         },
     )
-    tool.end(end_time=BASE_NS + 360 * MS)
     for span, end_ms in ((checker, 370), (researcher, 380), (planner, 390)):
         span.end(end_time=BASE_NS + end_ms * MS)
     path = folder / "nested.json"

@@ -53,11 +53,94 @@ def view(
 FAILED = view("get_weather", "get_weather:aaaa", {"town": "Paris"})
 
 
-def test_a_trace_ending_after_the_result_has_no_next_action() -> None:
-    assert follow_verdict(advice("use_instead", tool="x"), FAILED, None) == (
-        "no_next_action",
-        "the trace ends after this result",
-    )
+#: (advice, the next action, the verdict and its reason): each rule followed, ignored and
+#: unclear (``None``: the trace ends after the result).
+CASES = {
+    "a trace ending after the result has no next action": (
+        advice("use_instead", tool="x"),
+        None,
+        ("no_next_action", "the trace ends after this result"),
+    ),
+    "use_instead is followed when a next call uses the suggested tool": (
+        advice("use_instead", tool="get_forecast"),
+        NextAction(calls=[view("get_forecast")]),
+        ("followed", "next call used the suggested tool get_forecast"),
+    ),
+    "use_instead is unclear when the next call is some other tool": (
+        advice("use_instead", tool="get_forecast"),
+        NextAction(calls=[view("search")]),
+        ("unclear", "next call search neither follows nor contradicts the suggestion"),
+    ),
+    "missing_param is followed when the next call supplies the parameter": (
+        advice("missing_param", param="city"),
+        NextAction(calls=[view("get_weather", "get_weather:bbbb", {"city": "Paris"})]),
+        ("followed", "next call get_weather supplied missing parameter 'city'"),
+    ),
+    "missing_param is ignored when the identical failing call is repeated": (
+        advice("missing_param", param="city"),
+        NextAction(calls=[view("get_weather", "get_weather:aaaa", {"town": "Paris"})]),
+        ("ignored", "repeated the identical failing call"),
+    ),
+    "missing_param is unclear when the same tool changes other arguments": (
+        advice("missing_param", param="city"),
+        NextAction(calls=[view("get_weather", "get_weather:cccc", {"town": "Lyon"})]),
+        ("unclear", "next call get_weather changed its arguments but omits 'city'"),
+    ),
+    "ask_user is followed by a message without tool calls": (
+        advice("ask_user"),
+        NextAction(text="Which city do you mean?"),
+        ("followed", "next message asked the user without calling a tool"),
+    ),
+    "ask_user is ignored when the model calls a tool instead": (
+        advice("ask_user"),
+        NextAction(text="Let me guess.", calls=[view("search")]),
+        ("ignored", "next message called search instead of asking the user"),
+    ),
+    # Claude Code: "STOP … wait for the user", the user answers, the model then acts on it.
+    "ask_user is followed when the user spoke before the next turn": (
+        advice("ask_user"),
+        NextAction(calls=[view("Read")], after_user=True),
+        ("followed", "the model stopped and the user spoke before its next message"),
+    ),
+    "a success claim after the user spoke is not held against the model": (
+        advice("protocol", "Install it."),
+        NextAction(text="Excellent! CuPy has been successfully installed.", after_user=True),
+        ("unclear", "next message made no tool call"),
+    ),
+    "protocol advice is followed by a different tool it names": (
+        advice("other", "Call list_cities to find valid names."),
+        NextAction(calls=[view("list_cities")]),
+        ("followed", "next call used list_cities, named in the suggestion"),
+    ),
+    "text advice is followed by the same tool with different arguments": (
+        advice("other", "Add the country."),
+        NextAction(calls=[view("get_weather", "get_weather:dddd", {"town": "Paris, FR"})]),
+        ("followed", "next call get_weather changed its arguments"),
+    ),
+    # A repeat outweighs a changed call made alongside it.
+    "protocol advice is ignored when the failing call is repeated": (
+        advice("protocol", "Add the country."),
+        NextAction(
+            calls=[
+                view("get_weather", "get_weather:dddd", {"town": "Paris, FR"}),
+                view("get_weather", "get_weather:aaaa"),
+            ]
+        ),
+        ("ignored", "repeated the identical failing call"),
+    ),
+    "protocol advice is unclear when the next message only talks": (
+        advice("protocol", "Add the country."),
+        NextAction(text="I will look into the weather for you."),
+        ("unclear", "next message made no tool call"),
+    ),
+}
+
+
+@pytest.mark.parametrize(("suggested", "next_action", "expected"), CASES.values(), ids=CASES)
+def test_the_verdict_of_each_rule(
+    suggested: ContentFacts, next_action: NextAction | None, expected: tuple[str, str]
+) -> None:
+    assert follow_verdict(suggested, FAILED, next_action) == expected
 
 
 def test_claiming_success_right_after_an_error_is_ignored_for_every_kind() -> None:
@@ -75,14 +158,6 @@ def test_claims_success_does_not_count_admitted_failures() -> None:
     assert claims_success("Which city did you mean?") is False
 
 
-def test_use_instead_is_followed_when_a_next_call_uses_the_suggested_tool() -> None:
-    following = NextAction(calls=[view("get_forecast")])
-    assert follow_verdict(advice("use_instead", tool="get_forecast"), FAILED, following) == (
-        "followed",
-        "next call used the suggested tool get_forecast",
-    )
-
-
 def test_use_instead_is_ignored_when_the_next_call_repeats_the_failing_call() -> None:
     repeat = NextAction(calls=[view("get_weather", "get_weather:aaaa", after=1.2)])
     assert follow_verdict(
@@ -90,40 +165,25 @@ def test_use_instead_is_ignored_when_the_next_call_repeats_the_failing_call() ->
     ) == ("ignored", "repeated the identical failing call 1.2 s later")
 
 
-def test_use_instead_is_unclear_when_the_next_call_is_some_other_tool() -> None:
-    other = NextAction(calls=[view("search")])
-    assert follow_verdict(advice("use_instead", tool="get_forecast"), FAILED, other) == (
-        "unclear",
-        "next call search neither follows nor contradicts the suggestion",
-    )
-
-
-def test_missing_param_is_followed_when_the_next_call_supplies_the_parameter() -> None:
-    fixed = NextAction(calls=[view("get_weather", "get_weather:bbbb", {"city": "Paris"})])
-    assert follow_verdict(advice("missing_param", param="city"), FAILED, fixed) == (
-        "followed",
-        "next call get_weather supplied missing parameter 'city'",
-    )
-
-
-def test_missing_param_is_ignored_when_the_identical_failing_call_is_repeated() -> None:
-    repeat = NextAction(calls=[view("get_weather", "get_weather:aaaa", {"town": "Paris"})])
-    assert follow_verdict(advice("missing_param", param="city"), FAILED, repeat) == (
-        "ignored",
-        "repeated the identical failing call",
-    )
-
-
-def test_missing_param_is_unclear_when_the_same_tool_changes_other_arguments() -> None:
-    again = NextAction(calls=[view("get_weather", "get_weather:cccc", {"town": "Lyon"})])
-    assert follow_verdict(advice("missing_param", param="city"), FAILED, again) == (
-        "unclear",
-        "next call get_weather changed its arguments but omits 'city'",
-    )
-
-
-def test_retry_after_is_followed_when_the_retry_waits_the_advised_seconds() -> None:
-    retry = view("get_weather", "get_weather:aaaa", after=7)
+@pytest.mark.parametrize(
+    ("after", "expected"),
+    [
+        pytest.param(
+            7,
+            ("followed", "retried get_weather 7.0 s later (advised 6 s)"),
+            id="followed when the retry waits the advised seconds",
+        ),
+        pytest.param(
+            1.2,
+            ("ignored", "repeated the identical failing call 1.2 s later (advised 6 s)"),
+            id="ignored when the identical call comes sooner",
+        ),
+    ],
+)
+def test_retry_after_is_judged_by_the_wait_before_the_identical_call(
+    after: float, expected: tuple[str, str]
+) -> None:
+    retry = view("get_weather", "get_weather:aaaa", after=after)
     verdict = follow_verdict(
         advice("retry_after", seconds=6),
         FAILED,
@@ -131,19 +191,7 @@ def test_retry_after_is_followed_when_the_retry_waits_the_advised_seconds() -> N
         result_time=T0,
         later_same_tool=retry,
     )
-    assert verdict == ("followed", "retried get_weather 7.0 s later (advised 6 s)")
-
-
-def test_retry_after_is_ignored_when_the_identical_call_comes_sooner() -> None:
-    retry = view("get_weather", "get_weather:aaaa", after=1.2)
-    verdict = follow_verdict(
-        advice("retry_after", seconds=6),
-        FAILED,
-        NextAction(calls=[retry]),
-        result_time=T0,
-        later_same_tool=retry,
-    )
-    assert verdict == ("ignored", "repeated the identical failing call 1.2 s later (advised 6 s)")
+    assert verdict == expected
 
 
 def test_retry_after_is_unclear_without_timestamps() -> None:
@@ -159,78 +207,6 @@ def test_retry_after_is_unclear_when_the_tool_is_never_called_again() -> None:
         advice("retry_after", seconds=6), FAILED, NextAction(text="Let me check."), result_time=T0
     )
     assert verdict == ("unclear", "get_weather was not called again after the advice to wait")
-
-
-def test_ask_user_is_followed_by_a_message_without_tool_calls() -> None:
-    question = NextAction(text="Which city do you mean?")
-    assert follow_verdict(advice("ask_user"), FAILED, question) == (
-        "followed",
-        "next message asked the user without calling a tool",
-    )
-
-
-def test_ask_user_is_ignored_when_the_model_calls_a_tool_instead() -> None:
-    guess = NextAction(text="Let me guess.", calls=[view("search")])
-    assert follow_verdict(advice("ask_user"), FAILED, guess) == (
-        "ignored",
-        "next message called search instead of asking the user",
-    )
-
-
-def test_ask_user_is_followed_when_the_user_spoke_before_the_next_turn() -> None:
-    # Claude Code: "STOP … wait for the user", the user answers, the model then acts on it.
-    instructed = NextAction(calls=[view("Read")], after_user=True)
-    assert follow_verdict(advice("ask_user"), FAILED, instructed) == (
-        "followed",
-        "the model stopped and the user spoke before its next message",
-    )
-
-
-def test_a_success_claim_after_the_user_spoke_is_not_held_against_the_model() -> None:
-    reported = NextAction(text="Excellent! CuPy has been successfully installed.", after_user=True)
-    assert follow_verdict(advice("protocol", "Install it."), FAILED, reported) == (
-        "unclear",
-        "next message made no tool call",
-    )
-
-
-def test_protocol_advice_is_followed_by_a_different_tool_it_names() -> None:
-    named = NextAction(calls=[view("list_cities")])
-    suggestion = "Call list_cities to find valid names."
-    assert follow_verdict(advice("other", suggestion), FAILED, named) == (
-        "followed",
-        "next call used list_cities, named in the suggestion",
-    )
-
-
-def test_text_advice_is_followed_by_the_same_tool_with_different_arguments() -> None:
-    changed = NextAction(calls=[view("get_weather", "get_weather:dddd", {"town": "Paris, FR"})])
-    assert follow_verdict(advice("other", "Add the country."), FAILED, changed) == (
-        "followed",
-        "next call get_weather changed its arguments",
-    )
-
-
-def test_protocol_advice_is_ignored_when_the_failing_call_is_repeated() -> None:
-    # A repeat outweighs a changed call made alongside it.
-    both = NextAction(
-        calls=[
-            view("get_weather", "get_weather:dddd", {"town": "Paris, FR"}),
-            view("get_weather", "get_weather:aaaa"),
-        ]
-    )
-    assert follow_verdict(advice("protocol", "Add the country."), FAILED, both) == (
-        "ignored",
-        "repeated the identical failing call",
-    )
-
-
-def test_protocol_advice_is_unclear_when_the_next_message_only_talks() -> None:
-    talk = NextAction(text="I will look into the weather for you.")
-    assert follow_verdict(advice("protocol", "Add the country."), FAILED, talk) == (
-        "unclear",
-        "next message made no tool call",
-    )
 
 
 def test_a_tool_name_inside_a_longer_word_is_not_named_by_the_suggestion() -> None:

@@ -1,5 +1,6 @@
-"""What several migrations do alike, written once: a rollup table's identity columns, a new
-rollup table, and marking rollups to be counted when the store is next opened.
+"""What several migrations do alike, written once: the foreign key of a table whose rows belong
+to a trace, the covering index on the effective verdict, a rollup table's identity columns, a
+new rollup table, and marking rollups to be counted when the store is next opened.
 
 Migrations mean the same thing forever: this module is frozen as the migrations that import it
 use it. A migration needing something else writes it itself (or adds a new function here).
@@ -9,6 +10,31 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+
+
+def owned_by_trace(table: str) -> sa.ForeignKeyConstraint:
+    """The foreign key of ``table``'s ``trace_id`` to ``traces.id``: the rows are deleted with
+    their trace."""
+    return sa.ForeignKeyConstraint(
+        ["trace_id"],
+        ["traces.id"],
+        name=op.f(f"fk_{table}_trace_id_traces"),
+        ondelete="CASCADE",
+    )
+
+
+def create_verdict_index() -> None:
+    """Create ``ix_tool_results_effective_verdict`` as revision 0005 made it: on the effective
+    verdict, partial (results with a verdict) and covering the Suggestions page's counts."""
+    verdict = "coalesce(verdict_corrected, verdict)"
+    op.create_index(
+        "ix_tool_results_effective_verdict",
+        "tool_results",
+        [sa.text(verdict), "tool", "trace_id", "verdict", "verdict_corrected", "error_type",
+         "error_type_corrected", "suggestion_kind"],
+        sqlite_where=sa.text(f"{verdict} IS NOT NULL"),
+        postgresql_where=sa.text(f"{verdict} IS NOT NULL"),
+    )  # fmt: skip
 
 
 def rollup_identity() -> list[sa.Column]:

@@ -28,7 +28,7 @@ from sqlalchemy import (
 )
 
 from db.bulk.streaming import read_keyed_columns
-from db.schema import FindingRow, ToolResultRow, TraceRow, aliased
+from db.schema import FindingRow, MessageRow, ToolResultRow, TraceRow, aliased
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -106,6 +106,14 @@ UNCLASSIFIED = "(unclassified)"
 def error_type_label() -> ColumnElement[str]:
     """The effective error type, :data:`UNCLASSIFIED` where there is none."""
     return func.coalesce(effective_error_type, literal(UNCLASSIFIED))
+
+
+def result_message() -> ColumnElement[bool]:
+    """The join condition of a tool result with its message (the Tool Message's content)."""
+    return and_(
+        MessageRow.trace_id == ToolResultRow.trace_id,
+        MessageRow.seq == ToolResultRow.message_seq,
+    )
 
 
 def result_pair_key(results: Any = ToolResultRow) -> ColumnElement[str]:

@@ -39,6 +39,7 @@ from db.catalogue import (
 from db.queries.common import (
     TRACE,
     error_type_label,
+    result_message,
     result_pair_key,
     to_frame,
 )
@@ -292,13 +293,7 @@ def fingerprint_occurrences(
         )
         .select_from(ToolResultRow)
         .join(TRACE, TRACE.id == ToolResultRow.trace_id)
-        .join(
-            MessageRow,
-            and_(
-                MessageRow.trace_id == ToolResultRow.trace_id,
-                MessageRow.seq == ToolResultRow.message_seq,
-            ),
-        )
+        .join(MessageRow, result_message())
         .where(_is_error(), ToolResultRow.fingerprint == fingerprint)
         .order_by(ToolResultRow.id)
         .limit(limit)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, Float, and_, cast, func, select
+from sqlalchemy import Engine, Float, cast, func, select
 
 from db import figures
 from db.catalogue import (
@@ -34,6 +34,7 @@ from db.contract.vocabulary import TOKEN_COUNTS
 from db.queries.common import (
     INPUT_SHARE_BINS,
     TRACE,
+    result_message,
     result_pair_key,
     to_frame,
 )
@@ -159,13 +160,7 @@ def _biggest(top: Any) -> Any:
         .select_from(top)
         .join(ToolResultRow, ToolResultRow.id == top.c.id)
         .join(TRACE, TRACE.id == ToolResultRow.trace_id)
-        .join(
-            MessageRow,
-            and_(
-                MessageRow.trace_id == ToolResultRow.trace_id,
-                MessageRow.seq == ToolResultRow.message_seq,
-            ),
-        )
+        .join(MessageRow, result_message())
         .order_by(ToolResultRow.tokens.desc(), ToolResultRow.id)
     )
 

@@ -29,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy import null as sa_null
 
 from db.contract.vocabulary import DEFAULT_LOOP_K, FINDING_KINDS
-from db.queries.common import effective_error_type, effective_verdict, to_frame
+from db.queries.common import effective_error_type, effective_verdict, result_message, to_frame
 from db.queries.filters import NO_FILTERS, Filters, restrict_traces
 from db.rollups import upkeep as rollups
 from db.rollups.upkeep import Dim
@@ -229,13 +229,7 @@ def _results_stmt(trace_id: int, where: ColumnElement[bool]) -> Any:
             ToolResultRow.verdict.label("derived_verdict"),
             _content(),
         )
-        .join(
-            MessageRow,
-            and_(
-                MessageRow.trace_id == ToolResultRow.trace_id,
-                MessageRow.seq == ToolResultRow.message_seq,
-            ),
-        )
+        .join(MessageRow, result_message())
         .where(ToolResultRow.trace_id == trace_id, where)
         .order_by(ToolResultRow.message_seq)
     )

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from jsonschema import Draft202012Validator, ValidationError
@@ -40,6 +40,8 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
 from ingest.model import ToolDef
+
+T = TypeVar("T")
 
 #: How many schema problems a detail names before summarising the rest.
 MAX_PROBLEMS = 3
@@ -238,18 +240,27 @@ class _Plan:
 _PLANS: dict[int, tuple[Validator, _Plan | None]] = {}
 
 
+def _per_validator(
+    cache: dict[int, tuple[Validator, T]], validator: Validator, derive: Callable[[Any], T]
+) -> T:
+    """``derive(validator.schema)``, kept in ``cache`` by validator id (the validator kept in
+    the entry so the id stays its own; the cache emptied once it holds four times
+    ``SCHEMA_CACHE_SIZE`` entries)."""
+    entry = cache.get(id(validator))
+    if entry is None or entry[0] is not validator:
+        if len(cache) >= 4 * SCHEMA_CACHE_SIZE:
+            cache.clear()
+        entry = (validator, derive(validator.schema))
+        cache[id(validator)] = entry
+    return entry[1]
+
+
 def _plainly_valid(validator: Validator, arguments: Any) -> bool:
     """Whether ``arguments`` certainly satisfy a flat object schema (types, required, enums of
     strings, closed properties). ``False`` means "ask jsonschema", which gives the exact
     problems: most calls are valid, and jsonschema's generic walk is most of the check's cost.
     """
-    entry = _PLANS.get(id(validator))
-    if entry is None or entry[0] is not validator:
-        if len(_PLANS) >= 4 * SCHEMA_CACHE_SIZE:
-            _PLANS.clear()
-        entry = (validator, _plan(validator.schema))
-        _PLANS[id(validator)] = entry
-    plan = entry[1]
+    plan = _per_validator(_PLANS, validator, _plan)
     if plan is None or not isinstance(arguments, dict):
         return False
     for name in plan.required:
@@ -378,13 +389,7 @@ def undeclared_parameters(validator: Validator, arguments: Any) -> tuple[str, ..
     """
     if not isinstance(arguments, dict) or not arguments:
         return ()
-    entry = _DECLARED.get(id(validator))
-    if entry is None or entry[0] is not validator:
-        if len(_DECLARED) >= 4 * SCHEMA_CACHE_SIZE:
-            _DECLARED.clear()
-        entry = (validator, _declared(validator.schema))
-        _DECLARED[id(validator)] = entry
-    declared = entry[1]
+    declared = _per_validator(_DECLARED, validator, _declared)
     if declared is None:
         return ()
     return tuple(

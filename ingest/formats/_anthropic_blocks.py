@@ -48,32 +48,6 @@ from ingest.formats._common import (
 )
 from ingest.model import Message, ToolCall, ToolResult
 
-#: The block types of the anthropic-sdk-python ``ContentBlock`` / ``ContentBlockParam`` unions
-#: (and the beta MCP blocks): read, or kept in the raw payload as described above.
-KNOWN_BLOCK_TYPES = frozenset(
-    {
-        "text",
-        "image",
-        "document",
-        "search_result",
-        "thinking",
-        "redacted_thinking",
-        "tool_use",
-        "tool_result",
-        "server_tool_use",
-        "web_search_tool_result",
-        "web_fetch_tool_result",
-        "code_execution_tool_result",
-        "bash_code_execution_tool_result",
-        "text_editor_code_execution_tool_result",
-        "tool_search_tool_result",
-        "container_upload",
-        "mcp_tool_use",
-        "mcp_tool_result",
-    }
-)
-
-
 #: Result blocks of Anthropic's server tools (anthropic-sdk-python ``ContentBlock`` union).
 SERVER_RESULT_TYPES = frozenset(
     {
@@ -85,6 +59,23 @@ SERVER_RESULT_TYPES = frozenset(
         "tool_search_tool_result",
     }
 )
+
+#: The block types of the anthropic-sdk-python ``ContentBlock`` / ``ContentBlockParam`` unions
+#: (and the beta MCP blocks): read, or kept in the raw payload as described above.
+KNOWN_BLOCK_TYPES = SERVER_RESULT_TYPES | {
+    "text",
+    "image",
+    "document",
+    "search_result",
+    "thinking",
+    "redacted_thinking",
+    "tool_use",
+    "tool_result",
+    "server_tool_use",
+    "container_upload",
+    "mcp_tool_use",
+    "mcp_tool_result",
+}
 
 #: Call blocks and the kind of call each one is (``tool_use``: the agent's own tools).
 CALL_BLOCK_KINDS: dict[str, CallKind] = {

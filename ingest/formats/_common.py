@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from db.contract import exact_json
 from db.contract.vocabulary import Role
+from ingest.input.records import Record
 from ingest.model import Message, OpaqueMessage, ToolDef, Trace, count_unknown
 
 #: Source roles and the canonical role each one maps to; anything else is rejected.
@@ -393,3 +394,17 @@ def make_trace(messages: list[Message], **fields: Any) -> Trace:
     if unknown:
         fields["metadata"] = {**fields.get("metadata", {}), "unknown_items": unknown}
     return Trace(messages=messages, **fields)
+
+
+def conversation_trace(
+    messages: list[Message], record: Record, obj: dict[str, Any], **fields: Any
+) -> Trace:
+    """:func:`make_trace` of a record holding one conversation object ``obj``: from the
+    record's file and line, with ``obj``'s ``id`` (a string, if any) as the external id."""
+    return make_trace(
+        messages,
+        source_file=record.source_file,
+        source_line=record.line,
+        external_id=optional_str(obj.get("id"), "id"),
+        **fields,
+    )

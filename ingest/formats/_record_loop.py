@@ -32,6 +32,12 @@ from ingest.model import Message, Rejected, Trace
 D = TypeVar("D")
 
 
+def no_model_hint(messages: list[Message]) -> str | None:
+    """The model hint of formats whose messages never name their model (only a container or
+    response object does)."""
+    return None
+
+
 @dataclass(frozen=True)
 class MessageListFormat(Generic[D]):
     """How a format whose files hold conversations or bare messages is read.
@@ -40,7 +46,7 @@ class MessageListFormat(Generic[D]):
     (for most formats the canonical messages themselves); ``assemble`` turns a conversation's
     drafts into canonical messages (the Responses format groups items into assistant turns);
     ``container_trace`` reads a record holding a whole conversation; ``model_hint`` finds the
-    model in the messages when the container does not name it.
+    model in the messages when the container does not name it (by default, they never do).
     """
 
     name: str
@@ -48,7 +54,7 @@ class MessageListFormat(Generic[D]):
     convert_item: Callable[[dict[str, Any], str, int | None], list[D]]
     assemble: Callable[[list[D]], list[Message]]
     container_trace: Callable[[Record], Trace]
-    model_hint: Callable[[list[Message]], str | None]
+    model_hint: Callable[[list[Message]], str | None] = no_model_hint
 
     def convert_list(self, items: Any, path: str, line: int | None) -> list[Message]:
         """Canonical messages of one conversation's message list at ``path``."""

@@ -28,6 +28,8 @@ from typing import Any
 
 import orjson
 
+from ingest.formats._common import json_type
+
 #: How many records of a head detection looks at (the first ones).
 MAX_RECORDS = 40
 #: Deepest nesting the head parser follows; deeper values are left out (as if cut).
@@ -304,24 +306,11 @@ def is_cut(value: Any) -> bool:
     return isinstance(value, CutDict | CutList)
 
 
-def json_kind(value: Any) -> str:
-    """The JSON type of ``value``, as reasons name it."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def members(value: Any, *keys: str) -> Misfit | None:
     """``None`` when ``value`` is an object holding every key (a cut object may lack them),
     else why not."""
     if not isinstance(value, dict):
-        return Misfit(f"a record is a JSON {json_kind(value)}, not an object")
+        return Misfit(f"a record is a JSON {json_type(value)}, not an object")
     missing = [key for key in keys if key not in value]
     if missing and not isinstance(value, CutDict):
         return Misfit(f"no {' / '.join(f'{k!r}'.replace(chr(39), chr(34)) for k in missing)} key")
@@ -334,7 +323,7 @@ def object_list(value: Any, key: str) -> list[dict[str, Any]] | Misfit:
     if not isinstance(value, dict) or key not in value:
         return Misfit(f'no "{key}" array')
     if not isinstance(items, list):
-        return Misfit(f'"{key}" is {json_kind(items)}, not an array')
+        return Misfit(f'"{key}" is {json_type(items)}, not an array')
     objects = [item for item in items if isinstance(item, dict)]
     if len(objects) < len(items):
         return Misfit(f'"{key}" holds a non-object item')
@@ -428,7 +417,7 @@ def chat_message(message: Any) -> Fit:
     """An OpenAI Chat Completions message: ``role`` and ``content``; ``SIGN`` with
     ``tool_calls``, ``function_call``, a ``tool`` / ``function`` result or ``content: null``."""
     if not isinstance(message, dict):
-        return Misfit(f"a message is a JSON {json_kind(message)}, not an object")
+        return Misfit(f"a message is a JSON {json_type(message)}, not an object")
     role = message.get("role")
     if not isinstance(role, str):
         return PLAIN if isinstance(message, CutDict) else Misfit('a message has no "role"')
@@ -450,7 +439,7 @@ def anthropic_message(message: Any) -> Fit:
     blocks; ``SIGN`` with a block only Anthropic has (``tool_use``, ``tool_result`` …) or the
     fields of a response (``stop_reason``)."""
     if not isinstance(message, dict):
-        return Misfit(f"a message is a JSON {json_kind(message)}, not an object")
+        return Misfit(f"a message is a JSON {json_type(message)}, not an object")
     role = message.get("role")
     if not isinstance(role, str):
         return PLAIN if isinstance(message, CutDict) else Misfit('a message has no "role"')
@@ -460,7 +449,7 @@ def anthropic_message(message: Any) -> Fit:
         return Misfit("a message has OpenAI tool_calls / tool_call_id")
     content = message.get("content")
     if "content" in message and not isinstance(content, str | list):
-        return Misfit(f"a message's content is {json_kind(content)}")
+        return Misfit(f"a message's content is {json_type(content)}")
     types = block_types(content)
     if types & RESPONSES_TYPES:
         return Misfit(f"a message's content holds {sorted(types & RESPONSES_TYPES)[0]} parts")
@@ -473,7 +462,7 @@ def langchain_message(message: Any) -> Fit:
     """A LangChain message in one of its serialized forms (``dumpd``, ``messages_to_dict``,
     ``model_dump``): ``SIGN`` always, since the forms are LangChain's own."""
     if not isinstance(message, dict):
-        return Misfit(f"a message is a JSON {json_kind(message)}, not an object")
+        return Misfit(f"a message is a JSON {json_type(message)}, not an object")
     if message.get("lc") == 1 and message.get("type") == "constructor":
         return SIGN
     kind = message.get("type")
@@ -490,7 +479,7 @@ def responses_item(item: Any) -> Fit:
     """A Responses API item: ``SIGN`` for a typed item (``function_call`` …) or a message of
     ``input_text`` / ``output_text`` parts, ``PLAIN`` for a plain ``{role, content}`` input."""
     if not isinstance(item, dict):
-        return Misfit(f"an item is a JSON {json_kind(item)}, not an object")
+        return Misfit(f"an item is a JSON {json_type(item)}, not an object")
     kind = item.get("type")
     if kind in RESPONSES_TYPES:
         return SIGN
@@ -510,7 +499,7 @@ def message_list(value: Any, key: str, message: Shape) -> Fit:
     """The fit of the messages under ``value[key]`` (an array), each read by ``message``."""
     items = value.get(key) if isinstance(value, dict) else None
     if not isinstance(items, list):
-        return Misfit(f'"{key}" is {json_kind(items)}, not an array')
+        return Misfit(f'"{key}" is {json_type(items)}, not an array')
     return combine(message(item) for item in items)
 
 
@@ -534,7 +523,6 @@ __all__ = [
     "combine",
     "head_records",
     "is_cut",
-    "json_kind",
     "langchain_message",
     "members",
     "message_list",

@@ -21,9 +21,8 @@ from typing import Any
 from ingest.formats import _anthropic_blocks
 from ingest.formats._common import (
     ShapeError,
+    conversation_trace,
     json_type,
-    make_trace,
-    optional_str,
     small_metadata,
     text_of,
     tool_defs,
@@ -35,7 +34,6 @@ from ingest.formats._shapes import (
     Misfit,
     anthropic_message,
     combine,
-    json_kind,
     message_list,
 )
 from ingest.input.records import Record
@@ -65,12 +63,11 @@ def _container_trace(record: Record) -> Trace:
         messages.insert(0, prompt)
     model = obj.get("model")
     agent = obj.get("agent")
-    return make_trace(
+    return conversation_trace(
         messages,
+        record,
+        obj,
         format=NAME,
-        source_file=record.source_file,
-        source_line=record.line,
-        external_id=optional_str(obj.get("id"), "id"),
         agent=agent if isinstance(agent, str) else None,
         model=model if isinstance(model, str) else _model_hint(messages),
         tools=tool_defs(obj.get("tools"), "tools"),
@@ -105,7 +102,7 @@ def shape(record: Any) -> Fit:
     if isinstance(record, list):
         return combine(anthropic_message(item) for item in record)
     if not isinstance(record, dict):
-        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+        return Misfit(f"a record is a JSON {json_type(record)}, not an object")
     if "messages" not in record:
         if "role" in record or record.get("type") == "message":
             return anthropic_message(record)

@@ -63,7 +63,6 @@ from ingest.formats._shapes import (
     Fit,
     Misfit,
     is_cut,
-    json_kind,
 )
 from ingest.formats.base import CannotExtend, RawMembers, TraceFormat
 from ingest.input.records import Record
@@ -340,7 +339,7 @@ def shape(record: Any) -> Fit:
     """A Claude Code line: an object with a string ``type`` and ``parentUuid`` (conversation
     lines) or ``leafUuid`` (summaries), else one of the fields every line type has."""
     if not isinstance(record, dict):
-        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+        return Misfit(f"a record is a JSON {json_type(record)}, not an object")
     if "parentUuid" in record or "leafUuid" in record:
         return SIGN if isinstance(record.get("type"), str) or is_cut(record) else PLAIN
     if any(key in record for key in _SESSION_FIELDS):

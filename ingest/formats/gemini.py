@@ -45,7 +45,6 @@ from ingest.formats._shapes import (
     SIGN,
     Fit,
     Misfit,
-    json_kind,
     object_list,
 )
 from ingest.input.records import Record
@@ -218,7 +217,7 @@ def shape(record: Any) -> Fit:
     """A Gemini request: an object holding a ``contents`` array of objects, directly or in its
     ``request`` object."""
     if not isinstance(record, dict):
-        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+        return Misfit(f"a record is a JSON {json_type(record)}, not an object")
     request = record.get("request") if isinstance(record.get("request"), dict) else record
     contents = object_list(request, "contents")
     return contents if isinstance(contents, Misfit) else SIGN

@@ -29,9 +29,10 @@ from ingest.formats import _openai_messages
 from ingest.formats._common import (
     ShapeError,
     canonical_role,
+    conversation_trace,
     expect_list,
     expect_object,
-    make_trace,
+    json_type,
     opaque_message,
     opaque_role,
     optional_str,
@@ -47,7 +48,6 @@ from ingest.formats._shapes import (
     Fit,
     Misfit,
     combine,
-    json_kind,
     langchain_message,
     message_list,
 )
@@ -196,12 +196,11 @@ def _container_trace(record: Record) -> Trace:
     path = "messages" if holder_key is None else f"{holder_key}.messages"
     messages = _READER.convert_list(holder["messages"], path, record.line)
     fields = {k: v for k, v in obj.items() if k != holder_key} | holder
-    return make_trace(
+    return conversation_trace(
         messages,
+        record,
+        obj,
         format=NAME,
-        source_file=record.source_file,
-        source_line=record.line,
-        external_id=optional_str(obj.get("id"), "id"),
         model=_model_hint(messages),
         tools=tool_defs(fields.get("tools"), "tools"),
         metadata=small_metadata(fields, {"messages", "tools", "id"}),
@@ -240,7 +239,7 @@ def shape(record: Any) -> Fit:
     if isinstance(record, list):
         return combine(langchain_message(item) for item in record)
     if not isinstance(record, dict):
-        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+        return Misfit(f"a record is a JSON {json_type(record)}, not an object")
     for holder in (record, record.get("values"), record.get("channel_values")):
         if isinstance(holder, dict) and "messages" in holder:
             return message_list(holder, "messages", langchain_message)

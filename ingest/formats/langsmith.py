@@ -41,6 +41,7 @@ from ingest.formats import _openai_messages, langchain
 from ingest.formats._common import (
     ShapeError,
     expect_object,
+    json_type,
     make_trace,
     optional_str,
     parse_arguments,
@@ -53,7 +54,6 @@ from ingest.formats._shapes import (
     SIGN,
     Fit,
     Misfit,
-    json_kind,
 )
 from ingest.formats._shapes import members as shape_members
 from ingest.formats.base import TraceFormat
@@ -442,7 +442,7 @@ def shape(record: Any) -> Fit:
     if "run_type" not in record:
         return PLAIN  # a run cut before its run_type: it may be one
     if not isinstance(record["run_type"], str):
-        return Misfit(f'"run_type" is {json_kind(record["run_type"])}, not a string')
+        return Misfit(f'"run_type" is {json_type(record["run_type"])}, not a string')
     return SIGN
 
 

@@ -22,8 +22,8 @@ from typing import Any
 from ingest.formats import _openai_messages
 from ingest.formats._common import (
     ShapeError,
-    make_trace,
-    optional_str,
+    conversation_trace,
+    json_type,
     parse_timestamp,
     small_metadata,
     tool_defs,
@@ -34,7 +34,6 @@ from ingest.formats._shapes import (
     Misfit,
     chat_message,
     combine,
-    json_kind,
     message_list,
 )
 from ingest.input.records import Record
@@ -62,12 +61,11 @@ def _container_trace(record: Record) -> Trace:
         raise ShapeError('no message list (expected "messages", "traj" or "history")')
     messages = _READER.convert_list(obj[key], key, record.line)
     stamp_key = next((k for k in _TIMESTAMP_KEYS if k in obj), None)
-    return make_trace(
+    return conversation_trace(
         messages,
+        record,
+        obj,
         format=NAME,
-        source_file=record.source_file,
-        source_line=record.line,
-        external_id=optional_str(obj.get("id"), "id"),
         agent=_text_field(obj, "agent"),
         model=_text_field(obj, "model"),
         started_at=parse_timestamp(obj.get(stamp_key)) if stamp_key else None,
@@ -81,18 +79,12 @@ def _text_field(obj: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _no_model(messages: list[Message]) -> str | None:
-    # Chat messages do not name their model; only the container (or response) does.
-    return None
-
-
 _READER: MessageListFormat[Message] = MessageListFormat(
     name=NAME,
     is_message=_is_message,
     convert_item=_openai_messages.convert_message,
     assemble=list,
     container_trace=_container_trace,
-    model_hint=_no_model,
 )
 
 
@@ -102,7 +94,7 @@ def shape(record: Any) -> Fit:
     if isinstance(record, list):
         return combine(chat_message(item) for item in record)
     if not isinstance(record, dict):
-        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+        return Misfit(f"a record is a JSON {json_type(record)}, not an object")
     key = next((k for k in MESSAGE_KEYS if k in record), None)
     if key is not None:
         return message_list(record, key, chat_message)

@@ -34,8 +34,8 @@ from typing import Any
 from ingest.formats._common import (
     ShapeError,
     canonical_role,
+    conversation_trace,
     json_type,
-    make_trace,
     opaque_message,
     opaque_role,
     optional_str,
@@ -54,7 +54,6 @@ from ingest.formats._shapes import (
     Fit,
     Misfit,
     combine,
-    json_kind,
     message_list,
     responses_item,
 )
@@ -242,12 +241,11 @@ def _container_trace(record: Record) -> Trace:
         first_turn.usage = usage
         consumed.add("usage")
     model = obj.get("model")
-    return make_trace(
+    return conversation_trace(
         messages + output,
+        record,
+        obj,
         format=NAME,
-        source_file=record.source_file,
-        source_line=record.line,
-        external_id=optional_str(obj.get("id"), "id"),
         model=model if isinstance(model, str) else None,
         started_at=parse_timestamp(obj.get("created_at")),
         tools=tool_defs(obj.get("tools"), "tools"),
@@ -285,18 +283,12 @@ def convert_instructions(value: Any, line: int) -> list[Message]:
     return _instructions(value, line)
 
 
-def _no_model(messages: list[Message]) -> str | None:
-    # Items do not name their model; only the response object does.
-    return None
-
-
 _READER: MessageListFormat[_Draft] = MessageListFormat(
     name=NAME,
     is_message=_is_message,
     convert_item=_convert,
     assemble=_assemble,
     container_trace=_container_trace,
-    model_hint=_no_model,
 )
 
 
@@ -307,7 +299,7 @@ def shape(record: Any) -> Fit:
     if isinstance(record, list):
         return combine(responses_item(item) for item in record)
     if not isinstance(record, dict):
-        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+        return Misfit(f"a record is a JSON {json_type(record)}, not an object")
     if record.get("object") == "response":
         return SIGN
     lists = [key for key in ("input", "output") if isinstance(record.get(key), list)]

@@ -63,7 +63,6 @@ from ingest.formats._shapes import (
     SIGN,
     Fit,
     Misfit,
-    json_kind,
 )
 from ingest.formats.base import TraceFormat
 from ingest.input.records import Record
@@ -421,7 +420,7 @@ def shape(record: Any) -> Fit:
     LiteLLM payload (``call_type`` …), or a request body with ``messages`` / ``input`` and a
     parameter only requests have (``max_tokens`` …)."""
     if not isinstance(record, dict):
-        return Misfit(f"a record is a JSON {json_kind(record)}, not an object")
+        return Misfit(f"a record is a JSON {json_type(record)}, not an object")
     request = record.get("request")
     if isinstance(request, dict):
         if "contents" in request:

@@ -124,28 +124,36 @@ def _retry_after(verdict: str) -> Builder:
     return build
 
 
-def _use_instead(verdict: str) -> Builder:
+def _advised_booking(name: str, verdict: str, advice: Outcome, again: Outcome) -> Builder:
+    """Booking flight XY123 fails with ``advice``: followed, the agent searches and books a
+    flight that exists; ignored, it books XY123 again, which fails with ``again``."""
+
     def build(rng: random.Random) -> Conversation:
         user, (origin, dest), date = rng.choice(USERS), rng.choice(ROUTES), trip_date(rng)
-        conv = start(f"use_instead_{verdict}", "suggestions", rng, f"Book XY123 for {user}.")
+        conv = start(f"{name}_{verdict}", "suggestions", rng, f"Book XY123 for {user}.")
         args = {"flight_id": "XY123", "user_id": user}
-        hint = text_error(
-            "Error: flight XY123 not found; use search_flights instead",
-            "not_found",
-            suggestion=True,
-        )
-        conv.result(conv.call("book_flight", args), hint, verdict=verdict)
+        conv.result(conv.call("book_flight", args), advice, verdict=verdict)
         if verdict == "followed":
             _search_then_book(conv, user, origin, dest, date)
         else:
-            conv.result(
-                conv.call("book_flight", args),
-                text_error("Error: flight XY123 not found", "not_found"),
-            )
+            conv.result(conv.call("book_flight", args), again)
             conv.say("Sorry, I could not book flight XY123.")
         return conv
 
     return build
+
+
+def _use_instead(verdict: str) -> Builder:
+    return _advised_booking(
+        "use_instead",
+        verdict,
+        text_error(
+            "Error: flight XY123 not found; use search_flights instead",
+            "not_found",
+            suggestion=True,
+        ),
+        text_error("Error: flight XY123 not found", "not_found"),
+    )
 
 
 def _search_then_book(conv: Conversation, user: str, origin: str, dest: str, date: str) -> None:
@@ -201,26 +209,17 @@ def _ask_user(verdict: str) -> Builder:
 
 
 def _protocol_advice(verdict: str) -> Builder:
-    def build(rng: random.Random) -> Conversation:
-        user, (origin, dest), date = rng.choice(USERS), rng.choice(ROUTES), trip_date(rng)
-        conv = start(f"protocol_{verdict}", "suggestions", rng, f"Book XY123 for {user}.")
-        args = {"flight_id": "XY123", "user_id": user}
-        advice = protocol(
+    return _advised_booking(
+        "protocol",
+        verdict,
+        protocol(
             "error",
             "Flight XY123 does not exist.",
             error_type="not_found",
             suggestion="Call search_flights to find a valid flight id, then book that one.",
-        )
-        conv.result(conv.call("book_flight", args), advice, verdict=verdict)
-        if verdict == "followed":
-            _search_then_book(conv, user, origin, dest, date)
-        else:
-            again = protocol("error", "Flight XY123 does not exist.", error_type="not_found")
-            conv.result(conv.call("book_flight", args), again)
-            conv.say("Sorry, I could not book flight XY123.")
-        return conv
-
-    return build
+        ),
+        protocol("error", "Flight XY123 does not exist.", error_type="not_found"),
+    )
 
 
 def advice_at_end(rng: random.Random) -> Conversation:

@@ -12,6 +12,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
+from db.migrations.ops import owned_by_trace
+
 revision = "0001"
 down_revision = None
 branch_labels = None
@@ -124,12 +126,7 @@ def upgrade() -> None:
         sa.Column("tool", sa.String(length=400), nullable=True),
         sa.Column("message_seq", sa.Integer(), nullable=False),
         sa.Column("call_index", sa.Integer(), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["trace_id"],
-            ["traces.id"],
-            name=op.f("fk_findings_trace_id_traces"),
-            ondelete="CASCADE",
-        ),
+        owned_by_trace("findings"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_findings")),
     )
     with op.batch_alter_table("findings", schema=None) as batch_op:
@@ -159,12 +156,7 @@ def upgrade() -> None:
             sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
             nullable=True,
         ),
-        sa.ForeignKeyConstraint(
-            ["trace_id"],
-            ["traces.id"],
-            name=op.f("fk_messages_trace_id_traces"),
-            ondelete="CASCADE",
-        ),
+        owned_by_trace("messages"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_messages")),
     )
     with op.batch_alter_table("messages", schema=None) as batch_op:
@@ -199,12 +191,7 @@ def upgrade() -> None:
         sa.Column("reused_id", sa.Boolean(), nullable=False),
         sa.Column("schema_issue", sa.String(length=60), nullable=True),
         sa.Column("schema_detail", sa.Text(), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["trace_id"],
-            ["traces.id"],
-            name=op.f("fk_tool_calls_trace_id_traces"),
-            ondelete="CASCADE",
-        ),
+        owned_by_trace("tool_calls"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_tool_calls")),
     )
     with op.batch_alter_table("tool_calls", schema=None) as batch_op:
@@ -262,12 +249,7 @@ def upgrade() -> None:
         sa.Column("verdict_corrected", sa.String(length=20), nullable=True),
         sa.Column("corrected_by", sa.String(length=200), nullable=True),
         sa.Column("corrected_at", sa.DateTime(timezone=True), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["trace_id"],
-            ["traces.id"],
-            name=op.f("fk_tool_results_trace_id_traces"),
-            ondelete="CASCADE",
-        ),
+        owned_by_trace("tool_results"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_tool_results")),
     )
     with op.batch_alter_table("tool_results", schema=None) as batch_op:

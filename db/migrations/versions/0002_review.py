@@ -11,6 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from db.migrations.ops import owned_by_trace
+
 revision = "0002"
 down_revision = "0001"
 branch_labels = None
@@ -35,12 +37,7 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_by", sa.String(length=200), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["trace_id"],
-            ["traces.id"],
-            name=op.f("fk_annotations_trace_id_traces"),
-            ondelete="CASCADE",
-        ),
+        owned_by_trace("annotations"),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_annotations")),
     )
     with op.batch_alter_table("annotations", schema=None) as batch_op:

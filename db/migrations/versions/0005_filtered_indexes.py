@@ -16,6 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from db.migrations.ops import create_verdict_index
+
 revision = "0005"
 down_revision = "0004"
 branch_labels = None
@@ -36,14 +38,7 @@ def upgrade() -> None:
     op.drop_index("ix_tool_results_error_type", table_name="tool_results")
     op.drop_index("ix_tool_results_fingerprint", table_name="tool_results")
     op.drop_index("ix_tool_results_effective_verdict", table_name="tool_results")
-    op.create_index(
-        "ix_tool_results_effective_verdict",
-        "tool_results",
-        [sa.text(_VERDICT), "tool", "trace_id", "verdict", "verdict_corrected", "error_type",
-         "error_type_corrected", "suggestion_kind"],
-        sqlite_where=sa.text(f"{_VERDICT} IS NOT NULL"),
-        postgresql_where=sa.text(f"{_VERDICT} IS NOT NULL"),
-    )  # fmt: skip
+    create_verdict_index()
     op.drop_index("ix_tool_calls_trace_id_message_seq", table_name="tool_calls")
     op.create_index(
         "ix_tool_calls_trace_id_message_seq",

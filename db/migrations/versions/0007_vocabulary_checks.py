@@ -14,10 +14,12 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-import sqlalchemy as sa
 from alembic import op
+from alembic.operations import BatchOperations
+
+from db.migrations.ops import create_verdict_index
 
 revision = "0007"
 down_revision = "0006"
@@ -53,46 +55,43 @@ _CHECKS: tuple[tuple[str, str, Sequence[str]], ...] = (
     ("tool_results", "verdict_corrected", _VERDICTS),
     ("findings", "name", _FINDING_KINDS),
 )
-_VERDICT = "coalesce(verdict_corrected, verdict)"
 
 
 def _tables() -> list[str]:
     return list(dict.fromkeys(table for table, _, _ in _CHECKS))
 
 
-def _recreate_verdict_index() -> None:
-    op.create_index(
-        "ix_tool_results_effective_verdict",
-        "tool_results",
-        [sa.text(_VERDICT), "tool", "trace_id", "verdict", "verdict_corrected", "error_type",
-         "error_type_corrected", "suggestion_kind"],
-        sqlite_where=sa.text(f"{_VERDICT} IS NOT NULL"),
-        postgresql_where=sa.text(f"{_VERDICT} IS NOT NULL"),
-    )  # fmt: skip
+_Check = tuple[str, str, Sequence[str]]
+
+
+def _alter_each_table(alter: Callable[[BatchOperations, list[_Check]], None]) -> None:
+    """Call ``alter`` in a batch of each checked table with the table's checks; on SQLite the
+    expression index on the effective verdict is dropped before the tables are copied and
+    created again after."""
+    sqlite = op.get_bind().dialect.name == "sqlite"
+    if sqlite:
+        op.drop_index("ix_tool_results_effective_verdict", table_name="tool_results")
+    for table in _tables():
+        with op.batch_alter_table(table) as batch_op:
+            alter(batch_op, [check for check in _CHECKS if check[0] == table])
+    if sqlite:
+        create_verdict_index()
+
+
+def _add_checks(batch_op: BatchOperations, checks: list[_Check]) -> None:
+    for table, column, values in checks:
+        listed = ", ".join(f"'{value}'" for value in values)
+        batch_op.create_check_constraint(op.f(f"ck_{table}_{column}"), f"{column} IN ({listed})")
+
+
+def _drop_checks(batch_op: BatchOperations, checks: list[_Check]) -> None:
+    for table, column, _ in checks:
+        batch_op.drop_constraint(op.f(f"ck_{table}_{column}"), type_="check")
 
 
 def upgrade() -> None:
-    sqlite = op.get_bind().dialect.name == "sqlite"
-    if sqlite:
-        op.drop_index("ix_tool_results_effective_verdict", table_name="tool_results")
-    for table in _tables():
-        with op.batch_alter_table(table) as batch_op:
-            for name, column, values in ((t, c, v) for t, c, v in _CHECKS if t == table):
-                listed = ", ".join(f"'{value}'" for value in values)
-                batch_op.create_check_constraint(
-                    op.f(f"ck_{name}_{column}"), f"{column} IN ({listed})"
-                )
-    if sqlite:
-        _recreate_verdict_index()
+    _alter_each_table(_add_checks)
 
 
 def downgrade() -> None:
-    sqlite = op.get_bind().dialect.name == "sqlite"
-    if sqlite:
-        op.drop_index("ix_tool_results_effective_verdict", table_name="tool_results")
-    for table in _tables():
-        with op.batch_alter_table(table) as batch_op:
-            for name, column, _ in ((t, c, v) for t, c, v in _CHECKS if t == table):
-                batch_op.drop_constraint(op.f(f"ck_{name}_{column}"), type_="check")
-    if sqlite:
-        _recreate_verdict_index()
+    _alter_each_table(_drop_checks)

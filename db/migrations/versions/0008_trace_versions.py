@@ -28,6 +28,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from db.migrations.ops import owned_by_trace
+
 revision = "0008"
 down_revision = "0007"
 branch_labels = None
@@ -78,12 +80,7 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(
             ["import_id"], ["imports.id"], name="fk_trace_updates_import_id_imports"
         ),
-        sa.ForeignKeyConstraint(
-            ["trace_id"],
-            ["traces.id"],
-            name="fk_trace_updates_trace_id_traces",
-            ondelete="CASCADE",
-        ),
+        owned_by_trace("trace_updates"),
         sa.PrimaryKeyConstraint("id", name="pk_trace_updates"),
     )
     op.create_index("ix_trace_updates_import_id", "trace_updates", ["import_id"])

@@ -20,6 +20,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from db.migrations.ops import owned_by_trace
+
 revision = "0016"
 down_revision = "0015"
 branch_labels = None
@@ -64,12 +66,7 @@ def upgrade() -> None:
         sa.Column("length", sa.Integer(), nullable=False),
         sa.Column("wasted_tokens", sa.BigInteger(), nullable=False),
         sa.Column("wasted_ms", sa.Float(), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["trace_id"],
-            ["traces.id"],
-            name="fk_error_streaks_trace_id_traces",
-            ondelete="CASCADE",
-        ),
+        owned_by_trace("error_streaks"),
         sa.PrimaryKeyConstraint("id", name="pk_error_streaks"),
     )
     op.create_index("ix_error_streaks_trace_id", "error_streaks", ["trace_id"], unique=False)

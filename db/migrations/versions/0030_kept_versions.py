@@ -20,6 +20,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from db.migrations.ops import owned_by_trace
+
 revision = "0030"
 down_revision = "0029"
 branch_labels = None
@@ -53,12 +55,7 @@ def upgrade() -> None:
         sa.Column("replaced_by", sa.Integer(), nullable=False),
         sa.Column("replaced_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("snapshot", sa.LargeBinary(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["trace_id"],
-            ["traces.id"],
-            name="fk_trace_versions_trace_id_traces",
-            ondelete="CASCADE",
-        ),
+        owned_by_trace("trace_versions"),
         sa.ForeignKeyConstraint(
             ["replaced_by"], ["imports.id"], name="fk_trace_versions_replaced_by_imports"
         ),
