@@ -196,6 +196,59 @@ class SqlStore:
 
         return summarize(self.engine)
 
+    def trace_sizes(self, after: int, limit: int) -> list[tuple[int, int]]:
+        """``(id, message_count)`` of the next ``limit`` traces after id ``after``."""
+        traces = Base.metadata.tables["traces"]
+        query = (
+            select(traces.c.id, traces.c.message_count)
+            .where(traces.c.id > after)
+            .order_by(traces.c.id)
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            return [(int(i), int(n)) for i, n in conn.execute(query)]
+
+    def trace_rows(self, table: Table, first: int, last: int) -> list[tuple[Any, ...]]:
+        """The rows of ``table`` belonging to the traces with ids ``first`` to ``last``."""
+        trace = table.c.id if table.name == "traces" else table.c.trace_id
+        query = select(*table.columns).where(trace.between(first, last)).order_by(table.c.id)
+        with self.engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(query)]
+
+    def write_unit(
+        self,
+        unit: dict[str, list[tuple[Any, ...]]],
+        states: dict[str, TableState],
+        *,
+        maybe_present: bool,
+    ) -> None:
+        """The rows of a run of traces (every trace-scoped table) and their state, in one
+        transaction (so never partly present). Rows without an id (read from ClickHouse,
+        which keeps none for child rows) get the next ids of their table."""
+        with writing(self.engine) as conn:
+            for name, rows in unit.items():
+                table = Base.metadata.tables[name]
+                if rows and rows[0][0] is None:
+                    first = conn.execute(select(func.max(table.c.id))).scalar_one() or 0
+                    rows = [(first + i + 1, *row[1:]) for i, row in enumerate(rows)]
+                self._insert(conn, table, rows)
+                state = states[name]
+                values = {"rows": state.rows, "done": state.done, "last_id": state.last_key}
+                conn.execute(update(STATE).where(STATE.c.table_name == name).values(values))
+
+    def _insert(self, conn: Any, table: Table, rows: Sequence[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        key = _key_column(table)
+        position = list(table.columns).index(key)
+        keys = [row[position] for row in rows]
+        if table.name in SEEDED_TABLES:
+            conn.execute(delete(table).where(key.in_(keys)))
+        columns = [c.name for c in table.columns]
+        dialect.bulk_insert(conn, table.name, columns, rows, _json_columns(table))
+        if table.name in dialect.SEARCHED_COLUMNS:
+            dialect.index_search_id_range(conn, table.name, int(keys[0]), int(keys[-1]))
+
     def holds_data(self) -> str | None:
         """The first table holding rows (the seeded rollup state aside), or ``None``."""
         with self.engine.connect() as conn:
@@ -249,17 +302,8 @@ class SqlStore:
             )
 
     def write(self, table: Table, rows: Sequence[tuple[Any, ...]], state: TableState) -> None:
-        key = _key_column(table)
-        position = list(table.columns).index(key)
-        keys = [row[position] for row in rows]
         with writing(self.engine) as conn:
-            if rows:
-                if table.name in SEEDED_TABLES:
-                    conn.execute(delete(table).where(key.in_(keys)))
-                columns = [c.name for c in table.columns]
-                dialect.bulk_insert(conn, table.name, columns, rows, _json_columns(table))
-                if table.name in dialect.SEARCHED_COLUMNS:
-                    dialect.index_search_id_range(conn, table.name, int(keys[0]), int(keys[-1]))
+            self._insert(conn, table, rows)
             values: dict[str, Any] = {"rows": state.rows, "done": state.done}
             if state.last_key is not None:
                 as_bytes = isinstance(state.last_key, bytes)
@@ -293,8 +337,13 @@ def _advance_sequences(conn: Any, tables: Sequence[Table]) -> None:
         )
 
 
-def open_store(url: str) -> SqlStore:
-    """The store at ``url`` (a SQLite path or a SQLAlchemy URL) for copying."""
+def open_store(url: str) -> Any:
+    """The store at ``url`` (a SQLite path, a SQLAlchemy URL or a ClickHouse URL) for
+    copying: a :class:`SqlStore` or a :class:`db.clickhouse.copy.ClickHouseCopyStore`."""
+    if is_clickhouse(resolve_url(url)):
+        from db.clickhouse.copy import ClickHouseCopyStore
+
+        return ClickHouseCopyStore(resolve_url(url))
     return SqlStore(url)
 
 
@@ -309,6 +358,8 @@ class CopyResult:
     copied_rows: int = 0
     #: The summary's differences, one line each (empty: identical).
     summary_differences: list[str] = field(default_factory=list)
+    #: What was not copied and why, one line each (a copy with ClickHouse).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def counts_match(self) -> bool:
@@ -332,12 +383,15 @@ def _refuse_source(url: str, source: CopySource) -> None:
         )
 
 
-def _prepare_target(source: CopySource, target: CopyTarget) -> dict[str, TableState]:
-    """The target ready to receive: an unfinished copy of the same source continues, an empty
-    store is brought to the source's schema; anything else is refused."""
+def _prepare_target(
+    source: CopySource, target: CopyTarget, tables: Sequence[Table] | None = None
+) -> dict[str, TableState]:
+    """The target ready to receive ``tables`` (default: every table): an unfinished copy of the
+    same source continues, an empty store is brought to the source's schema; anything else is
+    refused."""
     revision = source.revision()
     assert revision is not None
-    tables = copy_tables()
+    tables = copy_tables() if tables is None else list(tables)
     state = target.state()
     if state is not None:
         origin = target.copied_from()
@@ -407,6 +461,7 @@ def copy_store(
     batch_rows: int = BATCH_ROWS,
     stop_after_batches: int | None = None,
     progress: Callable[[str, int], None] | None = None,
+    leave_out: frozenset[str] = frozenset(),
 ) -> CopyResult:
     """Copy the store at ``source_url`` into the one at ``target_url`` (empty, or holding an
     unfinished copy of the same source, which continues); see the module's docstring.
@@ -414,17 +469,29 @@ def copy_store(
     ``stop_after_batches``: raise :class:`CopyInterrupted` after writing that many batches
     (what an interruption leaves behind, for tests). ``progress(table, rows)`` is called as
     each table is done. Raises :class:`CopyRefused` before writing anything when the stores do
-    not fit.
+    not fit. With a ClickHouse store on either side the copy goes trace by trace
+    (:mod:`db.bulk.copy_across`); ``leave_out`` names the tables a ClickHouse store has no
+    place for that may be left behind.
     """
-    if any(is_clickhouse(resolve_url(url)) for url in (source_url, target_url)):
-        raise CopyRefused(
-            "copying to or from a ClickHouse store is not built yet (docs/clickhouse.md)"
-        )
-    if make_url(resolve_url(source_url)) == make_url(resolve_url(target_url)):
-        raise CopyRefused("--from and --to name the same store")
     missing = missing_sqlite_file(source_url)
     if missing is not None:
         raise CopyRefused(f"no database at {missing} (check --from)")
+    resolved = [resolve_url(url) for url in (source_url, target_url)]
+    if any(is_clickhouse(url) for url in resolved):
+        if resolved[0] == resolved[1]:
+            raise CopyRefused("--from and --to name the same store")
+        from db.bulk.copy_across import copy_across
+
+        return copy_across(
+            source_url,
+            target_url,
+            batch_rows=batch_rows,
+            stop_after_batches=stop_after_batches,
+            progress=progress,
+            leave_out=leave_out,
+        )
+    if make_url(resolved[0]) == make_url(resolved[1]):
+        raise CopyRefused("--from and --to name the same store")
     source = open_store(source_url)
     target = open_store(target_url)
     try:

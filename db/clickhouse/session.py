@@ -82,7 +82,7 @@ def _converter(table: str, name: str, kind: str) -> Callable[[Any], Any]:
     return lambda v: default if v is None else convert(v)
 
 
-class _Rows:
+class StoredRows:
     """Rows of one stored table in the store's column order, converted for the client; each
     row given as values in ``given`` order (default: the store's), missing columns defaulted."""
 
@@ -158,7 +158,7 @@ class ClickHouseImportSession(ImportSession):
         return session
 
     def _write_import(self) -> None:
-        rows = _Rows("imports")
+        rows = StoredRows("imports")
         rows.add_mapping(self._import_row)
         rows.write(self.client, self.layout)
 
@@ -246,9 +246,9 @@ class ClickHouseImportSession(ImportSession):
         month = _month(now)
         if self._next_id is None:
             self._next_id = self._max("traces") + 1
-        traces = _Rows("traces")
+        traces = StoredRows("traces")
         children = {
-            table: _Rows(table, (*columns, "trace_id", "version", IMPORT_MONTH))
+            table: StoredRows(table, (*columns, "trace_id", "version", IMPORT_MONTH))
             for table, columns in CHILD_COLUMNS.items()
         }
         for plan in plans.values():
@@ -292,7 +292,7 @@ class ClickHouseImportSession(ImportSession):
                 f"WHERE record_key IN {literal(list(chunk))}"
             ):
                 fresh.pop(key, None)
-        out = _Rows("rejected_records")
+        out = StoredRows("rejected_records")
         first = self._max("rejected_records") + 1
         for i, values in enumerate(fresh.values()):
             out.add_mapping({**values, "id": first + i, REVISION: 1})
@@ -344,7 +344,7 @@ class ClickHouseImportSession(ImportSession):
         **counts: Any,
     ) -> float:
         seconds = time.perf_counter() - self._started
-        files = _Rows("import_files")
+        files = StoredRows("import_files")
         first = self._max("import_files") + 1
         for i, f in enumerate(by_file):
             files.add_mapping({**f, "id": first + i, "import_id": self.import_id, REVISION: 1})
