@@ -684,9 +684,7 @@ def prune_command(
 def copy_command(
     source: Annotated[
         str,
-        typer.Option(
-            "--from", help="The store to copy: SQLite file, SQLAlchemy or ClickHouse URL"
-        ),
+        typer.Option("--from", help="The store to copy: SQLite file, SQLAlchemy or ClickHouse URL"),
     ],
     target: Annotated[
         str,

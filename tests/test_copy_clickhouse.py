@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_copy import build_source, expected_table, table_counts
 from typer.testing import CliRunner
 
 from db.bulk.copy import CopyInterrupted, CopyRefused, copy_store
 from db.clickhouse import copy as clickhouse_copy
 from ingest.cli import app
-from test_copy import expected_table, table_counts
 
 pytestmark = pytest.mark.realdata
 
@@ -209,3 +209,28 @@ def test_sqlite_to_chdb_and_back(
     back = str(tmp_path / "back.db")
     assert copied(chdb_url, back).endswith("summary: identical\n")
     assert answers(back) == source_answers
+
+
+def test_notes_and_kept_versions_are_refused_unless_left_out_by_name(
+    realdata: Path, chdb_url: str, tmp_path: Path
+) -> None:
+    """A store with a reviewer's note, a trace update and its kept version: ClickHouse has no
+    table for them, so the copy stops before writing unless told to leave them behind."""
+    noted = str(tmp_path / "noted.db")
+    build_source(f"sqlite:///{noted}", realdata, tmp_path / "files")
+    refused = runner.invoke(app, ["copy", "--from", noted, "--to", chdb_url])
+    assert refused.exit_code == 2
+    assert refused.output == (
+        "Error: the source holds annotations (1 rows), trace_versions (1 rows), trace_updates "
+        "(1 rows), which a ClickHouse store has no table for: copy without them with "
+        "--leave-out annotations,trace_versions,trace_updates\n"
+    )
+    with pytest.raises(CopyRefused, match=r"--leave-out trace_versions,trace_updates$"):
+        copy_store(noted, chdb_url, leave_out=frozenset({"annotations"}))
+    out = copied(noted, chdb_url, "--leave-out", "annotations,trace_versions,trace_updates")
+    assert (
+        "left out: annotations (1 rows)\nleft out: trace_versions (1 rows)\n"
+        "left out: trace_updates (1 rows)\n"
+    ) in out
+    assert out.endswith("summary: identical\n")
+    assert answers(chdb_url) == answers(noted)

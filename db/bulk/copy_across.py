@@ -40,7 +40,6 @@ from db.bulk.copy import (
     CopyInterrupted,
     CopyRefused,
     CopyResult,
-    TableState,
     _prepare_target,
     _refuse_source,
     differences,
