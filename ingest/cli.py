@@ -707,7 +707,8 @@ def copy_command(
     """Copy a whole store to another engine (SQLite, PostgreSQL, ClickHouse), ids kept; an
     interrupted copy continues when run again. Prints the rows per table and checks that the
     target's summary equals the source's (exit 1 when not)."""
-    from db.bulk.copy import BATCH_ROWS, CopyInterrupted, CopyRefused, copy_store
+    from db.bulk.copy import BATCH_ROWS, CopyInterrupted, CopyRefused
+    from db.bulk.copy_across import copy_store
 
     def progress(table: str, rows: int) -> None:
         typer.echo(f"copied {table}: {rows:,} rows", err=True)

@@ -16,7 +16,8 @@ import pytest
 from test_copy import build_source, expected_table, table_counts
 from typer.testing import CliRunner
 
-from db.bulk.copy import CopyInterrupted, CopyRefused, copy_store
+from db.bulk.copy import CopyInterrupted, CopyRefused
+from db.bulk.copy_across import copy_store
 from db.clickhouse import copy as clickhouse_copy
 from ingest.cli import app
 

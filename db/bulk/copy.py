@@ -29,15 +29,10 @@ revision, a table's batch after a key, a table's row count, the summary) and :cl
 state, finish). A batch is engine-neutral: tuples in the column order of the :mod:`db.schema`
 table, holding Python values (int, float, str, bytes, bool, timezone-aware datetime, decoded
 JSON). :class:`SqlStore` implements both interfaces for SQLite and PostgreSQL through SQLAlchemy.
-A ClickHouse store plugs in as a third implementation, chosen by the URL's scheme in
-:func:`open_store` (``clickhouse://…``): as a target it maps each relational table's batch onto
-its own tables (one ``INSERT`` per batch into the Distributed table, so each batch makes one part
-per shard; rows keep their ids, and the trace id is the sharding key), and keeps the copy state in
-a small table of its own keyed by table name, written after each batch's insert (ClickHouse has no
-transaction over both, so on resume the batch after the recorded key may be in the target wholly,
-partly or not at all: the copy reads the ids the target already holds past that key, at most one
-batch of them, and sends only the rest); as a source it reads the same relational shape back,
-keyset-paginated by id. ``docs/clickhouse.md`` has the design.
+A ClickHouse store (:class:`db.clickhouse.copy.ClickHouseCopyStore`) holds fewer tables and
+keeps no ids for child rows, so a copy with one goes trace by trace instead
+(:mod:`db.bulk.copy_across`, whose :func:`~db.bulk.copy_across.copy_store` is the entry for
+any two stores and calls :func:`copy_relational` for two relational ones).
 """
 
 from __future__ import annotations
@@ -337,16 +332,6 @@ def _advance_sequences(conn: Any, tables: Sequence[Table]) -> None:
         )
 
 
-def open_store(url: str) -> Any:
-    """The store at ``url`` (a SQLite path, a SQLAlchemy URL or a ClickHouse URL) for
-    copying: a :class:`SqlStore` or a :class:`db.clickhouse.copy.ClickHouseCopyStore`."""
-    if is_clickhouse(resolve_url(url)):
-        from db.clickhouse.copy import ClickHouseCopyStore
-
-        return ClickHouseCopyStore(resolve_url(url))
-    return SqlStore(url)
-
-
 @dataclass
 class CopyResult:
     """What a finished copy did and found."""
@@ -454,14 +439,13 @@ def _batches(
         after = rows[-1][position]
 
 
-def copy_store(
+def copy_relational(
     source_url: str,
     target_url: str,
     *,
     batch_rows: int = BATCH_ROWS,
     stop_after_batches: int | None = None,
     progress: Callable[[str, int], None] | None = None,
-    leave_out: frozenset[str] = frozenset(),
 ) -> CopyResult:
     """Copy the store at ``source_url`` into the one at ``target_url`` (empty, or holding an
     unfinished copy of the same source, which continues); see the module's docstring.
@@ -469,31 +453,19 @@ def copy_store(
     ``stop_after_batches``: raise :class:`CopyInterrupted` after writing that many batches
     (what an interruption leaves behind, for tests). ``progress(table, rows)`` is called as
     each table is done. Raises :class:`CopyRefused` before writing anything when the stores do
-    not fit. With a ClickHouse store on either side the copy goes trace by trace
-    (:mod:`db.bulk.copy_across`); ``leave_out`` names the tables a ClickHouse store has no
-    place for that may be left behind.
+    not fit. Both stores are SQLite or PostgreSQL: :func:`db.bulk.copy_across.copy_store`
+    is the entry for any two stores.
     """
     missing = missing_sqlite_file(source_url)
     if missing is not None:
         raise CopyRefused(f"no database at {missing} (check --from)")
     resolved = [resolve_url(url) for url in (source_url, target_url)]
     if any(is_clickhouse(url) for url in resolved):
-        if resolved[0] == resolved[1]:
-            raise CopyRefused("--from and --to name the same store")
-        from db.bulk.copy_across import copy_across
-
-        return copy_across(
-            source_url,
-            target_url,
-            batch_rows=batch_rows,
-            stop_after_batches=stop_after_batches,
-            progress=progress,
-            leave_out=leave_out,
-        )
+        raise CopyRefused("a ClickHouse store is copied by db.bulk.copy_across.copy_store")
     if make_url(resolved[0]) == make_url(resolved[1]):
         raise CopyRefused("--from and --to name the same store")
-    source = open_store(source_url)
-    target = open_store(target_url)
+    source = SqlStore(source_url)
+    target = SqlStore(target_url)
     try:
         _refuse_source(source_url, source)
         states = _prepare_target(source, target)

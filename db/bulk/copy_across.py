@@ -1,4 +1,5 @@
-"""``toollens copy`` when either store is ClickHouse: trace by trace, what both engines hold.
+"""``toollens copy`` between any two stores (:func:`copy_store`); when either is ClickHouse,
+trace by trace, what both engines hold.
 
 A ClickHouse store holds the imports, their files and rejected records, and the traces with
 their messages, calls, results, findings and streaks (:data:`CARRIED`); it computes every figure
@@ -37,15 +38,20 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from db.bulk.copy import (
+    BATCH_ROWS,
     CopyInterrupted,
     CopyRefused,
     CopyResult,
+    SqlStore,
     _prepare_target,
     _refuse_source,
+    copy_relational,
     differences,
-    open_store,
 )
+from db.clickhouse.copy import ClickHouseCopyStore
 from db.clickhouse.schema import SMALL_TABLES, TRACE_TABLES
+from db.clickhouse.url import is_clickhouse
+from db.engine import missing_sqlite_file, resolve_url
 from db.schema import Base
 
 #: The tables both engines hold, copied.
@@ -55,6 +61,56 @@ CARRIED: tuple[str, ...] = (*SMALL_TABLES, *TRACE_TABLES)
 NOT_HELD: tuple[str, ...] = ("annotations", "trace_versions", "trace_updates")
 #: The registry of files read: not carried (see the module's docstring).
 REGISTRY = "source_files"
+
+
+def open_store(url: str) -> SqlStore | ClickHouseCopyStore:
+    """The store at ``url`` (a SQLite path, a SQLAlchemy URL or a ClickHouse URL) for copying."""
+    resolved = resolve_url(url)
+    return ClickHouseCopyStore(resolved) if is_clickhouse(resolved) else SqlStore(url)
+
+
+def copy_store(
+    source_url: str,
+    target_url: str,
+    *,
+    batch_rows: int = BATCH_ROWS,
+    stop_after_batches: int | None = None,
+    progress: Callable[[str, int], None] | None = None,
+    leave_out: frozenset[str] = frozenset(),
+) -> CopyResult:
+    """Copy the store at ``source_url`` into the one at ``target_url`` (empty, or holding an
+    unfinished copy of the same source, which continues): table by table with the same ids
+    between SQLite and PostgreSQL (:func:`db.bulk.copy.copy_relational`), trace by trace when
+    either is ClickHouse (this module's docstring; ``leave_out``: the tables a ClickHouse store
+    has no place for that may be left behind).
+
+    ``stop_after_batches``: raise :class:`CopyInterrupted` after writing that many batches
+    (what an interruption leaves behind, for tests). ``progress(table, rows)`` is called as
+    each table is done. Raises :class:`CopyRefused` before writing anything when the stores do
+    not fit.
+    """
+    resolved = [resolve_url(url) for url in (source_url, target_url)]
+    if not any(is_clickhouse(url) for url in resolved):
+        return copy_relational(
+            source_url,
+            target_url,
+            batch_rows=batch_rows,
+            stop_after_batches=stop_after_batches,
+            progress=progress,
+        )
+    if resolved[0] == resolved[1]:
+        raise CopyRefused("--from and --to name the same store")
+    missing = missing_sqlite_file(source_url)
+    if missing is not None:
+        raise CopyRefused(f"no database at {missing} (check --from)")
+    return _copy_across(
+        source_url,
+        target_url,
+        batch_rows=batch_rows,
+        stop_after_batches=stop_after_batches,
+        progress=progress,
+        leave_out=leave_out,
+    )
 
 
 def _rebuilt(name: str) -> bool:
@@ -81,7 +137,7 @@ def _units(source: Any, after: int, budget: int) -> Iterator[tuple[int, int]]:
         after = last
 
 
-def copy_across(
+def _copy_across(
     source_url: str,
     target_url: str,
     *,
@@ -90,7 +146,7 @@ def copy_across(
     progress: Callable[[str, int], None] | None,
     leave_out: frozenset[str] = frozenset(),
 ) -> CopyResult:
-    """:func:`db.bulk.copy.copy_store` when either store is ClickHouse (module docstring)."""
+    """:func:`copy_store` when either store is ClickHouse (the module's docstring)."""
     _check_tables()
     source = open_store(source_url)
     target = open_store(target_url)
@@ -135,7 +191,7 @@ def copy_across(
         traced = tables[len(SMALL_TABLES) :]
         first = states["traces"]
         if not first.done:
-            maybe_present = result.resumed_rows > 0 and not target_is_sql(target)
+            maybe_present = result.resumed_rows > 0 and not isinstance(target, SqlStore)
             for low, high in _units(source, first.last_key or 0, batch_rows):
                 tick()
                 unit = {t.name: source.trace_rows(t, low, high) for t in traced}
@@ -152,7 +208,7 @@ def copy_across(
             for table in traced:
                 progress(table.name, states[table.name].rows)
         target.finish(tables)
-        if target_is_sql(target):
+        if isinstance(target, SqlStore):
             from db.rollups.upkeep import rebuild
 
             rebuild(target.engine)
@@ -163,10 +219,3 @@ def copy_across(
     finally:
         source.dispose()
         target.dispose()
-
-
-def target_is_sql(store: Any) -> bool:
-    """Whether ``store`` is a SQLite or PostgreSQL store (its unit writes are transactions)."""
-    from db.bulk.copy import SqlStore
-
-    return isinstance(store, SqlStore)

@@ -26,6 +26,7 @@ from typing import Any
 
 from sqlalchemy import JSON, Boolean, LargeBinary, Table
 
+from db.bulk.copy import TableState
 from db.clickhouse.client import literal
 from db.clickhouse.dialect import client_of, layout_of
 from db.clickhouse.schema import (
@@ -85,6 +86,8 @@ class ClickHouseCopyStore:
         self.layout = layout_of(self.engine)
         self.location = display_url(url)
         self._state = f"{self.layout.database}.{STATE_TABLE}"
+        #: Where the copy reads from, written on every state row (read back on resume).
+        self._source: str | None = None
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -159,9 +162,7 @@ class ClickHouseCopyStore:
             )
         )
 
-    def state(self) -> dict[str, Any] | None:
-        from db.bulk.copy import TableState
-
+    def state(self) -> dict[str, TableState] | None:
         if not self._has_state():
             return None
         rows = self._rows(
@@ -188,7 +189,7 @@ class ClickHouseCopyStore:
         self._save({t.name: (0, 0, False) for t in tables})
 
     def _save(self, states: Mapping[str, tuple[int, int, bool]]) -> None:
-        if not hasattr(self, "_source"):
+        if self._source is None:
             self._source = self.copied_from() or ""
         seq = time.time_ns()
         self.client.insert(
@@ -200,7 +201,7 @@ class ClickHouseCopyStore:
             ],
         )
 
-    def write(self, table: Table, rows: Sequence[tuple[Any, ...]], state: Any) -> None:
+    def write(self, table: Table, rows: Sequence[tuple[Any, ...]], state: TableState) -> None:
         """A batch of a small table (imports, their files, rejected records) and its state.
         Written again after an interruption, a row is its own revision again: the view keeps
         one row per id."""
@@ -214,7 +215,7 @@ class ClickHouseCopyStore:
     def write_unit(
         self,
         unit: Mapping[str, Sequence[tuple[Any, ...]]],
-        states: Mapping[str, Any],
+        states: Mapping[str, TableState],
         *,
         maybe_present: bool,
     ) -> None:
