@@ -43,7 +43,6 @@ from sqlalchemy import URL, Engine
 
 from db import dialect
 from db.bulk.copy import BATCH_ROWS, CopyResult
-from db.bulk.copy import copy_store as _copy_store
 from db.bulk.stored import StoredTrace, iter_trace_id_batches, load_traces, replace_derived
 from db.contract.rows import SourceFileRecord
 from db.engine import make_engine, other_processes_can_open
@@ -306,8 +305,16 @@ def copy_store(
     *,
     batch_rows: int = BATCH_ROWS,
     progress: Callable[[str, int], None] | None = None,
+    leave_out: frozenset[str] = frozenset(),
 ) -> CopyResult:
     """Copy the store at ``source_url`` into the one at ``target_url`` (``toollens copy``:
     empty, or holding an unfinished copy of the same source, which continues), in batches of
-    ``batch_rows`` rows, calling ``progress(table, rows)`` (:func:`db.bulk.copy.copy_store`)."""
-    return _copy_store(source_url, target_url, batch_rows=batch_rows, progress=progress)
+    ``batch_rows`` rows, calling ``progress(table, rows)``; between any two engines, ClickHouse
+    included (:func:`db.bulk.copy_across.copy_store`; ``leave_out``: the tables a ClickHouse
+    store has no place for that the caller agrees to leave behind)."""
+    # Imported here: the copy opens ClickHouse's own session, which subclasses this module's.
+    from db.bulk.copy_across import copy_store as copy_across
+
+    return copy_across(
+        source_url, target_url, batch_rows=batch_rows, progress=progress, leave_out=leave_out
+    )

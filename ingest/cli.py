@@ -684,7 +684,8 @@ def prune_command(
 @app.command("copy")
 def copy_command(
     source: Annotated[
-        str, typer.Option("--from", help="The store to copy: SQLite file or SQLAlchemy URL")
+        str,
+        typer.Option("--from", help="The store to copy: SQLite file, SQLAlchemy or ClickHouse URL"),
     ],
     target: Annotated[
         str,
@@ -694,10 +695,19 @@ def copy_command(
         int | None,
         typer.Option("--batch-rows", min=1, help="Rows read and written per batch [default: 5000]"),
     ] = None,
+    leave_out: Annotated[
+        str | None,
+        typer.Option(
+            "--leave-out",
+            help="Tables a ClickHouse store has no place for, to leave behind (comma-separated:"
+            " annotations,trace_versions,trace_updates); without it a source holding them is"
+            " refused",
+        ),
+    ] = None,
 ) -> None:
-    """Copy a whole store to another engine (SQLite <-> PostgreSQL), ids kept; an interrupted
-    copy continues when run again. Prints the rows per table and checks that the target's
-    summary equals the source's (exit 1 when not)."""
+    """Copy a whole store to another engine (SQLite, PostgreSQL, ClickHouse), ids kept; an
+    interrupted copy continues when run again. Prints the rows per table and checks that the
+    target's summary equals the source's (exit 1 when not)."""
     from db.bulk.copy import BATCH_ROWS, CopyInterrupted, CopyRefused
     from db.session import copy_store
 
@@ -706,7 +716,13 @@ def copy_command(
 
     started = time.perf_counter()
     try:
-        result = copy_store(source, target, batch_rows=batch_rows or BATCH_ROWS, progress=progress)
+        result = copy_store(
+            source,
+            target,
+            batch_rows=batch_rows or BATCH_ROWS,
+            progress=progress,
+            leave_out=frozenset(n.strip() for n in (leave_out or "").split(",") if n.strip()),
+        )
     except CopyRefused as exc:
         raise _usage_error(str(exc)) from None
     except (KeyboardInterrupt, CopyInterrupted):
@@ -725,6 +741,8 @@ def copy_command(
         mark = "" if in_source == in_target else "  DIFFERS"
         typer.echo(f"{name:<{width}}  {in_source:>12,}  {in_target:>12,}{mark}")
     typer.echo(f"copied {result.copied_rows:,} rows in {seconds:.1f} s")
+    for note in result.notes:
+        typer.echo(note)
     if result.summary_differences:
         typer.echo("summary: differs")
         for line in result.summary_differences:

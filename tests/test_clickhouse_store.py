@@ -159,14 +159,11 @@ def test_a_command_not_built_for_clickhouse_says_so_in_one_line(
     )
 
 
-def test_copying_to_or_from_clickhouse_is_refused_in_one_line(tmp_path: Path) -> None:
-    result = runner.invoke(
-        app, ["copy", "--from", str(tmp_path / "a.db"), "--to", "clickhouse://h:9000/d"]
-    )
+def test_copying_a_clickhouse_store_onto_itself_is_refused_in_one_line() -> None:
+    url = "clickhouse://h1:9000,h2:9000/d?cluster=c"
+    result = runner.invoke(app, ["copy", "--from", url, "--to", url])
     assert result.exit_code == 2
-    assert result.output == (
-        "Error: copying to or from a ClickHouse store is not built yet (docs/clickhouse.md)\n"
-    )
+    assert result.output == "Error: --from and --to name the same store\n"
 
 
 #: Characters of one, two, three and four bytes, a newline and a quote.

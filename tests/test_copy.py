@@ -17,7 +17,8 @@ import sqlalchemy as sa
 from conftest import fresh_pg_schema
 from typer.testing import CliRunner
 
-from db.bulk.copy import STATE, CopyInterrupted, CopyRefused, copy_store, differences
+from db.bulk.copy import STATE, CopyInterrupted, CopyRefused, differences
+from db.bulk.copy_across import copy_store
 from db.engine import make_engine
 from db.migrate import downgrade, head_revision
 from db.queries.search import search_content

@@ -262,7 +262,7 @@ def test_the_writes_of_db_are_found() -> None:
         ("db.bulk.stored", "replace_derived"),
         ("db.writes.traces", "write_traces"),
         ("db.session", "Maintenance"),
-        ("db.bulk.copy", "copy_store"),
+        ("db.bulk.copy_across", "copy_store"),
     ):
         assert name in found, name
     assert ("db.writes.deletion", "count_rows") not in found

@@ -29,15 +29,10 @@ revision, a table's batch after a key, a table's row count, the summary) and :cl
 state, finish). A batch is engine-neutral: tuples in the column order of the :mod:`db.schema`
 table, holding Python values (int, float, str, bytes, bool, timezone-aware datetime, decoded
 JSON). :class:`SqlStore` implements both interfaces for SQLite and PostgreSQL through SQLAlchemy.
-A ClickHouse store plugs in as a third implementation, chosen by the URL's scheme in
-:func:`open_store` (``clickhouse://…``): as a target it maps each relational table's batch onto
-its own tables (one ``INSERT`` per batch into the Distributed table, so each batch makes one part
-per shard; rows keep their ids, and the trace id is the sharding key), and keeps the copy state in
-a small table of its own keyed by table name, written after each batch's insert (ClickHouse has no
-transaction over both, so on resume the batch after the recorded key may be in the target wholly,
-partly or not at all: the copy reads the ids the target already holds past that key, at most one
-batch of them, and sends only the rest); as a source it reads the same relational shape back,
-keyset-paginated by id. ``docs/clickhouse.md`` has the design.
+A ClickHouse store (:class:`db.clickhouse.copy.ClickHouseCopyStore`) holds fewer tables and
+keeps no ids for child rows, so a copy with one goes trace by trace instead
+(:mod:`db.bulk.copy_across`, whose :func:`~db.bulk.copy_across.copy_store` is the entry for
+any two stores and calls :func:`copy_relational` for two relational ones).
 """
 
 from __future__ import annotations
@@ -196,6 +191,59 @@ class SqlStore:
 
         return summarize(self.engine)
 
+    def trace_sizes(self, after: int, limit: int) -> list[tuple[int, int]]:
+        """``(id, message_count)`` of the next ``limit`` traces after id ``after``."""
+        traces = Base.metadata.tables["traces"]
+        query = (
+            select(traces.c.id, traces.c.message_count)
+            .where(traces.c.id > after)
+            .order_by(traces.c.id)
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            return [(int(i), int(n)) for i, n in conn.execute(query)]
+
+    def trace_rows(self, table: Table, first: int, last: int) -> list[tuple[Any, ...]]:
+        """The rows of ``table`` belonging to the traces with ids ``first`` to ``last``."""
+        trace = table.c.id if table.name == "traces" else table.c.trace_id
+        query = select(*table.columns).where(trace.between(first, last)).order_by(table.c.id)
+        with self.engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(query)]
+
+    def write_unit(
+        self,
+        unit: dict[str, list[tuple[Any, ...]]],
+        states: dict[str, TableState],
+        *,
+        maybe_present: bool,
+    ) -> None:
+        """The rows of a run of traces (every trace-scoped table) and their state, in one
+        transaction (so never partly present). Rows without an id (read from ClickHouse,
+        which keeps none for child rows) get the next ids of their table."""
+        with writing(self.engine) as conn:
+            for name, rows in unit.items():
+                table = Base.metadata.tables[name]
+                if rows and rows[0][0] is None:
+                    first = conn.execute(select(func.max(table.c.id))).scalar_one() or 0
+                    rows = [(first + i + 1, *row[1:]) for i, row in enumerate(rows)]
+                self._insert(conn, table, rows)
+                state = states[name]
+                values = {"rows": state.rows, "done": state.done, "last_id": state.last_key}
+                conn.execute(update(STATE).where(STATE.c.table_name == name).values(values))
+
+    def _insert(self, conn: Any, table: Table, rows: Sequence[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        key = _key_column(table)
+        position = list(table.columns).index(key)
+        keys = [row[position] for row in rows]
+        if table.name in SEEDED_TABLES:
+            conn.execute(delete(table).where(key.in_(keys)))
+        columns = [c.name for c in table.columns]
+        dialect.bulk_insert(conn, table.name, columns, rows, _json_columns(table))
+        if table.name in dialect.SEARCHED_COLUMNS:
+            dialect.index_search_id_range(conn, table.name, int(keys[0]), int(keys[-1]))
+
     def holds_data(self) -> str | None:
         """The first table holding rows (the seeded rollup state aside), or ``None``."""
         with self.engine.connect() as conn:
@@ -249,17 +297,8 @@ class SqlStore:
             )
 
     def write(self, table: Table, rows: Sequence[tuple[Any, ...]], state: TableState) -> None:
-        key = _key_column(table)
-        position = list(table.columns).index(key)
-        keys = [row[position] for row in rows]
         with writing(self.engine) as conn:
-            if rows:
-                if table.name in SEEDED_TABLES:
-                    conn.execute(delete(table).where(key.in_(keys)))
-                columns = [c.name for c in table.columns]
-                dialect.bulk_insert(conn, table.name, columns, rows, _json_columns(table))
-                if table.name in dialect.SEARCHED_COLUMNS:
-                    dialect.index_search_id_range(conn, table.name, int(keys[0]), int(keys[-1]))
+            self._insert(conn, table, rows)
             values: dict[str, Any] = {"rows": state.rows, "done": state.done}
             if state.last_key is not None:
                 as_bytes = isinstance(state.last_key, bytes)
@@ -293,11 +332,6 @@ def _advance_sequences(conn: Any, tables: Sequence[Table]) -> None:
         )
 
 
-def open_store(url: str) -> SqlStore:
-    """The store at ``url`` (a SQLite path or a SQLAlchemy URL) for copying."""
-    return SqlStore(url)
-
-
 @dataclass
 class CopyResult:
     """What a finished copy did and found."""
@@ -309,6 +343,8 @@ class CopyResult:
     copied_rows: int = 0
     #: The summary's differences, one line each (empty: identical).
     summary_differences: list[str] = field(default_factory=list)
+    #: What was not copied and why, one line each (a copy with ClickHouse).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def counts_match(self) -> bool:
@@ -332,12 +368,15 @@ def _refuse_source(url: str, source: CopySource) -> None:
         )
 
 
-def _prepare_target(source: CopySource, target: CopyTarget) -> dict[str, TableState]:
-    """The target ready to receive: an unfinished copy of the same source continues, an empty
-    store is brought to the source's schema; anything else is refused."""
+def _prepare_target(
+    source: CopySource, target: CopyTarget, tables: Sequence[Table] | None = None
+) -> dict[str, TableState]:
+    """The target ready to receive ``tables`` (default: every table): an unfinished copy of the
+    same source continues, an empty store is brought to the source's schema; anything else is
+    refused."""
     revision = source.revision()
     assert revision is not None
-    tables = copy_tables()
+    tables = copy_tables() if tables is None else list(tables)
     state = target.state()
     if state is not None:
         origin = target.copied_from()
@@ -400,7 +439,7 @@ def _batches(
         after = rows[-1][position]
 
 
-def copy_store(
+def copy_relational(
     source_url: str,
     target_url: str,
     *,
@@ -414,19 +453,19 @@ def copy_store(
     ``stop_after_batches``: raise :class:`CopyInterrupted` after writing that many batches
     (what an interruption leaves behind, for tests). ``progress(table, rows)`` is called as
     each table is done. Raises :class:`CopyRefused` before writing anything when the stores do
-    not fit.
+    not fit. Both stores are SQLite or PostgreSQL: :func:`db.bulk.copy_across.copy_store`
+    is the entry for any two stores.
     """
-    if any(is_clickhouse(resolve_url(url)) for url in (source_url, target_url)):
-        raise CopyRefused(
-            "copying to or from a ClickHouse store is not built yet (docs/clickhouse.md)"
-        )
-    if make_url(resolve_url(source_url)) == make_url(resolve_url(target_url)):
-        raise CopyRefused("--from and --to name the same store")
     missing = missing_sqlite_file(source_url)
     if missing is not None:
         raise CopyRefused(f"no database at {missing} (check --from)")
-    source = open_store(source_url)
-    target = open_store(target_url)
+    resolved = [resolve_url(url) for url in (source_url, target_url)]
+    if any(is_clickhouse(url) for url in resolved):
+        raise CopyRefused("a ClickHouse store is copied by db.bulk.copy_across.copy_store")
+    if make_url(resolved[0]) == make_url(resolved[1]):
+        raise CopyRefused("--from and --to name the same store")
+    source = SqlStore(source_url)
+    target = SqlStore(target_url)
     try:
         _refuse_source(source_url, source)
         states = _prepare_target(source, target)

@@ -21,16 +21,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine
 
-from db import dialect
-from db.clickhouse.client import ClickHouseError, Client, epoch_us, literal
+from db.clickhouse.client import ClickHouseError, literal
 from db.clickhouse.dialect import client_of, layout_of
-from db.clickhouse.schema import IMPORT_MONTH, REVISION, Layout, relational, stored_columns
+from db.clickhouse.rows import StoredRows
+from db.clickhouse.schema import IMPORT_MONTH, REVISION
 from db.contract import exact_json
 from db.contract.rows import CHILD_COLUMNS, SourceFileRecord
 from db.session import AppendBase, ImportSession, WorkerConnection
@@ -56,53 +56,6 @@ _IN_CHUNK = 1000
 def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
     for i in range(0, len(items), _IN_CHUNK):
         yield items[i : i + _IN_CHUNK]
-
-
-def _converter(table: str, name: str, kind: str) -> Callable[[Any], Any]:
-    """How a Python value of column ``name`` becomes what the client inserts (``kind``: its
-    ClickHouse type): the same text and JSON the relational writer stores."""
-    column = relational(table).c.get(name)
-    kind_name = type(column.type).__name__ if column is not None else ""
-    nullable = kind.startswith("Nullable(")
-    base = kind[9:-1] if nullable else kind
-    default: Any = None if nullable else ("" if base == "String" else 0)
-    convert: Callable[[Any], Any]
-    if kind_name == "UtcTimeStamp":
-        convert = lambda v: v if v.__class__ is int else epoch_us(v)  # noqa: E731
-    elif kind_name == "JSON":
-        convert = dialect.json_dumps
-    elif kind_name == "LargeBinary":
-        convert = bytes  # raw bytes, as read (the client writes them unchanged)
-    elif base == "String":
-        convert = lambda v: dialect.storable_text(v if v.__class__ is str else str(v))  # noqa: E731
-    elif base == "Float64":
-        convert = float
-    else:
-        convert = int
-    return lambda v: default if v is None else convert(v)
-
-
-class _Rows:
-    """Rows of one stored table in the store's column order, converted for the client; each
-    row given as values in ``given`` order (default: the store's), missing columns defaulted."""
-
-    def __init__(self, table: str, given: Sequence[str] | None = None) -> None:
-        self.table = table
-        stored = stored_columns(table)
-        self.columns = [name for name, _ in stored]
-        at = {name: i for i, name in enumerate(given or self.columns)}
-        self._plan = [(at.get(n), _converter(table, n, k)) for n, k in stored]
-        self.rows: list[tuple[Any, ...]] = []
-
-    def add(self, values: Sequence[Any]) -> None:
-        self.rows.append(tuple(f(None if i is None else values[i]) for i, f in self._plan))
-
-    def add_mapping(self, values: Mapping[str, Any]) -> None:
-        self.add([values.get(n) for n in self.columns])
-
-    def write(self, client: Client, layout: Layout) -> None:
-        client.insert(layout.every_row(self.table), self.columns, self.rows)
-        self.rows = []
 
 
 def _month(moment: datetime) -> int:
@@ -158,7 +111,7 @@ class ClickHouseImportSession(ImportSession):
         return session
 
     def _write_import(self) -> None:
-        rows = _Rows("imports")
+        rows = StoredRows("imports")
         rows.add_mapping(self._import_row)
         rows.write(self.client, self.layout)
 
@@ -246,9 +199,9 @@ class ClickHouseImportSession(ImportSession):
         month = _month(now)
         if self._next_id is None:
             self._next_id = self._max("traces") + 1
-        traces = _Rows("traces")
+        traces = StoredRows("traces")
         children = {
-            table: _Rows(table, (*columns, "trace_id", "version", IMPORT_MONTH))
+            table: StoredRows(table, (*columns, "trace_id", "version", IMPORT_MONTH))
             for table, columns in CHILD_COLUMNS.items()
         }
         for plan in plans.values():
@@ -292,7 +245,7 @@ class ClickHouseImportSession(ImportSession):
                 f"WHERE record_key IN {literal(list(chunk))}"
             ):
                 fresh.pop(key, None)
-        out = _Rows("rejected_records")
+        out = StoredRows("rejected_records")
         first = self._max("rejected_records") + 1
         for i, values in enumerate(fresh.values()):
             out.add_mapping({**values, "id": first + i, REVISION: 1})
@@ -344,7 +297,7 @@ class ClickHouseImportSession(ImportSession):
         **counts: Any,
     ) -> float:
         seconds = time.perf_counter() - self._started
-        files = _Rows("import_files")
+        files = StoredRows("import_files")
         first = self._max("import_files") + 1
         for i, f in enumerate(by_file):
             files.add_mapping({**f, "id": first + i, "import_id": self.import_id, REVISION: 1})
