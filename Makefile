@@ -7,7 +7,7 @@ BIN     = $(VENV)/bin
 DEMO_DB ?= .demo/toollens.db
 PORT   ?= 8501
 
-.PHONY: help venv demo serve test test-fast lint format bench bench-revision bench-startup bench-ui bench-ui-growth bench-browser-floor bench-pairs bench-otlp bench-reimport bench-search clean
+.PHONY: help venv demo serve test test-fast lint format bench bench-revision bench-startup bench-ui bench-ui-growth bench-browser-floor bench-pairs bench-otlp bench-reimport bench-search bench-clickhouse clean
 
 help:
 	@echo 'make demo       set up, import the sample traces into SQLite ($(DEMO_DB)), open the dashboard'
@@ -26,6 +26,8 @@ help:
 	@echo 'make bench-otlp      live OTLP ingest, ToolLens receiver vs Arize Phoenix (STEPS=3000)'
 	@echo 'make bench-reimport  re-import speed (unchanged real data, one line appended)'
 	@echo 'make bench-search    content search speed (1M-message store)'
+	@echo 'make bench-clickhouse  import into SQLite, PostgreSQL and the ClickHouse cluster; the cluster'"'"'s store'
+	@echo '                     grown to MESSAGES=10000000,30000000: summary, pairs, bytes (CH_URL, PG_URL)'
 	@echo 'make clean      remove .demo, .bench and the tools caches'
 	@echo ''
 	@echo 'After make demo: . $(VENV)/bin/activate, then toollens --help, toollens summary --db $(DEMO_DB)'
@@ -119,6 +121,14 @@ bench-reimport: venv
 	$(BIN)/python -m benchmarks.reimport_bench
 bench-search: venv
 	$(BIN)/python -m benchmarks.search_bench
+
+# The loopback cluster of .ci/clickhouse-cluster; the store (database toollens_bench) is dropped
+# at the end. MESSAGES given on the command line is the list of sizes; otherwise 10M and 30M.
+CH_URL ?= clickhouse://default@127.0.0.1:19001,127.0.0.1:19002/toollens_bench?cluster=toollens
+CH_SIZES = $(if $(filter command line,$(origin MESSAGES)),$(MESSAGES),10000000,30000000)
+bench-clickhouse: venv
+	$(BIN)/python -m benchmarks.clickhouse_bench --messages '$(CH_SIZES)' --clickhouse '$(CH_URL)' \
+	  --pg-url '$(PG_URL)'
 
 clean:
 	rm -rf .demo .bench test-artifacts .pytest_cache .mypy_cache .ruff_cache
