@@ -399,6 +399,13 @@ class ClickHouseCluster:
             for host, port in addresses
         ]
 
+    @property
+    def url(self) -> str:
+        """The store's ``--db`` URL: every server, this test's database, the cluster's name."""
+        hosts = (client.connection.hosts[0] for client in self.shards)
+        servers = ",".join(f"{host}:{port}" for host, port in hosts)
+        return f"clickhouse://{servers}/{self.database}?cluster={self.cluster}"
+
     def on_every_shard(self, sql: str) -> None:
         for client in self.shards:
             client.execute(sql)

@@ -74,8 +74,7 @@ def source_answers(source: str) -> dict[str, bytes]:
 
 
 def cluster_url(cluster: Any) -> str:
-    servers = ",".join(f"{h}:{p}" for h, p in (c.connection.hosts[0] for c in cluster.shards))
-    return f"clickhouse://{servers}/{cluster.database}?cluster={cluster.cluster}"
+    return str(cluster.url)
 
 
 def copied(source_url: str, target_url: str, *extra: str) -> str:
