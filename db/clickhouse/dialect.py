@@ -33,12 +33,14 @@ from typing import Any, ClassVar
 from sqlalchemy import Engine
 from sqlalchemy import types as sqltypes
 from sqlalchemy.engine import default
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import compiler, operators
 from sqlalchemy.sql.elements import ColumnClause, Null
 from sqlalchemy.sql.visitors import iterate
 
 from db.clickhouse.client import SHADOW, ClickHouseError, Client, literal, result_name
 from db.clickhouse.schema import Layout
+from db.dialect import EpochSeconds, SecondsBetween
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -161,6 +163,20 @@ class ClickHouseCompiler(compiler.SQLCompiler):
             value = serialize(value)
         # Doubled like every other % of a pyformat statement; the DB-API halves them.
         return literal(value).replace("%", "%%")
+
+
+@compiles(EpochSeconds, "clickhouse")
+def _epoch_seconds(element: EpochSeconds, compiler: Any, **kw: Any) -> str:
+    # Stored as microseconds: floored to whole seconds (before 1970 too), NULL stays NULL.
+    # A double holds every microsecond count up to year 2255 exactly.
+    return f"toInt64(floor({compiler.process(element.moment, **kw)} / 1000000))"
+
+
+@compiles(SecondsBetween, "clickhouse")
+def _seconds_between(element: SecondsBetween, compiler: Any, **kw: Any) -> str:
+    start = compiler.process(element.start, **kw)
+    end = compiler.process(element.end, **kw)
+    return f"round(({end} - {start}) / 1000000, 3)"
 
 
 class ClickHouseTypeCompiler(compiler.GenericTypeCompiler):
