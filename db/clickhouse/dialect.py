@@ -137,9 +137,14 @@ class ClickHouseCompiler(compiler.SQLCompiler):
     def visit_table(self, table: Any, asfrom: bool = False, **kw: Any) -> str:  # type: ignore[override]
         # Tables named in the store's database (``FROM toollens.traces``): one process may
         # hold several stores (each engine's dialect knows its own), chdb one engine for all.
+        # Named by its own name too (``toollens.messages AS messages``): the current engine
+        # resolves ``messages.content`` of a joined table only through such an alias.
         out = str(super().visit_table(table, asfrom=asfrom, **kw))
         database = self.dialect.database  # type: ignore[attr-defined]
-        return f"{database}.{out}" if asfrom and database and table.schema is None else out
+        if not (asfrom and database and table.schema is None):
+            return out
+        aliased = kw.get("enclosing_alias") is not None or kw.get("iscrud")
+        return f"{database}.{out}" if aliased else f"{database}.{out} AS {out}"
 
     def visit_floordiv_binary(self, binary: Any, operator: Any, **kw: Any) -> str:
         return f"intDiv({self.process(binary.left, **kw)}, {self.process(binary.right, **kw)})"
