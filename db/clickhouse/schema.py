@@ -187,9 +187,21 @@ def _view_ddl(layout: Layout, name: str) -> str:
     )
 
 
+#: Relational tables the ClickHouse store keeps empty, so that the pages' reads of them
+#: answer "none": review notes (the store refuses them: ``db.door.review_refused``), and the
+#: log of trace updates and replaced versions (its writer records neither yet).
+EMPTY_TABLES: tuple[str, ...] = ("annotations", "trace_updates", "trace_versions")
+
+
+def _empty_ddl(layout: Layout, name: str) -> str:
+    columns = ", ".join(f"`{c.name}` {column_type(c)}" for c in relational(name).columns)
+    return f"CREATE TABLE IF NOT EXISTS {layout.view(name)} ({columns}) ENGINE = TinyLog"
+
+
 def statements(layout: Layout) -> list[str]:
     """The DDL of a store on one server, in order."""
     out = [f"CREATE DATABASE IF NOT EXISTS {layout.database}"]
+    out += [_empty_ddl(layout, name) for name in EMPTY_TABLES]
     names = [*TRACE_TABLES, *SMALL_TABLES, DELETIONS]
     out += [_local_ddl(layout, name) for name in names]
     if layout.cluster:
