@@ -14,7 +14,6 @@ from sqlalchemy import Engine
 from db.clickhouse.session import ClickHouseImportSession
 from db.session import ImportSession
 
-
 #: Why a ClickHouse store refuses the dashboard's own writes (review notes, corrections,
 #: reviewed marks): its writer takes imports and deletions only.
 REVIEW_REFUSED = (

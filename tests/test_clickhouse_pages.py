@@ -9,7 +9,6 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -81,9 +80,7 @@ def clickhouse_store(request: pytest.FixtureRequest, realdata: Path) -> Iterator
 
     servers = ",".join(f"{h}:{p}" for h, p in clickhouse_addresses())
     try:
-        yield _imported(
-            f"clickhouse://{servers}/{database}?cluster={CLICKHOUSE_CLUSTER}", realdata
-        )
+        yield _imported(f"clickhouse://{servers}/{database}?cluster={CLICKHOUSE_CLUSTER}", realdata)
     finally:
         for host, port in clickhouse_addresses():
             client = Client(host=host, port=port)

@@ -333,8 +333,8 @@ def duration_totals(engine: Engine, filters: Filters = NO_FILTERS) -> dict[str, 
     there is none). Read like :func:`durations_by_tool`: from the rollups where they answer
     the filters, unfiltered by rank look-ups in the duration index, else from the base tables."""
     if engine.dialect.name == "clickhouse":
-        by_tool, figures = _clickhouse_figures(engine, filters)
-        return _totals(by_tool, figures)
+        by_tool, overall = _clickhouse_figures(engine, filters)
+        return _totals(by_tool, overall)
     with engine.connect() as conn:
         counts_df = _timing_counts(conn, filters)
         if counts_df is not None:
@@ -371,8 +371,8 @@ def duration_figures(
     days sums many rollup rows; reading them twice cost a third of the Overview's queries
     under such a range)."""
     if engine.dialect.name == "clickhouse":
-        by_tool, figures = _clickhouse_figures(engine, filters)
-        return by_tool, _totals(by_tool, figures)
+        by_tool, every = _clickhouse_figures(engine, filters)
+        return by_tool, _totals(by_tool, every)
     with engine.connect() as conn:
         counts_df = _timing_counts(conn, filters)
         timed = 0 if counts_df is None else int(counts_df["timed"].sum())

@@ -253,11 +253,11 @@ def _clickhouse_fingerprints(
             ).where(tuple_(MessageRow.trace_id, MessageRow.seq).in_(list(place.values())))
         ).all()
     text = {(t, s): c for t, s, c in texts}
-    page["example"] = [text.get(place.get(first.get(fp), (0, 0))) for fp in page["fingerprint"]]
-    # As the relational form: a group without its example message is left out.
-    return page[[place.get(first.get(fp)) in text for fp in page["fingerprint"]]].reset_index(
-        drop=True
-    )
+    # The example message of each group; as in the relational form, a group without one is
+    # left out.
+    example = {fp: place[i] for fp, i in first.items() if place.get(i) in text}
+    page["example"] = [text[example[fp]] if fp in example else None for fp in page["fingerprint"]]
+    return page[[fp in example for fp in page["fingerprint"]]].reset_index(drop=True)
 
 
 def _groups(conn: Connection, filters: Filters, limit: int, offset: int) -> Any:
