@@ -31,7 +31,7 @@ from db.schema import (
 ARGS_PREVIEW_CHARS = 200
 
 
-def _loop_groups(k: int, filters: Filters) -> Select[*tuple[Any, ...]]:
+def _loop_groups(k: int, filters: Filters, *, nested: bool = False) -> Select[*tuple[Any, ...]]:
     """One row per looping (trace, signature) with its figures, unordered and unpaged.
 
     Occurrences of a signature in a trace are numbered 1 … n, so each looping signature has
@@ -49,6 +49,8 @@ def _loop_groups(k: int, filters: Filters) -> Select[*tuple[Any, ...]]:
     ).subquery()
     call = aliased(ToolCallRow)
     result = aliased(ToolResultRow)
+    if nested:
+        return _nested_loop_groups(keys, call, result)
     return (
         select(
             keys.c.trace_id,
@@ -69,6 +71,43 @@ def _loop_groups(k: int, filters: Filters) -> Select[*tuple[Any, ...]]:
             and_(result.trace_id == call.trace_id, result.message_seq == call.result_seq),
         )
         .group_by(keys.c.trace_id, keys.c.signature)
+    )
+
+
+def _nested_loop_groups(keys: Any, call: Any, result: Any) -> Select[*tuple[Any, ...]]:
+    """:func:`_loop_groups`' form for ClickHouse 18.16, which joins once per SELECT: the keys'
+    calls first, then their results."""
+    calls = (
+        select(
+            keys.c.trace_id,
+            keys.c.signature,
+            call.tool_name,
+            call.run_length,
+            call.occurrence,
+            call.result_seq,
+        )
+        .select_from(keys)
+        .join(call, and_(call.trace_id == keys.c.trace_id, call.signature == keys.c.signature))
+        .subquery("loop_calls")
+    )
+    return (
+        select(
+            calls.c.trace_id,
+            calls.c.signature,
+            func.max(calls.c.tool_name).label("tool"),
+            func.count().label("occurrences"),
+            func.max(calls.c.run_length).label("run_length"),
+            func.count().filter(result.status == "error").label("errors"),
+            func.coalesce(func.sum(result.tokens).filter(calls.c.occurrence >= 2), 0).label(
+                "wasted_tokens"
+            ),
+        )
+        .select_from(calls)
+        .outerjoin(
+            result,
+            and_(result.trace_id == calls.c.trace_id, result.message_seq == calls.c.result_seq),
+        )
+        .group_by(calls.c.trace_id, calls.c.signature)
     )
 
 
@@ -98,7 +137,8 @@ def top_occurrence(conn: Connection, k: int, filters: Filters, needed: int) -> i
 def loop_totals(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> dict[str, int]:
     """Headline loop figures at ``k``: ``signatures``, ``calls``, ``traces``, ``errors``,
     ``wasted_tokens``."""
-    groups = _loop_groups(k, filters).subquery()
+    nested = engine.dialect.name == "clickhouse"
+    groups = _loop_groups(k, filters, nested=nested).subquery()
     stmt = select(
         func.count(),
         func.coalesce(func.sum(groups.c.occurrences), 0),
@@ -208,7 +248,8 @@ def loops_by_tool(
 
     Columns: ``tool``, ``loops`` (looping signatures), ``calls``, ``wasted_tokens``.
     """
-    groups = _loop_groups(k, filters).subquery()
+    nested = engine.dialect.name == "clickhouse"
+    groups = _loop_groups(k, filters, nested=nested).subquery()
     stmt = (
         select(
             groups.c.tool,
