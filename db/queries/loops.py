@@ -186,15 +186,19 @@ def loop_signatures(
     with engine.connect() as conn:
         # Only signatures with as many calls as the page's last row can be on the page.
         at = top_occurrence(conn, k, filters, offset + limit)
-        df = to_frame(conn, _signature_page(at, filters, limit, offset))
+        nested = conn.dialect.name == "clickhouse"
+        df = to_frame(conn, _signature_page(at, filters, limit, offset, nested=nested))
     pair = df["message_seq"].astype(str) + ":" + df["call_index"].astype(str)
     df.insert(1, "pair", pair)
     return df.drop(columns=["message_seq", "call_index"])
 
 
-def _signature_page(at: int, filters: Filters, limit: int, offset: int) -> Any:
-    """One page of the signatures of ``at`` or more calls, with their first call."""
-    every = _loop_groups(at, filters).subquery()
+def _signature_page(
+    at: int, filters: Filters, limit: int, offset: int, *, nested: bool = False
+) -> Any:
+    """One page of the signatures of ``at`` or more calls, with their first call (``nested``:
+    joined one SELECT at a time, for ClickHouse 18.16)."""
+    every = _loop_groups(at, filters, nested=nested).subquery()
     groups = (
         select(every)
         .order_by(
@@ -209,6 +213,8 @@ def _signature_page(at: int, filters: Filters, limit: int, offset: int) -> Any:
     )
     first = aliased(ToolCallRow)
     args = func.coalesce(first.arguments_raw, cast(first.arguments, Text))
+    if nested:
+        return _nested_signature_page(groups, first, args)
     return (
         select(
             TRACE.display_id.label("trace"),
@@ -238,6 +244,49 @@ def _signature_page(at: int, filters: Filters, limit: int, offset: int) -> Any:
             groups.c.trace_id,
             groups.c.signature,
         )
+    )
+
+
+def _nested_signature_page(groups: Any, first: Any, args: Any) -> Any:
+    """:func:`_signature_page`'s rows joined one SELECT at a time: the groups with their
+    traces, then with their first calls."""
+    named = (
+        select(groups, TRACE.display_id.label("trace"))
+        .select_from(groups)
+        .join(TRACE, TRACE.id == groups.c.trace_id)
+        .subquery("named")
+    )
+    firsts = (
+        select(
+            first.trace_id,
+            first.signature,
+            first.message_seq,
+            first.call_index,
+            func.substr(args, 1, ARGS_PREVIEW_CHARS).label("arguments"),
+        )
+        .where(first.occurrence == 1)
+        .subquery("firsts")
+    )
+    n = named.c
+    return (
+        select(
+            n.trace,
+            firsts.c.message_seq,
+            firsts.c.call_index,
+            n.tool,
+            firsts.c.arguments,
+            n.occurrences,
+            n.run_length,
+            n.errors,
+            n.wasted_tokens,
+            n.signature,
+        )
+        .select_from(named)
+        .join(
+            firsts,
+            and_(firsts.c.trace_id == n.trace_id, firsts.c.signature == n.signature),
+        )
+        .order_by(n.occurrences.desc(), n.wasted_tokens.desc(), n.trace_id, n.signature)
     )
 
 
