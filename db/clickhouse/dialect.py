@@ -90,7 +90,9 @@ class ClickHouseCompiler(compiler.SQLCompiler):
 
     def visit_funcfilter(self, funcfilter: Any, **kw: Any) -> str:
         func = funcfilter.func
-        criterion = self.process(funcfilter.criterion, **kw)
+        # A NULL condition leaves the row out, as FILTER does; 18.16 makes an -If aggregate of
+        # a Nullable condition NULL where no row's condition is known (countIf: NULL, not 0).
+        criterion = f"ifNull({self.process(funcfilter.criterion, **kw)}, 0)"
         args = list(func.clauses)
         name = func.name.lower()
         if name == "count":
