@@ -346,6 +346,15 @@ def ping_pong_traces(
     Columns: ``trace`` (display id), ``pair`` (URL ``pair`` value of the first ping-pong call),
     ``calls``, ``tools`` (``A ↔ B``: the alphabetically first and last tool involved).
     """
+    clickhouse = engine.dialect.name == "clickhouse"
+    c = ToolCallRow
+    # ClickHouse has no correlated subquery: the first call's index picked as the groups are
+    # counted (the index of the least (seq, index)).
+    first_call = (
+        (func.argMin(c.call_index, c.message_seq * 65536 + c.call_index).label("first_index"),)
+        if clickhouse
+        else ()
+    )
     groups = (
         restrict_calls_in_index(
             select(
@@ -354,6 +363,7 @@ def ping_pong_traces(
                 func.min(ToolCallRow.message_seq).label("first_seq"),
                 func.min(ToolCallRow.tool_name).label("tool_a"),
                 func.max(ToolCallRow.tool_name).label("tool_b"),
+                *first_call,
             )
             .where(ToolCallRow.ping_pong == true())
             .group_by(ToolCallRow.trace_id),
@@ -377,7 +387,7 @@ def ping_pong_traces(
         select(
             TRACE.display_id.label("trace"),
             groups.c.first_seq,
-            first_index.label("first_index"),
+            groups.c.first_index if clickhouse else first_index.label("first_index"),
             groups.c.calls,
             groups.c.tool_a,
             groups.c.tool_b,
