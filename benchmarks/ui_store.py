@@ -186,7 +186,7 @@ class StoreGenerator:
         tr.messages.append(
             MessageRecord(
                 seq, role, content, tr.t, tokens, len(content), len(content), None, None, None,
-                None, None,
+                None, None, None,
             )
         )  # fmt: skip
         tr.seq += 1

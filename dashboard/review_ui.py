@@ -20,6 +20,7 @@ from streamlit.errors import StreamlitDuplicateElementKey
 from dashboard import auth, writes
 from dashboard.palette import TONE
 from dashboard.render import badge_text, escape_markdown, show_error
+from db import door
 from db.contract.vocabulary import ERROR_TYPES, VERDICTS
 from db.writes.annotations import (
     MAX_NOTE_CHARS,
@@ -42,6 +43,13 @@ QUEUE_ANY = "any"
 #: Option meaning "no correction: use what the rules derived".
 AS_DERIVED = "(as derived)"
 NO_AUTHOR_TEXT = "Enter your name in the sidebar to write notes and corrections."
+
+
+def may_write(engine: Engine, action: auth.Action) -> bool:
+    """Whether whoever uses the dashboard may do ``action`` (a review write) on ``engine``'s
+    store: allowed to, and a store that keeps review notes, corrections and marks (a
+    ClickHouse store does not: :func:`db.door.review_refused`)."""
+    return auth.can(action) and door.review_refused(engine) is None
 
 
 def current_author() -> str:
@@ -126,7 +134,7 @@ def annotation_panel(
     key = f"notes_{trace_id}_{message_seq}_{call_index}"
     labels = configured_labels()
     # Viewers read the notes; the edit toggles and the new-note form are not drawn for them.
-    writable = auth.can("annotate")
+    writable = may_write(engine, "annotate")
     author = current_author()
     for note in annotations_on(engine, trace_id, message_seq, call_index):
         with st.container(border=True):
@@ -183,8 +191,8 @@ def correction_form(engine: Engine, result_id: int) -> None:
     if view.corrected_by:
         when = f"{view.corrected_at:%Y-%m-%d %H:%M} UTC" if view.corrected_at else ""
         st.caption(escape_markdown(f"Corrected by {view.corrected_by} {when}"))
-    if not auth.can("correct"):
-        return  # viewers see the derived values and any correction, and no form
+    if not may_write(engine, "correct"):
+        return  # viewers (and a store without review writes) show no form
     author = current_author()
     with st.form(f"correct_{result_id}"):
         new_type = new_verdict = AS_DERIVED

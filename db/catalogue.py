@@ -924,26 +924,38 @@ def loop_groups(k: int, filters: Filters) -> Select[Any]:
     ).subquery()
     call = aliased(ToolCallRow)
     result = aliased(ToolResultRow)
-    return (
+    # One join per SELECT (the keys' calls, then the results answering them): the only form
+    # ClickHouse 18.16 runs; SQLite and PostgreSQL flatten it into the one join.
+    calls = (
         select(
             keys.c.trace_id,
             keys.c.signature,
-            func.max(call.tool_name).label("tool"),
-            func.count().label("occurrences"),
-            func.max(call.run_length).label("run_length"),
-            func.count().filter(result.status == "error").label("errors"),
-            func.coalesce(func.sum(result.tokens).filter(call.occurrence >= 2), 0).label(
-                "wasted_tokens"
-            ),
+            call.tool_name,
+            call.run_length,
+            call.occurrence,
+            call.result_seq,
         )
         .select_from(keys)
         .join(call, and_(call.trace_id == keys.c.trace_id, call.signature == keys.c.signature))
-        # The result that answers the call (its pairing is stored on the call at import).
-        .outerjoin(
-            result,
-            and_(result.trace_id == call.trace_id, result.message_seq == call.result_seq),
+        .subquery("loop_calls")
+    )
+    q = calls.c
+    return (
+        select(
+            q.trace_id,
+            q.signature,
+            func.max(q.tool_name).label("tool"),
+            func.count().label("occurrences"),
+            func.max(q.run_length).label("run_length"),
+            func.count().filter(result.status == "error").label("errors"),
+            func.coalesce(func.sum(result.tokens).filter(q.occurrence >= 2), 0).label(
+                "wasted_tokens"
+            ),
         )
-        .group_by(keys.c.trace_id, keys.c.signature)
+        .select_from(calls)
+        # The result that answers the call (its pairing is stored on the call at import).
+        .outerjoin(result, and_(result.trace_id == q.trace_id, result.message_seq == q.result_seq))
+        .group_by(q.trace_id, q.signature)
     )
 
 

@@ -6,7 +6,9 @@ Like ``db.figures`` for counts, the forms are chosen here, never by a query modu
 * the by-value rollup where ``db.rollups.read.scope`` finds it answers the filters — under a
   range of days through its day-grain value buckets (``db.rollups.wide_histograms``: exact at
   every figure asked for), else its rows summed per (tool, value);
-* else the base rows, grouped per (tool, value), or ranked by a window for the quantiles;
+* else the base rows, grouped per (tool, value), or ranked by a window for the quantiles (on a
+  database without window functions, ClickHouse 18.16, counted per (tool, value) and ranked
+  here as the rollup's counts are);
 * with the dialect's steering: on SQLite, without a trace filter and up to
   ``db.queries.planner.INDEX_WALK_LIMIT`` rows, each nearest rank is one look-up at its rank in
   the value index (no row is sorted).
@@ -26,7 +28,7 @@ from db.bulk.streaming import read_columns
 from db.catalogue import Histogram
 from db.queries.common import nearest_rank_at, total
 from db.queries.filters import Filters
-from db.queries.planner import walks_ranks
+from db.queries.planner import ranks_by_window, walks_ranks
 from db.queries.ranks import group_ranks, summed_counts
 from db.rollups import wide_histograms
 from db.rollups.read import scope, spans_days
@@ -102,6 +104,11 @@ def histogram(
     found = _from_rollup(conn, h, filters, needs, by_tool)
     if found is not None:
         return found
+    return _base_counts(conn, h, filters, by_tool)
+
+
+def _base_counts(conn: Connection, h: Histogram, filters: Filters, by_tool: bool) -> list[Any]:
+    """:func:`histogram`'s columns counted over the filtered base rows."""
     parts = (h.tool.base,) if by_tool else ()
     value = h.value.base
     stmt = h.source.restrict(
@@ -219,6 +226,10 @@ def quantiles(
         return found
     needs = wide_histograms.Needs(tuple(fractions), sums=h.sums)
     columns = _from_rollup(conn, h, filters, needs, by_tool)
+    if columns is None and not ranks_by_window(conn):
+        # No window function (ClickHouse 18.16): the base rows counted per (tool, value),
+        # ranked here as the rollup's counts are — the same nearest ranks.
+        columns = _base_counts(conn, h, filters, by_tool)
     if columns is not None:
         if by_tool:
             tools, values, per = columns

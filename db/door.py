@@ -14,6 +14,20 @@ from sqlalchemy import Engine
 from db.clickhouse.session import ClickHouseImportSession
 from db.session import ImportSession
 
+#: Why a ClickHouse store refuses the dashboard's own writes (review notes, corrections,
+#: reviewed marks): its writer takes imports and deletions only.
+REVIEW_REFUSED = (
+    "This store is a ClickHouse store: it takes imports and deletions, but not review notes, "
+    "corrections or reviewed marks yet (docs/clickhouse.md). Review traces in a SQLite or "
+    "PostgreSQL store."
+)
+
+
+def review_refused(engine: Engine) -> str | None:
+    """Why ``engine``'s store cannot keep review notes, corrections and reviewed marks
+    (``None`` when it can)."""
+    return REVIEW_REFUSED if engine.dialect.name == "clickhouse" else None
+
 
 def start_session(
     engine: Engine, *, origin: str, paths: Sequence[str], encoding: str
@@ -24,4 +38,4 @@ def start_session(
     return kind.start(engine, origin=origin, paths=paths, encoding=encoding)
 
 
-__all__ = ["start_session"]
+__all__ = ["REVIEW_REFUSED", "review_refused", "start_session"]

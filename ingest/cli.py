@@ -132,7 +132,7 @@ def main_options(
 
 
 #: What a command that does not work on a ClickHouse store says (docs/clickhouse.md).
-CLICKHOUSE_COMMANDS = "import, summary, pairs, delete and prune do"
+CLICKHOUSE_COMMANDS = "import, summary, pairs, delete, prune and serve do"
 
 
 def _engine(  # type: ignore[no-untyped-def]
@@ -833,7 +833,7 @@ def serve_command(
             "or bind to 127.0.0.1"
         )
     url = resolve_url(db)
-    _engine(url).dispose()  # migrate before the first page asks
+    _engine(url, clickhouse=True).dispose()  # migrate before the first page asks
     wanted = [("the dashboard", port, "--port")]
     if otlp:
         wanted.append(("the OTLP receiver", otlp_port, "--otlp-port"))

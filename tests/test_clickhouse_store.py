@@ -96,9 +96,9 @@ def test_filtered_aggregates_become_if_combinators() -> None:
         func.sum(t.c.tokens).filter(t.c.status == "error").label("error_tokens"),
     )
     assert _sql(stmt) == (
-        "SELECT countIf(tool_results.status = 'error') AS errors, "
-        "sumIf(tool_results.tokens, tool_results.status = 'error') AS error_tokens "
-        "FROM store.tool_results"
+        "SELECT countIf(ifNull(tool_results.status = 'error', 0)) AS errors, "
+        "sumIf(tool_results.tokens, ifNull(tool_results.status = 'error', 0)) AS error_tokens "
+        "FROM store.tool_results AS tool_results"
     )
 
 
@@ -118,7 +118,7 @@ def test_flags_casts_and_limits_are_spelled_for_clickhouse() -> None:
         "CAST(NULL AS Nullable(Int64)) AS none, "
         "if(isNull(tool_results.status), NULL, arrayStringConcat(arraySlice("
         "extractAll(assumeNotNull(tool_results.status), '(?s).'), 1, 3))) AS head "
-        "FROM store.tool_results "
+        "FROM store.tool_results AS tool_results "
         "WHERE ifNull(tool_results.flag = 1, 0) AND tool_results.status IS NOT NULL "
         "LIMIT 10, 5"
     )
@@ -129,7 +129,7 @@ def test_a_label_naming_a_column_of_its_own_expression_is_renamed_and_given_back
     stmt = select(total).order_by(total.desc())
     assert _sql(stmt) == (
         f"SELECT coalesce(sum(tool_results.tokens), 0) AS tokens{SHADOW} "
-        f"FROM store.tool_results ORDER BY tokens{SHADOW} DESC"
+        f"FROM store.tool_results AS tool_results ORDER BY tokens{SHADOW} DESC"
     )
     assert result_name(f"tokens{SHADOW}") == "tokens"
 
@@ -142,7 +142,7 @@ def test_literals_are_quoted_so_the_engine_reads_the_same_text(chdb_session: Any
 
 @pytest.mark.parametrize(
     "args",
-    [["export", "some-trace"], ["reanalyze"], ["rebuild-rollups"], ["vacuum"], ["serve"]],
+    [["export", "some-trace"], ["reanalyze"], ["rebuild-rollups"], ["vacuum"]],
 )
 def test_a_command_not_built_for_clickhouse_says_so_in_one_line(
     chdb_session: Any, args: list[str]
@@ -155,7 +155,7 @@ def test_a_command_not_built_for_clickhouse_says_so_in_one_line(
     assert result.exit_code == 2
     assert result.output == (
         "Error: this command does not work on a ClickHouse store yet (import, summary, pairs, "
-        "delete and prune do; see docs/clickhouse.md)\n"
+        "delete, prune and serve do; see docs/clickhouse.md)\n"
     )
 
 

@@ -15,6 +15,7 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from dashboard import auth, render, review_ui, state, widgets, writes
+from db import door
 from db.writes import annotations as notes_store
 from db.writes import review
 
@@ -191,5 +192,9 @@ if state.store_is_empty():
     render.empty_store()
     st.stop()
 engine = state.engine()
+refused = door.review_refused(engine)
+if refused is not None:
+    st.info(refused)
+    st.stop()
 _queue(engine, author)
 _notes(engine)

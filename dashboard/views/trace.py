@@ -392,8 +392,8 @@ def _review_status(trace: dict[str, Any], f: Filters, k: int) -> None:
             )
         )
     author = review_ui.current_author()
-    if not auth.can("mark_reviewed"):
-        return  # a viewer reads who reviewed; marking is not theirs
+    if not review_ui.may_write(state.engine(), "mark_reviewed"):
+        return  # a viewer reads who reviewed; marking is not theirs (nor a ClickHouse store's)
     st.button(
         "Mark reviewed, open the next",
         key="mark_and_next",

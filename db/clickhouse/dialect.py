@@ -33,12 +33,14 @@ from typing import Any, ClassVar
 from sqlalchemy import Engine
 from sqlalchemy import types as sqltypes
 from sqlalchemy.engine import default
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import compiler, operators
 from sqlalchemy.sql.elements import ColumnClause, Null
 from sqlalchemy.sql.visitors import iterate
 
 from db.clickhouse.client import SHADOW, ClickHouseError, Client, literal, result_name
 from db.clickhouse.schema import Layout
+from db.dialect import EpochSeconds, SecondsBetween
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -88,7 +90,9 @@ class ClickHouseCompiler(compiler.SQLCompiler):
 
     def visit_funcfilter(self, funcfilter: Any, **kw: Any) -> str:
         func = funcfilter.func
-        criterion = self.process(funcfilter.criterion, **kw)
+        # A NULL condition leaves the row out, as FILTER does; 18.16 makes an -If aggregate of
+        # a Nullable condition NULL where no row's condition is known (countIf: NULL, not 0).
+        criterion = f"ifNull({self.process(funcfilter.criterion, **kw)}, 0)"
         args = list(func.clauses)
         name = func.name.lower()
         if name == "count":
@@ -135,9 +139,14 @@ class ClickHouseCompiler(compiler.SQLCompiler):
     def visit_table(self, table: Any, asfrom: bool = False, **kw: Any) -> str:  # type: ignore[override]
         # Tables named in the store's database (``FROM toollens.traces``): one process may
         # hold several stores (each engine's dialect knows its own), chdb one engine for all.
+        # Named by its own name too (``toollens.messages AS messages``): the current engine
+        # resolves ``messages.content`` of a joined table only through such an alias.
         out = str(super().visit_table(table, asfrom=asfrom, **kw))
         database = self.dialect.database  # type: ignore[attr-defined]
-        return f"{database}.{out}" if asfrom and database and table.schema is None else out
+        if not (asfrom and database and table.schema is None):
+            return out
+        aliased = kw.get("enclosing_alias") is not None or kw.get("iscrud")
+        return f"{database}.{out}" if aliased else f"{database}.{out} AS {out}"
 
     def visit_floordiv_binary(self, binary: Any, operator: Any, **kw: Any) -> str:
         return f"intDiv({self.process(binary.left, **kw)}, {self.process(binary.right, **kw)})"
@@ -161,6 +170,20 @@ class ClickHouseCompiler(compiler.SQLCompiler):
             value = serialize(value)
         # Doubled like every other % of a pyformat statement; the DB-API halves them.
         return literal(value).replace("%", "%%")
+
+
+@compiles(EpochSeconds, "clickhouse")
+def _epoch_seconds(element: EpochSeconds, compiler: Any, **kw: Any) -> str:
+    # Stored as microseconds: floored to whole seconds (before 1970 too), NULL stays NULL.
+    # A double holds every microsecond count up to year 2255 exactly.
+    return f"toInt64(floor({compiler.process(element.moment, **kw)} / 1000000))"
+
+
+@compiles(SecondsBetween, "clickhouse")
+def _seconds_between(element: SecondsBetween, compiler: Any, **kw: Any) -> str:
+    start = compiler.process(element.start, **kw)
+    end = compiler.process(element.end, **kw)
+    return f"round(({end} - {start}) / 1000000, 3)"
 
 
 class ClickHouseTypeCompiler(compiler.GenericTypeCompiler):

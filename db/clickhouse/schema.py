@@ -43,6 +43,7 @@ from typing import Any
 from sqlalchemy import JSON, BigInteger, Boolean, Float, Integer, LargeBinary, String, Table, Text
 
 from db.clickhouse.client import Client
+from db.contract.vocabulary import FINDING_KINDS
 from db.schema import Base, UtcTimeStamp
 
 #: The trace-scoped tables, their local engine's sort key and whether rows are replaced by it.
@@ -150,6 +151,23 @@ def _local_ddl(layout: Layout, name: str) -> str:
     )
 
 
+#: The ``id`` a child table's view gives each row (the relational tables' key, which the
+#: pages order ties by and join a table's own rows on): unique per row from the row's place
+#: in its trace, ordered as the relational store numbers them (trace, then message, then
+#: call). It holds while a trace id stays under 2**31, a message's seq under 2**24 and a
+#: message's calls under 256 (16 for calls with findings).
+ROW_IDS: dict[str, str] = {
+    "messages": "trace_id * 4294967296 + seq * 256",
+    "tool_calls": "trace_id * 4294967296 + message_seq * 256 + call_index",
+    "tool_results": "trace_id * 4294967296 + message_seq * 256",
+    "findings": (
+        "trace_id * 4294967296 + message_seq * 256 + ifNull(call_index, 0) * 16 "
+        f"+ indexOf([{', '.join(repr(k) for k in FINDING_KINDS)}], name)"
+    ),
+    "error_streaks": "trace_id * 4294967296 + first_seq * 256 + first_index",
+}
+
+
 def _view_ddl(layout: Layout, name: str) -> str:
     source = layout.every_row(name)
     if name in TRACE_TABLES:
@@ -157,8 +175,10 @@ def _view_ddl(layout: Layout, name: str) -> str:
         latest = f"SELECT id, max(version) FROM {layout.local('traces')} GROUP BY id"
         deleted = f"SELECT trace_id FROM {layout.local(DELETIONS)}"
         where = f"({trace}, version) IN ({latest}) AND {trace} NOT IN ({deleted})"
+        row_id = f", toInt64({ROW_IDS[name]}) AS id" if name in ROW_IDS else ""
         return (
-            f"CREATE VIEW IF NOT EXISTS {layout.view(name)} AS SELECT * FROM {source} WHERE {where}"
+            f"CREATE VIEW IF NOT EXISTS {layout.view(name)} AS SELECT *{row_id} FROM {source} "
+            f"WHERE {where}"
         )
     latest = f"SELECT * FROM {source} ORDER BY id, {REVISION} DESC LIMIT 1 BY id"
     return (
@@ -167,9 +187,21 @@ def _view_ddl(layout: Layout, name: str) -> str:
     )
 
 
+#: Relational tables the ClickHouse store keeps empty, so that the pages' reads of them
+#: answer "none": review notes (the store refuses them: ``db.door.review_refused``), and the
+#: log of trace updates and replaced versions (its writer records neither yet).
+EMPTY_TABLES: tuple[str, ...] = ("annotations", "trace_updates", "trace_versions")
+
+
+def _empty_ddl(layout: Layout, name: str) -> str:
+    columns = ", ".join(f"`{c.name}` {column_type(c)}" for c in relational(name).columns)
+    return f"CREATE TABLE IF NOT EXISTS {layout.view(name)} ({columns}) ENGINE = TinyLog"
+
+
 def statements(layout: Layout) -> list[str]:
     """The DDL of a store on one server, in order."""
     out = [f"CREATE DATABASE IF NOT EXISTS {layout.database}"]
+    out += [_empty_ddl(layout, name) for name in EMPTY_TABLES]
     names = [*TRACE_TABLES, *SMALL_TABLES, DELETIONS]
     out += [_local_ddl(layout, name) for name in names]
     if layout.cluster:

@@ -17,6 +17,7 @@ from sqlalchemy import (
     and_,
     func,
     select,
+    tuple_,
 )
 
 from db import dialect, figures
@@ -193,6 +194,8 @@ def error_fingerprints(
     ("same error in N traces"), ``example`` (the first occurrence's content, at most
     ``EXAMPLE_CHARS`` characters).
     """
+    if engine.dialect.name == "clickhouse":
+        return _clickhouse_fingerprints(engine, filters, limit, offset)
     with engine.connect() as conn:
         groups = _fingerprint_page(conn, filters, limit, offset)
     example = ToolResultRow.__table__.alias("example")
@@ -219,11 +222,49 @@ def error_fingerprints(
         return to_frame(conn, stmt)
 
 
-def _fingerprint_page(conn: Connection, filters: Filters, limit: int, offset: int) -> Any:
+def _clickhouse_fingerprints(
+    engine: Engine, filters: Filters, limit: int, offset: int
+) -> pd.DataFrame:
+    """:func:`error_fingerprints` on ClickHouse, which has no correlated subquery and (18.16)
+    one JOIN per SELECT: the page, then its groups' first occurrences (``min(id)``, the first
+    in id order), then their messages, each a query of its own, put together here."""
+    with engine.connect() as conn:
+        page = to_frame(conn, _groups(conn, filters, limit, offset))
+        if page.empty:
+            return page.assign(example=pd.Series(dtype=object))
+        firsts = _restrict(
+            select(ToolResultRow.fingerprint, func.min(ToolResultRow.id).label("id"))
+            .where(_is_error(), ToolResultRow.fingerprint.in_(list(page["fingerprint"])))
+            .group_by(ToolResultRow.fingerprint),
+            filters,
+        )
+        first = {fp: i for fp, i in conn.execute(firsts)}
+        ids = list(first.values())
+        where = conn.execute(
+            select(ToolResultRow.id, ToolResultRow.trace_id, ToolResultRow.message_seq).where(
+                ToolResultRow.id.in_(ids)
+            )
+        ).all()
+        place = {i: (t, s) for i, t, s in where}
+        texts = conn.execute(
+            select(
+                MessageRow.trace_id,
+                MessageRow.seq,
+                func.substr(MessageRow.content, 1, EXAMPLE_CHARS),
+            ).where(tuple_(MessageRow.trace_id, MessageRow.seq).in_(list(place.values())))
+        ).all()
+    text = {(t, s): c for t, s, c in texts}
+    # The example message of each group; as in the relational form, a group without one is
+    # left out.
+    example = {fp: place[i] for fp, i in first.items() if place.get(i) in text}
+    page["example"] = [text[example[fp]] if fp in example else None for fp in page["fingerprint"]]
+    return page[[fp in example for fp in page["fingerprint"]]].reset_index(drop=True)
+
+
+def _groups(conn: Connection, filters: Filters, limit: int, offset: int) -> Any:
     """One page of error groups (``fingerprint``, ``tool``, ``error_type``, ``errors``,
-    ``traces``), the most frequent first, each group's first occurrence (``example_id``) looked
-    up for the page's groups only."""
-    page = figures.statement(
+    ``traces``), the most frequent first."""
+    return figures.statement(
         conn,
         [
             highest(FINGERPRINT_TOOL),
@@ -236,7 +277,13 @@ def _fingerprint_page(conn: Connection, filters: Filters, limit: int, offset: in
         order=[("errors", True), ("fingerprint", False)],
         limit=limit,
         offset=offset,
-    ).subquery()
+    )
+
+
+def _fingerprint_page(conn: Connection, filters: Filters, limit: int, offset: int) -> Any:
+    """One page of error groups (:func:`_groups`), each group's first occurrence
+    (``example_id``) looked up for the page's groups only."""
+    page = _groups(conn, filters, limit, offset).subquery()
     # The first in id order, not min(id): PostgreSQL then walks the fingerprint's entries of
     # ix_tool_results_error_examples in order and stops at the first picked trace.
     example_id = (

@@ -11,7 +11,19 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import ColumnElement, Engine, String, and_, case, cast, func, literal, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    String,
+    and_,
+    case,
+    cast,
+    func,
+    literal,
+    select,
+    tuple_,
+)
 
 from db import figures
 from db.catalogue import (
@@ -140,6 +152,75 @@ def _occurrences(page: Any) -> Any:
     )
 
 
+def _clickhouse_occurrences(conn: Connection, page: Any) -> pd.DataFrame:
+    """:func:`_occurrences` on ClickHouse, which joins once per SELECT: the page's findings,
+    their traces, calls and results read apart (each by its keys) and put together here."""
+    f, c, r = FindingRow, ToolCallRow, ToolResultRow
+    found = conn.execute(
+        select(f.trace_id, f.tool, f.message_seq, f.call_index)
+        .where(f.id.in_(select(page.c.id)))
+        .order_by(f.id)
+    ).all()
+    if not found:
+        return pd.DataFrame(columns=_OCCURRENCE_FACTS)
+    traces = {
+        i: (display_id, title)
+        for i, display_id, title in conn.execute(
+            select(TRACE.id, TRACE.display_id, TRACE.title).where(
+                TRACE.id.in_({t for t, *_ in found})
+            )
+        )
+    }
+    call_keys = [(t, s, i) for t, _, s, i in found if i is not None]
+    calls = {
+        (t, s, i): rest
+        for t, s, i, *rest in conn.execute(
+            select(
+                c.trace_id, c.message_seq, c.call_index, c.tool_call_id, c.schema_issue,
+                c.schema_detail, c.args_error, c.result_seq,
+            ).where(tuple_(c.trace_id, c.message_seq, c.call_index).in_(call_keys or [(0, 0, 0)]))
+        )
+    }  # fmt: skip
+    result_keys: set[tuple[Any, Any]] = {(t, s) for t, _, s, i in found if i is None}
+    result_keys |= {(t, rest[4]) for (t, _, _), rest in calls.items() if rest[4] is not None}
+    results = {
+        (t, s): rest
+        for t, s, *rest in conn.execute(
+            select(
+                r.trace_id, r.message_seq, r.tool_call_id, r.call_seq, r.call_index, r.tokens,
+                r.summary, r.provided_name,
+            ).where(tuple_(r.trace_id, r.message_seq).in_(list(result_keys) or [(0, 0)]))
+        )
+    }  # fmt: skip
+    none: list[Any] = [None] * 8
+    rows = []
+    for trace_id, tool, seq, index in found:
+        call = calls.get((trace_id, seq, index), none[:5]) if index is not None else none[:5]
+        result = results.get((trace_id, seq), none[:6]) if index is None else none[:6]
+        answer = results.get((trace_id, call[4]), none[:6]) if call[4] is not None else none[:6]
+        if index is not None:
+            pair = f"{seq}:{index}"
+        else:
+            pair = f"{result[1]}:{result[2]}" if result[1] is not None else f"r{seq}"
+        display_id, title = traces.get(trace_id, (None, None))
+        rows.append(
+            (
+                display_id, title, pair, tool, call[0] if call[0] is not None else result[0],
+                seq, index, result[1], result[2], call[1], call[2], call[3], answer[5],
+                result[3], result[4],
+            )
+        )  # fmt: skip
+    return pd.DataFrame(rows, columns=_OCCURRENCE_FACTS)
+
+
+#: The columns of :func:`_occurrences`.
+_OCCURRENCE_FACTS = [
+    "trace", "title", "pair", "tool", "given_id", "message_seq", "call_index", "answers_seq",
+    "answers_index", "schema_issue", "schema_detail", "args_error", "answered_name", "tokens",
+    "summary",
+]  # fmt: skip
+
+
 def finding_occurrence_count(engine: Engine, kind: str, filters: Filters = NO_FILTERS) -> int:
     """How many occurrences of ``kind`` :func:`finding_occurrences` pages through: the kind's
     counted findings, from the findings rollup where it answers the filters (counted from the
@@ -192,7 +273,10 @@ def finding_occurrences(
         else:
             ids = restrict_findings(select(FindingRow.id).where(*_of_kind(kind)), filters)
             page = _page(ids, FindingRow.id, limit, offset).subquery("page")
-        rows = to_frame(conn, _occurrences(page))
+        if conn.dialect.name == "clickhouse":
+            rows = _clickhouse_occurrences(conn, page)
+        else:
+            rows = to_frame(conn, _occurrences(page))
     if rows.empty:
         return pd.DataFrame({column: pd.Series([], dtype=object) for column in OCCURRENCE_COLUMNS})
     records = rows.astype(object).where(rows.notna(), None).to_dict("records")

@@ -69,14 +69,18 @@ def loop_signatures(
     with engine.connect() as conn:
         # Only signatures with as many calls as the page's last row can be on the page.
         at = top_occurrence(conn, k, filters, offset + limit)
-        df = to_frame(conn, _signature_page(at, filters, limit, offset))
+        nested = conn.dialect.name == "clickhouse"
+        df = to_frame(conn, _signature_page(at, filters, limit, offset, nested=nested))
     pair = df["message_seq"].astype(str) + ":" + df["call_index"].astype(str)
     df.insert(1, "pair", pair)
     return df.drop(columns=["message_seq", "call_index"])
 
 
-def _signature_page(at: int, filters: Filters, limit: int, offset: int) -> Any:
-    """One page of the signatures of ``at`` or more calls, with their first call."""
+def _signature_page(
+    at: int, filters: Filters, limit: int, offset: int, *, nested: bool = False
+) -> Any:
+    """One page of the signatures of ``at`` or more calls, with their first call (``nested``:
+    joined one SELECT at a time, for ClickHouse 18.16)."""
     every = loop_groups(at, filters).subquery()
     groups = (
         select(every)
@@ -92,6 +96,8 @@ def _signature_page(at: int, filters: Filters, limit: int, offset: int) -> Any:
     )
     first = aliased(ToolCallRow)
     args = func.coalesce(first.arguments_raw, cast(first.arguments, Text))
+    if nested:
+        return _nested_signature_page(groups, first, args)
     return (
         select(
             TRACE.display_id.label("trace"),
@@ -121,6 +127,49 @@ def _signature_page(at: int, filters: Filters, limit: int, offset: int) -> Any:
             groups.c.trace_id,
             groups.c.signature,
         )
+    )
+
+
+def _nested_signature_page(groups: Any, first: Any, args: Any) -> Any:
+    """:func:`_signature_page`'s rows joined one SELECT at a time: the groups with their
+    traces, then with their first calls."""
+    named = (
+        select(groups, TRACE.display_id.label("trace"))
+        .select_from(groups)
+        .join(TRACE, TRACE.id == groups.c.trace_id)
+        .subquery("named")
+    )
+    firsts = (
+        select(
+            first.trace_id,
+            first.signature,
+            first.message_seq,
+            first.call_index,
+            func.substr(args, 1, ARGS_PREVIEW_CHARS).label("arguments"),
+        )
+        .where(first.occurrence == 1)
+        .subquery("firsts")
+    )
+    n = named.c
+    return (
+        select(
+            n.trace,
+            firsts.c.message_seq,
+            firsts.c.call_index,
+            n.tool,
+            firsts.c.arguments,
+            n.occurrences,
+            n.run_length,
+            n.errors,
+            n.wasted_tokens,
+            n.signature,
+        )
+        .select_from(named)
+        .join(
+            firsts,
+            and_(firsts.c.trace_id == n.trace_id, firsts.c.signature == n.signature),
+        )
+        .order_by(n.occurrences.desc(), n.wasted_tokens.desc(), n.trace_id, n.signature)
     )
 
 
@@ -159,6 +208,15 @@ def ping_pong_traces(
     Columns: ``trace`` (display id), ``pair`` (URL ``pair`` value of the first ping-pong call),
     ``calls``, ``tools`` (``A ↔ B``: the alphabetically first and last tool involved).
     """
+    clickhouse = engine.dialect.name == "clickhouse"
+    c = ToolCallRow
+    # ClickHouse has no correlated subquery: the first call's index picked as the groups are
+    # counted (the index of the least (seq, index)).
+    first_call = (
+        (func.argMin(c.call_index, c.message_seq * 65536 + c.call_index).label("first_index"),)
+        if clickhouse
+        else ()
+    )
     groups = (
         restrict_calls_in_index(
             select(
@@ -167,6 +225,7 @@ def ping_pong_traces(
                 func.min(ToolCallRow.message_seq).label("first_seq"),
                 func.min(ToolCallRow.tool_name).label("tool_a"),
                 func.max(ToolCallRow.tool_name).label("tool_b"),
+                *first_call,
             )
             .where(ToolCallRow.ping_pong == true())
             .group_by(ToolCallRow.trace_id),
@@ -190,7 +249,7 @@ def ping_pong_traces(
         select(
             TRACE.display_id.label("trace"),
             groups.c.first_seq,
-            first_index.label("first_index"),
+            groups.c.first_index if clickhouse else first_index.label("first_index"),
             groups.c.calls,
             groups.c.tool_a,
             groups.c.tool_b,

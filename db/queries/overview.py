@@ -14,9 +14,11 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import (
+    Connection,
     Engine,
     func,
     select,
+    tuple_,
 )
 
 from db import figures
@@ -184,10 +186,37 @@ def top_loops(
     """
     with engine.connect() as conn:
         at = top_occurrence(conn, k, filters, limit)
+        if conn.dialect.name == "clickhouse":
+            return _clickhouse_top_loops(conn, at, filters, limit)
         return to_frame(conn, _top_loops(at, filters, limit))
 
 
-def _top_loops(k: int, filters: Filters, limit: int) -> Any:
+def _clickhouse_top_loops(conn: Connection, k: int, filters: Filters, limit: int) -> pd.DataFrame:
+    """:func:`top_loops` on ClickHouse, which has no correlated subquery: the loops shown, then
+    their calls' places, the first of each loop picked here."""
+    top = to_frame(conn, select(_top(k, filters, limit)))
+    columns = ["trace", "tool", "calls", "first_seq", "first_call_index"]
+    if top.empty:
+        return pd.DataFrame(columns=columns)
+    keys = list(zip(top["trace_id"].tolist(), top["signature"].tolist(), strict=True))
+    c = ToolCallRow
+    first: dict[tuple[Any, Any], tuple[int, int]] = {}
+    for trace_id, signature, seq, index in conn.execute(
+        select(c.trace_id, c.signature, c.message_seq, c.call_index).where(
+            tuple_(c.trace_id, c.signature).in_(keys)
+        )
+    ):
+        key = (trace_id, signature)
+        first[key] = min(first.get(key, (seq, index)), (seq, index))
+    top["first_seq"] = [first[key][0] for key in keys]
+    top["first_call_index"] = [first[key][1] for key in keys]
+    top = top.sort_values(["calls", "trace", "tool"], ascending=[False, True, True])
+    return top[columns].reset_index(drop=True)
+
+
+def _top(k: int, filters: Filters, limit: int) -> Any:
+    """The ``limit`` longest loops of ``k`` or more calls: ``trace_id``, ``signature``,
+    ``tool``, ``calls``, ``trace`` (display id)."""
     trace_key = grouping_key(ToolCallRow.trace_id)
     groups = restrict_calls_in_index(
         select(
@@ -207,6 +236,11 @@ def _top_loops(k: int, filters: Filters, limit: int) -> Any:
         .limit(limit)
         .subquery()
     )
+    return top
+
+
+def _top_loops(k: int, filters: Filters, limit: int) -> Any:
+    top = _top(k, filters, limit)
     first_seq = (
         select(func.min(ToolCallRow.message_seq))
         .where(ToolCallRow.trace_id == top.c.trace_id, ToolCallRow.signature == top.c.signature)

@@ -170,6 +170,13 @@ def walks_ranks(conn: Connection, f: Filters, rows: int) -> bool:
     return conn.dialect.name == "sqlite" and not narrows_traces(f) and rows <= INDEX_WALK_LIMIT
 
 
+def ranks_by_window(conn: Connection) -> bool:
+    """Whether the database ranks rows by a window function (``row_number() OVER``): not
+    ClickHouse, whose 2018 server 18.16 has none; there rows are counted per value and the
+    counts ranked in Python."""
+    return conn.dialect.name != "clickhouse"
+
+
 #: Bounded walks read at most this many entries per row they must find: first a short walk,
 #: enough where the filter keeps one entry in a few, then a long one, enough where it keeps one
 #: in 200 …

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine, and_, select
+from sqlalchemy import Connection, Engine, and_, select
 
 from db.schema import MessageRow, ToolCallRow, ToolResultRow, aliased
 
@@ -92,6 +92,30 @@ def _model_bars(messages: Sequence[Any], first_call: dict[int, str]) -> list[tup
     return bars
 
 
+def _clickhouse_calls(conn: Connection, trace_id: int, messages: Sequence[Any]) -> Sequence[Any]:
+    """The trace's calls as the timeline reads them (seq, index, tool, start, branch, status,
+    duration, answered at) on ClickHouse, which joins once per SELECT: the calls and the
+    results read apart, put together with the trace's ``messages`` (seq, role, time, branch)."""
+    c, r = ToolCallRow, ToolResultRow
+    placed = {int(seq): (ts, branch) for seq, _, ts, branch in messages}
+    results = {
+        int(seq): (status, ms)
+        for seq, status, ms in conn.execute(
+            select(r.message_seq, r.status, r.duration_ms).where(r.trace_id == trace_id)
+        )
+    }
+    rows = []
+    for seq, index, tool, start, answer in conn.execute(
+        select(c.message_seq, c.call_index, c.tool_name, c.timestamp, c.result_seq)
+        .where(c.trace_id == trace_id)
+        .order_by(c.message_seq, c.call_index)
+    ):
+        status, ms = results.get(answer, (None, None)) if answer is not None else (None, None)
+        answered_at = placed.get(answer, (None, None))[0] if answer is not None else None
+        rows.append((seq, index, tool, start, placed[int(seq)][1], status, ms, answered_at))
+    return rows
+
+
 def trace_timeline(engine: Engine, trace_id: int) -> Timeline:
     """The timeline of the trace ``trace_id`` (see the module docstring): two statements, the
     messages' times and threads, and the calls with their answers' durations and times."""
@@ -113,30 +137,33 @@ def trace_timeline(engine: Engine, trace_id: int) -> Timeline:
             )
             .distinct()
         ).all()
-        calls = conn.execute(
-            select(
-                c.message_seq,
-                c.call_index,
-                c.tool_name,
-                c.timestamp,
-                call_message.branch,
-                r.status,
-                r.duration_ms,
-                answer_message.timestamp,
-            )
-            .select_from(c)
-            .join(
-                call_message,
-                and_(call_message.trace_id == c.trace_id, call_message.seq == c.message_seq),
-            )
-            .outerjoin(r, and_(r.trace_id == c.trace_id, r.message_seq == c.result_seq))
-            .outerjoin(
-                answer_message,
-                and_(answer_message.trace_id == c.trace_id, answer_message.seq == c.result_seq),
-            )
-            .where(c.trace_id == trace_id)
-            .order_by(c.message_seq, c.call_index)
-        ).all()
+        if conn.dialect.name == "clickhouse":
+            calls = _clickhouse_calls(conn, trace_id, messages)
+        else:
+            calls = conn.execute(
+                select(
+                    c.message_seq,
+                    c.call_index,
+                    c.tool_name,
+                    c.timestamp,
+                    call_message.branch,
+                    r.status,
+                    r.duration_ms,
+                    answer_message.timestamp,
+                )
+                .select_from(c)
+                .join(
+                    call_message,
+                    and_(call_message.trace_id == c.trace_id, call_message.seq == c.message_seq),
+                )
+                .outerjoin(r, and_(r.trace_id == c.trace_id, r.message_seq == c.result_seq))
+                .outerjoin(
+                    answer_message,
+                    and_(answer_message.trace_id == c.trace_id, answer_message.seq == c.result_seq),
+                )
+                .where(c.trace_id == trace_id)
+                .order_by(c.message_seq, c.call_index)
+            ).all()
     first_call: dict[int, str] = {}
     bars: list[tuple[Any, ...]] = []
     untimed = 0

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, Float, cast, func, select
+from sqlalchemy import Engine, Float, and_, cast, func, select
 
 from db import figures
 from db.catalogue import (
@@ -135,14 +135,64 @@ def biggest_results(
         # among them.
         found = walked_result_ids(conn, filters, limit, ((r.tokens, True), (r.id, False)))
         if found is not None:
-            return to_frame(conn, _biggest(select(r.id).where(r.id.in_(found)).subquery()))
-        top = (
-            restrict_results(select(r.id), filters)
-            .order_by(r.tokens.desc(), r.id)
-            .limit(limit)
-            .subquery()
-        )
+            top = select(r.id).where(r.id.in_(found)).subquery()
+        else:
+            top = (
+                restrict_results(select(r.id), filters)
+                .order_by(r.tokens.desc(), r.id)
+                .limit(limit)
+                .subquery()
+            )
+        if conn.dialect.name == "clickhouse":
+            return to_frame(conn, _nested_biggest(top, r.tokens))
         return to_frame(conn, _biggest(top))
+
+
+def _nested_biggest(top: Any, sort: Any, extra: dict[str, Any] | None = None) -> Any:
+    """:func:`_biggest` for ClickHouse 18.16, which joins once per SELECT: the results, then
+    their traces, then their messages, each join a SELECT of its own; ordered by ``sort``
+    (descending) and id, with the ``extra`` columns of the results after the preview."""
+    r = ToolResultRow
+    extra = extra or {}
+    picked = (
+        select(
+            r.id.label("id"),
+            r.trace_id.label("trace_id"),
+            r.message_seq.label("message_seq"),
+            result_pair_key().label("pair"),
+            r.tool.label("tool"),
+            r.tokens.label("tokens"),
+            r.chars.label("chars"),
+            r.status.label("status"),
+            sort.label("sort_key"),
+            *(column.label(name) for name, column in extra.items()),
+        )
+        .select_from(top)
+        .join(r, r.id == top.c.id)
+        .subquery("picked")
+    )
+    named = (
+        select(picked, TRACE.display_id.label("trace"))
+        .select_from(picked)
+        .join(TRACE, TRACE.id == picked.c.trace_id)
+        .subquery("named")
+    )
+    n = named.c
+    return (
+        select(
+            n.trace,
+            n.pair,
+            n.tool,
+            n.tokens,
+            n.chars,
+            n.status,
+            func.substr(MessageRow.content, 1, PREVIEW_CHARS).label("preview"),
+            *(n[name] for name in extra),
+        )
+        .select_from(named)
+        .join(MessageRow, and_(MessageRow.trace_id == n.trace_id, MessageRow.seq == n.message_seq))
+        .order_by(n.sort_key.desc(), n.id)
+    )
 
 
 def _biggest(top: Any) -> Any:
@@ -265,6 +315,15 @@ def most_expensive_results(
                 .limit(limit)
                 .subquery()
             )
+        if conn.dialect.name == "clickhouse":
+            extra = {
+                "later_calls": r.later_calls,
+                "reread_tokens": r.reread_tokens,
+                "reread_cached": r.reread_cached,
+                "cost_usd": cast(r.cost_nano_usd, Float) / 1e9,
+                "measured": r.reread_measured,
+            }
+            return to_frame(conn, _nested_biggest(top, r.cost_nano_usd, extra))
         stmt = (
             _biggest(top)
             .add_columns(

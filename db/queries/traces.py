@@ -370,7 +370,10 @@ def trace_findings(engine: Engine, trace_id: int) -> pd.DataFrame:
     Tool Message answers, or ``"r<seq>"`` for a Tool Message no call shows as its answer."""
     f, r = FindingRow, ToolResultRow
     # A finding on a Tool Message opens the call it answers (a duplicate stays a lone result).
-    answered = and_(r.call_seq.is_not(None), r.pair_state != "duplicate_result")
+    # The join's condition holds equalities only (all ClickHouse 18.16 joins on).
+    answered = and_(
+        f.call_index.is_(None), r.call_seq.is_not(None), r.pair_state != "duplicate_result"
+    )
     stmt = (
         select(
             f.name,
@@ -383,7 +386,7 @@ def trace_findings(engine: Engine, trace_id: int) -> pd.DataFrame:
         .select_from(f)
         .outerjoin(
             r,
-            and_(r.trace_id == f.trace_id, r.message_seq == f.message_seq, f.call_index.is_(None)),
+            and_(r.trace_id == f.trace_id, r.message_seq == f.message_seq),
         )
         .where(f.trace_id == trace_id)
         .order_by(f.message_seq, f.call_index, f.name)
