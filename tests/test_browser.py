@@ -450,9 +450,11 @@ def test_the_compare_page_shows_the_known_differences_and_a_typed_filter_goes_in
         save_screenshot(page, SCREENSHOTS / "compare.png")
         _assert_page_healthy(page, "Compare")
         metrics = page.locator('[data-testid="stMetricValue"]').all_text_contents()
-        assert metrics == ["6", "5", "2", "1", "1"]
+        # Shorter runs re-read every tool's Tool Messages less often: the re-read tokens and the
+        # cost per trace are better for every tool (tests/test_compare.py), get_weather included.
+        assert metrics == ["6", "13", "2", "1", "0"]
         main = page.locator('[data-testid="stMain"]')
-        assert main.get_by_text("Unchanged tools (no metric differs): get_weather").count() == 1
+        assert main.get_by_text("Unchanged tools (no metric differs): none").count() == 1
         assert main.get_by_text("Tools only in the candidate: none").count() == 1
 
         # Comparing the baseline with itself: the typed filter goes into the link, and
