@@ -221,8 +221,9 @@ def write_view_to_url(*, before_page: bool = False) -> None:
                 params.set_corrected_value(name, shown, widget.value_type)
 
 
-class _PageEnd(Exception):
-    """Raised by :func:`end_page`; ends the page inside :func:`view_in_url`."""
+class _PageEnd(BaseException):
+    """Raised by :func:`end_page`; ends the page inside :func:`view_in_url`. A ``BaseException``,
+    as Streamlit's own stop is: a page's ``except Exception`` must not swallow it."""
 
 
 #: ``running`` is True while a page runs inside :func:`view_in_url` (per script thread: each

@@ -40,7 +40,7 @@ CALLS_ORDER: tuple[str, ...] = (
 st.title("Tool calls")
 if state.store_is_empty():
     render.empty_store()
-    st.stop()
+    state.end_page()
 
 f = state.filters()
 choices = state.query(pair_choices, f)

@@ -198,7 +198,7 @@ st.caption(
 )
 if state.store_is_empty():
     render.empty_store()
-    st.stop()
+    state.end_page()
 
 imports = state.query(import_choices)
 ids = [str(i) for i in imports["id"]]
@@ -214,7 +214,7 @@ if baseline is None or candidate is None:
             "the change and the import of the run after it.",
             icon=":material/compare_arrows:",
         )
-    st.stop()
+    state.end_page()
 
 k = state.loop_k()
 comparison = state.query(compare_sets, baseline, candidate, k)

@@ -48,16 +48,16 @@ def close_drill_down() -> None:
 st.title("Errors")
 if state.store_is_empty():
     render.empty_store()
-    st.stop()
+    state.end_page()
 
 f = state.filters()
 errors, results = state.query(q.error_totals, f)
 if results == 0:
     render.no_match()
-    st.stop()
+    state.end_page()
 if errors == 0:
     st.success(f"No Tool Message has status error among {render.count_text(results, 'result')}.")
-    st.stop()
+    state.end_page()
 
 sources = state.query(q.error_sources, f)
 by_source = sources.groupby("status_source")["errors"].sum()

@@ -20,7 +20,7 @@ PAGE_SIZE = 50
 st.title("Findings")
 if state.store_is_empty():
     render.empty_store()
-    st.stop()
+    state.end_page()
 
 f = state.filters()
 counts = state.query(q.finding_kind_counts, f)

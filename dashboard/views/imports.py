@@ -44,7 +44,7 @@ total_imports = state.query(q.count_imports)
 if total_imports == 0:
     render.empty_store()
     upload_section()
-    st.stop()
+    state.end_page()
 
 st.subheader("Import history")
 offset = widgets.page_offset(total_imports, IMPORT_PAGE, key="imports_page", noun="imports")
@@ -158,7 +158,7 @@ if (
     # The sidebar's import filter drops the deleted import by itself on the next run (a URL
     # value that is no longer a choice is dropped).
     st.success(f"Deleted {deleting.description} with its traces and rejected records.")
-    st.stop()
+    state.end_page()
 scope = f"import {import_id}" if import_id is not None else "all imports"
 st.subheader(f"Rejected records ({scope})")
 rejected_total = state.query(q.count_rejected, import_id)

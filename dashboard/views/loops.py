@@ -27,7 +27,7 @@ LOOP_COLUMNS = (
 st.title("Loops")
 if state.store_is_empty():
     render.empty_store()
-    st.stop()
+    state.end_page()
 
 f = state.filters()
 k = widgets.setting_slider(
@@ -41,7 +41,7 @@ k = widgets.setting_slider(
 )
 if state.query(error_totals, f)[1] == 0:  # no Tool Message under these filters
     render.no_match()
-    st.stop()
+    state.end_page()
 totals = state.query(q.loop_totals, k, f)
 ping_pong = state.query(q.ping_pong_calls, f)
 sk = state.streak_k()

@@ -26,7 +26,7 @@ from db.queries.summary import summary_counts
 st.title("Overview")
 if state.store_is_empty():
     render.empty_store()
-    st.stop()
+    state.end_page()
 
 f = state.filters()
 k = state.loop_k()
@@ -34,7 +34,7 @@ budget = state.token_budget()
 summary = state.query(summary_counts, loop_k=k, filters=f)
 if summary["traces"] == 0:
     render.no_match()
-    st.stop()
+    state.end_page()
 
 problems = {name: n for name, n in summary["pair_states"].items() if name != "paired"}
 errors = summary["status"]["error"]

@@ -190,11 +190,11 @@ st.title("Review")
 author = review_ui.author_field()
 if state.store_is_empty():
     render.empty_store()
-    st.stop()
+    state.end_page()
 engine = state.engine()
 refused = door.review_refused(engine)
 if refused is not None:
     st.info(refused)
-    st.stop()
+    state.end_page()
 _queue(engine, author)
 _notes(engine)

@@ -20,7 +20,7 @@ HITS_ORDER = ("kind", "tool", "snippet", "trace", "title", "role", "pair", "seq"
 st.title("Search")
 if state.store_is_empty():
     render.empty_store()
-    st.stop()
+    state.end_page()
 
 row = st.columns([6, 2], vertical_alignment="bottom")
 text = row[0].text_input(

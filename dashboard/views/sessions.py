@@ -72,12 +72,12 @@ def _show_session(session: str) -> None:
 st.title("Sessions")
 if state.store_is_empty():
     render.empty_store()
-    st.stop()
+    state.end_page()
 
 shown = st.query_params.get(SESSION_KEY)
 if shown:
     _show_session(shown)
-    st.stop()
+    state.end_page()
 
 filters = state.filters()
 row = st.columns([4, 2], vertical_alignment="bottom")
@@ -93,7 +93,7 @@ if total == 0:
         "LangSmith traces with their session or thread id.",
         icon=":material/forum:",
     )
-    st.stop()
+    state.end_page()
 offset = widgets.page_offset(total, PAGE_SIZE, key="sespage", noun="sessions")
 found = state.query(
     list_sessions, filters, text=text or None, shared=shared, limit=PAGE_SIZE, offset=offset

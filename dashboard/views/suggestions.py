@@ -36,7 +36,7 @@ EXAMPLE_COLUMNS = (
 st.title("Suggestions")
 if state.store_is_empty():
     render.empty_store()
-    st.stop()
+    state.end_page()
 
 f = state.filters()
 breakdown = state.query(q.verdict_breakdown, f)
@@ -45,7 +45,7 @@ if breakdown.empty:
         "No Tool Message under the current filters carries a suggestion (a protocol "
         "`suggestion` field or a hint such as 'retry after 6s' or 'use X instead')."
     )
-    st.stop()
+    state.end_page()
 
 per_verdict = breakdown.groupby("verdict")["results"].sum()
 counts = {v: int(per_verdict.get(v, 0)) for v in VERDICTS}

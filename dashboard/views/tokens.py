@@ -23,7 +23,7 @@ BUDGET_MIN, BUDGET_MAX, BUDGET_STEP = 100, 20_000, 100
 st.title("Tokens")
 if state.store_is_empty():
     render.empty_store()
-    st.stop()
+    state.end_page()
 
 f = state.filters()
 encoding = state.query(q.latest_encoding) or DEFAULT_ENCODING
@@ -48,7 +48,7 @@ budget = widgets.setting_slider(
 over, results = state.query(q.budget_excess, budget, f)
 if results == 0:
     render.no_match()
-    st.stop()
+    state.end_page()
 share = state.query(q.tool_result_share, f)
 
 row = st.columns(4)

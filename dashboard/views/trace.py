@@ -469,7 +469,7 @@ def _first_seq_shown() -> int:
 st.title("Trace")
 if state.store_is_empty():
     render.empty_store()
-    st.stop()
+    state.end_page()
 
 filters = state.filters()
 display_id = state.selected_trace()
@@ -485,12 +485,12 @@ with st.expander(
         _picker(filters)
 if display_id is None:
     st.info("Pick a trace above, or open one from the Tool calls page.")
-    st.stop()
+    state.end_page()
 
 trace = state.query(find_trace, display_id)
 if trace is None:
     st.warning(f"No trace has the id {render.escape_markdown(display_id)}.")
-    st.stop()
+    state.end_page()
 
 k, budget = state.loop_k(), state.token_budget()
 trace_id = int(trace["id"])
@@ -499,7 +499,7 @@ if auth.can("delete") and admin_ui.delete_control(
 ):
     state.select_trace(None)
     st.success(f"Deleted trace {render.escape_markdown(display_id)}.")
-    st.stop()
+    state.end_page()
 engine = state.engine()
 # Read on every run, not cached: a note just written must show at once. One query for the
 # whole trace; the pair blocks take their counts from it.
