@@ -17,9 +17,9 @@ def test_one_import_runs_the_trees_code_and_cleans_up(
 ) -> None:
     monkeypatch.setattr(revision_bench, "BENCH_DIR", tmp_path)
     workload, stats = ensure_workload(tmp_path, 300, 7)
-    seconds, messages = revision_bench.one_import(REPO, "sqlite", workload, 0)
+    seconds, cpu, messages = revision_bench.one_import(REPO, "sqlite", workload, 0)
     assert messages == stats.messages == 300
-    assert seconds > 0
+    assert seconds > 0 and cpu > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [workload.name, workload.with_suffix("").name + ".meta.json"]
     )
