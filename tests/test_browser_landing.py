@@ -186,7 +186,10 @@ def test_a_search_hit_deep_in_a_long_trace_opens_its_page_scrolled_to_it_and_mar
     # The page holding it: messages 561–580 of 612.
     caption = "Messages 561–580 of 612 · page 29 of 31 (the search match's page)"
     assert page.get_by_text(caption).count() == 1
-    assert page.locator(found).get_by_text(f"#{DEEP_SEQ}", exact=True).count() == 1
+    # The box is drawn before its message (a page still drawing): wait for the message.
+    number = page.locator(found).get_by_text(f"#{DEEP_SEQ}", exact=True)
+    number.first.wait_for(timeout=TIMEOUT_MS)
+    assert number.count() == 1
     # The match marked: the word alone (as the message writes it) on a coloured background.
     mark = page.locator(f"{found} .stMarkdownColoredBackground")
     assert mark.all_text_contents() == [DEEP_WORD.capitalize()]

@@ -31,7 +31,12 @@ def test_the_password_comes_from_the_environment_into_a_url_without_one(
     assert display_url(resolve_url("postgresql://me@h/d")) == "postgresql+psycopg://me:***@h/d"
 
 
-def test_a_password_file_is_read_and_never_printed(pg_url: str, tmp_path: Path) -> None:
+def test_a_password_file_is_read_and_never_printed(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The option hands the password on through the process's environment (for the dashboard's
+    # child process): restored after the test, so no later test in this worker sends it.
+    monkeypatch.setenv("TOOLLENS_DB_PASSWORD", "")
     secret_file = tmp_path / "pw"
     secret_file.write_text(PASSWORD + "\n")
     # PostgreSQL here trusts local connections: any password is accepted, so it is checked

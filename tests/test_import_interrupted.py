@@ -18,8 +18,9 @@ from db.engine import make_engine
 from db.schema import ImportRun, TraceRow
 
 TOOLLENS = str(Path(sys.executable).with_name("toollens"))
-#: A workload two workers take several seconds over: long enough to interrupt midway.
-MESSAGES = 30_000
+#: A workload two workers take several seconds over, a dozen batches: long enough to interrupt
+#: midway on a fast, idle machine too (at 30,000 messages the last batch was once written first).
+MESSAGES = 60_000
 
 
 @pytest.fixture(scope="module")
