@@ -9,6 +9,7 @@ written into them by :func:`literal`, the one place that quotes.
 
 from __future__ import annotations
 
+import abc
 import json
 import logging
 import math
@@ -84,14 +85,15 @@ def _first_line(message: str) -> str:
     return " ".join(message.split("Stack trace")[0].split()).rstrip(". ")
 
 
-class Client:
-    """The store's engine: see the module's docstring."""
+class Client(abc.ABC):
+    """The store's engine: see the module's docstring. Two kinds: :class:`NativeClient` (the
+    servers) and :class:`ChdbClient` (in process)."""
 
     target: ClickHouseTarget
 
+    @abc.abstractmethod
     def query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         """Column names and rows of ``sql`` (run on the first server)."""
-        raise NotImplementedError
 
     def arrow(self, sql: str) -> pa.Table:
         """The rows of ``sql`` as an Arrow table."""
@@ -107,9 +109,9 @@ class Client:
         """Run ``sql`` on every server of the store."""
         self.command(sql)
 
+    @abc.abstractmethod
     def insert(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """Insert ``rows`` (values in ``columns`` order) into ``table`` as one block."""
-        raise NotImplementedError
 
     @property
     def servers(self) -> int:
@@ -120,6 +122,7 @@ class Client:
         """A client of the same store for another thread (a driver's client serves one)."""
         return self
 
+    @abc.abstractmethod
     def close(self) -> None:
         """Close every connection."""
 
@@ -200,6 +203,9 @@ class ChdbClient(Client):
     def __init__(self, target: ClickHouseTarget) -> None:
         self.target = target
         self._session = _chdb_session(target.path)
+
+    def close(self) -> None:
+        """Nothing to close: the process's one engine serves every store of the process."""
 
     def _run(self, sql: str, fmt: str) -> Any:
         try:
