@@ -1,9 +1,9 @@
 """What several migrations do alike, written once: a new table with its ``id`` primary key, the
 column types and runs of columns of one type, the foreign keys to ``imports`` and of a table
-whose rows belong to a trace, a table's plain indexes, a column added in batch mode, the CHECK
-on a closed set of values, the covering index on the effective verdict, a rollup table's
-identity columns, a new rollup table, and marking rollups to be counted when the store is next
-opened.
+whose rows belong to a trace, a table's plain indexes, an index replaced, a column added in
+batch mode, the CHECK on a closed set of values, the covering index on the effective verdict, a
+rollup table's identity columns, a new rollup table, and marking rollups to be counted when the
+store is next opened.
 
 Migrations mean the same thing forever: this module is frozen as the migrations that import it
 use it. A migration needing something else writes it itself (or adds a new function here).
@@ -74,6 +74,13 @@ def drop_indexes(table: str, indexes: Iterable[Index]) -> None:
     with op.batch_alter_table(table, schema=None) as batch_op:
         for name, _, _ in reversed(list(indexes)):
             batch_op.drop_index(name)
+
+
+def replace_index(table: str, old: str, new: str, on: Sequence[Any], **options: Any) -> None:
+    """Drop the index ``old`` of ``table`` and create ``new`` (``old`` again or another name)
+    on ``on`` in its place (``options`` as ``op.create_index`` takes them)."""
+    op.drop_index(old, table_name=table)
+    op.create_index(new, table, list(on), **options)
 
 
 def add_in_batch(table: str, column: sa.Column[Any]) -> None:
