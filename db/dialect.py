@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from itertools import repeat
-from typing import Any, Literal, assert_never
+from typing import Any, ClassVar, Literal, TypeVar, assert_never
 
 import orjson
 from sqlalchemy import (
@@ -460,31 +460,49 @@ def _clause_children(*names: str) -> list[tuple[str, InternalTraversal]]:
     return [(name, InternalTraversal.dp_clauseelement) for name in names]
 
 
-class JsonListContains(ColumnElement[bool]):
+_T = TypeVar("_T")
+
+
+class _Spelled(ColumnElement[_T]):
+    """A construct of the SQL elements named by ``parts`` (its constructor's arguments, in that
+    order), spelled per database by ``spellings``: the database's name -> a ``str.format``
+    template of the compiled parts. Its parts are what the statement cache keys on."""
+
+    parts: ClassVar[tuple[str, ...]]
+    spellings: ClassVar[dict[str, str]]
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        # The cache reads ``inherit_cache`` from each class's own attributes.
+        cls.inherit_cache = True
+        cls._traverse_internals = _clause_children(*cls.parts)
+        for name in cls.spellings:
+            compiles(cls, name)(_spell)
+
+    def __init__(self, *values: Any) -> None:
+        for name, value in zip(self.parts, values, strict=True):
+            setattr(self, name, value)
+
+
+def _spell(element: _Spelled[Any], compiler: Any, **kw: Any) -> str:
+    parts = {name: compiler.process(getattr(element, name), **kw) for name in element.parts}
+    return element.spellings[compiler.dialect.name].format(**parts)
+
+
+def _text(value: str) -> Any:
+    return bindparam(None, value, type_=String())
+
+
+class JsonListContains(_Spelled[bool]):
     """``value`` is an element of the JSON list in ``column`` (see :func:`json_list_contains`)."""
 
-    inherit_cache = True
-    _traverse_internals = _clause_children("column", "value")
     type = Boolean()
-
-    def __init__(self, column: Any, value: str) -> None:
-        self.column = column
-        self.value = bindparam(None, value, type_=String())
-
-
-@compiles(JsonListContains, "sqlite")
-def _sqlite_list_contains(element: JsonListContains, compiler: Any, **kw: Any) -> str:
-    column = compiler.process(element.column, **kw)
-    value = compiler.process(element.value, **kw)
-    return f"EXISTS (SELECT 1 FROM json_each({column}) WHERE json_each.value = {value})"
-
-
-@compiles(JsonListContains, "postgresql")
-def _postgresql_list_contains(element: JsonListContains, compiler: Any, **kw: Any) -> str:
-    column = compiler.process(element.column, **kw)
-    value = compiler.process(element.value, **kw)
-    # ``@>`` on JSONB: containment of a one-element array is list membership.
-    return f"({column} @> jsonb_build_array(CAST({value} AS text)))"
+    parts = ("column", "value")
+    spellings: ClassVar[dict[str, str]] = {
+        "sqlite": "EXISTS (SELECT 1 FROM json_each({column}) WHERE json_each.value = {value})",
+        # ``@>`` on JSONB: containment of a one-element array is list membership.
+        "postgresql": "({column} @> jsonb_build_array(CAST({value} AS text)))",
+    }
 
 
 def json_list_contains(column: Any, value: str) -> ColumnElement[bool]:
@@ -493,50 +511,29 @@ def json_list_contains(column: Any, value: str) -> ColumnElement[bool]:
     Built without a connection (filters are composed before one exists); each database gets
     its own spelling when the statement is compiled.
     """
-    return JsonListContains(column, value)
+    return JsonListContains(column, _text(value))
 
 
-class JsonKeyEquals(ColumnElement[bool]):
-    """The JSON object in ``column`` has ``key`` with the value ``value`` (compared as text; see
-    :func:`json_key_equals`)."""
+class JsonKeyEquals(_Spelled[bool]):
+    """The JSON object in ``column`` has the key ``name`` with the value ``value`` (compared as
+    text; see :func:`json_key_equals`)."""
 
-    inherit_cache = True
-    _traverse_internals = _clause_children("column", "name", "value")
     type = Boolean()
-
-    def __init__(self, column: Any, key: str, value: str) -> None:
-        self.column = column
-        self.key = key
-        self.value = bindparam(None, value, type_=String())
-        self.name = bindparam(None, key, type_=String())
-
-
-@compiles(JsonKeyEquals, "sqlite")
-def _sqlite_key_equals(element: JsonKeyEquals, compiler: Any, **kw: Any) -> str:
-    column = compiler.process(element.column, **kw)
-    name = compiler.process(element.name, **kw)
-    value = compiler.process(element.value, **kw)
-    # json_each rather than a path: any key (quotes, dots) matches as it is. Numbers and
-    # booleans compare by their JSON text.
-    return (
-        f"EXISTS (SELECT 1 FROM json_each({column}) AS kv WHERE kv.key = {name} AND "
-        f"(CASE kv.type WHEN 'text' THEN kv.value ELSE kv.atom || '' END) = {value})"
-    )
-
-
-@compiles(JsonKeyEquals, "postgresql")
-def _postgresql_key_equals(element: JsonKeyEquals, compiler: Any, **kw: Any) -> str:
-    column = compiler.process(element.column, **kw)
-    name = compiler.process(element.name, **kw)
-    value = compiler.process(element.value, **kw)
-    return f"(({column} ->> CAST({name} AS text)) = {value})"
+    parts = ("column", "name", "value")
+    spellings: ClassVar[dict[str, str]] = {
+        # json_each rather than a path: any key (quotes, dots) matches as it is. Numbers and
+        # booleans compare by their JSON text.
+        "sqlite": "EXISTS (SELECT 1 FROM json_each({column}) AS kv WHERE kv.key = {name} AND "
+        "(CASE kv.type WHEN 'text' THEN kv.value ELSE kv.atom || '' END) = {value})",
+        "postgresql": "(({column} ->> CAST({name} AS text)) = {value})",
+    }
 
 
 def json_key_equals(column: Any, key: str, value: str) -> ColumnElement[bool]:
     """A condition: the JSON object in ``column`` holds ``key`` with the value ``value`` (a
     number or boolean compares by its JSON text: ``3``, ``true``). Composed without a
     connection, like :func:`json_list_contains`."""
-    return JsonKeyEquals(column, key, value)
+    return JsonKeyEquals(column, _text(key), _text(value))
 
 
 def reclaim_space(engine: Engine, tables: Sequence[str]) -> None:
@@ -756,31 +753,16 @@ def search_snippets(
     }
 
 
-class SecondsBetween(ColumnElement[float]):
+class SecondsBetween(_Spelled[float]):
     """Seconds from the timestamp ``start`` to ``end`` (see :func:`seconds_between`)."""
 
-    inherit_cache = True
-    _traverse_internals = _clause_children("start", "end")
     type = Float()
-
-    def __init__(self, start: Any, end: Any) -> None:
-        self.start = start
-        self.end = end
-
-
-@compiles(SecondsBetween, "sqlite")
-def _sqlite_seconds_between(element: SecondsBetween, compiler: Any, **kw: Any) -> str:
-    start = compiler.process(element.start, **kw)
-    end = compiler.process(element.end, **kw)
-    # julianday is a double of days: milliseconds survive, so round to them.
-    return f"round((julianday({end}) - julianday({start})) * 86400.0, 3)"
-
-
-@compiles(SecondsBetween, "postgresql")
-def _postgresql_seconds_between(element: SecondsBetween, compiler: Any, **kw: Any) -> str:
-    start = compiler.process(element.start, **kw)
-    end = compiler.process(element.end, **kw)
-    return f"round(CAST(EXTRACT(EPOCH FROM ({end} - {start})) AS numeric), 3)::float8"
+    parts = ("start", "end")
+    spellings: ClassVar[dict[str, str]] = {
+        # julianday is a double of days: milliseconds survive, so round to them.
+        "sqlite": "round((julianday({end}) - julianday({start})) * 86400.0, 3)",
+        "postgresql": "round(CAST(EXTRACT(EPOCH FROM ({end} - {start})) AS numeric), 3)::float8",
+    }
 
 
 def seconds_between(start: Any, end: Any) -> ColumnElement[float]:
@@ -789,26 +771,16 @@ def seconds_between(start: Any, end: Any) -> ColumnElement[float]:
     return SecondsBetween(start, end)
 
 
-class EpochSeconds(ColumnElement[int]):
+class EpochSeconds(_Spelled[int]):
     """Whole seconds since 1970-01-01 UTC of a timestamp (see :func:`epoch_seconds`)."""
 
-    inherit_cache = True
-    _traverse_internals = _clause_children("moment")
     type = Integer()
-
-    def __init__(self, moment: Any) -> None:
-        self.moment = moment
-
-
-@compiles(EpochSeconds, "sqlite")
-def _sqlite_epoch_seconds(element: EpochSeconds, compiler: Any, **kw: Any) -> str:
-    # Stored as naive UTC text; strftime('%s') reads it as UTC.
-    return f"CAST(strftime('%s', {compiler.process(element.moment, **kw)}) AS INTEGER)"
-
-
-@compiles(EpochSeconds, "postgresql")
-def _postgresql_epoch_seconds(element: EpochSeconds, compiler: Any, **kw: Any) -> str:
-    return f"CAST(floor(EXTRACT(EPOCH FROM {compiler.process(element.moment, **kw)})) AS BIGINT)"
+    parts = ("moment",)
+    spellings: ClassVar[dict[str, str]] = {
+        # Stored as naive UTC text; strftime('%s') reads it as UTC.
+        "sqlite": "CAST(strftime('%s', {moment}) AS INTEGER)",
+        "postgresql": "CAST(floor(EXTRACT(EPOCH FROM {moment})) AS BIGINT)",
+    }
 
 
 def floor_div(value: Any, divisor: int) -> ColumnElement[int]:

@@ -832,13 +832,12 @@ class ImportFile(Base):
 # deleted.
 
 
-#: Rollup tables are clustered by their key (``db.rollups.key_prefix``: grain, then day): on
-#: SQLite a table without rowid is that one B-tree.
-_ROLLUP_TABLE: Any = {"sqlite_with_rowid": False}
-
-
 class _RollupColumns:
     """The identity and the trace dimensions every rollup row has."""
+
+    #: Rollup tables are clustered by their key (``db.rollups.key_prefix``: grain, then day): on
+    #: SQLite a table without rowid is that one B-tree.
+    __table_args__: ClassVar[Any] = {"sqlite_with_rowid": False}
 
     key: ColumnClause[bytes] = column(LargeBinary(16), primary_key=True)
     #: Which dimensions the row is counted by: a bit set of ``db.rollups.Dim``.
@@ -856,7 +855,6 @@ class RollupResultRow(_RollupColumns, Base):
     """Tool Messages by status, effective error type and verdict, pairing and flags."""
 
     __tablename__ = "rollup_results"
-    __table_args__ = _ROLLUP_TABLE
 
     status: ColumnClause[str] = column()
     status_source: ColumnClause[str | None] = column()
@@ -896,7 +894,6 @@ class RollupSizeRow(_RollupColumns, Base):
     """Tool Messages per (tool, exact token size): every size percentile stays exact."""
 
     __tablename__ = "rollup_sizes"
-    __table_args__ = _ROLLUP_TABLE
 
     tokens: ColumnClause[int] = column(Integer)
 
@@ -906,7 +903,6 @@ class RollupInputShareRow(_RollupColumns, Base):
     (``db.queries.common.INPUT_SHARE_BINS``; results with a reported input only)."""
 
     __tablename__ = "rollup_input_shares"
-    __table_args__ = _ROLLUP_TABLE
 
     bin: ColumnClause[int] = column(Integer)
 
@@ -917,7 +913,6 @@ class RollupDurationRow(_RollupColumns, Base):
     ranking every timed result of the picked traces."""
 
     __tablename__ = "rollup_durations"
-    __table_args__ = _ROLLUP_TABLE
 
     #: ``tool_results.duration_ms`` as stored (milliseconds).
     duration_ms: ColumnClause[float] = column(Float)
@@ -930,7 +925,6 @@ class RollupSizeBucketRow(_RollupColumns, Base):
     counts."""
 
     __tablename__ = "rollup_size_buckets"
-    __table_args__ = _ROLLUP_TABLE
 
     bucket: ColumnClause[int] = column(Integer)
     tokens: ColumnClause[int] = column(BigInteger)
@@ -942,7 +936,6 @@ class RollupDurationBucketRow(_RollupColumns, Base):
     :class:`RollupDurationRow`."""
 
     __tablename__ = "rollup_duration_buckets"
-    __table_args__ = _ROLLUP_TABLE
 
     bucket: ColumnClause[int] = column(Integer)
 
@@ -951,7 +944,6 @@ class RollupCallRow(_RollupColumns, Base):
     """Tool calls per occurrence (so any loop threshold k is a plain sum), pairing and flags."""
 
     __tablename__ = "rollup_calls"
-    __table_args__ = _ROLLUP_TABLE
 
     occurrence: ColumnClause[int] = column(Integer)
     pair_state: ColumnClause[str] = column()
@@ -964,7 +956,6 @@ class RollupSignatureRow(_RollupColumns, Base):
     k are the rows with ``occurrences >= k``."""
 
     __tablename__ = "rollup_signatures"
-    __table_args__ = _ROLLUP_TABLE
 
     occurrences: ColumnClause[int] = column(Integer)
     #: Error results of the signature's calls, and tokens of the results of its repeats.
@@ -976,7 +967,6 @@ class RollupTraceRow(_RollupColumns, Base):
     """Traces (``tool`` NULL: every trace; else the traces that call that tool)."""
 
     __tablename__ = "rollup_traces"
-    __table_args__ = _ROLLUP_TABLE
 
     #: The highest occurrence of a signature (of ``tool``'s calls) in the trace.
     max_occurrence: ColumnClause[int] = column(Integer)
@@ -992,7 +982,6 @@ class RollupFindingRow(_RollupColumns, Base):
     """Findings (counted ones: a name mismatch once, on its call) per tool and kind."""
 
     __tablename__ = "rollup_findings"
-    __table_args__ = _ROLLUP_TABLE
 
     kind: ColumnClause[str] = column()
     #: Traces with this (tool, kind); traces with this kind, counted on one tool's row only.
@@ -1004,7 +993,6 @@ class RollupFingerprintRow(_RollupColumns, Base):
     """Error results per fingerprint ("the same error") and effective error type."""
 
     __tablename__ = "rollup_fingerprints"
-    __table_args__ = _ROLLUP_TABLE
 
     fingerprint: ColumnClause[str] = column()
     error_type: ColumnClause[str | None] = column()
@@ -1032,7 +1020,6 @@ class RollupActivityRow(_RollupColumns, Base):
     axis of hours (days and weeks: :class:`RollupActivityDayRow`)."""
 
     __tablename__ = "rollup_activity"
-    __table_args__ = _ROLLUP_TABLE
 
     #: Whole hours since 1970-01-01 UTC (floored); NULL: no time.
     hour: ColumnClause[int | None] = column(BigInteger)
@@ -1048,7 +1035,6 @@ class RollupActivityDayRow(_RollupColumns, Base):
     rows than the hours of :class:`RollupActivityRow` over a store that spans weeks."""
 
     __tablename__ = "rollup_activity_days"
-    __table_args__ = _ROLLUP_TABLE
 
     #: Whole days since 1970-01-01 UTC (floored) of the Tool Message's time; NULL: no time.
     #: (``day`` is the trace's start, like every rollup's.)

@@ -38,6 +38,12 @@ if TYPE_CHECKING:
 #: ``traces`` through an EXISTS that must not correlate with a join of the same table.
 TRACE = aliased(TraceRow, name="trace")
 
+
+def labelled(*columns: Any) -> list[Any]:
+    """Each of ``columns`` labelled by its own name (``tool_results.tool AS tool``)."""
+    return [column.label(column.key) for column in columns]
+
+
 #: Effective values: a reviewer's correction overrides what the rules derived.
 effective_error_type = func.coalesce(ToolResultRow.error_type_corrected, ToolResultRow.error_type)
 effective_verdict = func.coalesce(ToolResultRow.verdict_corrected, ToolResultRow.verdict)

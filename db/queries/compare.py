@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, Select, String, and_, cast, func, literal, select
 
-from db.queries.common import effective_error_type, effective_verdict, total
+from db.queries.common import effective_error_type, effective_verdict, labelled, total
 from db.queries.compare_stats import TOOL_COUNTS, Comparison, TraceSet, compare
 from db.queries.errors import result_pair_key, to_frame
 from db.queries.filters import Filters, restrict_traces
@@ -79,8 +79,7 @@ def _tools(conn: Any, ids: Select[tuple[int]], loop_k: int) -> pd.DataFrame:
     )
     results = (
         select(
-            ToolResultRow.trace_id.label("trace_id"),
-            ToolResultRow.tool.label("tool"),
+            *labelled(ToolResultRow.trace_id, ToolResultRow.tool),
             func.count().label("results"),
             func.count().filter(ToolResultRow.status == "error").label("errors"),
             func.count().filter(ToolResultRow.suggestion.is_not(None)).label("suggestions"),
@@ -105,8 +104,7 @@ def _error_types(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
     kind = func.coalesce(effective_error_type, literal("(unclassified)"))
     stmt = (
         select(
-            ToolResultRow.trace_id.label("trace_id"),
-            ToolResultRow.tool.label("tool"),
+            *labelled(ToolResultRow.trace_id, ToolResultRow.tool),
             kind.label("error_type"),
             func.count().label("n"),
         )
@@ -119,9 +117,7 @@ def _error_types(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
 def _findings(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
     stmt = (
         select(
-            FindingRow.trace_id.label("trace_id"),
-            FindingRow.tool.label("tool"),
-            FindingRow.name.label("name"),
+            *labelled(FindingRow.trace_id, FindingRow.tool, FindingRow.name),
             func.count().label("n"),
         )
         .where(FindingRow.trace_id.in_(ids))
@@ -132,9 +128,7 @@ def _findings(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
 
 def _sizes(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
     stmt = select(
-        ToolResultRow.trace_id.label("trace_id"),
-        ToolResultRow.tool.label("tool"),
-        ToolResultRow.tokens.label("tokens"),
+        *labelled(ToolResultRow.trace_id, ToolResultRow.tool, ToolResultRow.tokens),
     ).where(ToolResultRow.trace_id.in_(ids))
     return to_frame(conn, stmt)
 
@@ -147,8 +141,7 @@ def _fingerprints(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
     )
     ranked = (
         select(
-            ToolResultRow.fingerprint.label("fingerprint"),
-            ToolResultRow.tool.label("tool"),
+            *labelled(ToolResultRow.fingerprint, ToolResultRow.tool),
             func.coalesce(effective_error_type, literal("(unclassified)")).label("error_type"),
             ToolResultRow.trace_id.label("trace_id"),
             result_pair_key().label("pair"),

@@ -7,6 +7,7 @@ same error" across traces; the drill-down pages through one fingerprint's occurr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import pandas as pd
@@ -35,11 +36,14 @@ from db.catalogue import (
     RULE,
     STATUS_SOURCE,
     TOOL,
+    Dimension,
+    Measure,
     highest,
 )
 from db.queries.common import (
     TRACE,
     error_type_label,
+    labelled,
     result_message,
     result_pair_key,
     to_frame,
@@ -261,22 +265,24 @@ def _clickhouse_fingerprints(
     return page[[fp in example for fp in page["fingerprint"]]].reset_index(drop=True)
 
 
+def group_request(
+    pick: Callable[[Dimension], Measure],
+) -> tuple[list[Measure], list[Dimension], list[figures.Order]]:
+    """The request of the error groups, one per fingerprint, the most frequent first: the
+    measures (``tool`` and ``error_type``, the value ``pick`` takes among the group's errors,
+    :func:`db.catalogue.highest` or ``lowest``; ``errors``, ``traces``), the dimensions and the
+    order, as :func:`db.figures.read` takes them."""
+    measures = [pick(FINGERPRINT_TOOL), pick(FINGERPRINT_ERROR_TYPE)]
+    measures += [FINGERPRINT_ERRORS, FINGERPRINT_TRACES]
+    return measures, [FINGERPRINT], [("errors", True), ("fingerprint", False)]
+
+
 def _groups(conn: Connection, filters: Filters, limit: int, offset: int) -> Any:
     """One page of error groups (``fingerprint``, ``tool``, ``error_type``, ``errors``,
     ``traces``), the most frequent first."""
+    measures, by, order = group_request(highest)
     return figures.statement(
-        conn,
-        [
-            highest(FINGERPRINT_TOOL),
-            highest(FINGERPRINT_ERROR_TYPE),
-            FINGERPRINT_ERRORS,
-            FINGERPRINT_TRACES,
-        ],
-        by=[FINGERPRINT],
-        filters=filters,
-        order=[("errors", True), ("fingerprint", False)],
-        limit=limit,
-        offset=offset,
+        conn, measures, by, filters=filters, order=order, limit=limit, offset=offset
     )
 
 
@@ -330,12 +336,9 @@ def fingerprint_occurrences(
         select(
             TRACE.display_id.label("trace"),
             result_pair_key().label("pair"),
-            ToolResultRow.message_seq.label("message_seq"),
-            ToolResultRow.tool.label("tool"),
+            *labelled(ToolResultRow.message_seq, ToolResultRow.tool),
             error_type_label().label("error_type"),
-            ToolResultRow.status_source.label("status_source"),
-            ToolResultRow.rule.label("rule"),
-            ToolResultRow.timestamp.label("timestamp"),
+            *labelled(ToolResultRow.status_source, ToolResultRow.rule, ToolResultRow.timestamp),
             func.substr(MessageRow.content, 1, EXAMPLE_CHARS).label("content"),
         )
         .select_from(ToolResultRow)

@@ -36,7 +36,7 @@ from db.catalogue import (
     finding_kind,
 )
 from db.contract.vocabulary import FINDING_KINDS, finding_level, finding_message
-from db.queries.common import TRACE, result_pair_key, to_frame
+from db.queries.common import TRACE, labelled, result_pair_key, to_frame
 from db.queries.filters import NO_FILTERS, Filters, restrict_findings, restrict_rows
 from db.queries.planner import bounded_walks
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, aliased
@@ -96,6 +96,15 @@ def _of_kind(kind: str, columns: Any = FindingRow) -> list[ColumnElement[bool]]:
     return [columns.name == kind]
 
 
+def _finding_on(row: Any, *, on_call: bool) -> Any:
+    """``row`` (a call where ``on_call``, else a Tool Message) is the one the finding is about:
+    a finding with a ``call_index`` is about that call, another about its message's result."""
+    f = FindingRow
+    listed = f.call_index.is_not(None) if on_call else f.call_index.is_(None)
+    same = [row.trace_id == f.trace_id, row.message_seq == f.message_seq]
+    return and_(listed, *same, *([row.call_index == f.call_index] if on_call else []))
+
+
 def _occurrences(page: Any) -> Any:
     """The occurrences of ``page`` (a subquery of finding ids) with the facts their message is
     made of."""
@@ -113,41 +122,22 @@ def _occurrences(page: Any) -> Any:
             case((FindingRow.call_index.is_not(None), call_pair), else_=result_pair).label("pair"),
             FindingRow.tool.label("tool"),
             func.coalesce(call.tool_call_id, result.tool_call_id).label("given_id"),
-            FindingRow.message_seq.label("message_seq"),
-            FindingRow.call_index.label("call_index"),
+            *labelled(FindingRow.message_seq, FindingRow.call_index),
             result.call_seq.label("answers_seq"),
             result.call_index.label("answers_index"),
-            call.schema_issue.label("schema_issue"),
-            call.schema_detail.label("schema_detail"),
-            call.args_error.label("args_error"),
+            *labelled(call.schema_issue, call.schema_detail, call.args_error),
             answer.provided_name.label("answered_name"),
-            result.tokens.label("tokens"),
-            result.summary.label("summary"),
+            *labelled(result.tokens, result.summary),
         )
         .select_from(page)
         .join(FindingRow, FindingRow.id == page.c.id)
         .join(TRACE, TRACE.id == FindingRow.trace_id)
-        .outerjoin(
-            call,
-            and_(
-                FindingRow.call_index.is_not(None),
-                call.trace_id == FindingRow.trace_id,
-                call.message_seq == FindingRow.message_seq,
-                call.call_index == FindingRow.call_index,
-            ),
-        )
+        .outerjoin(call, _finding_on(call, on_call=True))
         .outerjoin(
             answer,
             and_(answer.trace_id == FindingRow.trace_id, answer.message_seq == call.result_seq),
         )
-        .outerjoin(
-            result,
-            and_(
-                FindingRow.call_index.is_(None),
-                result.trace_id == FindingRow.trace_id,
-                result.message_seq == FindingRow.message_seq,
-            ),
-        )
+        .outerjoin(result, _finding_on(result, on_call=False))
         .order_by(FindingRow.id)
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 from sqlalchemy import ColumnElement, Engine, func, select
 
-from db.queries.common import to_frame
+from db.queries.common import labelled, to_frame
 from db.schema import ImportFile, ImportRun, RejectedRecord, TraceRow, TraceUpdate
 
 #: Bytes of a rejected record's raw input shown in the UI (decoded with errors="replace").
@@ -150,12 +150,14 @@ def rejected_records(
     """
     stmt = (
         select(
-            RejectedRecord.id.label("id"),
-            RejectedRecord.import_id.label("import_id"),
-            RejectedRecord.source_file.label("source_file"),
-            RejectedRecord.line.label("line"),
-            RejectedRecord.reason.label("reason"),
-            RejectedRecord.message.label("message"),
+            *labelled(
+                RejectedRecord.id,
+                RejectedRecord.import_id,
+                RejectedRecord.source_file,
+                RejectedRecord.line,
+                RejectedRecord.reason,
+                RejectedRecord.message,
+            ),
             func.length(RejectedRecord.raw).label("raw_bytes"),
             func.substr(RejectedRecord.raw, 1, RAW_PREVIEW_BYTES).label("raw_head"),
         )

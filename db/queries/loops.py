@@ -15,7 +15,7 @@ from sqlalchemy import Connection, Engine, Text, and_, cast, func, select, true
 
 from db import figures
 from db.catalogue import PING_PONG_CALLS, loop_groups, loops_at
-from db.queries.common import TRACE, to_frame
+from db.queries.common import TRACE, labelled, to_frame
 from db.queries.filters import NO_FILTERS, Filters
 from db.queries.planner import restrict_calls_in_index
 from db.schema import ToolCallRow, aliased
@@ -101,8 +101,7 @@ def _signature_page(
     return (
         select(
             TRACE.display_id.label("trace"),
-            first.message_seq.label("message_seq"),
-            first.call_index.label("call_index"),
+            *labelled(first.message_seq, first.call_index),
             groups.c.tool,
             func.substr(args, 1, ARGS_PREVIEW_CHARS).label("arguments"),
             groups.c.occurrences,

@@ -32,11 +32,6 @@ from db.catalogue import (
     FINDING_KIND,
     FINDING_TOOL,
     FINDINGS_N,
-    FINGERPRINT,
-    FINGERPRINT_ERROR_TYPE,
-    FINGERPRINT_ERRORS,
-    FINGERPRINT_TOOL,
-    FINGERPRINT_TRACES,
     FOLLOWED,
     HAS_VERDICT,
     IGNORED,
@@ -58,7 +53,7 @@ from db.queries import histograms
 from db.queries.common import (
     to_frame,
 )
-from db.queries.errors import tool_error_types
+from db.queries.errors import group_request, tool_error_types
 from db.queries.filters import NO_FILTERS, Filters
 from db.queries.histograms import oversized_tools, size_bins, tool_sizes, tool_token_counts
 from db.queries.loops import top_occurrence
@@ -146,20 +141,9 @@ def top_error_fingerprints(
     types: a fingerprint spans two only after a reviewer corrected one of them), ``errors``,
     ``traces``.
     """
+    measures, by, order = group_request(lowest)
     with engine.connect() as conn:
-        return figures.read(
-            conn,
-            [
-                lowest(FINGERPRINT_TOOL),
-                lowest(FINGERPRINT_ERROR_TYPE),
-                FINGERPRINT_ERRORS,
-                FINGERPRINT_TRACES,
-            ],
-            by=[FINGERPRINT],
-            filters=filters,
-            order=[("errors", True), ("fingerprint", False)],
-            limit=limit,
-        )
+        return figures.read(conn, measures, by, filters=filters, order=order, limit=limit)
 
 
 def top_oversized_tools(

@@ -58,7 +58,7 @@ from db.catalogue import (
 )
 from db.contract.rows import PREVIEW_BREAKS, PREVIEW_CHARS
 from db.contract.vocabulary import CALL_KINDS, PAIR_STATES, STATUSES, VERDICTS
-from db.queries.common import effective_error_type, effective_verdict, unpaired_result
+from db.queries.common import effective_error_type, effective_verdict, labelled, unpaired_result
 from db.queries.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.schema import (
     FindingRow,
@@ -273,18 +273,14 @@ def _result_fields() -> list[Any]:
     """The pair's fields that come from its Tool Message (NULL for a call without answer)."""
     r = ToolResultRow
     return [
-        r.status.label("status"),
-        r.status_source.label("status_source"),
+        *labelled(r.status, r.status_source),
         effective_error_type.label("error_type"),
-        r.tokens.label("tokens"),
-        r.suggestion.label("suggestion"),
+        *labelled(r.tokens, r.suggestion),
         effective_verdict.label("verdict"),
         r.verdict_reason.label("verdict_reason"),
         r.message_seq.label("result_seq"),
         r.preview.label("result"),
-        r.later_calls.label("later_calls"),
-        r.reread_tokens.label("reread_tokens"),
-        r.reread_cached.label("reread_cached"),
+        *labelled(r.later_calls, r.reread_tokens, r.reread_cached),
         (cast(r.cost_nano_usd, Float) / 1e9).label("cost_usd"),
         case(
             (r.reread_measured.is_(True), literal("usage")),
@@ -626,8 +622,7 @@ def _range_traces() -> Any:
     return select(
         TraceRow.id.label("id"),
         TraceRow.display_id.label("trace"),
-        TraceRow.title.label("title"),
-        TraceRow.model.label("model"),
+        *labelled(TraceRow.title, TraceRow.model),
     ).where(TraceRow.id.between(lo, hi))
 
 
@@ -662,8 +657,7 @@ def _range_calls() -> Any:
         c.tool_name.label("tool"),
         c.kind.label("kind"),
         head.label("arguments"),
-        c.pair_state.label("pair_state"),
-        c.occurrence.label("occurrence"),
+        *labelled(c.pair_state, c.occurrence),
         c.result_seq.label("answer_seq"),
     ).where(c.trace_id.between(lo, hi))
 

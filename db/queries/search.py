@@ -60,19 +60,25 @@ class SearchPage:
         return self.total > COUNT_CAP
 
 
-def _message_hits(conn: Connection, words: list[str], f: Filters) -> Any:
-    source, match = search_match(conn, MessageRow.__table__, words)
-    stmt = (
+def _matches(conn: Connection, row: Any, words: list[str], seq: Any, call_index: Any) -> Any:
+    """The rows of the table of ``row`` (a message or a call) that hold ``words``: their table,
+    ``row_id``, ``trace_id``, ``seq`` and ``call_index``."""
+    source, match = search_match(conn, row.__table__, words)
+    return (
         select(
-            literal("messages").label("source"),
-            MessageRow.id.label("row_id"),
-            MessageRow.trace_id.label("trace_id"),
-            MessageRow.seq.label("seq"),
-            cast(null(), Integer).label("call_index"),
+            literal(row.__tablename__).label("source"),
+            row.id.label("row_id"),
+            row.trace_id.label("trace_id"),
+            seq.label("seq"),
+            call_index.label("call_index"),
         )
         .select_from(source)
         .where(match)
     )
+
+
+def _message_hits(conn: Connection, words: list[str], f: Filters) -> Any:
+    stmt = _matches(conn, MessageRow, words, MessageRow.seq, cast(null(), Integer))
     if f.tool:
         # A message's tool is that of the call it answers: the tool filter keeps Tool
         # Messages of that tool. Joined only then: a common word matches most messages.
@@ -114,18 +120,7 @@ def _call_details(conn: Connection, ids: list[int]) -> dict[int, tuple[Any, ...]
 
 
 def _call_hits(conn: Connection, words: list[str], f: Filters) -> Any:
-    source, match = search_match(conn, ToolCallRow.__table__, words)
-    stmt = (
-        select(
-            literal("tool_calls").label("source"),
-            ToolCallRow.id.label("row_id"),
-            ToolCallRow.trace_id.label("trace_id"),
-            ToolCallRow.message_seq.label("seq"),
-            ToolCallRow.call_index.label("call_index"),
-        )
-        .select_from(source)
-        .where(match)
-    )
+    stmt = _matches(conn, ToolCallRow, words, ToolCallRow.message_seq, ToolCallRow.call_index)
     return restrict_calls(stmt, f)
 
 

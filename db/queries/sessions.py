@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Engine, Select, func, select
 
-from db.queries.common import to_frame
+from db.queries.common import labelled, to_frame
 from db.queries.filters import NO_FILTERS, Filters, restrict_traces
 from db.schema import TraceRow
 
@@ -99,9 +99,7 @@ def session_traces(
     stmt = restrict_traces(
         select(
             t.display_id.label("trace"),
-            t.title.label("title"),
-            t.agent.label("agent"),
-            t.started_at.label("started_at"),
+            *labelled(t.title, t.agent, t.started_at),
             t.message_count.label("messages"),
             t.tool_call_count.label("tool_calls"),
             t.error_count.label("errors"),

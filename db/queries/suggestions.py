@@ -38,6 +38,7 @@ from db.queries.common import (
     TRACE,
     effective_error_type,
     effective_verdict,
+    labelled,
     result_pair_key,
     to_frame,
 )
@@ -167,8 +168,7 @@ def verdict_examples(
         ToolResultRow.tool.label("tool"),
         effective_error_type.label("error_type"),
         func.substr(ToolResultRow.suggestion, 1, SUGGESTION_CHARS).label("suggestion"),
-        ToolResultRow.suggestion_kind.label("suggestion_kind"),
-        ToolResultRow.verdict_reason.label("verdict_reason"),
+        *labelled(ToolResultRow.suggestion_kind, ToolResultRow.verdict_reason),
     ).order_by(ToolResultRow.id)
     if engine.dialect.name == "clickhouse":
         # One JOIN per SELECT (18.16): the picked ids as a condition instead.

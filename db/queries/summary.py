@@ -5,6 +5,7 @@ Human corrections win over derived values everywhere (``db.queries.common``'s ef
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select
@@ -29,6 +30,9 @@ from db.catalogue import (
     TRACES_N,
     UNPAIRED,
     VERDICT,
+    Condition,
+    Dimension,
+    Measure,
     follow_rate,
     in_trace,
     late_call_count,
@@ -37,6 +41,7 @@ from db.catalogue import (
     status_count,
 )
 from db.contract.vocabulary import DEFAULT_ENCODING, DEFAULT_LOOP_K, PAIR_STATES, STATUSES, VERDICTS
+from db.figures import Order
 from db.queries.filters import (
     NO_FILTERS,
     Filters,
@@ -128,34 +133,11 @@ def summary_counts(
         # Results that are not some call's answer are problems of their own, counted once each.
         for state in ("orphan_result", "duplicate_result", "result_before_call"):
             pair_states[state] += res[f"unpaired_{state}"]
-        error_types = {
-            str(et): int(n)
-            for et, n in figures.rows(
-                conn,
-                [ERRORS],
-                by=[ERROR_TYPE],
-                where=[IS_ERROR],
-                filters=f,
-                order=[("errors", True), ("error_type", False)],
-            )
-            if et is not None
-        }
-        verdicts = {
-            str(v): int(n)
-            for v, n in figures.rows(
-                conn, [RESULTS_N], by=[VERDICT], where=[HAS_VERDICT], filters=f
-            )
-        }
-        findings = {
-            str(kind): int(n)
-            for kind, n in figures.rows(
-                conn,
-                [FINDINGS_N],
-                by=[FINDING_KIND],
-                filters=f,
-                order=[("n", True), ("kind", False)],
-            )
-        }
+        by_errors = [("errors", True), ("error_type", False)]
+        error_types = _per_value(conn, ERRORS, ERROR_TYPE, f, [IS_ERROR], by_errors)
+        verdicts = _per_value(conn, RESULTS_N, VERDICT, f, [HAS_VERDICT])
+        by_n = [("n", True), ("kind", False)]
+        findings = _per_value(conn, FINDINGS_N, FINDING_KIND, f, order=by_n)
         return _assemble(
             conn,
             loop_k,
@@ -170,6 +152,20 @@ def summary_counts(
             verdicts=verdicts,
             findings=findings,
         )
+
+
+def _per_value(
+    conn: Connection,
+    measure: Measure,
+    by: Dimension,
+    f: Filters,
+    where: Sequence[Condition] = (),
+    order: Sequence[Order] = (),
+) -> dict[str, int]:
+    """``measure`` per value of ``by`` (rows without a value left out): ``{value: n}``, in
+    ``order``."""
+    found = figures.rows(conn, [measure], by=[by], where=where, filters=f, order=order)
+    return {str(value): int(n) for value, n in found if value is not None}
 
 
 def usd(nano: int) -> float:

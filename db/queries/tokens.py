@@ -34,6 +34,7 @@ from db.contract.vocabulary import TOKEN_COUNTS
 from db.queries.common import (
     INPUT_SHARE_BINS,
     TRACE,
+    labelled,
     result_message,
     result_pair_key,
     to_frame,
@@ -156,14 +157,9 @@ def _nested_biggest(top: Any, sort: Any, extra: dict[str, Any] | None = None) ->
     extra = extra or {}
     picked = (
         select(
-            r.id.label("id"),
-            r.trace_id.label("trace_id"),
-            r.message_seq.label("message_seq"),
+            *labelled(r.id, r.trace_id, r.message_seq),
             result_pair_key().label("pair"),
-            r.tool.label("tool"),
-            r.tokens.label("tokens"),
-            r.chars.label("chars"),
-            r.status.label("status"),
+            *labelled(r.tool, r.tokens, r.chars, r.status),
             sort.label("sort_key"),
             *(column.label(name) for name, column in extra.items()),
         )
@@ -197,14 +193,12 @@ def _nested_biggest(top: Any, sort: Any, extra: dict[str, Any] | None = None) ->
 
 def _biggest(top: Any) -> Any:
     """The results of ``top`` (a subquery of their ids) with their trace and content."""
+    r = ToolResultRow
     return (
         select(
             TRACE.display_id.label("trace"),
             result_pair_key().label("pair"),
-            ToolResultRow.tool.label("tool"),
-            ToolResultRow.tokens.label("tokens"),
-            ToolResultRow.chars.label("chars"),
-            ToolResultRow.status.label("status"),
+            *labelled(r.tool, r.tokens, r.chars, r.status),
             func.substr(MessageRow.content, 1, PREVIEW_CHARS).label("preview"),
         )
         .select_from(top)
@@ -315,24 +309,18 @@ def most_expensive_results(
                 .limit(limit)
                 .subquery()
             )
+        extra = {
+            "later_calls": r.later_calls,
+            "reread_tokens": r.reread_tokens,
+            "reread_cached": r.reread_cached,
+            "cost_usd": cast(r.cost_nano_usd, Float) / 1e9,
+            "measured": r.reread_measured,
+        }
         if conn.dialect.name == "clickhouse":
-            extra = {
-                "later_calls": r.later_calls,
-                "reread_tokens": r.reread_tokens,
-                "reread_cached": r.reread_cached,
-                "cost_usd": cast(r.cost_nano_usd, Float) / 1e9,
-                "measured": r.reread_measured,
-            }
             return to_frame(conn, _nested_biggest(top, r.cost_nano_usd, extra))
         stmt = (
             _biggest(top)
-            .add_columns(
-                r.later_calls.label("later_calls"),
-                r.reread_tokens.label("reread_tokens"),
-                r.reread_cached.label("reread_cached"),
-                (cast(r.cost_nano_usd, Float) / 1e9).label("cost_usd"),
-                r.reread_measured.label("measured"),
-            )
+            .add_columns(*(column.label(name) for name, column in extra.items()))
             .order_by(None)
             .order_by(r.cost_nano_usd.desc(), r.id)
         )

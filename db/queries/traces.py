@@ -29,7 +29,13 @@ from sqlalchemy import (
 from sqlalchemy import null as sa_null
 
 from db.contract.vocabulary import DEFAULT_LOOP_K, FINDING_KINDS
-from db.queries.common import effective_error_type, effective_verdict, result_message, to_frame
+from db.queries.common import (
+    effective_error_type,
+    effective_verdict,
+    labelled,
+    result_message,
+    to_frame,
+)
 from db.queries.filters import NO_FILTERS, Filters, restrict_traces
 from db.rollups import upkeep as rollups
 from db.rollups.upkeep import Dim
@@ -155,12 +161,14 @@ def search_traces(
     """
     stmt = select(
         TraceRow.display_id.label("trace"),
-        TraceRow.title.label("title"),
-        TraceRow.id.label("id"),
-        TraceRow.agent.label("agent"),
-        TraceRow.model.label("model"),
-        TraceRow.format.label("format"),
-        TraceRow.started_at.label("started_at"),
+        *labelled(
+            TraceRow.title,
+            TraceRow.id,
+            TraceRow.agent,
+            TraceRow.model,
+            TraceRow.format,
+            TraceRow.started_at,
+        ),
         TraceRow.message_count.label("messages"),
         TraceRow.tool_call_count.label("tool_calls"),
         TraceRow.error_count.label("errors"),
@@ -562,9 +570,7 @@ def trace_markers(engine: Engine, trace_id: int, *, loop_k: int = DEFAULT_LOOP_K
             c.message_seq.label("seq"),
             c.call_index.label("call_index"),
             c.tool_name.label("tool"),
-            answer.c.status.label("status"),
-            c.pair_state.label("pair_state"),
-            c.occurrence.label("occurrence"),
+            *labelled(answer.c.status, c.pair_state, c.occurrence),
             func.coalesce(answer.c.verdict_corrected, answer.c.verdict).label("verdict"),
             c.result_seq.label("result_seq"),
         )
@@ -579,8 +585,7 @@ def trace_markers(engine: Engine, trace_id: int, *, loop_k: int = DEFAULT_LOOP_K
         r.message_seq.label("seq"),
         sa_null().label("call_index"),
         func.coalesce(r.tool, r.provided_name).label("tool"),
-        r.status.label("status"),
-        r.pair_state.label("pair_state"),
+        *labelled(r.status, r.pair_state),
         literal(0).label("occurrence"),
         effective_verdict.label("verdict"),
         r.message_seq.label("result_seq"),

@@ -10,299 +10,190 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import postgresql
 
-from db.migrations.ops import owned_by_trace
+from db.migrations.ops import (
+    Index,
+    big_id,
+    columns,
+    create_indexes,
+    create_table,
+    drop_indexes,
+    json_type,
+    of_import,
+    owned_by_trace,
+)
 
 revision = "0001"
 down_revision = None
 branch_labels = None
 depends_on = None
 
+_TIMESTAMP = sa.DateTime(timezone=True)
+
+#: Each table's indexes, in the order the tables are created (and dropped in the reverse).
+_INDEXES: dict[str, list[Index]] = {
+    "imports": [],
+    "rejected_records": [
+        ("ix_rejected_records_import_id", ["import_id"], False),
+        ("ix_rejected_records_reason", ["reason"], False),
+    ],
+    "traces": [
+        ("ix_traces_agent", ["agent"], False),
+        ("ix_traces_display_id", ["display_id"], False),
+        ("ix_traces_external_id", ["external_id"], False),
+        ("ix_traces_import_id", ["import_id"], False),
+        ("ix_traces_model", ["model"], False),
+        ("ix_traces_started_at", ["started_at"], False),
+    ],
+    "findings": [
+        ("ix_findings_name_tool", ["name", "tool"], False),
+        ("ix_findings_trace_id", ["trace_id"], False),
+    ],
+    "messages": [("ix_messages_trace_id_seq", ["trace_id", "seq"], True)],
+    "tool_calls": [
+        ("ix_tool_calls_occurrence", ["occurrence"], False),
+        ("ix_tool_calls_tool_call_id", ["tool_call_id"], False),
+        ("ix_tool_calls_tool_name_pair_state", ["tool_name", "pair_state"], False),
+        ("ix_tool_calls_trace_id_message_seq", ["trace_id", "message_seq", "call_index"], False),
+    ],
+    "tool_results": [
+        ("ix_tool_results_error_type", ["error_type"], False),
+        ("ix_tool_results_fingerprint", ["fingerprint"], False),
+        ("ix_tool_results_tool_call_id", ["tool_call_id"], False),
+        ("ix_tool_results_tool_status", ["tool", "status"], False),
+        ("ix_tool_results_trace_id_message_seq", ["trace_id", "message_seq"], False),
+    ],
+}
+
+
+def _items() -> dict[str, list[sa.Column | sa.Constraint]]:
+    """Each table's columns (after its ``id``) and constraints, in creation order."""
+    return {
+        "imports": [
+            sa.Column("started_at", _TIMESTAMP, nullable=False),
+            sa.Column("finished_at", _TIMESTAMP, nullable=True),
+            sa.Column("origin", sa.String(length=20), nullable=False),
+            sa.Column("paths", json_type(), nullable=False),
+            sa.Column("encoding", sa.String(length=40), nullable=False),
+            *columns(sa.Integer(), "files", "records", "traces_imported", "duplicates", "rejected"),
+            sa.Column("messages", sa.BigInteger(), nullable=False),
+            sa.Column("seconds", sa.Float(), nullable=False),
+            sa.Column("state", sa.String(length=20), nullable=False),
+            sa.Column("error", sa.Text(), nullable=True),
+        ],
+        "rejected_records": [
+            sa.Column("import_id", sa.Integer(), nullable=False),
+            sa.Column("source_file", sa.Text(), nullable=False),
+            sa.Column("line", sa.Integer(), nullable=False),
+            sa.Column("byte_offset", sa.BigInteger(), nullable=False),
+            sa.Column("reason", sa.String(length=60), nullable=False),
+            sa.Column("message", sa.Text(), nullable=False),
+            sa.Column("raw", sa.LargeBinary(), nullable=False),
+            of_import("rejected_records"),
+        ],
+        "traces": [
+            sa.Column("import_id", sa.Integer(), nullable=False),
+            sa.Column("dedupe_key", sa.String(length=200), nullable=False),
+            sa.Column("external_id", sa.String(length=400), nullable=True),
+            sa.Column("display_id", sa.String(length=400), nullable=False),
+            sa.Column("format", sa.String(length=40), nullable=False),
+            sa.Column("source_file", sa.Text(), nullable=False),
+            sa.Column("source_line", sa.Integer(), nullable=True),
+            *columns(sa.String(length=200), "agent", "model", nullable=True),
+            sa.Column("started_at", _TIMESTAMP, nullable=True),
+            sa.Column("imported_at", _TIMESTAMP, nullable=False),
+            *columns(json_type(), "tags", "metadata", "tools"),
+            *columns(sa.Integer(), "record_count", "message_count", "tool_call_count",
+                     "tool_result_count", "error_count", "problem_count"),
+            *columns(sa.BigInteger(), "total_tokens", "tool_result_tokens", "wasted_tokens"),
+            sa.Column("max_occurrence", sa.Integer(), nullable=False),
+            of_import("traces"),
+            sa.UniqueConstraint("dedupe_key", name=op.f("uq_traces_dedupe_key")),
+        ],
+        "findings": [
+            sa.Column("trace_id", sa.Integer(), nullable=False),
+            sa.Column("name", sa.String(length=60), nullable=False),
+            sa.Column("tool", sa.String(length=400), nullable=True),
+            sa.Column("message_seq", sa.Integer(), nullable=False),
+            sa.Column("call_index", sa.Integer(), nullable=True),
+            owned_by_trace("findings"),
+        ],
+        "messages": [
+            *columns(sa.Integer(), "trace_id", "seq"),
+            sa.Column("role", sa.String(length=20), nullable=False),
+            sa.Column("content", sa.Text(), nullable=False),
+            sa.Column("timestamp", _TIMESTAMP, nullable=True),
+            *columns(sa.Integer(), "tokens", "chars", "bytes"),
+            sa.Column("usage", json_type(), nullable=True),
+            sa.Column("source_id", sa.String(length=400), nullable=True),
+            sa.Column("source_line", sa.Integer(), nullable=True),
+            sa.Column("raw", json_type(), nullable=True),
+            owned_by_trace("messages"),
+        ],
+        "tool_calls": [
+            *columns(sa.Integer(), "trace_id", "message_seq", "call_index"),
+            sa.Column("tool_call_id", sa.String(length=400), nullable=True),
+            sa.Column("tool_name", sa.String(length=400), nullable=False),
+            sa.Column("arguments_raw", sa.Text(), nullable=True),
+            sa.Column("arguments", json_type(), nullable=True),
+            sa.Column("args_valid", sa.Boolean(), nullable=False),
+            sa.Column("args_error", sa.Text(), nullable=True),
+            sa.Column("timestamp", _TIMESTAMP, nullable=True),
+            sa.Column("signature", sa.String(length=500), nullable=False),
+            *columns(sa.Integer(), "occurrence", "run_length"),
+            *columns(sa.Boolean(), "retry_after_error", "ping_pong"),
+            sa.Column("pair_state", sa.String(length=30), nullable=False),
+            sa.Column("pairing_method", sa.String(length=20), nullable=True),
+            sa.Column("result_seq", sa.Integer(), nullable=True),
+            *columns(sa.Boolean(), "name_mismatch", "reused_id"),
+            sa.Column("schema_issue", sa.String(length=60), nullable=True),
+            sa.Column("schema_detail", sa.Text(), nullable=True),
+            owned_by_trace("tool_calls"),
+        ],
+        "tool_results": [
+            *columns(sa.Integer(), "trace_id", "message_seq"),
+            *columns(sa.String(length=400), "tool_call_id", "provided_name", nullable=True),
+            sa.Column("explicit_error", sa.Boolean(), nullable=True),
+            sa.Column("explicit_source", sa.String(length=40), nullable=True),
+            sa.Column("timestamp", _TIMESTAMP, nullable=True),
+            *columns(sa.Integer(), "tokens", "chars", "bytes"),
+            sa.Column("tool", sa.String(length=400), nullable=False),
+            *columns(sa.String(length=20), "status", "status_source"),
+            *columns(sa.String(length=60), "error_type", "rule", nullable=True),
+            sa.Column("fingerprint", sa.String(length=300), nullable=True),
+            *columns(sa.Text(), "summary", "suggestion", nullable=True),
+            sa.Column("suggestion_kind", sa.String(length=30), nullable=True),
+            sa.Column("suggestion_detail", json_type(), nullable=True),
+            sa.Column("is_protocol", sa.Boolean(), nullable=False),
+            sa.Column("pair_state", sa.String(length=30), nullable=False),
+            sa.Column("pairing_method", sa.String(length=20), nullable=True),
+            *columns(sa.Integer(), "call_seq", "call_index", nullable=True),
+            *columns(sa.Boolean(), "name_mismatch", "oversized"),
+            sa.Column("verdict", sa.String(length=20), nullable=True),
+            sa.Column("verdict_reason", sa.Text(), nullable=True),
+            sa.Column("next_call_succeeded", sa.Boolean(), nullable=True),
+            sa.Column("error_type_corrected", sa.String(length=60), nullable=True),
+            sa.Column("verdict_corrected", sa.String(length=20), nullable=True),
+            sa.Column("corrected_by", sa.String(length=200), nullable=True),
+            sa.Column("corrected_at", _TIMESTAMP, nullable=True),
+            owned_by_trace("tool_results"),
+        ],
+    }  # fmt: skip
+
+
+#: The tables whose rows belong to a trace: their ids are 64-bit.
+_BIG_IDS = ("findings", "messages", "tool_calls", "tool_results")
+
 
 def upgrade() -> None:
-    op.create_table(
-        "imports",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("origin", sa.String(length=20), nullable=False),
-        sa.Column(
-            "paths",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
-            nullable=False,
-        ),
-        sa.Column("encoding", sa.String(length=40), nullable=False),
-        sa.Column("files", sa.Integer(), nullable=False),
-        sa.Column("records", sa.Integer(), nullable=False),
-        sa.Column("traces_imported", sa.Integer(), nullable=False),
-        sa.Column("duplicates", sa.Integer(), nullable=False),
-        sa.Column("rejected", sa.Integer(), nullable=False),
-        sa.Column("messages", sa.BigInteger(), nullable=False),
-        sa.Column("seconds", sa.Float(), nullable=False),
-        sa.Column("state", sa.String(length=20), nullable=False),
-        sa.Column("error", sa.Text(), nullable=True),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_imports")),
-    )
-    op.create_table(
-        "rejected_records",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("import_id", sa.Integer(), nullable=False),
-        sa.Column("source_file", sa.Text(), nullable=False),
-        sa.Column("line", sa.Integer(), nullable=False),
-        sa.Column("byte_offset", sa.BigInteger(), nullable=False),
-        sa.Column("reason", sa.String(length=60), nullable=False),
-        sa.Column("message", sa.Text(), nullable=False),
-        sa.Column("raw", sa.LargeBinary(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["import_id"], ["imports.id"], name=op.f("fk_rejected_records_import_id_imports")
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_rejected_records")),
-    )
-    with op.batch_alter_table("rejected_records", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_rejected_records_import_id"), ["import_id"], unique=False
-        )
-        batch_op.create_index(batch_op.f("ix_rejected_records_reason"), ["reason"], unique=False)
-
-    op.create_table(
-        "traces",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("import_id", sa.Integer(), nullable=False),
-        sa.Column("dedupe_key", sa.String(length=200), nullable=False),
-        sa.Column("external_id", sa.String(length=400), nullable=True),
-        sa.Column("display_id", sa.String(length=400), nullable=False),
-        sa.Column("format", sa.String(length=40), nullable=False),
-        sa.Column("source_file", sa.Text(), nullable=False),
-        sa.Column("source_line", sa.Integer(), nullable=True),
-        sa.Column("agent", sa.String(length=200), nullable=True),
-        sa.Column("model", sa.String(length=200), nullable=True),
-        sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("imported_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column(
-            "tags",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
-            nullable=False,
-        ),
-        sa.Column(
-            "metadata",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
-            nullable=False,
-        ),
-        sa.Column(
-            "tools",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
-            nullable=False,
-        ),
-        sa.Column("record_count", sa.Integer(), nullable=False),
-        sa.Column("message_count", sa.Integer(), nullable=False),
-        sa.Column("tool_call_count", sa.Integer(), nullable=False),
-        sa.Column("tool_result_count", sa.Integer(), nullable=False),
-        sa.Column("error_count", sa.Integer(), nullable=False),
-        sa.Column("problem_count", sa.Integer(), nullable=False),
-        sa.Column("total_tokens", sa.BigInteger(), nullable=False),
-        sa.Column("tool_result_tokens", sa.BigInteger(), nullable=False),
-        sa.Column("wasted_tokens", sa.BigInteger(), nullable=False),
-        sa.Column("max_occurrence", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["import_id"], ["imports.id"], name=op.f("fk_traces_import_id_imports")
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_traces")),
-        sa.UniqueConstraint("dedupe_key", name=op.f("uq_traces_dedupe_key")),
-    )
-    with op.batch_alter_table("traces", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_traces_agent"), ["agent"], unique=False)
-        batch_op.create_index(batch_op.f("ix_traces_display_id"), ["display_id"], unique=False)
-        batch_op.create_index(batch_op.f("ix_traces_external_id"), ["external_id"], unique=False)
-        batch_op.create_index(batch_op.f("ix_traces_import_id"), ["import_id"], unique=False)
-        batch_op.create_index(batch_op.f("ix_traces_model"), ["model"], unique=False)
-        batch_op.create_index("ix_traces_started_at", ["started_at"], unique=False)
-
-    op.create_table(
-        "findings",
-        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
-        sa.Column("trace_id", sa.Integer(), nullable=False),
-        sa.Column("name", sa.String(length=60), nullable=False),
-        sa.Column("tool", sa.String(length=400), nullable=True),
-        sa.Column("message_seq", sa.Integer(), nullable=False),
-        sa.Column("call_index", sa.Integer(), nullable=True),
-        owned_by_trace("findings"),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_findings")),
-    )
-    with op.batch_alter_table("findings", schema=None) as batch_op:
-        batch_op.create_index("ix_findings_name_tool", ["name", "tool"], unique=False)
-        batch_op.create_index(batch_op.f("ix_findings_trace_id"), ["trace_id"], unique=False)
-
-    op.create_table(
-        "messages",
-        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
-        sa.Column("trace_id", sa.Integer(), nullable=False),
-        sa.Column("seq", sa.Integer(), nullable=False),
-        sa.Column("role", sa.String(length=20), nullable=False),
-        sa.Column("content", sa.Text(), nullable=False),
-        sa.Column("timestamp", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("tokens", sa.Integer(), nullable=False),
-        sa.Column("chars", sa.Integer(), nullable=False),
-        sa.Column("bytes", sa.Integer(), nullable=False),
-        sa.Column(
-            "usage",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
-            nullable=True,
-        ),
-        sa.Column("source_id", sa.String(length=400), nullable=True),
-        sa.Column("source_line", sa.Integer(), nullable=True),
-        sa.Column(
-            "raw",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
-            nullable=True,
-        ),
-        owned_by_trace("messages"),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_messages")),
-    )
-    with op.batch_alter_table("messages", schema=None) as batch_op:
-        batch_op.create_index("ix_messages_trace_id_seq", ["trace_id", "seq"], unique=True)
-
-    op.create_table(
-        "tool_calls",
-        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
-        sa.Column("trace_id", sa.Integer(), nullable=False),
-        sa.Column("message_seq", sa.Integer(), nullable=False),
-        sa.Column("call_index", sa.Integer(), nullable=False),
-        sa.Column("tool_call_id", sa.String(length=400), nullable=True),
-        sa.Column("tool_name", sa.String(length=400), nullable=False),
-        sa.Column("arguments_raw", sa.Text(), nullable=True),
-        sa.Column(
-            "arguments",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
-            nullable=True,
-        ),
-        sa.Column("args_valid", sa.Boolean(), nullable=False),
-        sa.Column("args_error", sa.Text(), nullable=True),
-        sa.Column("timestamp", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("signature", sa.String(length=500), nullable=False),
-        sa.Column("occurrence", sa.Integer(), nullable=False),
-        sa.Column("run_length", sa.Integer(), nullable=False),
-        sa.Column("retry_after_error", sa.Boolean(), nullable=False),
-        sa.Column("ping_pong", sa.Boolean(), nullable=False),
-        sa.Column("pair_state", sa.String(length=30), nullable=False),
-        sa.Column("pairing_method", sa.String(length=20), nullable=True),
-        sa.Column("result_seq", sa.Integer(), nullable=True),
-        sa.Column("name_mismatch", sa.Boolean(), nullable=False),
-        sa.Column("reused_id", sa.Boolean(), nullable=False),
-        sa.Column("schema_issue", sa.String(length=60), nullable=True),
-        sa.Column("schema_detail", sa.Text(), nullable=True),
-        owned_by_trace("tool_calls"),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_tool_calls")),
-    )
-    with op.batch_alter_table("tool_calls", schema=None) as batch_op:
-        batch_op.create_index("ix_tool_calls_occurrence", ["occurrence"], unique=False)
-        batch_op.create_index(
-            batch_op.f("ix_tool_calls_tool_call_id"), ["tool_call_id"], unique=False
-        )
-        batch_op.create_index(
-            "ix_tool_calls_tool_name_pair_state", ["tool_name", "pair_state"], unique=False
-        )
-        batch_op.create_index(
-            "ix_tool_calls_trace_id_message_seq",
-            ["trace_id", "message_seq", "call_index"],
-            unique=False,
-        )
-
-    op.create_table(
-        "tool_results",
-        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
-        sa.Column("trace_id", sa.Integer(), nullable=False),
-        sa.Column("message_seq", sa.Integer(), nullable=False),
-        sa.Column("tool_call_id", sa.String(length=400), nullable=True),
-        sa.Column("provided_name", sa.String(length=400), nullable=True),
-        sa.Column("explicit_error", sa.Boolean(), nullable=True),
-        sa.Column("explicit_source", sa.String(length=40), nullable=True),
-        sa.Column("timestamp", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("tokens", sa.Integer(), nullable=False),
-        sa.Column("chars", sa.Integer(), nullable=False),
-        sa.Column("bytes", sa.Integer(), nullable=False),
-        sa.Column("tool", sa.String(length=400), nullable=False),
-        sa.Column("status", sa.String(length=20), nullable=False),
-        sa.Column("status_source", sa.String(length=20), nullable=False),
-        sa.Column("error_type", sa.String(length=60), nullable=True),
-        sa.Column("rule", sa.String(length=60), nullable=True),
-        sa.Column("fingerprint", sa.String(length=300), nullable=True),
-        sa.Column("summary", sa.Text(), nullable=True),
-        sa.Column("suggestion", sa.Text(), nullable=True),
-        sa.Column("suggestion_kind", sa.String(length=30), nullable=True),
-        sa.Column(
-            "suggestion_detail",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
-            nullable=True,
-        ),
-        sa.Column("is_protocol", sa.Boolean(), nullable=False),
-        sa.Column("pair_state", sa.String(length=30), nullable=False),
-        sa.Column("pairing_method", sa.String(length=20), nullable=True),
-        sa.Column("call_seq", sa.Integer(), nullable=True),
-        sa.Column("call_index", sa.Integer(), nullable=True),
-        sa.Column("name_mismatch", sa.Boolean(), nullable=False),
-        sa.Column("oversized", sa.Boolean(), nullable=False),
-        sa.Column("verdict", sa.String(length=20), nullable=True),
-        sa.Column("verdict_reason", sa.Text(), nullable=True),
-        sa.Column("next_call_succeeded", sa.Boolean(), nullable=True),
-        sa.Column("error_type_corrected", sa.String(length=60), nullable=True),
-        sa.Column("verdict_corrected", sa.String(length=20), nullable=True),
-        sa.Column("corrected_by", sa.String(length=200), nullable=True),
-        sa.Column("corrected_at", sa.DateTime(timezone=True), nullable=True),
-        owned_by_trace("tool_results"),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_tool_results")),
-    )
-    with op.batch_alter_table("tool_results", schema=None) as batch_op:
-        batch_op.create_index("ix_tool_results_error_type", ["error_type"], unique=False)
-        batch_op.create_index(
-            batch_op.f("ix_tool_results_fingerprint"), ["fingerprint"], unique=False
-        )
-        batch_op.create_index(
-            batch_op.f("ix_tool_results_tool_call_id"), ["tool_call_id"], unique=False
-        )
-        batch_op.create_index("ix_tool_results_tool_status", ["tool", "status"], unique=False)
-        batch_op.create_index(
-            "ix_tool_results_trace_id_message_seq", ["trace_id", "message_seq"], unique=False
-        )
+    for name, items in _items().items():
+        create_table(name, *items, id_kind=big_id() if name in _BIG_IDS else None)
+        if _INDEXES[name]:
+            create_indexes(name, _INDEXES[name])
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("tool_results", schema=None) as batch_op:
-        batch_op.drop_index("ix_tool_results_trace_id_message_seq")
-        batch_op.drop_index("ix_tool_results_tool_status")
-        batch_op.drop_index(batch_op.f("ix_tool_results_tool_call_id"))
-        batch_op.drop_index(batch_op.f("ix_tool_results_fingerprint"))
-        batch_op.drop_index("ix_tool_results_error_type")
-
-    op.drop_table("tool_results")
-    with op.batch_alter_table("tool_calls", schema=None) as batch_op:
-        batch_op.drop_index("ix_tool_calls_trace_id_message_seq")
-        batch_op.drop_index("ix_tool_calls_tool_name_pair_state")
-        batch_op.drop_index(batch_op.f("ix_tool_calls_tool_call_id"))
-        batch_op.drop_index("ix_tool_calls_occurrence")
-
-    op.drop_table("tool_calls")
-    with op.batch_alter_table("messages", schema=None) as batch_op:
-        batch_op.drop_index("ix_messages_trace_id_seq")
-
-    op.drop_table("messages")
-    with op.batch_alter_table("findings", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_findings_trace_id"))
-        batch_op.drop_index("ix_findings_name_tool")
-
-    op.drop_table("findings")
-    with op.batch_alter_table("traces", schema=None) as batch_op:
-        batch_op.drop_index("ix_traces_started_at")
-        batch_op.drop_index(batch_op.f("ix_traces_model"))
-        batch_op.drop_index(batch_op.f("ix_traces_import_id"))
-        batch_op.drop_index(batch_op.f("ix_traces_external_id"))
-        batch_op.drop_index(batch_op.f("ix_traces_display_id"))
-        batch_op.drop_index(batch_op.f("ix_traces_agent"))
-
-    op.drop_table("traces")
-    with op.batch_alter_table("rejected_records", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_rejected_records_reason"))
-        batch_op.drop_index(batch_op.f("ix_rejected_records_import_id"))
-
-    op.drop_table("rejected_records")
-    op.drop_table("imports")
+    for name in reversed(list(_INDEXES)):
+        if _INDEXES[name]:
+            drop_indexes(name, _INDEXES[name])
+        op.drop_table(name)

@@ -11,12 +11,26 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from db.migrations.ops import owned_by_trace
+from db.migrations.ops import (
+    Index,
+    columns,
+    create_indexes,
+    create_table,
+    drop_indexes,
+    owned_by_trace,
+)
 
 revision = "0002"
 down_revision = "0001"
 branch_labels = None
 depends_on = None
+
+_INDEXES: list[Index] = [
+    ("ix_annotations_author", ["author"], False),
+    ("ix_annotations_label", ["label"], False),
+    ("ix_annotations_trace_id_message_seq", ["trace_id", "message_seq", "call_index"], False),
+]
+_TIMESTAMP = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
@@ -24,38 +38,23 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("reviewed_at", sa.DateTime(timezone=True), nullable=True))
         batch_op.add_column(sa.Column("reviewed_by", sa.String(length=200), nullable=True))
 
-    op.create_table(
+    create_table(
         "annotations",
-        sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("trace_id", sa.Integer(), nullable=False),
-        sa.Column("message_seq", sa.Integer(), nullable=True),
-        sa.Column("call_index", sa.Integer(), nullable=True),
+        *columns(sa.Integer(), "message_seq", "call_index", nullable=True),
         sa.Column("label", sa.String(length=60), nullable=False),
         sa.Column("note", sa.Text(), nullable=False),
         sa.Column("author", sa.String(length=200), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        *columns(_TIMESTAMP, "created_at", "updated_at"),
         sa.Column("updated_by", sa.String(length=200), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
         owned_by_trace("annotations"),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_annotations")),
     )
-    with op.batch_alter_table("annotations", schema=None) as batch_op:
-        batch_op.create_index("ix_annotations_author", ["author"], unique=False)
-        batch_op.create_index("ix_annotations_label", ["label"], unique=False)
-        batch_op.create_index(
-            "ix_annotations_trace_id_message_seq",
-            ["trace_id", "message_seq", "call_index"],
-            unique=False,
-        )
+    create_indexes("annotations", _INDEXES)
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("annotations", schema=None) as batch_op:
-        batch_op.drop_index("ix_annotations_trace_id_message_seq")
-        batch_op.drop_index("ix_annotations_label")
-        batch_op.drop_index("ix_annotations_author")
-
+    drop_indexes("annotations", _INDEXES)
     op.drop_table("annotations")
     # Not batch mode: on SQLite a batch drop copies ``traces`` and drops the original, and with
     # foreign keys on that DROP deletes every message, call and result through ON DELETE CASCADE.

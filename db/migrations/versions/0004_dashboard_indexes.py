@@ -13,6 +13,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
+from db.migrations.ops import replace_index
+
 revision = "0004"
 down_revision = "0003"
 branch_labels = None
@@ -23,15 +25,29 @@ _ADVISED = "suggestion IS NOT NULL"
 _CORRECTED = "error_type_corrected IS NOT NULL OR verdict_corrected IS NOT NULL"
 
 
+#: The ``tool_calls`` indexes this revision replaces: (before, after, the columns after).
+_CALL_INDEXES = (
+    ("ix_tool_calls_tool_name_pair_state", "ix_tool_calls_tool_name_pair_state_reused",
+     ["tool_name", "pair_state", "reused_id"]),
+    ("ix_tool_calls_occurrence", "ix_tool_calls_occurrence_tool",
+     ["occurrence", "tool_name", "trace_id"]),
+)  # fmt: skip
+#: Their columns before (revision 0001).
+_CALL_INDEXES_BEFORE = {
+    "ix_tool_calls_tool_name_pair_state": ["tool_name", "pair_state"],
+    "ix_tool_calls_occurrence": ["occurrence"],
+}
+
+
 def _where(predicate: str) -> dict[str, Any]:
     return {"sqlite_where": sa.text(predicate), "postgresql_where": sa.text(predicate)}
 
 
 def upgrade() -> None:
-    op.drop_index("ix_tool_results_tool_status", table_name="tool_results")
-    op.create_index(
-        "ix_tool_results_tool_status_pairing",
+    replace_index(
         "tool_results",
+        "ix_tool_results_tool_status",
+        "ix_tool_results_tool_status_pairing",
         ["tool", "status", "pair_state", "name_mismatch", "call_seq"],
     )
     op.create_index(
@@ -58,23 +74,13 @@ def upgrade() -> None:
         ["error_type_corrected", "verdict_corrected", "status", "trace_id"],
         **_where(_CORRECTED),
     )
-    op.drop_index("ix_tool_calls_tool_name_pair_state", table_name="tool_calls")
-    op.create_index(
-        "ix_tool_calls_tool_name_pair_state_reused",
-        "tool_calls",
-        ["tool_name", "pair_state", "reused_id"],
-    )
-    op.drop_index("ix_tool_calls_occurrence", table_name="tool_calls")
-    op.create_index(
-        "ix_tool_calls_occurrence_tool", "tool_calls", ["occurrence", "tool_name", "trace_id"]
-    )
+    for old, new, on in _CALL_INDEXES:
+        replace_index("tool_calls", old, new, on)
 
 
 def downgrade() -> None:
-    op.drop_index("ix_tool_calls_occurrence_tool", table_name="tool_calls")
-    op.create_index("ix_tool_calls_occurrence", "tool_calls", ["occurrence"])
-    op.drop_index("ix_tool_calls_tool_name_pair_state_reused", table_name="tool_calls")
-    op.create_index("ix_tool_calls_tool_name_pair_state", "tool_calls", ["tool_name", "pair_state"])
+    for old, new, _ in reversed(_CALL_INDEXES):
+        replace_index("tool_calls", new, old, _CALL_INDEXES_BEFORE[old])
     for name in (
         "ix_tool_results_corrected",
         "ix_tool_results_advised",

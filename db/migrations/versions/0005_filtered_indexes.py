@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from db.migrations.ops import create_verdict_index
+from db.migrations.ops import create_verdict_index, replace_index
 
 revision = "0005"
 down_revision = "0004"
@@ -26,10 +26,14 @@ depends_on = None
 _VERDICT = "coalesce(verdict_corrected, verdict)"
 
 
+def _replace_trace_index(table: str, on: list[str]) -> None:
+    """Replace ``ix_<table>_trace_id_message_seq`` by the same name on ``on``."""
+    name = f"ix_{table}_trace_id_message_seq"
+    replace_index(table, name, name, on)
+
+
 def upgrade() -> None:
-    op.drop_index("ix_tool_results_trace_id_message_seq", table_name="tool_results")
-    op.create_index(
-        "ix_tool_results_trace_id_message_seq",
+    _replace_trace_index(
         "tool_results",
         ["trace_id", "message_seq", "tool", "tokens", "status", "pair_state", "name_mismatch",
          "call_seq"],
@@ -39,9 +43,7 @@ def upgrade() -> None:
     op.drop_index("ix_tool_results_fingerprint", table_name="tool_results")
     op.drop_index("ix_tool_results_effective_verdict", table_name="tool_results")
     create_verdict_index()
-    op.drop_index("ix_tool_calls_trace_id_message_seq", table_name="tool_calls")
-    op.create_index(
-        "ix_tool_calls_trace_id_message_seq",
+    _replace_trace_index(
         "tool_calls",
         ["trace_id", "message_seq", "call_index", "tool_name", "pair_state", "reused_id",
          "occurrence"],
@@ -57,18 +59,9 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_index("ix_tool_calls_ping_pong", table_name="tool_calls")
-    op.drop_index("ix_tool_calls_trace_id_message_seq", table_name="tool_calls")
-    op.create_index(
-        "ix_tool_calls_trace_id_message_seq",
-        "tool_calls",
-        ["trace_id", "message_seq", "call_index"],
-    )
-    op.drop_index("ix_tool_results_effective_verdict", table_name="tool_results")
-    op.create_index(
-        "ix_tool_results_effective_verdict",
-        "tool_results",
-        [sa.text(_VERDICT), "tool", "trace_id"],
-    )
+    _replace_trace_index("tool_calls", ["trace_id", "message_seq", "call_index"])
+    verdict = "ix_tool_results_effective_verdict"
+    replace_index("tool_results", verdict, verdict, [sa.text(_VERDICT), "tool", "trace_id"])
     op.create_index("ix_tool_results_fingerprint", "tool_results", ["fingerprint"])
     op.create_index("ix_tool_results_error_type", "tool_results", ["error_type"])
     op.create_index(
@@ -76,7 +69,4 @@ def downgrade() -> None:
         "tool_results",
         ["tool", "status", "pair_state", "name_mismatch", "call_seq"],
     )
-    op.drop_index("ix_tool_results_trace_id_message_seq", table_name="tool_results")
-    op.create_index(
-        "ix_tool_results_trace_id_message_seq", "tool_results", ["trace_id", "message_seq"]
-    )
+    _replace_trace_index("tool_results", ["trace_id", "message_seq"])

@@ -12,7 +12,8 @@ Create Date: 2026-12-01
 from __future__ import annotations
 
 import sqlalchemy as sa
-from alembic import op
+
+from db.migrations.ops import add_in_batch, drop_in_batch
 
 revision = "0006"
 down_revision = "0005"
@@ -21,11 +22,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    # batch mode: SQLite rebuilds the table where it cannot alter it in place.
-    with op.batch_alter_table("messages") as batch:
-        batch.add_column(sa.Column("branch", sa.String(length=400), nullable=True))
+    add_in_batch("messages", sa.Column("branch", sa.String(length=400), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("messages") as batch:
-        batch.drop_column("branch")
+    drop_in_batch("messages", "branch")

@@ -2,8 +2,9 @@
 methods, verdicts, finding kinds and message roles (``db.contract.vocabulary``).
 
 ``error_type`` gets none: a protocol-provided error type is kept verbatim, so its set is open.
-The values are written out here, not imported, so this migration means the same thing after the
-vocabulary grows (growing it takes a migration of its own). On SQLite a constraint can only come
+The values are written out here (the finding kinds in ``db.migrations.ops``), not imported from
+the vocabulary, so this migration means the same thing after the vocabulary grows (growing it
+takes a migration of its own). On SQLite a constraint can only come
 with a new table, so ``batch_alter_table`` copies each table; SQLite's reflection cannot read the
 expression index on the effective verdict, so that index is created again as 0005 made it.
 
@@ -19,7 +20,7 @@ from collections.abc import Callable, Sequence
 from alembic import op
 from alembic.operations import BatchOperations
 
-from db.migrations.ops import create_verdict_index
+from db.migrations.ops import FINDING_KINDS_0007, create_verdict_index, one_of
 
 revision = "0007"
 down_revision = "0006"
@@ -34,12 +35,6 @@ _PAIR_STATES = (
 )  # fmt: skip
 _PAIRING_METHODS = ("id", "position")
 _VERDICTS = ("followed", "ignored", "unclear", "no_next_action")
-_FINDING_KINDS = (
-    "bare_status", "raw_exception", "error_without_suggestion", "empty_marked_error",
-    "name_mismatch", "oversized", "unparsed_arguments", "unknown_tool",
-    "arguments_schema_violation", "missing_result", "orphan_result", "duplicate_result",
-    "result_before_call", "late_result",
-)  # fmt: skip
 _ROLES = ("system", "user", "assistant", "tool")
 
 #: (table, column, allowed values); the constraint is named ``ck_<table>_<column>``.
@@ -53,7 +48,7 @@ _CHECKS: tuple[tuple[str, str, Sequence[str]], ...] = (
     ("tool_results", "pairing_method", _PAIRING_METHODS),
     ("tool_results", "verdict", _VERDICTS),
     ("tool_results", "verdict_corrected", _VERDICTS),
-    ("findings", "name", _FINDING_KINDS),
+    ("findings", "name", FINDING_KINDS_0007),
 )
 
 
@@ -80,8 +75,7 @@ def _alter_each_table(alter: Callable[[BatchOperations, list[_Check]], None]) ->
 
 def _add_checks(batch_op: BatchOperations, checks: list[_Check]) -> None:
     for table, column, values in checks:
-        listed = ", ".join(f"'{value}'" for value in values)
-        batch_op.create_check_constraint(op.f(f"ck_{table}_{column}"), f"{column} IN ({listed})")
+        batch_op.create_check_constraint(op.f(f"ck_{table}_{column}"), one_of(column, values))
 
 
 def _drop_checks(batch_op: BatchOperations, checks: list[_Check]) -> None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from db.migrations.ops import owned_by_trace
+from db.migrations.ops import columns, create_table, of_import, owned_by_trace
 
 revision = "0008"
 down_revision = "0007"
@@ -46,8 +46,8 @@ def upgrade() -> None:
     # Plain ALTER TABLE (SQLite >= 3.35 renames and drops columns in place): batch mode would
     # copy ``imports`` and ``traces``, and SQLite refuses to drop a table other rows refer to.
     op.execute("ALTER TABLE imports RENAME COLUMN duplicates TO unchanged")
-    for name in _IMPORT_COUNTS:
-        op.add_column("imports", sa.Column(name, sa.Integer(), nullable=False, server_default="0"))
+    for column in columns(sa.Integer(), *_IMPORT_COUNTS, server_default="0"):
+        op.add_column("imports", column)
     op.add_column("traces", sa.Column("content_hash", sa.String(length=64), nullable=True))
     op.add_column("traces", sa.Column("version", sa.Integer(), nullable=False, server_default="1"))
     op.create_index("ix_traces_content_hash", "traces", ["content_hash"])
@@ -66,41 +66,27 @@ def upgrade() -> None:
     op.create_index(
         "ix_rejected_records_record_key", "rejected_records", ["record_key"], unique=True
     )
-    op.create_table(
+    create_table(
         "trace_updates",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("import_id", sa.Integer(), nullable=False),
-        sa.Column("trace_id", sa.Integer(), nullable=False),
+        *columns(sa.Integer(), "import_id", "trace_id"),
         sa.Column("source_file", sa.Text(), nullable=False),
         sa.Column("old_hash", sa.String(length=64), nullable=True),
         sa.Column("new_hash", sa.String(length=64), nullable=False),
-        sa.Column("old_messages", sa.Integer(), nullable=False),
-        sa.Column("new_messages", sa.Integer(), nullable=False),
+        *columns(sa.Integer(), "old_messages", "new_messages"),
         sa.Column("at", _TIMESTAMP, nullable=False),
-        sa.ForeignKeyConstraint(
-            ["import_id"], ["imports.id"], name="fk_trace_updates_import_id_imports"
-        ),
+        of_import("trace_updates"),
         owned_by_trace("trace_updates"),
-        sa.PrimaryKeyConstraint("id", name="pk_trace_updates"),
     )
     op.create_index("ix_trace_updates_import_id", "trace_updates", ["import_id"])
     op.create_index("ix_trace_updates_trace_id", "trace_updates", ["trace_id"])
-    op.create_table(
+    create_table(
         "import_files",
-        sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("import_id", sa.Integer(), nullable=False),
         sa.Column("path", sa.Text(), nullable=False),
         sa.Column("size", sa.BigInteger(), nullable=True),
         sa.Column("format", sa.String(length=40), nullable=True),
-        sa.Column("records", sa.Integer(), nullable=False),
-        sa.Column("imported", sa.Integer(), nullable=False),
-        sa.Column("updated", sa.Integer(), nullable=False),
-        sa.Column("unchanged", sa.Integer(), nullable=False),
-        sa.Column("rejected", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["import_id"], ["imports.id"], name="fk_import_files_import_id_imports"
-        ),
-        sa.PrimaryKeyConstraint("id", name="pk_import_files"),
+        *columns(sa.Integer(), "records", "imported", "updated", "unchanged", "rejected"),
+        of_import("import_files"),
     )
     op.create_index("ix_import_files_import_id", "import_files", ["import_id"])
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from db.migrations.ops import columns, create_table, of_import
+
 revision = "0009"
 # The trace-versions migration (0008) is developed beside this one; until it is merged this
 # revision follows 0007.
@@ -21,27 +23,17 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.create_table(
+    create_table(
         "source_files",
-        sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("path", sa.Text(), nullable=False),
-        sa.Column("size", sa.BigInteger(), nullable=False),
-        sa.Column("mtime_ns", sa.BigInteger(), nullable=False),
-        sa.Column("head_hash", sa.String(length=64), nullable=False),
-        sa.Column("tail_hash", sa.String(length=64), nullable=False),
+        *columns(sa.BigInteger(), "size", "mtime_ns"),
+        *columns(sa.String(length=64), "head_hash", "tail_hash"),
         sa.Column("full_hash", sa.String(length=64), nullable=True),
         sa.Column("format", sa.String(length=40), nullable=True),
         sa.Column("read_bytes", sa.BigInteger(), nullable=True),
-        sa.Column("read_lines", sa.BigInteger(), nullable=False),
-        sa.Column("records", sa.BigInteger(), nullable=False),
-        sa.Column("traces", sa.BigInteger(), nullable=False),
+        *columns(sa.BigInteger(), "read_lines", "records", "traces"),
         sa.Column("last_import_id", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["last_import_id"],
-            ["imports.id"],
-            name="fk_source_files_last_import_id_imports",
-        ),
-        sa.PrimaryKeyConstraint("id", name="pk_source_files"),
+        of_import("source_files", "last_import_id"),
         sa.UniqueConstraint("path", name="uq_source_files_path"),
     )
 

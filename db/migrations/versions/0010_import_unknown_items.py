@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import postgresql
+
+from db.migrations.ops import json_type
 
 revision = "0010"
 down_revision = "0009"
@@ -25,14 +26,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.add_column(
-        "imports",
-        sa.Column(
-            "unknown_items",
-            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
-            nullable=True,
-        ),
-    )
+    op.add_column("imports", sa.Column("unknown_items", json_type(), nullable=True))
 
 
 def downgrade() -> None:

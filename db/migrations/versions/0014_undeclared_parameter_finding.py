@@ -2,8 +2,9 @@
 
 A call naming a parameter an open tool schema does not declare is a warning-level finding
 (``ingest.analysis.schema_check``). Only the CHECK constraint on ``findings.name`` changes; stored
-traces get the finding from ``toollens reanalyze``. The values are written out here, not imported,
-as in 0007, so this migration means the same thing after the vocabulary grows again.
+traces get the finding from ``toollens reanalyze``. The values are 0007's (written out in
+``db.migrations.ops``, not imported from the vocabulary) and the one added here, so this
+migration means the same thing after the vocabulary grows again.
 
 Revision ID: 0014
 Revises: 0013
@@ -14,30 +15,23 @@ from __future__ import annotations
 
 from alembic import op
 
+from db.migrations.ops import FINDING_KINDS_0007, one_of
+
 revision = "0014"
 down_revision = "0013"
 branch_labels = None
 depends_on = None
 
-_BEFORE = (
-    "bare_status", "raw_exception", "error_without_suggestion", "empty_marked_error",
-    "name_mismatch", "oversized", "unparsed_arguments", "unknown_tool",
-    "arguments_schema_violation", "missing_result", "orphan_result", "duplicate_result",
-    "result_before_call", "late_result",
-)  # fmt: skip
-_AFTER = (
-    "bare_status", "raw_exception", "error_without_suggestion", "empty_marked_error",
-    "name_mismatch", "oversized", "unparsed_arguments", "unknown_tool",
-    "arguments_schema_violation", "undeclared_parameter", "missing_result", "orphan_result",
-    "duplicate_result", "result_before_call", "late_result",
-)  # fmt: skip
+_BEFORE = FINDING_KINDS_0007
+#: After the schema check's ``arguments_schema_violation``.
+_AT = _BEFORE.index("arguments_schema_violation") + 1
+_AFTER = (*_BEFORE[:_AT], "undeclared_parameter", *_BEFORE[_AT:])
 
 
 def _replace_check(values: tuple[str, ...]) -> None:
-    listed = ", ".join(f"'{value}'" for value in values)
     with op.batch_alter_table("findings") as batch_op:
         batch_op.drop_constraint(op.f("ck_findings_name"), type_="check")
-        batch_op.create_check_constraint(op.f("ck_findings_name"), f"name IN ({listed})")
+        batch_op.create_check_constraint(op.f("ck_findings_name"), one_of("name", values))
 
 
 def upgrade() -> None:

@@ -22,13 +22,14 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
+from db.migrations.ops import one_of
+
 revision = "0015"
 down_revision = "0014"
 branch_labels = None
 depends_on = None
 
-_TOKEN_COUNTS = ("exact", "estimate")
-_CHECK = "token_counts IN ({})".format(", ".join(f"'{v}'" for v in _TOKEN_COUNTS))
+_CHECK = one_of("token_counts", ("exact", "estimate"))
 _RESULT_COLUMNS = ("image_tokens", "images", "read_by_seq", "read_input_tokens")
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from db.migrations.ops import owned_by_trace
+from db.migrations.ops import big_id, columns, create_table, owned_by_trace
 
 revision = "0016"
 down_revision = "0015"
@@ -47,27 +47,17 @@ def upgrade() -> None:
     op.create_index(
         "ix_tool_results_tool_duration", "tool_results", ["tool", "duration_ms"], unique=False
     )
-    op.create_table(
+    create_table(
         "error_streaks",
-        sa.Column(
-            "id",
-            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-            primary_key=True,
-            nullable=False,
-        ),
         sa.Column("trace_id", sa.Integer(), nullable=False),
         sa.Column("tool", sa.String(length=400), nullable=False),
         sa.Column("fingerprint", sa.String(length=300), nullable=True),
         sa.Column("error_type", sa.String(length=60), nullable=True),
-        sa.Column("first_seq", sa.Integer(), nullable=False),
-        sa.Column("first_index", sa.Integer(), nullable=False),
-        sa.Column("last_seq", sa.Integer(), nullable=False),
-        sa.Column("last_index", sa.Integer(), nullable=False),
-        sa.Column("length", sa.Integer(), nullable=False),
+        *columns(sa.Integer(), "first_seq", "first_index", "last_seq", "last_index", "length"),
         sa.Column("wasted_tokens", sa.BigInteger(), nullable=False),
         sa.Column("wasted_ms", sa.Float(), nullable=True),
         owned_by_trace("error_streaks"),
-        sa.PrimaryKeyConstraint("id", name="pk_error_streaks"),
+        id_kind=big_id(),
     )
     op.create_index("ix_error_streaks_trace_id", "error_streaks", ["trace_id"], unique=False)
     op.create_index(

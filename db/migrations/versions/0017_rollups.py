@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from db.migrations.ops import create_rollup
+from db.migrations.ops import columns, create_rollup, create_table
 
 revision = "0017"
 down_revision = "0016"
@@ -26,11 +26,11 @@ depends_on = None
 
 
 def _big(*names: str) -> list[sa.Column]:
-    return [sa.Column(name, sa.BigInteger(), nullable=False) for name in names]
+    return columns(sa.BigInteger(), *names)
 
 
 def _bools(*names: str) -> list[sa.Column]:
-    return [sa.Column(name, sa.Boolean(), nullable=False) for name in names]
+    return columns(sa.Boolean(), *names)
 
 
 _TABLES: dict[str, list[sa.Column]] = {
@@ -81,16 +81,14 @@ _TABLES: dict[str, list[sa.Column]] = {
 
 
 def upgrade() -> None:
-    for name, columns in _TABLES.items():
+    for name, measures in _TABLES.items():
         # Clustered by the key (grain, day, hash): one B-tree on SQLite, no other index.
-        create_rollup(name, *columns)
+        create_rollup(name, *measures)
     op.create_index(op.f("ix_tool_results_duration"), "tool_results", ["duration_ms"], unique=False)
-    state = op.create_table(
+    state = create_table(
         "rollup_state",
-        sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("complete", sa.Boolean(), nullable=False),
         sa.Column("rebuilt_at", sa.DateTime(timezone=True), nullable=True),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_rollup_state")),
     )
     empty = op.get_bind().execute(sa.text("SELECT NOT EXISTS (SELECT 1 FROM traces)")).scalar()
     op.bulk_insert(state, [{"id": 1, "complete": bool(empty), "rebuilt_at": None}])

@@ -20,46 +20,38 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from db.migrations.ops import owned_by_trace
+from db.migrations.ops import columns, create_table, of_import, owned_by_trace
 
 revision = "0030"
 down_revision = "0029"
 branch_labels = None
 depends_on = None
 
-_IMPORT_COUNTS = (
-    ("older_copies", sa.Integer()),
-    ("kept_apart", sa.Integer()),
-    ("messages_added", sa.BigInteger()),
-    ("messages_removed", sa.BigInteger()),
-)
-_UPDATE_COUNTS = ("messages_added", "messages_removed")
+_MESSAGE_COUNTS = ("messages_added", "messages_removed")
+
+
+def _import_counts() -> list[sa.Column]:
+    return [
+        *columns(sa.Integer(), "older_copies", "kept_apart", server_default="0"),
+        *columns(sa.BigInteger(), *_MESSAGE_COUNTS, server_default="0"),
+    ]
 
 
 def upgrade() -> None:
-    for name, kind in _IMPORT_COUNTS:
-        op.add_column("imports", sa.Column(name, kind, nullable=False, server_default="0"))
-    for name in _UPDATE_COUNTS:
-        op.add_column(
-            "trace_updates", sa.Column(name, sa.Integer(), nullable=False, server_default="0")
-        )
+    for column in _import_counts():
+        op.add_column("imports", column)
+    for column in columns(sa.Integer(), *_MESSAGE_COUNTS, server_default="0"):
+        op.add_column("trace_updates", column)
     op.add_column("trace_updates", sa.Column("kept_version", sa.Integer(), nullable=True))
-    op.create_table(
+    create_table(
         "trace_versions",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("trace_id", sa.Integer(), nullable=False),
-        sa.Column("version", sa.Integer(), nullable=False),
+        *columns(sa.Integer(), "trace_id", "version"),
         sa.Column("content_hash", sa.String(length=64), nullable=True),
-        sa.Column("message_count", sa.Integer(), nullable=False),
-        sa.Column("shared_messages", sa.Integer(), nullable=False),
-        sa.Column("replaced_by", sa.Integer(), nullable=False),
+        *columns(sa.Integer(), "message_count", "shared_messages", "replaced_by"),
         sa.Column("replaced_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("snapshot", sa.LargeBinary(), nullable=False),
         owned_by_trace("trace_versions"),
-        sa.ForeignKeyConstraint(
-            ["replaced_by"], ["imports.id"], name="fk_trace_versions_replaced_by_imports"
-        ),
-        sa.PrimaryKeyConstraint("id", name="pk_trace_versions"),
+        of_import("trace_versions", "replaced_by"),
     )
     op.create_index("ix_trace_versions_trace_id", "trace_versions", ["trace_id"])
     op.create_index("ix_trace_versions_replaced_by", "trace_versions", ["replaced_by"])
@@ -71,7 +63,7 @@ def downgrade() -> None:
     op.drop_table("trace_versions")
     for table, column in (
         ("trace_updates", "kept_version"),
-        *(("trace_updates", name) for name in reversed(_UPDATE_COUNTS)),
-        *(("imports", name) for name, _ in reversed(_IMPORT_COUNTS)),
+        *(("trace_updates", name) for name in reversed(_MESSAGE_COUNTS)),
+        *(("imports", column.name) for column in reversed(_import_counts())),
     ):
         op.execute(f"ALTER TABLE {table} DROP COLUMN {column}")

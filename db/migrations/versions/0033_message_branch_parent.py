@@ -15,7 +15,8 @@ Create Date: 2026-12-05
 from __future__ import annotations
 
 import sqlalchemy as sa
-from alembic import op
+
+from db.migrations.ops import add_in_batch, drop_in_batch
 
 revision = "0033"
 down_revision = "0032"
@@ -24,11 +25,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    # batch mode: SQLite rebuilds the table where it cannot alter it in place.
-    with op.batch_alter_table("messages") as batch:
-        batch.add_column(sa.Column("branch_parent", sa.String(length=400), nullable=True))
+    add_in_batch("messages", sa.Column("branch_parent", sa.String(length=400), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("messages") as batch:
-        batch.drop_column("branch_parent")
+    drop_in_batch("messages", "branch_parent")
