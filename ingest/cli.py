@@ -560,7 +560,7 @@ def compare_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Did the change help? Baseline vs candidate traces, per tool and overall (a CI gate)."""
-    from db.queries.compare import compare_sets
+    from db.queries.compare import FilterRefused, compare_sets
     from db.queries.compare_stats import metric_spec
     from db.queries.filters import FilterQueryError, format_query, parse_query
     from ingest.outputs.compare_report import comparison_data, comparison_text
@@ -575,7 +575,10 @@ def compare_command(
             metric_spec(name)
         except ValueError as exc:
             raise _usage_error(f"--fail-on: {exc}") from exc
-    comparison = compare_sets(_engine(db), base, cand, loop_k=loop_k)
+    try:
+        comparison = compare_sets(_engine(db, clickhouse=True), base, cand, loop_k=loop_k)
+    except FilterRefused as exc:
+        raise _usage_error(f"filter: {exc}") from None
     failed = comparison.worse(gate) if gate else []
     labels = format_query(base) or "all traces", format_query(cand) or "all traces"
     if as_json:
