@@ -597,7 +597,7 @@ def reanalyze_command(db: DbOption = None, prices: PricesOption = None) -> None:
     from ingest.importing.reanalyze import reanalyze
 
     _use_prices(prices)
-    count = reanalyze(_engine(db))
+    count = reanalyze(_engine(db, clickhouse=True))
     typer.echo(f"reanalyzed {counted(count, 'trace')}")
 
 
