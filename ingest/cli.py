@@ -758,13 +758,36 @@ def copy_command(
 
 @app.command("vacuum")
 def vacuum_command(db: DbOption = None) -> None:
-    """Give the space of deleted rows back (SQLite: rewrites the file; PostgreSQL: VACUUM)."""
+    """Give the space of deleted rows back (SQLite: rewrites the file; PostgreSQL: VACUUM;
+    ClickHouse: rebuilds the partitions holding deleted or replaced rows)."""
+    from db.clickhouse.vacuum import VacuumRefused
     from db.engine import display_url
     from db.session import Maintenance
 
-    engine = _engine(db)
-    Maintenance(engine).vacuum()
+    engine = _engine(db, clickhouse=True)
+    try:
+        report = Maintenance(engine).vacuum()
+    except VacuumRefused as exc:
+        raise _usage_error(str(exc)) from None
     typer.echo(f"vacuumed: {display_url(engine.url)}")
+    if report is not None:
+        _print_vacuum(report)
+
+
+def _print_vacuum(report: Any) -> None:
+    """What a ClickHouse vacuum took off the disk, per local table and in all."""
+    lines = [(t.table, t.rows_before, t.rows_after, t.bytes_before, t.bytes_after)
+             for t in report.tables]  # fmt: skip
+    lines.append(("total", *(sum(line[i] for line in lines) for i in range(1, 5))))
+    width = max(len(line[0]) for line in lines)
+    heads = ("rows before", "rows after", "bytes before", "bytes after")
+    typer.echo(f"{'table':<{width}}" + "".join(f"  {head:>14}" for head in heads))
+    for name, *figures in lines:
+        typer.echo(f"{name:<{width}}" + "".join(f"  {n:>14,}" for n in figures))
+    typer.echo(
+        f"partitions rebuilt: {report.rebuilt}, dropped: {report.dropped} (the old parts leave "
+        "the disk once no query reads them)"
+    )
 
 
 @app.command("rebuild-rollups")
