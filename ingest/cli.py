@@ -132,7 +132,9 @@ def main_options(
 
 
 #: What a command that does not work on a ClickHouse store says (docs/clickhouse.md).
-CLICKHOUSE_COMMANDS = "import, summary, pairs, delete, prune and serve do"
+CLICKHOUSE_COMMANDS = (
+    "import, summary, pairs, compare, reanalyze, delete, prune, vacuum and serve do"
+)
 
 
 def _engine(  # type: ignore[no-untyped-def]
