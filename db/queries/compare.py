@@ -10,6 +10,7 @@ percentiles' cluster bootstrap.
 from __future__ import annotations
 
 from typing import Any
+from typing import cast as cast_type
 
 import numpy as np
 import pandas as pd
@@ -33,7 +34,7 @@ def trace_ids(f: Filters) -> Select[tuple[int]]:
     if f.tool:
         calling = select(ToolCallRow.trace_id).where(ToolCallRow.tool_name == f.tool)
         stmt = stmt.where(TraceRow.id.in_(calling))
-    return stmt
+    return cast_type(Select[tuple[int]], stmt)
 
 
 def _traces(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
@@ -246,7 +247,7 @@ def _schema_issues(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
     return to_frame(conn, stmt)
 
 
-def _firsts(values: dict[str, ColumnElement[Any]], order: ColumnElement[Any]) -> list[Any]:
+def _firsts(values: dict[str, Any], order: ColumnElement[Any]) -> list[Any]:
     """Per group, each of ``values`` taken on the group's row of the smallest ``order``, labelled
     by its name: ``argMin`` of a tuple (ClickHouse, where no window function ranks the rows; a
     tuple because ``argMin`` of a single nullable value skips the rows where it is NULL)."""
