@@ -276,7 +276,14 @@ class Maintenance:
 
     def replace_derived(self, batch: Sequence[tuple[int, TraceRows]]) -> None:
         """Rewrite the calls, results, findings and aggregates of stored traces, keeping the
-        reviewers' corrections (:func:`db.bulk.stored.replace_derived`)."""
+        reviewers' corrections (:func:`db.bulk.stored.replace_derived`); on ClickHouse, write
+        each changed trace as a new version (:func:`db.clickhouse.reanalysis.replace_derived`)."""
+        if self.engine.dialect.name == "clickhouse":
+            # Imported here: the ClickHouse writer is loaded only for a ClickHouse store.
+            from db.clickhouse import reanalysis
+
+            reanalysis.replace_derived(self.engine, batch)
+            return
         replace_derived(self.engine, batch)
 
     # ---- deletion ------------------------------------------------------------------------

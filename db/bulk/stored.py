@@ -142,15 +142,8 @@ def _corrections(conn: Connection, ids: Sequence[int]) -> dict[tuple[int, int], 
 
 
 def replace_derived(engine: Engine, batch: Sequence[tuple[int, TraceRows]]) -> None:
-    """Rewrite calls, results, findings and aggregates of stored traces; keeps corrections.
-    On ClickHouse, a changed trace is written as a new version instead
-    (:func:`db.clickhouse.reanalysis.replace_derived`)."""
+    """Rewrite calls, results, findings and aggregates of stored traces; keeps corrections."""
     if not batch:
-        return
-    if engine.dialect.name == "clickhouse":
-        from db.clickhouse import reanalysis
-
-        reanalysis.replace_derived(engine, batch)
         return
     ids = [trace_id for trace_id, _ in batch]
     with writing(engine) as conn:
