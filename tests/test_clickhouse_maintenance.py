@@ -7,6 +7,9 @@ exactly those, and every answer stays the same."""
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -192,3 +195,28 @@ def test_compare_reanalyze_and_vacuum_answer_as_sqlite(
     second = _run("vacuum", "--db", db).decode().splitlines()
     assert second[-1].startswith("partitions rebuilt: 0, dropped: 0 ")
     assert _local_rows(db) == after
+
+
+def test_vacuum_waits_for_a_running_import(chdb_session: Any) -> None:
+    """A partition replaced under an import would lose the rows it inserts meanwhile: vacuum
+    refuses while an import of the store runs (here: this process's), and runs once it ended."""
+    from db.door import start_session
+
+    database = f"t_{uuid.uuid4().hex[:12]}"
+    db = f"chdb://?database={database}"
+    try:
+        session = start_session(make_engine(db), origin="test", paths=[], encoding="o200k_base")
+        refused = runner.invoke(app, ["vacuum", "--db", db])
+        assert refused.exit_code == 2
+        assert refused.stderr == (
+            f"Error: import 1 is running (process {os.getpid()} on {socket.gethostname()}): "
+            "vacuum once it has finished (vacuum replaces partitions an import may be writing "
+            "to)\n"
+        )
+        session.fail("stopped by the test")
+        done = _run("vacuum", "--db", db).decode().splitlines()
+        # The import's two revisions (running, failed) are one row once vacuumed.
+        imports = next(line.split() for line in done if line.startswith("imports_local "))
+        assert imports[2] == "1"
+    finally:
+        chdb_session.query(f"DROP DATABASE IF EXISTS {database}")
