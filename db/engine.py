@@ -94,6 +94,11 @@ def display_url(url: str | URL) -> str:
     """
     if isinstance(url, str) and is_clickhouse(url):
         return parse_clickhouse(url).display()
+    if isinstance(url, URL) and url.drivername == "clickhouse+toollens":
+        # A ClickHouse engine's own URL names its client; the store is the client's target.
+        from db.clickhouse.dialect import CLIENTS
+
+        return CLIENTS[str(url.query["client"])].target.display()
     return make_url(url).render_as_string(hide_password=True)
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import URL, Engine
 
@@ -62,6 +62,9 @@ from db.writes.traces import (
     write_traces,
 )
 from db.writes.transaction import writing
+
+if TYPE_CHECKING:
+    from db.clickhouse.vacuum import VacuumReport
 
 __all__ = [
     "ANALYZED_TABLES",
@@ -273,7 +276,14 @@ class Maintenance:
 
     def replace_derived(self, batch: Sequence[tuple[int, TraceRows]]) -> None:
         """Rewrite the calls, results, findings and aggregates of stored traces, keeping the
-        reviewers' corrections (:func:`db.bulk.stored.replace_derived`)."""
+        reviewers' corrections (:func:`db.bulk.stored.replace_derived`); on ClickHouse, write
+        each changed trace as a new version (:func:`db.clickhouse.reanalysis.replace_derived`)."""
+        if self.engine.dialect.name == "clickhouse":
+            # Imported here: the ClickHouse writer is loaded only for a ClickHouse store.
+            from db.clickhouse import reanalysis
+
+            reanalysis.replace_derived(self.engine, batch)
+            return
         replace_derived(self.engine, batch)
 
     # ---- deletion ------------------------------------------------------------------------
@@ -287,9 +297,10 @@ class Maintenance:
         """Delete ``selection`` and every row that points at it; the rows per table."""
         return delete_rows(self.engine, selection)
 
-    def vacuum(self) -> None:
-        """Give the space of deleted rows back to the disk (:func:`db.writes.deletion.vacuum`)."""
-        vacuum(self.engine)
+    def vacuum(self) -> VacuumReport | None:
+        """Give the space of deleted rows back to the disk (:func:`db.writes.deletion.vacuum`);
+        on ClickHouse, what it took off the disk."""
+        return vacuum(self.engine)
 
     # ---- rollups -------------------------------------------------------------------------
 

@@ -132,7 +132,9 @@ def main_options(
 
 
 #: What a command that does not work on a ClickHouse store says (docs/clickhouse.md).
-CLICKHOUSE_COMMANDS = "import, summary, pairs, delete, prune and serve do"
+CLICKHOUSE_COMMANDS = (
+    "import, summary, pairs, compare, reanalyze, delete, prune, vacuum and serve do"
+)
 
 
 def _engine(  # type: ignore[no-untyped-def]
@@ -560,7 +562,7 @@ def compare_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
 ) -> None:
     """Did the change help? Baseline vs candidate traces, per tool and overall (a CI gate)."""
-    from db.queries.compare import compare_sets
+    from db.queries.compare import FilterRefused, compare_sets
     from db.queries.compare_stats import metric_spec
     from db.queries.filters import FilterQueryError, format_query, parse_query
     from ingest.outputs.compare_report import comparison_data, comparison_text
@@ -575,7 +577,10 @@ def compare_command(
             metric_spec(name)
         except ValueError as exc:
             raise _usage_error(f"--fail-on: {exc}") from exc
-    comparison = compare_sets(_engine(db), base, cand, loop_k=loop_k)
+    try:
+        comparison = compare_sets(_engine(db, clickhouse=True), base, cand, loop_k=loop_k)
+    except FilterRefused as exc:
+        raise _usage_error(f"filter: {exc}") from None
     failed = comparison.worse(gate) if gate else []
     labels = format_query(base) or "all traces", format_query(cand) or "all traces"
     if as_json:
@@ -594,7 +599,7 @@ def reanalyze_command(db: DbOption = None, prices: PricesOption = None) -> None:
     from ingest.importing.reanalyze import reanalyze
 
     _use_prices(prices)
-    count = reanalyze(_engine(db))
+    count = reanalyze(_engine(db, clickhouse=True))
     typer.echo(f"reanalyzed {counted(count, 'trace')}")
 
 
@@ -755,13 +760,36 @@ def copy_command(
 
 @app.command("vacuum")
 def vacuum_command(db: DbOption = None) -> None:
-    """Give the space of deleted rows back (SQLite: rewrites the file; PostgreSQL: VACUUM)."""
+    """Give the space of deleted rows back (SQLite: rewrites the file; PostgreSQL: VACUUM;
+    ClickHouse: rebuilds the partitions holding deleted or replaced rows)."""
+    from db.clickhouse.vacuum import VacuumRefused
     from db.engine import display_url
     from db.session import Maintenance
 
-    engine = _engine(db)
-    Maintenance(engine).vacuum()
+    engine = _engine(db, clickhouse=True)
+    try:
+        report = Maintenance(engine).vacuum()
+    except VacuumRefused as exc:
+        raise _usage_error(str(exc)) from None
     typer.echo(f"vacuumed: {display_url(engine.url)}")
+    if report is not None:
+        _print_vacuum(report)
+
+
+def _print_vacuum(report: Any) -> None:
+    """What a ClickHouse vacuum took off the disk, per local table and in all."""
+    lines = [(t.table, t.rows_before, t.rows_after, t.bytes_before, t.bytes_after)
+             for t in report.tables]  # fmt: skip
+    lines.append(("total", *(sum(line[i] for line in lines) for i in range(1, 5))))
+    width = max(len(line[0]) for line in lines)
+    heads = ("rows before", "rows after", "bytes before", "bytes after")
+    typer.echo(f"{'table':<{width}}" + "".join(f"  {head:>14}" for head in heads))
+    for name, *figures in lines:
+        typer.echo(f"{name:<{width}}" + "".join(f"  {n:>14,}" for n in figures))
+    typer.echo(
+        f"partitions rebuilt: {report.rebuilt}, dropped: {report.dropped} (the old parts leave "
+        "the disk once no query reads them)"
+    )
 
 
 @app.command("rebuild-rollups")

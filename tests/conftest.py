@@ -456,3 +456,18 @@ def chdb_session() -> Iterator[Any]:
         yield engine
     finally:
         engine.close()
+
+
+@pytest.fixture(params=["cluster", "chdb"])
+def clickhouse_db(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The ``--db`` URL of an empty ClickHouse store: a fresh database on the 2-shard cluster,
+    then in the in-process engine (chdb)."""
+    if request.param == "cluster":
+        yield request.getfixturevalue("clickhouse_cluster").url
+        return
+    session = request.getfixturevalue("chdb_session")
+    database = f"t_{uuid.uuid4().hex[:12]}"
+    try:
+        yield f"chdb://?database={database}"
+    finally:
+        session.query(f"DROP DATABASE IF EXISTS {database}")

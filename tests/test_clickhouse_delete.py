@@ -5,8 +5,6 @@ mutation), leave the store answering exactly as SQLite does after the same delet
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,23 +50,6 @@ def on_sqlite(realdata: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     trace = json.loads(_run("pairs", "--db", db).splitlines()[0])["trace"]
     db2 = str(tmp_path_factory.mktemp("sqlite") / "store.db")
     return {"trace_id": trace, **_delete_and_read(db2, realdata, trace)}
-
-
-@pytest.fixture(params=["cluster", "chdb"])
-def clickhouse_db(request: pytest.FixtureRequest) -> Iterator[str]:
-    if request.param == "cluster":
-        cluster = request.getfixturevalue("clickhouse_cluster")
-        servers = ",".join(
-            f"{c.connection.hosts[0][0]}:{c.connection.hosts[0][1]}" for c in cluster.shards
-        )
-        yield f"clickhouse://{servers}/{cluster.database}?cluster={cluster.cluster}"
-        return
-    session = request.getfixturevalue("chdb_session")
-    database = f"t_{uuid.uuid4().hex[:12]}"
-    try:
-        yield f"chdb://?database={database}"
-    finally:
-        session.query(f"DROP DATABASE IF EXISTS {database}")
 
 
 def test_deleting_a_trace_and_an_import_answers_as_sqlite(

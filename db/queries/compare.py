@@ -10,15 +10,17 @@ percentiles' cluster bootstrap.
 from __future__ import annotations
 
 from typing import Any
+from typing import cast as cast_type
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, Select, String, and_, cast, func, literal, select
+from sqlalchemy import ColumnElement, Engine, Select, String, and_, cast, func, literal, select
 
 from db.queries.common import effective_error_type, effective_verdict, labelled, total
 from db.queries.compare_stats import TOOL_COUNTS, Comparison, TraceSet, compare
 from db.queries.errors import result_pair_key, to_frame
-from db.queries.filters import Filters, restrict_traces
+from db.queries.filters import Filters, trace_conditions
+from db.queries.planner import ranks_by_window
 from db.schema import FindingRow, MessageRow, ToolCallRow, ToolResultRow, TraceRow, aliased
 
 CALL = aliased(ToolCallRow, name="call")
@@ -26,8 +28,13 @@ RESULT = aliased(ToolResultRow, name="result")
 
 
 def trace_ids(f: Filters) -> Select[tuple[int]]:
-    """The ids of the traces ``f`` picks, as a subquery to test ``IN`` against."""
-    return restrict_traces(select(TraceRow.id), f)
+    """The ids of the traces ``f`` picks, as a subquery to test ``IN`` against; the tool's
+    traces by an uncorrelated ``IN`` (ClickHouse has no correlated subquery)."""
+    stmt = select(TraceRow.id).where(*trace_conditions(f))
+    if f.tool:
+        calling = select(ToolCallRow.trace_id).where(ToolCallRow.tool_name == f.tool)
+        stmt = stmt.where(TraceRow.id.in_(calling))
+    return cast_type(Select[tuple[int]], stmt)
 
 
 def _traces(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
@@ -133,6 +140,26 @@ def _sizes(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
     return to_frame(conn, stmt)
 
 
+def _fingerprinted_errors(ids: Select[tuple[int]]) -> ColumnElement[bool]:
+    """The set's error results that have a fingerprint."""
+    return and_(
+        ToolResultRow.trace_id.in_(ids),
+        ToolResultRow.status == "error",
+        ToolResultRow.fingerprint.is_not(None),
+    )
+
+
+def _error_type() -> ColumnElement[str]:
+    return func.coalesce(effective_error_type, literal("(unclassified)"))
+
+
+def _call_pair() -> ColumnElement[str]:
+    """A call's ``pair`` URL parameter (``"<seq>:<index>"``)."""
+    return (
+        cast(ToolCallRow.message_seq, String) + literal(":") + cast(ToolCallRow.call_index, String)
+    )
+
+
 def _fingerprints(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
     """Error fingerprints with their counts and the first occurrence (trace and pair)."""
     occurrence = func.row_number().over(
@@ -142,17 +169,13 @@ def _fingerprints(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
     ranked = (
         select(
             *labelled(ToolResultRow.fingerprint, ToolResultRow.tool),
-            func.coalesce(effective_error_type, literal("(unclassified)")).label("error_type"),
+            _error_type().label("error_type"),
             ToolResultRow.trace_id.label("trace_id"),
             result_pair_key().label("pair"),
             occurrence.label("occurrence"),
             func.count().over(partition_by=ToolResultRow.fingerprint).label("n"),
         )
-        .where(
-            ToolResultRow.trace_id.in_(ids),
-            ToolResultRow.status == "error",
-            ToolResultRow.fingerprint.is_not(None),
-        )
+        .where(_fingerprinted_errors(ids))
         .subquery()
     )
     traces = (
@@ -160,11 +183,7 @@ def _fingerprints(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
             ToolResultRow.fingerprint.label("fingerprint"),
             func.count(ToolResultRow.trace_id.distinct()).label("traces"),
         )
-        .where(
-            ToolResultRow.trace_id.in_(ids),
-            ToolResultRow.status == "error",
-            ToolResultRow.fingerprint.is_not(None),
-        )
+        .where(_fingerprinted_errors(ids))
         .group_by(ToolResultRow.fingerprint)
         .subquery()
     )
@@ -197,11 +216,7 @@ def _schema_issues(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
             ToolCallRow.tool_name.label("tool"),
             ToolCallRow.schema_issue.label("issue"),
             ToolCallRow.trace_id.label("trace_id"),
-            (
-                cast(ToolCallRow.message_seq, String)
-                + literal(":")
-                + cast(ToolCallRow.call_index, String)
-            ).label("pair"),
+            _call_pair().label("pair"),
             occurrence.label("occurrence"),
             func.count()
             .over(partition_by=(ToolCallRow.tool_name, ToolCallRow.schema_issue))
@@ -225,6 +240,65 @@ def _schema_issues(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
     return to_frame(conn, stmt)
 
 
+def _firsts(values: dict[str, Any], order: ColumnElement[Any]) -> list[Any]:
+    """Per group, each of ``values`` taken on the group's row of the smallest ``order``, labelled
+    by its name: ``argMin`` of a tuple (ClickHouse, where no window function ranks the rows; a
+    tuple because ``argMin`` of a single nullable value skips the rows where it is NULL)."""
+    first = func.argMin(func.tuple(*values.values()), order)
+    return [func.tupleElement(first, i + 1).label(name) for i, name in enumerate(values)]
+
+
+def _named(frame: pd.DataFrame, names: dict[int, str], columns: list[str]) -> pd.DataFrame:
+    """``frame`` with each first occurrence's trace named by its display id (``trace``), in
+    the columns the window functions' forms give."""
+    if frame.empty:
+        return pd.DataFrame([], columns=columns)
+    return frame.assign(trace=[names[i] for i in frame["trace_id"]])[columns]
+
+
+def _first_fingerprints(conn: Any, ids: Select[tuple[int]], names: dict[int, str]) -> pd.DataFrame:
+    """:func:`_fingerprints` without window functions: one GROUP BY, the first occurrence in
+    (trace, message) order being the smallest row id (``db.clickhouse.schema.ROW_IDS``);
+    ``names``: the set's display ids by trace id."""
+    r = ToolResultRow
+    first = {
+        "tool": r.tool,
+        "error_type": _error_type(),
+        "trace_id": r.trace_id,
+        "pair": result_pair_key(),
+    }
+    stmt = (
+        select(
+            r.fingerprint.label("fingerprint"),
+            *_firsts(first, r.id),
+            func.count().label("n"),
+            func.count(r.trace_id.distinct()).label("traces"),
+        )
+        .where(_fingerprinted_errors(ids))
+        .group_by(r.fingerprint)
+        .order_by(func.count().desc(), r.fingerprint)
+    )
+    columns = ["fingerprint", "tool", "error_type", "n", "traces", "trace", "pair"]
+    return _named(to_frame(conn, stmt), names, columns)
+
+
+def _first_schema_issues(conn: Any, ids: Select[tuple[int]], names: dict[int, str]) -> pd.DataFrame:
+    """:func:`_schema_issues` without window functions (as :func:`_first_fingerprints`)."""
+    c = ToolCallRow
+    stmt = (
+        select(
+            c.tool_name.label("tool"),
+            c.schema_issue.label("issue"),
+            func.count().label("n"),
+            *_firsts({"trace_id": c.trace_id, "pair": _call_pair()}, c.id),
+        )
+        .where(c.trace_id.in_(ids), c.schema_issue.is_not(None))
+        .group_by(c.tool_name, c.schema_issue)
+        .order_by(func.count().desc(), c.tool_name, c.schema_issue)
+    )
+    return _named(to_frame(conn, stmt), names, ["tool", "issue", "n", "trace", "pair"])
+
+
 def trace_set(engine: Engine, f: Filters, loop_k: int = 3) -> TraceSet:
     """The traces ``f`` picks, aggregated per trace for :func:`db.queries.compare_stats.compare`.
 
@@ -232,19 +306,35 @@ def trace_set(engine: Engine, f: Filters, loop_k: int = 3) -> TraceSet:
     """
     ids = trace_ids(f)
     with engine.connect() as conn:
+        traces = _traces(conn, ids)
+        if ranks_by_window(conn):
+            fingerprints, schema_issues = _fingerprints(conn, ids), _schema_issues(conn, ids)
+        else:
+            names = dict(zip(traces["trace_id"], traces["display_id"], strict=True))
+            fingerprints = _first_fingerprints(conn, ids, names)
+            schema_issues = _first_schema_issues(conn, ids, names)
         return TraceSet(
-            traces=_traces(conn, ids),
+            traces=traces,
             tools=_tools(conn, ids, loop_k),
             error_types=_error_types(conn, ids),
             findings=_findings(conn, ids),
             sizes=_sizes(conn, ids),
-            fingerprints=_fingerprints(conn, ids),
-            schema_issues=_schema_issues(conn, ids),
+            fingerprints=fingerprints,
+            schema_issues=schema_issues,
         )
+
+
+class FilterRefused(ValueError):
+    """A filter this store cannot apply (the message says which and why)."""
 
 
 def compare_sets(
     engine: Engine, baseline: Filters, candidate: Filters, loop_k: int = 3
 ) -> Comparison:
-    """Baseline vs candidate: :func:`db.queries.compare_stats.compare` over the two trace sets."""
+    """Baseline vs candidate: :func:`db.queries.compare_stats.compare` over the two trace sets.
+
+    Raises :class:`FilterRefused` for a ``tag`` or ``meta`` filter on ClickHouse: the 2018
+    server has no JSON functions to read a trace's tags and metadata with."""
+    if engine.dialect.name == "clickhouse" and any(f.tag or f.meta for f in (baseline, candidate)):
+        raise FilterRefused("tag= and meta= do not work on a ClickHouse store yet")
     return compare(trace_set(engine, baseline, loop_k), trace_set(engine, candidate, loop_k))

@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import (
     ColumnElement,
@@ -39,6 +40,9 @@ from db.rollups import upkeep as rollups
 from db.schema import Base
 from db.writes import search_index as search
 from db.writes.transaction import writing
+
+if TYPE_CHECKING:
+    from db.clickhouse.vacuum import VacuumReport
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,13 @@ def delete_rows(
     return {table.name: counts[table.name] for table, _ in ordered}
 
 
-def vacuum(engine: Engine) -> None:
+def vacuum(engine: Engine) -> VacuumReport | None:
     """Give the space of deleted rows back to the disk (``toollens vacuum``): the store's own
-    tables only (``db.dialect.reclaim_space``)."""
+    tables only (``db.dialect.reclaim_space``). On ClickHouse, the rows no read sees, a
+    partition at a time (:func:`db.clickhouse.vacuum.vacuum`), with what it took off the disk."""
+    if engine.dialect.name == "clickhouse":
+        from db.clickhouse.vacuum import vacuum as clickhouse_vacuum
+
+        return clickhouse_vacuum(engine)
     dialect.reclaim_space(engine, [table.name for table in Base.metadata.sorted_tables])
+    return None
