@@ -108,7 +108,7 @@ def _tools(conn: Any, ids: Select[tuple[int]], loop_k: int) -> pd.DataFrame:
 
 
 def _error_types(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
-    kind = func.coalesce(effective_error_type, literal("(unclassified)"))
+    kind = _error_type()
     stmt = (
         select(
             *labelled(ToolResultRow.trace_id, ToolResultRow.tool),
