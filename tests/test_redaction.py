@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -460,3 +461,32 @@ def test_keys_seen_clean_still_have_their_values_judged_and_secret_fields_stay_s
         "n": [1, "ok", "[REDACTED:gitlab_token]"],
     }
     assert red.counts == {"secret_field": 1, "gitlab_token": 2}
+
+
+def test_repeated_values_found_clean_come_back_unwalked_and_secrets_are_counted_each_time() -> None:
+    """A whole value that repeats (a tool's parameters, a trace's metadata) found clean once is
+    known by its JSON and returned as it is; one with a secret is redacted and counted every
+    time; a value whose JSON equals a remembered one but which is not equal to it (a tuple
+    for a list) or that orjson cannot write exactly (a date) is walked as always."""
+    from datetime import UTC, datetime
+
+    red = Redactor("default")
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}, "n": [1, 2.5, None]}
+    assert red.redact_repeated(schema) is schema
+    again = {"n": [1, 2.5, None], "properties": {"path": {"type": "string"}}, "type": "object"}
+    assert red.redact_repeated(again) is again
+    assert red._clean_values == {orjson.dumps(schema, option=orjson.OPT_SORT_KEYS): schema}
+    secret = {"default": f"token {GITHUB}", "items": [GITHUB]}
+    expected = {"default": "token [REDACTED:github_token]", "items": ["[REDACTED:github_token]"]}
+    assert red.redact_repeated(secret) == expected
+    assert red.redact_repeated(dict(secret)) == expected
+    assert red.counts == {"github_token": 4}
+    listed, tupled = ["ok", f"x {GITLAB}"], ("ok", f"x {GITLAB}")
+    assert red.redact_repeated(["ok"]) == ["ok"]
+    assert red.redact_repeated(tupled) == ("ok", "x [REDACTED:gitlab_token]")
+    assert red.redact_repeated(listed) == ["ok", "x [REDACTED:gitlab_token]"]
+    moment = {"at": datetime(2026, 1, 2, tzinfo=UTC), "note": f"{STRIPE}"}
+    assert red.redact_repeated(moment) == {"at": moment["at"], "note": "[REDACTED:stripe_key]"}
+    assert red.redact_repeated(None) is None
+    assert red.redact_repeated("plain") == "plain"
+    assert Redactor.off().redact_repeated(secret) is secret

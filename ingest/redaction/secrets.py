@@ -95,6 +95,16 @@ _FIELD, _HEADER, _COOKIE = 1, 2, 3
 _SEPARATORS = ("", "_", "-", ".", " ")
 #: Characters of clean texts a redactor remembers (``Redactor._remember_clean``): 16 M.
 _CLEAN_MEMO_CHARS = 1 << 24
+#: Bytes of clean whole values a redactor remembers (``Redactor.redact_repeated``): 4 M.
+_CLEAN_VALUES_BYTES = 1 << 22
+#: orjson options of a remembered value's key: types orjson would write as text (dates, UUIDs,
+#: dataclasses, subclasses) raise instead, and such a value is walked as always.
+_VALUE_KEY_OPTIONS = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
 
 
 class RedactionCounts(Counter[str]):
@@ -141,6 +151,9 @@ class Redactor:
         self._plain_keys: set[str] = set()
         self._clean: dict[str, None] = {}
         self._clean_chars = 0
+        #: Clean whole values by their JSON (:meth:`redact_repeated`), and the bytes held.
+        self._clean_values: dict[bytes, Any] = {}
+        self._clean_values_bytes = 0
         self._detectors: list[tuple[Detector, re.Pattern[str]]] = [
             (d, d.regex) for d in DETECTORS if strict or not d.strict_only
         ]
@@ -341,6 +354,30 @@ class Redactor:
             return value
         return self._redact(value)[0]
 
+    def redact_repeated(self, value: Any) -> Any:
+        """:meth:`redact_value` for a value that comes again whole, trace after trace (tool
+        definitions, trace metadata): one found clean before is known by its JSON and returned
+        as it is, without walking it again. The JSON is only the memo's key: the remembered
+        value must also equal this one (``==``, which tells a text from a number or a list from
+        a dict), and a value orjson cannot write exactly is walked as always."""
+        if self.mode == "off" or value is None or value.__class__ is str:
+            return self.redact_value(value)
+        try:
+            key = orjson.dumps(value, option=_VALUE_KEY_OPTIONS)
+        except TypeError:  # orjson.JSONEncodeError: a type or text it does not write exactly
+            return self.redact_value(value)
+        seen = self._clean_values.get(key, _MISSING)
+        if seen is not _MISSING and seen == value:
+            return value
+        out = self.redact_value(value)
+        if out is value:
+            if self._clean_values_bytes + len(key) > _CLEAN_VALUES_BYTES:
+                self._clean_values.clear()
+                self._clean_values_bytes = 0
+            self._clean_values[key] = value
+            self._clean_values_bytes += len(key)
+        return out
+
     def _redact_item(self, key: Any, item: Any) -> tuple[Any, bool, Any]:
         """One item of a dict: its redacted value, whether that changed, its redacted key."""
         if isinstance(key, str) and self.is_secret_field(key) and _holds_secret(item):
@@ -413,6 +450,8 @@ class Redactor:
         return value, False
 
 
+#: No remembered value (:meth:`Redactor.redact_repeated`).
+_MISSING: Any = object()
 #: Classes of values redaction leaves as they are (JSON's scalars but text).
 _UNREDACTED: frozenset[type] = frozenset({int, float, bool, type(None)})
 

@@ -87,11 +87,10 @@ def redact_trace(trace: Trace, redactor: Redactor) -> Trace:
     """
     if redactor.mode == "off":
         return trace
-    red = redactor.redact_value
     messages = [_redact_message(m, redactor) for m in trace.messages]
     tools = [_redact_tool(t, redactor) for t in trace.tools]
-    metadata = red(trace.metadata)
-    tags = red(trace.tags)
+    metadata = redactor.redact_repeated(trace.metadata)
+    tags = redactor.redact_repeated(trace.tags)
     names = {
         "external_id": redactor.redact_name(trace.external_id),
         "source_file": redactor.redact_name(trace.source_file),
@@ -171,8 +170,9 @@ def _redact_call(call: ToolCall, redactor: Redactor) -> ToolCall:
 
 
 def _redact_tool(tool: ToolDef, redactor: Redactor) -> ToolDef:
+    # A trace declares its tools again and again (every record of a chat export).
     description = redactor.redact_value(tool.description)
-    parameters = redactor.redact_value(tool.parameters)
+    parameters = redactor.redact_repeated(tool.parameters)
     name = redactor.redact_text(tool.name)
     if description is tool.description and parameters is tool.parameters and name is tool.name:
         return tool
