@@ -132,7 +132,7 @@ def main_options(
 
 
 #: What a command that does not work on a ClickHouse store says (docs/clickhouse.md).
-CLICKHOUSE_COMMANDS = "import, summary, pairs, delete, prune and serve do"
+CLICKHOUSE_COMMANDS = "import, receive, summary, pairs, export, delete, prune and serve do"
 
 
 def _engine(  # type: ignore[no-untyped-def]
@@ -458,7 +458,9 @@ def export_command(
     if out_format not in REPORT_FORMATS:
         raise _usage_error(f"unknown report format {out_format!r}; use md, html or json")
     try:
-        report = build_report(_engine(db), trace_id, loop_k=loop_k, max_chars=max_chars)
+        report = build_report(
+            _engine(db, clickhouse=True), trace_id, loop_k=loop_k, max_chars=max_chars
+        )
     except UnknownTraceError as exc:
         raise _usage_error(f"{exc}; `toollens pairs` lists the trace ids") from exc
     text = render(report, out_format)
@@ -973,7 +975,8 @@ def receive_command(
         quiet_seconds=quiet_seconds,
         store_workers=workers,
     )
-    engine = _engine(url, create=True)  # an unreachable store fails before the banner
+    # An unreachable store fails before the banner.
+    engine = _engine(url, create=True, clickhouse=True)
     typer.echo(
         f"ToolLens OTLP receiver on http://{host}:{port}/v1/traces "
         f"(database: {display_url(url)}, spool: {settings.spool_dir})",
