@@ -26,6 +26,7 @@ from otlp_agent import genai_run, openinference_run, otlp_json, provider
 from test_otlp_durability import batches, free_port, receive
 from typer.testing import CliRunner
 
+from db.clickhouse.dialect import client_of
 from db.clickhouse.rows import StoredRows
 from db.door import CLICKHOUSE_ROUND_SECONDS, round_seconds
 from db.engine import make_engine
@@ -246,3 +247,87 @@ def test_the_receiver_stores_in_a_chdb_folder_what_it_stores_in_sqlite(
         command = [sys.executable, "-m", "ingest.cli", *args, "--db", db]
         answers[name] = subprocess.run(command, capture_output=True, check=True).stdout
     assert answers == received_by_sqlite
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _root(trace_id: str, offset: int) -> SpanRef:
+    return SpanRef(trace_id, "0000000000000001", True, offset, 10)
+
+
+def test_on_clickhouse_the_receiver_writes_at_most_one_round_a_second(
+    chdb_database: str, tmp_path: Path
+) -> None:
+    clickhouse = make_engine(f"chdb://?database={chdb_database}")
+    sqlite = make_engine(f"sqlite:///{tmp_path / 'store.db'}")
+    assert (round_seconds(clickhouse), round_seconds(sqlite)) == (CLICKHOUSE_ROUND_SECONDS, 0.0)
+    assert CLICKHOUSE_ROUND_SECONDS == 1.0
+    clickhouse.dispose()
+    sqlite.dispose()
+    rounds: list[list[str]] = []
+    clock = _Clock()
+    assembler = TraceAssembler(
+        lambda groups: rounds.append([g.trace_id for g in groups]),
+        tmp_path / "spans.jsonl",
+        round_seconds=1.0,
+        clock=clock,
+    )
+    assembler.add([_root("a" * 32, 0)])
+    assert assembler.flush(everything=False) == 1  # a complete trace: due at once
+    clock.now += 0.5
+    assembler.add([_root("b" * 32, 10)])
+    clock.now += 0.3
+    assembler.add([_root("c" * 32, 20)])
+    # Due, but the last round began 0.8 s ago: they wait, then go as one round.
+    assert assembler.flush(everything=False) == 0
+    clock.now += 0.2
+    assert assembler.flush(everything=False) == 2
+    assembler.add([_root("d" * 32, 30)])
+    assert assembler.flush(everything=False) == 0
+    assert assembler.flush(everything=True) == 1  # a stop stores everything at once
+    assert rounds == [["a" * 32], ["b" * 32, "c" * 32], ["d" * 32]]
+
+
+def test_the_rows_of_a_write_cut_short_are_never_read_as_a_later_trace_or_version(
+    chdb_database: str, realdata: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import whose ``traces`` rows were not written (the insert failed: every trace's
+    other rows are in, new traces' and a new version's) and the same files imported again:
+    the answers are SQLite's for one import, not the dead rows read with the new ones."""
+    lines = (realdata / GROWN).read_bytes().splitlines(keepends=True)
+    half, grown = tmp_path / "half" / "grown.jsonl", tmp_path / "grown.jsonl"
+    half.parent.mkdir()
+    half.write_bytes(b"".join(lines[:30]))
+    grown.write_bytes(b"".join(lines))
+    files = [*(str(realdata / f) for f in ("openai-chat", "openai-legacy")), str(grown)]
+    sqlite, db = str(tmp_path / "store.db"), f"chdb://?database={chdb_database}"
+    for store in (sqlite, db):
+        _run("import", "--db", store, str(half))
+    _run("import", "--db", sqlite, *files)
+    write = StoredRows.write
+
+    def fail_on_traces(self: StoredRows, client: Any, layout: Any) -> None:
+        if self.table == "traces":
+            raise OSError("connection reset while inserting")
+        write(self, client, layout)
+
+    monkeypatch.setattr(StoredRows, "write", fail_on_traces)
+    result = runner.invoke(app, ["import", "--db", db, *files])
+    assert result.exit_code != 0
+    monkeypatch.undo()
+    engine = make_engine(db)
+    try:
+        dead = client_of(engine).query(
+            f"SELECT count() FROM {chdb_database}.messages_local WHERE trace_id > 1 OR version > 1"
+        )[1][0][0]
+    finally:
+        engine.dispose()
+    assert dead > 0  # the cut-short import's rows are on disk
+    assert b" updated (+11 -0 messages)," in _run("import", "--db", db, *files)
+    assert _answers_of(db) == _answers_of(sqlite)
