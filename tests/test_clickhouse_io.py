@@ -32,7 +32,7 @@ from db.door import CLICKHOUSE_ROUND_SECONDS, round_seconds
 from db.engine import make_engine
 from ingest.cli import app
 from ingest.otlp.assembler import TraceAssembler
-from ingest.otlp.spool import SpanRef, TraceGroup
+from ingest.otlp.spool import SpanRef
 from ingest.outputs.report import REPORT_FORMATS, build_report, render
 
 runner = CliRunner()

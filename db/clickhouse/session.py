@@ -12,11 +12,11 @@ same trace id written again at a higher ``version``; nothing is deleted or mutat
 One writer per store at a time: new trace ids follow the largest stored one (ClickHouse has
 no sequences), a child row's included, and a new version follows the largest a child row of
 the trace holds, so the rows of a write cut short (a failed insert, a killed process) are never
-read as a later trace's or version's. Not on ClickHouse yet: the registry of files read (every import reads its files
-whole; an unchanged trace is still found unchanged by its content hash), extending a stored
-trace in place (a grown file's trace is read whole and stored as an update), the carry-over
-of notes and corrections to a new version, the kept versions (``trace_versions``) and the
-update log (``trace_updates``).
+read as a later trace's or version's. Not on ClickHouse yet: the registry of files read (every
+import reads its files whole; an unchanged trace is still found unchanged by its content
+hash), extending a stored trace in place (a grown file's trace is read whole and stored as an
+update), the carry-over of notes and corrections to a new version, the kept versions
+(``trace_versions``) and the update log (``trace_updates``).
 """
 
 from __future__ import annotations
@@ -92,8 +92,7 @@ class ClickHouseImportSession(ImportSession):
         top = self._max("traces")
         for table in CHILD_COLUMNS:
             found = self._rows(
-                f"SELECT max(trace_id) FROM {self.layout.every_row(table)} "
-                f"WHERE trace_id > {top}"
+                f"SELECT max(trace_id) FROM {self.layout.every_row(table)} WHERE trace_id > {top}"
             )
             top = max(top, int(found[0][0] or 0) if found else 0)
         return top + 1
