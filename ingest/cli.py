@@ -135,6 +135,14 @@ def main_options(
 CLICKHOUSE_COMMANDS = "import, receive, summary, pairs, export, delete, prune and serve do"
 
 
+#: Why ``serve --otlp`` refuses a chdb store: the dashboard and the receiver are two processes,
+#: and chdb keeps a store to the one process that opened it.
+CHDB_OTLP_REFUSED = (
+    "--otlp: a chdb store opens in one process only, and the dashboard and the receiver are "
+    "two: run `toollens receive` alone, or use a ClickHouse cluster"
+)
+
+
 def _engine(  # type: ignore[no-untyped-def]
     db: str | None, *, create: bool = False, clickhouse: bool = False
 ):
@@ -835,6 +843,8 @@ def serve_command(
             "or bind to 127.0.0.1"
         )
     url = resolve_url(db)
+    if otlp and url.startswith("chdb:"):
+        raise _usage_error(CHDB_OTLP_REFUSED)
     _engine(url, clickhouse=True).dispose()  # migrate before the first page asks
     wanted = [("the dashboard", port, "--port")]
     if otlp:

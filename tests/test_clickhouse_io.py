@@ -331,3 +331,13 @@ def test_the_rows_of_a_write_cut_short_are_never_read_as_a_later_trace_or_versio
     assert dead > 0  # the cut-short import's rows are on disk
     assert b" updated (+11 -0 messages)," in _run("import", "--db", db, *files)
     assert _answers_of(db) == _answers_of(sqlite)
+
+
+def test_serve_otlp_refuses_a_chdb_store_in_one_line(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["serve", "--otlp", "--db", f"chdb://{tmp_path / 'ch'}"])
+    assert result.exit_code == 2
+    assert result.output == (
+        "Error: --otlp: a chdb store opens in one process only, and the dashboard and the "
+        "receiver are two: run `toollens receive` alone, or use a ClickHouse cluster\n"
+    )
+    assert not (tmp_path / "ch").exists()  # refused before the store was opened
