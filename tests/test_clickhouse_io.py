@@ -13,14 +13,13 @@ import re
 import subprocess
 import sys
 import urllib.request
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+import test_clickhouse_parity
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otlp_agent import genai_run, openinference_run, otlp_json, provider
 from test_otlp_durability import batches, free_port, receive
@@ -36,6 +35,8 @@ from ingest.otlp.spool import SpanRef
 from ingest.outputs.report import REPORT_FORMATS, build_report, render
 
 runner = CliRunner()
+#: The fixture giving a test a chdb database of its own (dropped after it).
+chdb_database = test_clickhouse_parity.chdb_database
 
 #: Every file of ``../shared/realdata`` (245 traces, 217 of them with tool calls).
 FORMATS = ("claude-code", "langfuse-export", "openai-chat", "openai-legacy")
@@ -132,15 +133,6 @@ def test_the_cluster_exports_the_reports_sqlite_exports(
 ) -> None:
     _import(clickhouse_cluster.url, realdata)
     _same_exports(clickhouse_cluster.url, sqlite_store, sampled, sqlite_reports)
-
-
-@pytest.fixture
-def chdb_database(chdb_session: Any) -> Iterator[str]:
-    database = f"t_{uuid.uuid4().hex[:12]}"
-    try:
-        yield database
-    finally:
-        chdb_session.query(f"DROP DATABASE IF EXISTS {database}")
 
 
 def test_chdb_exports_the_reports_sqlite_exports(
