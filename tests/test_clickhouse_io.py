@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
+import signal
 import subprocess
 import sys
 import urllib.request
@@ -180,15 +182,20 @@ def _exports() -> tuple[list[tuple[bytes, str]], list[tuple[bytes, str]]]:
     return first, second
 
 
-def _received(db: str, spool: Path) -> None:
+def _received(db: str, spool: Path, *, kill: bool = False) -> None:
     """Everything of :func:`_exports` posted to ``toollens receive --db db``, run twice (a
-    stop stores what the receiver holds, as its next start finds stored)."""
+    stop stores what the receiver holds, as its next start finds stored). ``kill``: the first
+    run ends in ``kill -9`` once every export was answered (whatever it had not stored yet, its
+    next start stores from the spool)."""
     first, second = _exports()
     for bodies in (first, second):
         port = free_port()
-        with receive(db, spool, port, quiet=3600):
+        with receive(db, spool, port, quiet=3600) as process:
             for body, content_type in bodies:
                 _post(port, body, content_type)
+            if kill and bodies is first:
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait(10)
 
 
 def _answers_of(db: str) -> dict[str, bytes]:
@@ -209,10 +216,10 @@ def received_by_sqlite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, by
     return answers
 
 
-def test_the_receiver_stores_on_the_cluster_what_it_stores_in_sqlite(
+def test_the_receiver_stores_on_the_cluster_what_sqlite_stores_across_a_kill_9(
     clickhouse_cluster: Any, received_by_sqlite: dict[str, bytes], tmp_path: Path
 ) -> None:
-    _received(clickhouse_cluster.url, tmp_path / "spool")
+    _received(clickhouse_cluster.url, tmp_path / "spool", kill=True)
     assert _answers_of(clickhouse_cluster.url) == received_by_sqlite
     database = clickhouse_cluster.database
     per_shard = [
@@ -227,12 +234,12 @@ def test_the_receiver_stores_on_the_cluster_what_it_stores_in_sqlite(
     assert versions == [(1, 9), (2, 1)]
 
 
-def test_the_receiver_stores_in_a_chdb_folder_what_it_stores_in_sqlite(
+def test_the_receiver_stores_in_a_chdb_folder_what_sqlite_stores_across_a_kill_9(
     received_by_sqlite: dict[str, bytes], tmp_path: Path
 ) -> None:
     pytest.importorskip("chdb", reason="chdb is not installed (the in-process ClickHouse)")
     db = f"chdb://{tmp_path / 'ch'}"
-    _received(db, tmp_path / "spool")
+    _received(db, tmp_path / "spool", kill=True)
     # chdb keeps one engine per process: the receiver's is gone, another process reads.
     answers = {}
     for name, args in (("summary", ["summary", "--json"]), ("pairs", ["pairs"])):
