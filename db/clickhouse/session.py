@@ -88,14 +88,14 @@ class ClickHouseImportSession(ImportSession):
         a write cut short (a trace's rows inserted, its ``traces`` row not: the receiver
         retries such a round): a new trace never takes such an id, which would make those
         rows its own. The child tables are read above the largest ``traces`` id only (their
-        key's first column: a range of the index, not a scan)."""
-        top = self._max("traces")
-        for table in CHILD_COLUMNS:
-            found = self._rows(
-                f"SELECT max(trace_id) FROM {self.layout.every_row(table)} WHERE trace_id > {top}"
-            )
-            top = max(top, int(found[0][0] or 0) if found else 0)
-        return top + 1
+        key's first column: a range of the index, not a scan); one query, one round trip."""
+        top = f"(SELECT max(id) FROM {self.layout.every_row('traces')})"
+        above = " UNION ALL ".join(
+            f"SELECT max(trace_id) AS m FROM {self.layout.every_row(table)} WHERE trace_id > {top}"
+            for table in CHILD_COLUMNS
+        )
+        found = self._rows(f"SELECT max(m) FROM (SELECT {top} AS m UNION ALL {above})")
+        return (int(found[0][0] or 0) if found else 0) + 1
 
     def _highest_versions(self, trace_ids: Iterable[int]) -> dict[int, int]:
         """The highest ``version`` any child row of these traces holds: above the stored
