@@ -340,3 +340,27 @@ def test_serve_otlp_refuses_a_chdb_store_in_one_line(tmp_path: Path) -> None:
         "receiver are two: run `toollens receive` alone, or use a ClickHouse cluster\n"
     )
     assert not (tmp_path / "ch").exists()  # refused before the store was opened
+
+
+def test_a_chdb_folder_another_process_holds_is_refused_in_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("chdb", reason="chdb is not installed (the in-process ClickHouse)")
+    folder = tmp_path / "ch"
+    hold = "import sys; from db.engine import make_engine; make_engine(sys.argv[1]); print('open'"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"{hold}, flush=True); sys.stdin.read()", f"chdb://{folder}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"open\n"
+        command = [sys.executable, "-m", "ingest.cli", "receive", "--db", f"chdb://{folder}"]
+        refused = subprocess.run([*command, "--port", str(free_port())], capture_output=True)
+    finally:
+        holder.communicate(timeout=30)
+    assert refused.returncode == 2
+    last = refused.stderr.decode().splitlines()[-1]
+    assert last.startswith(f"Error: chdb at {folder}: "), last
+    assert last.endswith(
+        "(chdb keeps a store to the one process that opened it: is another process using it?)"
+    )
+    assert b"Traceback" not in refused.stderr
