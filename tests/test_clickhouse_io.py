@@ -190,7 +190,9 @@ def _received(db: str, spool: Path, *, kill: bool = False) -> None:
     first, second = _exports()
     for bodies in (first, second):
         port = free_port()
-        with receive(db, spool, port, quiet=3600) as process:
+        # A start stores again what the spool holds before it listens: slow on the 2018
+        # cluster of a busy machine.
+        with receive(db, spool, port, quiet=3600, start_seconds=120) as process:
             for body, content_type in bodies:
                 _post(port, body, content_type)
             if kill and bodies is first:
