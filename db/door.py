@@ -29,6 +29,19 @@ def review_refused(engine: Engine) -> str | None:
     return REVIEW_REFUSED if engine.dialect.name == "clickhouse" else None
 
 
+#: The least time between two writes of the OTLP receiver on a ClickHouse store: every insert
+#: makes a part per partition per shard, and parts made faster than about one a second per
+#: table are what the server's merges fall behind on.
+CLICKHOUSE_ROUND_SECONDS = 1.0
+
+
+def round_seconds(engine: Engine) -> float:
+    """The least time between two writes of a trickle of traces (the OTLP receiver's rounds)
+    into ``engine``'s store: :data:`CLICKHOUSE_ROUND_SECONDS` on ClickHouse, none elsewhere (a
+    SQLite or PostgreSQL write costs a transaction, not a part to merge)."""
+    return CLICKHOUSE_ROUND_SECONDS if engine.dialect.name == "clickhouse" else 0.0
+
+
 def start_session(
     engine: Engine, *, origin: str, paths: Sequence[str], encoding: str
 ) -> ImportSession:
@@ -38,4 +51,10 @@ def start_session(
     return kind.start(engine, origin=origin, paths=paths, encoding=encoding)
 
 
-__all__ = ["REVIEW_REFUSED", "review_refused", "start_session"]
+__all__ = [
+    "CLICKHOUSE_ROUND_SECONDS",
+    "REVIEW_REFUSED",
+    "review_refused",
+    "round_seconds",
+    "start_session",
+]

@@ -339,6 +339,9 @@ def _clickhouse_engine(value: str) -> Engine:
     except ClickHouseUrlError as exc:
         raise StoreConnectionError(f"{exc} (check --db / TOOLLENS_DB)") from None
     except ClickHouseError as exc:
+        target = parse_clickhouse(value)
+        if target.engine == "chdb":
+            raise StoreConnectionError(str(exc)) from None
         line = f"{exc} (start the ClickHouse servers, or fix the hosts and ports in --db)"
-        password = parse_clickhouse(value).password
+        password = target.password
         raise StoreConnectionError(line.replace(password, "***") if password else line) from None

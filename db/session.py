@@ -108,8 +108,9 @@ class WorkerConnection:
     @staticmethod
     def reaches(engine: Engine) -> bool:
         """Whether another process can open ``engine``'s store at all (a SQLite file or
-        PostgreSQL; not an in-memory database, which lives in this process only)."""
-        return other_processes_can_open(engine.url)
+        PostgreSQL; not an in-memory database, which lives in this process only, nor a
+        ClickHouse store, whose engine's URL names a client of this process)."""
+        return engine.dialect.name != "clickhouse" and other_processes_can_open(engine.url)
 
     def engine(self) -> Engine:
         """An engine of its own for this process (the schema is the parent's: no migration)."""

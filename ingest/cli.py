@@ -133,7 +133,15 @@ def main_options(
 
 #: What a command that does not work on a ClickHouse store says (docs/clickhouse.md).
 CLICKHOUSE_COMMANDS = (
-    "import, summary, pairs, compare, reanalyze, delete, prune, vacuum and serve do"
+    "import, receive, summary, pairs, compare, export, reanalyze, delete, prune, vacuum and serve do"
+)
+
+
+#: Why ``serve --otlp`` refuses a chdb store: the dashboard and the receiver are two processes,
+#: and chdb keeps a store to the one process that opened it.
+CHDB_OTLP_REFUSED = (
+    "--otlp: a chdb store opens in one process only, and the dashboard and the receiver are "
+    "two: run `toollens receive` alone, or use a ClickHouse cluster"
 )
 
 
@@ -460,7 +468,9 @@ def export_command(
     if out_format not in REPORT_FORMATS:
         raise _usage_error(f"unknown report format {out_format!r}; use md, html or json")
     try:
-        report = build_report(_engine(db), trace_id, loop_k=loop_k, max_chars=max_chars)
+        report = build_report(
+            _engine(db, clickhouse=True), trace_id, loop_k=loop_k, max_chars=max_chars
+        )
     except UnknownTraceError as exc:
         raise _usage_error(f"{exc}; `toollens pairs` lists the trace ids") from exc
     text = render(report, out_format)
@@ -861,6 +871,8 @@ def serve_command(
             "or bind to 127.0.0.1"
         )
     url = resolve_url(db)
+    if otlp and url.startswith("chdb:"):
+        raise _usage_error(CHDB_OTLP_REFUSED)
     _engine(url, clickhouse=True).dispose()  # migrate before the first page asks
     wanted = [("the dashboard", port, "--port")]
     if otlp:
@@ -1001,7 +1013,8 @@ def receive_command(
         quiet_seconds=quiet_seconds,
         store_workers=workers,
     )
-    engine = _engine(url, create=True)  # an unreachable store fails before the banner
+    # An unreachable store fails before the banner.
+    engine = _engine(url, create=True, clickhouse=True)
     typer.echo(
         f"ToolLens OTLP receiver on http://{host}:{port}/v1/traces "
         f"(database: {display_url(url)}, spool: {settings.spool_dir})",

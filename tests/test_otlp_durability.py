@@ -31,13 +31,16 @@ def free_port() -> int:
 
 
 @contextmanager
-def receive(db_url: str, spool: Path, port: int, quiet: float) -> Iterator[subprocess.Popen[bytes]]:
-    """``toollens receive`` as a child process, up and listening."""
+def receive(
+    db_url: str, spool: Path, port: int, quiet: float, start_seconds: float = 30
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``toollens receive`` as a child process, up and listening (within ``start_seconds``: it
+    listens once it has stored again what its spool holds)."""
     command = [sys.executable, "-m", "ingest.cli", "receive", "--db", db_url, "--port", str(port)]
     command += ["--spool", str(spool), "--quiet-seconds", str(quiet)]
     process = subprocess.Popen(command, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + start_seconds
         while True:
             assert process.poll() is None, process.stderr.read() if process.stderr else b""
             try:

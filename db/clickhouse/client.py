@@ -248,7 +248,13 @@ def _chdb_session(path: str | None) -> Any:
                 "the in-process ClickHouse (chdb) is not installed: pip install 'toollens[chdb]'"
             ) from None
 
-        _CHDB["engine"] = session.Session(path) if path else session.Session()
+        try:
+            _CHDB["engine"] = session.Session(path) if path else session.Session()
+        except Exception as exc:  # chdb raises its own RuntimeError subclasses
+            raise ClickHouseError(
+                f"chdb at {path or '(in memory)'}: {_first_line(str(exc))} (chdb keeps a "
+                "store to the one process that opened it: is another process using it?)"
+            ) from None
     return _CHDB["engine"]
 
 

@@ -10,11 +10,13 @@ version, :mod:`db.clickhouse.schema`) sees a new version whole or not at all. An
 same trace id written again at a higher ``version``; nothing is deleted or mutated.
 
 One writer per store at a time: new trace ids follow the largest stored one (ClickHouse has
-no sequences). Not on ClickHouse yet: the registry of files read (every import reads its files
-whole; an unchanged trace is still found unchanged by its content hash), extending a stored
-trace in place (a grown file's trace is read whole and stored as an update), the carry-over
-of notes and corrections to a new version, the kept versions (``trace_versions``) and the
-update log (``trace_updates``).
+no sequences), a child row's included, and a new version follows the largest a child row of
+the trace holds, so the rows of a write cut short (a failed insert, a killed process) are never
+read as a later trace's or version's. Not on ClickHouse yet: the registry of files read (every
+import reads its files whole; an unchanged trace is still found unchanged by its content
+hash), extending a stored trace in place (a grown file's trace is read whole and stored as an
+update), the carry-over of notes and corrections to a new version, the kept versions
+(``trace_versions``) and the update log (``trace_updates``).
 """
 
 from __future__ import annotations
@@ -80,6 +82,35 @@ class ClickHouseImportSession(ImportSession):
     def _max(self, table: str, column: str = "id") -> int:
         found = self._rows(f"SELECT max({column}) FROM {self.layout.every_row(table)}")
         return int(found[0][0] or 0) if found else 0
+
+    def _first_free_trace_id(self) -> int:
+        """One past the largest trace id any row holds, its ``traces`` row or a child row of
+        a write cut short (a trace's rows inserted, its ``traces`` row not: the receiver
+        retries such a round): a new trace never takes such an id, which would make those
+        rows its own. The child tables are read above the largest ``traces`` id only (their
+        key's first column: a range of the index, not a scan); one query, one round trip."""
+        top = f"(SELECT max(id) FROM {self.layout.every_row('traces')})"
+        above = " UNION ALL ".join(
+            f"SELECT max(trace_id) AS m FROM {self.layout.every_row(table)} WHERE trace_id > {top}"
+            for table in CHILD_COLUMNS
+        )
+        found = self._rows(f"SELECT max(m) FROM (SELECT {top} AS m UNION ALL {above})")
+        return (int(found[0][0] or 0) if found else 0) + 1
+
+    def _highest_versions(self, trace_ids: Iterable[int]) -> dict[int, int]:
+        """The highest ``version`` any child row of these traces holds: above the stored
+        version where a write of a new version was cut short before its ``traces`` row, whose
+        rows the next version must not share (they would be read twice)."""
+        ids = sorted(set(trace_ids))
+        out: dict[int, int] = {}
+        for table in CHILD_COLUMNS:
+            for chunk in _chunks(ids):
+                for trace_id, version in self._rows(
+                    f"SELECT trace_id, max(version) FROM {self.layout.every_row(table)} "
+                    f"WHERE trace_id IN {literal(list(chunk))} GROUP BY trace_id"
+                ):
+                    out[int(trace_id)] = max(out.get(int(trace_id), 0), int(version))
+        return out
 
     # ---- the run ------------------------------------------------------------------------------
 
@@ -198,7 +229,10 @@ class ClickHouseImportSession(ImportSession):
         now = datetime.now(UTC)
         month = _month(now)
         if self._next_id is None:
-            self._next_id = self._max("traces") + 1
+            self._next_id = self._first_free_trace_id()
+        written = self._highest_versions(
+            plan.stored.id for plan in plans.values() if plan.stored is not None and plan.updates
+        )
         traces = StoredRows("traces")
         children = {
             table: StoredRows(table, (*columns, "trace_id", "version", IMPORT_MONTH))
@@ -209,7 +243,8 @@ class ClickHouseImportSession(ImportSession):
                 trace_id, version = self._next_id, 1 + len(plan.updates)
                 self._next_id += 1
             elif plan.updates:
-                trace_id, version = plan.stored.id, plan.stored.version + len(plan.updates)
+                trace_id = plan.stored.id
+                version = max(plan.stored.version, written.get(trace_id, 0)) + len(plan.updates)
             else:
                 continue
             traces.add_mapping(

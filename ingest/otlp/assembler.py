@@ -12,6 +12,9 @@ while it grows, at most that often), or all of them when the receiver stops. Eve
 one round, ALL its spans, goes to ``store`` in one call (:class:`ingest.otlp.store.SpanStore`:
 each trace built again with :func:`ingest.formats.otlp.trace_of`, all of them imported as one
 import run written in batches), so many small exports cost one transaction, not one each.
+Rounds start at most every ``round_seconds`` (one a second on ClickHouse,
+:func:`db.door.round_seconds`, where every write is a part per partition per shard to merge):
+what becomes due meanwhile waits for the next round, which is one write whatever it holds.
 
 That is the seam with trace versions: a trace is always re-assembled whole, under the same
 identity (format ``otlp`` + the OTel trace id), so storing it again is importing a changed
@@ -75,6 +78,7 @@ class TraceAssembler:
         max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
         evict_finished_seconds: float = DEFAULT_EVICT_FINISHED_SECONDS,
         evict_idle_seconds: float = DEFAULT_EVICT_IDLE_SECONDS,
+        round_seconds: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
@@ -83,6 +87,10 @@ class TraceAssembler:
         self.max_wait_seconds = max(max_wait_seconds, quiet_seconds)
         self.evict_finished_seconds = evict_finished_seconds
         self.evict_idle_seconds = max(evict_idle_seconds, evict_finished_seconds)
+        #: The least time between the starts of two rounds of the background thread (a
+        #: store that wants few, large writes: ClickHouse); stopping stores at once.
+        self.round_seconds = round_seconds
+        self._last_round = -float("inf")
         self.clock = clock
         self._spans: dict[str, dict[str, SpanRef]] = {}
         #: Dirty traces: when their last new span arrived, since when they are dirty, and the
@@ -175,7 +183,9 @@ class TraceAssembler:
         """Store the dirty traces (all, or only the due ones); how many were stored."""
         with self._lock:
             now = self.clock()
-            if not everything and now < self._retry_at:
+            if not everything and (
+                now < self._retry_at or now - self._last_round < self.round_seconds
+            ):
                 return 0
             due = [
                 trace_id
@@ -202,6 +212,7 @@ class TraceAssembler:
         if not batch:
             self._evict()
             return 0
+        self._last_round = now
         failed = self._store([group for _, group in batch])
         if failed:
             if len(failed) == len(batch):

@@ -51,6 +51,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from db.door import round_seconds
 from ingest.input.otlp_spans import DecodedExport, OtlpDecodeError, decode_json, decode_protobuf
 from ingest.otlp.assembler import (
     DEFAULT_MAX_WAIT_SECONDS,
@@ -100,6 +101,9 @@ class ReceiverSettings:
     redaction: RedactionSettings = field(default_factory=RedactionSettings.from_env)
     #: Seconds the whole body may take to arrive (``408`` after that).
     body_timeout_seconds: float = DEFAULT_BODY_TIMEOUT_SECONDS
+    #: The least time between two rounds of writes (``None``: the store's own,
+    #: :func:`db.door.round_seconds`: one a second on ClickHouse, none elsewhere).
+    round_seconds: float | None = None
 
 
 def check_bind(host: str, token: str | None) -> None:
@@ -188,11 +192,15 @@ def create_app(settings: ReceiverSettings, store: StoreFn) -> Starlette:
     """The receiver's ASGI app; ``store`` builds and writes traces from their spans (see
     :func:`store_into`; a :class:`SpanStore` is started and closed with the app)."""
     spool = Spool(settings.spool_dir)
+    rounds = settings.round_seconds
+    if rounds is None:
+        rounds = round_seconds(store.engine) if isinstance(store, SpanStore) else 0.0
     assembler = TraceAssembler(
         store,
         spool.path,
         quiet_seconds=settings.quiet_seconds,
         max_wait_seconds=settings.max_wait_seconds,
+        round_seconds=rounds,
     )
 
     @asynccontextmanager

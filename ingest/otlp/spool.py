@@ -32,6 +32,7 @@ from typing import NamedTuple
 import orjson
 from sqlalchemy.engine import make_url
 
+from db.clickhouse.url import is_clickhouse, parse
 from ingest.input.otlp_spans import OtlpSpan
 
 SPOOL_FILE = "spans.jsonl"
@@ -57,12 +58,20 @@ class SpanRef(NamedTuple):
 
 
 def default_spool_dir(db_url: str) -> Path:
-    """The spool next to the store: ``<file>.otlp-spool`` for a SQLite file, else
-    ``toollens.otlp-spool`` in the working directory (a server database has no folder).
+    """The spool next to the store: ``<file>.otlp-spool`` for a SQLite file (``<folder>…`` for
+    a chdb one), else ``toollens.otlp-spool`` in the working directory (a server database has
+    no folder).
 
     >>> default_spool_dir("sqlite:///data/t.db")
     PosixPath('data/t.db.otlp-spool')
+    >>> default_spool_dir("chdb:///var/ch?database=team")
+    PosixPath('/var/ch.otlp-spool')
+    >>> default_spool_dir("clickhouse://ch1:9000,ch2:9000/toollens?cluster=c")
+    PosixPath('toollens.otlp-spool')
     """
+    if is_clickhouse(db_url):
+        folder = parse(db_url).path
+        return Path(f"{folder.rstrip('/')}.otlp-spool" if folder else "toollens.otlp-spool")
     url = make_url(db_url)
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         return Path(f"{url.database}.otlp-spool")

@@ -25,7 +25,9 @@ second worker only adds a part's costs and waits: on ``make bench-otlp`` alterna
 shared machine (load 14-19), one worker stored a span with 0.32-0.34 ms of CPU against 0.35-0.42
 for two, and no later (wall 9.0-13.0 s against 11.2-17.4).
 
-A database only this process can open (in-memory SQLite) is stored into in-process instead.
+A database only this process can open (in-memory SQLite) is stored into in-process instead,
+and so is a ClickHouse store (:meth:`db.session.WorkerConnection.reaches`): it takes one writer,
+whose new trace ids follow the largest stored one, and chdb's engine lives in this process.
 Workers die with the receiver (``PR_SET_PDEATHSIG``), even after a ``kill -9``: a write one was
 doing rolls back, and the spool holds the spans. If a worker dies while storing, its round
 fails (the assembler retries it; parts already stored are then found unchanged); a new worker
