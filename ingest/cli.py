@@ -133,7 +133,8 @@ def main_options(
 
 #: What a command that does not work on a ClickHouse store says (docs/clickhouse.md).
 CLICKHOUSE_COMMANDS = (
-    "import, receive, summary, pairs, compare, export, reanalyze, delete, prune, vacuum and serve do"
+    "import, receive, summary, pairs, compare, export, reanalyze, delete, prune, vacuum "
+    "and serve do"
 )
 
 
