@@ -32,7 +32,7 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_r
 from streamlit.runtime.state.session_state_proxy import get_session_state
 
 from dashboard import pages
-from dashboard.render import count_text, escape_markdown
+from dashboard.render import count_text, empty_store, escape_markdown
 from db.contract.vocabulary import (
     DEFAULT_ENCODING,
     DEFAULT_LOOP_K,
@@ -129,6 +129,20 @@ def query(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 def store_is_empty() -> bool:
     """True when the database holds no trace at all (pages then show how to import)."""
     return query(trace_count) == 0
+
+
+def end_on_empty_store() -> None:
+    """End the page on how to import when the store holds no trace (every page that reads
+    traces starts with this, under its title)."""
+    if store_is_empty():
+        empty_store()
+        end_page()
+
+
+def open_page(title: str) -> None:
+    """The page's title, then :func:`end_on_empty_store`."""
+    st.title(title)
+    end_on_empty_store()
 
 
 def usable_url_value(name: str, value: str) -> str | None:

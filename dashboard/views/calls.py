@@ -37,10 +37,7 @@ CALLS_ORDER: tuple[str, ...] = (
     }),
 )  # fmt: skip
 
-st.title("Tool calls")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.open_page("Tool calls")
 
 f = state.filters()
 choices = state.query(pair_choices, f)
@@ -164,13 +161,9 @@ if total == 0:
     state.end_page()
 
 df = state.query(list_pairs, f, pq, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-event = st.dataframe(
+picked = widgets.picked_row(
     df,
-    hide_index=True,
     height=widgets.table_height(len(df), max_rows=20),
-    placeholder=widgets.EMPTY_CELL,
-    on_select="rerun",
-    selection_mode="single-row",
     key="pairs_table",
     # The fields of ``toollens pairs`` under human headings; what a call did first (tool, error
     # type, arguments, result: on screen at 1,440 px), then where it is and the rest.
@@ -240,10 +233,8 @@ else:
         f"Downloads hold all {render.count_text(total, 'row')} these filters match, not just "
         "this page."
     )
-selected = event.selection.rows if event is not None else []
-if selected:
-    chosen = df.iloc[selected[0]]
-    state.open_trace(str(chosen["trace"]), str(chosen["pair"]))
+if picked is not None:
+    state.open_trace(str(picked["trace"]), str(picked["pair"]))
 
 st.subheader("Execution time per tool")
 st.caption(

@@ -45,10 +45,7 @@ def close_drill_down() -> None:
     st.query_params.pop("fingerprint", None)
 
 
-st.title("Errors")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.open_page("Errors")
 
 f = state.filters()
 errors, results = state.query(q.error_totals, f)
@@ -138,12 +135,8 @@ def _groups(f: Filters, fingerprints_total: int, fingerprint: str | None) -> Non
     # A selection is a row number of one page of one table generation: the key changes with the
     # page and when the drill-down is closed, so a stale selection never reopens a group.
     generation = st.session_state.get(GENERATION_KEY, 0)
-    event = st.dataframe(
+    picked = widgets.picked_row(
         groups,
-        hide_index=True,
-        placeholder=widgets.EMPTY_CELL,
-        on_select="rerun",
-        selection_mode="single-row",
         key=f"fingerprints_{offset}_{generation}",
         column_order=("tool", "error_type", "errors", "traces", "fingerprint", "example"),
         column_config={
@@ -155,9 +148,8 @@ def _groups(f: Filters, fingerprints_total: int, fingerprint: str | None) -> Non
             "example": st.column_config.TextColumn("Example (first occurrence)", width="large"),
         },
     )
-    chosen = event.selection.rows if event is not None else []
-    if chosen:
-        picked_group = str(groups.iloc[chosen[0]]["fingerprint"])
+    if picked is not None:
+        picked_group = str(picked["fingerprint"])
         if picked_group != fingerprint:
             # The group is shown above the table: draw the page again with it.
             st.query_params["fingerprint"] = picked_group
@@ -196,13 +188,9 @@ def _recognized(sources: pd.DataFrame) -> None:
             picked_source = str(totals.index[point[1]])
             state.open_filtered(pages.CALLS, {"status": "error", "source": picked_source})
     with right:
-        picked = st.dataframe(
+        picked = widgets.picked_row(
             sources,
-            hide_index=True,
-            placeholder=widgets.EMPTY_CELL,
             height=widgets.table_height(len(sources), max_rows=7),
-            on_select="rerun",
-            selection_mode="single-row",
             key="sources_table",
             column_config={
                 "status_source": st.column_config.TextColumn("Recognized by"),
@@ -212,8 +200,8 @@ def _recognized(sources: pd.DataFrame) -> None:
                 "errors": widgets.count_column("Errors"),
             },
         )
-        if picked.selection.rows:
-            picked_source = str(sources.iloc[picked.selection.rows[0]]["status_source"])
+        if picked is not None:
+            picked_source = str(picked["status_source"])
             state.open_filtered(pages.CALLS, {"status": "error", "source": picked_source})
 
 

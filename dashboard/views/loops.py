@@ -24,10 +24,7 @@ LOOP_COLUMNS = (
     "tool", "arguments", "occurrences", "run_length", "errors", "wasted_tokens", "link", "trace",
 )  # fmt: skip
 
-st.title("Loops")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.open_page("Loops")
 
 f = state.filters()
 k = widgets.setting_slider(

@@ -127,14 +127,10 @@ def _picker(f: Any) -> None:
         f"{offset + 1:,}–{offset + len(found):,} shown "
         "(select one to open it)"
     )
-    event = st.dataframe(
+    picked = widgets.picked_row(
         found,
-        hide_index=True,
-        on_select="rerun",
-        selection_mode="single-row",
         key="trace_picker",
         column_order=TRACE_PICKER_COLUMNS,
-        placeholder=widgets.EMPTY_CELL,
         height=widgets.table_height(len(found), max_rows=8),
         column_config={
             "trace": st.column_config.TextColumn("Trace", width="medium"),
@@ -151,12 +147,10 @@ def _picker(f: Any) -> None:
             ),
         },
     )
-    if event is not None and event.selection.rows:
-        picked = str(found.iloc[event.selection.rows[0]]["trace"])
-        # The selection outlives the rerun; acting only on a change keeps it from looping.
-        if picked != state.selected_trace():
-            state.select_trace(picked)
-            st.rerun()
+    # The selection outlives the rerun; acting only on a change keeps it from looping.
+    if picked is not None and str(picked["trace"]) != state.selected_trace():
+        state.select_trace(str(picked["trace"]))
+        st.rerun()
 
 
 def _share_link() -> str:
@@ -284,16 +278,12 @@ def _findings_table(findings: pd.DataFrame, trace: str, trace_id: int) -> None:
     its pair (the URL's ``pair``, a history entry)."""
     st.caption("Select a finding to open its pair.")
     key = f"findings_table_{trace_id}"
-    event = st.dataframe(
+    picked = widgets.picked_row(
         findings.assign(
             name=findings["name"].map(render.humanize),
             message=[f"#{int(seq)}" for seq in findings["message_seq"]],
         ),
-        hide_index=True,
-        on_select="rerun",
-        selection_mode="single-row",
         key=key,
-        placeholder=widgets.EMPTY_CELL,
         height=widgets.table_height(len(findings), max_rows=8),
         column_order=("name", "message", "tool"),
         column_config={
@@ -302,8 +292,7 @@ def _findings_table(findings: pd.DataFrame, trace: str, trace_id: int) -> None:
             "tool": st.column_config.TextColumn("Tool"),
         },
     )
-    rows = event.selection.rows if event is not None else []
-    chosen = str(findings["pair"].iloc[rows[0]]) if rows else None
+    chosen = None if picked is None else str(picked["pair"])
     if trace_outline.changed(f"_{key}_seen", chosen) and chosen != state.selected_pair():
         state.select_trace(trace, chosen)
         st.rerun()
@@ -316,13 +305,9 @@ def _streaks_table(streaks: pd.DataFrame, trace: str, trace_id: int) -> None:
         "Select a streak to open its first call."
     )
     key = f"streaks_table_{trace_id}"
-    event = st.dataframe(
+    picked = widgets.picked_row(
         streaks.assign(wasted_ms=widgets.as_seconds(streaks["wasted_ms"])),
-        hide_index=True,
-        on_select="rerun",
-        selection_mode="single-row",
         key=key,
-        placeholder=widgets.EMPTY_CELL,
         height=widgets.table_height(len(streaks), max_rows=6),
         column_order=(
             "tool",
@@ -347,8 +332,7 @@ def _streaks_table(streaks: pd.DataFrame, trace: str, trace_id: int) -> None:
             ),
         },
     )
-    rows = event.selection.rows if event is not None else []
-    chosen = str(streaks["pair"].iloc[rows[0]]) if rows else None
+    chosen = None if picked is None else str(picked["pair"])
     if trace_outline.changed(f"_{key}_seen", chosen) and chosen != state.selected_pair():
         state.select_trace(trace, chosen)
         st.rerun()
@@ -466,10 +450,7 @@ def _first_seq_shown() -> int:
         return 0
 
 
-st.title("Trace")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.open_page("Trace")
 
 filters = state.filters()
 display_id = state.selected_trace()
