@@ -540,36 +540,29 @@ def _filter_widgets(choices: Mapping[str, Sequence[str]], imports: Any) -> None:
         )
 
 
+#: The analysis settings, bound to the URL: key, label, lowest and highest value, default,
+#: step, help.
+ANALYSIS_SETTINGS: tuple[tuple[str, str, int, int, int, int, str], ...] = (
+    ("k", "Loop threshold k", 2, 1000, DEFAULT_LOOP_K, 1,
+     "A call signature repeated k or more times in one trace is a loop."),
+    ("sk", "Error streak k", 2, 1000, DEFAULT_STREAK_K, 1,
+     "k or more consecutive calls of one tool ending in the same error, whatever their "
+     "arguments, are an error streak."),
+    ("budget", "Token budget", 1, 10_000_000, DEFAULT_TOKEN_BUDGET, 100,
+     "Tool Messages above this many tokens count as over budget."),
+)  # fmt: skip
+
+
 def _analysis_widgets() -> None:
     """The analysis settings (in the "Change settings" popover)."""
-    st.number_input(
-        "Loop threshold k",
-        min_value=2,
-        max_value=1000,
-        value=DEFAULT_LOOP_K,
-        step=1,
-        key="k",
-        bind="query-params",
-        help="A call signature repeated k or more times in one trace is a loop.",
-    )
-    st.number_input(
-        "Error streak k",
-        min_value=2,
-        max_value=1000,
-        value=DEFAULT_STREAK_K,
-        step=1,
-        key="sk",
-        bind="query-params",
-        help="k or more consecutive calls of one tool ending in the same error, whatever their "
-        "arguments, are an error streak.",
-    )
-    st.number_input(
-        "Token budget",
-        min_value=1,
-        max_value=10_000_000,
-        value=DEFAULT_TOKEN_BUDGET,
-        step=100,
-        key="budget",
-        bind="query-params",
-        help="Tool Messages above this many tokens count as over budget.",
-    )
+    for key, label, low, high, default, step, text in ANALYSIS_SETTINGS:
+        st.number_input(
+            label,
+            min_value=low,
+            max_value=high,
+            value=default,
+            step=step,
+            key=key,
+            bind="query-params",
+            help=text,
+        )

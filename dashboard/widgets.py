@@ -45,6 +45,12 @@ def table_height(rows: int, *, max_rows: int = 12) -> int:
     return HEADER_PX + ROW_PX * max(1, min(rows, max_rows)) + 2
 
 
+def metrics(where: Sequence[Any], figures: Sequence[tuple[str, str, str]]) -> None:
+    """Each of ``figures`` (label, value, help) as a metric, in the columns ``where`` in turn."""
+    for column, (label, value, text) in zip(where, figures, strict=True):
+        column.metric(label, value, help=text)
+
+
 def rate_metric(
     where: Any, label: str, numerator: int, denominator: int, *, of: str = "", help: str = ""
 ) -> None:

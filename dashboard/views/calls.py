@@ -96,23 +96,14 @@ finding = row[0].selectbox(
     format_func=render.humanize,
     help="pairs with a finding of this kind, on the call or on its Tool Message",
 )
-min_tokens = row[1].number_input(
-    "Tokens from",
-    min_value=0,
-    value=None,
-    step=100,
-    key="tmin",
-    bind="query-params",
-    help="Tool Messages of at least this many tokens",
-)
-max_tokens = row[2].number_input(
-    "Tokens below",
-    min_value=1,
-    value=None,
-    step=100,
-    key="tmax",
-    bind="query-params",
-    help="Tool Messages of fewer tokens than this",
+min_tokens, max_tokens = (
+    where.number_input(
+        label, min_value=low, value=None, step=100, key=key, bind="query-params", help=text
+    )
+    for where, label, low, key, text in (
+        (row[1], "Tokens from", 0, "tmin", "Tool Messages of at least this many tokens"),
+        (row[2], "Tokens below", 1, "tmax", "Tool Messages of fewer tokens than this"),
+    )
 )
 status_source = row[3].selectbox(
     "Recognized by",

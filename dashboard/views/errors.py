@@ -34,8 +34,15 @@ GROUP_KEY = "error_group_here"
 
 #: What failed first (on screen at 1,440 px), then where.
 OCCURRENCE_COLUMNS = (
-    "tool", "error_type", "content", "trace", "pair", "status_source", "rule", "timestamp",
-)  # fmt: skip
+    "tool",
+    "error_type",
+    "content",
+    "trace",
+    "pair",
+    "status_source",
+    "rule",
+    "timestamp",
+)
 GENERATION_KEY = "errors_fingerprint_table"
 
 
@@ -60,25 +67,27 @@ sources = state.query(q.error_sources, f)
 by_source = sources.groupby("status_source")["errors"].sum()
 fingerprints_total = state.query(q.count_error_fingerprints, f)
 
-row = st.columns(5)
-row[0].metric("Errors", f"{errors:,}", help="Tool Messages with status error")
-row[1].metric(
-    "Error rate",
-    render.percent_text(errors, results),
-    help=f"{errors:,} of {results:,} Tool Messages",
+explicit, protocol = int(by_source.get("explicit", 0)), int(by_source.get("protocol", 0))
+inferred = int(by_source.get("inferred", 0)) + protocol
+widgets.metrics(
+    st.columns(5),
+    [
+        ("Errors", f"{errors:,}", "Tool Messages with status error"),
+        (
+            "Error rate",
+            render.percent_text(errors, results),
+            f"{errors:,} of {results:,} Tool Messages",
+        ),
+        ("Explicit", f"{explicit:,}", "flagged by the source: is_error, status, span status …"),
+        (
+            "Inferred",
+            f"{inferred:,}",
+            f"by the Tool Message protocol: {protocol:,}; "
+            "the rest by text rules (Error: …, tracebacks, HTTP codes)",
+        ),
+        ("Distinct errors", f"{fingerprints_total:,}", "error fingerprints"),
+    ],
 )
-row[2].metric(
-    "Explicit",
-    f"{int(by_source.get('explicit', 0)):,}",
-    help="flagged by the source: is_error, status, span status …",
-)
-row[3].metric(
-    "Inferred",
-    f"{int(by_source.get('inferred', 0)) + int(by_source.get('protocol', 0)):,}",
-    help=f"by the Tool Message protocol: {int(by_source.get('protocol', 0)):,}; "
-    "the rest by text rules (Error: …, tracebacks, HTTP codes)",
-)
-row[4].metric("Distinct errors", f"{fingerprints_total:,}", help="error fingerprints")
 corrected = state.query(correction_counts, f)["error_type"]
 if corrected:
     st.caption(

@@ -46,32 +46,31 @@ over_budget = int(sizes.loc[sizes["over_budget"].astype(bool), "results"].sum())
 
 # Two rows of four: seven figures in one row cut their labels at 1,280 px.
 top_row, bottom_row = st.columns(4, border=True), st.columns(4, border=True)
-top_row[0].metric(
-    "Traces", f"{summary['traces']:,}", help=f"{render.count_text(summary['messages'], 'message')}"
-)
-top_row[1].metric(
-    "Tool calls", f"{summary['tool_calls']:,}", help=f"{results:,} Tool Messages (results)"
-)
-top_row[2].metric("Errors", f"{errors:,}", help="Tool Messages with status error")
-top_row[3].metric(
-    "Error rate",
-    render.percent_text(errors, results),
-    help=f"{errors:,} of {render.count_text(results, 'result')}",
-)
-bottom_row[0].metric(
-    "Pairing problems",
-    f"{sum(problems.values()):,}",
-    help=", ".join(f"{name.replace('_', ' ')}: {n:,}" for name, n in problems.items()),
-)
-bottom_row[1].metric(
-    f"Loop calls (k={k})",
-    f"{summary['loops']['calls']:,}",
-    help=f"calls of {summary['loops']['signatures']:,} signatures repeated {k}+ times in a trace",
-)
-bottom_row[2].metric(
-    "Over budget",
-    f"{over_budget:,}",
-    help=f"Tool Messages above {budget:,} tokens ({render.percent_text(over_budget, results)})",
+pairing = ", ".join(f"{name.replace('_', ' ')}: {n:,}" for name, n in problems.items())
+widgets.metrics(
+    [*top_row, *bottom_row[:3]],
+    [
+        ("Traces", f"{summary['traces']:,}", render.count_text(summary["messages"], "message")),
+        ("Tool calls", f"{summary['tool_calls']:,}", f"{results:,} Tool Messages (results)"),
+        ("Errors", f"{errors:,}", "Tool Messages with status error"),
+        (
+            "Error rate",
+            render.percent_text(errors, results),
+            f"{errors:,} of {render.count_text(results, 'result')}",
+        ),
+        ("Pairing problems", f"{sum(problems.values()):,}", pairing),
+        (
+            f"Loop calls (k={k})",
+            f"{summary['loops']['calls']:,}",
+            f"calls of {summary['loops']['signatures']:,} signatures repeated {k}+ times "
+            "in a trace",
+        ),
+        (
+            "Over budget",
+            f"{over_budget:,}",
+            f"Tool Messages above {budget:,} tokens ({render.percent_text(over_budget, results)})",
+        ),
+    ],
 )
 widgets.rate_metric(
     bottom_row[3],

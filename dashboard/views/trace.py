@@ -20,6 +20,8 @@ their content only while open: opening one reruns the page.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any, cast
 from urllib.parse import urlencode
 
@@ -276,6 +278,9 @@ def _messages_page(trace_id: int, messages: int, pair: PairRef | None, found: in
 def _findings_table(findings: pd.DataFrame, trace: str, trace_id: int) -> None:
     """The trace's findings, each named by its message number and tool; selecting one opens
     its pair (the URL's ``pair``, a history entry)."""
+    if findings.empty:
+        st.caption("No findings: every Tool Message of this trace passed the checks.")
+        return
     st.caption("Select a finding to open its pair.")
     key = f"findings_table_{trace_id}"
     picked = widgets.picked_row(
@@ -298,8 +303,12 @@ def _findings_table(findings: pd.DataFrame, trace: str, trace_id: int) -> None:
         st.rerun()
 
 
-def _streaks_table(streaks: pd.DataFrame, trace: str, trace_id: int) -> None:
-    """The trace's error streaks; selecting one opens its first call."""
+def _streaks_table(streaks: pd.DataFrame, sk: int, trace: str, trace_id: int) -> None:
+    """The trace's error streaks (of ``sk`` or more calls); selecting one opens its first
+    call."""
+    if streaks.empty:
+        st.caption(f"No tool of this trace fails the same way {sk} or more times in a row.")
+        return
     st.caption(
         "Consecutive calls of one tool ending in the same error, whatever their arguments. "
         "Select a streak to open its first call."
@@ -336,6 +345,23 @@ def _streaks_table(streaks: pd.DataFrame, trace: str, trace_id: int) -> None:
     if trace_outline.changed(f"_{key}_seen", chosen) and chosen != state.selected_pair():
         state.select_trace(trace, chosen)
         st.rerun()
+
+
+def _closed_section(label: str, *, key: str, icon: str, draw: Callable[[], None]) -> None:
+    """An expander, closed at first, whose content (``draw()``) is drawn only while it is
+    open."""
+    with st.expander(label, key=key, icon=icon, on_change="rerun") as box:
+        if box.open:
+            draw()
+
+
+def _metadata(metadata: dict[str, Any]) -> None:
+    """What the source said about the run (user, environment, run info …), exactly as
+    imported: a JSON viewer, never markdown, because it is untrusted text."""
+    if not metadata:
+        st.caption("The source gave this trace no metadata.")
+        return
+    st.json(metadata, expanded=2)
 
 
 def _queue_problem() -> review.Problem | None:
@@ -581,49 +607,29 @@ with st.expander(
         review_ui.annotation_panel(engine, trace_id)
 
 findings = state.query(trace_findings, trace_id)
-with st.expander(
+_closed_section(
     f"Findings ({len(findings)})",
     key=f"findings_{trace_id}",
     icon=":material/flag:",
-    on_change="rerun",
-) as findings_box:
-    if not findings_box.open:
-        pass
-    elif findings.empty:
-        st.caption("No findings: every Tool Message of this trace passed the checks.")
-    else:
-        _findings_table(findings, str(trace["display_id"]), trace_id)
+    draw=partial(_findings_table, findings, str(trace["display_id"]), trace_id),
+)
 
 sk = state.streak_k()
 streaks = state.query(trace_streaks, trace_id, sk)
-with st.expander(
+_closed_section(
     f"Error streaks ({len(streaks)}, k = {sk})",
     key=f"streaks_{trace_id}",
     icon=":material/repeat_one:",
-    on_change="rerun",
-) as streaks_box:
-    if not streaks_box.open:
-        pass
-    elif streaks.empty:
-        st.caption(f"No tool of this trace fails the same way {sk} or more times in a row.")
-    else:
-        _streaks_table(streaks, str(trace["display_id"]), trace_id)
+    draw=partial(_streaks_table, streaks, sk, str(trace["display_id"]), trace_id),
+)
 
-# What the source said about the run (user, environment, run info …), exactly as imported: a
-# JSON viewer, never markdown, because it is untrusted text.
 metadata = trace["metadata"] or {}
-with st.expander(
+_closed_section(
     f"Trace metadata ({render.count_text(len(metadata), 'field')})",
     key=f"trace_metadata_{trace_id}",
     icon=":material/data_object:",
-    on_change="rerun",
-) as metadata_box:
-    if not metadata_box.open:
-        pass
-    elif not metadata:
-        st.caption("The source gave this trace no metadata.")
-    else:
-        st.json(metadata, expanded=2)
+    draw=partial(_metadata, metadata),
+)
 
 if pair is not None:
     detail = state.query(pair_detail, trace_id, pair)

@@ -50,6 +50,7 @@ from ingest.formats._common import (
 )
 from ingest.formats._record_loop import MessageListFormat, message_list_format
 from ingest.formats._shapes import (
+    RESPONSES_UNMODELLED_TYPES,
     SIGN,
     Fit,
     Misfit,
@@ -65,29 +66,12 @@ NAME = "openai_responses"
 _OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 #: Item types the API defines that carry no message ToolLens models (built-in tool calls and
 #: their outputs, MCP items, bookkeeping): kept in the raw of the assistant turn they fall in.
-UNMODELLED_TYPES = frozenset(
-    {
-        "reasoning",
-        "item_reference",
-        "compaction",
-        "file_search_call",
-        "web_search_call",
-        "computer_call",
-        "computer_call_output",
-        "code_interpreter_call",
-        "image_generation_call",
-        "local_shell_call",
-        "local_shell_call_output",
-        "shell_call",
-        "shell_call_output",
-        "apply_patch_call",
-        "apply_patch_call_output",
-        "mcp_list_tools",
-        "mcp_approval_request",
-        "mcp_approval_response",
-        "mcp_call",
-    }
-)
+UNMODELLED_TYPES = RESPONSES_UNMODELLED_TYPES | {
+    "shell_call",
+    "shell_call_output",
+    "apply_patch_call",
+    "apply_patch_call_output",
+}
 #: Fields of the item types read here (``message``, the calls and their outputs) that the parser
 #: reads or knows to be bookkeeping; another field carrying content is counted as the unknown
 #: field ``<item type>.<name>`` (its value stays in the raw item).
