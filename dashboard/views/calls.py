@@ -10,7 +10,9 @@ are read from the database only when a download is clicked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
+from typing import Any
 
 import streamlit as st
 
@@ -37,42 +39,30 @@ CALLS_ORDER: tuple[str, ...] = (
     }),
 )  # fmt: skip
 
+
+def _any_of(where: Any, label: str, options: Sequence[str], key: str, **more: Any) -> Any:
+    """A URL-bound select in ``where`` of one of ``options`` or, at first, any (no filter)."""
+    return where.selectbox(
+        label, options, index=None, key=key, bind="query-params", placeholder="Any", **more
+    )
+
+
 state.open_page("Tool calls")
 
 f = state.filters()
 choices = state.query(pair_choices, f)
 
 row = st.columns([2, 2, 2, 2, 2, 3])
-status = row[0].selectbox(
-    "Status", choices["status"], index=None, key="status", bind="query-params", placeholder="Any"
-)
-error_type = row[1].selectbox(
-    "Error type",
-    choices["error_type"],
-    index=None,
-    key="error_type",
-    bind="query-params",
-    placeholder="Any",
-)
-pair_state = row[2].selectbox(
-    "Pair state",
-    choices["pair_state"],
-    index=None,
-    key="pair_state",
-    bind="query-params",
-    placeholder="Any",
-)
-verdict = row[3].selectbox(
-    "Verdict", choices["verdict"], index=None, key="verdict", bind="query-params", placeholder="Any"
-)
-kind = row[4].selectbox(
+status = _any_of(row[0], "Status", choices["status"], "status")
+error_type = _any_of(row[1], "Error type", choices["error_type"], "error_type")
+pair_state = _any_of(row[2], "Pair state", choices["pair_state"], "pair_state")
+verdict = _any_of(row[3], "Verdict", choices["verdict"], "verdict")
+kind = _any_of(
+    row[4],
     "Call kind",
     choices["kind"],
-    index=None,
     # Not "kind": the Findings page's URL names a finding kind with it.
-    key="call_kind",
-    bind="query-params",
-    placeholder="Any",
+    "call_kind",
     help="client: the agent's own tools; server: run by the provider's API (web search, code "
     "execution); mcp: an MCP server the provider called",
 )
@@ -86,13 +76,11 @@ trace_text = row[5].text_input(
 )
 
 row = st.columns([3, 2, 2, 2, 3])
-finding = row[0].selectbox(
+finding = _any_of(
+    row[0],
     "Finding",
     FINDING_KINDS,
-    index=None,
-    key="finding",
-    bind="query-params",
-    placeholder="Any",
+    "finding",
     format_func=render.humanize,
     help="pairs with a finding of this kind, on the call or on its Tool Message",
 )
@@ -105,13 +93,11 @@ min_tokens, max_tokens = (
         (row[2], "Tokens below", 1, "tmax", "Tool Messages of fewer tokens than this"),
     )
 )
-status_source = row[3].selectbox(
+status_source = _any_of(
+    row[3],
     "Recognized by",
     STATUS_SOURCES,
-    index=None,
-    key="source",
-    bind="query-params",
-    placeholder="Any",
+    "source",
     help="how the status was decided: flagged by the source, the protocol, or a text rule",
 )
 

@@ -18,9 +18,9 @@ import orjson
 from pydantic import BaseModel
 
 from db.contract import exact_json
-from db.contract.vocabulary import Role
+from db.contract.vocabulary import CallKind, Role
 from ingest.input.records import Record
-from ingest.model import Message, OpaqueMessage, ToolDef, Trace, count_unknown
+from ingest.model import Message, OpaqueMessage, ToolCall, ToolDef, Trace, count_unknown
 
 #: Source roles and the canonical role each one maps to; anything else is rejected.
 ROLE_MAP: dict[str, Role] = {
@@ -197,6 +197,25 @@ def parse_arguments(value: Any) -> Arguments:
         except orjson.JSONDecodeError as exc:
             return Arguments(raw=value, parsed=None, valid=False, error=f"not valid JSON: {exc}")
     return Arguments(raw=exact_json.dumps_bytes(value).decode(), parsed=value)
+
+
+def json_call(
+    call_index: int, call_id: str | None, name: str, arguments: Any, kind: CallKind = "client"
+) -> ToolCall:
+    """A tool call whose ``arguments`` are JSON, read by :func:`parse_arguments` (a string is
+    parsed, any other value dumped); the caller checked the id and the name."""
+    args = parse_arguments(arguments)
+    return construct(
+        ToolCall,
+        call_index=call_index,
+        tool_call_id=call_id,
+        name=name,
+        arguments_raw=args.raw,
+        arguments=args.parsed,
+        args_valid=args.valid,
+        args_error=args.error,
+        kind=kind,
+    )
 
 
 def parse_timestamp(value: Any) -> datetime | None:

@@ -27,7 +27,11 @@ from ingest.formats._common import (
     text_of,
     tool_defs,
 )
-from ingest.formats._record_loop import MessageListFormat, message_list_format
+from ingest.formats._record_loop import (
+    MessageListFormat,
+    first_assistant_model,
+    message_list_format,
+)
 from ingest.formats._shapes import (
     SIGN,
     Fit,
@@ -77,12 +81,7 @@ def _container_trace(record: Record) -> Trace:
 
 def _model_hint(messages: list[Message]) -> str | None:
     # API responses logged as messages name their model; the first assistant one wins.
-    for message in messages:
-        if message.role == "assistant" and isinstance(message.raw, dict):
-            model = message.raw.get("model")
-            if isinstance(model, str):
-                return model
-    return None
+    return first_assistant_model(messages, lambda raw: raw.get("model"))
 
 
 _READER: MessageListFormat[Message] = MessageListFormat(

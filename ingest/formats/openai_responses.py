@@ -35,11 +35,11 @@ from ingest.formats._common import (
     ShapeError,
     canonical_role,
     conversation_trace,
+    json_call,
     json_type,
     opaque_message,
     opaque_role,
     optional_str,
-    parse_arguments,
     parse_timestamp,
     required_str,
     small_metadata,
@@ -122,15 +122,11 @@ def _convert_item(item: dict[str, Any], path: str, line: int | None) -> list[_Dr
     if kind is None or kind == "message":
         return [_message(item, path, line)]
     if kind == "function_call":
-        args = parse_arguments(item.get("arguments"))
-        call = ToolCall(
-            call_index=0,
-            tool_call_id=optional_str(item.get("call_id"), f"{path}.call_id"),
-            name=required_str(item.get("name"), f"{path}.name"),
-            arguments_raw=args.raw,
-            arguments=args.parsed,
-            args_valid=args.valid,
-            args_error=args.error,
+        call = json_call(
+            0,
+            optional_str(item.get("call_id"), f"{path}.call_id"),
+            required_str(item.get("name"), f"{path}.name"),
+            item.get("arguments"),
         )
         return [_TurnItem(item, line, calls=[call])]
     if kind == "custom_tool_call":
