@@ -9,7 +9,7 @@ rejection of exactly that record, so no parser ever raises on bad input.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -216,6 +216,19 @@ def json_call(
         args_error=args.error,
         kind=kind,
     )
+
+
+def first_assistant_model(
+    messages: list[Message], model_of: Callable[[dict[str, Any]], Any]
+) -> str | None:
+    """The model named by the first assistant message whose raw object names one (as a string:
+    ``model_of(raw)``), for formats whose logged responses name their model."""
+    for message in messages:
+        if message.role == "assistant" and isinstance(message.raw, dict):
+            model = model_of(message.raw)
+            if isinstance(model, str):
+                return model
+    return None
 
 
 def parse_timestamp(value: Any) -> datetime | None:

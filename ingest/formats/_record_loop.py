@@ -38,19 +38,6 @@ def no_model_hint(messages: list[Message]) -> str | None:
     return None
 
 
-def first_assistant_model(
-    messages: list[Message], model_of: Callable[[dict[str, Any]], Any]
-) -> str | None:
-    """The model named by the first assistant message whose raw object names one (as a string:
-    ``model_of(raw)``), for formats whose logged responses name their model."""
-    for message in messages:
-        if message.role == "assistant" and isinstance(message.raw, dict):
-            model = model_of(message.raw)
-            if isinstance(model, str):
-                return model
-    return None
-
-
 @dataclass(frozen=True)
 class MessageListFormat(Generic[D]):
     """How a format whose files hold conversations or bare messages is read.

@@ -22,16 +22,13 @@ from ingest.formats import _anthropic_blocks
 from ingest.formats._common import (
     ShapeError,
     conversation_trace,
+    first_assistant_model,
     json_type,
     small_metadata,
     text_of,
     tool_defs,
 )
-from ingest.formats._record_loop import (
-    MessageListFormat,
-    first_assistant_model,
-    message_list_format,
-)
+from ingest.formats._record_loop import MessageListFormat, message_list_format
 from ingest.formats._shapes import (
     SIGN,
     Fit,

@@ -32,6 +32,7 @@ from ingest.formats._common import (
     conversation_trace,
     expect_list,
     expect_object,
+    first_assistant_model,
     json_call,
     json_type,
     opaque_message,
@@ -44,11 +45,7 @@ from ingest.formats._common import (
     text_of,
     tool_defs,
 )
-from ingest.formats._record_loop import (
-    MessageListFormat,
-    first_assistant_model,
-    message_list_format,
-)
+from ingest.formats._record_loop import MessageListFormat, message_list_format
 from ingest.formats._shapes import (
     Fit,
     Misfit,
