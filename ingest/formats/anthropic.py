@@ -85,7 +85,6 @@ _READER: MessageListFormat[Message] = MessageListFormat(
     name=NAME,
     is_message=_is_message,
     convert_item=_anthropic_blocks.convert_message,
-    assemble=list,
     container_trace=_container_trace,
     model_hint=_model_hint,
 )

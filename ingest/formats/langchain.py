@@ -220,7 +220,6 @@ _READER: MessageListFormat[Message] = MessageListFormat(
     name=NAME,
     is_message=_is_message,
     convert_item=_convert,
-    assemble=list,
     container_trace=_container_trace,
     model_hint=_model_hint,
 )
