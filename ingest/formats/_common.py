@@ -205,17 +205,13 @@ def json_call(
     """A tool call whose ``arguments`` are JSON, read by :func:`parse_arguments` (a string is
     parsed, any other value dumped); the caller checked the id and the name."""
     args = parse_arguments(arguments)
+    # The call's place and identity, its arguments as read, who runs it.
     return construct(
         ToolCall,
-        call_index=call_index,
-        tool_call_id=call_id,
-        name=name,
-        arguments_raw=args.raw,
-        arguments=args.parsed,
-        args_valid=args.valid,
-        args_error=args.error,
+        call_index=call_index, tool_call_id=call_id, name=name,
+        arguments_raw=args.raw, arguments=args.parsed, args_valid=args.valid, args_error=args.error,
         kind=kind,
-    )
+    )  # fmt: skip
 
 
 def first_assistant_model(
