@@ -14,21 +14,29 @@ from dataclasses import dataclass
 class Page:
     """One page of the dashboard."""
 
-    #: Stable name (benchmark rows, screenshot files).
+    #: Stable name (benchmark rows, screenshot files), the page's URL path and the name of its
+    #: script.
     key: str
     #: Navigation label and the page's heading (``st.title``).
     title: str
     #: Material icon of the navigation entry.
     icon: str
-    #: The page's URL path (``/trace``); Streamlit serves the default page at ``/`` too.
-    url_path: str
-    #: The page's script, relative to ``app.py`` (what ``st.switch_page`` and AppTest take).
-    script: str
     #: The page ``/`` opens.
     default: bool = False
     #: The labels of the page's sections, drawn as tabs of which only the open one runs
     #: (``dashboard.widgets.sections``); the first opens unless the URL names another.
     sections: tuple[str, ...] = ()
+
+    @property
+    def url_path(self) -> str:
+        """The page's URL path (``trace``); Streamlit serves the default page at ``/`` too."""
+        return self.key
+
+    @property
+    def script(self) -> str:
+        """The page's script, relative to ``app.py`` (what ``st.switch_page`` and AppTest
+        take): ``views/trace.py``."""
+        return f"views/{self.key}.py"
 
     @property
     def section_param(self) -> str:
@@ -47,29 +55,23 @@ OVERVIEW = Page(
     "overview",
     "Overview",
     ":material/dashboard:",
-    "overview",
-    "views/overview.py",
     default=True,
     sections=("Top problems", "Activity", "Distributions", "Execution time", "Scorecard"),
 )
-CALLS = Page("calls", "Tool calls", ":material/table_rows:", "calls", "views/calls.py")
-SEARCH = Page("search", "Search", ":material/search:", "search", "views/search.py")
-TRACE = Page("trace", "Trace", ":material/forum:", "trace", "views/trace.py")
-SESSIONS = Page("sessions", "Sessions", ":material/groups:", "sessions", "views/sessions.py")
+CALLS = Page("calls", "Tool calls", ":material/table_rows:")
+SEARCH = Page("search", "Search", ":material/search:")
+TRACE = Page("trace", "Trace", ":material/forum:")
+SESSIONS = Page("sessions", "Sessions", ":material/groups:")
 ERRORS = Page(
     "errors",
     "Errors",
     ":material/error:",
-    "errors",
-    "views/errors.py",
     sections=("Same error, many traces", "By tool", "How recognized", "Over time"),
 )
 TOKENS = Page(
     "tokens",
     "Tokens",
     ":material/data_usage:",
-    "tokens",
-    "views/tokens.py",
     sections=(
         "By tool",
         "Share of the model's input",
@@ -82,22 +84,18 @@ LOOPS = Page(
     "loops",
     "Loops",
     ":material/repeat:",
-    "loops",
-    "views/loops.py",
     sections=("Looping calls", "Per tool", "Ping-pong", "Error streaks"),
 )
-FINDINGS = Page("findings", "Findings", ":material/flag:", "findings", "views/findings.py")
+FINDINGS = Page("findings", "Findings", ":material/flag:")
 SUGGESTIONS = Page(
     "suggestions",
     "Suggestions",
     ":material/tips_and_updates:",
-    "suggestions",
-    "views/suggestions.py",
     sections=("Verdicts", "Recovery", "Follow rate", "Examples"),
 )
-IMPORTS = Page("imports", "Imports", ":material/upload_file:", "imports", "views/imports.py")
-REVIEW = Page("review", "Review", ":material/rate_review:", "review", "views/review.py")
-COMPARE = Page("compare", "Compare", ":material/compare_arrows:", "compare", "views/compare.py")
+IMPORTS = Page("imports", "Imports", ":material/upload_file:")
+REVIEW = Page("review", "Review", ":material/rate_review:")
+COMPARE = Page("compare", "Compare", ":material/compare_arrows:")
 
 #: Every page, in navigation order.
 PAGES: tuple[Page, ...] = (

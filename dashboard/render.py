@@ -226,13 +226,7 @@ def show_content(
     label = f"Show all ({size_text(full, tokens)})"
     if full > len(text):
         label = f"Show the first {len(text):,} chars ({size_text(full, tokens)})"
-    if key is None:
-        with st.expander(label):
-            _content_block(shown, language)
-        return
-    with st.expander(label, key=key, on_change="rerun") as whole:
-        if whole.open:
-            _content_block(shown, language)
+    _text_expander(label, shown, language, key)
 
 
 def _text_expander(label: str, shown: str, language: str | None, key: str | None) -> None:

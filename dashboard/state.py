@@ -32,7 +32,7 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_r
 from streamlit.runtime.state.session_state_proxy import get_session_state
 
 from dashboard import pages
-from dashboard.render import count_text, escape_markdown
+from dashboard.render import count_text, empty_store, escape_markdown
 from db.contract.vocabulary import (
     DEFAULT_ENCODING,
     DEFAULT_LOOP_K,
@@ -129,6 +129,20 @@ def query(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 def store_is_empty() -> bool:
     """True when the database holds no trace at all (pages then show how to import)."""
     return query(trace_count) == 0
+
+
+def end_on_empty_store() -> None:
+    """End the page on how to import when the store holds no trace (every page that reads
+    traces starts with this, under its title)."""
+    if store_is_empty():
+        empty_store()
+        end_page()
+
+
+def open_page(title: str) -> None:
+    """The page's title, then :func:`end_on_empty_store`."""
+    st.title(title)
+    end_on_empty_store()
 
 
 def usable_url_value(name: str, value: str) -> str | None:
@@ -526,36 +540,29 @@ def _filter_widgets(choices: Mapping[str, Sequence[str]], imports: Any) -> None:
         )
 
 
+#: The analysis settings, bound to the URL: key, label, lowest and highest value, default,
+#: step, help.
+ANALYSIS_SETTINGS: tuple[tuple[str, str, int, int, int, int, str], ...] = (
+    ("k", "Loop threshold k", 2, 1000, DEFAULT_LOOP_K, 1,
+     "A call signature repeated k or more times in one trace is a loop."),
+    ("sk", "Error streak k", 2, 1000, DEFAULT_STREAK_K, 1,
+     "k or more consecutive calls of one tool ending in the same error, whatever their "
+     "arguments, are an error streak."),
+    ("budget", "Token budget", 1, 10_000_000, DEFAULT_TOKEN_BUDGET, 100,
+     "Tool Messages above this many tokens count as over budget."),
+)  # fmt: skip
+
+
 def _analysis_widgets() -> None:
     """The analysis settings (in the "Change settings" popover)."""
-    st.number_input(
-        "Loop threshold k",
-        min_value=2,
-        max_value=1000,
-        value=DEFAULT_LOOP_K,
-        step=1,
-        key="k",
-        bind="query-params",
-        help="A call signature repeated k or more times in one trace is a loop.",
-    )
-    st.number_input(
-        "Error streak k",
-        min_value=2,
-        max_value=1000,
-        value=DEFAULT_STREAK_K,
-        step=1,
-        key="sk",
-        bind="query-params",
-        help="k or more consecutive calls of one tool ending in the same error, whatever their "
-        "arguments, are an error streak.",
-    )
-    st.number_input(
-        "Token budget",
-        min_value=1,
-        max_value=10_000_000,
-        value=DEFAULT_TOKEN_BUDGET,
-        step=100,
-        key="budget",
-        bind="query-params",
-        help="Tool Messages above this many tokens count as over budget.",
-    )
+    for key, label, low, high, default, step, text in ANALYSIS_SETTINGS:
+        st.number_input(
+            label,
+            min_value=low,
+            max_value=high,
+            value=default,
+            step=step,
+            key=key,
+            bind="query-params",
+            help=text,
+        )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import render, state
@@ -60,6 +61,21 @@ def changed(key: str, value: Any) -> bool:
     return value != seen and value is not None
 
 
+def clicked_pair(fig: go.Figure, *, key: str) -> Any:
+    """Draw ``fig`` (a trace's outline or timeline, whose points carry their pair as the first
+    ``customdata``) with point clicks; the pair of the point clicked, or ``None``."""
+    event = st.plotly_chart(
+        fig,
+        key=key,
+        on_select="rerun",
+        selection_mode="points",
+        config={"displayModeBar": False},
+    )
+    # Item access: the event is a dict-like state (an AttributeDictionary in a served app).
+    points = event["selection"]["points"] if event else []
+    return next((p["customdata"][0] for p in points if p.get("customdata")), None)
+
+
 def draw(
     markers: pd.DataFrame,
     trace_id: int,
@@ -87,35 +103,21 @@ def draw(
         f"Outline by message number: {problems:,} of {render.count_text(len(markers), 'pair')} "
         "have a problem. Click a mark to open its pair."
     )
-    prev_col.button(
-        PREVIOUS_LABEL,
-        key="problem_previous",
-        icon=":material/arrow_upward:",
-        disabled=previous is None,
-        on_click=state.select_trace,
-        args=(trace, previous),
-        width="stretch",
-    )
-    next_col.button(
-        NEXT_LABEL,
-        key="problem_next",
-        icon=":material/arrow_downward:",
-        disabled=following is None,
-        on_click=state.select_trace,
-        args=(trace, following),
-        width="stretch",
-    )
+    for column, label, key, icon, target in (
+        (prev_col, PREVIOUS_LABEL, "problem_previous", ":material/arrow_upward:", previous),
+        (next_col, NEXT_LABEL, "problem_next", ":material/arrow_downward:", following),
+    ):
+        column.button(
+            label,
+            key=key,
+            icon=icon,
+            disabled=target is None,
+            on_click=state.select_trace,
+            args=(trace, target),
+            width="stretch",
+        )
     key = f"outline_{trace_id}"
-    event = st.plotly_chart(
-        outline_chart(markers, messages, value),
-        key=key,
-        on_select="rerun",
-        selection_mode="points",
-        config={"displayModeBar": False},
-    )
-    # Item access: the event is a dict-like state (an AttributeDictionary in a served app).
-    points = event["selection"]["points"] if event else []
-    clicked = next((p["customdata"][0] for p in points if p.get("customdata")), None)
+    clicked = clicked_pair(outline_chart(markers, messages, value), key=key)
     if changed(f"_{key}_seen", clicked) and clicked != value:
         state.select_trace(trace, clicked)
         st.rerun()

@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboard import render, state
 from dashboard.charts.trace import timeline_chart
-from dashboard.trace_outline import changed
+from dashboard.trace_outline import changed, clicked_pair
 from db.queries.timeline import trace_timeline
 
 
@@ -47,15 +47,7 @@ def draw(trace_id: int, trace: str, selected: str | None) -> None:
     if bars.empty:
         return
     key = f"timeline_{trace_id}"
-    event = st.plotly_chart(
-        timeline_chart(bars, selected, timeline.parents),
-        key=key,
-        on_select="rerun",
-        selection_mode="points",
-        config={"displayModeBar": False},
-    )
-    points = event["selection"]["points"] if event else []
-    clicked = next((p["customdata"][0] for p in points if p.get("customdata")), None)
+    clicked = clicked_pair(timeline_chart(bars, selected, timeline.parents), key=key)
     if changed(f"_{key}_seen", clicked or None) and clicked and clicked != selected:
         state.select_trace(trace, clicked)
         st.rerun()

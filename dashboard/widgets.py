@@ -45,6 +45,12 @@ def table_height(rows: int, *, max_rows: int = 12) -> int:
     return HEADER_PX + ROW_PX * max(1, min(rows, max_rows)) + 2
 
 
+def metrics(where: Sequence[Any], figures: Sequence[tuple[str, str, str]]) -> None:
+    """Each of ``figures`` (label, value, help) as a metric, in the columns ``where`` in turn."""
+    for column, (label, value, text) in zip(where, figures, strict=True):
+        column.metric(label, value, help=text)
+
+
 def rate_metric(
     where: Any, label: str, numerator: int, denominator: int, *, of: str = "", help: str = ""
 ) -> None:
@@ -146,6 +152,23 @@ def page_offset(total: int, page_size: int, *, key: str, noun: str = "rows") -> 
     return (page - 1) * page_size
 
 
+def picked_row(df: pd.DataFrame, *, key: str, **table: Any) -> pd.Series | None:
+    """Show ``df`` as a table of which one row at a time can be selected (no index, untrusted
+    text as plain cell text, :data:`EMPTY_CELL` in empty cells); the row selected, or ``None``.
+    ``table``: the other arguments of ``st.dataframe`` (height, column order and config)."""
+    event = st.dataframe(
+        df,
+        hide_index=True,
+        placeholder=EMPTY_CELL,
+        on_select="rerun",
+        selection_mode="single-row",
+        key=key,
+        **table,
+    )
+    rows = event.selection.rows if event is not None else []
+    return df.iloc[rows[0]] if rows else None
+
+
 def trace_table(
     df: pd.DataFrame,
     *,
@@ -161,20 +184,14 @@ def trace_table(
     ``height`` defaults to :func:`table_height` of the rows (at most 12, then it scrolls).
     ``open_params``: more URL parameters of the opened Trace page.
     """
-    event = st.dataframe(
+    row = picked_row(
         df,
-        hide_index=True,
-        height=height or table_height(len(df)),
-        on_select="rerun",
-        selection_mode="single-row",
         key=key,
+        height=height or table_height(len(df)),
         column_order=tuple(column_order),
         column_config=dict(column_config or {}),
-        placeholder=EMPTY_CELL,
     )
-    selected = event.selection.rows if event is not None else []
-    if selected:
-        row = df.iloc[selected[0]]
+    if row is not None:
         pair = str(row["pair"]) if row["pair"] else None
         state.open_trace(str(row["trace"]), pair, open_params)
 

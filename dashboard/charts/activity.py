@@ -48,27 +48,23 @@ def activity_chart(df: pd.DataFrame, unit: str) -> go.Figure:
     rates = [None if pd.isna(r) else float(r) * 100 for r in df["error_rate"]]
     width = [width_ms * BAR_SHARE] * len(df)
     common = {"x": middles, "customdata": labels}
+
+    def bars(y: list[int], name: str, color: str, row: str) -> go.Bar:
+        """Counts per bucket in the row ``row`` ("" for the first, "3" for the third)."""
+        return go.Bar(
+            **common,
+            y=y,
+            width=width,
+            name=name,
+            marker_color=color,
+            hovertemplate=f"%{{customdata}}: %{{y:,}} {name}<extra></extra>",
+            xaxis=f"x{row}",
+            yaxis=f"y{row}",
+        )
+
     traces = [
-        go.Bar(
-            **common,
-            y=ok,
-            width=width,
-            name="ok",
-            marker_color=palette.NEUTRAL,
-            hovertemplate="%{customdata}: %{y:,} ok<extra></extra>",
-            xaxis="x",
-            yaxis="y",
-        ),
-        go.Bar(
-            **common,
-            y=errors,
-            width=width,
-            name="errors",
-            marker_color=palette.PROBLEM,
-            hovertemplate="%{customdata}: %{y:,} errors<extra></extra>",
-            xaxis="x",
-            yaxis="y",
-        ),
+        bars(ok, "ok", palette.NEUTRAL, ""),
+        bars(errors, "errors", palette.PROBLEM, ""),
         go.Scatter(
             **common,
             y=rates,
@@ -80,16 +76,7 @@ def activity_chart(df: pd.DataFrame, unit: str) -> go.Figure:
             xaxis="x2",
             yaxis="y2",
         ),
-        go.Bar(
-            **common,
-            y=[int(n) for n in df["tokens"]],
-            width=width,
-            name="tokens",
-            marker_color=palette.GRAY.hex,
-            hovertemplate="%{customdata}: %{y:,} tokens<extra></extra>",
-            xaxis="x3",
-            yaxis="y3",
-        ),
+        bars([int(n) for n in df["tokens"]], "tokens", palette.GRAY.hex, "3"),
     ]
     # Three rows on one time axis (what ``make_subplots(rows=3, shared_xaxes=True)`` lays out),
     # written out: one constructor call costs a fraction of adding traces and axes one by one.

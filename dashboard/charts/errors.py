@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from dashboard import palette
 from dashboard.charts.plot_text import plot_text, plot_texts
+from dashboard.charts.stacked import segment_bars
 from db.contract.vocabulary import ERROR_TYPES, STATUS_SOURCES
 from db.queries.activity import BUCKET_SECONDS
 
@@ -90,17 +91,14 @@ def errors_over_time_chart(df: pd.DataFrame, unit: str) -> go.Figure:
     (``hour``, ``day`` or ``import``).
     """
     buckets = list(dict.fromkeys(df["bucket"]))
-    traces: list[go.Bar] = []
-    for error_type in ordered_error_types(df["error_type"]):
-        part = df[df["error_type"] == error_type]
-        traces.append(
-            go.Bar(
-                name=plot_text(error_type),
-                x=plot_texts(part["bucket"]),
-                y=[int(n) for n in part["errors"]],
-                marker_color=palette.color("error_type", error_type),
-            )
-        )
+    traces = segment_bars(
+        df,
+        by="error_type",
+        groups=ordered_error_types(df["error_type"]),
+        x="bucket",
+        y="errors",
+        color="error_type",
+    )
     layout = {
         "barmode": "stack",
         "xaxis": {

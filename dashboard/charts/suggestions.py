@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from dashboard import palette
 from dashboard.charts.plot_text import plot_text, plot_texts
+from dashboard.charts.stacked import segment_bars
 from db.contract.vocabulary import VERDICTS
 
 #: What followed an error: the next call's status colors (no later call: grey).
@@ -34,16 +35,8 @@ def verdict_chart(df: pd.DataFrame) -> go.Figure:
     """
     present = set(df["verdict"])
     verdicts = [v for v in VERDICTS if v in present] + sorted(present - set(VERDICTS))
-    traces: list[go.Bar] = []
-    for kind in sorted(set(df["suggestion_kind"])):
-        part = df[df["suggestion_kind"] == kind]
-        traces.append(
-            go.Bar(
-                name=plot_text(kind),
-                x=plot_texts(part["verdict"]),
-                y=[int(n) for n in part["results"]],
-            )
-        )
+    kinds = sorted(set(df["suggestion_kind"]))
+    traces = segment_bars(df, by="suggestion_kind", groups=kinds, x="verdict", y="results")
     layout = {
         "barmode": "stack",
         "xaxis": {

@@ -10,7 +10,9 @@ are read from the database only when a download is clicked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
+from typing import Any
 
 import streamlit as st
 
@@ -37,45 +39,30 @@ CALLS_ORDER: tuple[str, ...] = (
     }),
 )  # fmt: skip
 
-st.title("Tool calls")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+
+def _any_of(where: Any, label: str, options: Sequence[str], key: str, **more: Any) -> Any:
+    """A URL-bound select in ``where`` of one of ``options`` or, at first, any (no filter)."""
+    return where.selectbox(
+        label, options, index=None, key=key, bind="query-params", placeholder="Any", **more
+    )
+
+
+state.open_page("Tool calls")
 
 f = state.filters()
 choices = state.query(pair_choices, f)
 
 row = st.columns([2, 2, 2, 2, 2, 3])
-status = row[0].selectbox(
-    "Status", choices["status"], index=None, key="status", bind="query-params", placeholder="Any"
-)
-error_type = row[1].selectbox(
-    "Error type",
-    choices["error_type"],
-    index=None,
-    key="error_type",
-    bind="query-params",
-    placeholder="Any",
-)
-pair_state = row[2].selectbox(
-    "Pair state",
-    choices["pair_state"],
-    index=None,
-    key="pair_state",
-    bind="query-params",
-    placeholder="Any",
-)
-verdict = row[3].selectbox(
-    "Verdict", choices["verdict"], index=None, key="verdict", bind="query-params", placeholder="Any"
-)
-kind = row[4].selectbox(
+status = _any_of(row[0], "Status", choices["status"], "status")
+error_type = _any_of(row[1], "Error type", choices["error_type"], "error_type")
+pair_state = _any_of(row[2], "Pair state", choices["pair_state"], "pair_state")
+verdict = _any_of(row[3], "Verdict", choices["verdict"], "verdict")
+kind = _any_of(
+    row[4],
     "Call kind",
     choices["kind"],
-    index=None,
     # Not "kind": the Findings page's URL names a finding kind with it.
-    key="call_kind",
-    bind="query-params",
-    placeholder="Any",
+    "call_kind",
     help="client: the agent's own tools; server: run by the provider's API (web search, code "
     "execution); mcp: an MCP server the provider called",
 )
@@ -89,41 +76,28 @@ trace_text = row[5].text_input(
 )
 
 row = st.columns([3, 2, 2, 2, 3])
-finding = row[0].selectbox(
+finding = _any_of(
+    row[0],
     "Finding",
     FINDING_KINDS,
-    index=None,
-    key="finding",
-    bind="query-params",
-    placeholder="Any",
+    "finding",
     format_func=render.humanize,
     help="pairs with a finding of this kind, on the call or on its Tool Message",
 )
-min_tokens = row[1].number_input(
-    "Tokens from",
-    min_value=0,
-    value=None,
-    step=100,
-    key="tmin",
-    bind="query-params",
-    help="Tool Messages of at least this many tokens",
+min_tokens, max_tokens = (
+    where.number_input(
+        label, min_value=low, value=None, step=100, key=key, bind="query-params", help=text
+    )
+    for where, label, low, key, text in (
+        (row[1], "Tokens from", 0, "tmin", "Tool Messages of at least this many tokens"),
+        (row[2], "Tokens below", 1, "tmax", "Tool Messages of fewer tokens than this"),
+    )
 )
-max_tokens = row[2].number_input(
-    "Tokens below",
-    min_value=1,
-    value=None,
-    step=100,
-    key="tmax",
-    bind="query-params",
-    help="Tool Messages of fewer tokens than this",
-)
-status_source = row[3].selectbox(
+status_source = _any_of(
+    row[3],
     "Recognized by",
     STATUS_SOURCES,
-    index=None,
-    key="source",
-    bind="query-params",
-    placeholder="Any",
+    "source",
     help="how the status was decided: flagged by the source, the protocol, or a text rule",
 )
 
@@ -164,13 +138,9 @@ if total == 0:
     state.end_page()
 
 df = state.query(list_pairs, f, pq, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-event = st.dataframe(
+picked = widgets.picked_row(
     df,
-    hide_index=True,
     height=widgets.table_height(len(df), max_rows=20),
-    placeholder=widgets.EMPTY_CELL,
-    on_select="rerun",
-    selection_mode="single-row",
     key="pairs_table",
     # The fields of ``toollens pairs`` under human headings; what a call did first (tool, error
     # type, arguments, result: on screen at 1,440 px), then where it is and the rest.
@@ -240,10 +210,8 @@ else:
         f"Downloads hold all {render.count_text(total, 'row')} these filters match, not just "
         "this page."
     )
-selected = event.selection.rows if event is not None else []
-if selected:
-    chosen = df.iloc[selected[0]]
-    state.open_trace(str(chosen["trace"]), str(chosen["pair"]))
+if picked is not None:
+    state.open_trace(str(picked["trace"]), str(picked["pair"]))
 
 st.subheader("Execution time per tool")
 st.caption(

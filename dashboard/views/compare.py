@@ -196,9 +196,7 @@ st.caption(
     "filters in a link (`import=3`, `model=gpt-4o&start=2026-01-01`, `tag=v2`). The sidebar's "
     "filters do not apply here; its loop threshold k does."
 )
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.end_on_empty_store()
 
 imports = state.query(import_choices)
 ids = [str(i) for i in imports["id"]]

@@ -34,8 +34,15 @@ GROUP_KEY = "error_group_here"
 
 #: What failed first (on screen at 1,440 px), then where.
 OCCURRENCE_COLUMNS = (
-    "tool", "error_type", "content", "trace", "pair", "status_source", "rule", "timestamp",
-)  # fmt: skip
+    "tool",
+    "error_type",
+    "content",
+    "trace",
+    "pair",
+    "status_source",
+    "rule",
+    "timestamp",
+)
 GENERATION_KEY = "errors_fingerprint_table"
 
 
@@ -45,10 +52,7 @@ def close_drill_down() -> None:
     st.query_params.pop("fingerprint", None)
 
 
-st.title("Errors")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.open_page("Errors")
 
 f = state.filters()
 errors, results = state.query(q.error_totals, f)
@@ -63,25 +67,27 @@ sources = state.query(q.error_sources, f)
 by_source = sources.groupby("status_source")["errors"].sum()
 fingerprints_total = state.query(q.count_error_fingerprints, f)
 
-row = st.columns(5)
-row[0].metric("Errors", f"{errors:,}", help="Tool Messages with status error")
-row[1].metric(
-    "Error rate",
-    render.percent_text(errors, results),
-    help=f"{errors:,} of {results:,} Tool Messages",
+explicit, protocol = int(by_source.get("explicit", 0)), int(by_source.get("protocol", 0))
+inferred = int(by_source.get("inferred", 0)) + protocol
+widgets.metrics(
+    st.columns(5),
+    [
+        ("Errors", f"{errors:,}", "Tool Messages with status error"),
+        (
+            "Error rate",
+            render.percent_text(errors, results),
+            f"{errors:,} of {results:,} Tool Messages",
+        ),
+        ("Explicit", f"{explicit:,}", "flagged by the source: is_error, status, span status …"),
+        (
+            "Inferred",
+            f"{inferred:,}",
+            f"by the Tool Message protocol: {protocol:,}; "
+            "the rest by text rules (Error: …, tracebacks, HTTP codes)",
+        ),
+        ("Distinct errors", f"{fingerprints_total:,}", "error fingerprints"),
+    ],
 )
-row[2].metric(
-    "Explicit",
-    f"{int(by_source.get('explicit', 0)):,}",
-    help="flagged by the source: is_error, status, span status …",
-)
-row[3].metric(
-    "Inferred",
-    f"{int(by_source.get('inferred', 0)) + int(by_source.get('protocol', 0)):,}",
-    help=f"by the Tool Message protocol: {int(by_source.get('protocol', 0)):,}; "
-    "the rest by text rules (Error: …, tracebacks, HTTP codes)",
-)
-row[4].metric("Distinct errors", f"{fingerprints_total:,}", help="error fingerprints")
 corrected = state.query(correction_counts, f)["error_type"]
 if corrected:
     st.caption(
@@ -138,12 +144,8 @@ def _groups(f: Filters, fingerprints_total: int, fingerprint: str | None) -> Non
     # A selection is a row number of one page of one table generation: the key changes with the
     # page and when the drill-down is closed, so a stale selection never reopens a group.
     generation = st.session_state.get(GENERATION_KEY, 0)
-    event = st.dataframe(
+    picked = widgets.picked_row(
         groups,
-        hide_index=True,
-        placeholder=widgets.EMPTY_CELL,
-        on_select="rerun",
-        selection_mode="single-row",
         key=f"fingerprints_{offset}_{generation}",
         column_order=("tool", "error_type", "errors", "traces", "fingerprint", "example"),
         column_config={
@@ -155,9 +157,8 @@ def _groups(f: Filters, fingerprints_total: int, fingerprint: str | None) -> Non
             "example": st.column_config.TextColumn("Example (first occurrence)", width="large"),
         },
     )
-    chosen = event.selection.rows if event is not None else []
-    if chosen:
-        picked_group = str(groups.iloc[chosen[0]]["fingerprint"])
+    if picked is not None:
+        picked_group = str(picked["fingerprint"])
         if picked_group != fingerprint:
             # The group is shown above the table: draw the page again with it.
             st.query_params["fingerprint"] = picked_group
@@ -196,13 +197,9 @@ def _recognized(sources: pd.DataFrame) -> None:
             picked_source = str(totals.index[point[1]])
             state.open_filtered(pages.CALLS, {"status": "error", "source": picked_source})
     with right:
-        picked = st.dataframe(
+        picked = widgets.picked_row(
             sources,
-            hide_index=True,
-            placeholder=widgets.EMPTY_CELL,
             height=widgets.table_height(len(sources), max_rows=7),
-            on_select="rerun",
-            selection_mode="single-row",
             key="sources_table",
             column_config={
                 "status_source": st.column_config.TextColumn("Recognized by"),
@@ -212,8 +209,8 @@ def _recognized(sources: pd.DataFrame) -> None:
                 "errors": widgets.count_column("Errors"),
             },
         )
-        if picked.selection.rows:
-            picked_source = str(sources.iloc[picked.selection.rows[0]]["status_source"])
+        if picked is not None:
+            picked_source = str(picked["status_source"])
             state.open_filtered(pages.CALLS, {"status": "error", "source": picked_source})
 
 

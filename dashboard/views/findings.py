@@ -17,10 +17,7 @@ from db.queries import findings as q
 
 PAGE_SIZE = 50
 
-st.title("Findings")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.open_page("Findings")
 
 f = state.filters()
 counts = state.query(q.finding_kind_counts, f)

@@ -21,13 +21,17 @@ STREAK_PAGE = 25
 PING_PONG_TRACES = 20
 
 LOOP_COLUMNS = (
-    "tool", "arguments", "occurrences", "run_length", "errors", "wasted_tokens", "link", "trace",
-)  # fmt: skip
+    "tool",
+    "arguments",
+    "occurrences",
+    "run_length",
+    "errors",
+    "wasted_tokens",
+    "link",
+    "trace",
+)
 
-st.title("Loops")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.open_page("Loops")
 
 f = state.filters()
 k = widgets.setting_slider(
@@ -47,30 +51,34 @@ ping_pong = state.query(q.ping_pong_calls, f)
 sk = state.streak_k()
 streaks = state.query(sq.streak_totals, sk, f)
 
-row = st.columns(6)
-row[0].metric("Loops", f"{totals['signatures']:,}", help=f"signatures repeated ≥ {k} times")
-row[1].metric(
-    "Calls in loops",
-    f"{totals['calls']:,}",
-    help=f"in {render.count_text(totals['traces'], 'trace')}",
-)
-row[2].metric(
-    "Errors in loops",
-    f"{totals['errors']:,}",
-    help="error results among the calls of looping signatures",
-)
-row[3].metric(
-    "Wasted tokens",
-    f"{totals['wasted_tokens']:,}",
-    help="tokens of the results of repeats after the first call",
-)
-row[4].metric("Ping-pong calls", f"{ping_pong:,}", help="part of an A-B-A-B alternation")
-row[5].metric(
-    "Error streaks",
-    f"{streaks['streaks']:,}",
-    help=f"{sk}+ consecutive calls of one tool ending in the same error, whatever their "
-    f"arguments ({render.count_text(streaks['calls'], 'call')} in "
-    f"{render.count_text(streaks['traces'], 'trace')})",
+widgets.metrics(
+    st.columns(6),
+    [
+        ("Loops", f"{totals['signatures']:,}", f"signatures repeated ≥ {k} times"),
+        (
+            "Calls in loops",
+            f"{totals['calls']:,}",
+            f"in {render.count_text(totals['traces'], 'trace')}",
+        ),
+        (
+            "Errors in loops",
+            f"{totals['errors']:,}",
+            "error results among the calls of looping signatures",
+        ),
+        (
+            "Wasted tokens",
+            f"{totals['wasted_tokens']:,}",
+            "tokens of the results of repeats after the first call",
+        ),
+        ("Ping-pong calls", f"{ping_pong:,}", "part of an A-B-A-B alternation"),
+        (
+            "Error streaks",
+            f"{streaks['streaks']:,}",
+            f"{sk}+ consecutive calls of one tool ending in the same error, whatever their "
+            f"arguments ({render.count_text(streaks['calls'], 'call')} in "
+            f"{render.count_text(streaks['traces'], 'trace')})",
+        ),
+    ],
 )
 
 

@@ -23,10 +23,7 @@ from db.queries.common import UNCLASSIFIED
 from db.queries.filters import Filters
 from db.queries.summary import summary_counts
 
-st.title("Overview")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.open_page("Overview")
 
 f = state.filters()
 k = state.loop_k()
@@ -49,32 +46,31 @@ over_budget = int(sizes.loc[sizes["over_budget"].astype(bool), "results"].sum())
 
 # Two rows of four: seven figures in one row cut their labels at 1,280 px.
 top_row, bottom_row = st.columns(4, border=True), st.columns(4, border=True)
-top_row[0].metric(
-    "Traces", f"{summary['traces']:,}", help=f"{render.count_text(summary['messages'], 'message')}"
-)
-top_row[1].metric(
-    "Tool calls", f"{summary['tool_calls']:,}", help=f"{results:,} Tool Messages (results)"
-)
-top_row[2].metric("Errors", f"{errors:,}", help="Tool Messages with status error")
-top_row[3].metric(
-    "Error rate",
-    render.percent_text(errors, results),
-    help=f"{errors:,} of {render.count_text(results, 'result')}",
-)
-bottom_row[0].metric(
-    "Pairing problems",
-    f"{sum(problems.values()):,}",
-    help=", ".join(f"{name.replace('_', ' ')}: {n:,}" for name, n in problems.items()),
-)
-bottom_row[1].metric(
-    f"Loop calls (k={k})",
-    f"{summary['loops']['calls']:,}",
-    help=f"calls of {summary['loops']['signatures']:,} signatures repeated {k}+ times in a trace",
-)
-bottom_row[2].metric(
-    "Over budget",
-    f"{over_budget:,}",
-    help=f"Tool Messages above {budget:,} tokens ({render.percent_text(over_budget, results)})",
+pairing = ", ".join(f"{name.replace('_', ' ')}: {n:,}" for name, n in problems.items())
+widgets.metrics(
+    [*top_row, *bottom_row[:3]],
+    [
+        ("Traces", f"{summary['traces']:,}", render.count_text(summary["messages"], "message")),
+        ("Tool calls", f"{summary['tool_calls']:,}", f"{results:,} Tool Messages (results)"),
+        ("Errors", f"{errors:,}", "Tool Messages with status error"),
+        (
+            "Error rate",
+            render.percent_text(errors, results),
+            f"{errors:,} of {render.count_text(results, 'result')}",
+        ),
+        ("Pairing problems", f"{sum(problems.values()):,}", pairing),
+        (
+            f"Loop calls (k={k})",
+            f"{summary['loops']['calls']:,}",
+            f"calls of {summary['loops']['signatures']:,} signatures repeated {k}+ times "
+            "in a trace",
+        ),
+        (
+            "Over budget",
+            f"{over_budget:,}",
+            f"Tool Messages above {budget:,} tokens ({render.percent_text(over_budget, results)})",
+        ),
+    ],
 )
 widgets.rate_metric(
     bottom_row[3],
@@ -194,10 +190,8 @@ def _top_problems(
         if fingerprints.empty:
             st.caption("No errors under these filters.")
         else:
-            picked = st.dataframe(
+            picked = widgets.picked_row(
                 fingerprints,
-                hide_index=True,
-                placeholder=widgets.EMPTY_CELL,
                 column_order=("errors", "traces", "fingerprint"),
                 column_config={
                     "fingerprint": st.column_config.TextColumn(
@@ -206,12 +200,10 @@ def _top_problems(
                     "errors": widgets.count_column("Errors"),
                     "traces": widgets.count_column("Traces", help="traces it occurs in"),
                 },
-                on_select="rerun",
-                selection_mode="single-row",
                 key="top_errors",
             )
-            if picked.selection.rows:
-                chosen = str(fingerprints.iloc[picked.selection.rows[0]]["fingerprint"])
+            if picked is not None:
+                chosen = str(picked["fingerprint"])
                 st.switch_page(pages.ERRORS.script, query_params={"fingerprint": chosen})
     with right.container(border=True):
         st.markdown(f"**Most oversized tools** (over {budget:,} tokens)")
@@ -219,12 +211,8 @@ def _top_problems(
         if oversized.empty:
             st.caption(f"No Tool Message is over {budget:,} tokens.")
         else:
-            picked = st.dataframe(
+            picked = widgets.picked_row(
                 oversized,
-                hide_index=True,
-                placeholder=widgets.EMPTY_CELL,
-                on_select="rerun",
-                selection_mode="single-row",
                 key="top_oversized",
                 column_order=("tool", "over_budget", "results", "max_tokens"),
                 column_config={
@@ -236,8 +224,8 @@ def _top_problems(
                     ),
                 },
             )
-            if picked.selection.rows:
-                tool = str(oversized.iloc[picked.selection.rows[0]]["tool"])
+            if picked is not None:
+                tool = str(picked["tool"])
                 state.open_filtered(
                     pages.CALLS, {"tool": tool, "tmin": budget + 1, "sort": "tokens", "desc": True}
                 )
@@ -248,10 +236,8 @@ def _top_problems(
         if loops.empty:
             st.caption(f"No call repeats {k} or more times in a trace.")
         else:
-            picked = st.dataframe(
+            picked = widgets.picked_row(
                 loops,
-                hide_index=True,
-                placeholder=widgets.EMPTY_CELL,
                 column_order=("trace", "tool", "calls"),
                 column_config={
                     # Fixed text widths keep the count in view at 1,280 px.
@@ -259,13 +245,12 @@ def _top_problems(
                     "tool": st.column_config.TextColumn("Tool", width=130),
                     "calls": widgets.count_column("Calls", help="identical calls in the trace"),
                 },
-                on_select="rerun",
-                selection_mode="single-row",
                 key="top_loops",
             )
-            if picked.selection.rows:
-                row = loops.iloc[picked.selection.rows[0]]
-                state.open_trace(str(row["trace"]), f"{row['first_seq']}:{row['first_call_index']}")
+            if picked is not None:
+                state.open_trace(
+                    str(picked["trace"]), f"{picked['first_seq']}:{picked['first_call_index']}"
+                )
     with right.container(border=True):
         st.markdown("**Findings**")
         findings = pd.DataFrame(list(summary["findings"].items()), columns=["finding", "count"])
@@ -279,14 +264,10 @@ def _top_problems(
                 for kind in findings["finding"]
             ]
             findings["label"] = findings["finding"].map(render.humanize)
-            picked = st.dataframe(
+            picked = widgets.picked_row(
                 findings,
-                hide_index=True,
-                placeholder=widgets.EMPTY_CELL,
                 # As tall as the loops table beside it; more findings scroll.
                 height=widgets.table_height(len(findings), max_rows=5),
-                on_select="rerun",
-                selection_mode="single-row",
                 key="top_findings",
                 column_order=("label", "count", "list"),
                 column_config={
@@ -299,8 +280,8 @@ def _top_problems(
                     ),
                 },
             )
-            if picked.selection.rows:
-                kind = str(findings.iloc[picked.selection.rows[0]]["finding"])
+            if picked is not None:
+                kind = str(picked["finding"])
                 state.open_filtered(pages.CALLS, {"finding": kind})
 
 
@@ -372,14 +353,10 @@ def _scorecard(f: Filters, k: int, budget: int, token_counts: pd.DataFrame) -> N
             for kinds in card["finding_kinds"]
         ],
     )
-    picked = st.dataframe(
+    picked = widgets.picked_row(
         card,
-        hide_index=True,
-        on_select="rerun",
-        selection_mode="single-row",
         key="scorecard",
         height=widgets.table_height(len(card), max_rows=20),
-        placeholder=widgets.EMPTY_CELL,
         column_order=(
             "tool",
             "calls",
@@ -423,8 +400,8 @@ def _scorecard(f: Filters, k: int, budget: int, token_counts: pd.DataFrame) -> N
             ),
         },
     )
-    if picked.selection.rows:
-        state.open_filtered(pages.CALLS, {"tool": str(card.iloc[picked.selection.rows[0]]["tool"])})
+    if picked is not None:
+        state.open_filtered(pages.CALLS, {"tool": str(picked["tool"])})
 
 
 # The page's sections as tabs (``pages.OVERVIEW.sections``): only the open one runs its queries

@@ -188,9 +188,7 @@ def _notes(engine: Engine) -> None:
 
 st.title("Review")
 author = review_ui.author_field()
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.end_on_empty_store()
 engine = state.engine()
 refused = door.review_refused(engine)
 if refused is not None:

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import render, state, widgets
+from dashboard import state, widgets
 from db.queries.search import COUNT_CAP, search_content
 
 PAGE_SIZE = 50
 #: What and where the match is first (on screen at 1,440 px), then its trace.
 HITS_ORDER = ("kind", "tool", "snippet", "trace", "title", "role", "pair", "seq")
 
-st.title("Search")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.open_page("Search")
 
 row = st.columns([6, 2], vertical_alignment="bottom")
 text = row[0].text_input(
@@ -52,13 +49,9 @@ st.caption(f"{counted} matches · page {int(page_no):,} · select a row to open 
 if found.hits.empty:
     st.caption("No more matches: go back a page.")
     state.end_page()
-event = st.dataframe(
+picked = widgets.picked_row(
     found.hits,
-    hide_index=True,
     height=widgets.table_height(len(found.hits), max_rows=20),
-    placeholder=widgets.EMPTY_CELL,
-    on_select="rerun",
-    selection_mode="single-row",
     key="search_hits",
     column_order=HITS_ORDER,
     column_config={
@@ -76,14 +69,12 @@ event = st.dataframe(
         ),
     },
 )
-selected = event.selection.rows if event is not None else []
-if selected:
-    chosen = found.hits.iloc[selected[0]]
-    pair = chosen["pair"]
+if picked is not None:
+    pair = picked["pair"]
     # On the Trace page: the page of the message holding the match, scrolled to it, the
     # words marked; the pair (a call or Tool Message) selected too.
     state.open_trace(
-        str(chosen["trace"]),
+        str(picked["trace"]),
         pair if isinstance(pair, str) else None,
-        {state.FOUND_PARAM: str(int(chosen["seq"])), state.WORDS_PARAM: text},
+        {state.FOUND_PARAM: str(int(picked["seq"])), state.WORDS_PARAM: text},
     )

@@ -69,10 +69,7 @@ def _show_session(session: str) -> None:
     )
 
 
-st.title("Sessions")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.open_page("Sessions")
 
 shown = st.query_params.get(SESSION_KEY)
 if shown:
@@ -99,14 +96,10 @@ found = state.query(
     list_sessions, filters, text=text or None, shared=shared, limit=PAGE_SIZE, offset=offset
 )
 st.caption("The latest activity first. Select a session to see its traces.")
-event = st.dataframe(
+picked = widgets.picked_row(
     found,
-    hide_index=True,
     height=widgets.table_height(len(found), max_rows=20),
-    on_select="rerun",
-    selection_mode="single-row",
     key="sessions_table",
-    placeholder=widgets.EMPTY_CELL,
     column_config={
         "session": st.column_config.TextColumn("Session", width="large"),
         "traces": widgets.count_column("Traces"),
@@ -120,7 +113,7 @@ event = st.dataframe(
         "last": st.column_config.DatetimeColumn("Last (UTC)", format="YYYY-MM-DD HH:mm"),
     },
 )
-chosen = str(found.iloc[event.selection.rows[0]]["session"]) if event.selection.rows else None
+chosen = None if picked is None else str(picked["session"])
 # The selection outlives the rerun it caused: acting only on a change lets Back and "All
 # sessions" return to the list.
 if changed("_sessions_table_seen", chosen) and chosen:

@@ -33,10 +33,7 @@ EXAMPLE_COLUMNS = (
     "tool", "error_type", "suggestion", "verdict_reason", "suggestion_kind", "trace", "pair",
 )  # fmt: skip
 
-st.title("Suggestions")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.open_page("Suggestions")
 
 f = state.filters()
 breakdown = state.query(q.verdict_breakdown, f)

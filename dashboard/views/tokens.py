@@ -20,10 +20,7 @@ from db.queries.filters import Filters
 TOP_RESULTS = 50
 BUDGET_MIN, BUDGET_MAX, BUDGET_STEP = 100, 20_000, 100
 
-st.title("Tokens")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.open_page("Tokens")
 
 f = state.filters()
 encoding = state.query(q.latest_encoding) or DEFAULT_ENCODING
@@ -87,12 +84,8 @@ def _by_tool(f: Filters, budget: int) -> None:
         if tool is not None:
             state.open_filtered(pages.CALLS, {"tool": str(tool), "sort": "tokens", "desc": True})
     with st.expander("Quantiles per tool"):
-        picked = st.dataframe(
+        picked = widgets.picked_row(
             quantiles,
-            hide_index=True,
-            placeholder=widgets.EMPTY_CELL,
-            on_select="rerun",
-            selection_mode="single-row",
             key="quantiles_table",
             column_config={
                 "tool": st.column_config.TextColumn("Tool"),
@@ -106,8 +99,8 @@ def _by_tool(f: Filters, budget: int) -> None:
                 "mean": st.column_config.NumberColumn("Mean", format="%,.1f"),
             },
         )
-        if picked.selection.rows:
-            tool = str(quantiles.iloc[picked.selection.rows[0]]["tool"])
+        if picked is not None:
+            tool = str(picked["tool"])
             state.open_filtered(pages.CALLS, {"tool": tool, "sort": "tokens", "desc": True})
 
 

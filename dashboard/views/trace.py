@@ -20,6 +20,8 @@ their content only while open: opening one reruns the page.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any, cast
 from urllib.parse import urlencode
 
@@ -127,14 +129,10 @@ def _picker(f: Any) -> None:
         f"{offset + 1:,}–{offset + len(found):,} shown "
         "(select one to open it)"
     )
-    event = st.dataframe(
+    picked = widgets.picked_row(
         found,
-        hide_index=True,
-        on_select="rerun",
-        selection_mode="single-row",
         key="trace_picker",
         column_order=TRACE_PICKER_COLUMNS,
-        placeholder=widgets.EMPTY_CELL,
         height=widgets.table_height(len(found), max_rows=8),
         column_config={
             "trace": st.column_config.TextColumn("Trace", width="medium"),
@@ -151,12 +149,10 @@ def _picker(f: Any) -> None:
             ),
         },
     )
-    if event is not None and event.selection.rows:
-        picked = str(found.iloc[event.selection.rows[0]]["trace"])
-        # The selection outlives the rerun; acting only on a change keeps it from looping.
-        if picked != state.selected_trace():
-            state.select_trace(picked)
-            st.rerun()
+    # The selection outlives the rerun; acting only on a change keeps it from looping.
+    if picked is not None and str(picked["trace"]) != state.selected_trace():
+        state.select_trace(str(picked["trace"]))
+        st.rerun()
 
 
 def _share_link() -> str:
@@ -282,18 +278,17 @@ def _messages_page(trace_id: int, messages: int, pair: PairRef | None, found: in
 def _findings_table(findings: pd.DataFrame, trace: str, trace_id: int) -> None:
     """The trace's findings, each named by its message number and tool; selecting one opens
     its pair (the URL's ``pair``, a history entry)."""
+    if findings.empty:
+        st.caption("No findings: every Tool Message of this trace passed the checks.")
+        return
     st.caption("Select a finding to open its pair.")
     key = f"findings_table_{trace_id}"
-    event = st.dataframe(
+    picked = widgets.picked_row(
         findings.assign(
             name=findings["name"].map(render.humanize),
             message=[f"#{int(seq)}" for seq in findings["message_seq"]],
         ),
-        hide_index=True,
-        on_select="rerun",
-        selection_mode="single-row",
         key=key,
-        placeholder=widgets.EMPTY_CELL,
         height=widgets.table_height(len(findings), max_rows=8),
         column_order=("name", "message", "tool"),
         column_config={
@@ -302,27 +297,26 @@ def _findings_table(findings: pd.DataFrame, trace: str, trace_id: int) -> None:
             "tool": st.column_config.TextColumn("Tool"),
         },
     )
-    rows = event.selection.rows if event is not None else []
-    chosen = str(findings["pair"].iloc[rows[0]]) if rows else None
+    chosen = None if picked is None else str(picked["pair"])
     if trace_outline.changed(f"_{key}_seen", chosen) and chosen != state.selected_pair():
         state.select_trace(trace, chosen)
         st.rerun()
 
 
-def _streaks_table(streaks: pd.DataFrame, trace: str, trace_id: int) -> None:
-    """The trace's error streaks; selecting one opens its first call."""
+def _streaks_table(streaks: pd.DataFrame, sk: int, trace: str, trace_id: int) -> None:
+    """The trace's error streaks (of ``sk`` or more calls); selecting one opens its first
+    call."""
+    if streaks.empty:
+        st.caption(f"No tool of this trace fails the same way {sk} or more times in a row.")
+        return
     st.caption(
         "Consecutive calls of one tool ending in the same error, whatever their arguments. "
         "Select a streak to open its first call."
     )
     key = f"streaks_table_{trace_id}"
-    event = st.dataframe(
+    picked = widgets.picked_row(
         streaks.assign(wasted_ms=widgets.as_seconds(streaks["wasted_ms"])),
-        hide_index=True,
-        on_select="rerun",
-        selection_mode="single-row",
         key=key,
-        placeholder=widgets.EMPTY_CELL,
         height=widgets.table_height(len(streaks), max_rows=6),
         column_order=(
             "tool",
@@ -347,11 +341,27 @@ def _streaks_table(streaks: pd.DataFrame, trace: str, trace_id: int) -> None:
             ),
         },
     )
-    rows = event.selection.rows if event is not None else []
-    chosen = str(streaks["pair"].iloc[rows[0]]) if rows else None
+    chosen = None if picked is None else str(picked["pair"])
     if trace_outline.changed(f"_{key}_seen", chosen) and chosen != state.selected_pair():
         state.select_trace(trace, chosen)
         st.rerun()
+
+
+def _closed_section(label: str, *, key: str, icon: str, draw: Callable[[], None]) -> None:
+    """An expander, closed at first, whose content (``draw()``) is drawn only while it is
+    open."""
+    with st.expander(label, key=key, icon=icon, on_change="rerun") as box:
+        if box.open:
+            draw()
+
+
+def _metadata(metadata: dict[str, Any]) -> None:
+    """What the source said about the run (user, environment, run info …), exactly as
+    imported: a JSON viewer, never markdown, because it is untrusted text."""
+    if not metadata:
+        st.caption("The source gave this trace no metadata.")
+        return
+    st.json(metadata, expanded=2)
 
 
 def _queue_problem() -> review.Problem | None:
@@ -466,10 +476,7 @@ def _first_seq_shown() -> int:
         return 0
 
 
-st.title("Trace")
-if state.store_is_empty():
-    render.empty_store()
-    state.end_page()
+state.open_page("Trace")
 
 filters = state.filters()
 display_id = state.selected_trace()
@@ -600,49 +607,29 @@ with st.expander(
         review_ui.annotation_panel(engine, trace_id)
 
 findings = state.query(trace_findings, trace_id)
-with st.expander(
+_closed_section(
     f"Findings ({len(findings)})",
     key=f"findings_{trace_id}",
     icon=":material/flag:",
-    on_change="rerun",
-) as findings_box:
-    if not findings_box.open:
-        pass
-    elif findings.empty:
-        st.caption("No findings: every Tool Message of this trace passed the checks.")
-    else:
-        _findings_table(findings, str(trace["display_id"]), trace_id)
+    draw=partial(_findings_table, findings, str(trace["display_id"]), trace_id),
+)
 
 sk = state.streak_k()
 streaks = state.query(trace_streaks, trace_id, sk)
-with st.expander(
+_closed_section(
     f"Error streaks ({len(streaks)}, k = {sk})",
     key=f"streaks_{trace_id}",
     icon=":material/repeat_one:",
-    on_change="rerun",
-) as streaks_box:
-    if not streaks_box.open:
-        pass
-    elif streaks.empty:
-        st.caption(f"No tool of this trace fails the same way {sk} or more times in a row.")
-    else:
-        _streaks_table(streaks, str(trace["display_id"]), trace_id)
+    draw=partial(_streaks_table, streaks, sk, str(trace["display_id"]), trace_id),
+)
 
-# What the source said about the run (user, environment, run info …), exactly as imported: a
-# JSON viewer, never markdown, because it is untrusted text.
 metadata = trace["metadata"] or {}
-with st.expander(
+_closed_section(
     f"Trace metadata ({render.count_text(len(metadata), 'field')})",
     key=f"trace_metadata_{trace_id}",
     icon=":material/data_object:",
-    on_change="rerun",
-) as metadata_box:
-    if not metadata_box.open:
-        pass
-    elif not metadata:
-        st.caption("The source gave this trace no metadata.")
-    else:
-        st.json(metadata, expanded=2)
+    draw=partial(_metadata, metadata),
+)
 
 if pair is not None:
     detail = state.query(pair_detail, trace_id, pair)

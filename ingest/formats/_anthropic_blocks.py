@@ -35,11 +35,11 @@ from db.contract.vocabulary import CallKind
 from ingest.formats._common import (
     ShapeError,
     canonical_role,
+    json_call,
     json_type,
     opaque_message,
     opaque_role,
     optional_str,
-    parse_arguments,
     parse_timestamp,
     required_str,
     text_of,
@@ -252,17 +252,13 @@ def _tool_calls(content: list[Any], path: str, first_call_index: int) -> list[To
         if not (isinstance(kind, str) and kind in CALL_BLOCK_KINDS):
             continue
         block_path = f"{path}.content[{index}]"
-        args = parse_arguments(block.get("input"))
         calls.append(
-            ToolCall(
-                call_index=first_call_index + len(calls),
-                tool_call_id=optional_str(block.get("id"), f"{block_path}.id"),
-                name=required_str(block.get("name"), f"{block_path}.name"),
-                arguments_raw=args.raw,
-                arguments=args.parsed,
-                args_valid=args.valid,
-                args_error=args.error,
-                kind=CALL_BLOCK_KINDS[kind],
+            json_call(
+                first_call_index + len(calls),
+                optional_str(block.get("id"), f"{block_path}.id"),
+                required_str(block.get("name"), f"{block_path}.name"),
+                block.get("input"),
+                CALL_BLOCK_KINDS[kind],
             )
         )
     return calls

@@ -9,7 +9,7 @@ rejection of exactly that record, so no parser ever raises on bad input.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -18,9 +18,9 @@ import orjson
 from pydantic import BaseModel
 
 from db.contract import exact_json
-from db.contract.vocabulary import Role
+from db.contract.vocabulary import CallKind, Role
 from ingest.input.records import Record
-from ingest.model import Message, OpaqueMessage, ToolDef, Trace, count_unknown
+from ingest.model import Message, OpaqueMessage, ToolCall, ToolDef, Trace, count_unknown
 
 #: Source roles and the canonical role each one maps to; anything else is rejected.
 ROLE_MAP: dict[str, Role] = {
@@ -197,6 +197,34 @@ def parse_arguments(value: Any) -> Arguments:
         except orjson.JSONDecodeError as exc:
             return Arguments(raw=value, parsed=None, valid=False, error=f"not valid JSON: {exc}")
     return Arguments(raw=exact_json.dumps_bytes(value).decode(), parsed=value)
+
+
+def json_call(
+    call_index: int, call_id: str | None, name: str, arguments: Any, kind: CallKind = "client"
+) -> ToolCall:
+    """A tool call whose ``arguments`` are JSON, read by :func:`parse_arguments` (a string is
+    parsed, any other value dumped); the caller checked the id and the name."""
+    args = parse_arguments(arguments)
+    # The call's place and identity, its arguments as read, who runs it.
+    return construct(
+        ToolCall,
+        call_index=call_index, tool_call_id=call_id, name=name,
+        arguments_raw=args.raw, arguments=args.parsed, args_valid=args.valid, args_error=args.error,
+        kind=kind,
+    )  # fmt: skip
+
+
+def first_assistant_model(
+    messages: list[Message], model_of: Callable[[dict[str, Any]], Any]
+) -> str | None:
+    """The model named by the first assistant message whose raw object names one (as a string:
+    ``model_of(raw)``), for formats whose logged responses name their model."""
+    for message in messages:
+        if message.role == "assistant" and isinstance(message.raw, dict):
+            model = model_of(message.raw)
+            if isinstance(model, str):
+                return model
+    return None
 
 
 def parse_timestamp(value: Any) -> datetime | None:

@@ -17,10 +17,10 @@ from ingest.formats._common import (
     construct,
     expect_list,
     expect_object,
+    json_call,
     opaque_message,
     opaque_role,
     optional_str,
-    parse_arguments,
     parse_timestamp,
     required_str,
     text_of,
@@ -157,18 +157,8 @@ def tool_call(call: dict[str, Any], path: str, call_index: int) -> ToolCall:
 def _function_call(
     spec: dict[str, Any], path: str, call_index: int, call_id: str | None
 ) -> ToolCall:
-    args = parse_arguments(spec.get("arguments"))
-    return construct(
-        ToolCall,
-        call_index=call_index,
-        tool_call_id=call_id,
-        name=required_str(spec.get("name"), f"{path}.name"),
-        arguments_raw=args.raw,
-        arguments=args.parsed,
-        args_valid=args.valid,
-        args_error=args.error,
-        kind="client",
-    )
+    name = required_str(spec.get("name"), f"{path}.name")
+    return json_call(call_index, call_id, name, spec.get("arguments"))
 
 
 def _tool_result(msg: dict[str, Any], path: str) -> ToolResult:

@@ -38,22 +38,28 @@ def no_model_hint(messages: list[Message]) -> str | None:
     return None
 
 
+def drafts_are_messages(drafts: list[Any]) -> list[Message]:
+    """The assembly of formats whose items convert straight into canonical messages."""
+    return drafts
+
+
 @dataclass(frozen=True)
 class MessageListFormat(Generic[D]):
     """How a format whose files hold conversations or bare messages is read.
 
     ``convert_item`` turns one source message (at ``path``, from input ``line``) into drafts
-    (for most formats the canonical messages themselves); ``assemble`` turns a conversation's
-    drafts into canonical messages (the Responses format groups items into assistant turns);
-    ``container_trace`` reads a record holding a whole conversation; ``model_hint`` finds the
-    model in the messages when the container does not name it (by default, they never do).
+    (for most formats the canonical messages themselves); ``container_trace`` reads a record
+    holding a whole conversation; ``assemble`` turns a conversation's drafts into canonical
+    messages (by default they are the messages; the Responses format groups items into
+    assistant turns); ``model_hint`` finds the model in the messages when the container does
+    not name it (by default, they never do).
     """
 
     name: str
     is_message: Callable[[dict[str, Any]], bool]
     convert_item: Callable[[dict[str, Any], str, int | None], list[D]]
-    assemble: Callable[[list[D]], list[Message]]
     container_trace: Callable[[Record], Trace]
+    assemble: Callable[[list[D]], list[Message]] = drafts_are_messages
     model_hint: Callable[[list[Message]], str | None] = no_model_hint
 
     def convert_list(self, items: Any, path: str, line: int | None) -> list[Message]:

@@ -142,15 +142,10 @@ def head_records_partial(head: bytes, limit: int = MAX_RECORDS) -> HeadRecords:
         return parser.array_items(limit)
     while pos < len(text) and len(records) < limit:
         parser.pos = pos
-        try:
-            value = parser.value(0)
-        except _Bad:
+        if not parser.read_into(records):
             break
-        records.append(value)
-        if parser.cut:
-            return HeadRecords(records, len(records) - 1)
         pos = _WS.match(text, parser.pos).end()  # type: ignore[union-attr]
-    return HeadRecords(records, len(records))
+    return parser.head(records)
 
 
 class _Bad(Exception):
@@ -173,21 +168,27 @@ class _Parser:
         items: list[Any] = []
         while len(items) < limit:
             self.skip()
-            if self.pos >= len(self.text):
+            if self.pos >= len(self.text) or self.text[self.pos] == "]":
                 break
-            if self.text[self.pos] == "]":
+            if not self.read_into(items):
                 break
-            try:
-                value = self.value(0)
-            except _Bad:
-                break
-            items.append(value)
-            if self.cut:
-                return HeadRecords(items, len(items) - 1)
             self.skip()
             if self.pos < len(self.text) and self.text[self.pos] == ",":
                 self.pos += 1
-        return HeadRecords(items, len(items))
+        return self.head(items)
+
+    def read_into(self, records: list[Any]) -> bool:
+        """Read the next top-level value into ``records``; ``False`` when reading ends here:
+        the value was cut short by the head's end, or is no JSON (nothing is read)."""
+        try:
+            records.append(self.value(0))
+        except _Bad:
+            return False
+        return not self.cut
+
+    def head(self, records: list[Any]) -> HeadRecords:
+        """``records`` read so far, the last not complete where it was cut short."""
+        return HeadRecords(records, len(records) - 1 if self.cut else len(records))
 
     def value(self, depth: int) -> Any:
         self.skip()
@@ -227,20 +228,25 @@ class _Parser:
             return rest
         return str(text)
 
-    def object(self, depth: int) -> dict[str, Any]:
-        self.pos += 1
-        result: dict[str, Any] = {}
+    def at_member(self, close: str) -> bool:
+        """Past white space and commas to the next member of the object or array being read:
+        ``False`` at its ``close`` (read) or at the end of the text (``cut``)."""
         while True:
             self.skip()
             if self.pos >= len(self.text):
                 self.cut = True
-                return CutDict(result)
-            if self.text[self.pos] == "}":
+                return False
+            if self.text[self.pos] == close:
                 self.pos += 1
-                return result
-            if self.text[self.pos] == ",":
-                self.pos += 1
-                continue
+                return False
+            if self.text[self.pos] != ",":
+                return True
+            self.pos += 1
+
+    def object(self, depth: int) -> dict[str, Any]:
+        self.pos += 1
+        result: dict[str, Any] = {}
+        while self.at_member("}"):
             if self.text[self.pos] != '"':
                 raise _Bad(self.pos)
             key = self.string()
@@ -259,25 +265,17 @@ class _Parser:
                 result[key] = value
                 return CutDict(result)
             result[key] = value
+        return CutDict(result) if self.cut else result
 
     def array(self, depth: int) -> list[Any]:
         self.pos += 1
         result: list[Any] = []
-        while True:
-            self.skip()
-            if self.pos >= len(self.text):
-                self.cut = True
-                return CutList(result)
-            if self.text[self.pos] == "]":
-                self.pos += 1
-                return result
-            if self.text[self.pos] == ",":
-                self.pos += 1
-                continue
+        while self.at_member("]"):
             value = self.value(depth) if depth < _MAX_DEPTH else self.leave()
             result.append(value)
             if self.cut:
                 return CutList(result)
+        return CutList(result) if self.cut else result
 
     def leave(self) -> Any:
         """Skip a value nested too deep to matter for a shape (strings skipped whole,
@@ -370,34 +368,38 @@ ANTHROPIC_BLOCKS = frozenset(
         "container_upload",
     }
 )
-#: Responses API item and content part types no other format's messages hold.
-RESPONSES_TYPES = frozenset(
+#: Responses API item types that hold no message ToolLens models (built-in tool calls and
+#: their outputs, MCP items, bookkeeping) and that no other format's messages hold.
+RESPONSES_UNMODELLED_TYPES = frozenset(
     {
-        "function_call",
-        "function_call_output",
-        "custom_tool_call",
-        "custom_tool_call_output",
         "reasoning",
-        "input_text",
-        "output_text",
-        "input_image",
-        "input_file",
-        "web_search_call",
+        "item_reference",
+        "compaction",
         "file_search_call",
+        "web_search_call",
         "computer_call",
         "computer_call_output",
         "code_interpreter_call",
         "image_generation_call",
         "local_shell_call",
         "local_shell_call_output",
-        "mcp_call",
         "mcp_list_tools",
         "mcp_approval_request",
         "mcp_approval_response",
-        "item_reference",
-        "compaction",
+        "mcp_call",
     }
 )
+#: Responses API item and content part types no other format's messages hold.
+RESPONSES_TYPES = RESPONSES_UNMODELLED_TYPES | {
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "input_text",
+    "output_text",
+    "input_image",
+    "input_file",
+}
 #: LangChain message types (``BaseMessage.type``, and the chunk classes' names).
 LANGCHAIN_TYPES = frozenset(
     {"human", "ai", "tool", "system", "function", "chat", "remove", "developer"}

@@ -26,9 +26,9 @@ from db.contract.vocabulary import Role
 from ingest.formats._common import (
     ROLE_MAP,
     ShapeError,
+    json_call,
     opaque_message,
     opaque_role,
-    parse_arguments,
     text_of,
     tool_defs,
     type_name,
@@ -148,16 +148,7 @@ def call_id(value: Any) -> str | None:
 
 def make_call(index: int, ident: Any, name: Any, arguments: Any) -> ToolCall:
     """A canonical call; a missing name is ``""`` (the call still counts)."""
-    args = parse_arguments(arguments)
-    return ToolCall(
-        call_index=index,
-        tool_call_id=call_id(ident),
-        name=name if isinstance(name, str) else "",
-        arguments_raw=args.raw,
-        arguments=args.parsed,
-        args_valid=args.valid,
-        args_error=args.error,
-    )
+    return json_call(index, call_id(ident), name if isinstance(name, str) else "", arguments)
 
 
 def result_message(

@@ -22,6 +22,7 @@ from ingest.formats import _anthropic_blocks
 from ingest.formats._common import (
     ShapeError,
     conversation_trace,
+    first_assistant_model,
     json_type,
     small_metadata,
     text_of,
@@ -77,19 +78,13 @@ def _container_trace(record: Record) -> Trace:
 
 def _model_hint(messages: list[Message]) -> str | None:
     # API responses logged as messages name their model; the first assistant one wins.
-    for message in messages:
-        if message.role == "assistant" and isinstance(message.raw, dict):
-            model = message.raw.get("model")
-            if isinstance(model, str):
-                return model
-    return None
+    return first_assistant_model(messages, lambda raw: raw.get("model"))
 
 
 _READER: MessageListFormat[Message] = MessageListFormat(
     name=NAME,
     is_message=_is_message,
     convert_item=_anthropic_blocks.convert_message,
-    assemble=list,
     container_trace=_container_trace,
     model_hint=_model_hint,
 )

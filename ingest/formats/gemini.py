@@ -28,12 +28,12 @@ from ingest.formats._common import (
     ShapeError,
     expect_list,
     expect_object,
+    json_call,
     json_type,
     make_trace,
     opaque_message,
     opaque_role,
     optional_str,
-    parse_arguments,
     required_str,
     small_metadata,
     text_of,
@@ -169,15 +169,11 @@ def _content(content: dict[str, Any], path: str, line: int) -> list[Message]:
 
 
 def _call(spec: dict[str, Any], path: str, earlier: list[ToolCall]) -> ToolCall:
-    args = parse_arguments(spec.get("args"))
-    return ToolCall(
-        call_index=len(earlier),
-        tool_call_id=optional_str(spec.get("id"), f"{path}.functionCall.id"),
-        name=required_str(spec.get("name"), f"{path}.functionCall.name"),
-        arguments_raw=args.raw,
-        arguments=args.parsed,
-        args_valid=args.valid,
-        args_error=args.error,
+    return json_call(
+        len(earlier),
+        optional_str(spec.get("id"), f"{path}.functionCall.id"),
+        required_str(spec.get("name"), f"{path}.functionCall.name"),
+        spec.get("args"),
     )
 
 

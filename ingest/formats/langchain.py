@@ -32,6 +32,8 @@ from ingest.formats._common import (
     conversation_trace,
     expect_list,
     expect_object,
+    first_assistant_model,
+    json_call,
     json_type,
     opaque_message,
     opaque_role,
@@ -152,16 +154,12 @@ def _tool_calls(data: dict[str, Any], path: str) -> list[ToolCall]:
     for index, call in enumerate(expect_list(data.get("tool_calls") or [], f"{path}.tool_calls")):
         call_path = f"{path}.tool_calls[{index}]"
         spec = expect_object(call, call_path)
-        args = parse_arguments(spec.get("args"))
         calls.append(
-            ToolCall(
-                call_index=len(calls),
-                tool_call_id=optional_str(spec.get("id"), f"{call_path}.id"),
-                name=required_str(spec.get("name"), f"{call_path}.name"),
-                arguments_raw=args.raw,
-                arguments=args.parsed,
-                args_valid=args.valid,
-                args_error=args.error,
+            json_call(
+                len(calls),
+                optional_str(spec.get("id"), f"{call_path}.id"),
+                required_str(spec.get("name"), f"{call_path}.name"),
+                spec.get("args"),
             )
         )
     invalid = expect_list(data.get("invalid_tool_calls") or [], f"{path}.invalid_tool_calls")
@@ -207,26 +205,21 @@ def _container_trace(record: Record) -> Trace:
     )
 
 
-def _model_hint(messages: list[Message]) -> str | None:
+def _response_model(raw: dict[str, Any]) -> Any:
     # The provider names the model in each AI message's response_metadata.
-    for message in messages:
-        if message.role != "assistant" or not isinstance(message.raw, dict):
-            continue
-        raw = message.raw
-        data = raw.get("kwargs") or raw.get("data") or raw
-        meta = data.get("response_metadata") if isinstance(data, dict) else None
-        if isinstance(meta, dict):
-            model = meta.get("model_name") or meta.get("model")
-            if isinstance(model, str):
-                return model
-    return None
+    data = raw.get("kwargs") or raw.get("data") or raw
+    meta = data.get("response_metadata") if isinstance(data, dict) else None
+    return meta.get("model_name") or meta.get("model") if isinstance(meta, dict) else None
+
+
+def _model_hint(messages: list[Message]) -> str | None:
+    return first_assistant_model(messages, _response_model)
 
 
 _READER: MessageListFormat[Message] = MessageListFormat(
     name=NAME,
     is_message=_is_message,
     convert_item=_convert,
-    assemble=list,
     container_trace=_container_trace,
     model_hint=_model_hint,
 )

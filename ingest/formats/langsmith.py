@@ -41,10 +41,10 @@ from ingest.formats import _openai_messages, langchain
 from ingest.formats._common import (
     ShapeError,
     expect_object,
+    json_call,
     json_type,
     make_trace,
     optional_str,
-    parse_arguments,
     parse_timestamp,
     text_of,
     tool_defs,
@@ -58,7 +58,7 @@ from ingest.formats._shapes import (
 from ingest.formats._shapes import members as shape_members
 from ingest.formats.base import TraceFormat
 from ingest.input.records import Record
-from ingest.model import Message, Rejected, ToolCall, ToolDef, ToolResult, Trace
+from ingest.model import Message, Rejected, ToolDef, ToolResult, Trace
 
 NAME = "langsmith"
 
@@ -349,16 +349,7 @@ def _place_tool_run(thread: _Thread, run: _Run) -> None:
     if not (call_id and has_call):
         inputs = value.get("inputs")
         raw_args = inputs.get("input", inputs) if isinstance(inputs, dict) else inputs
-        args = parse_arguments(raw_args)
-        call = ToolCall(
-            call_index=0,
-            tool_call_id=call_id,
-            name=name,
-            arguments_raw=args.raw,
-            arguments=args.parsed,
-            args_valid=args.valid,
-            args_error=args.error,
-        )
+        call = json_call(0, call_id, name, raw_args)
         placed.append(
             Message(seq=0, role="assistant", tool_calls=[call], timestamp=start, source_id=run.id)
         )

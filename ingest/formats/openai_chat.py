@@ -83,7 +83,6 @@ _READER: MessageListFormat[Message] = MessageListFormat(
     name=NAME,
     is_message=_is_message,
     convert_item=_openai_messages.convert_message,
-    assemble=list,
     container_trace=_container_trace,
 )
 

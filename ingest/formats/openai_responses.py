@@ -35,11 +35,11 @@ from ingest.formats._common import (
     ShapeError,
     canonical_role,
     conversation_trace,
+    json_call,
     json_type,
     opaque_message,
     opaque_role,
     optional_str,
-    parse_arguments,
     parse_timestamp,
     required_str,
     small_metadata,
@@ -50,6 +50,7 @@ from ingest.formats._common import (
 )
 from ingest.formats._record_loop import MessageListFormat, message_list_format
 from ingest.formats._shapes import (
+    RESPONSES_UNMODELLED_TYPES,
     SIGN,
     Fit,
     Misfit,
@@ -65,29 +66,12 @@ NAME = "openai_responses"
 _OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 #: Item types the API defines that carry no message ToolLens models (built-in tool calls and
 #: their outputs, MCP items, bookkeeping): kept in the raw of the assistant turn they fall in.
-UNMODELLED_TYPES = frozenset(
-    {
-        "reasoning",
-        "item_reference",
-        "compaction",
-        "file_search_call",
-        "web_search_call",
-        "computer_call",
-        "computer_call_output",
-        "code_interpreter_call",
-        "image_generation_call",
-        "local_shell_call",
-        "local_shell_call_output",
-        "shell_call",
-        "shell_call_output",
-        "apply_patch_call",
-        "apply_patch_call_output",
-        "mcp_list_tools",
-        "mcp_approval_request",
-        "mcp_approval_response",
-        "mcp_call",
-    }
-)
+UNMODELLED_TYPES = RESPONSES_UNMODELLED_TYPES | {
+    "shell_call",
+    "shell_call_output",
+    "apply_patch_call",
+    "apply_patch_call_output",
+}
 #: Fields of the item types read here (``message``, the calls and their outputs) that the parser
 #: reads or knows to be bookkeeping; another field carrying content is counted as the unknown
 #: field ``<item type>.<name>`` (its value stays in the raw item).
@@ -138,15 +122,11 @@ def _convert_item(item: dict[str, Any], path: str, line: int | None) -> list[_Dr
     if kind is None or kind == "message":
         return [_message(item, path, line)]
     if kind == "function_call":
-        args = parse_arguments(item.get("arguments"))
-        call = ToolCall(
-            call_index=0,
-            tool_call_id=optional_str(item.get("call_id"), f"{path}.call_id"),
-            name=required_str(item.get("name"), f"{path}.name"),
-            arguments_raw=args.raw,
-            arguments=args.parsed,
-            args_valid=args.valid,
-            args_error=args.error,
+        call = json_call(
+            0,
+            optional_str(item.get("call_id"), f"{path}.call_id"),
+            required_str(item.get("name"), f"{path}.name"),
+            item.get("arguments"),
         )
         return [_TurnItem(item, line, calls=[call])]
     if kind == "custom_tool_call":

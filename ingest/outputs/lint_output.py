@@ -78,17 +78,12 @@ def text(report: LintReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The keys of a finding in the JSON report, in order: each the finding's attribute of its name.
+FINDING_KEYS: Final = ("file", "line", "trace", "call", "tool", "kind", "level", "message")
+
+
 def _finding_dict(finding: LintFinding) -> dict[str, Any]:
-    return {
-        "file": finding.file,
-        "line": finding.line,
-        "trace": finding.trace,
-        "call": finding.call,
-        "tool": finding.tool,
-        "kind": finding.kind,
-        "level": finding.level,
-        "message": finding.message,
-    }
+    return {key: getattr(finding, key) for key in FINDING_KEYS}
 
 
 def json(report: LintReport) -> str:

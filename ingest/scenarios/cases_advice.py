@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ingest.scenarios.agent import Conversation, Outcome, flagged_error, protocol, text_error
@@ -143,17 +144,15 @@ def _advised_booking(name: str, verdict: str, advice: Outcome, again: Outcome) -
     return build
 
 
-def _use_instead(verdict: str) -> Builder:
-    return _advised_booking(
-        "use_instead",
-        verdict,
-        text_error(
-            "Error: flight XY123 not found; use search_flights instead",
-            "not_found",
-            suggestion=True,
-        ),
-        text_error("Error: flight XY123 not found", "not_found"),
-    )
+#: The advice in the error's text: search instead.
+_use_instead = partial(
+    _advised_booking,
+    "use_instead",
+    advice=text_error(
+        "Error: flight XY123 not found; use search_flights instead", "not_found", suggestion=True
+    ),
+    again=text_error("Error: flight XY123 not found", "not_found"),
+)
 
 
 def _search_then_book(conv: Conversation, user: str, origin: str, dest: str, date: str) -> None:
@@ -208,18 +207,18 @@ def _ask_user(verdict: str) -> Builder:
     return build
 
 
-def _protocol_advice(verdict: str) -> Builder:
-    return _advised_booking(
-        "protocol",
-        verdict,
-        protocol(
-            "error",
-            "Flight XY123 does not exist.",
-            error_type="not_found",
-            suggestion="Call search_flights to find a valid flight id, then book that one.",
-        ),
-        protocol("error", "Flight XY123 does not exist.", error_type="not_found"),
-    )
+#: The advice in the Tool Message protocol's ``suggestion`` field.
+_protocol_advice = partial(
+    _advised_booking,
+    "protocol",
+    advice=protocol(
+        "error",
+        "Flight XY123 does not exist.",
+        error_type="not_found",
+        suggestion="Call search_flights to find a valid flight id, then book that one.",
+    ),
+    again=protocol("error", "Flight XY123 does not exist.", error_type="not_found"),
+)
 
 
 def advice_at_end(rng: random.Random) -> Conversation:

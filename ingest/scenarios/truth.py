@@ -58,12 +58,13 @@ class PairFact(BaseModel):
 
     trace_id: str
     format: str
-    #: Position among the trace's calls (call order) / Tool Messages (seq order).
-    call_ordinal: int | None
-    result_ordinal: int | None
-    call_seq: int | None
-    call_index: int | None
-    result_seq: int | None
+    #: Position among the trace's calls (call order) / Tool Messages (seq order); ``None`` for
+    #: the side a fact lacks (an unlinked result has no call).
+    call_ordinal: int | None = None
+    result_ordinal: int | None = None
+    call_seq: int | None = None
+    call_index: int | None = None
+    result_seq: int | None = None
     #: The call's id, or for an unlinked result the id it carries.
     call_id: str | None
     #: The call's tool; for an unlinked result the name it gives (``None`` in Anthropic).
@@ -198,10 +199,8 @@ def trace_pairs(item: Rendered) -> list[PairFact]:
             trace_id=item.trace_id,
             format=item.fmt,
             call_ordinal=ordinal,
-            result_ordinal=None,
             call_seq=seq,
             call_index=index,
-            result_seq=None,
             call_id=call.call_id,
             tool=call.tool,
             pair_state="missing_result",
@@ -226,11 +225,6 @@ def trace_pairs(item: Rendered) -> list[PairFact]:
         fact = PairFact(
             trace_id=item.trace_id,
             format=item.fmt,
-            call_ordinal=None,
-            result_ordinal=None,
-            call_seq=None,
-            call_index=None,
-            result_seq=None,
             call_id=result.result_id,
             tool=result.name if item.fmt in NAMES_RESULTS else None,
             pair_state=result.state,
