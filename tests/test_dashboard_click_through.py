@@ -112,13 +112,20 @@ def test_brushing_the_time_series_filters_to_the_brushed_minutes(
     assert any(c.startswith("Per minute: Tool Messages") for c in captions(at))
 
 
+def _click_distribution_bar(open_page: OpenStorePage, chart: str, point: int) -> Any:
+    """The Overview's Distributions tab with bar ``point`` of the first series of ``chart``
+    clicked."""
+    at = open_page(params={"overview_tab": "Distributions"})
+    select_points(at, chart, [{"curve_number": 0, "point_index": point}])
+    return at
+
+
 def test_a_bar_of_errors_by_type_lists_those_errors_on_the_tool_calls_page(
     open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_analysis_page(params={"overview_tab": "Distributions"})
     # Errors by type, biggest on top: rate_limit 3, conflict 2, invalid_params 1; bars are
     # drawn bottom-up, so point 2 is rate_limit.
-    select_points(at, "errors_by_type", [{"curve_number": 0, "point_index": 2}])
+    at = _click_distribution_bar(open_analysis_page, "errors_by_type", 2)
     assert not at.exception
     assert _title(at) == ["Tool calls"]
     assert (at.session_state["status"], at.session_state["error_type"]) == ("error", "rate_limit")
@@ -128,9 +135,8 @@ def test_a_bar_of_errors_by_type_lists_those_errors_on_the_tool_calls_page(
 def test_a_verdict_bar_lists_the_results_with_that_verdict(
     open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_analysis_page(params={"overview_tab": "Distributions"})
     # Verdicts top-down in VERDICTS order, drawn bottom-up: the last point is the first.
-    select_points(at, "verdicts", [{"curve_number": 0, "point_index": len(VERDICTS) - 1}])
+    at = _click_distribution_bar(open_analysis_page, "verdicts", len(VERDICTS) - 1)
     assert _title(at) == ["Tool calls"]
     assert at.session_state["verdict"] == VERDICTS[0] == "followed"
     assert _rows_caption(at).startswith("2 rows")  # run-a's second error, run-b's search
@@ -139,8 +145,7 @@ def test_a_verdict_bar_lists_the_results_with_that_verdict(
 def test_a_token_size_bar_lists_the_tool_messages_of_that_size_biggest_first(
     open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_analysis_page(params={"overview_tab": "Distributions"})
-    select_points(at, "token_sizes", [{"curve_number": 0, "point_index": 0}])
+    at = _click_distribution_bar(open_analysis_page, "token_sizes", 0)
     assert _title(at) == ["Tool calls"]
     assert (at.session_state["tmin"], at.session_state["tmax"]) == (0, 100)
     assert (at.session_state["sort"], at.session_state["desc"]) == ("tokens", True)
@@ -151,8 +156,7 @@ def test_a_token_size_bar_lists_the_tool_messages_of_that_size_biggest_first(
 def test_an_occurrence_bar_opens_the_loops_at_that_threshold(
     open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_analysis_page(params={"overview_tab": "Distributions"})
-    select_points(at, "occurrences", [{"curve_number": 0, "point_index": 2}])
+    at = _click_distribution_bar(open_analysis_page, "occurrences", 2)
     assert _title(at) == ["Loops"]
     assert at.session_state["k"] == 3
     assert metrics(at)["Loops"] == "2"  # run-a's get_weather and run-c's read_file

@@ -223,15 +223,21 @@ def _same(a: Any, b: Any) -> bool:
     return True
 
 
+def _first_agent_and_model(conn: sa.Connection) -> tuple[str, str]:
+    """The agent and model of the store's first trace that names both."""
+    agent, model = conn.execute(
+        sa.select(TraceRow.agent, TraceRow.model)
+        .where(TraceRow.agent.is_not(None), TraceRow.model.is_not(None))
+        .order_by(TraceRow.id)
+        .limit(1)
+    ).one()
+    return agent, model
+
+
 def _store_grid(engine: sa.Engine) -> list[Filters]:
     """:func:`_grid` on values of ``engine``'s store."""
     with engine.connect() as conn:
-        agent, model = conn.execute(
-            sa.select(TraceRow.agent, TraceRow.model)
-            .where(TraceRow.agent.is_not(None), TraceRow.model.is_not(None))
-            .order_by(TraceRow.id)
-            .limit(1)
-        ).one()
+        agent, model = _first_agent_and_model(conn)
         tool = conn.execute(
             sa.select(ToolResultRow.tool).order_by(ToolResultRow.id).limit(1)
         ).scalar_one()
@@ -381,12 +387,7 @@ def test_execution_times_under_one_trace_filter_are_read_from_the_rollups(
     """Under a filter on one trace dimension the percentiles come from ``rollup_durations``
     (no statement reads ``tool_results``) and equal the ranked base rows."""
     with store.connect() as conn:
-        agent, model = conn.execute(
-            sa.select(TraceRow.agent, TraceRow.model)
-            .where(TraceRow.agent.is_not(None), TraceRow.model.is_not(None))
-            .order_by(TraceRow.id)
-            .limit(1)
-        ).one()
+        agent, model = _first_agent_and_model(conn)
         first = conn.execute(sa.select(sa.func.min(TraceRow.started_at))).scalar_one()
     day = datetime(first.year, first.month, first.day, tzinfo=UTC)
     f = {
@@ -855,15 +856,9 @@ def test_a_store_with_the_earlier_rollup_keys_is_recounted_when_opened(
         conn.execute(sa.text("ALTER TABLE tool_results DROP COLUMN preview"))  # from 0028
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0019'"))
     engine.dispose()
-    counted: list[Any] = []
-    monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
-    reopened = make_engine(sqlite_url)
-    try:
-        assert counted == [None]
-        assert rollups.is_complete(reopened)
-        assert _rollup_rows(reopened) == expected
-    finally:
-        reopened.dispose()
+    counted = _recorded_rebuilds(monkeypatch)
+    _filled_when_opened(sqlite_url, expected)
+    assert counted == [None]
 
 
 def test_a_store_from_before_the_rollups_is_filled_when_opened(sqlite_url: str) -> None:
@@ -882,12 +877,7 @@ def test_a_store_from_before_the_rollups_is_filled_when_opened(sqlite_url: str) 
         for rollup in rollups.ROLLUPS.values():
             conn.execute(sa.text(f"DROP TABLE {rollup.table.name}"))
     engine.dispose()
-    reopened = make_engine(sqlite_url)
-    try:
-        assert rollups.is_complete(reopened)
-        assert _rollup_rows(reopened) == expected
-    finally:
-        reopened.dispose()
+    _filled_when_opened(sqlite_url, expected)
 
 
 def test_a_store_from_before_the_input_share_rollup_gets_it_when_opened(
@@ -906,8 +896,7 @@ def test_a_store_from_before_the_input_share_rollup_gets_it_when_opened(
         conn.execute(sa.text("ALTER TABLE rollup_state DROP COLUMN pending"))
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0017'"))
     engine.dispose()
-    counted: list[Any] = []
-    monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
+    counted = _recorded_rebuilds(monkeypatch)
     reopened = make_engine(sqlite_url, migrate=False)
     try:
         # Up to 0019 (0020 recounts every rollup: see the test of the key layout), then what
@@ -1074,8 +1063,7 @@ def _counted_when_opened(
 ) -> tuple[list[Any], dict[str, set[tuple[Any, ...]]]]:
     """What opening the store at ``url`` counts (``migrate.count_rollups``): the rebuilds it
     ran (their ``only``), then every rollup's rows; nothing is left pending."""
-    counted: list[Any] = []
-    monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
+    counted = _recorded_rebuilds(monkeypatch)
     reopened = make_engine(url, migrate=False)
     try:
         migrate.count_rollups(reopened)
@@ -1083,6 +1071,24 @@ def _counted_when_opened(
         return counted, _rollup_rows(reopened)
     finally:
         reopened.dispose()
+
+
+def _filled_when_opened(url: str, expected: dict[str, set[tuple[Any, ...]]]) -> None:
+    """Opening the store at ``url`` (migrated to the head) leaves every rollup complete, its
+    rows ``expected``."""
+    reopened = make_engine(url)
+    try:
+        assert rollups.is_complete(reopened)
+        assert _rollup_rows(reopened) == expected
+    finally:
+        reopened.dispose()
+
+
+def _recorded_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The ``only`` of each rollup rebuild from now on (``None``: all of them), in order."""
+    counted: list[Any] = []
+    monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
+    return counted
 
 
 def _recorded(rebuild: Callable[..., int], calls: list[Any]) -> Callable[..., int]:
