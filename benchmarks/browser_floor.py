@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.ui_bench import REPO, TRIVIAL_PAGE
+from benchmarks.ui_bench import REPO, load_trivial_page, trivial_script
 
 SHELL = REPO / "benchmarks" / "floor" / "shell_page.py"
 
@@ -34,19 +34,15 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     folder = Path(tempfile.mkdtemp(prefix="toollens-floor-"))
-    script = folder / "hi.py"
-    script.write_text(TRIVIAL_PAGE)
     with (
-        serve_script(script, folder / "one-line.log") as one_line,
+        serve_script(trivial_script(folder), folder / "one-line.log") as one_line,
         serve_script(SHELL, folder / "shell.log") as shell,
         sync_playwright() as playwright,
     ):
         browser = launch(playwright)
         page = new_context(browser).new_page()
         loads = {
-            "one-line page": lambda: open_page(
-                page, one_line.url, selector='[data-testid="stMarkdown"]', text="hi"
-            ),
+            "one-line page": lambda: load_trivial_page(page, one_line.url),
             "shell, title": lambda: open_page(page, f"{shell.url}/tokens", text="Tokens"),
             "shell, title, one chart": lambda: open_page(
                 page, f"{shell.url}/tokens?chart=1", text="Tokens"

@@ -238,13 +238,27 @@ def server_timings(
         print(f"  server {case.label}: cold {timing.cold_s:.2f} s, filtered "
               f"{timing.filtered_s:.2f} s")  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
-        script = Path(folder) / "hi.py"
-        script.write_text(TRIVIAL_PAGE)
-        trivial = _app_test(url, script)
+        trivial = _app_test(url, trivial_script(Path(folder)))
         log.phase = "trivial"
         _timed_run(trivial)
         baseline = (_timed_run(trivial), _timed_run(trivial))
     return timings, baseline
+
+
+def trivial_script(folder: Path) -> Path:
+    """The one-line Streamlit page (:data:`TRIVIAL_PAGE`) written as ``folder/hi.py``."""
+    script = folder / "hi.py"
+    script.write_text(TRIVIAL_PAGE)
+    return script
+
+
+def load_trivial_page(page: Any, url: str) -> float:
+    """Load the one-line page served at ``url`` in the browser ``page``, until its line is
+    drawn and stays so (``tests/browser_support.open_page``): the milliseconds it took."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from browser_support import open_page
+
+    return open_page(page, url, selector='[data-testid="stMarkdown"]', text="hi")
 
 
 def browser_timings(url: str, timings: list[PageTiming], folder: Path) -> list[float]:
@@ -259,19 +273,17 @@ def browser_timings(url: str, timings: list[PageTiming], folder: Path) -> list[f
     )
     from playwright.sync_api import sync_playwright
 
-    script = folder / "hi.py"
-    script.write_text(TRIVIAL_PAGE)
     trivial_ms: list[float] = []
     with (
         serve_dashboard(url, folder / "dashboard.log") as dashboard,
-        serve_script(script, folder / "trivial.log") as trivial,
+        serve_script(trivial_script(folder), folder / "trivial.log") as trivial,
         sync_playwright() as playwright,
     ):
         browser = launch(playwright)
         page = new_context(browser).new_page()
 
         def load_trivial() -> float:
-            return open_page(page, trivial.url, selector='[data-testid="stMarkdown"]', text="hi")
+            return load_trivial_page(page, trivial.url)
 
         load_trivial()  # the browser's first Streamlit page: its scripts are not cached yet
         trivial_ms.extend(load_trivial() for _ in range(WARM_LOADS))

@@ -136,18 +136,27 @@ def ensure(db: str | None, req: Request, log: Log = print) -> str:
     return url
 
 
+def _own_store_reusable(url: str, where: str, req: Request, log: Log, refusal: str) -> bool:
+    """Whether the existing store at ``url``, in one of the bench's own places (``where``, as
+    the log names it), is the one ``req`` asks for; if not, the log says it is rebuilt. A store
+    there that the bench did not build is refused, ``refusal`` saying what is left to do."""
+    found, wanted = _read_marker(url), store_marker_for(req.messages, req.seed)
+    if found == wanted:
+        log(f"store: reusing {where} ({found})")
+        return True
+    if found is None:
+        raise Refused(f"store: {where} was not built by the bench; {refusal}")
+    log(f"store: {where} holds {found}, not {wanted}; rebuilding it")
+    return False
+
+
 def _ensure_own_sqlite(req: Request, log: Log) -> str:
     path = own_sqlite_path(req.messages).resolve()
     url = f"sqlite:///{path}"
-    wanted = store_marker_for(req.messages, req.seed)
-    if path.exists():
-        found = _read_marker(url)
-        if found == wanted:
-            log(f"store: reusing {path} ({found})")
-            return url
-        if found is None:
-            raise Refused(f"store: {path} was not built by the bench; move it away to build there")
-        log(f"store: {path} holds {found}, not {wanted}; rebuilding it")
+    if path.exists() and _own_store_reusable(
+        url, str(path), req, log, "move it away to build there"
+    ):
+        return url
     _build_sqlite(path, req, log)
     return url
 
@@ -223,15 +232,10 @@ def _admin(server_url: str, sql: str) -> None:
 def _ensure_own_schema(server_url: str, req: Request, log: Log) -> str:
     schema = own_schema(req.messages)
     url = schema_url(server_url, schema)
-    wanted = store_marker_for(req.messages, req.seed)
-    if _schema_exists(server_url, schema):
-        found = _read_marker(url)
-        if found == wanted:
-            log(f"store: reusing schema {schema} ({found})")
-            return url
-        if found is None:
-            raise Refused(f"store: schema {schema} was not built by the bench; not touching it")
-        log(f"store: schema {schema} holds {found}, not {wanted}; rebuilding it")
+    if _schema_exists(server_url, schema) and _own_store_reusable(
+        url, f"schema {schema}", req, log, "not touching it"
+    ):
+        return url
     base = _base_for(req)
     base_schema = None
     if base is not None:

@@ -116,6 +116,24 @@ def scenario_store(folder: Path, url: str) -> tuple[Any, int]:
     return engine, import_paths(engine, files, origin="demo").traces
 
 
+def first_error_pair(engine: Any, *, with_verdict: bool = False) -> tuple[str, str]:
+    """The first error of the store (by trace display id, then message) that answers a call:
+    its trace's display id and its pair (``seq:index``); ``with_verdict``: the first whose
+    advice the model then acted on (or not)."""
+    import sqlalchemy as sa
+
+    verdict = "AND r.verdict IS NOT NULL " if with_verdict else ""
+    with engine.connect() as conn:
+        display_id, call_seq, call_index = conn.execute(
+            sa.text(
+                "SELECT t.display_id, r.call_seq, r.call_index FROM tool_results r "
+                f"JOIN traces t ON t.id = r.trace_id WHERE r.status = 'error' {verdict}"
+                "AND r.call_seq IS NOT NULL ORDER BY t.display_id, r.message_seq LIMIT 1"
+            )
+        ).one()
+    return str(display_id), f"{call_seq}:{call_index}"
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:

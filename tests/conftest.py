@@ -230,6 +230,30 @@ def store_url(sqlite_url: str) -> str:
 
 
 @pytest.fixture
+def open_page(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The dashboard page opener of the AppTest tests (``dbfixture.OpenPage``): it opens the
+    app on a store with ``dbfixture.open_app`` and asserts the run raised no exception."""
+    from dbfixture import open_app
+
+    def opened(db_url: str, page: str | None = None, params: dict[str, str] | None = None) -> Any:
+        at = open_app(monkeypatch, db_url, page=page, params=params)
+        assert not at.exception
+        return at
+
+    return opened
+
+
+@pytest.fixture
+def open_analysis_page(open_page: Any, analysis_store_url: str) -> Any:
+    """``open_page`` on :func:`analysis_store_url` (``dbfixture.OpenStorePage``)."""
+
+    def opened(page: str | None = None, params: dict[str, str] | None = None) -> Any:
+        return open_page(analysis_store_url, page, params)
+
+    return opened
+
+
+@pytest.fixture
 def incident_store(
     sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[sa.Engine, dict[str, int]]]:
@@ -249,8 +273,9 @@ def incident_store(
 
 @pytest.fixture
 def analysis_store(engine: sa.Engine) -> sa.Engine:
-    """The store of the Errors, Tokens, Loops, Suggestions and Imports pages
-    (``dbfixture.build_pages2_database``, figures worked out there) on each database."""
+    """The store of the Errors, Tokens, Loops, Suggestions and Imports pages on each database
+    (``dbfixture.build_pages2_database``): three hand-made traces whose figures are recomputed
+    on paper in that module's comment, so the tests on it assert exact values."""
     from dbfixture import build_pages2_database
 
     build_pages2_database(engine)

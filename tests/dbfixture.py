@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import orjson
 import pytest
@@ -595,6 +595,21 @@ def open_app(
             at.query_params[key] = value
         at.run()
     return at
+
+
+class OpenPage(Protocol):
+    """The ``open_page`` fixture: :func:`open_app` on ``db_url`` at ``page`` with URL
+    ``params``, checked to have run without an exception."""
+
+    def __call__(
+        self, db_url: str, page: str | None = None, params: dict[str, str] | None = None
+    ) -> Any: ...
+
+
+class OpenStorePage(Protocol):
+    """An :class:`OpenPage` bound to one store (the ``open_analysis_page`` fixture)."""
+
+    def __call__(self, page: str | None = None, params: dict[str, str] | None = None) -> Any: ...
 
 
 # --- Errors / Tokens / Loops / Suggestions / Imports pages (appended by the pages-2 engineer) ---

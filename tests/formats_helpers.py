@@ -1,4 +1,5 @@
-"""Shared by the format parser tests: golden cases, records cut from files, parse shortcuts.
+"""Shared by the format parser tests: golden cases, records cut from files, parse shortcuts,
+and the OpenAI chat messages of a tool call and its result that the import tests write.
 
 Golden files live in ``tests/golden/<format>/<case>/``: a hand-written ``input.json(l)`` and the
 canonical output ``expected.json`` (traces without ``Message.raw``).
@@ -49,6 +50,21 @@ def _array_item_spans(data: bytes) -> list[tuple[int, int]]:
         elif depth == 1:
             start, end = (match.start() if start < 0 else start), match.end()
     return spans
+
+
+def chat_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """An OpenAI chat assistant message that makes one tool call and says nothing else."""
+    function = {"name": name, "arguments": arguments}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+
+
+def chat_result(call_id: str, content: str) -> dict[str, Any]:
+    """An OpenAI chat Tool Message answering ``call_id``."""
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
 def records_of(path: Path, name: str | None = None) -> Iterator[Record | Rejected]:

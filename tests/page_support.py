@@ -1,6 +1,6 @@
 """Reading what a page or a page query shows, in tests: DataFrame rows, AppTest metrics,
-captions (the Trace page's page caption), table selection, chart specs, and the Trace page a
-selection opened."""
+captions (the Trace page's page caption), table and chart selection, chart specs, and the
+Trace page a selection opened."""
 
 from __future__ import annotations
 
@@ -32,6 +32,24 @@ def captions(at: Any) -> list[str]:
 def select_row(at: Any, table_key: str, row: int) -> Any:
     """Select one row of a selectable table, the way a click does, and rerun."""
     at.session_state[table_key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    return at.run()
+
+
+def select_points(at: Any, key: str, points: list[dict[str, Any]], box: Any = ()) -> Any:
+    """Select ``points`` (and a ``box``) on the chart ``key`` (of the generation in use), as a
+    click or a drag does, and rerun."""
+    from dashboard.selection import GENERATION_SUFFIX
+
+    counter = key + GENERATION_SUFFIX
+    generation = at.session_state[counter] if counter in at.session_state else 0  # noqa: SIM401
+    at.session_state[f"{key}__{generation}"] = {
+        "selection": {
+            "points": points,
+            "point_indices": [p["point_index"] for p in points],
+            "box": list(box),
+            "lasso": [],
+        }
+    }
     return at.run()
 
 

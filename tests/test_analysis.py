@@ -341,48 +341,47 @@ def _read_first() -> ContentFacts:
     )
 
 
-def test_a_prerequisite_named_in_the_advice_counts_when_used_before_the_retry() -> None:
+def _write_grep_read_write(user_says: str | None) -> list[Message]:
+    """A Write refused with "read it first", a Grep, what the user says (if anything), a Read,
+    and the identical Write again."""
     write = {"file_path": "a.c", "content": "x"}
-    facts = analyze(
-        [
-            assistant(0, call(0, "c1", "Write", write)),
-            result(1, "c1"),
-            assistant(2, call(0, "c2", "Grep", {"pattern": "main"})),
-            result(3, "c2"),
-            assistant(4, call(0, "c3", "Read", {"file_path": "a.c"})),
-            result(5, "c3"),
-            # The identical call is right once the file has been read.
-            assistant(6, call(0, "c4", "Write", write)),
-            result(7, "c4"),
-        ],
-        contents={1: _read_first()},
-    )
-    assert (facts.results[0].verdict, facts.results[0].verdict_reason) == (
-        "followed",
-        "used Read, named in the suggestion, before calling Write again",
-    )
+    messages = [
+        assistant(0, call(0, "c1", "Write", write)),
+        result(1, "c1"),
+        assistant(2, call(0, "c2", "Grep", {"pattern": "main"})),
+        result(3, "c2"),
+    ]
+    if user_says is not None:
+        messages.append(Message(seq=4, role="user", content=user_says))
+    seq = len(messages)
+    return [
+        *messages,
+        assistant(seq, call(0, "c3", "Read", {"file_path": "a.c"})),
+        result(seq + 1, "c3"),
+        assistant(seq + 2, call(0, "c4", "Write", write)),
+        result(seq + 3, "c4"),
+    ]
 
 
-def test_the_calls_before_the_retry_do_not_count_once_the_user_has_spoken() -> None:
-    write = {"file_path": "a.c", "content": "x"}
-    facts = analyze(
-        [
-            assistant(0, call(0, "c1", "Write", write)),
-            result(1, "c1"),
-            assistant(2, call(0, "c2", "Grep", {"pattern": "main"})),
-            result(3, "c2"),
-            Message(seq=4, role="user", content="Now read a.c and write it again"),
-            assistant(5, call(0, "c3", "Read", {"file_path": "a.c"})),
-            result(6, "c3"),
-            assistant(7, call(0, "c4", "Write", write)),
-            result(8, "c4"),
-        ],
-        contents={1: _read_first()},
-    )
-    assert (facts.results[0].verdict, facts.results[0].verdict_reason) == (
-        "unclear",
-        "next call Grep neither follows nor contradicts the suggestion",
-    )
+@pytest.mark.parametrize(
+    ("user_says", "verdict"),
+    [
+        # A prerequisite named in the advice counts when used before the retry: the identical
+        # call is right once the file has been read.
+        (None, ("followed", "used Read, named in the suggestion, before calling Write again")),
+        # The calls before the retry do not count once the user has spoken.
+        (
+            "Now read a.c and write it again",
+            ("unclear", "next call Grep neither follows nor contradicts the suggestion"),
+        ),
+    ],
+    ids=["prerequisite_used_before_the_retry", "user_spoke_before_the_retry"],
+)
+def test_a_prerequisite_named_in_the_advice_counts_unless_the_user_spoke_since(
+    user_says: str | None, verdict: tuple[str, str]
+) -> None:
+    facts = analyze(_write_grep_read_write(user_says), contents={1: _read_first()})
+    assert (facts.results[0].verdict, facts.results[0].verdict_reason) == verdict
 
 
 def test_alternative_advice_is_followed_by_a_changed_call_after_a_look_around() -> None:

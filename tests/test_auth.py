@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 import streamlit as st
-from dbfixture import DASHBOARD_APP, open_app
+from dbfixture import DASHBOARD_APP, OpenPage
 from incident import import_incident
 from streamlit.testing.v1 import AppTest
 from typer.testing import CliRunner
@@ -197,15 +197,14 @@ def test_a_mistake_in_the_role_lists_lets_nobody_in_and_says_what_it_is(
 
 @pytest.mark.parametrize("page", [pages.OVERVIEW, pages.REVIEW])
 def test_every_page_warns_when_served_beyond_this_machine_without_login(
-    monkeypatch: pytest.MonkeyPatch, sqlite_url: str, page: pages.Page
+    open_page: OpenPage, monkeypatch: pytest.MonkeyPatch, sqlite_url: str, page: pages.Page
 ) -> None:
     make_engine(sqlite_url).dispose()
     monkeypatch.setenv(EXPOSED_ENV, "1")
-    at = open_app(monkeypatch, sqlite_url, page=None if page.default else page.script)
-    assert not at.exception
+    at = open_page(sqlite_url, None if page.default else page.script)
     assert [w.value for w in at.warning] == [EXPOSED_TEXT]
     monkeypatch.setenv(EXPOSED_ENV, "0")
-    at = open_app(monkeypatch, sqlite_url, page=None if page.default else page.script)
+    at = open_page(sqlite_url, None if page.default else page.script)
     assert [w.value for w in at.warning] == []
 
 

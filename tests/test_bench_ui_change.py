@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from datetime import date
 
-import pytest
-from dbfixture import open_app
+from dbfixture import OpenPage
 
 from benchmarks.ui_bench import FilterChange, half_of_the_days
 
@@ -16,14 +15,14 @@ def _traces(at: object) -> str:
 
 
 def test_the_days_change_sets_the_first_half_of_the_stores_days_and_undoes_it(
-    store_url: str, monkeypatch: pytest.MonkeyPatch
+    open_page: OpenPage, store_url: str
 ) -> None:
     # The fixture's traces start on 1, 2 and 5 November 2026: days 1-5, the first half 1-3.
     days = half_of_the_days(store_url)
     assert days == (date(2026, 11, 1), date(2026, 11, 3))
     change = FilterChange("gpt-4o", days)
     assert change.describe() == "From 2026-11-01 To 2026-11-03 (half the store's days)"
-    at = open_app(monkeypatch, store_url)
+    at = open_page(store_url)
     assert _traces(at) == "3"
     change.apply(at)
     at.run()
@@ -36,11 +35,11 @@ def test_the_days_change_sets_the_first_half_of_the_stores_days_and_undoes_it(
 
 
 def test_the_model_change_selects_the_model_and_undoes_it(
-    store_url: str, monkeypatch: pytest.MonkeyPatch
+    open_page: OpenPage, store_url: str
 ) -> None:
     change = FilterChange("gpt-4o")
     assert change.describe() == "model = gpt-4o"
-    at = open_app(monkeypatch, store_url)
+    at = open_page(store_url)
     change.apply(at)
     at.run()
     assert at.selectbox(key="model").value == "gpt-4o"

@@ -13,10 +13,13 @@ from benchmarks import ui_cache
 from benchmarks.ui_cache import Refused, Request, store_marker_for
 
 
-def _fake_stores(
-    monkeypatch: pytest.MonkeyPatch, markers: dict[Path, str | None]
+def _fake_store(
+    monkeypatch: pytest.MonkeyPatch, path: Path, content: bytes, marker: str | None
 ) -> list[tuple[Path, int]]:
-    """Stores whose markers are ``markers`` (by path); returns the list of builds made."""
+    """A file ``path`` holding ``content``, read as a store whose marker is ``marker``; returns
+    the list of builds made."""
+    path.write_bytes(content)
+    markers = {path: marker}
     monkeypatch.setattr(
         ui_cache, "_read_marker", lambda url: markers.get(Path(url.split("///", 1)[1]))
     )
@@ -31,8 +34,9 @@ def test_a_bench_store_of_another_size_is_measured_as_it_is_unless_rebuild_is_as
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "big.db"
-    path.write_bytes(b"stands for a 10M-message store")
-    built = _fake_stores(monkeypatch, {path: store_marker_for(10_000_000, 7)})
+    built = _fake_store(
+        monkeypatch, path, b"stands for a 10M-message store", store_marker_for(10_000_000, 7)
+    )
     said: list[str] = []
 
     url = ui_cache.ensure(str(path), Request(1_000_000, 7), said.append)
@@ -52,8 +56,7 @@ def test_a_store_the_bench_did_not_build_is_never_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "team.db"
-    path.write_bytes(b"a real store")
-    built = _fake_stores(monkeypatch, {path: None})
+    built = _fake_store(monkeypatch, path, b"a real store", None)
     said: list[str] = []
 
     ui_cache.ensure(str(path), Request(1_000_000, 7, rebuild=True), said.append)
@@ -78,8 +81,9 @@ def test_its_own_store_is_rebuilt_when_its_marker_differs_and_says_why(
 ) -> None:
     monkeypatch.setattr(ui_cache, "BENCH_DIR", tmp_path)
     own = tmp_path / "ui-3m.db"
-    own.write_bytes(b"an older 3M store")
-    built = _fake_stores(monkeypatch, {own: "ui-bench v2 messages=3000000 seed=11"})
+    built = _fake_store(
+        monkeypatch, own, b"an older 3M store", "ui-bench v2 messages=3000000 seed=11"
+    )
     said: list[str] = []
 
     ui_cache.ensure(None, Request(3_000_000, 11), said.append)
@@ -96,20 +100,26 @@ def test_its_own_file_holding_a_foreign_store_is_refused(
 ) -> None:
     monkeypatch.setattr(ui_cache, "BENCH_DIR", tmp_path)
     own = tmp_path / "ui-1m.db"
-    own.write_bytes(b"someone's store")
-    built = _fake_stores(monkeypatch, {own: None})
+    built = _fake_store(monkeypatch, own, b"someone's store", None)
 
     with pytest.raises(Refused, match="was not built by the bench; move it away"):
         ui_cache.ensure(None, Request(1_000_000, 11))
     assert built == []
 
 
-def test_the_bench_times_toollens_summary_in_processes_of_its_own(tmp_path: Path) -> None:
-    from benchmarks.ui_bench import SUMMARY_RUNS, summary_seconds
+def _empty_store(folder: Path) -> str:
+    """The URL of a migrated, empty SQLite store in ``folder``."""
     from db.engine import make_engine
 
-    url = f"sqlite:///{tmp_path / 'store.db'}"
+    url = f"sqlite:///{folder / 'store.db'}"
     make_engine(url).dispose()
+    return url
+
+
+def test_the_bench_times_toollens_summary_in_processes_of_its_own(tmp_path: Path) -> None:
+    from benchmarks.ui_bench import SUMMARY_RUNS, summary_seconds
+
+    url = _empty_store(tmp_path)
     runs = summary_seconds(url)
     assert len(runs) == SUMMARY_RUNS == 3
     assert all(0 < r < 60 for r in runs)
@@ -119,10 +129,8 @@ def test_the_bench_times_toollens_summary_in_processes_of_its_own(tmp_path: Path
 
 def test_the_bench_times_toollens_pairs_in_both_formats(tmp_path: Path) -> None:
     from benchmarks.ui_bench import PAIRS_FORMATS, pairs_seconds
-    from db.engine import make_engine
 
-    url = f"sqlite:///{tmp_path / 'store.db'}"
-    make_engine(url).dispose()
+    url = _empty_store(tmp_path)
     assert PAIRS_FORMATS == ("jsonl", "csv")
     for out_format in PAIRS_FORMATS:
         assert 0 < pairs_seconds(url, out_format) < 60

@@ -20,6 +20,7 @@ from browser_support import (
     REPO,
     RequestRecorder,
     Server,
+    first_error_pair,
     new_context,
     open_page,
     recording_http_server,
@@ -96,15 +97,7 @@ def test_every_page_renders_without_an_error_box_and_a_shared_trace_link_opens_t
     assert traces == 60
     # A trace whose error carried advice the model then acted on (or not): the shared link
     # names the pair of that error.
-    with engine.connect() as conn:
-        display_id, call_seq, call_index = conn.execute(
-            sa.text(
-                "SELECT t.display_id, r.call_seq, r.call_index FROM tool_results r "
-                "JOIN traces t ON t.id = r.trace_id WHERE r.status = 'error' AND r.verdict "
-                "IS NOT NULL AND r.call_seq IS NOT NULL ORDER BY t.display_id, r.message_seq "
-                "LIMIT 1"
-            )
-        ).one()
+    display_id, pair = first_error_pair(engine, with_verdict=True)
     engine.dispose()
     with serve_dashboard(url, tmp_path / "server.log") as server:
         context = new_context(browser)
@@ -116,7 +109,6 @@ def test_every_page_renders_without_an_error_box_and_a_shared_trace_link_opens_t
         context.close()
 
         # The link a colleague was sent, as the very first request of a fresh browser.
-        pair = f"{call_seq}:{call_index}"
         query = urllib.parse.urlencode({"trace": display_id, "pair": pair})
         context = new_context(browser)
         page = context.new_page()

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from browser_support import (
     PAGE_TIMEOUT_MS,
     Server,
+    first_error_pair,
     free_port,
     new_context,
     open_page,
@@ -84,14 +85,7 @@ def team_server(
     folder = tmp_path_factory.mktemp("login")
     url = module_db_url
     engine, _ = scenario_store(folder, url)
-    with engine.connect() as conn:
-        trace, call_seq, call_index = conn.execute(
-            sa.text(
-                "SELECT t.display_id, r.call_seq, r.call_index FROM tool_results r "
-                "JOIN traces t ON t.id = r.trace_id WHERE r.status = 'error' "
-                "AND r.call_seq IS NOT NULL ORDER BY t.display_id, r.message_seq LIMIT 1"
-            )
-        ).one()
+    trace, pair = first_error_pair(engine)
     engine.dispose()
     port = free_port()
     with oidc_provider() as issuer:
@@ -102,7 +96,7 @@ def team_server(
             "--secrets", str(secrets),
         ]  # fmt: skip
         with run_server(command, port, folder / "server.log") as server:
-            yield TeamServer(server, trace, f"{call_seq}:{call_index}", url)
+            yield TeamServer(server, trace, pair, url)
 
 
 def sign_in(page: Any, server: Server, email: str) -> None:
@@ -110,6 +104,19 @@ def sign_in(page: Any, server: Server, email: str) -> None:
     open_page(page, server.url + "/", text="ToolLens")
     authorize(page, server, email)
     open_page(page, server.url + "/", text=pages.OVERVIEW.title)
+
+
+@contextlib.contextmanager
+def signed_in(browser: Any, server: Server, email: str) -> Iterator[Any]:
+    """A page of a fresh browser context, signed in as ``email`` (:func:`sign_in`); the
+    context is closed afterwards."""
+    context = new_context(browser)
+    try:
+        page = context.new_page()
+        sign_in(page, server, email)
+        yield page
+    finally:
+        context.close()
 
 
 def authorize(page: Any, server: Server, email: str) -> None:
@@ -171,10 +178,7 @@ def test_an_email_on_no_role_list_is_refused_and_can_sign_out(
     context = new_context(browser)
     page = context.new_page()
     open_page(page, server.url + "/", text="ToolLens")
-    page.get_by_role("button", name="Log in").click()
-    page.get_by_placeholder("sub").fill(STRANGER)
-    page.get_by_role("button", name="Authorize").click()
-    page.wait_for_url(f"{server.url}/**")
+    authorize(page, server, STRANGER)
     open_page(page, server.url + "/", selector="p", text="is not allowed")
     main = page.locator('[data-testid="stMain"]')
     assert main.get_by_text(f"{STRANGER} is not allowed to use this dashboard.").count() == 1
@@ -187,47 +191,43 @@ def test_a_viewer_reads_but_gets_no_note_correction_upload_or_review_controls(
     browser: Any, team_server: TeamServer
 ) -> None:
     server = team_server.server
-    context = new_context(browser)
-    page = context.new_page()
-    sign_in(page, server, VIEWER)
-    sidebar = page.locator('[data-testid="stSidebar"]')
-    assert sidebar.get_by_text(f"Signed in as {VIEWER} (viewer)").count() == 1
-    assert sidebar.get_by_role("button", name="Sign out").count() == 1
-    assert sidebar.get_by_label("Your name").count() == 0
-    main = trace_page(page, team_server)
-    # The boxes are open and show what is stored, without a form.
-    assert main.get_by_text("Correct what the rules derived").count() == 1
-    assert main.get_by_role("button", name="Add note").count() == 0
-    assert main.get_by_role("button", name="Save correction").count() == 0
-    open_page(page, f"{server.url}{pages.IMPORTS.path}", text=pages.IMPORTS.title)
-    assert main.get_by_text("Uploading traces needs the admin role.").count() == 1
-    assert page.locator('[data-testid="stFileUploader"]').count() == 0
-    open_page(page, f"{server.url}{pages.REVIEW.path}", text=pages.REVIEW.title)
-    assert main.get_by_role("button", name="Mark reviewed").count() == 0
-    # Signing out ends the session: the next visit asks to log in again.
-    sign_out(page, server, sidebar.get_by_role("button", name="Sign out"))
-    assert page.locator('[data-testid="stSidebar"]').count() == 0
-    context.close()
+    with signed_in(browser, server, VIEWER) as page:
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        assert sidebar.get_by_text(f"Signed in as {VIEWER} (viewer)").count() == 1
+        assert sidebar.get_by_role("button", name="Sign out").count() == 1
+        assert sidebar.get_by_label("Your name").count() == 0
+        main = trace_page(page, team_server)
+        # The boxes are open and show what is stored, without a form.
+        assert main.get_by_text("Correct what the rules derived").count() == 1
+        assert main.get_by_role("button", name="Add note").count() == 0
+        assert main.get_by_role("button", name="Save correction").count() == 0
+        open_page(page, f"{server.url}{pages.IMPORTS.path}", text=pages.IMPORTS.title)
+        assert main.get_by_text("Uploading traces needs the admin role.").count() == 1
+        assert page.locator('[data-testid="stFileUploader"]').count() == 0
+        open_page(page, f"{server.url}{pages.REVIEW.path}", text=pages.REVIEW.title)
+        assert main.get_by_role("button", name="Mark reviewed").count() == 0
+        # Signing out ends the session: the next visit asks to log in again.
+        sign_out(page, server, sidebar.get_by_role("button", name="Sign out"))
+        assert page.locator('[data-testid="stSidebar"]').count() == 0
 
 
 def test_a_reviewer_adds_a_note_signed_with_the_email_but_cannot_upload(
     browser: Any, team_server: TeamServer
 ) -> None:
     server = team_server.server
-    context = new_context(browser)
-    page = context.new_page()
-    sign_in(page, server, REVIEWER)
-    assert page.get_by_text(f"Signed in as {REVIEWER} (reviewer)").count() == 1
-    main = trace_page(page, team_server)
-    assert main.get_by_role("button", name="Add note").count() == 2  # the trace, the pair
-    assert main.get_by_role("button", name="Save correction").count() == 1
-    form = main.locator('[data-testid="stForm"]', has=page.get_by_role("button", name="Add note"))
-    form.first.get_by_label("Note").fill("the retry storm starts here")
-    form.first.get_by_role("button", name="Add note").click()
-    page.get_by_text("the retry storm starts here").first.wait_for()
-    open_page(page, f"{server.url}{pages.IMPORTS.path}", text=pages.IMPORTS.title)
-    assert page.locator('[data-testid="stFileUploader"]').count() == 0
-    context.close()
+    with signed_in(browser, server, REVIEWER) as page:
+        assert page.get_by_text(f"Signed in as {REVIEWER} (reviewer)").count() == 1
+        main = trace_page(page, team_server)
+        assert main.get_by_role("button", name="Add note").count() == 2  # the trace, the pair
+        assert main.get_by_role("button", name="Save correction").count() == 1
+        form = main.locator(
+            '[data-testid="stForm"]', has=page.get_by_role("button", name="Add note")
+        )
+        form.first.get_by_label("Note").fill("the retry storm starts here")
+        form.first.get_by_role("button", name="Add note").click()
+        page.get_by_text("the retry storm starts here").first.wait_for()
+        open_page(page, f"{server.url}{pages.IMPORTS.path}", text=pages.IMPORTS.title)
+        assert page.locator('[data-testid="stFileUploader"]').count() == 0
     engine = make_engine(team_server.url)
     with engine.connect() as conn:
         notes = conn.execute(sa.text("SELECT note, author, updated_by FROM annotations")).all()

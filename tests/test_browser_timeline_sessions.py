@@ -8,6 +8,7 @@ Langfuse exports (one session of three traces, ``session_abc``) and the JSON tra
 
 from __future__ import annotations
 
+import contextlib
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -63,6 +64,21 @@ def served(
         yield Served(server.url, module_db_url, name)
 
 
+@contextlib.contextmanager
+def _wide_page(browser: Any, url: str, **ready: str) -> Iterator[Any]:
+    """A 1440×900 page in a fresh context, opened on ``url`` and ready (``open_page`` with
+    ``ready``), with no error shown; the context is closed afterwards."""
+    context = new_context(browser)
+    try:
+        page = context.new_page()
+        page.set_viewport_size({"width": 1440, "height": 900})
+        open_page(page, url, **ready)
+        assert page.locator(ERROR_BOXES).count() == 0
+        yield page
+    finally:
+        context.close()
+
+
 def _query(page: Any) -> dict[str, list[str]]:
     return urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)
 
@@ -77,12 +93,9 @@ def test_a_timeline_bar_opens_its_pair(browser: Any, served: Served) -> None:
     tools = bars[(bars["kind"] == "tool") & (bars["status"] == "success")]
     target = 40
     expected = str(tools["pair"].iloc[target])
-    context = new_context(browser)
-    try:
-        page = context.new_page()
-        page.set_viewport_size({"width": 1440, "height": 900})
-        open_page(page, f"{served.url}{pages.TRACE.path}?trace={SESSION}", selector="h3")
-        assert page.locator(ERROR_BOXES).count() == 0
+    with _wide_page(
+        browser, f"{served.url}{pages.TRACE.path}?trace={SESSION}", selector="h3"
+    ) as page:
         page.locator(CAPTIONS, has_text="Time in UTC; 448 bars.").wait_for(timeout=TIMEOUT_MS)
         chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)
         chart.scroll_into_view_if_needed()
@@ -98,17 +111,12 @@ def test_a_timeline_bar_opens_its_pair(browser: Any, served: Served) -> None:
         open_page(page, page.url, selector="h3")
         here = page.locator(f".st-key-here_{expected.replace(':', '_')}")
         here.first.wait_for(timeout=TIMEOUT_MS)
-    finally:
-        context.close()
 
 
 def test_the_sessions_page_lists_sessions_and_opens_one(browser: Any, served: Served) -> None:
-    context = new_context(browser)
-    try:
-        page = context.new_page()
-        page.set_viewport_size({"width": 1440, "height": 900})
-        open_page(page, f"{served.url}{pages.SESSIONS.path}", text=pages.SESSIONS.title)
-        assert page.locator(ERROR_BOXES).count() == 0
+    with _wide_page(
+        browser, f"{served.url}{pages.SESSIONS.path}", text=pages.SESSIONS.title
+    ) as page:
         page.locator(CAPTIONS, has_text="5 sessions").wait_for(timeout=TIMEOUT_MS)
         save_screenshot(page, SCREENSHOTS / f"sessions-{served.name}.png")
         page.get_by_text("Two traces or more").click()
@@ -121,19 +129,14 @@ def test_the_sessions_page_lists_sessions_and_opens_one(browser: Any, served: Se
         page.wait_for_url("**session=session_abc**", timeout=TIMEOUT_MS)
         page.locator(CAPTIONS, has_text="3 traces in order of start").wait_for(timeout=TIMEOUT_MS)
         save_screenshot(page, SCREENSHOTS / f"session-{served.name}.png")
-    finally:
-        context.close()
 
 
 def test_a_large_json_result_is_folded_and_its_markup_stays_text(
     browser: Any, served: Served
 ) -> None:
-    context = new_context(browser)
-    try:
-        page = context.new_page()
-        page.set_viewport_size({"width": 1440, "height": 900})
-        open_page(page, f"{served.url}{pages.TRACE.path}?trace=json-1&pair=1:0", selector="h3")
-        assert page.locator(ERROR_BOXES).count() == 0
+    with _wide_page(
+        browser, f"{served.url}{pages.TRACE.path}?trace=json-1&pair=1:0", selector="h3"
+    ) as page:
         summary = "JSON object of 2 keys, 21,583 chars"
         page.locator(CAPTIONS, has_text=summary).first.wait_for(timeout=TIMEOUT_MS)
         tree = page.locator('[data-testid="stJson"]').first
@@ -151,5 +154,3 @@ def test_a_large_json_result_is_folded_and_its_markup_stays_text(
         assert page.locator('[data-testid="stMain"] img[src="x"]').count() == 0
         assert page.locator('[data-testid="stMain"] a[href="http://evil.example"]').count() == 0
         save_screenshot(page, SCREENSHOTS / f"json-opened-{served.name}.png")
-    finally:
-        context.close()

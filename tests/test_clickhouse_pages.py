@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from conftest import CLICKHOUSE_CLUSTER, clickhouse_addresses, clickhouse_unavailable
-from dbfixture import open_app
+from dbfixture import OpenPage, open_app
 from page_support import metrics, open_section
 from typer.testing import CliRunner
 
@@ -123,10 +123,9 @@ def test_every_page_shows_on_clickhouse_the_figures_sqlite_shows(
 
 
 def test_the_overview_counts_every_trace_imported(
-    monkeypatch: pytest.MonkeyPatch, clickhouse_store: str, realdata: Path
+    open_page: OpenPage, clickhouse_store: str, realdata: Path
 ) -> None:
-    at = open_app(monkeypatch, clickhouse_store)
+    at = open_page(clickhouse_store)
     # The 3 Claude Code sessions and the traces of the Langfuse exports and OpenAI chat files
     # (as `toollens import` into SQLite counts them: "218 traces imported").
-    assert not at.exception
     assert metrics(at)["Traces"] == "218"

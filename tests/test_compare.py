@@ -7,13 +7,15 @@ import math
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
 import pandas as pd
 import pytest
 import sqlalchemy as sa
-from dbfixture import open_app
+from dbfixture import OpenPage
+from generated_change import FLAGGED
 from typer.testing import CliRunner
 
 from dashboard.render import escape_markdown
@@ -40,37 +42,6 @@ from ingest.scenarios.populations import BASELINE, CANDIDATE, generate_populatio
 
 runner = CliRunner()
 TRACES = 300
-
-#: What the generated change did, and every consequence it must have — nothing else may be
-#: flagged. (tool, metric) -> verdict; ``None`` is all tools.
-EXPECTED = {
-    # The flight search's error rate doubles, the added half a new invalid-date error without
-    # advice (so the error_without_suggestion finding doubles with it).
-    ("search_flights", "error_rate"): "worse",
-    ("search_flights", "error_type:invalid_params"): "worse",
-    ("search_flights", "finding:error_without_suggestion"): "worse",
-    (None, "error_rate"): "worse",
-    (None, "error_type:invalid_params"): "worse",
-    (None, "finding:error_without_suggestion"): "worse",
-    # The notes-reading loop disappears: fewer calls, no wasted tokens, shorter runs.
-    ("read_file", "loop_rate"): "better",
-    ("read_file", "wasted_tokens_per_trace"): "better",
-    ("read_file", "calls_per_trace"): "changed",
-    (None, "loop_rate"): "better",
-    (None, "wasted_tokens_per_trace"): "better",
-    (None, "calls_per_trace"): "changed",
-    (None, "duration_s"): "better",
-    # Shorter runs: every Tool Message is read again by fewer later model calls, the weather's
-    # and the flight search's too, and the notes are no longer read three times over.
-    ("read_file", "reread_tokens_per_trace"): "better",
-    ("read_file", "cost_per_trace"): "better",
-    ("search_flights", "reread_tokens_per_trace"): "better",
-    ("search_flights", "cost_per_trace"): "better",
-    ("get_weather", "reread_tokens_per_trace"): "better",
-    ("get_weather", "cost_per_trace"): "better",
-    (None, "reread_tokens_per_trace"): "better",
-    (None, "cost_per_trace"): "better",
-}
 
 
 # --- filters as query strings ----------------------------------------------------------------
@@ -280,21 +251,26 @@ def population_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pa
     )
 
 
-@pytest.fixture
-def two_runs(db_url: str, population_files: tuple[Path, Path]) -> str:
-    """A store whose import 1 is the baseline population and import 2 the candidate."""
-    engine = make_engine(db_url)
+def _import_both(url: str, population_files: tuple[Path, Path]) -> str:
+    """The store at ``url`` with import 1 the baseline population and import 2 the candidate."""
+    engine = make_engine(url)
     for path in population_files:
         import_paths(engine, [path], workers=0)
     engine.dispose()
-    return db_url
+    return url
+
+
+@pytest.fixture
+def two_runs(db_url: str, population_files: tuple[Path, Path]) -> str:
+    """A store whose import 1 is the baseline population and import 2 the candidate."""
+    return _import_both(db_url, population_files)
 
 
 def test_the_known_differences_are_found_and_nothing_else_is_flagged(two_runs: str) -> None:
     engine = make_engine(two_runs)
     result = compare_sets(engine, Filters(import_id=1), Filters(import_id=2))
     assert (result.baseline_traces, result.candidate_traces) == (TRACES, TRACES)
-    assert {(d.tool, d.metric): d.verdict for d in result.flagged()} == EXPECTED
+    assert {(d.tool, d.metric): d.verdict for d in result.flagged()} == FLAGGED
     weather = [d for d in result.differences if d.tool == "get_weather"]
     assert len(weather) == 14
     # The weather tool gives no advice, so no result has a verdict to follow; its results
@@ -320,14 +296,20 @@ def test_the_known_differences_are_found_and_nothing_else_is_flagged(two_runs: s
     engine.dispose()
 
 
-def test_a_tag_picks_a_trace_set(two_runs: str) -> None:
-    engine = make_engine(two_runs)
+def _two_traces_given(url: str, values: dict[Any, Any]) -> sa.Engine:
+    """An engine on ``url``, whose traces baseline-000 and candidate-001 are given ``values``."""
+    engine = make_engine(url)
     with engine.begin() as conn:
         conn.execute(
             sa.update(TraceRow)
             .where(TraceRow.display_id.in_(["baseline-000", "candidate-001"]))
-            .values(tags=["canary", "v2"])
+            .values(values)
         )
+    return engine
+
+
+def test_a_tag_picks_a_trace_set(two_runs: str) -> None:
+    engine = _two_traces_given(two_runs, {TraceRow.tags: ["canary", "v2"]})
     picked = trace_set(engine, parse_query("tag=canary")).traces["display_id"].tolist()
     assert picked == ["baseline-000", "candidate-001"]
     assert trace_set(engine, parse_query("tag=v2&import=2")).traces["display_id"].tolist() == [
@@ -338,13 +320,8 @@ def test_a_tag_picks_a_trace_set(two_runs: str) -> None:
 
 
 def test_a_metadata_value_picks_a_trace_set(two_runs: str) -> None:
-    engine = make_engine(two_runs)
-    with engine.begin() as conn:
-        conn.execute(
-            sa.update(TraceRow)
-            .where(TraceRow.display_id.in_(["baseline-000", "candidate-001"]))
-            .values({TraceRow.meta: {"env": "staging", "shard": 3, 'odd "key"': "x"}})
-        )
+    meta = {"env": "staging", "shard": 3, 'odd "key"': "x"}
+    engine = _two_traces_given(two_runs, {TraceRow.meta: meta})
     picked = trace_set(engine, parse_query("meta=env:staging")).traces["display_id"].tolist()
     assert picked == ["baseline-000", "candidate-001"]
     by_number = trace_set(engine, parse_query("meta=shard:3&import=2")).traces
@@ -413,21 +390,13 @@ def test_the_gate_rejects_what_it_cannot_read(
 
 @pytest.fixture
 def two_runs_sqlite(sqlite_url: str, population_files: tuple[Path, Path]) -> str:
-    engine = make_engine(sqlite_url)
-    for path in population_files:
-        import_paths(engine, [path], workers=0)
-    engine.dispose()
-    return sqlite_url
+    """:func:`two_runs` on SQLite only."""
+    return _import_both(sqlite_url, population_files)
 
 
-def test_the_page_shows_the_known_differences(
-    monkeypatch: pytest.MonkeyPatch, two_runs_sqlite: str
-) -> None:
-    at = open_app(
-        monkeypatch,
-        two_runs_sqlite,
-        page="views/compare.py",
-        params={"baseline": "import=1", "candidate": "import=2"},
+def test_the_page_shows_the_known_differences(open_page: OpenPage, two_runs_sqlite: str) -> None:
+    at = open_page(
+        two_runs_sqlite, "views/compare.py", {"baseline": "import=1", "candidate": "import=2"}
     )
     assert not at.exception and not at.error
     assert [(m.label, m.value) for m in at.metric] == [
@@ -440,7 +409,7 @@ def test_the_page_shows_the_known_differences(
         for t, m, v in zip(flagged["tool"], flagged["metric"], flagged["verdict"], strict=True)
     } == {
         ("(all tools)" if tool is None else tool, metric_spec(metric).label): verdict
-        for (tool, metric), verdict in EXPECTED.items()
+        for (tool, metric), verdict in FLAGGED.items()
     }
     rate = flagged[
         (flagged["tool"] == "search_flights")
@@ -469,13 +438,12 @@ def test_the_page_shows_the_known_differences(
 
 
 def test_the_page_names_a_filter_it_cannot_read_and_waits_for_both(
-    monkeypatch: pytest.MonkeyPatch, two_runs_sqlite: str
+    open_page: OpenPage, two_runs_sqlite: str
 ) -> None:
-    at = open_app(
-        monkeypatch,
+    at = open_page(
         two_runs_sqlite,
-        page="views/compare.py",
-        params={"baseline": "import=1", "candidate": "[x](https://e.x)=red"},
+        "views/compare.py",
+        {"baseline": "import=1", "candidate": "[x](https://e.x)=red"},
     )
     # Shown as text: the markdown link in the user's filter is escaped.
     assert [e.value for e in at.error] == [
@@ -485,7 +453,7 @@ def test_the_page_names_a_filter_it_cannot_read_and_waits_for_both(
         )
     ]
     assert not at.metric
-    waiting = open_app(monkeypatch, two_runs_sqlite, page="views/compare.py")
+    waiting = open_page(two_runs_sqlite, "views/compare.py")
     assert not waiting.error and not waiting.metric
     assert waiting.info[0].value.startswith("Write a baseline and a candidate filter above")
 

@@ -15,6 +15,7 @@ import orjson
 import pytest
 import sqlalchemy as sa
 from cost_traces import stored_traces
+from dbfixture import OpenPage
 from typer.testing import CliRunner
 
 from db.engine import make_engine
@@ -165,22 +166,17 @@ def test_toollens_compare_prints_the_cost_per_trace_and_gates_on_it(
 
 
 def test_the_compare_page_shows_the_cost_per_trace(
-    monkeypatch: pytest.MonkeyPatch, sqlite_url: str
+    open_page: OpenPage, monkeypatch: pytest.MonkeyPatch, sqlite_url: str
 ) -> None:
-    from dbfixture import open_app
 
     monkeypatch.delenv(PRICES_ENV, raising=False)
     engine = make_engine(sqlite_url)
     import_traces(engine, [*_runs("measured", "b"), *_runs("unpriced", "b")])
     import_traces(engine, [*_runs("estimated", "c"), *_runs("unpriced", "c")])
     engine.dispose()
-    at = open_app(
-        monkeypatch,
-        sqlite_url,
-        page="views/compare.py",
-        params={"baseline": "import=1", "candidate": "import=2"},
+    at = open_page(
+        sqlite_url, "views/compare.py", {"baseline": "import=1", "candidate": "import=2"}
     )
-    assert not at.exception
     table = at.dataframe[-1].value
     shown = table[table["metric"].str.startswith("Tool Message cost per trace")].iloc[0]
     assert shown[["baseline_traces", "candidate_traces", "baseline", "candidate"]].tolist() == [

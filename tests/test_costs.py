@@ -16,6 +16,7 @@ from cost_traces import (
     stored_traces,
     tool,
 )
+from dbfixture import OpenPage
 
 from ingest.analysis.facts import ResultFacts
 from ingest.analysis.prices import DEFAULT_PRICES, PriceError, load, parse
@@ -255,9 +256,8 @@ def test_costs_are_stored_summed_in_the_rollups_and_listed_with_the_pairs(
 
 
 def test_the_tokens_page_shows_what_each_tool_costs_and_opens_the_most_expensive(
-    monkeypatch: pytest.MonkeyPatch, sqlite_url: str
+    open_page: OpenPage, monkeypatch: pytest.MonkeyPatch, sqlite_url: str
 ) -> None:
-    from dbfixture import open_app
     from page_support import assert_opened, metrics, select_row
 
     from dashboard import pages
@@ -270,8 +270,7 @@ def test_the_tokens_page_shows_what_each_tool_costs_and_opens_the_most_expensive
     import_traces(engine, stored_traces())
     engine.dispose()
     params = {"tokens_tab": "What it costs"}
-    at = open_app(monkeypatch, sqlite_url, page=pages.TOKENS.script, params=params)
-    assert not at.exception
+    at = open_page(sqlite_url, pages.TOKENS.script, params)
     shown = metrics(at)
     assert {k: shown[k] for k in ("Tokens added", "Tokens re-read", "Cost", "Measured")} == {
         "Tokens added": "2,910",

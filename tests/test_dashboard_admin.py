@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import sqlalchemy as sa
-from dbfixture import build_pages2_database, open_app
+from dbfixture import OpenPage, build_pages2_database
 
 from dashboard import pages
 from db.engine import make_engine
@@ -41,22 +41,20 @@ def _buttons(at: object) -> list[str]:
 
 
 def test_without_the_admin_flag_there_is_no_delete_button(
-    monkeypatch: pytest.MonkeyPatch, own_store: str
+    open_page: OpenPage, monkeypatch: pytest.MonkeyPatch, own_store: str
 ) -> None:
     monkeypatch.delenv("TOOLLENS_ADMIN", raising=False)
-    at = open_app(monkeypatch, own_store, page=IMPORTS, params={"import": "2"})
-    assert not at.exception
+    at = open_page(own_store, IMPORTS, {"import": "2"})
     assert "Delete this import" not in _buttons(at)
-    at = open_app(monkeypatch, own_store, page=TRACE, params={"trace": "run-a"})
+    at = open_page(own_store, TRACE, {"trace": "run-a"})
     assert "Delete this trace" not in _buttons(at)
 
 
 def test_an_admin_deletes_an_import_after_confirming(
-    monkeypatch: pytest.MonkeyPatch, own_store: str
+    open_page: OpenPage, monkeypatch: pytest.MonkeyPatch, own_store: str
 ) -> None:
     monkeypatch.setenv("TOOLLENS_ADMIN", "1")
-    at = open_app(monkeypatch, own_store, page=IMPORTS, params={"import": "2"})
-    assert not at.exception
+    at = open_page(own_store, IMPORTS, {"import": "2"})
     at.button(key="delete_import").click().run()
     assert [w.value for w in at.warning] == [
         "Delete import 2? This removes imports 1, rejected_records 2, traces 1, findings 2, "
@@ -76,11 +74,10 @@ def test_an_admin_deletes_an_import_after_confirming(
 
 
 def test_an_admin_deletes_a_trace_after_confirming(
-    monkeypatch: pytest.MonkeyPatch, own_store: str
+    open_page: OpenPage, monkeypatch: pytest.MonkeyPatch, own_store: str
 ) -> None:
     monkeypatch.setenv("TOOLLENS_ADMIN", "1")
-    at = open_app(monkeypatch, own_store, page=TRACE, params={"trace": "run-a"})
-    assert not at.exception
+    at = open_page(own_store, TRACE, {"trace": "run-a"})
     at.button(key="delete_trace").click().run()
     assert at.warning[0].value.startswith("Delete trace run-a? This removes traces 1, ")
     at.button(key="delete_trace_yes").click().run()
@@ -96,7 +93,7 @@ def test_an_admin_deletes_a_trace_after_confirming(
 
 
 def test_the_imports_page_shows_what_each_import_redacted(
-    monkeypatch: pytest.MonkeyPatch, own_store: str
+    open_page: OpenPage, own_store: str
 ) -> None:
     engine = make_engine(own_store)
     third = start_import(engine, origin="cli", paths=["x.jsonl"], encoding="o200k_base")
@@ -104,7 +101,7 @@ def test_the_imports_page_shows_what_each_import_redacted(
     fourth = start_import(engine, origin="cli", paths=["y.jsonl"], encoding="o200k_base")
     finish_import(engine, fourth, state="done", redactions={})
     engine.dispose()
-    at = open_app(monkeypatch, own_store, page=IMPORTS)
+    at = open_page(own_store, IMPORTS)
     history = at.dataframe[0].value
     assert list(history["id"]) == [4, 3, 2, 1]
     # Imports 1 and 2 were written before redaction existed: nothing is known of them.

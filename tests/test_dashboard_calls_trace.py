@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import sqlalchemy as sa
-from dbfixture import BIG_RESULT, UNTRUSTED, build_fixture, open_app
+from dbfixture import BIG_RESULT, UNTRUSTED, OpenPage, build_fixture
 
 from dashboard import pages
 from db.queries import traces as tq
@@ -229,31 +229,21 @@ def _texts(at: Any, *kinds: str) -> list[str]:
 MARKDOWN_KINDS = ("markdown", "caption", "info", "warning", "error", "subheader", "title")
 
 
-def test_calls_page_shows_one_page_of_pairs(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
-) -> None:
-    at = open_app(monkeypatch, store_url, page=pages.CALLS.script)
-    assert not at.exception
+def test_calls_page_shows_one_page_of_pairs(open_page: OpenPage, store_url: str) -> None:
+    at = open_page(store_url, pages.CALLS.script)
     table = at.dataframe[0].value
     assert table["pair"].tolist() == list_pairs(sa.create_engine(store_url))["pair"].tolist()
     assert "10 rows · page 1 of 1 · select a row to open it" in _texts(at, "caption")
 
 
-def test_calls_page_filters_come_from_the_url(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
-) -> None:
-    at = open_app(
-        monkeypatch, store_url, page=pages.CALLS.script, params={"pair_state": "missing_result"}
-    )
-    assert not at.exception
+def test_calls_page_filters_come_from_the_url(open_page: OpenPage, store_url: str) -> None:
+    at = open_page(store_url, pages.CALLS.script, {"pair_state": "missing_result"})
     assert at.selectbox(key="pair_state").value == "missing_result"
     assert at.dataframe[0].value[["trace", "tool"]].values.tolist() == [["orders-7", "send_email"]]
 
 
-def test_selecting_a_pair_opens_it_on_the_trace_page(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
-) -> None:
-    at = open_app(monkeypatch, store_url, page=pages.CALLS.script)
+def test_selecting_a_pair_opens_it_on_the_trace_page(open_page: OpenPage, store_url: str) -> None:
+    at = open_page(store_url, pages.CALLS.script)
     at.session_state["pairs_table"] = {"selection": {"rows": [4], "columns": [], "cells": []}}
     at.run()
     assert not at.exception
@@ -263,13 +253,8 @@ def test_selecting_a_pair_opens_it_on_the_trace_page(
     assert [w.value for w in selected.warning] == ["No result ever came back for this call."]
 
 
-def test_trace_page_puts_the_selected_pair_first(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
-) -> None:
-    at = open_app(
-        monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "orders-7", "pair": "4:0"}
-    )
-    assert not at.exception
+def test_trace_page_puts_the_selected_pair_first(open_page: OpenPage, store_url: str) -> None:
+    at = open_page(store_url, pages.TRACE.script, {"trace": "orders-7", "pair": "4:0"})
     selected = next(e for e in at.expander if e.label == "Selected pair")
     # Tool output in monospace code blocks: JSON highlighted, plain text as it is.
     assert [(c.value, c.language) for c in selected.code] == [
@@ -291,10 +276,9 @@ def test_trace_page_puts_the_selected_pair_first(
 
 
 def test_trace_page_shows_pairing_problems_where_they_happen(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
+    open_page: OpenPage, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "orders-7"})
-    assert not at.exception
+    at = open_page(store_url, pages.TRACE.script, {"trace": "orders-7"})
     assert _texts(at, "warning") == [
         "No result ever came back for this call.",
         "Orphan result: no call in this trace has its id.",
@@ -313,10 +297,9 @@ def test_trace_page_shows_pairing_problems_where_they_happen(
 
 
 def test_trace_page_marks_late_results_and_corrected_types(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
+    open_page: OpenPage, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "docs-3"})
-    assert not at.exception
+    at = open_page(store_url, pages.TRACE.script, {"trace": "docs-3"})
     captions = _texts(at, "caption")
     assert (
         "#3 tool · 6 tokens · Result of the call 1:0, shown beside it above. It arrived late: "
@@ -327,10 +310,9 @@ def test_trace_page_marks_late_results_and_corrected_types(
 
 
 def test_trace_page_collapses_oversized_results_with_their_size(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
+    open_page: OpenPage, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "weather-1"})
-    assert not at.exception
+    at = open_page(store_url, pages.TRACE.script, {"trace": "weather-1"})
     labels = [e.label for e in at.expander]
     # A JSON result: folded, its text a click away.
     assert f"Show as text ({len(BIG_RESULT):,} chars, 3,000 tokens)" in labels
@@ -338,20 +320,15 @@ def test_trace_page_collapses_oversized_results_with_their_size(
     assert any(r":red-badge[3rd time]" in m for m in _texts(at, "markdown"))
 
 
-def test_trace_content_is_never_rendered_as_markdown(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
-) -> None:
-    at = open_app(monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "orders-7"})
+def test_trace_content_is_never_rendered_as_markdown(open_page: OpenPage, store_url: str) -> None:
+    at = open_page(store_url, pages.TRACE.script, {"trace": "orders-7"})
     assert UNTRUSTED in _texts(at, "code", "text")
     for text in _texts(at, *MARKDOWN_KINDS):
         assert "evil.example" not in text.replace("\\", ""), text
 
 
-def test_an_unknown_trace_id_is_reported_escaped(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
-) -> None:
-    at = open_app(monkeypatch, store_url, page=pages.TRACE.script, params={"trace": "[x](y)"})
-    assert not at.exception
+def test_an_unknown_trace_id_is_reported_escaped(open_page: OpenPage, store_url: str) -> None:
+    at = open_page(store_url, pages.TRACE.script, {"trace": "[x](y)"})
     assert _texts(at, "warning") == [r"No trace has the id \[x\]\(y\)."]
 
 
@@ -362,11 +339,8 @@ def test_the_trace_picker_pages_through_every_match(store: sa.Engine) -> None:
     assert search_traces(store, limit=2, offset=3).empty
 
 
-def test_trace_picker_opens_the_selected_trace(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
-) -> None:
-    at = open_app(monkeypatch, store_url, page=pages.TRACE.script)
-    assert not at.exception
+def test_trace_picker_opens_the_selected_trace(open_page: OpenPage, store_url: str) -> None:
+    at = open_page(store_url, pages.TRACE.script)
     assert _texts(at, "info") == ["Pick a trace above, or open one from the Tool calls page."]
     picker = at.dataframe[0].value
     assert picker["trace"].tolist() == ["orders-7", "weather-1", "docs-3"]

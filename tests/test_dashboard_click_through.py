@@ -12,36 +12,16 @@ import re
 from typing import Any
 
 import pytest
-from dbfixture import open_app
-from page_support import captions, metrics
+from dbfixture import OpenStorePage
+from page_support import captions, metrics, select_points, select_row
 
 from dashboard import pages
 from dashboard.render import escape_markdown
-from dashboard.selection import GENERATION_SUFFIX, brushed_range, picked_point
+from dashboard.selection import brushed_range, picked_point
 from db.contract.vocabulary import VERDICTS
 from db.queries.filters import parse_query
 from db.rollups.read import used_dims
 from db.rollups.upkeep import Dim
-
-
-def select_points(at: Any, key: str, points: list[dict[str, Any]], box: Any = ()) -> Any:
-    """Select ``points`` (and a ``box``) on the chart ``key``, as a click or a drag does."""
-    counter = key + GENERATION_SUFFIX
-    generation = at.session_state[counter] if counter in at.session_state else 0  # noqa: SIM401
-    at.session_state[f"{key}__{generation}"] = {
-        "selection": {
-            "points": points,
-            "point_indices": [p["point_index"] for p in points],
-            "box": list(box),
-            "lasso": [],
-        }
-    }
-    return at.run()
-
-
-def select_row(at: Any, key: str, row: int) -> Any:
-    at.session_state[key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
-    return at.run()
 
 
 def _title(at: Any) -> list[str]:
@@ -88,10 +68,9 @@ def test_a_box_brushed_on_a_chart_of_days_or_weeks_is_the_whole_days_it_touches(
 
 
 def test_clicking_a_bucket_of_the_overview_time_series_filters_to_that_hour(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Activity"})
-    assert not at.exception
+    at = open_analysis_page(params={"overview_tab": "Activity"})
     assert metrics(at)["Traces"] == "3"
     assert any(c.startswith("Per hour: Tool Messages") for c in captions(at))
     # 24 hourly buckets, 22 of them empty: the errors curve (1) of the first bucket.
@@ -119,9 +98,9 @@ def test_clicking_a_bucket_of_the_overview_time_series_filters_to_that_hour(
 
 
 def test_brushing_the_time_series_filters_to_the_brushed_minutes(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Activity"})
+    at = open_analysis_page(params={"overview_tab": "Activity"})
     box = {"xref": "x", "yref": "y", "x": ["2025-01-02 08:30:10", "2025-01-02 09:45:50"]}
     select_points(at, "activity", [], box=[box])
     assert not at.exception
@@ -133,13 +112,20 @@ def test_brushing_the_time_series_filters_to_the_brushed_minutes(
     assert any(c.startswith("Per minute: Tool Messages") for c in captions(at))
 
 
+def _click_distribution_bar(open_page: OpenStorePage, chart: str, point: int) -> Any:
+    """The Overview's Distributions tab with bar ``point`` of the first series of ``chart``
+    clicked."""
+    at = open_page(params={"overview_tab": "Distributions"})
+    select_points(at, chart, [{"curve_number": 0, "point_index": point}])
+    return at
+
+
 def test_a_bar_of_errors_by_type_lists_those_errors_on_the_tool_calls_page(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Distributions"})
     # Errors by type, biggest on top: rate_limit 3, conflict 2, invalid_params 1; bars are
     # drawn bottom-up, so point 2 is rate_limit.
-    select_points(at, "errors_by_type", [{"curve_number": 0, "point_index": 2}])
+    at = _click_distribution_bar(open_analysis_page, "errors_by_type", 2)
     assert not at.exception
     assert _title(at) == ["Tool calls"]
     assert (at.session_state["status"], at.session_state["error_type"]) == ("error", "rate_limit")
@@ -147,21 +133,19 @@ def test_a_bar_of_errors_by_type_lists_those_errors_on_the_tool_calls_page(
 
 
 def test_a_verdict_bar_lists_the_results_with_that_verdict(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Distributions"})
     # Verdicts top-down in VERDICTS order, drawn bottom-up: the last point is the first.
-    select_points(at, "verdicts", [{"curve_number": 0, "point_index": len(VERDICTS) - 1}])
+    at = _click_distribution_bar(open_analysis_page, "verdicts", len(VERDICTS) - 1)
     assert _title(at) == ["Tool calls"]
     assert at.session_state["verdict"] == VERDICTS[0] == "followed"
     assert _rows_caption(at).startswith("2 rows")  # run-a's second error, run-b's search
 
 
 def test_a_token_size_bar_lists_the_tool_messages_of_that_size_biggest_first(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Distributions"})
-    select_points(at, "token_sizes", [{"curve_number": 0, "point_index": 0}])
+    at = _click_distribution_bar(open_analysis_page, "token_sizes", 0)
     assert _title(at) == ["Tool calls"]
     assert (at.session_state["tmin"], at.session_state["tmax"]) == (0, 100)
     assert (at.session_state["sort"], at.session_state["desc"]) == ("tokens", True)
@@ -170,19 +154,16 @@ def test_a_token_size_bar_lists_the_tool_messages_of_that_size_biggest_first(
 
 
 def test_an_occurrence_bar_opens_the_loops_at_that_threshold(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Distributions"})
-    select_points(at, "occurrences", [{"curve_number": 0, "point_index": 2}])
+    at = _click_distribution_bar(open_analysis_page, "occurrences", 2)
     assert _title(at) == ["Loops"]
     assert at.session_state["k"] == 3
     assert metrics(at)["Loops"] == "2"  # run-a's get_weather and run-c's read_file
 
 
-def test_a_tool_of_the_scorecard_lists_its_calls(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
-) -> None:
-    at = open_app(monkeypatch, analysis_store_url, params={"overview_tab": "Scorecard"})
+def test_a_tool_of_the_scorecard_lists_its_calls(open_analysis_page: OpenStorePage) -> None:
+    at = open_analysis_page(params={"overview_tab": "Scorecard"})
     card = next(df.value for df in at.dataframe if "top_error_type" in df.value.columns)
     row = card["tool"].tolist().index("get_weather")
     select_row(at, "scorecard", row)
@@ -192,10 +173,8 @@ def test_a_tool_of_the_scorecard_lists_its_calls(
     assert _rows_caption(at).startswith("4 rows")  # run-a's three calls, run-b's one
 
 
-def test_a_finding_row_lists_the_pairs_with_that_finding(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
-) -> None:
-    at = open_app(monkeypatch, analysis_store_url)
+def test_a_finding_row_lists_the_pairs_with_that_finding(open_analysis_page: OpenStorePage) -> None:
+    at = open_analysis_page()
     findings = next(df.value for df in at.dataframe if "label" in df.value.columns)
     select_row(at, "top_findings", findings["finding"].tolist().index("oversized"))
     assert _title(at) == ["Tool calls"]
@@ -204,9 +183,9 @@ def test_a_finding_row_lists_the_pairs_with_that_finding(
 
 
 def test_an_oversized_tool_lists_its_tool_messages_over_budget(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url)
+    at = open_analysis_page()
     select_row(at, "top_oversized", 0)
     assert _title(at) == ["Tool calls"]
     assert at.session_state["tool"] == "get_weather"
@@ -215,14 +194,9 @@ def test_an_oversized_tool_lists_its_tool_messages_over_budget(
 
 
 def test_a_tool_of_the_loops_chart_becomes_the_tool_filter(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(
-        monkeypatch,
-        analysis_store_url,
-        page=pages.LOOPS.script,
-        params={"k": "2", "loops_tab": "Per tool"},
-    )
+    at = open_analysis_page(pages.LOOPS.script, {"k": "2", "loops_tab": "Per tool"})
     assert metrics(at)["Loops"] == "3"
     # Tools by loops: get_weather, read_file, write_file (one loop each; ties by name).
     select_points(at, "loops_by_tool", [{"curve_number": 0, "point_index": 1}])
@@ -232,9 +206,9 @@ def test_a_tool_of_the_loops_chart_becomes_the_tool_filter(
 
 
 def test_a_tool_of_the_token_quantiles_lists_its_biggest_tool_messages(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=pages.TOKENS.script)
+    at = open_analysis_page(pages.TOKENS.script)
     quantiles = at.dataframe(key="quantiles_table").value
     select_row(at, "quantiles_table", quantiles["tool"].tolist().index("write_file"))
     assert [t.value for t in at.title] == ["Tool calls"]
@@ -244,9 +218,9 @@ def test_a_tool_of_the_token_quantiles_lists_its_biggest_tool_messages(
 
 
 def test_a_verdict_bar_of_the_suggestions_page_lists_those_results(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=pages.SUGGESTIONS.script)
+    at = open_analysis_page(pages.SUGGESTIONS.script)
     # Curves by suggestion kind (sorted): missing_param (ignored, no next action),
     # retry_after (followed, ignored), use_instead (followed).
     select_points(at, "verdicts", [{"curve_number": 0, "point_index": 1}])
@@ -256,12 +230,9 @@ def test_a_verdict_bar_of_the_suggestions_page_lists_those_results(
 
 
 def test_traces_without_timestamps_say_so_instead_of_a_time_series(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(
-        monkeypatch, analysis_store_url, params={"agent": "coder", "overview_tab": "Activity"}
-    )
-    assert not at.exception
+    at = open_analysis_page(params={"agent": "coder", "overview_tab": "Activity"})
     assert metrics(at)["Traces"] == "1"  # run-c
     assert "No Tool Message has a time (the formats imported carry no timestamps)." in captions(at)
     assert not any(c.startswith("Per ") for c in captions(at))

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from dbfixture import open_app, stamp_newer_schema
+from dbfixture import OpenPage, stamp_newer_schema
 
 from dashboard import pages
 from dashboard.render import EMPTY_STORE_TEXT
@@ -11,10 +11,9 @@ from dashboard.render import EMPTY_STORE_TEXT
 
 @pytest.mark.parametrize("page", pages.PAGES, ids=[p.key for p in pages.PAGES])
 def test_every_page_explains_how_to_import_when_the_store_is_empty(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, page: pages.Page
+    open_page: OpenPage, tmp_path: Path, page: pages.Page
 ) -> None:
-    at = open_app(monkeypatch, f"sqlite:///{tmp_path / 'empty.db'}", page=page.script)
-    assert not at.exception
+    at = open_page(f"sqlite:///{tmp_path / 'empty.db'}", page.script)
     assert [i.value for i in at.info] == [EMPTY_STORE_TEXT]
     assert "toollens import FILE" in EMPTY_STORE_TEXT
     # The upload is one click away.
@@ -22,12 +21,11 @@ def test_every_page_explains_how_to_import_when_the_store_is_empty(
 
 
 def test_a_store_of_a_newer_toollens_shows_one_error_line(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    open_page: OpenPage, tmp_path: Path
 ) -> None:
     path = tmp_path / "newer.db"
     stamp_newer_schema(f"sqlite:///{path}")
-    at = open_app(monkeypatch, f"sqlite:///{path}")
-    assert not at.exception
+    at = open_page(f"sqlite:///{path}")
     assert [e.value for e in at.error] == [
         f"toollens: the database at {path} was written by a newer ToolLens (schema 0999); "
         "upgrade ToolLens"

@@ -1,14 +1,11 @@
 """The Errors page in Streamlit's AppTest: metrics, charts over time, error groups and their
 drill-down, and opening an occurrence on the Trace page.
 
-They read ``analysis_store_url`` (``dbfixture.build_pages2_database``, figures worked out in
-that module), so every metric is asserted exactly, and cross-checked against
-``db.queries.summary.summarize`` where it has the same figure.
+On ``analysis_store_url``: exact figures, cross-checked against ``summarize`` where it has them.
 """
 
-import pytest
-from dbfixture import open_app
-from page_support import assert_opened, captions, chart_spec, metrics, select_row
+from dbfixture import OpenStorePage
+from page_support import assert_opened, captions, chart_spec, metrics, select_points, select_row
 
 from dashboard import pages
 from db.engine import make_engine
@@ -19,10 +16,9 @@ RATE_LIMITED = "get_weather: Error: rate limited"
 
 
 def test_errors_page_metrics_match_the_summary(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=ERRORS, params={"errors_tab": "By tool"})
-    assert not at.exception
+    at = open_analysis_page(ERRORS, {"errors_tab": "By tool"})
     summary = summarize(make_engine(analysis_store_url))
     assert metrics(at) == {
         "Errors": f"{summary['status']['error']}",
@@ -41,9 +37,9 @@ def test_errors_page_metrics_match_the_summary(
 
 
 def test_errors_over_time_are_on_a_continuous_hourly_axis_and_say_what_is_left_out(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=ERRORS, params={"errors_tab": "Over time"})
+    at = open_analysis_page(ERRORS, {"errors_tab": "Over time"})
     assert at.segmented_control(key="errors_axis").value == "time"
     spec = chart_spec(at, 0)
     assert spec["layout"]["xaxis"]["type"] == "date"
@@ -65,20 +61,10 @@ def test_errors_over_time_are_on_a_continuous_hourly_axis_and_say_what_is_left_o
     assert note not in captions(at)
 
 
-def test_a_bar_of_errors_over_time_filters_to_its_hour(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
-) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=ERRORS, params={"errors_tab": "Over time"})
+def test_a_bar_of_errors_over_time_filters_to_its_hour(open_analysis_page: OpenStorePage) -> None:
+    at = open_analysis_page(ERRORS, {"errors_tab": "Over time"})
     # invalid_params (trace 1), its only bar: 2025-01-02 09:00.
-    at.session_state["errors_over_time__0"] = {
-        "selection": {
-            "points": [{"curve_number": 1, "point_index": 0}],
-            "point_indices": [0],
-            "box": [],
-            "lasso": [],
-        }
-    }
-    at.run()
+    select_points(at, "errors_over_time", [{"curve_number": 1, "point_index": 0}])
     assert not at.exception
     assert (at.session_state["since"], at.session_state["until"]) == (
         "2025-01-02T09:00",
@@ -87,20 +73,10 @@ def test_a_bar_of_errors_over_time_filters_to_its_hour(
     assert at.metric[0].value == "2"  # run-b's two errors
 
 
-def test_a_bar_of_error_types_by_tool_lists_those_errors(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
-) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=ERRORS, params={"errors_tab": "By tool"})
+def test_a_bar_of_error_types_by_tool_lists_those_errors(open_analysis_page: OpenStorePage) -> None:
+    at = open_analysis_page(ERRORS, {"errors_tab": "By tool"})
     # rate_limit is trace 0 (taxonomy order), get_weather its first tool.
-    at.session_state["errors_by_tool__0"] = {
-        "selection": {
-            "points": [{"curve_number": 0, "point_index": 0}],
-            "point_indices": [0],
-            "box": [],
-            "lasso": [],
-        }
-    }
-    at.run()
+    select_points(at, "errors_by_tool", [{"curve_number": 0, "point_index": 0}])
     assert [t.value for t in at.title] == ["Tool calls"]
     assert at.session_state["tool"] == "get_weather"
     assert (at.session_state["status"], at.session_state["error_type"]) == ("error", "rate_limit")
@@ -108,24 +84,17 @@ def test_a_bar_of_error_types_by_tool_lists_those_errors(
 
 
 def test_a_row_of_how_errors_were_recognized_lists_those_errors(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(
-        monkeypatch, analysis_store_url, page=ERRORS, params={"errors_tab": "How recognized"}
-    )
+    at = open_analysis_page(ERRORS, {"errors_tab": "How recognized"})
     select_row(at, "sources_table", 1)  # inferred, http_429
     assert [t.value for t in at.title] == ["Tool calls"]
     assert (at.session_state["status"], at.session_state["source"]) == ("error", "inferred")
     assert any(c.startswith("2 rows") for c in captions(at))
 
 
-def test_a_fingerprint_in_the_url_lists_its_occurrences(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
-) -> None:
-    at = open_app(
-        monkeypatch, analysis_store_url, page=ERRORS, params={"fingerprint": RATE_LIMITED}
-    )
-    assert not at.exception
+def test_a_fingerprint_in_the_url_lists_its_occurrences(open_analysis_page: OpenStorePage) -> None:
+    at = open_analysis_page(ERRORS, {"fingerprint": RATE_LIMITED})
     assert at.code[0].value == RATE_LIMITED
     # At the top of the page, highlighted: the first table of the page.
     assert at.dataframe[0].key == "occurrences_table"
@@ -139,9 +108,9 @@ def test_a_fingerprint_in_the_url_lists_its_occurrences(
 
 
 def test_selecting_an_error_group_puts_it_in_the_url_and_drills_down(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    at = open_analysis_page(ERRORS)
     groups = at.dataframe(key="fingerprints_0_0").value
     assert list(groups["traces"]) == [2, 1, 1]
     select_row(at, "fingerprints_0_0", 1)
@@ -151,9 +120,9 @@ def test_selecting_an_error_group_puts_it_in_the_url_and_drills_down(
 
 
 def test_closing_the_drill_down_clears_the_url_and_the_selection(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=ERRORS)
+    at = open_analysis_page(ERRORS)
     select_row(at, "fingerprints_0_0", 0)
     assert at.query_params["fingerprint"] == RATE_LIMITED
     at.button(key="close_fingerprint").click().run()
@@ -165,18 +134,13 @@ def test_closing_the_drill_down_clears_the_url_and_the_selection(
 
 
 def test_selecting_an_occurrence_opens_it_on_the_trace_page(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(
-        monkeypatch, analysis_store_url, page=ERRORS, params={"fingerprint": RATE_LIMITED}
-    )
+    at = open_analysis_page(ERRORS, {"fingerprint": RATE_LIMITED})
     select_row(at, "occurrences_table", 2)
     assert_opened(at, "run-b", "5:0")
 
 
-def test_errors_page_says_so_when_nothing_failed(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
-) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=ERRORS, params={"tool": "lookup"})
-    assert not at.exception
+def test_errors_page_says_so_when_nothing_failed(open_analysis_page: OpenStorePage) -> None:
+    at = open_analysis_page(ERRORS, {"tool": "lookup"})
     assert [s.value for s in at.success] == ["No Tool Message has status error among 1 result."]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dbfixture import open_app
+from dbfixture import OpenPage
 from lint_runs import write_runs
 from page_support import assert_opened, captions, open_section, select_row
 
@@ -27,10 +27,9 @@ def runs_url(sqlite_url: str, tmp_path: Path) -> str:
 
 
 def test_a_kind_in_the_url_lists_its_occurrences_with_links(
-    monkeypatch: pytest.MonkeyPatch, runs_url: str
+    open_page: OpenPage, runs_url: str
 ) -> None:
-    at = open_app(monkeypatch, runs_url, page=FINDINGS, params={"kind": "undeclared_parameter"})
-    assert not at.exception
+    at = open_page(runs_url, FINDINGS, {"kind": "undeclared_parameter"})
     assert at.title[0].value == "Findings"
     assert at.selectbox(key="kind").value == "undeclared_parameter"
     table = at.dataframe(key="findings_table").value
@@ -50,10 +49,9 @@ def test_a_kind_in_the_url_lists_its_occurrences_with_links(
 
 
 def test_the_page_opens_on_the_most_frequent_kind_and_a_row_opens_its_pair(
-    monkeypatch: pytest.MonkeyPatch, runs_url: str
+    open_page: OpenPage, runs_url: str
 ) -> None:
-    at = open_app(monkeypatch, runs_url, page=FINDINGS)
-    assert not at.exception
+    at = open_page(runs_url, FINDINGS)
     # Five kinds occur once each; the first in vocabulary order comes first.
     assert at.selectbox(key="kind").value == "error_without_suggestion"
     at.selectbox(key="kind").set_value("missing_result").run()
@@ -64,17 +62,15 @@ def test_the_page_opens_on_the_most_frequent_kind_and_a_row_opens_its_pair(
     assert_opened(select_row(at, "findings_table", 0), "run-2", "1:0")
 
 
-def test_a_kind_without_occurrences_says_so(monkeypatch: pytest.MonkeyPatch, runs_url: str) -> None:
-    at = open_app(monkeypatch, runs_url, page=FINDINGS, params={"kind": "oversized"})
-    assert not at.exception
+def test_a_kind_without_occurrences_says_so(open_page: OpenPage, runs_url: str) -> None:
+    at = open_page(runs_url, FINDINGS, {"kind": "oversized"})
     assert [i.value for i in at.info] == ["No oversized finding under these filters."]
 
 
 def test_the_overview_links_each_kind_and_counts_findings_per_kind_per_tool(
-    monkeypatch: pytest.MonkeyPatch, runs_url: str
+    open_page: OpenPage, runs_url: str
 ) -> None:
-    at = open_app(monkeypatch, runs_url)
-    assert not at.exception
+    at = open_page(runs_url)
     findings = next(d.value for d in at.dataframe if "list" in d.value.columns)
     assert "/findings?kind=undeclared_parameter" in findings["list"].tolist()
     open_section(at, "overview_tab", "Scorecard")

@@ -7,19 +7,18 @@ import subprocess
 import sys
 
 import pytest
-from dbfixture import fixture_store, open_app
+from dbfixture import OpenPage, fixture_store
 
 from dashboard import heap
 
 
 def test_the_first_page_run_freezes_the_heap_and_later_runs_do_not(
-    monkeypatch: pytest.MonkeyPatch, sqlite_url: str
+    open_page: OpenPage, monkeypatch: pytest.MonkeyPatch, sqlite_url: str
 ) -> None:
     frozen: list[str] = []
     monkeypatch.setattr(heap, "_frozen", False)
     monkeypatch.setattr(heap.gc, "freeze", lambda: frozen.append("freeze"))
-    at = open_app(monkeypatch, fixture_store(sqlite_url))
-    assert not at.exception
+    at = open_page(fixture_store(sqlite_url))
     assert frozen == ["freeze"]
     at.run()
     at.run()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from dbfixture import build_pages2_database, open_app
+from dbfixture import OpenPage, build_pages2_database
 
 from dashboard import pages
 from dashboard.render import escape_markdown
@@ -50,6 +50,12 @@ def hostile_store(module_db_url: str) -> Iterator[str]:
     yield module_db_url
 
 
+@pytest.fixture(params=list(HOSTILE))
+def value(request: pytest.FixtureRequest) -> str:
+    """Each of the :data:`HOSTILE` values in turn (the test's id names it)."""
+    return HOSTILE[request.param]
+
+
 def assert_page_shown(at: object, page: pages.Page, value: str) -> None:
     assert [e.value for e in at.exception] == [], (page.key, value[:40])  # type: ignore[attr-defined]
     assert [t.value for t in at.title] == [page.title]  # type: ignore[attr-defined]
@@ -57,48 +63,35 @@ def assert_page_shown(at: object, page: pages.Page, value: str) -> None:
 
 @pytest.mark.parametrize("page", pages.PAGES, ids=[p.key for p in pages.PAGES])
 def test_every_parameter_holding_a_hostile_value_leaves_the_page_standing(
-    monkeypatch: pytest.MonkeyPatch, hostile_store: str, page: pages.Page
+    open_page: OpenPage, hostile_store: str, page: pages.Page
 ) -> None:
     for value in SWEEP:
-        at = open_app(
-            monkeypatch, hostile_store, page=page.script, params=dict.fromkeys(PARAMS, value)
-        )
+        at = open_page(hostile_store, page.script, dict.fromkeys(PARAMS, value))
         assert_page_shown(at, page, value)
 
 
-@pytest.mark.parametrize("name", list(HOSTILE))
 def test_a_hostile_trace_id_is_a_trace_the_trace_page_does_not_have(
-    monkeypatch: pytest.MonkeyPatch, hostile_store: str, name: str
+    open_page: OpenPage, hostile_store: str, value: str
 ) -> None:
-    value = HOSTILE[name]
-    at = open_app(monkeypatch, hostile_store, page=pages.TRACE.script, params={"trace": value})
+    at = open_page(hostile_store, pages.TRACE.script, {"trace": value})
     assert_page_shown(at, pages.TRACE, value)
     shown = escape_markdown(value.replace("\x00", "\ufffd"))
     assert [w.value for w in at.warning] == [f"No trace has the id {shown}."]
 
 
-@pytest.mark.parametrize("name", list(HOSTILE))
 def test_a_hostile_pair_or_message_page_in_a_real_trace_still_shows_the_trace(
-    monkeypatch: pytest.MonkeyPatch, hostile_store: str, name: str
+    open_page: OpenPage, hostile_store: str, value: str
 ) -> None:
-    value = HOSTILE[name]
-    at = open_app(
-        monkeypatch,
-        hostile_store,
-        page=pages.TRACE.script,
-        params={"trace": "run-a", "pair": value, "mpage": value},
+    at = open_page(
+        hostile_store, pages.TRACE.script, {"trace": "run-a", "pair": value, "mpage": value}
     )
     assert_page_shown(at, pages.TRACE, value)
     assert at.warning.len == 0
 
 
-@pytest.mark.parametrize("name", list(HOSTILE))
 def test_a_hostile_fingerprint_is_an_error_that_does_not_occur(
-    monkeypatch: pytest.MonkeyPatch, hostile_store: str, name: str
+    open_page: OpenPage, hostile_store: str, value: str
 ) -> None:
-    value = HOSTILE[name]
-    at = open_app(
-        monkeypatch, hostile_store, page=pages.ERRORS.script, params={"fingerprint": value}
-    )
+    at = open_page(hostile_store, pages.ERRORS.script, {"fingerprint": value})
     assert_page_shown(at, pages.ERRORS, value)
     assert "This error does not occur under the current filters." in [i.value for i in at.info]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dbfixture import open_app
+from dbfixture import OpenPage
 from page_support import captions, chart_spec
 from test_queries_images_usage import _write
 
@@ -32,10 +32,9 @@ def _markdown(at: object) -> str:
 
 
 def test_the_trace_page_shows_an_image_as_a_placeholder_and_the_input_share(
-    monkeypatch: pytest.MonkeyPatch, image_store: str
+    open_page: OpenPage, image_store: str
 ) -> None:
-    at = open_app(monkeypatch, image_store, page=pages.TRACE.script, params={"trace": "run-img"})
-    assert not at.exception
+    at = open_page(image_store, pages.TRACE.script, {"trace": "run-img"})
     texts = [t.value for t in at.text]
     assert "[image png 1024×768, ~1,049 tokens]" in texts
     assert not any("iVBOR" in t for t in [*texts, _markdown(at)])  # no PNG bytes anywhere
@@ -46,26 +45,17 @@ def test_the_trace_page_shows_an_image_as_a_placeholder_and_the_input_share(
 
 
 def test_an_exact_trace_marks_only_its_image_results_as_estimates(
-    monkeypatch: pytest.MonkeyPatch, image_store: str
+    open_page: OpenPage, image_store: str
 ) -> None:
-    at = open_app(monkeypatch, image_store, page=pages.TRACE.script, params={"trace": "chat-img"})
-    assert not at.exception
+    at = open_page(image_store, pages.TRACE.script, {"trace": "chat-img"})
     assert "[image jpeg 2000×1000, ~1,105 tokens]" in [t.value for t in at.text]
     assert escape_markdown("~1,106 tokens") in _markdown(at)
     assert escape_markdown("2.2% of the input of #3 (50,000 tokens)") in _markdown(at)
     assert any(c.startswith("Token counts: exact") for c in captions(at))
 
 
-def test_the_tokens_page_draws_the_input_shares(
-    monkeypatch: pytest.MonkeyPatch, image_store: str
-) -> None:
-    at = open_app(
-        monkeypatch,
-        image_store,
-        page=pages.TOKENS.script,
-        params={"tokens_tab": "Share of the model's input"},
-    )
-    assert not at.exception
+def test_the_tokens_page_draws_the_input_shares(open_page: OpenPage, image_store: str) -> None:
+    at = open_page(image_store, pages.TOKENS.script, {"tokens_tab": "Share of the model's input"})
     assert "2 of 3 Tool Messages" in captions(at)
     assert (
         "2 Tool Messages carry images, ~2,154 tokens by the providers' image rules "

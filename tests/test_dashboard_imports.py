@@ -1,13 +1,10 @@
 """The Imports page in Streamlit's AppTest: import history and rejected records as plain text,
 narrowed by the import filter.
 
-They read ``analysis_store_url`` (``dbfixture.build_pages2_database``, figures worked out in
-that module), so every metric is asserted exactly, and cross-checked against
-``db.queries.summary.summarize`` where it has the same figure.
+On ``analysis_store_url``: exact figures, cross-checked against ``summarize`` where it has them.
 """
 
-import pytest
-from dbfixture import PAGES2_LONG_RAW, open_app
+from dbfixture import PAGES2_LONG_RAW, OpenStorePage
 from page_support import captions
 
 from dashboard import pages
@@ -17,10 +14,9 @@ IMPORTS = pages.IMPORTS.script
 
 
 def test_imports_page_lists_history_and_rejected_records_as_plain_text(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=IMPORTS)
-    assert not at.exception
+    at = open_analysis_page(IMPORTS)
     history = at.dataframe[0].value
     assert list(history["id"]) == [2, 1]
     assert list(history["paths"]) == ["c.jsonl, bad.jsonl", "ab.jsonl"]
@@ -37,11 +33,8 @@ def test_imports_page_lists_history_and_rejected_records_as_plain_text(
     assert "Raw input: first 2,048 of 5,000 bytes" in captions(at)
 
 
-def test_the_import_filter_narrows_the_rejected_records(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
-) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=IMPORTS, params={"import": "1"})
-    assert not at.exception
+def test_the_import_filter_narrows_the_rejected_records(open_analysis_page: OpenStorePage) -> None:
+    at = open_analysis_page(IMPORTS, {"import": "1"})
     assert [s.value for s in at.main.subheader] == [
         "Import history",
         "Files of import 1",
@@ -54,11 +47,10 @@ def test_the_import_filter_narrows_the_rejected_records(
 
 
 def test_the_import_filter_names_imports_by_file_and_time(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
     # A link's bare id selects the import, and so does the label a chosen import puts in the URL.
-    at = open_app(monkeypatch, analysis_store_url, page=IMPORTS, params={"import": "1"})
-    assert not at.exception
+    at = open_analysis_page(IMPORTS, {"import": "1"})
     picker = at.sidebar.selectbox(key="import")
     assert picker.value == "1"
     labels = picker.options
@@ -66,6 +58,6 @@ def test_the_import_filter_names_imports_by_file_and_time(
     assert all(" UTC" in label and " · " in label for label in labels)
     assert labels[0].startswith("2 · c.jsonl +1 · ")
     assert labels[1].startswith("1 · ab.jsonl · ")
-    at = open_app(monkeypatch, analysis_store_url, page=IMPORTS, params={"import": labels[0]})
+    at = open_analysis_page(IMPORTS, {"import": labels[0]})
     assert at.sidebar.selectbox(key="import").value == "2"
     assert "Rejected records (import 2)" in [s.value for s in at.main.subheader]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dbfixture import open_app
+from dbfixture import OpenPage
 from page_support import page_caption
 from test_dashboard_trace_pages import long_store, shown_seqs  # noqa: F401
 
@@ -62,14 +62,17 @@ def _markdown(at: Any) -> list[str]:
     return [str(m.value) for m in at.markdown]
 
 
+def _open_search_hit(open_page: OpenPage, url: str, searched: str) -> Any:
+    """The Trace page as a search hit opens it: on message 71 of ``long-a``, the Tool Message
+    "found 34" (its call at 70), with the words ``searched`` to mark."""
+    return open_page(url, TRACE, {"trace": "long-a", "msg": "71", "hl": searched})
+
+
 def test_a_search_hit_opens_the_page_of_its_message_boxed_and_marked(
-    monkeypatch: pytest.MonkeyPatch,
+    open_page: OpenPage,
     long_store: str,  # noqa: F811
 ) -> None:
-    # Message 71 is the Tool Message "found 34" (its call at 70).
-    params = {"trace": "long-a", "msg": "71", "hl": "Found 34"}
-    at = open_app(monkeypatch, long_store, page=TRACE, params=params)
-    assert not at.exception
+    at = _open_search_hit(open_page, long_store, "Found 34")
     assert at.number_input(key="mpage").value == 4
     assert page_caption(at) == "Messages 61–80 of 101 · page 4 of 6 (the search match's page)"
     assert shown_seqs(at) == list(range(60, 80))
@@ -81,11 +84,10 @@ def test_a_search_hit_opens_the_page_of_its_message_boxed_and_marked(
 
 
 def test_choosing_a_pair_leaves_the_search_hit(
-    monkeypatch: pytest.MonkeyPatch,
+    open_page: OpenPage,
     long_store: str,  # noqa: F811
 ) -> None:
-    params = {"trace": "long-a", "msg": "71", "hl": "found 34"}
-    at = open_app(monkeypatch, long_store, page=TRACE, params=params)
+    at = _open_search_hit(open_page, long_store, "found 34")
     at.button(key="select_70:0").click().run()
     assert not at.exception
     assert dict(at.query_params) == {"trace": "long-a", "pair": "70:0"}

@@ -1,13 +1,10 @@
 """The Loops page in Streamlit's AppTest: loops at k (slider and URL) against the summary, and
 opening a loop's first call.
 
-They read ``analysis_store_url`` (``dbfixture.build_pages2_database``, figures worked out in
-that module), so every metric is asserted exactly, and cross-checked against
-``db.queries.summary.summarize`` where it has the same figure.
+On ``analysis_store_url``: exact figures, cross-checked against ``summarize`` where it has them.
 """
 
-import pytest
-from dbfixture import open_app
+from dbfixture import OpenStorePage
 from page_support import assert_opened, chart_spec, metrics, open_section, select_row
 
 from dashboard import pages
@@ -18,10 +15,9 @@ LOOPS = pages.LOOPS.script
 
 
 def test_loops_page_at_the_default_k_matches_the_summary(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=LOOPS)
-    assert not at.exception
+    at = open_analysis_page(LOOPS)
     loops = summarize(make_engine(analysis_store_url), loop_k=3)["loops"]
     assert metrics(at) == {
         "Loops": f"{loops['signatures']}",
@@ -46,9 +42,9 @@ def test_loops_page_at_the_default_k_matches_the_summary(
 
 
 def test_moving_the_k_slider_refilters_and_updates_the_url(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=LOOPS)
+    at = open_analysis_page(LOOPS)
     at.slider(key="k_slider").set_value(2).run()
     assert not at.exception
     assert at.query_params["k"] == "2"
@@ -58,19 +54,16 @@ def test_moving_the_k_slider_refilters_and_updates_the_url(
 
 
 def test_a_k_above_every_repeat_explains_how_to_see_loops(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=LOOPS, params={"k": "4"})
-    assert not at.exception
+    at = open_analysis_page(LOOPS, {"k": "4"})
     assert metrics(at)["Loops"] == "0"
     assert [i.value for i in at.info] == [
         "No call signature repeats 4 or more times in a trace. Lower k to see more."
     ]
 
 
-def test_selecting_a_loop_opens_its_first_call(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
-) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=LOOPS)
+def test_selecting_a_loop_opens_its_first_call(open_analysis_page: OpenStorePage) -> None:
+    at = open_analysis_page(LOOPS)
     select_row(at, "loops_table", 0)
     assert_opened(at, "run-a", "1:0")

@@ -5,7 +5,7 @@ since AppTest has no URL path)."""
 from __future__ import annotations
 
 import pytest
-from dbfixture import fixture_store, open_app
+from dbfixture import OpenPage, fixture_store
 from page_support import metrics
 
 from dashboard import pages
@@ -18,11 +18,11 @@ def _chips(at: object) -> list[str]:
 
 @pytest.mark.parametrize("page", pages.PAGES, ids=[p.key for p in pages.PAGES])
 def test_every_page_shows_the_active_filters_as_chips(
-    monkeypatch: pytest.MonkeyPatch, sqlite_url: str, page: pages.Page
+    open_page: OpenPage, sqlite_url: str, page: pages.Page
 ) -> None:
     url = fixture_store(sqlite_url)
     params = {"tool": "get_weather", "agent": "support-bot", "start": "2025-01-01"}
-    at = open_app(monkeypatch, url, params=params)
+    at = open_page(url, params=params)
     if not page.default:
         at.switch_page(page.script).run()
     assert not at.exception
@@ -32,12 +32,12 @@ def test_every_page_shows_the_active_filters_as_chips(
 
 
 def test_a_chip_removes_its_filter_and_the_figures_widen(
-    monkeypatch: pytest.MonkeyPatch, sqlite_url: str
+    open_page: OpenPage, sqlite_url: str
 ) -> None:
     url = fixture_store(sqlite_url)
-    at = open_app(monkeypatch, url)
+    at = open_page(url)
     assert (_chips(at), metrics(at)["Traces"]) == ([], "3")
-    at = open_app(monkeypatch, url, params={"agent": "support-bot", "model": "gpt-4o"})
+    at = open_page(url, params={"agent": "support-bot", "model": "gpt-4o"})
     assert len(_chips(at)) == 2
     narrowed = metrics(at)["Traces"]
     at.button(key="chip_model").click().run()

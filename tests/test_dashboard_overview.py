@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from dbfixture import DASHBOARD_APP, open_app
+from dbfixture import DASHBOARD_APP, OpenPage
 
 from dashboard import pages, render, state
 from db.queries.filters import Filters
@@ -23,11 +23,8 @@ def _deltas(at: object) -> dict[str, str]:
     return {m.label: m.delta for m in at.metric if m.delta}  # type: ignore[attr-defined]
 
 
-def test_overview_headline_metrics_equal_the_summary(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
-) -> None:
-    at = open_app(monkeypatch, store_url)
-    assert not at.exception
+def test_overview_headline_metrics_equal_the_summary(open_page: OpenPage, store_url: str) -> None:
+    at = open_page(store_url)
     summary = summarize(sa.create_engine(store_url))
     metrics = _metrics(at)
     assert metrics["Traces"] == str(summary["traces"]) == "3"
@@ -44,11 +41,8 @@ def test_overview_headline_metrics_equal_the_summary(
     assert metrics["Over budget"] == "1"
 
 
-def test_overview_applies_filters_and_k_from_the_url(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
-) -> None:
-    at = open_app(monkeypatch, store_url, params={"agent": "support-bot", "k": "2"})
-    assert not at.exception
+def test_overview_applies_filters_and_k_from_the_url(open_page: OpenPage, store_url: str) -> None:
+    at = open_page(store_url, params={"agent": "support-bot", "k": "2"})
     assert at.sidebar.selectbox(key="agent").value == "support-bot"
     # The lines under the sidebar's two popovers say what is in use.
     assert [c.value for c in at.sidebar.caption][:2] == [
@@ -66,17 +60,16 @@ def test_overview_applies_filters_and_k_from_the_url(
 
 
 def test_overview_date_range_is_inclusive_of_the_end_day(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
+    open_page: OpenPage, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, params={"start": "2026-11-02", "end": "2026-11-02"})
-    assert not at.exception
+    at = open_page(store_url, params={"start": "2026-11-02", "end": "2026-11-02"})
     assert _metrics(at)["Traces"] == "1"
 
 
 def test_overview_scorecard_lists_every_tool_with_its_follow_rate(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
+    open_page: OpenPage, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, params={"overview_tab": "Scorecard"})
+    at = open_page(store_url, params={"overview_tab": "Scorecard"})
     card = next(df.value for df in at.dataframe if "follow" in df.value.columns)
     assert card["tool"].tolist() == [
         "get_weather", "lookup_order", "search_docs", "send_email", "send_sms",
@@ -88,8 +81,8 @@ def test_overview_scorecard_lists_every_tool_with_its_follow_rate(
     assert card["tokens"].tolist()[2:4] == ["6 / 9", "—"]
 
 
-def test_overview_findings_read_as_words(monkeypatch: pytest.MonkeyPatch, store_url: str) -> None:
-    at = open_app(monkeypatch, store_url, params={"overview_tab": "Top problems"})
+def test_overview_findings_read_as_words(open_page: OpenPage, store_url: str) -> None:
+    at = open_page(store_url, params={"overview_tab": "Top problems"})
     findings = next(df.value for df in at.dataframe if "finding" in df.value.columns)
     kinds = list(summarize(sa.create_engine(store_url))["findings"])
     assert findings["finding"].tolist() == kinds  # what a selected row filters the calls to
@@ -97,8 +90,8 @@ def test_overview_findings_read_as_words(monkeypatch: pytest.MonkeyPatch, store_
     assert "Error without suggestion" in findings["label"].tolist()
 
 
-def test_sidebar_names_the_token_encoding(monkeypatch: pytest.MonkeyPatch, store_url: str) -> None:
-    at = open_app(monkeypatch, store_url)
+def test_sidebar_names_the_token_encoding(open_page: OpenPage, store_url: str) -> None:
+    at = open_page(store_url)
     assert [c.value for c in at.sidebar.caption][:3] == [
         "None in use: every trace counts",
         "Loop threshold k 3 · error streak k 3 · token budget 2,000",
@@ -112,9 +105,8 @@ def test_the_filters_in_use_are_named_in_the_sidebars_order() -> None:
     assert state.filters_in_use({"since": "", "agent": None}) == "None in use: every trace counts"
 
 
-def test_a_filter_matching_nothing_says_so(monkeypatch: pytest.MonkeyPatch, store_url: str) -> None:
-    at = open_app(monkeypatch, store_url, params={"start": "2030-01-01"})
-    assert not at.exception
+def test_a_filter_matching_nothing_says_so(open_page: OpenPage, store_url: str) -> None:
+    at = open_page(store_url, params={"start": "2030-01-01"})
     assert [i.value for i in at.info] == [render.NO_MATCH_TEXT]
 
 
@@ -188,11 +180,8 @@ def test_the_page_registry_lists_every_page_file_once_with_one_default() -> None
     assert [p.path for p in pages.PAGES][:3] == ["/", "/calls", "/trace"]
 
 
-def test_every_registered_page_opens_with_its_title(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
-) -> None:
-    at = open_app(monkeypatch, store_url)
-    assert not at.exception
+def test_every_registered_page_opens_with_its_title(open_page: OpenPage, store_url: str) -> None:
+    at = open_page(store_url)
     assert [t.value for t in at.title] == [pages.OVERVIEW.title]
     for page in pages.PAGES:
         at.switch_page(page.script).run()
@@ -226,9 +215,9 @@ def test_the_dashboard_never_renders_html() -> None:
 
 
 def test_selecting_a_loop_on_the_overview_opens_its_first_call(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
+    open_page: OpenPage, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, params={"k": "2", "overview_tab": "Top problems"})
+    at = open_page(store_url, params={"k": "2", "overview_tab": "Top problems"})
     loops = next(df.value for df in at.dataframe if "calls" in df.value.columns)
     first = loops.iloc[0]
     at.session_state["top_loops"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
@@ -242,9 +231,9 @@ def test_selecting_a_loop_on_the_overview_opens_its_first_call(
 
 
 def test_selecting_an_error_group_on_the_overview_opens_it_on_the_errors_page(
-    monkeypatch: pytest.MonkeyPatch, store_url: str
+    open_page: OpenPage, store_url: str
 ) -> None:
-    at = open_app(monkeypatch, store_url, params={"overview_tab": "Top problems"})
+    at = open_page(store_url, params={"overview_tab": "Top problems"})
     groups = next(df.value for df in at.dataframe if "fingerprint" in df.value.columns)
     at.session_state["top_errors"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
     at.run()

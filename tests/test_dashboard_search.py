@@ -4,7 +4,7 @@ its pair on the Trace page, and the sidebar filters narrow the hits."""
 from __future__ import annotations
 
 import pytest
-from dbfixture import open_app
+from dbfixture import OpenPage
 from test_queries_search import _store
 
 from dashboard import pages
@@ -20,10 +20,9 @@ def search_url(sqlite_url: str) -> str:
 
 
 def test_a_search_in_the_url_lists_its_hits_with_snippets(
-    monkeypatch: pytest.MonkeyPatch, search_url: str
+    open_page: OpenPage, search_url: str
 ) -> None:
-    at = open_app(monkeypatch, search_url, page=pages.SEARCH.script, params={"q": "permission"})
-    assert not at.exception
+    at = open_page(search_url, pages.SEARCH.script, {"q": "permission"})
     assert at.title[0].value == "Search"
     table = at.dataframe[0].value
     assert table["trace"].tolist() == ["t-1", "t-3"]
@@ -38,18 +37,12 @@ def test_a_search_in_the_url_lists_its_hits_with_snippets(
     assert "2 matches" in at.caption[0].value
 
 
-def test_the_sidebar_filters_narrow_the_search(
-    monkeypatch: pytest.MonkeyPatch, search_url: str
-) -> None:
-    at = open_app(
-        monkeypatch, search_url, page=pages.SEARCH.script, params={"q": "4711", "agent": "billing"}
-    )
-    assert not at.exception
+def test_the_sidebar_filters_narrow_the_search(open_page: OpenPage, search_url: str) -> None:
+    at = open_page(search_url, pages.SEARCH.script, {"q": "4711", "agent": "billing"})
     assert at.dataframe[0].value["trace"].tolist() == ["t-2", "t-2"]
 
 
-def test_no_hit_says_what_to_try(monkeypatch: pytest.MonkeyPatch, search_url: str) -> None:
-    at = open_app(monkeypatch, search_url, page=pages.SEARCH.script, params={"q": "zebra"})
-    assert not at.exception
+def test_no_hit_says_what_to_try(open_page: OpenPage, search_url: str) -> None:
+    at = open_page(search_url, pages.SEARCH.script, {"q": "zebra"})
     assert at.info[0].value.startswith("Nothing holds these words")
     assert not at.dataframe

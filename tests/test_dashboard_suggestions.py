@@ -1,13 +1,10 @@
 """The Suggestions page in Streamlit's AppTest: rates with their counts against the summary,
 examples, and the page without advice.
 
-They read ``analysis_store_url`` (``dbfixture.build_pages2_database``, figures worked out in
-that module), so every metric is asserted exactly, and cross-checked against
-``db.queries.summary.summarize`` where it has the same figure.
+On ``analysis_store_url``: exact figures, cross-checked against ``summarize`` where it has them.
 """
 
-import pytest
-from dbfixture import open_app
+from dbfixture import OpenPage, OpenStorePage
 from page_support import assert_opened, chart_spec, metrics, open_section, select_row
 
 from dashboard import pages
@@ -18,11 +15,8 @@ from db.queries.summary import summarize
 SUGGESTIONS = pages.SUGGESTIONS.script
 
 
-def test_suggestions_page_shows_rates_with_their_counts(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
-) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=SUGGESTIONS)
-    assert not at.exception
+def test_suggestions_page_shows_rates_with_their_counts(open_analysis_page: OpenStorePage) -> None:
+    at = open_analysis_page(SUGGESTIONS)
     assert metrics(at) == {
         "Results with a suggestion": "5",
         "Follow rate": "50.0%",
@@ -46,9 +40,9 @@ def test_suggestions_page_shows_rates_with_their_counts(
 
 
 def test_follow_rate_metric_agrees_with_the_summary(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage, analysis_store_url: str
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=SUGGESTIONS, params={"agent": "support"})
+    at = open_analysis_page(SUGGESTIONS, {"agent": "support"})
     summary = summarize(make_engine(analysis_store_url), filters=Filters(agent="support"))[
         "suggestions"
     ]
@@ -57,21 +51,19 @@ def test_follow_rate_metric_agrees_with_the_summary(
 
 
 def test_selecting_an_example_opens_the_result_in_its_trace(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_page: OpenPage, analysis_store_url: str
 ) -> None:
-    at = open_app(
-        monkeypatch,
+    at = open_page(
         analysis_store_url,
-        page=SUGGESTIONS,
-        params={"suggestions_tab": "Examples", "verdict_examples": "Ignored"},
+        SUGGESTIONS,
+        {"suggestions_tab": "Examples", "verdict_examples": "Ignored"},
     )
     select_row(at, "examples_ignored", 1)
     assert_opened(at, "run-c", "3:0")
 
 
 def test_suggestions_page_explains_when_no_result_has_advice(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=SUGGESTIONS, params={"tool": "lookup"})
-    assert not at.exception
+    at = open_analysis_page(SUGGESTIONS, {"tool": "lookup"})
     assert len(at.info) == 1 and at.info[0].value.startswith("No Tool Message under the current")

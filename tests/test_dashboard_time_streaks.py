@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dbfixture import open_app
+from dbfixture import OpenPage
 from page_support import assert_opened, metrics, rows, select_row
 from timing_traces import build_trace, search_trace
 
@@ -27,10 +27,9 @@ def timing_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_the_overview_shows_tool_time_percentiles_and_counts(
-    monkeypatch: pytest.MonkeyPatch, timing_url: str
+    open_page: OpenPage, timing_url: str
 ) -> None:
-    at = open_app(monkeypatch, timing_url, params={"overview_tab": "Execution time"})
-    assert not at.exception
+    at = open_page(timing_url, params={"overview_tab": "Execution time"})
     shown = metrics(at)
     assert {
         name: shown[name] for name in ("Median tool time", "p95 tool time", "Slowest call")
@@ -51,15 +50,9 @@ def test_the_overview_shows_tool_time_percentiles_and_counts(
 
 
 def test_the_tool_calls_page_shows_durations_and_the_slowest_calls(
-    monkeypatch: pytest.MonkeyPatch, timing_url: str
+    open_page: OpenPage, timing_url: str
 ) -> None:
-    at = open_app(
-        monkeypatch,
-        timing_url,
-        page=pages.CALLS.script,
-        params={"sort": "duration_s", "desc": "true"},
-    )
-    assert not at.exception
+    at = open_page(timing_url, pages.CALLS.script, {"sort": "duration_s", "desc": "true"})
     table = at.dataframe(key="pairs_table").value
     durations = table["duration_s"].astype(object).where(table["duration_s"].notna(), None)
     assert dict(zip(zip(table["trace"], table["pair"], strict=True), durations, strict=True)) == {
@@ -83,12 +76,9 @@ def test_the_tool_calls_page_shows_durations_and_the_slowest_calls(
 
 
 def test_the_loops_page_counts_and_lists_error_streaks_at_the_slider_k(
-    monkeypatch: pytest.MonkeyPatch, timing_url: str
+    open_page: OpenPage, timing_url: str
 ) -> None:
-    at = open_app(
-        monkeypatch, timing_url, page=pages.LOOPS.script, params={"loops_tab": "Error streaks"}
-    )
-    assert not at.exception
+    at = open_page(timing_url, pages.LOOPS.script, {"loops_tab": "Error streaks"})
     assert metrics(at)["Error streaks"] == "1"
     streaks = at.dataframe(key="streaks_table").value
     assert rows(streaks[["tool", "length", "wasted_tokens", "wasted_ms", "pair", "link"]]) == [
@@ -102,10 +92,9 @@ def test_the_loops_page_counts_and_lists_error_streaks_at_the_slider_k(
 
 
 def test_the_trace_page_shows_times_and_opens_a_streak(
-    monkeypatch: pytest.MonkeyPatch, timing_url: str
+    open_page: OpenPage, timing_url: str
 ) -> None:
-    at = open_app(monkeypatch, timing_url, page=pages.TRACE.script, params={"trace": "build-1"})
-    assert not at.exception
+    at = open_page(timing_url, pages.TRACE.script, {"trace": "build-1"})
     headers = [
         m.value.replace("\\", "") for m in at.markdown if m.value.startswith("Tool Message ·")
     ]

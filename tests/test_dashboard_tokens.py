@@ -1,13 +1,10 @@
 """The Tokens page in Streamlit's AppTest: the budget (slider and URL), the axis, the biggest
 results and opening one on the Trace page.
 
-They read ``analysis_store_url`` (``dbfixture.build_pages2_database``, figures worked out in
-that module), so every metric is asserted exactly, and cross-checked against
-``db.queries.summary.summarize`` where it has the same figure.
+On ``analysis_store_url``: exact figures, cross-checked against ``summarize`` where it has them.
 """
 
-import pytest
-from dbfixture import open_app
+from dbfixture import OpenStorePage
 from page_support import assert_opened, captions, chart_spec, metrics, open_section, select_row
 
 from dashboard import pages
@@ -16,10 +13,9 @@ TOKENS = pages.TOKENS.script
 
 
 def test_tokens_page_counts_results_over_the_default_budget(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=TOKENS)
-    assert not at.exception
+    at = open_analysis_page(TOKENS)
     assert metrics(at) == {
         "Over budget": "1",
         "Share over budget": "9.1%",
@@ -54,29 +50,25 @@ def test_tokens_page_counts_results_over_the_default_budget(
 
 
 def test_the_budget_comes_from_the_url_even_outside_the_slider_range(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=TOKENS, params={"budget": "50"})
-    assert not at.exception
+    at = open_analysis_page(TOKENS, {"budget": "50"})
     assert metrics(at)["Over budget"] == "4"
     assert metrics(at)["Share over budget"] == "36.4%"
     assert at.slider(key="budget_slider").value == 100
     assert chart_spec(at, 0)["layout"]["shapes"][0]["x0"] == 50
 
 
-def test_the_token_axis_turns_linear_from_the_url(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
-) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=TOKENS, params={"tokens_log": "false"})
-    assert not at.exception
+def test_the_token_axis_turns_linear_from_the_url(open_analysis_page: OpenStorePage) -> None:
+    at = open_analysis_page(TOKENS, {"tokens_log": "false"})
     assert at.toggle(key="tokens_log").value is False
     assert chart_spec(at, 0)["layout"]["xaxis"]["type"] == "linear"
 
 
 def test_moving_the_budget_slider_updates_the_url_and_the_count(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
+    open_analysis_page: OpenStorePage,
 ) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=TOKENS)
+    at = open_analysis_page(TOKENS)
     at.slider(key="budget_slider").set_value(400).run()
     assert not at.exception
     assert at.query_params["budget"] == "400"
@@ -84,9 +76,7 @@ def test_moving_the_budget_slider_updates_the_url_and_the_count(
     assert metrics(at)["Over budget"] == "2"
 
 
-def test_selecting_a_big_result_opens_it(
-    monkeypatch: pytest.MonkeyPatch, analysis_store_url: str
-) -> None:
-    at = open_app(monkeypatch, analysis_store_url, page=TOKENS, params={"tokens_tab": "Biggest"})
+def test_selecting_a_big_result_opens_it(open_analysis_page: OpenStorePage) -> None:
+    at = open_analysis_page(TOKENS, {"tokens_tab": "Biggest"})
     select_row(at, "biggest_table", 1)
     assert_opened(at, "run-b", "3:0")

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
-from dbfixture import open_app
+from dbfixture import OpenPage
 from page_support import captions, metrics, page_caption, rows
 
 from dashboard import pages, trace_blocks, trace_outline
@@ -76,16 +76,21 @@ def problem_trace(
 MESSAGES = 9 + 6 + 2 * PLAIN_CALLS + 1
 
 
-@pytest.fixture
-def problem_store(db_url: str, tmp_path: Path) -> str:
-    """:func:`problem_trace` imported into the test database; its URL."""
-    source = tmp_path / "problems.jsonl"
-    source.write_bytes(orjson.dumps(problem_trace()) + b"\n")
+def _store_of(db_url: str, source: Path, trace: dict[str, Any]) -> str:
+    """``trace`` written as the JSON lines file ``source`` and imported into the database at
+    ``db_url``; its URL."""
+    source.write_bytes(orjson.dumps(trace) + b"\n")
     engine = make_engine(db_url)
     summary = import_paths(engine, [source], origin="cli")
     engine.dispose()
     assert (summary.traces, summary.rejected) == (1, 0)
     return db_url
+
+
+@pytest.fixture
+def problem_store(db_url: str, tmp_path: Path) -> str:
+    """:func:`problem_trace` imported into the test database; its URL."""
+    return _store_of(db_url, tmp_path / "problems.jsonl", problem_trace())
 
 
 def _trace_id(url: str) -> int:
@@ -169,10 +174,9 @@ def _keys(at: Any) -> list[str]:
 
 
 def test_next_problem_opens_the_pair_on_its_page_highlighted(
-    monkeypatch: pytest.MonkeyPatch, problem_store: str
+    open_page: OpenPage, problem_store: str
 ) -> None:
-    at = open_app(monkeypatch, problem_store, page=TRACE, params={"trace": "problems-1"})
-    assert not at.exception
+    at = open_page(problem_store, TRACE, {"trace": "problems-1"})
     assert at.button(key="problem_previous").disabled
     # No pair yet: "next" is the first problem from the page shown (page 1).
     at.button(key="problem_next").click().run()
@@ -193,10 +197,10 @@ def test_next_problem_opens_the_pair_on_its_page_highlighted(
 
 
 def test_clicking_an_outline_mark_opens_its_pair_once(
-    monkeypatch: pytest.MonkeyPatch, problem_store: str
+    open_page: OpenPage, problem_store: str
 ) -> None:
     trace_id = _trace_id(problem_store)
-    at = open_app(monkeypatch, problem_store, page=TRACE, params={"trace": "problems-1"})
+    at = open_page(problem_store, TRACE, {"trace": "problems-1"})
     key = f"outline_{trace_id}"
     point = {"curve_number": 4, "point_number": 20, "point_index": 20, "x": 45,
              "y": "call", "customdata": ["45:0", "lookup"]}  # fmt: skip
@@ -216,11 +220,9 @@ def test_clicking_an_outline_mark_opens_its_pair_once(
     assert at.query_params["pair"] == "13:0"
 
 
-def test_selecting_a_finding_opens_its_pair(
-    monkeypatch: pytest.MonkeyPatch, problem_store: str
-) -> None:
+def test_selecting_a_finding_opens_its_pair(open_page: OpenPage, problem_store: str) -> None:
     trace_id = _trace_id(problem_store)
-    at = open_app(monkeypatch, problem_store, page=TRACE, params={"trace": "problems-1"})
+    at = open_page(problem_store, TRACE, {"trace": "problems-1"})
     at.session_state[f"findings_{trace_id}"] = True
     at.run()
     table = at.dataframe[0].value
@@ -269,13 +271,7 @@ def findings_trace() -> dict[str, Any]:
 @pytest.fixture
 def findings_store(db_url: str, tmp_path: Path) -> str:
     """:func:`findings_trace` imported into the test database; its URL."""
-    source = tmp_path / "findings.jsonl"
-    source.write_bytes(orjson.dumps(findings_trace()) + b"\n")
-    engine = make_engine(db_url)
-    summary = import_paths(engine, [source], origin="cli")
-    engine.dispose()
-    assert (summary.traces, summary.rejected) == (1, 0)
-    return db_url
+    return _store_of(db_url, tmp_path / "findings.jsonl", findings_trace())
 
 
 def test_findings_alone_make_a_pair_a_problem(findings_store: str) -> None:
@@ -307,10 +303,9 @@ def _card_problems(at: Any) -> list[str]:
 
 
 def test_the_tile_the_outline_and_next_problem_count_the_same_pairs_each_named_on_its_card(
-    monkeypatch: pytest.MonkeyPatch, findings_store: str
+    open_page: OpenPage, findings_store: str
 ) -> None:
-    at = open_app(monkeypatch, findings_store, page=TRACE, params={"trace": "findings-1"})
-    assert not at.exception
+    at = open_page(findings_store, TRACE, {"trace": "findings-1"})
     assert metrics(at)["Problems"] == "5"
     outline = (
         "Outline by message number: 5 of 6 pairs have a problem. Click a mark to open its pair."

@@ -14,7 +14,8 @@ from typing import Any
 import orjson
 import pandas as pd
 import pytest
-from dbfixture import BIG_RESULT, fixture_store, open_app
+from dbfixture import BIG_RESULT, OpenPage, fixture_store
+from formats_helpers import chat_call, chat_result
 from page_support import page_caption
 from streamlit.testing.v1 import AppTest
 
@@ -36,16 +37,8 @@ def long_trace(trace_id: str) -> dict[str, Any]:
     ]
     for i in range(CALLS):
         call_id = f"call_{i}"
-        messages.append({
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [{
-                "id": call_id,
-                "type": "function",
-                "function": {"name": "lookup", "arguments": orjson.dumps({"n": i}).decode()},
-            }],
-        })  # fmt: skip
-        messages.append({"role": "tool", "tool_call_id": call_id, "content": f"found {i}"})
+        messages.append(chat_call(call_id, "lookup", orjson.dumps({"n": i}).decode()))
+        messages.append(chat_result(call_id, f"found {i}"))
     messages.append({"role": "assistant", "content": "Done."})
     return {"id": trace_id, "model": "gpt-4o", "messages": messages}
 
@@ -76,21 +69,17 @@ def shown_seqs(at: Any) -> list[int]:
 
 
 def test_a_long_trace_opens_on_its_first_page_of_20_messages(
-    monkeypatch: pytest.MonkeyPatch, long_store: str
+    open_page: OpenPage, long_store: str
 ) -> None:
-    at = open_app(monkeypatch, long_store, page=TRACE, params={"trace": "long-a"})
-    assert not at.exception
+    at = open_page(long_store, TRACE, {"trace": "long-a"})
     assert shown_seqs(at) == list(range(20))
     assert at.number_input(key="mpage").value == 1
     assert page_caption(at) == "Messages 1–20 of 101 · page 1 of 6"
     assert "mpage" not in at.query_params
 
 
-def test_a_link_to_a_pair_opens_the_page_of_that_pair(
-    monkeypatch: pytest.MonkeyPatch, long_store: str
-) -> None:
-    at = open_app(monkeypatch, long_store, page=TRACE, params={"trace": "long-a", "pair": "60:0"})
-    assert not at.exception
+def test_a_link_to_a_pair_opens_the_page_of_that_pair(open_page: OpenPage, long_store: str) -> None:
+    at = open_page(long_store, TRACE, {"trace": "long-a", "pair": "60:0"})
     # The selected pair first (call and answer), then messages 60–79.
     assert shown_seqs(at)[-20:] == list(range(60, 80))
     assert at.number_input(key="mpage").value == 4
@@ -99,20 +88,17 @@ def test_a_link_to_a_pair_opens_the_page_of_that_pair(
     assert "mpage" not in at.query_params
 
 
-def test_the_page_in_the_url_wins_over_the_pairs_page(
-    monkeypatch: pytest.MonkeyPatch, long_store: str
-) -> None:
+def test_the_page_in_the_url_wins_over_the_pairs_page(open_page: OpenPage, long_store: str) -> None:
     params = {"trace": "long-a", "pair": "60:0", "mpage": "6"}
-    at = open_app(monkeypatch, long_store, page=TRACE, params=params)
-    assert not at.exception
+    at = open_page(long_store, TRACE, params)
     assert shown_seqs(at)[-1:] == [100]
     assert page_caption(at) == "Messages 101–101 of 101 · page 6 of 6"
 
 
 def test_a_pair_selected_on_a_later_page_keeps_that_page(
-    monkeypatch: pytest.MonkeyPatch, long_store: str
+    open_page: OpenPage, long_store: str
 ) -> None:
-    at = open_app(monkeypatch, long_store, page=TRACE, params={"trace": "long-a"})
+    at = open_page(long_store, TRACE, {"trace": "long-a"})
     at.number_input(key="mpage").set_value(5).run()
     assert not at.exception
     # (The browser writes a bound widget's value into the URL; tests/test_browser.py checks.)
@@ -126,9 +112,9 @@ def test_a_pair_selected_on_a_later_page_keeps_that_page(
 
 
 def test_opening_another_trace_from_the_picker_starts_on_its_first_page(
-    monkeypatch: pytest.MonkeyPatch, long_store: str
+    open_page: OpenPage, long_store: str
 ) -> None:
-    at = open_app(monkeypatch, long_store, page=TRACE, params={"trace": "long-a", "mpage": "3"})
+    at = open_page(long_store, TRACE, {"trace": "long-a", "mpage": "3"})
     assert shown_seqs(at)[0] == 40
     # With a trace shown, the closed "Find a trace" box draws nothing until it is opened.
     assert [d.key for d in at.dataframe] == []
@@ -247,9 +233,9 @@ def test_content_is_monospace_code_highlighted_only_when_it_is_json() -> None:
 
 
 def test_a_long_json_result_is_folded_and_its_text_drawn_only_once_opened(
-    monkeypatch: pytest.MonkeyPatch, fixture_url: str
+    open_page: OpenPage, fixture_url: str
 ) -> None:
-    at = open_app(monkeypatch, fixture_url, page=TRACE, params={"trace": "weather-1"})
+    at = open_page(fixture_url, TRACE, {"trace": "weather-1"})
     label = f"Show as text ({len(BIG_RESULT):,} chars, 3,000 tokens)"
     pretty = render.pretty(BIG_RESULT)[0]
     assert [orjson.loads(j.value) for j in at.json] == [orjson.loads(BIG_RESULT)]
@@ -265,9 +251,9 @@ def test_a_long_json_result_is_folded_and_its_text_drawn_only_once_opened(
 
 
 def test_select_buttons_have_no_tooltip_and_the_page_says_once_what_select_does(
-    monkeypatch: pytest.MonkeyPatch, fixture_url: str
+    open_page: OpenPage, fixture_url: str
 ) -> None:
-    at = open_app(monkeypatch, fixture_url, page=TRACE, params={"trace": "orders-7"})
+    at = open_page(fixture_url, TRACE, {"trace": "orders-7"})
     selects = [b for b in at.button if b.key and b.key.startswith("select_")]
     assert [(b.key, b.help) for b in selects] == [
         ("select_1:0", ""), ("select_1:1", ""), ("select_r3", ""), ("select_4:0", ""),
@@ -277,13 +263,13 @@ def test_select_buttons_have_no_tooltip_and_the_page_says_once_what_select_does(
 
 
 def test_the_findings_box_draws_its_table_only_when_opened(
-    monkeypatch: pytest.MonkeyPatch, fixture_url: str
+    open_page: OpenPage, fixture_url: str
 ) -> None:
     engine = make_engine(fixture_url)
     trace = find_trace(engine, "weather-1")
     engine.dispose()
     assert trace is not None
-    at = open_app(monkeypatch, fixture_url, page=TRACE, params={"trace": "weather-1"})
+    at = open_page(fixture_url, TRACE, {"trace": "weather-1"})
     assert [e.label for e in at.expander if e.label.startswith("Findings")] == ["Findings (1)"]
     assert len(at.dataframe) == 0
     at.session_state[f"findings_{trace['id']}"] = True
@@ -296,7 +282,7 @@ def test_the_findings_box_draws_its_table_only_when_opened(
 
 
 def test_a_long_duplicate_answer_shows_beside_its_call_and_on_its_own(
-    monkeypatch: pytest.MonkeyPatch, db_url: str, tmp_path: Path
+    open_page: OpenPage, db_url: str, tmp_path: Path
 ) -> None:
     long_text = "line of output\n" * 200
     call = {"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}}
@@ -314,8 +300,7 @@ def test_a_long_duplicate_answer_shows_beside_its_call_and_on_its_own(
     engine = make_engine(db_url)
     assert import_paths(engine, [source], origin="cli").traces == 1
     engine.dispose()
-    at = open_app(monkeypatch, db_url, page=TRACE, params={"trace": "dup-1"})
-    assert not at.exception
+    at = open_page(db_url, TRACE, {"trace": "dup-1"})
     label = f"Show all ({len(long_text):,} chars, "
     # Both answers beside the call, then the duplicate on its own: three boxes, three keys.
     assert [e.label.startswith(label) for e in at.expander].count(True) == 3
@@ -324,7 +309,7 @@ def test_a_long_duplicate_answer_shows_beside_its_call_and_on_its_own(
 
 
 def test_the_trace_metadata_shows_as_json_when_its_box_is_opened(
-    monkeypatch: pytest.MonkeyPatch, db_url: str
+    open_page: OpenPage, db_url: str
 ) -> None:
     source = Path(__file__).parent / "golden" / "openai_chat" / "conversations" / "input.jsonl"
     engine = make_engine(db_url)
@@ -332,7 +317,7 @@ def test_the_trace_metadata_shows_as_json_when_its_box_is_opened(
     trace = find_trace(engine, "conv-weather-1")
     engine.dispose()
     assert trace is not None
-    at = open_app(monkeypatch, db_url, page=TRACE, params={"trace": "conv-weather-1"})
+    at = open_page(db_url, TRACE, {"trace": "conv-weather-1"})
     label = "Trace metadata (2 fields)"
     assert [e.label for e in at.expander if e.label.startswith("Trace metadata")] == [label]
     assert len(at.json) == 0

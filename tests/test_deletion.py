@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from formats_helpers import chat_call, chat_result
 from typer.testing import CliRunner
 
 from db.engine import make_engine
@@ -43,18 +44,8 @@ def _conversation(run: str, ok: bool) -> str:
             "id": run,
             "messages": [
                 {"role": "user", "content": f"weather for {run}"},
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "c1",
-                            "type": "function",
-                            "function": {"name": "get_weather", "arguments": '{"city":"x"}'},
-                        }
-                    ],
-                },
-                {"role": "tool", "tool_call_id": "c1", "content": result},
+                chat_call("c1", "get_weather", '{"city":"x"}'),
+                chat_result("c1", result),
                 {"role": "assistant", "content": "done"},
             ],
         }

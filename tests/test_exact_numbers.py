@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
-from dbfixture import open_app
+from dbfixture import OpenPage
+from formats_helpers import chat_call, chat_result
 from typer.testing import CliRunner
 
 from dashboard import pages
@@ -29,17 +29,10 @@ def _store(db_url: str, tmp_path: Path) -> None:
         "id": "big-numbers",
         "messages": [
             {"role": "user", "content": "count"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {"id": "call_1", "type": "function",
-                     "function": {"name": "count", "arguments": ARGUMENTS}},
-                ],
-            },
-            {"role": "tool", "tool_call_id": "call_1", "content": f'{{"total": {BIG}}}'},
+            chat_call("call_1", "count", ARGUMENTS),
+            chat_result("call_1", f'{{"total": {BIG}}}'),
         ],
-    }  # fmt: skip
+    }
     _import_line(db_url, tmp_path, json.dumps(conversation))
 
 
@@ -113,11 +106,10 @@ def test_the_pairs_command_shows_integers_beyond_64_bits_as_written(
 
 
 def test_the_trace_page_shows_integers_beyond_64_bits_as_written(
-    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    open_page: OpenPage, db_url: str, tmp_path: Path
 ) -> None:
     _store(db_url, tmp_path)
-    at = open_app(monkeypatch, db_url, page=pages.TRACE.script, params={"trace": "big-numbers"})
-    assert not at.exception
+    at = open_page(db_url, pages.TRACE.script, {"trace": "big-numbers"})
     shown = "\n".join(str(c.value) for c in at.code)
     assert f'"n": {BIG}' in shown
     assert f'"m": {NEGATIVE}' in shown

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
-from formats_helpers import GOLDEN_CASES, records_of
+from formats_helpers import GOLDEN_CASES, chat_call, chat_result, records_of
 
 from db.engine import make_engine
 from db.queries.summary import summarize
@@ -165,21 +165,8 @@ def tau2_like_chat_lines(count: int) -> list[dict[str, Any]]:
             "messages": [
                 {"role": "system", "content": "You are an airline agent."},
                 {"role": "user", "content": "Cancel my booking."},
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": f"call_{i}",
-                            "type": "function",
-                            "function": {
-                                "name": "cancel_reservation",
-                                "arguments": '{"reservation_id": "R1"}',
-                            },
-                        }
-                    ],
-                },
-                {"role": "tool", "tool_call_id": f"call_{i}", "content": '{"status": "ok"}'},
+                chat_call(f"call_{i}", "cancel_reservation", '{"reservation_id": "R1"}'),
+                chat_result(f"call_{i}", '{"status": "ok"}'),
                 {"role": "assistant", "content": "Done."},
             ],
         }
@@ -216,18 +203,8 @@ def chat_lines_with_request_metadata(count: int) -> bytes:
             "request": {"client": "web", "ip": "10.0.0.1"},
             "messages": [
                 {"role": "user", "content": "hi"},
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "c1",
-                            "type": "function",
-                            "function": {"name": "lookup", "arguments": "{}"},
-                        }
-                    ],
-                },
-                {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+                chat_call("c1", "lookup", "{}"),
+                chat_result("c1", "ok"),
             ],
         }
         for i in range(count)

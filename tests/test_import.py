@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from formats_helpers import chat_call, chat_result
 from typer.testing import CliRunner
 
 from db.engine import make_engine
@@ -25,18 +26,8 @@ CONVERSATION = {
     "model": "gpt-4o",
     "messages": [
         {"role": "user", "content": "Weather in Paris?"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": "call_1", "content": "rainy, 12C"},
+        chat_call("call_1", "get_weather", '{"city":"Paris"}'),
+        chat_result("call_1", "rainy, 12C"),
         {"role": "assistant", "content": "It is rainy."},
     ],
 }

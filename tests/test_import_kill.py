@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import psutil
-import pytest
 import sqlalchemy as sa
+from dbfixture import OpenPage
 
 from benchmarks.workload import write_workload
 from db.engine import make_engine
@@ -120,9 +120,8 @@ def test_an_import_recorded_by_a_process_that_ended_is_marked_interrupted(db_url
 
 
 def test_the_imports_page_shows_an_import_whose_process_is_gone_as_interrupted(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, db_url: str
+    open_page: OpenPage, tmp_path: Path, db_url: str
 ) -> None:
-    from dbfixture import open_app
 
     from dashboard import pages
 
@@ -138,8 +137,7 @@ def test_the_imports_page_shows_an_import_whose_process_is_gone_as_interrupted(
                 state="running", finished_at=None, pid=child.pid, process_start=None
             )
         )
-    at = open_app(monkeypatch, db_url, page=pages.IMPORTS.script)
-    assert not at.exception
+    at = open_page(db_url, pages.IMPORTS.script)
     states = [list(frame.value["state"]) for frame in at.dataframe if "state" in frame.value]
     assert states == [["interrupted"]]
     assert [state for _, state, _ in _imports(engine)] == ["interrupted"]

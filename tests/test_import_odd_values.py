@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from formats_helpers import chat_call, chat_result
 
 from db.contract.bounds import fit_key, storable_time
 from db.engine import make_engine
@@ -23,17 +24,10 @@ def conversation(conv_id: str, **fields: Any) -> dict[str, Any]:
         "model": "gpt-4o",
         "messages": [
             {"role": "user", "content": "hi"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {"id": "call_1", "type": "function",
-                     "function": {"name": "get", "arguments": "{}"}},
-                ],
-            },
-            {"role": "tool", "tool_call_id": "call_1", "content": "ok"},
+            chat_call("call_1", "get", "{}"),
+            chat_result("call_1", "ok"),
         ],
-    } | fields  # fmt: skip
+    } | fields
 
 
 def import_lines(db_url: str, tmp_path: Path, convs: list[dict[str, Any]]) -> sa.Engine:

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from dbfixture import open_app
+from dbfixture import OpenPage
 from page_support import captions
 
 from dashboard import pages, render, trace_blocks
@@ -64,13 +64,8 @@ def test_the_results_are_20_and_200_kb_and_the_large_one_is_past_what_a_window_r
     assert len(SMALL) < CONTENT_CHARS < len(LARGE)
 
 
-def test_a_20_kb_json_result_is_folded_with_its_size(
-    json_store: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    at = open_app(
-        monkeypatch, json_store, page=pages.TRACE.script, params={"trace": "json-1", "pair": "1:0"}
-    )
-    assert not at.exception
+def test_a_20_kb_json_result_is_folded_with_its_size(open_page: OpenPage, json_store: str) -> None:
+    at = open_page(json_store, pages.TRACE.script, {"trace": "json-1", "pair": "1:0"})
     box = next(e for e in at.expander if e.label == "Selected pair")
     assert [orjson.loads(j.value) for j in box.json] == [orjson.loads(SMALL)]
     assert [(j.proto.expanded, j.proto.max_expand_depth) for j in box.json] == [(True, 1)]
@@ -83,17 +78,14 @@ def test_a_20_kb_json_result_is_folded_with_its_size(
 
 
 def test_a_200_kb_json_result_is_read_whole_and_folded_once_opened(
-    json_store: str, monkeypatch: pytest.MonkeyPatch
+    open_page: OpenPage, json_store: str
 ) -> None:
     engine = make_engine(json_store)
     trace = find_trace(engine, "json-1")
     assert trace is not None
     assert message_text(engine, int(trace["id"]), 4) == LARGE
     engine.dispose()
-    at = open_app(
-        monkeypatch, json_store, page=pages.TRACE.script, params={"trace": "json-1", "pair": "3:0"}
-    )
-    assert not at.exception
+    at = open_page(json_store, pages.TRACE.script, {"trace": "json-1", "pair": "3:0"})
     box = next(e for e in at.expander if e.label == "Selected pair")
     (whole,) = [e for e in box.expander if e.label.startswith("Open all of it, folded if JSON")]
     assert whole.label.startswith("Open all of it, folded if JSON (206,904 chars, ")

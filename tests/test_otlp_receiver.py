@@ -421,10 +421,13 @@ def test_secrets_in_span_attributes_reach_neither_the_spool_nor_the_store(
     assert openai[8:30] not in stored and aws not in stored
 
 
-def raw_exchange(port: int, head: bytes, chunks: list[bytes], pause: float) -> tuple[bytes, float]:
-    """Send ``head`` then ``chunks`` one by one, ``pause`` seconds apart, on a plain socket
-    (as a slow client does), then read the answer until the server closes: the answer and the
-    seconds from the first byte sent to the last byte read."""
+def raw_exchange(url: str, fields: str, chunks: list[bytes], pause: float) -> tuple[bytes, float]:
+    """POST to the receiver at ``url`` on a plain socket: the request line and ``Host``, the
+    header ``fields`` (each line ending in CRLF), then ``chunks`` one by one, ``pause`` seconds
+    apart (as a slow client does); then read the answer until the server closes: the answer and
+    the seconds from the first byte sent to the last byte read."""
+    port = int(url.split(":")[2].split("/")[0])
+    head = f"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n{fields}\r\n".encode()
     started = time.monotonic()
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(head)
@@ -468,12 +471,8 @@ def test_a_client_sending_its_body_slowly_is_answered_408_and_cut_off(
 ) -> None:
     settings = ReceiverSettings(spool_dir=tmp_path / "spool", body_timeout_seconds=1.0)
     with running(settings, sqlite_url) as receiver:
-        port = int(receiver.url.split(":")[2].split("/")[0])
-        head = (
-            "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            f"Content-Type: {content_type}\r\nContent-Length: 1000\r\n\r\n"
-        ).encode()
-        answer, seconds = raw_exchange(port, head, chunks, pause=0.2)
+        fields = f"Content-Type: {content_type}\r\nContent-Length: 1000\r\n"
+        answer, seconds = raw_exchange(receiver.url, fields, chunks, pause=0.2)
     status, headers, body = parse_http(answer)
     assert status == 408
     assert headers["connection"] == "close"
@@ -492,12 +491,11 @@ def test_a_body_that_arrives_within_the_timeout_is_accepted_on_a_raw_socket(
     settings = ReceiverSettings(spool_dir=tmp_path / "spool", body_timeout_seconds=2.0)
     body = sdk_request()
     with running(settings, sqlite_url) as receiver:
-        port = int(receiver.url.split(":")[2].split("/")[0])
-        head = (
-            "POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-            f"Content-Type: application/x-protobuf\r\nContent-Length: {len(body)}\r\n\r\n"
-        ).encode()
+        fields = (
+            "Connection: close\r\n"
+            f"Content-Type: application/x-protobuf\r\nContent-Length: {len(body)}\r\n"
+        )
         half = len(body) // 2
-        answer, _ = raw_exchange(port, head, [body[:half], body[half:]], pause=0.3)
+        answer, _ = raw_exchange(receiver.url, fields, [body[:half], body[half:]], pause=0.3)
     status, headers, _ = parse_http(answer)
     assert (status, headers["content-type"]) == (200, "application/x-protobuf")

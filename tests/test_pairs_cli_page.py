@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
-from dbfixture import fixture_store, open_app
+from dbfixture import OpenPage, fixture_store
 from typer.testing import CliRunner
 
 from dashboard import pages
@@ -81,10 +81,9 @@ def test_the_cli_jsonl_keeps_the_pages_types(pairs_store: str) -> None:
 
 
 def test_the_page_shows_every_cli_column_what_the_call_did_first(
-    monkeypatch: pytest.MonkeyPatch, sqlite_url: str
+    open_page: OpenPage, sqlite_url: str
 ) -> None:
-    at = open_app(monkeypatch, fixture_store(sqlite_url), page=pages.CALLS.script)
-    assert not at.exception
+    at = open_page(fixture_store(sqlite_url), pages.CALLS.script)
     shown = list(at.dataframe[0].proto.column_order)
     # Tool, error type, arguments and result first (on screen at 1,440 px: the browser test
     # measures), then where the call is, then the other fields in the CLI's order.

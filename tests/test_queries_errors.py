@@ -1,9 +1,7 @@
 """Queries of the Errors page, on SQLite and PostgreSQL: totals, types by tool and over time,
 sources, fingerprints and their occurrences.
 
-The store is ``analysis_store`` (``dbfixture.build_pages2_database``: three hand-made traces
-whose figures are recomputed on paper in that module's comment), so every value asserted here
-is exact.
+On ``analysis_store``, so every value asserted here is exact.
 """
 
 from __future__ import annotations

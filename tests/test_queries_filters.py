@@ -1,8 +1,6 @@
 """The shared filters (trace, time range, tool) on the page queries, on SQLite and PostgreSQL.
 
-The store is ``analysis_store`` (``dbfixture.build_pages2_database``: three hand-made traces
-whose figures are recomputed on paper in that module's comment), so every value asserted here
-is exact.
+On ``analysis_store``, so every value asserted here is exact.
 """
 
 from __future__ import annotations

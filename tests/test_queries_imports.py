@@ -1,8 +1,6 @@
 """Queries of the Imports page, on SQLite and PostgreSQL: import history and rejected records.
 
-The store is ``analysis_store`` (``dbfixture.build_pages2_database``: three hand-made traces
-whose figures are recomputed on paper in that module's comment), so every value asserted here
-is exact.
+On ``analysis_store``, so every value asserted here is exact.
 """
 
 from __future__ import annotations

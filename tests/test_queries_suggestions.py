@@ -1,9 +1,7 @@
 """Queries of the Suggestions page, on SQLite and PostgreSQL: follow rates with their counts,
 verdicts, recovery and examples.
 
-The store is ``analysis_store`` (``dbfixture.build_pages2_database``: three hand-made traces
-whose figures are recomputed on paper in that module's comment), so every value asserted here
-is exact.
+On ``analysis_store``, so every value asserted here is exact.
 """
 
 from __future__ import annotations

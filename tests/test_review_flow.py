@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 import streamlit.testing.v1.app_test as app_test_module
-from dbfixture import open_app
+from dbfixture import OpenPage
 from incident import import_incident, result_id
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.media_file_storage import MediaFileStorage
@@ -122,10 +122,10 @@ def add_note_on_page(at: Any, key: str, label: str, note: str) -> None:
 
 
 def test_a_reviewer_goes_from_the_overview_to_a_problem_pair_labels_corrects_and_shares_it(
+    open_page: OpenPage,
     incident_store: tuple[sa.Engine, dict[str, int]],
     sqlite_url: str,
     downloads: Downloads,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     engine, ids = incident_store
     incident = ids["incident-1"]
@@ -133,8 +133,7 @@ def test_a_reviewer_goes_from_the_overview_to_a_problem_pair_labels_corrects_and
     before = summarize(engine)["suggestions"]
     assert (before["followed"], before["ignored"], before["follow_rate"]) == (0, 1, 0.0)
 
-    at = open_app(monkeypatch, sqlite_url)
-    assert not at.exception
+    at = open_page(sqlite_url)
     assert texts(at, "title") == ["Overview"]
     followed = next(m for m in at.metric if m.label == "Suggestions followed")
     assert (followed.value, followed.delta) == ("0.0%", "0 of 1 decided")
@@ -201,17 +200,12 @@ def test_a_reviewer_goes_from_the_overview_to_a_problem_pair_labels_corrects_and
     assert "https://" not in report  # opens offline: nothing refers outside the file
 
     # The link opens the same pair, with the note, for a colleague.
-    shared = open_app(
-        monkeypatch, sqlite_url, page=TRACE, params=dict(parse_qsl(urlsplit(link).query))
-    )
-    assert not shared.exception
+    shared = open_page(sqlite_url, TRACE, dict(parse_qsl(urlsplit(link).query)))
     assert NOTE in texts(review_box(shared), "text")
 
 
 def test_the_trace_page_counts_notes_per_pair_and_any_pair_can_be_selected(
-    incident_store: tuple[sa.Engine, dict[str, int]],
-    sqlite_url: str,
-    monkeypatch: pytest.MonkeyPatch,
+    open_page: OpenPage, incident_store: tuple[sa.Engine, dict[str, int]], sqlite_url: str
 ) -> None:
     engine, ids = incident_store
     incident = ids["incident-1"]
@@ -222,8 +216,7 @@ def test_the_trace_page_counts_notes_per_pair_and_any_pair_can_be_selected(
         add_annotation(
             engine, incident, label=label, note="", author="bo", message_seq=4, call_index=0
         )
-    at = open_app(monkeypatch, sqlite_url, page=TRACE, params={"trace": "incident-1"})
-    assert not at.exception
+    at = open_page(sqlite_url, TRACE, {"trace": "incident-1"})
     notes = expander(at, "Notes and labels (1)")
     assert texts(notes, "text") == ["loop on a missing order"]
     assert texts(notes, "caption")[0] == "3 more notes on pairs, shown under each pair."
@@ -249,14 +242,11 @@ def test_the_trace_page_counts_notes_per_pair_and_any_pair_can_be_selected(
 
 
 def test_a_lone_result_is_annotated_on_its_own_message(
-    incident_store: tuple[sa.Engine, dict[str, int]],
-    sqlite_url: str,
-    monkeypatch: pytest.MonkeyPatch,
+    open_page: OpenPage, incident_store: tuple[sa.Engine, dict[str, int]], sqlite_url: str
 ) -> None:
     engine, ids = incident_store
     orphan = ids["orphan-3"]
-    at = open_app(monkeypatch, sqlite_url, page=TRACE, params={"trace": "orphan-3", "pair": "r1"})
-    assert not at.exception
+    at = open_page(sqlite_url, TRACE, {"trace": "orphan-3", "pair": "r1"})
     selected = expander(at, "Selected pair")
     assert texts(selected, "warning") == ["Orphan result: no call in this trace has its id."]
     open_review_box(at, orphan, 1, None)
@@ -271,14 +261,13 @@ def test_a_lone_result_is_annotated_on_its_own_message(
 
 
 def test_the_tool_calls_page_downloads_every_filtered_row_as_csv_and_parquet(
+    open_page: OpenPage,
     incident_store: tuple[sa.Engine, dict[str, int]],
     sqlite_url: str,
     downloads: Downloads,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     engine, _ = incident_store
-    at = open_app(monkeypatch, sqlite_url, page=CALLS, params={"status": "error"})
-    assert not at.exception
+    at = open_page(sqlite_url, CALLS, {"status": "error"})
     assert [b.label for b in at.get("download_button")] == ["CSV", "Parquet"]
     assert "Downloads hold all 3 rows these filters match, not just this page." in texts(
         at, "caption"
@@ -295,14 +284,14 @@ def test_the_tool_calls_page_downloads_every_filtered_row_as_csv_and_parquet(
 
 
 def test_a_download_over_the_row_cap_holds_the_first_rows_and_says_so(
+    open_page: OpenPage,
     incident_store: tuple[sa.Engine, dict[str, int]],
     sqlite_url: str,
     downloads: Downloads,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(files_ui, "TABLE_DOWNLOAD_MAX_ROWS", 2)
-    at = open_app(monkeypatch, sqlite_url, page=CALLS)
-    assert not at.exception
+    at = open_page(sqlite_url, CALLS)
     assert (
         "Downloads hold the first 2 of 6 rows, in this order; narrow the filters to get the rest."
         in texts(at, "caption")
@@ -312,30 +301,26 @@ def test_a_download_over_the_row_cap_holds_the_first_rows_and_says_so(
 
 
 def test_the_imports_page_offers_the_upload_also_on_an_empty_store(
+    open_page: OpenPage,
     incident_store: tuple[sa.Engine, dict[str, int]],
     sqlite_url: str,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    at = open_app(monkeypatch, sqlite_url, page=IMPORTS)
-    assert not at.exception
+    at = open_page(sqlite_url, IMPORTS)
     assert "### Upload traces" in texts(at, "markdown")
     assert [u.label for u in at.file_uploader] == [
         "Trace files (.json, .jsonl, .gz — up to 200 MB each)"
     ]
-    empty = open_app(monkeypatch, f"sqlite:///{tmp_path / 'empty.db'}", page=IMPORTS)
-    assert not empty.exception
+    empty = open_page(f"sqlite:///{tmp_path / 'empty.db'}", IMPORTS)
     assert len(empty.file_uploader) == 1
 
 
 def test_errors_and_suggestions_pages_say_how_many_values_reviewers_corrected(
-    incident_store: tuple[sa.Engine, dict[str, int]],
-    sqlite_url: str,
-    monkeypatch: pytest.MonkeyPatch,
+    open_page: OpenPage, incident_store: tuple[sa.Engine, dict[str, int]], sqlite_url: str
 ) -> None:
     engine, ids = incident_store
-    errors = open_app(monkeypatch, sqlite_url, page=ERRORS)
-    suggestions = open_app(monkeypatch, sqlite_url, page=SUGGESTIONS)
+    errors = open_page(sqlite_url, ERRORS)
+    suggestions = open_page(sqlite_url, SUGGESTIONS)
     for at in (errors, suggestions):
         assert not at.exception
         assert not [c for c in texts(at, "caption") if "corrected by reviewers" in c]
@@ -345,12 +330,12 @@ def test_errors_and_suggestions_pages_say_how_many_values_reviewers_corrected(
         verdict="followed",
     )  # fmt: skip
     correct_result(engine, result_id(engine, incident, 5), author="ana", error_type="timeout")
-    errors = open_app(monkeypatch, sqlite_url, page=ERRORS)
+    errors = open_page(sqlite_url, ERRORS)
     assert (
         "2 error types corrected by reviewers; the figures and charts use the corrected types."
         in texts(errors, "caption")
     )
-    suggestions = open_app(monkeypatch, sqlite_url, page=SUGGESTIONS)
+    suggestions = open_page(sqlite_url, SUGGESTIONS)
     assert (
         "1 verdict corrected by reviewers; the figures and charts use the corrected verdicts."
         in texts(suggestions, "caption")
@@ -378,12 +363,10 @@ def test_correction_counts_count_each_corrected_field_under_the_filters(
 
 
 def test_mark_reviewed_on_the_trace_page_opens_the_next_trace_of_the_queue(
-    monkeypatch: pytest.MonkeyPatch,
-    sqlite_url: str,
-    incident_store: tuple[sa.Engine, dict[str, int]],
+    open_page: OpenPage, sqlite_url: str, incident_store: tuple[sa.Engine, dict[str, int]]
 ) -> None:
     engine, ids = incident_store
-    at = open_app(monkeypatch, sqlite_url, page=TRACE, params={"trace": "incident-1"})
+    at = open_page(sqlite_url, TRACE, {"trace": "incident-1"})
     assert at.button(key="mark_and_next").disabled
     at.text_input(key="reviewer").input("ana").run()
     at.button(key="mark_and_next").click().run()
@@ -401,25 +384,19 @@ def test_mark_reviewed_on_the_trace_page_opens_the_next_trace_of_the_queue(
 
 
 def test_mark_reviewed_and_next_follows_the_queues_problem_filter(
-    monkeypatch: pytest.MonkeyPatch,
-    sqlite_url: str,
-    incident_store: tuple[sa.Engine, dict[str, int]],
+    open_page: OpenPage, sqlite_url: str, incident_store: tuple[sa.Engine, dict[str, int]]
 ) -> None:
     """From the queue of loops, the next trace is the next one with a loop: orphan-3, next in
     the whole queue, has none, so the loops queue is empty after incident-1."""
     engine, ids = incident_store
-    review = open_app(
-        monkeypatch, sqlite_url, page=pages.REVIEW.script, params={"problem": "loops"}
-    )
+    review = open_page(sqlite_url, pages.REVIEW.script, {"problem": "loops"})
     assert review.dataframe(key="review_queue").value["trace"].tolist() == ["incident-1"]
     review.session_state["review_queue"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
     review.run()
     assert not review.exception
     assert (review.query_params["trace"], review.query_params["queue"]) == ("incident-1", "loops")
 
-    at = open_app(
-        monkeypatch, sqlite_url, page=TRACE, params={"trace": "incident-1", "queue": "loops"}
-    )
+    at = open_page(sqlite_url, TRACE, {"trace": "incident-1", "queue": "loops"})
     at.text_input(key="reviewer").input("ana").run()
     at.button(key="mark_and_next").click().run()
     assert not at.exception
@@ -429,7 +406,7 @@ def test_mark_reviewed_and_next_follows_the_queues_problem_filter(
 
 
 def test_the_report_buttons_name_the_file_by_title_and_day(
-    monkeypatch: pytest.MonkeyPatch,
+    open_page: OpenPage,
     sqlite_url: str,
     incident_store: tuple[sa.Engine, dict[str, int]],
     downloads: Downloads,
@@ -437,8 +414,7 @@ def test_the_report_buttons_name_the_file_by_title_and_day(
     """The incident's trace has no times: its report is dated the day it is made."""
     trace = incident_store[1]["incident-1"]
     today = datetime.now(UTC).date().isoformat()
-    at = open_app(monkeypatch, sqlite_url, page=TRACE, params={"trace": "incident-1"})
-    assert not at.exception
+    at = open_page(sqlite_url, TRACE, {"trace": "incident-1"})
     names = [downloads.file(at, f"report_{trace}_{fmt}").filename for fmt in ("html", "md", "json")]
     stem = "toollens-Cancel-order-7-script-alert-x-script-see-https-evil.example"
     assert names == [f"{stem}-{today}.{fmt}" for fmt in ("html", "md", "json")]

@@ -223,15 +223,21 @@ def _same(a: Any, b: Any) -> bool:
     return True
 
 
+def _first_agent_and_model(conn: sa.Connection) -> tuple[str, str]:
+    """The agent and model of the store's first trace that names both."""
+    agent, model = conn.execute(
+        sa.select(TraceRow.agent, TraceRow.model)
+        .where(TraceRow.agent.is_not(None), TraceRow.model.is_not(None))
+        .order_by(TraceRow.id)
+        .limit(1)
+    ).one()
+    return agent, model
+
+
 def _store_grid(engine: sa.Engine) -> list[Filters]:
     """:func:`_grid` on values of ``engine``'s store."""
     with engine.connect() as conn:
-        agent, model = conn.execute(
-            sa.select(TraceRow.agent, TraceRow.model)
-            .where(TraceRow.agent.is_not(None), TraceRow.model.is_not(None))
-            .order_by(TraceRow.id)
-            .limit(1)
-        ).one()
+        agent, model = _first_agent_and_model(conn)
         tool = conn.execute(
             sa.select(ToolResultRow.tool).order_by(ToolResultRow.id).limit(1)
         ).scalar_one()
@@ -381,12 +387,7 @@ def test_execution_times_under_one_trace_filter_are_read_from_the_rollups(
     """Under a filter on one trace dimension the percentiles come from ``rollup_durations``
     (no statement reads ``tool_results``) and equal the ranked base rows."""
     with store.connect() as conn:
-        agent, model = conn.execute(
-            sa.select(TraceRow.agent, TraceRow.model)
-            .where(TraceRow.agent.is_not(None), TraceRow.model.is_not(None))
-            .order_by(TraceRow.id)
-            .limit(1)
-        ).one()
+        agent, model = _first_agent_and_model(conn)
         first = conn.execute(sa.select(sa.func.min(TraceRow.started_at))).scalar_one()
     day = datetime(first.year, first.month, first.day, tzinfo=UTC)
     f = {
@@ -778,9 +779,7 @@ def test_a_store_from_before_the_blocks_of_days_recounts_the_buckets_when_opened
     both are pending — a range of days reads the exact histograms' rows meanwhile, and equals
     the base tables — and opening the store counts the two alone; 0027 undone deletes the
     blocks."""
-    engine = make_engine(sqlite_url)
-    _write_generated(engine, 600)
-    expected = _rollup_rows(engine)
+    engine, expected = _generated_store(sqlite_url)
     wide = Filters(start=datetime(2026, 10, 3, tzinfo=UTC), end=datetime(2026, 10, 29, tzinfo=UTC))
     with base_tables():
         sizes = _size_figures(engine, wide)
@@ -803,9 +802,7 @@ def test_a_store_from_before_the_blocks_of_days_recounts_the_buckets_when_opened
         assert rollups.pending(migrated) == two
     finally:
         migrated.dispose()
-    counted, rows = _counted_when_opened(sqlite_url, monkeypatch)
-    assert counted == [tuple(two)]
-    assert rows == expected
+    _opening_counts_alone(sqlite_url, monkeypatch, two, expected)
 
 
 def test_a_store_from_before_the_value_buckets_recounts_the_histograms_when_opened(
@@ -814,9 +811,7 @@ def test_a_store_from_before_the_value_buckets_recounts_the_histograms_when_open
     """Migration 0024 on a store at 0023 with traces: the bucket rollups start empty and the
     exact histograms' keys change, so the four are pending — a range of days reads the base
     tables for them meanwhile, and equals them — and opening the store counts the four alone."""
-    engine = make_engine(sqlite_url)
-    _write_generated(engine, 600)
-    expected = _rollup_rows(engine)
+    engine, expected = _generated_store(sqlite_url)
     assert expected["rollup_size_buckets"] and expected["rollup_duration_buckets"]
     week = Filters(start=DAY, end=datetime(2026, 10, 15, tzinfo=UTC))
     with base_tables():
@@ -826,29 +821,19 @@ def test_a_store_from_before_the_value_buckets_recounts_the_histograms_when_open
         conn.execute(sa.text("DROP TABLE rollup_duration_buckets"))
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0023'"))
     engine.dispose()
-    migrated = make_engine(sqlite_url, migrate=False)
     four = ["rollup_sizes", "rollup_durations", "rollup_size_buckets", "rollup_duration_buckets"]
-    try:
-        migrate.upgrade(migrated, "0024")  # a revision, not "head": nothing is counted
-        assert rollups.is_complete(migrated)
-        assert rollups.pending(migrated) == four
+    with _upgraded(sqlite_url, "0024", four) as migrated:
         got, sent = _with_statements(migrated, lambda: _size_figures(migrated, week))
         assert _reads(sent, "tool_results") and not _reads(sent, "rollup_sizes")
         _same(got, sizes)
-    finally:
-        migrated.dispose()
-    counted, rows = _counted_when_opened(sqlite_url, monkeypatch)
-    assert counted == [tuple(four)]
-    assert rows == expected
+    _opening_counts_alone(sqlite_url, monkeypatch, four, expected)
 
 
 def test_a_store_with_the_earlier_rollup_keys_is_recounted_when_opened(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Migration 0020 changed the key layout: a store at 0019 is recounted, all of it, once."""
-    engine = make_engine(sqlite_url)
-    _write_generated(engine, 600)
-    expected = _rollup_rows(engine)
+    engine, expected = _generated_store(sqlite_url)
     migrate.downgrade(engine, "0028")  # what the later revisions add, taken out by them
     with engine.begin() as conn:
         # The earlier layout's keys: the day (NULL: 0) after the grain, an 11-byte hash.
@@ -871,21 +856,13 @@ def test_a_store_with_the_earlier_rollup_keys_is_recounted_when_opened(
         conn.execute(sa.text("ALTER TABLE tool_results DROP COLUMN preview"))  # from 0028
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0019'"))
     engine.dispose()
-    counted: list[Any] = []
-    monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
-    reopened = make_engine(sqlite_url)
-    try:
-        assert counted == [None]
-        assert rollups.is_complete(reopened)
-        assert _rollup_rows(reopened) == expected
-    finally:
-        reopened.dispose()
+    counted = _recorded_rebuilds(monkeypatch)
+    _filled_when_opened(sqlite_url, expected)
+    assert counted == [None]
 
 
 def test_a_store_from_before_the_rollups_is_filled_when_opened(sqlite_url: str) -> None:
-    engine = make_engine(sqlite_url)
-    _write_generated(engine, 600)
-    expected = _rollup_rows(engine)
+    engine, expected = _generated_store(sqlite_url)
     migrate.downgrade(engine, "0028")  # what the later revisions add, taken out by them
     with engine.begin() as conn:
         for rollup in rollups.ROLLUPS.values():
@@ -900,12 +877,7 @@ def test_a_store_from_before_the_rollups_is_filled_when_opened(sqlite_url: str) 
         for rollup in rollups.ROLLUPS.values():
             conn.execute(sa.text(f"DROP TABLE {rollup.table.name}"))
     engine.dispose()
-    reopened = make_engine(sqlite_url)
-    try:
-        assert rollups.is_complete(reopened)
-        assert _rollup_rows(reopened) == expected
-    finally:
-        reopened.dispose()
+    _filled_when_opened(sqlite_url, expected)
 
 
 def test_a_store_from_before_the_input_share_rollup_gets_it_when_opened(
@@ -924,8 +896,7 @@ def test_a_store_from_before_the_input_share_rollup_gets_it_when_opened(
         conn.execute(sa.text("ALTER TABLE rollup_state DROP COLUMN pending"))
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0017'"))
     engine.dispose()
-    counted: list[Any] = []
-    monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
+    counted = _recorded_rebuilds(monkeypatch)
     reopened = make_engine(sqlite_url, migrate=False)
     try:
         # Up to 0019 (0020 recounts every rollup: see the test of the key layout), then what
@@ -947,30 +918,20 @@ def test_a_store_from_before_the_duration_rollup_gets_it_when_opened(
     pending (its figures read from the base tables meanwhile) and opening the store counts it
     alone — also when the migration ran but the count did not (interrupted), since ``upgrade``
     checks the rollups at the head too."""
-    engine = make_engine(sqlite_url)
-    _write_generated(engine, 600)
-    expected = _rollup_rows(engine)
+    engine, expected = _generated_store(sqlite_url)
     assert expected["rollup_durations"]
     with engine.begin() as conn:
         conn.execute(sa.text("DROP TABLE rollup_durations"))
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0018'"))
     engine.dispose()
-    migrated = make_engine(sqlite_url, migrate=False)
-    try:
-        migrate.upgrade(migrated, "0019")  # a revision, not "head": nothing is counted
-        assert rollups.is_complete(migrated)
-        assert rollups.pending(migrated) == ["rollup_durations"]
+    with _upgraded(sqlite_url, "0019", ["rollup_durations"]) as migrated:
         with base_tables():
             base = durations.durations_by_tool(migrated, Filters(import_id=2))
         # A pending rollup is never read: the figures come from the base tables.
         pd.testing.assert_frame_equal(
             durations.durations_by_tool(migrated, Filters(import_id=2)), base
         )
-    finally:
-        migrated.dispose()
-    counted, rows = _counted_when_opened(sqlite_url, monkeypatch)
-    assert counted == [("rollup_durations",)]
-    assert rows == expected
+    _opening_counts_alone(sqlite_url, monkeypatch, ["rollup_durations"], expected)
 
 
 def test_a_store_from_before_the_daily_activity_rollup_gets_it_when_opened(
@@ -979,20 +940,14 @@ def test_a_store_from_before_the_daily_activity_rollup_gets_it_when_opened(
     """Migration 0021 on a store at 0020 with traces: the daily rollup starts empty and
     pending — the day and week axes are summed from the hours meanwhile, and equal the base
     tables — and opening the store counts it alone."""
-    engine = make_engine(sqlite_url)
-    _write_generated(engine, 600)
-    expected = _rollup_rows(engine)
+    engine, expected = _generated_store(sqlite_url)
     assert expected["rollup_activity_days"]
     with engine.begin() as conn:
         conn.execute(sa.text("DROP TABLE rollup_activity_days"))
         conn.execute(sa.text("DROP INDEX ix_tool_results_error_examples"))  # from 0022
         conn.execute(sa.text("UPDATE alembic_version SET version_num = '0020'"))
     engine.dispose()
-    migrated = make_engine(sqlite_url, migrate=False)
-    try:
-        migrate.upgrade(migrated, "0021")  # a revision, not "head": nothing is counted
-        assert rollups.is_complete(migrated)
-        assert rollups.pending(migrated) == ["rollup_activity_days"]
+    with _upgraded(sqlite_url, "0021", ["rollup_activity_days"]) as migrated:
         for axis in ("day", "week"):
             got, sent = _with_statements(
                 migrated,
@@ -1005,11 +960,7 @@ def test_a_store_from_before_the_daily_activity_rollup_gets_it_when_opened(
         with base_tables():
             unit = activity.span_unit(migrated)
         assert activity.span_unit(migrated) == unit == "day"
-    finally:
-        migrated.dispose()
-    counted, rows = _counted_when_opened(sqlite_url, monkeypatch)
-    assert counted == [("rollup_activity_days",)]
-    assert rows == expected
+    _opening_counts_alone(sqlite_url, monkeypatch, ["rollup_activity_days"], expected)
 
 
 def _results_column_recounted_when_opened(
@@ -1023,9 +974,7 @@ def _results_column_recounted_when_opened(
     """Migration ``revision`` added ``column`` to the results rollup: on a store at the revision
     before it, with traces, the rollup's rows lack it, so the rollup is pending — ``figure``
     reads the base tables meanwhile, and equals them — and opening the store recounts it alone."""
-    engine = make_engine(url)
-    _write_generated(engine, 600)
-    expected = _rollup_rows(engine)
+    engine, expected = _generated_store(url)
     with base_tables():
         base = figure(engine, Filters(import_id=2))
     before = f"{int(revision) - 1:04d}"
@@ -1035,20 +984,12 @@ def _results_column_recounted_when_opened(
         conn.execute(sa.text(f"ALTER TABLE rollup_results DROP COLUMN {column}"))
         conn.execute(sa.text(f"UPDATE alembic_version SET version_num = '{before}'"))
     engine.dispose()
-    migrated = make_engine(url, migrate=False)
-    try:
-        migrate.upgrade(migrated, revision)  # a revision, not "head": nothing is counted
-        assert rollups.is_complete(migrated)
-        assert rollups.pending(migrated) == ["rollup_results"]
+    with _upgraded(url, revision, ["rollup_results"]) as migrated:
         got, sent = _with_statements(migrated, lambda: figure(migrated, Filters(import_id=2)))
         assert _reads(sent, "tool_results") and not _reads(sent, "rollup_results")
         _same(got, base)
         assert got[measure].sum() > 0
-    finally:
-        migrated.dispose()
-    counted, rows = _counted_when_opened(url, monkeypatch)
-    assert counted == [("rollup_results",)]
-    assert rows == expected
+    _opening_counts_alone(url, monkeypatch, ["rollup_results"], expected)
 
 
 def test_a_store_from_before_the_recovery_outcome_recounts_the_results_rollup_when_opened(
@@ -1082,13 +1023,47 @@ def test_a_store_from_before_the_kind_of_advice_recounts_the_results_rollup_when
     )
 
 
+def _generated_store(url: str) -> tuple[sa.Engine, dict[str, set[tuple[Any, ...]]]]:
+    """An engine on ``url`` holding the generated traces of :func:`_write_generated` (600
+    messages), and its rollups' rows as written."""
+    engine = make_engine(url)
+    _write_generated(engine, 600)
+    return engine, _rollup_rows(engine)
+
+
+@contextlib.contextmanager
+def _upgraded(url: str, revision: str, pending: list[str]) -> Iterator[sa.Engine]:
+    """The store at ``url`` migrated to ``revision`` (a revision, not "head": nothing is
+    counted), complete but for the rollups ``pending``; disposed afterwards."""
+    migrated = make_engine(url, migrate=False)
+    try:
+        migrate.upgrade(migrated, revision)
+        assert rollups.is_complete(migrated)
+        assert rollups.pending(migrated) == pending
+        yield migrated
+    finally:
+        migrated.dispose()
+
+
+def _opening_counts_alone(
+    url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    only: list[str],
+    expected: dict[str, set[tuple[Any, ...]]],
+) -> None:
+    """Opening the store at ``url`` counts the rollups ``only``, in one pass, and nothing else;
+    every rollup's rows are then ``expected``."""
+    counted, rows = _counted_when_opened(url, monkeypatch)
+    assert counted == [tuple(only)]
+    assert rows == expected
+
+
 def _counted_when_opened(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[list[Any], dict[str, set[tuple[Any, ...]]]]:
     """What opening the store at ``url`` counts (``migrate.count_rollups``): the rebuilds it
     ran (their ``only``), then every rollup's rows; nothing is left pending."""
-    counted: list[Any] = []
-    monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
+    counted = _recorded_rebuilds(monkeypatch)
     reopened = make_engine(url, migrate=False)
     try:
         migrate.count_rollups(reopened)
@@ -1096,6 +1071,24 @@ def _counted_when_opened(
         return counted, _rollup_rows(reopened)
     finally:
         reopened.dispose()
+
+
+def _filled_when_opened(url: str, expected: dict[str, set[tuple[Any, ...]]]) -> None:
+    """Opening the store at ``url`` (migrated to the head) leaves every rollup complete, its
+    rows ``expected``."""
+    reopened = make_engine(url)
+    try:
+        assert rollups.is_complete(reopened)
+        assert _rollup_rows(reopened) == expected
+    finally:
+        reopened.dispose()
+
+
+def _recorded_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The ``only`` of each rollup rebuild from now on (``None``: all of them), in order."""
+    counted: list[Any] = []
+    monkeypatch.setattr(rollups, "rebuild", _recorded(rollups.rebuild, counted))
+    return counted
 
 
 def _recorded(rebuild: Callable[..., int], calls: list[Any]) -> Callable[..., int]:

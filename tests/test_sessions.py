@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from dbfixture import open_app
+from dbfixture import OpenPage
 from formats_helpers import parse, recs
 from page_support import captions, rows, select_row
 
@@ -134,9 +134,9 @@ def test_sessions_are_listed_with_their_traces_counts_and_times(langfuse_store: 
 
 
 def test_the_sessions_page_lists_sessions_and_opens_one(
-    langfuse_store: str, monkeypatch: pytest.MonkeyPatch
+    open_page: OpenPage, langfuse_store: str
 ) -> None:
-    at = open_app(monkeypatch, langfuse_store, page=SESSIONS, params={"shared": "true"})
+    at = open_page(langfuse_store, SESSIONS, {"shared": "true"})
     at.run()
     assert not at.exception
     assert [t.value for t in at.title] == ["Sessions"]
@@ -153,11 +153,9 @@ def test_the_sessions_page_lists_sessions_and_opens_one(
     assert list(traces.value["link"]) == [f"/trace?trace={t[0]}" for t in SESSION_ABC]
 
 
-def test_the_trace_page_links_to_its_session(
-    langfuse_store: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_trace_page_links_to_its_session(open_page: OpenPage, langfuse_store: str) -> None:
     trace = SESSION_ABC[1][0]
-    at = open_app(monkeypatch, langfuse_store, page=pages.TRACE.script, params={"trace": trace})
+    at = open_page(langfuse_store, pages.TRACE.script, {"trace": trace})
     at.run()
     assert not at.exception
     (link,) = [p for p in at.get("page_link") if "session" in p.proto.label]

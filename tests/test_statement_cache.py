@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from dbfixture import fixture_store, open_app
+from dbfixture import OpenPage, fixture_store
 from sqlalchemy.engine.interfaces import CacheStats
 from sqlalchemy.sql.compiler import SQLCompiler
 
@@ -65,11 +65,11 @@ def test_the_custom_constructs_key_on_their_columns() -> None:
 
 
 def test_the_import_and_every_page_run_only_cacheable_statements(
-    monkeypatch: pytest.MonkeyPatch, db_url: str, uncached: list[str]
+    open_page: OpenPage, db_url: str, uncached: list[str]
 ) -> None:
     url = fixture_store(db_url)  # written by the import's writer, rollups kept
     for page in pages.PAGES:
-        at = open_app(monkeypatch, url, params={"model": "gpt-4o", "start": "2025-01-01"})
+        at = open_page(url, params={"model": "gpt-4o", "start": "2025-01-01"})
         if not page.default:
             at.switch_page(page.script).run()
         assert not at.exception, page.key

@@ -15,7 +15,8 @@ from typing import Any
 import orjson
 import pandas as pd
 import pytest
-from dbfixture import open_app
+from dbfixture import OpenPage
+from formats_helpers import chat_call, chat_result
 from page_support import captions, chart_spec
 
 from dashboard import pages, trace_timeline
@@ -148,9 +149,9 @@ def test_a_long_thread_name_is_cut_in_its_row_label() -> None:
 
 
 def test_the_trace_page_draws_the_timeline_and_a_bar_opens_its_pair(
-    otlp_store: str, monkeypatch: pytest.MonkeyPatch
+    open_page: OpenPage, otlp_store: str
 ) -> None:
-    at = open_app(monkeypatch, otlp_store, page=pages.TRACE.script, params={"trace": GENAI_TRACE})
+    at = open_page(otlp_store, pages.TRACE.script, {"trace": GENAI_TRACE})
     at.run()
     assert not at.exception
     assert "Time in UTC; 3 bars. Click a bar to open its pair." in captions(at)
@@ -173,7 +174,7 @@ def test_the_trace_page_draws_the_timeline_and_a_bar_opens_its_pair(
 
 
 def test_a_trace_without_times_says_so_in_one_line(
-    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    open_page: OpenPage, db_url: str, tmp_path: Path
 ) -> None:
     source = tmp_path / "chat.jsonl"
     source.write_bytes(
@@ -182,18 +183,8 @@ def test_a_trace_without_times_says_so_in_one_line(
                 "id": "untimed",
                 "messages": [
                     {"role": "user", "content": "Hi"},
-                    {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": [
-                            {
-                                "id": "c1",
-                                "type": "function",
-                                "function": {"name": "ping", "arguments": "{}"},
-                            }
-                        ],
-                    },
-                    {"role": "tool", "tool_call_id": "c1", "content": "pong"},
+                    chat_call("c1", "ping", "{}"),
+                    chat_result("c1", "pong"),
                 ],
             }
         )
@@ -202,7 +193,7 @@ def test_a_trace_without_times_says_so_in_one_line(
     engine = make_engine(db_url)
     import_paths(engine, [source], origin="cli")
     engine.dispose()
-    at = open_app(monkeypatch, db_url, page=pages.TRACE.script, params={"trace": "untimed"})
+    at = open_page(db_url, pages.TRACE.script, {"trace": "untimed"})
     at.run()
     assert not at.exception
     assert trace_timeline.caption(0, 0, 1) in captions(at)

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 import sqlalchemy as sa
-from formats_helpers import GOLDEN_CASES
+from formats_helpers import GOLDEN_CASES, chat_call, chat_result
 
 from benchmarks.workload import generate_traces
 from db.engine import make_engine
@@ -248,18 +248,8 @@ CONVERSATION = {
     "id": "conv-1",
     "messages": [
         {"role": "user", "content": "Weather in Paris?"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
-                },
-            ],
-        },
-        {"role": "tool", "tool_call_id": "call_1", "content": "rainy, 12C"},
+        chat_call("call_1", "get_weather", '{"city":"Paris"}'),
+        chat_result("call_1", "rainy, 12C"),
     ],
 }
 

@@ -77,43 +77,46 @@ def _answer(
     )
 
 
-def build_trace() -> Trace:
-    """``build-1`` (see the module docstring)."""
+def _timing_trace(external_id: str, task: str, *messages: Message) -> Trace:
+    """A trace of ``timing.jsonl``: the user asks for ``task`` at :data:`T0`, then
+    ``messages``."""
     return Trace(
         format="openai_chat",
         source_file="timing.jsonl",
-        external_id="build-1",
-        messages=[
-            Message(seq=0, role="user", content="Fix the build", timestamp=T0),
-            _ask(1, 1, _call("c1", "run", RUN_ARGS[1])),
-            _answer(2, "c1", ERRORS[1], 3.5),
-            _ask(
-                3,
-                4,
-                _call("c2", "run", RUN_ARGS[3]),
-                _call("c3", "read_file", '{"path": "src/a.ts"}', index=1),
-            ),
-            _answer(4, "c2", ERRORS[4], 5.25),
-            _answer(5, "c3", "export const a = 1;", 5),
-            _ask(6, 6, _call("c4", "run", RUN_ARGS[6])),
-            _answer(7, "c4", ERRORS[7], 6.75),
-            _ask(8, 8, _call("c5", "run", '{"cmd": "ls"}')),
-            _answer(9, "c5", "a.ts b.ts", 7.5),
-            _ask(10, 9, _call("c6", "run", '{"cmd": "echo ok"}')),
-            _answer(11, "c6", "done", None),
-        ],
+        external_id=external_id,
+        messages=[Message(seq=0, role="user", content=task, timestamp=T0), *messages],
+    )
+
+
+def build_trace() -> Trace:
+    """``build-1`` (see the module docstring)."""
+    return _timing_trace(
+        "build-1",
+        "Fix the build",
+        _ask(1, 1, _call("c1", "run", RUN_ARGS[1])),
+        _answer(2, "c1", ERRORS[1], 3.5),
+        _ask(
+            3,
+            4,
+            _call("c2", "run", RUN_ARGS[3]),
+            _call("c3", "read_file", '{"path": "src/a.ts"}', index=1),
+        ),
+        _answer(4, "c2", ERRORS[4], 5.25),
+        _answer(5, "c3", "export const a = 1;", 5),
+        _ask(6, 6, _call("c4", "run", RUN_ARGS[6])),
+        _answer(7, "c4", ERRORS[7], 6.75),
+        _ask(8, 8, _call("c5", "run", '{"cmd": "ls"}')),
+        _answer(9, "c5", "a.ts b.ts", 7.5),
+        _ask(10, 9, _call("c6", "run", '{"cmd": "echo ok"}')),
+        _answer(11, "c6", "done", None),
     )
 
 
 def search_trace() -> Trace:
     """``search-2`` (see the module docstring)."""
-    return Trace(
-        format="openai_chat",
-        source_file="timing.jsonl",
-        external_id="search-2",
-        messages=[
-            Message(seq=0, role="user", content="Find the docs", timestamp=T0),
-            _ask(1, 0, _call("s1", "search", '{"q": "docs"}')),
-            _answer(2, "s1", "3 hits", 10, span=300.25),
-        ],
+    return _timing_trace(
+        "search-2",
+        "Find the docs",
+        _ask(1, 0, _call("s1", "search", '{"q": "docs"}')),
+        _answer(2, "s1", "3 hits", 10, span=300.25),
     )
