@@ -36,14 +36,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, select
 
-from db.contract.rows import (
-    FindingRecord,
-    MessageRecord,
-    ToolCallRecord,
-    ToolResultRecord,
-    TraceRecord,
-    one_line_preview,
-)
+from db.contract import rows as contract
 from db.contract.vocabulary import DEFAULT_ENCODING
 from db.dialect import analyze
 from db.engine import make_engine
@@ -140,9 +133,9 @@ class _Trace:
     """One conversation being generated: its rows and running facts."""
 
     t: datetime
-    messages: list[MessageRecord] = field(default_factory=list)
-    tool_results: list[ToolResultRecord] = field(default_factory=list)
-    findings: list[FindingRecord] = field(default_factory=list)
+    messages: list[contract.MessageRecord] = field(default_factory=list)
+    tool_results: list[contract.ToolResultRecord] = field(default_factory=list)
+    findings: list[contract.FindingRecord] = field(default_factory=list)
     seq: int = 0
     #: Tool call rows, mutable until the trace is finished (result seq, pair state, run length).
     calls: list[list[Any]] = field(default_factory=list)
@@ -184,7 +177,7 @@ class StoreGenerator:
     def _message(self, tr: _Trace, role: str, content: str, tokens: int) -> int:
         seq = tr.seq
         tr.messages.append(
-            MessageRecord(
+            contract.MessageRecord(
                 seq, role, content, tr.t, tokens, len(content), len(content), None, None, None,
                 None, None, None,
             )
@@ -243,7 +236,7 @@ class StoreGenerator:
             "paired", "id", None, False, False, None, None,
         ]  # fmt: skip
         if not valid:
-            tr.findings.append(FindingRecord("unparsed_arguments", tool, seq, index))
+            tr.findings.append(contract.FindingRecord("unparsed_arguments", tool, seq, index))
         tr.calls.append(call)
         return call
 
@@ -252,7 +245,7 @@ class StoreGenerator:
         seq, index, call_id, tool, signature = call[0], call[1], call[2], call[3], call[9]
         if rng.random() < 0.01:  # never answered
             call[14], call[15] = "missing_result", None
-            tr.findings.append(FindingRecord("missing_result", tool, seq, index))
+            tr.findings.append(contract.FindingRecord("missing_result", tool, seq, index))
             return
         rate, median = self.tool_facts[tool]
         looping = tr.counts[signature] > 1
@@ -269,17 +262,17 @@ class StoreGenerator:
         result_seq = self._message(tr, "tool", content, tokens)
         oversized = tokens > BUDGET
         tr.tool_results.append(
-            ToolResultRecord(
+            contract.ToolResultRecord(
              result_seq, call_id, tool, None, None, tr.t, tokens, len(content), len(content),
              tool, "success", "protocol" if protocol else "inferred", None,
              "protocol" if protocol else "no_error_signal", None, None, None, None, None,
              protocol, "paired", "id", seq, index, False, oversized, 0, None, None, None,
              None, None, None,
-             _duration_ms(tokens), "timestamps", one_line_preview(content))
+             _duration_ms(tokens), "timestamps", contract.one_line_preview(content))
         )  # fmt: skip
         for name, present in (("bare_status", bare), ("oversized", oversized)):
             if present:
-                tr.findings.append(FindingRecord(name, tool, result_seq, None))
+                tr.findings.append(contract.FindingRecord(name, tool, result_seq, None))
 
     def _error_result(
         self, tr: _Trace, call: list[Any], seq: int, index: int, call_id: str, tool: str
@@ -305,7 +298,7 @@ class StoreGenerator:
         result_seq = self._message(tr, "tool", content, tokens)
         tr.errors += 1
         tr.tool_results.append(
-            ToolResultRecord(
+            contract.ToolResultRecord(
              result_seq, call_id, tool, source == "explicit",
              "is_error" if source == "explicit" else None, tr.t, tokens, len(content),
              len(content), tool, "error", source,
@@ -313,25 +306,27 @@ class StoreGenerator:
              error_fingerprint(tool, content), content if source == "protocol" else None,
              suggestion, kind if suggestion else None, None, source == "protocol", "paired",
              "id", seq, index, False, False, 0, None, None, None, verdict, reason, succeeded,
-             _duration_ms(tokens), "timestamps", one_line_preview(content))
+             _duration_ms(tokens), "timestamps", contract.one_line_preview(content))
         )  # fmt: skip
         if suggestion is None:
-            tr.findings.append(FindingRecord("error_without_suggestion", tool, result_seq, None))
+            tr.findings.append(
+                contract.FindingRecord("error_without_suggestion", tool, result_seq, None)
+            )
         if error_type == "tool_exception":
-            tr.findings.append(FindingRecord("raw_exception", tool, result_seq, None))
+            tr.findings.append(contract.FindingRecord("raw_exception", tool, result_seq, None))
 
     def _orphan(self, tr: _Trace) -> None:
         if self.rng.random() >= 0.005:
             return
         seq = self._message(tr, "tool", "stray result", 3)
         tr.tool_results.append(
-            ToolResultRecord(
+            contract.ToolResultRecord(
              seq, "call_lost", None, None, None, tr.t, 3, 12, 12, "(unknown)", "success",
              "inferred", None, "no_error_signal", None, None, None, None, None, False,
              "orphan_result", None, None, None, False, False, 0, None, None, None, None, None,
              None, None, None, "stray result")
         )  # fmt: skip
-        tr.findings.append(FindingRecord("orphan_result", "(unknown)", seq, None))
+        tr.findings.append(contract.FindingRecord("orphan_result", "(unknown)", seq, None))
 
     def _finish(self, tr: _Trace, index: int, agent: str) -> tuple[int, TraceRows]:
         calls = tr.calls
@@ -342,7 +337,7 @@ class StoreGenerator:
                 for j in range(start, i):
                     calls[j][11] = i - start
                 start = i
-        tool_calls = [ToolCallRecord(*c) for c in calls]
+        tool_calls = [contract.ToolCallRecord(*c) for c in calls]
         looping = {sig for sig, n in tr.counts.items() if n >= 3}
         tokens_by_seq = {m.seq: m.tokens for m in tr.messages}
         wasted = sum(
@@ -355,7 +350,7 @@ class StoreGenerator:
         started = tr.messages[0].timestamp
         assert started is not None
         week = min(IMPORTS - 1, int((started - T0).total_seconds() // (DAYS * 86_400 / IMPORTS)))
-        trace = TraceRecord(
+        trace = contract.TraceRecord(
             dedupe_key=f"uibench:{index}", content_hash=f"{index:064x}",
             external_id=f"run-{index:06d}",
             display_id=f"run-{index:06d}", title=trace_title(tr.messages),

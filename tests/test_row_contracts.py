@@ -7,26 +7,18 @@ from pathlib import Path
 import sqlalchemy as sa
 from formats_helpers import GOLDEN_CASES
 
-from db.contract.rows import (
-    CHILD_COLUMNS,
-    ErrorStreakRecord,
-    FindingRecord,
-    MessageRecord,
-    ToolCallRecord,
-    ToolResultRecord,
-    TraceRecord,
-)
+from db.contract import rows
 from db.engine import make_engine
 from db.schema import Base
 from ingest.importing.pipeline import import_paths
 
 CONTRACTS: dict[str, type[tuple[object, ...]]] = {
-    "traces": TraceRecord,
-    "messages": MessageRecord,
-    "tool_calls": ToolCallRecord,
-    "tool_results": ToolResultRecord,
-    "findings": FindingRecord,
-    "error_streaks": ErrorStreakRecord,
+    "traces": rows.TraceRecord,
+    "messages": rows.MessageRecord,
+    "tool_calls": rows.ToolCallRecord,
+    "tool_results": rows.ToolResultRecord,
+    "findings": rows.FindingRecord,
+    "error_streaks": rows.ErrorStreakRecord,
 }
 #: Per table, the columns outside its contract: keys the writer adds, the import time, and
 #: what reviewers write later.
@@ -65,7 +57,7 @@ def test_every_column_is_in_its_contract_or_a_key_or_a_reviewers() -> None:
 
 def test_the_writers_column_lists_are_the_contracts_fields() -> None:
     children = {table: _fields(table) for table in CONTRACTS if table != "traces"}
-    assert children == CHILD_COLUMNS
+    assert children == rows.CHILD_COLUMNS
 
 
 def test_an_import_writes_nothing_outside_the_contracts_but_keys_and_the_import_time(

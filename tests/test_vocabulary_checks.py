@@ -9,17 +9,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from db.contract.vocabulary import (
-    CALL_KINDS,
-    ERROR_TYPES,
-    FINDING_KINDS,
-    PAIR_STATES,
-    PAIRING_METHODS,
-    ROLES,
-    STATUS_SOURCES,
-    STATUSES,
-    VERDICTS,
-)
+from db.contract import vocabulary
 from db.schema import FindingRow, ImportRun, MessageRow, ToolCallRow, ToolResultRow, TraceRow
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -93,18 +83,27 @@ def test_every_closed_set_column_refuses_a_word_outside_its_set(
 def test_every_word_of_the_vocabulary_and_any_error_type_is_accepted(engine: sa.Engine) -> None:
     trace_id = _trace(engine)
     rows: list[tuple[Any, dict[str, Any]]] = [
-        *((ToolResultRow, {**RESULT, "status": v}) for v in STATUSES),
-        *((ToolResultRow, {**RESULT, "status_source": v}) for v in STATUS_SOURCES),
-        *((ToolResultRow, {**RESULT, "pair_state": v}) for v in PAIR_STATES),
-        *((ToolResultRow, {**RESULT, "pairing_method": v}) for v in PAIRING_METHODS),
-        *((ToolResultRow, {**RESULT, "verdict": v, "verdict_corrected": v}) for v in VERDICTS),
+        *((ToolResultRow, {**RESULT, "status": v}) for v in vocabulary.STATUSES),
+        *((ToolResultRow, {**RESULT, "status_source": v}) for v in vocabulary.STATUS_SOURCES),
+        *((ToolResultRow, {**RESULT, "pair_state": v}) for v in vocabulary.PAIR_STATES),
+        *((ToolResultRow, {**RESULT, "pairing_method": v}) for v in vocabulary.PAIRING_METHODS),
+        *(
+            (ToolResultRow, {**RESULT, "verdict": v, "verdict_corrected": v})
+            for v in vocabulary.VERDICTS
+        ),
         # A protocol-provided error type is kept verbatim: no CHECK on error_type.
-        *((ToolResultRow, {**RESULT, "error_type": v}) for v in (*ERROR_TYPES, "payment_declined")),
-        *((ToolCallRow, {**CALL, "pair_state": v}) for v in PAIR_STATES),
-        *((ToolCallRow, {**CALL, "pairing_method": v}) for v in (*PAIRING_METHODS, None)),
-        *((ToolCallRow, {**CALL, "kind": v}) for v in CALL_KINDS),
-        *((MessageRow, {"seq": n, "role": v}) for n, v in enumerate(ROLES)),
-        *((FindingRow, {"message_seq": 0, "name": v}) for v in FINDING_KINDS),
+        *(
+            (ToolResultRow, {**RESULT, "error_type": v})
+            for v in (*vocabulary.ERROR_TYPES, "payment_declined")
+        ),
+        *((ToolCallRow, {**CALL, "pair_state": v}) for v in vocabulary.PAIR_STATES),
+        *(
+            (ToolCallRow, {**CALL, "pairing_method": v})
+            for v in (*vocabulary.PAIRING_METHODS, None)
+        ),
+        *((ToolCallRow, {**CALL, "kind": v}) for v in vocabulary.CALL_KINDS),
+        *((MessageRow, {"seq": n, "role": v}) for n, v in enumerate(vocabulary.ROLES)),
+        *((FindingRow, {"message_seq": 0, "name": v}) for v in vocabulary.FINDING_KINDS),
     ]
     for table, values in rows:
         _insert(engine, table, {**values, "trace_id": trace_id})
