@@ -63,6 +63,11 @@ PricesOption = Annotated[
         "costs; default: the dated table shipped with ToolLens",
     ),
 ]
+#: The loop threshold of the commands that read a store or compare runs (``lint`` words its
+#: own, optional one: its default may come from pyproject.toml).
+LoopKOption = Annotated[int, typer.Option("--loop-k", min=2, help="Loop threshold k")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON")]
+YesOption = Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation")]
 
 
 def _use_prices(path: Path | None) -> None:
@@ -377,10 +382,8 @@ def formats_command() -> None:
 @app.command("summary")
 def summary_command(
     db: DbOption = None,
-    loop_k: Annotated[
-        int, typer.Option("--loop-k", min=2, help="Loop threshold k")
-    ] = DEFAULT_LOOP_K,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    loop_k: LoopKOption = DEFAULT_LOOP_K,
+    as_json: JsonOption = False,
 ) -> None:
     """Headline figures of the store: pairing, status, error types, tokens, loops, suggestions."""
     from db.queries.summary import summarize
@@ -456,9 +459,7 @@ def export_command(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write to this file (default: standard output)")
     ] = None,
-    loop_k: Annotated[
-        int, typer.Option("--loop-k", min=2, help="Loop threshold k")
-    ] = DEFAULT_LOOP_K,
+    loop_k: LoopKOption = DEFAULT_LOOP_K,
     max_chars: Annotated[
         int, typer.Option("--max-chars", min=0, help="Characters kept per message (0 = all)")
     ] = 4000,
@@ -569,8 +570,8 @@ def compare_command(
             "tool): error_rate,loop_rate,… or error_type:NAME / finding:NAME",
         ),
     ] = "",
-    loop_k: Annotated[int, typer.Option("--loop-k", min=2, help="Loop threshold k")] = 3,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON")] = False,
+    loop_k: LoopKOption = 3,
+    as_json: JsonOption = False,
 ) -> None:
     """Did the change help? Baseline vs candidate traces, per tool and overall (a CI gate)."""
     from db.queries.compare import FilterRefused, compare_sets
@@ -654,7 +655,7 @@ def delete_command(
         typer.Option("--before", help="Every import started before this date (YYYY-MM-DD, UTC)"),
     ] = None,
     db: DbOption = None,
-    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation")] = False,
+    yes: YesOption = False,
 ) -> None:
     """Delete a trace, an import or everything imported before a date, with every row that
     belongs to it (messages, calls, results, findings, notes, rejected records); asks first."""
@@ -686,7 +687,7 @@ def prune_command(
         int, typer.Option("--keep-days", min=1, help="Keep the imports of the last N days")
     ],
     db: DbOption = None,
-    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation")] = False,
+    yes: YesOption = False,
 ) -> None:
     """Retention: delete every import older than N days with everything it brought; asks first."""
     from datetime import UTC, datetime, timedelta

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from db.contract.vocabulary import SuggestionKind
-from ingest.analysis.error_detection import scan_window
+from ingest.analysis.error_detection import rx, scan_window, split_words
 
 #: Longest suggestion sentence kept; longer ones are cut with an ellipsis.
 MAX_SENTENCE: Final = 300
@@ -88,14 +88,6 @@ def _nothing(match: re.Match[str]) -> dict[str, Any]:
     return {}
 
 
-def _rx(pattern: str, flags: int = re.IGNORECASE) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
-
-
-def _words(keywords: str) -> tuple[str, ...]:
-    return tuple(keywords.split("|"))
-
-
 _DURATION = (
     r"(?P<amount>\d+(?:\.\d+)?)\s*(?P<unit>ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?"
     r"|h|hrs?|hours?)\b"
@@ -121,48 +113,48 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
             rf" +To [^,.\n]{{1,80}}, {_IMPERATIVE}[^.!?\n]{{0,200}}[.!?]",
             re.MULTILINE,
         ),
-        _words(". to |! to |? to "),
+        split_words(". to |! to |? to "),
         _nothing,
     ),
     SuggestionPattern(
         "retry_after_header",
         "retry_after",
-        _rx(r"\bRetry-After:\s*(?P<amount>\d+(?:\.\d+)?)(?P<unit>)\b"),
-        _words("retry-after"),
+        rx(r"\bRetry-After:\s*(?P<amount>\d+(?:\.\d+)?)(?P<unit>)\b"),
+        split_words("retry-after"),
         _seconds,
     ),
     SuggestionPattern(
         "retry_after_text",
         "retry_after",
-        _rx(
+        rx(
             r"\b(?:retry|try again|wait)(?: (?:after|in|for))?(?: (?:about|at least|roughly))?"
             rf" {_DURATION}"
         ),
-        _words("retry|try again|wait"),
+        split_words("retry|try again|wait"),
         _seconds,
     ),
     SuggestionPattern(
         "missing_positional_argument",
         "missing_param",
-        _rx(r"\bmissing \d+ required (?:positional |keyword-only )?arguments?: '(\w+)'"),
-        _words("missing"),
+        rx(r"\bmissing \d+ required (?:positional |keyword-only )?arguments?: '(\w+)'"),
+        split_words("missing"),
         _param,
     ),
     SuggestionPattern(
         "missing_required_parameter",
         "missing_param",
-        _rx(
+        rx(
             r"\bmissing (?:the )?(?:required )?(?:parameter|argument|field|property|key)s?"
             rf"(?: named)?:?\s+{_PARAM}"
         ),
-        _words("missing"),
+        split_words("missing"),
         _param,
     ),
     SuggestionPattern(
         "required_property",
         "missing_param",
-        _rx(rf"(?<!\w){_PARAM} is a required (?:property|parameter|field|argument)\b"),
-        _words("required"),
+        rx(rf"(?<!\w){_PARAM} is a required (?:property|parameter|field|argument)\b"),
+        split_words("required"),
         _param,
     ),
     SuggestionPattern(
@@ -170,7 +162,7 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
         "missing_param",
         # pydantic prints the field name on its own line above "Field required".
         re.compile(r"^([A-Za-z_]\w*)\n[ \t]+Field required\b", re.MULTILINE),
-        _words("field required"),
+        split_words("field required"),
         _param,
     ),
     SuggestionPattern(
@@ -178,51 +170,51 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
         "missing_param",
         # pydantic's error list as JSON (pydantic-ai's retry prompt) or as a Python repr:
         # {"type": "missing", "loc": ["city"], "msg": "Field required"}.
-        _rx(
+        rx(
             r"""['"]type['"]\s*:\s*['"]missing['"]\s*,\s*['"]loc['"]\s*:\s*[\[(]\s*"""
             r"""['"]([A-Za-z_]\w*)['"]"""
         ),
-        _words("missing"),
+        split_words("missing"),
         _param,
         one_line=True,
     ),
     SuggestionPattern(
         "provide_param",
         "missing_param",
-        _rx(
+        rx(
             rf"\b(?:provide|specify|supply|pass|include) (?:the |a |an )?{_PARAM}"
             r" (?:parameter|argument|field)\b"
         ),
-        _words("provide|specify|supply|pass|include"),
+        split_words("provide|specify|supply|pass|include"),
         _param,
     ),
     SuggestionPattern(
         "set_param",
         "missing_param",
         # "To replace all occurrences, set replace_all to true": names the parameter to add.
-        _rx(r"\b[Ss]et [`'\"]?([a-z_][a-z0-9_]*)[`'\"]? to\b", 0),
-        _words("set "),
+        rx(r"\b[Ss]et [`'\"]?([a-z_][a-z0-9_]*)[`'\"]? to\b", 0),
+        split_words("set "),
         _param,
     ),
     SuggestionPattern(
         "use_instead",
         "use_instead",
-        _rx(rf"\buse (?:the )?{_NAME}(?: (?:tool|function|command))? instead\b"),
-        _words("instead"),
+        rx(rf"\buse (?:the )?{_NAME}(?: (?:tool|function|command))? instead\b"),
+        split_words("instead"),
         _tool,
     ),
     SuggestionPattern(
         "did_you_mean",
         "use_instead",
-        _rx(rf"\bdid you mean {_NAME}\s*\?"),
-        _words("did you mean"),
+        rx(rf"\bdid you mean {_NAME}\s*\?"),
+        split_words("did you mean"),
         _tool,
     ),
     SuggestionPattern(
         "call_first",
         "use_instead",
-        _rx(rf"\b(?:call|use|run|invoke) {_NAME}(?: (?:tool|function))? first\b"),
-        _words("first"),
+        rx(rf"\b(?:call|use|run|invoke) {_NAME}(?: (?:tool|function))? first\b"),
+        split_words("first"),
         _tool,
     ),
     SuggestionPattern(
@@ -231,7 +223,7 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
         # "Confirm with the user", but also "confirm the dates with the user", "get explicit
         # confirmation from the user", "the user must confirm": advice whose only way to be
         # followed is a question to the user.
-        _rx(
+        rx(
             r"\b(?:ask|check with|confirm with|consult|clarify with|verify with|double-check with)"
             r" (?:the )?user\b"
             r"|\b(?:confirm|verify|check|clarify|discuss) [\w'\" -]{1,40}? with the user\b"
@@ -241,17 +233,17 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
             r"|clarify)\b"
             r"|\bwait for the user\b|\bask (?:the user )?for (?:clarification|confirmation)\b"
         ),
-        _words("user|clarification|confirmation"),
+        split_words("user|clarification|confirmation"),
         _nothing,
     ),
     SuggestionPattern(
         "hint_line",
         "other",
-        _rx(
+        rx(
             r"^[ \t]*(?:suggestion|hint|tip|advice)[ \t]*:[ \t]*(\S[^\n]*)",
             re.IGNORECASE | re.MULTILINE,
         ),
-        _words("suggestion|hint|tip|advice"),
+        split_words("suggestion|hint|tip|advice"),
         _nothing,
         sentence_group=1,
     ),
@@ -259,7 +251,7 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
         "try_sentence",
         "other",
         re.compile(r"(?:^|(?<=[.!?] ))Try (?:to |using |a |an |the |another |again|with )"),
-        _words("try "),
+        split_words("try "),
         _nothing,
     ),
     SuggestionPattern(
@@ -267,25 +259,25 @@ PATTERNS: tuple[SuggestionPattern, ...] = (
         "other",
         # "Read it first before writing to it.": an imperative naming a prerequisite step.
         re.compile(r"(?:^|(?<=[.!?] ))[A-Z][a-z]+ (?:it|them|this|that|the [\w -]{1,30}) first\b"),
-        _words("first"),
+        split_words("first"),
         _nothing,
     ),
     SuggestionPattern(
         "fix_and_retry",
         "other",
         # pydantic-ai's retry prompt; a named field in it is found by pydantic_missing_loc first.
-        _rx(r"\bfix the errors and try again\b"),
-        _words("fix the errors"),
+        rx(r"\bfix the errors and try again\b"),
+        split_words("fix the errors"),
         _nothing,
     ),
     SuggestionPattern(
         "please_do",
         "other",
-        _rx(
+        rx(
             r"\bplease (?:provide|specify|supply|include|use|try|check|make sure|ensure|fix"
             r"|correct|add|remove|set|pass|read|select|choose|verify|retry)\b"
         ),
-        _words("please"),
+        split_words("please"),
         _nothing,
     ),
 )

@@ -170,29 +170,38 @@ def _retry_after(
     return "ignored", f"retried {later_same_tool.name} {waited}"
 
 
+def _other_tool_named(
+    content: ContentFacts, failed: CallView | None, calls: Sequence[CallView]
+) -> CallView | None:
+    """The first of ``calls`` to a tool other than the failing one that the suggestion names."""
+    suggestion = content.suggestion or ""
+    for call in calls:
+        if (failed is None or call.name != failed.name) and _names_tool(suggestion, call.name):
+            return call
+    return None
+
+
 def _prerequisite(
     content: ContentFacts, failed: CallView | None, until_retry: Sequence[CallView]
 ) -> tuple[Verdict, str] | None:
     """A tool named in the advice was used before the failing tool was called again."""
-    suggestion = content.suggestion or ""
     if failed is None:
         return None
-    for call in until_retry[:-1]:
-        if call.name != failed.name and _names_tool(suggestion, call.name):
-            return (
-                "followed",
-                f"used {call.name}, named in the suggestion, before calling {failed.name} again",
-            )
+    call = _other_tool_named(content, failed, until_retry[:-1])
+    if call is not None:
+        return (
+            "followed",
+            f"used {call.name}, named in the suggestion, before calling {failed.name} again",
+        )
     return None
 
 
 def _other_kind(
     content: ContentFacts, failed: CallView | None, calls: Sequence[CallView]
 ) -> tuple[Verdict, str] | None:
-    suggestion = content.suggestion or ""
-    for call in calls:
-        if (failed is None or call.name != failed.name) and _names_tool(suggestion, call.name):
-            return "followed", f"next call used {call.name}, named in the suggestion"
+    named = _other_tool_named(content, failed, calls)
+    if named is not None:
+        return "followed", f"next call used {named.name}, named in the suggestion"
     if failed is not None:
         for call in calls:
             if call.name == failed.name and call.signature != failed.signature:

@@ -362,14 +362,25 @@ def _turn(state: _WorkerState, seq: int) -> Iterator[None]:
             state.turn_changed.notify_all()
 
 
+@dataclass(frozen=True, slots=True)
+class _BatchJob:
+    """A batch as it goes to a worker: its items, its turn to write (``seq``), the trace ids
+    reserved for its items (``ids``) and how to analyze it (see :func:`analyze_batch`)."""
+
+    batch: Sequence[Trace | Deferred]
+    seq: int
+    ids: Sequence[int] | None
+    encoding: str
+    budget: int
+    redaction: RedactionSettings
+    positions: Mapping[int, int] | None = None
+
+    def analyze(self) -> Analyzed:
+        return analyze_batch(self.batch, self.encoding, self.budget, self.redaction, self.positions)
+
+
 def analyze_and_write(
-    batch: Sequence[Trace | Deferred],
-    seq: int,
-    ids: Sequence[int] | None,
-    encoding: str,
-    budget: int,
-    redaction: RedactionSettings,
-    positions: Mapping[int, int] | None = None,
+    job: _BatchJob,
 ) -> tuple[WriteResult, list[Rejected], dict[str, int], dict[str, int]]:
     """The unit of work of a writing worker: analyze a batch, then write it in its turn
     (``ids``: the trace ids reserved for the batch's items, where writes run concurrently)."""
@@ -377,11 +388,11 @@ def analyze_and_write(
     assert state is not None, "worker not initialized"
     failure: BaseException | None = None
     try:
-        items, unknown, redactions = analyze_batch(batch, encoding, budget, redaction, positions)
-        rows, row_ids, rejected = _split(items, ids)
+        items, unknown, redactions = job.analyze()
+        rows, row_ids, rejected = _split(items, job.ids)
     except BaseException as exc:  # still take (and pass on) the turn, or later batches hang
         failure = exc
-    with _turn(state, seq):
+    with _turn(state, job.seq):
         if failure is not None:
             raise failure
         written = state.session.write(rows, row_ids)
@@ -389,16 +400,10 @@ def analyze_and_write(
 
 
 def _analyze_only(
-    batch: Sequence[Trace | Deferred],
-    seq: int,
-    ids: Sequence[int] | None,
-    encoding: str,
-    budget: int,
-    redaction: RedactionSettings,
-    positions: Mapping[int, int] | None = None,
+    job: _BatchJob,
 ) -> tuple[list[TraceRows | Rejected], Sequence[int] | None, dict[str, int], dict[str, int]]:
-    items, unknown, redactions = analyze_batch(batch, encoding, budget, redaction, positions)
-    return items, ids, unknown, redactions
+    items, unknown, redactions = job.analyze()
+    return items, job.ids, unknown, redactions
 
 
 # ---- the parent's side ------------------------------------------------------------------------
@@ -551,20 +556,13 @@ class BatchWriter:
         seq, self.seq = self.seq, self.seq + 1
         # Trace ids in input order, even where batches commit in another order.
         ids = self.session.reserve_trace_ids(len(batch))
+        job = _BatchJob(batch, seq, ids, self.encoding, self.budget, self.redaction, positions)
         if not self.parallel:
-            self._collect(
-                _analyze_only(
-                    batch, seq, ids, self.encoding, self.budget, self.redaction, positions
-                )
-            )
+            self._collect(_analyze_only(job))
             return
         work = analyze_and_write if self.workers_write else _analyze_only
         pool = self.pool or self._start_pool()
-        self.pending.append(
-            pool.submit(
-                work, batch, seq, ids, self.encoding, self.budget, self.redaction, positions
-            )
-        )
+        self.pending.append(pool.submit(work, job))
         while len(self.pending) > self.max_pending:
             self._collect(self.pending.popleft().result())
 

@@ -11,10 +11,8 @@ stopped.
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from ingest.formats.base import Deferred, TraceFormat
 from ingest.importing.appending import extend_stored
 from ingest.importing.batches import BATCH_MESSAGES, BatchWriter, ImportSummary
 from ingest.importing.file_changes import Change, FileLook, entry_for, look_at
+from ingest.importing.gc_pause import cyclic_gc_paused
 from ingest.input.reading import (
     Detection,
     ReadLimits,
@@ -97,7 +96,7 @@ def import_paths(
     writer = BatchWriter(session, summary, encoding, budget, workers, redaction)
     files = _IncrementalFiles(writer, fmt_override, full_hash, progress, limits, redactor)
     try:
-        with writer, _bulk_gc():
+        with writer, cyclic_gc_paused():
             for path, name in zip(paths, names, strict=True):
                 summary.files += 1
                 counts = summary.file(name)
@@ -381,19 +380,6 @@ def _size(path: str | Path) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
-
-
-@contextmanager
-def _bulk_gc() -> Iterator[None]:
-    # Millions of live parsed objects make the cyclic GC rescan them over and over (halving
-    # parse speed); nothing we build has cycles that need collecting during the import.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _counter(summary: ImportSummary, name: str, progress: ProgressFn | None) -> RecordHook:

@@ -43,14 +43,14 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 
 from sqlalchemy import Engine
 
 from db.session import WorkerConnection
+from ingest.importing.gc_pause import cyclic_gc_paused
 from ingest.input.otlp_spans import OtlpSpan
 from ingest.otlp.spool import TraceGroup
 from ingest.redaction.traces import RedactionSettings
@@ -166,23 +166,9 @@ def _init_worker(connection: WorkerConnection) -> None:
     gc.freeze()
 
 
-@contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """The cyclic GC paused while a round is stored: the round builds hundreds of thousands of
-    short-lived acyclic objects, each allocation burst setting off a collection (about 15 %
-    of a round's CPU); what they leave is freed by reference counting anyway."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _store_in_worker(groups: Sequence[Group], redaction: RedactionSettings | None) -> int:
     assert _engine is not None, "store worker not initialized"
-    with _no_cyclic_gc():
+    with cyclic_gc_paused():
         return store_spans(_engine, groups, redaction)
 
 
@@ -246,7 +232,7 @@ class SpanStore:
 
     def __call__(self, groups: Sequence[Group]) -> None:
         if self.in_process:
-            with _no_cyclic_gc():
+            with cyclic_gc_paused():
                 store_spans(self.engine, groups, self.redaction)
             return
         parts = {

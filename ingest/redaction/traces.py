@@ -20,6 +20,9 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from ingest.input.otlp_spans import OtlpSpan
 from ingest.model import Message, Rejected, ToolCall, ToolDef, Trace
@@ -31,6 +34,9 @@ DEFAULT_REDACT_MODE = "default"
 #: Environment variables the CLI, the dashboard and the demo read.
 REDACT_ENV = "TOOLLENS_REDACT"
 REDACT_RULES_ENV = "TOOLLENS_REDACT_RULES"
+
+_M = TypeVar("_M", bound=BaseModel)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,29 +93,35 @@ def redact_trace(trace: Trace, redactor: Redactor) -> Trace:
     """
     if redactor.mode == "off":
         return trace
-    messages = [_redact_message(m, redactor) for m in trace.messages]
-    tools = [_redact_tool(t, redactor) for t in trace.tools]
-    metadata = redactor.redact_repeated(trace.metadata)
-    tags = redactor.redact_repeated(trace.tags)
-    names = {
-        "external_id": redactor.redact_name(trace.external_id),
-        "source_file": redactor.redact_name(trace.source_file),
-        "agent": _text(redactor, trace.agent),
-        "model": _text(redactor, trace.model),
-    }
-    if (
-        metadata is trace.metadata
-        and tags is trace.tags
-        and all(value is getattr(trace, name) for name, value in names.items())
-        and all(a is b for a, b in zip(messages, trace.messages, strict=True))
-        and all(a is b for a, b in zip(tools, trace.tools, strict=True))
-    ):
-        return trace
-    return trace.model_copy(
-        update={
-            "metadata": metadata, "tags": tags, "messages": messages, "tools": tools, **names,
-        }
-    )  # fmt: skip
+    return _updated(
+        trace,
+        {
+            "messages": _same_items(
+                [_redact_message(m, redactor) for m in trace.messages], trace.messages
+            ),
+            "tools": _same_items([_redact_tool(t, redactor) for t in trace.tools], trace.tools),
+            "metadata": redactor.redact_repeated(trace.metadata),
+            "tags": redactor.redact_repeated(trace.tags),
+            "external_id": redactor.redact_name(trace.external_id),
+            "source_file": redactor.redact_name(trace.source_file),
+            "agent": _text(redactor, trace.agent),
+            "model": _text(redactor, trace.model),
+        },
+    )
+
+
+def _updated(model: _M, update: dict[str, Any]) -> _M:
+    """``model`` itself when every value of ``update`` is the very object it holds (nothing
+    redacted there), else its copy with ``update``."""
+    if all(value is getattr(model, name) for name, value in update.items()):
+        return model
+    return model.model_copy(update=update)
+
+
+def _same_items(redacted: list[_T], items: list[_T]) -> list[_T]:
+    """``items`` when ``redacted`` holds the very same objects (none redacted), else
+    ``redacted``."""
+    return items if all(a is b for a, b in zip(redacted, items, strict=True)) else redacted
 
 
 def _text(redactor: Redactor, text: str | None) -> str | None:
@@ -117,67 +129,52 @@ def _text(redactor: Redactor, text: str | None) -> str | None:
 
 
 def _redact_message(message: Message, redactor: Redactor) -> Message:
-    content = redactor.redact_text(message.content)
-    raw = redactor.redact_value(message.raw)
-    usage = redactor.redact_value(message.usage)
-    calls = [_redact_call(c, redactor) for c in message.tool_calls]
-    source_id = redactor.redact_name(message.source_id)
     result = message.tool_result
     if result is not None:
-        result_id, result_name = (
-            redactor.redact_name(result.tool_call_id),
-            _text(redactor, result.name),
+        result = _updated(
+            result,
+            {
+                "tool_call_id": redactor.redact_name(result.tool_call_id),
+                "name": _text(redactor, result.name),
+            },
         )
-        if result_id is not result.tool_call_id or result_name is not result.name:
-            result = result.model_copy(update={"tool_call_id": result_id, "name": result_name})
-    if (
-        content is message.content
-        and raw is message.raw
-        and usage is message.usage
-        and source_id is message.source_id
-        and result is message.tool_result
-        and all(a is b for a, b in zip(calls, message.tool_calls, strict=True))
-    ):
-        return message
-    return message.model_copy(
-        update={
-            "content": content, "raw": raw, "usage": usage, "tool_calls": calls,
-            "source_id": source_id, "tool_result": result,
-        }
-    )  # fmt: skip
+    return _updated(
+        message,
+        {
+            "content": redactor.redact_text(message.content),
+            "raw": redactor.redact_value(message.raw),
+            "usage": redactor.redact_value(message.usage),
+            "tool_calls": _same_items(
+                [_redact_call(c, redactor) for c in message.tool_calls], message.tool_calls
+            ),
+            "source_id": redactor.redact_name(message.source_id),
+            "tool_result": result,
+        },
+    )
 
 
 def _redact_call(call: ToolCall, redactor: Redactor) -> ToolCall:
-    raw = redactor.redact_value(call.arguments_raw)
-    args = redactor.redact_value(call.arguments)
-    error = redactor.redact_value(call.args_error)
-    call_id = redactor.redact_name(call.tool_call_id)
-    name = redactor.redact_text(call.name)
-    if (
-        raw is call.arguments_raw
-        and args is call.arguments
-        and error is call.args_error
-        and call_id is call.tool_call_id
-        and name is call.name
-    ):
-        return call
-    return call.model_copy(
-        update={
-            "arguments_raw": raw, "arguments": args, "args_error": error,
-            "tool_call_id": call_id, "name": name,
-        }
-    )  # fmt: skip
+    return _updated(
+        call,
+        {
+            "arguments_raw": redactor.redact_value(call.arguments_raw),
+            "arguments": redactor.redact_value(call.arguments),
+            "args_error": redactor.redact_value(call.args_error),
+            "tool_call_id": redactor.redact_name(call.tool_call_id),
+            "name": redactor.redact_text(call.name),
+        },
+    )
 
 
 def _redact_tool(tool: ToolDef, redactor: Redactor) -> ToolDef:
     # A trace declares its tools again and again (every record of a chat export).
-    description = redactor.redact_value(tool.description)
-    parameters = redactor.redact_repeated(tool.parameters)
-    name = redactor.redact_text(tool.name)
-    if description is tool.description and parameters is tool.parameters and name is tool.name:
-        return tool
-    return tool.model_copy(
-        update={"description": description, "parameters": parameters, "name": name}
+    return _updated(
+        tool,
+        {
+            "description": redactor.redact_value(tool.description),
+            "parameters": redactor.redact_repeated(tool.parameters),
+            "name": redactor.redact_text(tool.name),
+        },
     )
 
 
