@@ -27,6 +27,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from db.clickhouse import rollups
 from db.clickhouse.client import ClickHouseError, literal
 from db.clickhouse.dialect import client_of, layout_of
 from db.clickhouse.rows import StoredRows
@@ -204,6 +205,8 @@ class ClickHouseImportSession(ImportSession):
             table: StoredRows(table, (*columns, "trace_id", "version", IMPORT_MONTH))
             for table, columns in CHILD_COLUMNS.items()
         }
+        written: list[int] = []
+        replaced: list[int] = []
         for plan in plans.values():
             if plan.stored is None:
                 trace_id, version = self._next_id, 1 + len(plan.updates)
@@ -212,6 +215,9 @@ class ClickHouseImportSession(ImportSession):
                 trace_id, version = plan.stored.id, plan.stored.version + len(plan.updates)
             else:
                 continue
+            written.append(trace_id)
+            if plan.stored is not None:
+                replaced.append(trace_id)
             traces.add_mapping(
                 {
                     **plan.rows.trace._asdict(),
@@ -226,10 +232,15 @@ class ClickHouseImportSession(ImportSession):
             for table, out in children.items():
                 for record in plan.rows.children(table):
                     out.add((*record, *own))
-        # The rows first, the traces last: a reader takes a trace's rows at its latest version.
-        for out in children.values():
-            out.write(self.client, self.layout)
-        traces.write(self.client, self.layout)
+        if not written:
+            return result
+        # The replaced versions out of the rollups, the rows, the traces last (a reader takes a
+        # trace's rows at its latest version), then the new versions into the rollups.
+        with rollups.changing(self.engine, replaced) as counted:
+            for out in children.values():
+                out.write(self.client, self.layout)
+            traces.write(self.client, self.layout)
+            counted.extend(written)
         return result
 
     def reject(self, rejected: Sequence[dict[str, Any]]) -> int:
