@@ -132,7 +132,7 @@ def main_options(
 
 
 #: What a command that does not work on a ClickHouse store says (docs/clickhouse.md).
-CLICKHOUSE_COMMANDS = "import, summary, pairs, delete, prune and serve do"
+CLICKHOUSE_COMMANDS = "import, summary, pairs, delete, prune, rebuild-rollups and serve do"
 
 
 def _engine(  # type: ignore[no-untyped-def]
@@ -771,7 +771,7 @@ def rebuild_rollups_command(db: DbOption = None) -> None:
     from db.engine import display_url
     from db.session import Maintenance
 
-    engine = _engine(db)
+    engine = _engine(db, clickhouse=True)
     started = time.perf_counter()
     traces = Maintenance(engine).rebuild_rollups()
     seconds = time.perf_counter() - started

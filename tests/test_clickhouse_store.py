@@ -142,7 +142,7 @@ def test_literals_are_quoted_so_the_engine_reads_the_same_text(chdb_session: Any
 
 @pytest.mark.parametrize(
     "args",
-    [["export", "some-trace"], ["reanalyze"], ["rebuild-rollups"], ["vacuum"]],
+    [["export", "some-trace"], ["reanalyze"], ["vacuum"]],
 )
 def test_a_command_not_built_for_clickhouse_says_so_in_one_line(
     chdb_session: Any, args: list[str]
@@ -155,7 +155,7 @@ def test_a_command_not_built_for_clickhouse_says_so_in_one_line(
     assert result.exit_code == 2
     assert result.output == (
         "Error: this command does not work on a ClickHouse store yet (import, summary, pairs, "
-        "delete, prune and serve do; see docs/clickhouse.md)\n"
+        "delete, prune, rebuild-rollups and serve do; see docs/clickhouse.md)\n"
     )
 
 

@@ -113,8 +113,9 @@ BLOCK_GRAINS: dict[int, int] = {8: 16 | int(Dim.DAY), 64: 32 | int(Dim.DAY)}
 #: Trace ids per contribution statement.
 CHUNK = 500
 #: Trace ids per contribution statement on ClickHouse, which reads a statement's views whole
-#: (each builds the set of every trace's latest version): few, large statements.
-CLICKHOUSE_CHUNK = 20_000
+#: (each builds the set of every trace's latest version): few, large statements, each within
+#: its 256 KiB of text (the ids are listed up to three times).
+CLICKHOUSE_CHUNK = 5_000
 #: Row keys this process has computed, per rollup (:func:`_keys`), at most this many each.
 KEY_CACHE_ROWS = 20_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
