@@ -311,7 +311,7 @@ def _summary_and_pages(url: str, client: Client, layout: Layout, pages: bool, la
     timings, _ = server_timings(
         url, page_cases(display_id, ""), FilterChange(model), StatementLog()
     )
-    colds = sorted(t.cold_s for t in timings)
+    colds = sorted(t.cold_s or 0.0 for t in timings)
     filtered = sorted(t.filtered_s or 0.0 for t in timings)
     print(
         f"{label}: {len(timings)} pages, cold median {colds[len(colds) // 2]:.2f} s, "

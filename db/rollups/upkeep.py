@@ -221,7 +221,9 @@ def _signatures(ids: Sequence[int] | None) -> Any:
 
 
 def _share_bin() -> Any:
-    raw = (t.tool_result_tokens * 10) // t.total_tokens
+    # Never divided by zero, though those rows take the first branch: ClickHouse computes every
+    # branch of a CASE, and 18.16 fails an integer division by zero.
+    raw = (t.tool_result_tokens * 10) // case((t.total_tokens <= 0, 1), else_=t.total_tokens)
     return case((t.total_tokens <= 0, None), (raw >= 9, 9), else_=raw)
 
 
@@ -278,8 +280,8 @@ def _first_of(per: Any, partition: Sequence[str], by: str, *, windows: bool) -> 
     )
     joined = per.join(firsts, and_(*(per.c[p] == firsts.c[f"first_{p}"] for p in partition)))
     nulls = firsts.c.first_nulls
-    first = or_(and_(nulls > 0, value.is_(None)), and_(nulls == 0, value == firsts.c.first_value))
-    return joined, case((first, 1), else_=0)
+    chosen = or_(and_(nulls > 0, value.is_(None)), and_(nulls == 0, value == firsts.c.first_value))
+    return joined, case((chosen, 1), else_=0)
 
 
 def _findings(ids: Sequence[int] | None, *, windows: bool = True) -> Any:
