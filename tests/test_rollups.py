@@ -444,6 +444,10 @@ def _check_catalogue(store: sa.Engine) -> int:
                 rolled, base = (
                     x.sort_values(by[0].name, ignore_index=True) for x in (rolled, base)
                 )
+            if store.dialect.name == "clickhouse":
+                # ClickHouse's min/max of a text column over no rows is '' where SQL's is NULL
+                # (the base tables' answer; the rollups' is NULL, SQLite's): no tool is named ''.
+                base = base.replace("", None)
             try:
                 _same(rolled, base)
             except AssertionError as error:
