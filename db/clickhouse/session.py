@@ -7,7 +7,8 @@ own :func:`db.writes.traces.decide_batch`: new, unchanged, an older copy, anothe
 apart, or an update), then written as one insert per table: a trace's rows go first, its
 ``traces`` row last, so a reader (which takes each trace's rows at its latest ``traces``
 version, :mod:`db.clickhouse.schema`) sees a new version whole or not at all. An update is the
-same trace id written again at a higher ``version``; nothing is deleted or mutated.
+same trace id written again at a higher ``version``; nothing is deleted or mutated. The rollups
+follow each batch as signed rows (``db.clickhouse.rollups.changing``).
 
 One writer per store at a time: new trace ids follow the largest stored one (ClickHouse has
 no sequences). Not on ClickHouse yet: the registry of files read (every import reads its files

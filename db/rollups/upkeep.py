@@ -19,6 +19,9 @@ Contributions are grouped per trace in SQL and spread over the grains in Python;
 in key order (two PostgreSQL writers then lock them in the same order) and a row whose count falls
 to zero is deleted. Distinct-trace figures stay additive: a trace contributes 1 to each group it
 belongs to, so e.g. "traces with this fingerprint" is a plain sum over the grain's rows.
+
+A ClickHouse store keeps the same rows as signed inserts, summed by the store, and brackets each
+change with the rollup state instead of a transaction (``db.clickhouse.rollups``).
 """
 
 from __future__ import annotations
