@@ -291,10 +291,11 @@ def _store_grid(engine: sa.Engine) -> list[Filters]:
 
 
 #: The filters of the grid compared on ClickHouse, whose reads of the base tables are slow on this
-#: machine: the whole store, one dimension, the full grain with the tool, a range of days read
-#: by blocks, a range open below. (The tag filter reads the base tables by a JSON condition the
-#: ClickHouse dialect does not compile: no tags there.)
-CLICKHOUSE_GRID = (0, 1, 8, 10, 11)
+#: machine: the whole store, one dimension, the full grain (a day and a model), a range of days
+#: read by blocks, a range open below. Not the tool filter, whose base-table form (a correlated
+#: EXISTS) 18.16 cannot run, nor the tag filter, whose JSON condition the ClickHouse dialect does
+#: not compile.
+CLICKHOUSE_GRID = (0, 1, 7, 10, 11)
 
 
 def _filters(engine: sa.Engine, first: int | None = None) -> list[Filters]:
@@ -447,7 +448,7 @@ def _check_catalogue(store: sa.Engine) -> int:
             if store.dialect.name == "clickhouse":
                 # ClickHouse's min/max of a text column over no rows is '' where SQL's is NULL
                 # (the base tables' answer; the rollups' is NULL, SQLite's): no tool is named ''.
-                base = base.replace("", None)
+                base = base.astype(object).map(lambda v: None if v == "" else v)
             try:
                 _same(rolled, base)
             except AssertionError as error:

@@ -86,7 +86,7 @@ def changing(engine: Engine, before: Sequence[int]) -> Iterator[list[int]]:
         write_state(client, layout, complete=True)
 
 
-def rebuild(engine: Engine, *, chunk: int = upkeep.CLICKHOUSE_CHUNK) -> int:
+def rebuild(engine: Engine, chunk: int = upkeep.CLICKHOUSE_CHUNK) -> int:
     """Recount every rollup from the traces stored (``toollens rebuild-rollups``): marked
     incomplete, emptied on every server, counted ``chunk`` traces at a time, marked complete;
     the traces counted."""
@@ -102,5 +102,8 @@ def rebuild(engine: Engine, *, chunk: int = upkeep.CLICKHOUSE_CHUNK) -> int:
     write_state(client, layout, complete=True, rebuilt=True)
     return len(ids)
 
+
+upkeep.INSERTERS["clickhouse"] = insert
+upkeep.RECOUNTS["clickhouse"] = rebuild
 
 __all__ = ["changing", "initialize", "insert", "rebuild", "write_state"]

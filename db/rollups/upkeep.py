@@ -119,6 +119,12 @@ CHUNK = 500
 #: (each builds the set of every trace's latest version): few, large statements, each within
 #: its 256 KiB of text (the ids are listed up to three times).
 CLICKHOUSE_CHUNK = 5_000
+#: Per engine kept its own way (ClickHouse: signed rows summed by the store, registered by
+#: ``db.clickhouse.rollups``, which imports this module): how rows are added to a rollup
+#: (``(conn, table, columns, rows)``, the measures negated to take rows away) and how every
+#: rollup is recounted (``(engine)``, the traces counted).
+INSERTERS: dict[str, Callable[[Connection, str, list[str], list[tuple[Any, ...]]], None]] = {}
+RECOUNTS: dict[str, Callable[[Engine], int]] = {}
 #: Row keys this process has computed, per rollup (:func:`_keys`), at most this many each.
 KEY_CACHE_ROWS = 20_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -870,12 +876,9 @@ def _upsert(
         values = [(key, *row, *measures) for key, (row, measures) in keyed]
     else:
         values = [(key, *row, *(-m for m in measures)) for key, (row, measures) in keyed]
-    if conn.dialect.name == "clickhouse":
-        # Signed rows, summed by the store (a row summed to zero is no row: its view and its
-        # merges leave it out).
-        from db.clickhouse import rollups as clickhouse
-
-        clickhouse.insert(conn, name, columns, values)
+    inserter = INSERTERS.get(conn.dialect.name)
+    if inserter is not None:
+        inserter(conn, name, columns, values)
         return
     dialect.add_into(conn, name, columns, rollup.measures, values)
     if sign < 0:
@@ -954,10 +957,9 @@ def rebuild(engine: Engine, *, chunk: int = 20_000, only: Sequence[str] | None =
     For recovery (``toollens rebuild-rollups``), for stores from before the rollups, and
     (``only``) for a rollup a migration added to a store that has the others. A ClickHouse
     store recounts every rollup its own way (``db.clickhouse.rollups.rebuild``)."""
-    if engine.dialect.name == "clickhouse":
-        from db.clickhouse import rollups as clickhouse
-
-        return clickhouse.rebuild(engine, chunk=chunk)
+    recount = RECOUNTS.get(engine.dialect.name)
+    if recount is not None:
+        return recount(engine)
     chosen = (
         [ROLLUPS[name] for name in dict.fromkeys(only)]
         if only is not None
