@@ -9,7 +9,6 @@ equal the rows ``toollens rebuild-rollups`` computes from scratch.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
 import uuid
@@ -21,7 +20,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import sqlalchemy as sa
-from conftest import CLICKHOUSE_CLUSTER, clickhouse_addresses, clickhouse_unavailable
+from conftest import CLICKHOUSE_CLUSTER, clickhouse_addresses, require_clickhouse
 from formats_helpers import GOLDEN_CASES
 
 from benchmarks.ui_store import StoreGenerator
@@ -237,11 +236,7 @@ def clickhouse_store(request: pytest.FixtureRequest) -> Iterator[sa.Engine]:
         chdb = request.getfixturevalue("chdb_session")
         url = f"chdb://?database={database}"
     else:
-        problem = clickhouse_unavailable()
-        if problem is not None:
-            if os.environ.get("TOOLLENS_REQUIRE_CLICKHOUSE") == "1":
-                pytest.fail(f"TOOLLENS_REQUIRE_CLICKHOUSE=1 but {problem}")
-            pytest.skip(problem)
+        require_clickhouse()
         servers = ",".join(f"{h}:{p}" for h, p in clickhouse_addresses())
         url = f"clickhouse://{servers}/{database}?cluster={CLICKHOUSE_CLUSTER}"
     engine = make_engine(url)
