@@ -13,13 +13,15 @@
 2. **Growth**: the imported ClickHouse store grows by copies in SQL (:func:`grow`) to each size
    of ``--messages``; copies are whole traces with shifted ids, inserted through the
    Distributed tables, so they are sharded exactly as imported traces are.
-3. **Per size**: ``toollens summary`` seconds cold (the first run after growing; the OS file
-   cache is not dropped on this shared machine) and warm (the next run), ``toollens pairs
-   --format csv`` seconds (given up after ``--pairs-timeout``, and said so), bytes per message
-   on disk (``system.parts``, active parts of every server) and parts per partition.
-
-The dashboard's pages are not measured on ClickHouse here: this revision's dashboard does not
-open a ClickHouse store, and the bench prints that instead of a figure.
+3. **Per size**, first with plain aggregates over the base tables (the copies were written
+   past the rollups, so the rollups are marked incomplete and every figure reads the base
+   tables), then with the rollups (``toollens rebuild-rollups``, timed, recounts them):
+   ``toollens summary`` seconds cold (the first run; the OS file cache is not dropped on this
+   shared machine) and warm (the next run), and with ``--pages`` every page's time in
+   ``AppTest`` (``benchmarks.ui_bench.server_timings``: cold, then after choosing the most
+   frequent model). Then ``toollens pairs --format csv`` seconds (given up after
+   ``--pairs-timeout``, and said so), bytes per message on disk (``system.parts``, active parts
+   of every server) and parts per partition.
 """
 
 from __future__ import annotations
@@ -38,9 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.ingest_bench import BENCH_DIR, DEFAULT_PG_URL, pg_problem, pg_schema
-from benchmarks.ui_bench import _toollens_seconds
+from benchmarks.ui_bench import FilterChange, _toollens_seconds, page_cases, server_timings
+from benchmarks.ui_sql import StatementLog
 from benchmarks.workload import ensure_workload
 from db.clickhouse.client import Client, NativeClient, connect
+from db.clickhouse.rollups import write_state
 from db.clickhouse.schema import TRACE_TABLES, Layout, stored_columns
 from db.clickhouse.url import parse
 
@@ -115,7 +119,10 @@ def base_block(client: Client, layout: Layout) -> int:
 def grow(client: Client, layout: Layout, *, block: int, held: int, factor: int, log: Log) -> int:
     """Grow a store holding ``held`` copies of its base to ``factor`` copies: doubling while it
     fits, then the rest in one step (a few large inserts, which keep parts few). Returns the
-    copies held (``factor``)."""
+    copies held (``factor``). The copies are written past the rollups: they are marked
+    incomplete (the base tables answer until ``rebuild-rollups``)."""
+    if held < factor:
+        write_state(client, layout, complete=False)
     while held < factor:
         copies = min(held, factor - held)
         started = time.perf_counter()
@@ -287,27 +294,54 @@ def print_imports(runs: Sequence[ImportRun]) -> None:
 # ---- one size -----------------------------------------------------------------------------------
 
 
-def measure_size(url: str, client: Client, layout: Layout, pairs_timeout: float) -> None:
-    messages = message_count(client, layout)
-    disk = disk_facts(client, layout.database)
+def _summary_and_pages(url: str, client: Client, layout: Layout, pages: bool, label: str) -> None:
     cold = _toollens_seconds(["summary", "--db", url])
     warm = _toollens_seconds(["summary", "--db", url])
+    print(f"{label}: summary cold / warm {cold:.2f} s / {warm:.2f} s")
+    sys.stdout.flush()
+    if not pages:
+        return
+    (model,) = client.query(
+        f"SELECT model FROM {layout.view('traces')} WHERE model IS NOT NULL "
+        "GROUP BY model ORDER BY count() DESC, model LIMIT 1"
+    )[1][0]
+    (display_id,) = client.query(
+        f"SELECT display_id FROM {layout.view('traces')} ORDER BY problem_count DESC, id LIMIT 1"
+    )[1][0]
+    timings, _ = server_timings(
+        url, page_cases(display_id, ""), FilterChange(model), StatementLog()
+    )
+    colds = sorted(t.cold_s or 0.0 for t in timings)
+    filtered = sorted(t.filtered_s or 0.0 for t in timings)
+    print(
+        f"{label}: {len(timings)} pages, cold median {colds[len(colds) // 2]:.2f} s, "
+        f"slowest {colds[-1]:.2f} s; after a filter median {filtered[len(filtered) // 2]:.2f} s, "
+        f"slowest {filtered[-1]:.2f} s"
+    )
+    sys.stdout.flush()
+
+
+def measure_size(
+    url: str, client: Client, layout: Layout, pairs_timeout: float, pages: bool = False
+) -> None:
+    messages = message_count(client, layout)
+    disk = disk_facts(client, layout.database)
+    print(f"messages            {messages:,}  (load average {os.getloadavg()[0]:.1f})")
+    # Grown past the rollups (:func:`grow`): the base tables answer until they are recounted.
+    _summary_and_pages(url, client, layout, pages, "plain aggregates")
+    rebuilt = _toollens_seconds(["rebuild-rollups", "--db", url])
+    print(f"rebuild-rollups     {rebuilt:.1f} s")
+    _summary_and_pages(url, client, layout, pages, "rollups")
     pairs = _pairs_seconds(url, pairs_timeout)
     most = ", ".join(
         f"shard {i + 1}: {n} ({where})" for i, (n, where) in enumerate(disk.most_parts)
     )
-    print(f"messages            {messages:,}  (load average {os.getloadavg()[0]:.1f})")
-    print(f"summary cold / warm {cold:.2f} s / {warm:.2f} s  ({messages / warm / 1e6:.1f}M msg/s)")
     print(f"pairs --format csv  {pairs}")
     print(
         f"on disk             {disk.bytes_on_disk / 2**30:.2f} GiB, "
         f"{disk.bytes_on_disk / messages:,.0f} bytes per message, {disk.parts} active parts"
     )
     print(f"parts per partition most: {most}")
-    print(
-        "pages               not measured: this revision's dashboard does not open "
-        "a ClickHouse store"
-    )
     sys.stdout.flush()
 
 
@@ -362,6 +396,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pg-url", default=DEFAULT_PG_URL, help="'' to leave PostgreSQL out")
     parser.add_argument("--pairs-timeout", type=float, default=PAIRS_TIMEOUT_S)
     parser.add_argument("--keep", action="store_true", help="keep the ClickHouse store")
+    parser.add_argument("--pages", action="store_true", help="also time every page")
     args = parser.parse_args(argv)
     sizes = sorted(int(s) for s in args.messages.split(",") if s.strip())
 
@@ -406,7 +441,7 @@ def main(argv: list[str] | None = None) -> None:
             started = time.perf_counter()
             held = grow(client, layout, block=block, held=held, factor=factor, log=print)
             print(f"grown in {time.perf_counter() - started:.0f} s")
-            measure_size(args.clickhouse, client, layout, args.pairs_timeout)
+            measure_size(args.clickhouse, client, layout, args.pairs_timeout, args.pages)
 
 
 if __name__ == "__main__":

@@ -138,8 +138,8 @@ def main_options(
 
 #: What a command that does not work on a ClickHouse store says (docs/clickhouse.md).
 CLICKHOUSE_COMMANDS = (
-    "import, receive, summary, pairs, compare, export, reanalyze, delete, prune, vacuum "
-    "and serve do"
+    "import, receive, summary, pairs, compare, export, reanalyze, rebuild-rollups, delete, "
+    "prune, vacuum, copy and serve do"
 )
 
 
@@ -811,7 +811,7 @@ def rebuild_rollups_command(db: DbOption = None) -> None:
     from db.engine import display_url
     from db.session import Maintenance
 
-    engine = _engine(db)
+    engine = _engine(db, clickhouse=True)
     started = time.perf_counter()
     traces = Maintenance(engine).rebuild_rollups()
     seconds = time.perf_counter() - started

@@ -448,15 +448,21 @@ class ClickHouseCluster:
             client.disconnect()
 
 
-@pytest.fixture
-def clickhouse_cluster() -> Iterator[ClickHouseCluster]:
-    """The running 2-shard cluster with a fresh database on each server; skips (or fails under
-    ``TOOLLENS_REQUIRE_CLICKHOUSE=1``) when it does not answer."""
+def require_clickhouse() -> None:
+    """Skip the test (fail it under ``TOOLLENS_REQUIRE_CLICKHOUSE=1``) when the cluster does not
+    answer."""
     problem = clickhouse_unavailable()
     if problem is not None:
         if os.environ.get("TOOLLENS_REQUIRE_CLICKHOUSE") == "1":
             pytest.fail(f"TOOLLENS_REQUIRE_CLICKHOUSE=1 but {problem}")
         pytest.skip(problem)
+
+
+@pytest.fixture
+def clickhouse_cluster() -> Iterator[ClickHouseCluster]:
+    """The running 2-shard cluster with a fresh database on each server; skips (or fails under
+    ``TOOLLENS_REQUIRE_CLICKHOUSE=1``) when it does not answer."""
+    require_clickhouse()
     database = f"t_{uuid.uuid4().hex[:12]}"
     cluster = ClickHouseCluster(clickhouse_addresses(), database)
     cluster.on_every_shard(f"CREATE DATABASE {database}")

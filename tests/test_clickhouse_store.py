@@ -142,7 +142,7 @@ def test_literals_are_quoted_so_the_engine_reads_the_same_text(chdb_session: Any
 
 @pytest.mark.parametrize(
     "args",
-    [["rebuild-rollups"]],
+    [["demo"]],
 )
 def test_a_command_not_built_for_clickhouse_says_so_in_one_line(
     chdb_session: Any, args: list[str]
@@ -155,8 +155,8 @@ def test_a_command_not_built_for_clickhouse_says_so_in_one_line(
     assert result.exit_code == 2
     assert result.output == (
         "Error: this command does not work on a ClickHouse store yet (import, receive, summary, "
-        "pairs, compare, export, reanalyze, delete, prune, vacuum and serve do; "
-        "see docs/clickhouse.md)\n"
+        "pairs, compare, export, reanalyze, rebuild-rollups, delete, prune, vacuum, copy and "
+        "serve do; see docs/clickhouse.md)\n"
     )
 
 

@@ -2,13 +2,14 @@
 trace by trace, what both engines hold.
 
 A ClickHouse store holds the imports, their files and rejected records, and the traces with
-their messages, calls, results, findings and streaks (:data:`CARRIED`); it computes every figure
-from those base tables, so it keeps no rollups. The copy therefore:
+their messages, calls, results, findings and streaks (:data:`CARRIED`); its rollups are figures
+of those, counted its own way (``db.clickhouse.rollups``). The copy therefore:
 
 * carries the tables both hold, with the same ids (child rows read from ClickHouse have none
   there: the target gives them fresh ids, in their trace's order);
-* rebuilds a relational target's rollups from the copied rows at the end (:data:`REBUILT`:
-  they are figures of the base tables, not data of their own);
+* rebuilds the target's rollups from the copied rows at the end (:data:`REBUILT`: they are
+  figures of the base tables, not data of their own; a ClickHouse target's read the base tables
+  until then);
 * refuses, before writing anything, a source whose notes and history a ClickHouse store has no
   table for (:data:`NOT_HELD`: annotations, the kept versions of updated traces, the update
   log), naming the tables and their rows, unless the user names them in ``leave_out``: nothing
@@ -208,10 +209,9 @@ def _copy_across(
             for table in traced:
                 progress(table.name, states[table.name].rows)
         target.finish(tables)
-        if isinstance(target, SqlStore):
-            from db.rollups.upkeep import rebuild
+        from db.rollups.upkeep import rebuild
 
-            rebuild(target.engine)
+        rebuild(target.engine)
         for table in tables:
             result.counts[table.name] = (source.count(table), target.count(table))
         result.summary_differences = differences(source.summary(), target.summary())

@@ -29,6 +29,7 @@ from sqlalchemy import JSON, Boolean, LargeBinary, Table
 from db.bulk.copy import TableState
 from db.clickhouse.client import literal
 from db.clickhouse.dialect import client_of, layout_of
+from db.clickhouse.rollups import write_state
 from db.clickhouse.rows import StoredRows
 from db.clickhouse.schema import (
     IMPORT_MONTH,
@@ -181,6 +182,9 @@ class ClickHouseCopyStore:
         return str(found[0][0]) if found else None
 
     def start(self, source: str, tables: Sequence[Table]) -> None:
+        # The copied traces go in past the rollups: the base tables answer until the copy
+        # recounts them at its end.
+        write_state(self.client, self.layout, complete=False)
         self.client.command(
             f"CREATE TABLE {self._state} (table_name String, source String, last_id Int64, "
             "rows Int64, done UInt8, seq UInt64) ENGINE = MergeTree() ORDER BY (table_name, seq)"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Engine, select
 
+from db.clickhouse import rollups
 from db.clickhouse.client import epoch_us, literal
 from db.clickhouse.dialect import client_of, layout_of
 from db.clickhouse.schema import (
@@ -102,11 +103,12 @@ def delete_rows(
     counts = _counts(engine, imports, traces, tables)
     client, layout = client_of(engine), layout_of(engine)
     now = epoch_us(datetime.now(UTC))
-    client.insert(
-        layout.every_row(DELETIONS),
-        [name for name, _ in DELETION_COLUMNS],
-        [(trace_id, now) for trace_id in traces],
-    )
+    with rollups.changing(engine, traces):
+        client.insert(
+            layout.every_row(DELETIONS),
+            [name for name, _ in DELETION_COLUMNS],
+            [(trace_id, now) for trace_id in traces],
+        )
     for name, key in (("rejected_records", "import_id"), ("import_files", "import_id"),
                       ("imports", "id")):  # fmt: skip
         if not imports:

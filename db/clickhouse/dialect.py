@@ -287,6 +287,8 @@ class _DBAPI:
     """The DB-API module SQLAlchemy asks for (``paramstyle``, the error classes)."""
 
     paramstyle = "pyformat"
+    #: A bytes value (a rollup key) bound as itself: :func:`literal` writes it as ``unhex(…)``.
+    Binary = bytes
     Error = ClickHouseError
     Warning = ClickHouseError
     InterfaceError = OperationalError = DatabaseError = ClickHouseError

@@ -14,7 +14,7 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.dialects import registry
 from sqlalchemy.engine import URL
 
-from db.clickhouse import schema
+from db.clickhouse import rollups, schema
 from db.clickhouse.client import ClickHouseError, connect
 from db.clickhouse.dialect import CLIENTS, client_of, layout_of
 from db.clickhouse.url import ClickHouseTarget, ClickHouseUrlError, parse
@@ -37,6 +37,7 @@ def clickhouse_engine(value: str, *, json_serializer: Any, json_deserializer: An
     client = connect(target)
     layout = schema.Layout(target.database, target.cluster)
     schema.create(client, layout)
+    rollups.initialize(client, layout)
     with _LOCK:
         key = f"{len(CLIENTS)}"
         CLIENTS[key] = client

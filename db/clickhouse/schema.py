@@ -25,6 +25,14 @@ The small tables (imports, files, rejected records) are ``ReplacingMergeTree(_re
 ``id``: a row changed (an import finishing) is written again with a higher ``_rev``, and the
 view keeps each id's highest (``LIMIT 1 BY``) unless that revision deletes it (``_deleted``).
 
+The rollups (``db.rollups.upkeep``), per rollup table ``rollup_*`` of ``db.schema``:
+``rollup_*_local`` is a ``SummingMergeTree`` by the row's ``key`` that receives signed rows
+(the contributions of the traces written, and those of the versions they replace or delete,
+negated), sharded by ``cityHash64(key)`` so that merges sum each key's rows on one shard; the
+view ``rollup_*`` sums them per row (``HAVING n != 0``): the rows the relational rollup holds,
+without ``FINAL`` and without waiting for a merge. ``rollup_state`` is a small table like the
+imports (its latest revision counts).
+
 Deleting is an insert too, never a mutation (``ALTER TABLE … DELETE`` rewrites every part
 holding a row: what times out on large stores): a deleted trace's id goes into
 ``trace_deletions`` (sharded like the trace, so the views' ``NOT IN`` is local per shard) and
@@ -64,6 +72,16 @@ IMPORT_MONTH, REVISION, DELETED = "import_month", "_rev", "_deleted"
 #: insert here, and every view leaves these traces out.
 DELETIONS = "trace_deletions"
 DELETION_COLUMNS: tuple[tuple[str, str], ...] = (("trace_id", "Int64"), ("at", "Int64"))
+#: Whether the rollups hold the store (``db.schema.RollupState``): revisions like a small table's,
+#: written by the rollups' upkeep alone (not copied, not deleted with an import).
+ROLLUP_STATE = "rollup_state"
+
+
+def rollup_measures() -> dict[str, tuple[str, ...]]:
+    """The measures (summed columns) of each rollup table, by name."""
+    from db.rollups.upkeep import ROLLUPS  # the rollups import the catalogue, which imports us
+
+    return {name: rollup.measures for name, rollup in ROLLUPS.items()}
 
 
 def relational(name: str) -> Table:
@@ -123,19 +141,25 @@ def stored_columns(name: str) -> list[tuple[str, str]]:
 
 
 def _shard_key(name: str) -> str:
-    if name == "traces" or name in SMALL_TABLES:
+    if name == "traces" or name in SMALL_TABLES or name == ROLLUP_STATE:
         return "cityHash64(id)"
-    if name == DELETIONS:
-        return "cityHash64(trace_id)"
+    if name.startswith("rollup_"):
+        return "cityHash64(key)"
     return "cityHash64(trace_id)"
 
 
-def _local_ddl(layout: Layout, name: str) -> str:
+def _local_ddl(layout: Layout, name: str, measures: dict[str, tuple[str, ...]]) -> str:
     if name == DELETIONS:
         columns = ", ".join(f"`{c}` {t}" for c, t in DELETION_COLUMNS)
         return (
             f"CREATE TABLE IF NOT EXISTS {layout.local(name)} ({columns}) "
             "ENGINE = MergeTree() ORDER BY (trace_id)"
+        )
+    if name in measures:
+        columns = ", ".join(f"`{c.name}` {column_type(c)}" for c in relational(name).columns)
+        return (
+            f"CREATE TABLE IF NOT EXISTS {layout.local(name)} ({columns}) "
+            f"ENGINE = SummingMergeTree(({', '.join(measures[name])})) ORDER BY (key)"
         )
     columns = ", ".join(f"`{c}` {t}" for c, t in stored_columns(name))
     if name in TRACE_TABLES:
@@ -168,8 +192,19 @@ ROW_IDS: dict[str, str] = {
 }
 
 
-def _view_ddl(layout: Layout, name: str) -> str:
+def _view_ddl(layout: Layout, name: str, measures: dict[str, tuple[str, ...]]) -> str:
     source = layout.every_row(name)
+    if name in measures:
+        # Grouped by every column but the measures (each a function of ``key``): a reader's
+        # conditions on them reach the tables (with ``enable_optimize_predicate_expression``,
+        # ``db.clickhouse.client``), so a range of keys reads that range of the primary key.
+        summed = measures[name]
+        keys = ", ".join(c.name for c in relational(name).columns if c.name not in summed)
+        sums = ", ".join(f"sum({m}) AS {m}" for m in summed)
+        return (
+            f"CREATE VIEW IF NOT EXISTS {layout.view(name)} AS SELECT {keys}, {sums} "
+            f"FROM {source} GROUP BY {keys} HAVING n != 0"
+        )
     if name in TRACE_TABLES:
         trace = "id" if name == "traces" else "trace_id"
         latest = f"SELECT id, max(version) FROM {layout.local('traces')} GROUP BY id"
@@ -202,8 +237,9 @@ def statements(layout: Layout) -> list[str]:
     """The DDL of a store on one server, in order."""
     out = [f"CREATE DATABASE IF NOT EXISTS {layout.database}"]
     out += [_empty_ddl(layout, name) for name in EMPTY_TABLES]
-    names = [*TRACE_TABLES, *SMALL_TABLES, DELETIONS]
-    out += [_local_ddl(layout, name) for name in names]
+    measures = rollup_measures()
+    names = [*TRACE_TABLES, *SMALL_TABLES, ROLLUP_STATE, DELETIONS, *measures]
+    out += [_local_ddl(layout, name, measures) for name in names]
     if layout.cluster:
         out += [
             f"CREATE TABLE IF NOT EXISTS {layout.every_row(name)} AS {layout.local(name)} "
@@ -211,7 +247,7 @@ def statements(layout: Layout) -> list[str]:
             f"{_shard_key(name)})"
             for name in names
         ]
-    out += [_view_ddl(layout, name) for name in names if name != DELETIONS]
+    out += [_view_ddl(layout, name, measures) for name in names if name != DELETIONS]
     return out
 
 

@@ -7,7 +7,8 @@ own :func:`db.writes.traces.decide_batch`: new, unchanged, an older copy, anothe
 apart, or an update), then written as one insert per table: a trace's rows go first, its
 ``traces`` row last, so a reader (which takes each trace's rows at its latest ``traces``
 version, :mod:`db.clickhouse.schema`) sees a new version whole or not at all. An update is the
-same trace id written again at a higher ``version``; nothing is deleted or mutated.
+same trace id written again at a higher ``version``; nothing is deleted or mutated. The rollups
+follow each batch as signed rows (``db.clickhouse.rollups.changing``).
 
 One writer per store at a time: new trace ids follow the largest stored one (ClickHouse has
 no sequences), a child row's included, and a new version follows the largest a child row of
@@ -29,6 +30,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from db.clickhouse import rollups
 from db.clickhouse.client import ClickHouseError, literal
 from db.clickhouse.dialect import client_of, layout_of
 from db.clickhouse.rows import StoredRows
@@ -238,6 +240,8 @@ class ClickHouseImportSession(ImportSession):
             table: StoredRows(table, (*columns, "trace_id", "version", IMPORT_MONTH))
             for table, columns in CHILD_COLUMNS.items()
         }
+        written: list[int] = []
+        replaced: list[int] = []
         for plan in plans.values():
             if plan.stored is None:
                 trace_id, version = self._next_id, 1 + len(plan.updates)
@@ -247,6 +251,9 @@ class ClickHouseImportSession(ImportSession):
                 version = max(plan.stored.version, written.get(trace_id, 0)) + len(plan.updates)
             else:
                 continue
+            written.append(trace_id)
+            if plan.stored is not None:
+                replaced.append(trace_id)
             traces.add_mapping(
                 {
                     **plan.rows.trace._asdict(),
@@ -261,10 +268,15 @@ class ClickHouseImportSession(ImportSession):
             for table, out in children.items():
                 for record in plan.rows.children(table):
                     out.add((*record, *own))
-        # The rows first, the traces last: a reader takes a trace's rows at its latest version.
-        for out in children.values():
-            out.write(self.client, self.layout)
-        traces.write(self.client, self.layout)
+        if not written:
+            return result
+        # The replaced versions out of the rollups, the rows, the traces last (a reader takes a
+        # trace's rows at its latest version), then the new versions into the rollups.
+        with rollups.changing(self.engine, replaced) as counted:
+            for out in children.values():
+                out.write(self.client, self.layout)
+            traces.write(self.client, self.layout)
+            counted.extend(written)
         return result
 
     def reject(self, rejected: Sequence[dict[str, Any]]) -> int:

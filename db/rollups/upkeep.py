@@ -19,6 +19,9 @@ Contributions are grouped per trace in SQL and spread over the grains in Python;
 in key order (two PostgreSQL writers then lock them in the same order) and a row whose count falls
 to zero is deleted. Distinct-trace figures stay additive: a trace contributes 1 to each group it
 belongs to, so e.g. "traces with this fingerprint" is a plain sum over the grain's rows.
+
+A ClickHouse store keeps the same rows as signed inserts, summed by the store, and brackets each
+change with the rollup state instead of a transaction (``db.clickhouse.rollups``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntFlag
-from functools import cache, lru_cache
+from functools import cache, lru_cache, partial
 from typing import Any, cast
 
 import orjson
@@ -44,6 +47,7 @@ from sqlalchemy import (
     func,
     literal,
     literal_column,
+    or_,
     select,
     true,
     union_all,
@@ -111,6 +115,16 @@ BLOCK_DAYS: tuple[int, ...] = (8, 64)
 BLOCK_GRAINS: dict[int, int] = {8: 16 | int(Dim.DAY), 64: 32 | int(Dim.DAY)}
 #: Trace ids per contribution statement.
 CHUNK = 500
+#: Trace ids per contribution statement on ClickHouse, which reads a statement's views whole
+#: (each builds the set of every trace's latest version): few, large statements, each within
+#: its 256 KiB of text (the ids are listed up to three times).
+CLICKHOUSE_CHUNK = 5_000
+#: Per engine kept its own way (ClickHouse: signed rows summed by the store, registered by
+#: ``db.clickhouse.rollups``, which imports this module): how rows are added to a rollup
+#: (``(conn, table, columns, rows)``, the measures negated to take rows away) and how every
+#: rollup is recounted (``(engine)``, the traces counted).
+INSERTERS: dict[str, Callable[[Connection, str, list[str], list[tuple[Any, ...]]], None]] = {}
+RECOUNTS: dict[str, Callable[[Engine], int]] = {}
 #: Row keys this process has computed, per rollup (:func:`_keys`), at most this many each.
 KEY_CACHE_ROWS = 20_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -143,6 +157,9 @@ class Rollup:
     #: Every measure is a plain sum over the rows (no trace counted once): a batch's statement
     #: groups the rows by the trace's dimensions at once, without grouping per trace first.
     additive: bool = False
+    #: :attr:`contributions` without window functions, where it needs them (an engine without
+    #: them: ClickHouse 18.16); ``None``: the same statement.
+    windowless: Callable[[Sequence[int] | None], Any] | None = None
 
 
 def _of(column: Any, ids: Any) -> Any:
@@ -213,7 +230,9 @@ def _signatures(ids: Sequence[int] | None) -> Any:
 
 
 def _share_bin() -> Any:
-    raw = (t.tool_result_tokens * 10) // t.total_tokens
+    # Never divided by zero, though those rows take the first branch: ClickHouse computes every
+    # branch of a CASE, and 18.16 fails an integer division by zero.
+    raw = (t.tool_result_tokens * 10) // case((t.total_tokens <= 0, 1), else_=t.total_tokens)
     return case((t.total_tokens <= 0, None), (raw >= 9, 9), else_=raw)
 
 
@@ -249,7 +268,32 @@ def _traces(ids: Sequence[int] | None) -> Any:
     return whole.union_all(per_tool)
 
 
-def _findings(ids: Sequence[int] | None) -> Any:
+def _first_of(per: Any, partition: Sequence[str], by: str, *, windows: bool) -> tuple[Any, Any]:
+    """The FROM clause over the subquery ``per`` and a flag: 1 on the row of each ``partition``
+    whose column ``by`` is the smallest (NULL first), else 0. By a window function; or, without
+    them, by a join with each partition's smallest value (``per`` has one row per value)."""
+    value = per.c[by]
+    if windows:
+        first = func.row_number().over(
+            partition_by=[per.c[p] for p in partition], order_by=(value.is_not(None), value)
+        )
+        return per, case((first == 1, 1), else_=0)
+    firsts = (
+        select(
+            *(per.c[p].label(f"first_{p}") for p in partition),
+            func.count().filter(value.is_(None)).label("first_nulls"),
+            func.min(value).label("first_value"),
+        )
+        .group_by(*(per.c[p] for p in partition))
+        .subquery("firsts")
+    )
+    joined = per.join(firsts, and_(*(per.c[p] == firsts.c[f"first_{p}"] for p in partition)))
+    nulls = firsts.c.first_nulls
+    chosen = or_(and_(nulls > 0, value.is_(None)), and_(nulls == 0, value == firsts.c.first_value))
+    return joined, case((chosen, 1), else_=0)
+
+
+def _findings(ids: Sequence[int] | None, *, windows: bool = True) -> Any:
     per = (
         select(
             FindingRow.trace_id.label("trace_id"),
@@ -262,47 +306,33 @@ def _findings(ids: Sequence[int] | None) -> Any:
         .subquery()
     )
     # The kind's first tool in the trace (NULL first) carries the trace for the kind's total.
-    first = func.row_number().over(
-        partition_by=(per.c.trace_id, per.c.kind),
-        order_by=(per.c.tool.is_not(None), per.c.tool),
-    )
-    return select(
-        per.c.trace_id,
-        per.c.tool,
-        per.c.kind,
-        per.c.n,
-        literal(1),
-        case((first == 1, 1), else_=0),
+    source, first = _first_of(per, ("trace_id", "kind"), "tool", windows=windows)
+    return select(per.c.trace_id, per.c.tool, per.c.kind, per.c.n, literal(1), first).select_from(
+        source
     )
 
 
-def _fingerprints(ids: Sequence[int] | None) -> Any:
+def _fingerprints(ids: Sequence[int] | None, *, windows: bool = True) -> Any:
     effective = effective_error_type
     per = (
         select(
             r.trace_id.label("trace_id"),
             r.tool.label("tool"),
             r.fingerprint.label("fingerprint"),
-            effective.label("error_type"),
+            effective.label("effective_type"),
             func.count().label("n"),
         )
         .where(_of(r.trace_id, ids), r.status == "error", r.fingerprint.is_not(None))
         .group_by(r.trace_id, r.tool, r.fingerprint, effective)
         .subquery()
     )
-    # The trace counts once per fingerprint, on the row of its smallest type (NULL first).
-    first = func.row_number().over(
-        partition_by=(per.c.trace_id, per.c.fingerprint),
-        order_by=(per.c.error_type.is_not(None), per.c.error_type),
-    )
+    # The trace counts once per fingerprint, on the row of its smallest type (NULL first);
+    # not labelled `error_type`, a column of its own expression (ClickHouse would read the
+    # label inside it).
+    source, first = _first_of(per, ("trace_id", "fingerprint"), "effective_type", windows=windows)
     return select(
-        per.c.trace_id,
-        per.c.tool,
-        per.c.fingerprint,
-        per.c.error_type,
-        per.c.n,
-        case((first == 1, 1), else_=0),
-    )
+        per.c.trace_id, per.c.tool, per.c.fingerprint, per.c.effective_type, per.c.n, first
+    ).select_from(source)
 
 
 def _activity(ids: Sequence[int] | None) -> Any:
@@ -422,6 +452,7 @@ ROLLUPS: dict[str, Rollup] = {
             ("kind",),
             ("n", "traces_tool", "traces_kind"),
             _findings,
+            windowless=partial(_findings, windows=False),
         ),
         Rollup(
             _table(RollupActivityRow),
@@ -454,6 +485,7 @@ ROLLUPS: dict[str, Rollup] = {
             ("fingerprint", "error_type"),
             ("n", "traces"),
             _fingerprints,
+            windowless=partial(_fingerprints, windows=False),
         ),
     )
 }
@@ -595,9 +627,9 @@ def bucket_range(day: int, tool: Any, bucket: int) -> tuple[bytes, bytes]:
     return prefix, _successor(prefix)
 
 
-def _chunks(ids: Sequence[int]) -> Iterator[Sequence[int]]:
-    for i in range(0, len(ids), CHUNK):
-        yield ids[i : i + CHUNK]
+def _chunks(ids: Sequence[int], size: int = CHUNK) -> Iterator[Sequence[int]]:
+    for i in range(0, len(ids), size):
+        yield ids[i : i + size]
 
 
 def _trace_dims() -> list[Any]:
@@ -655,6 +687,27 @@ def _contribution_statement(name: str) -> Any:
     )
 
 
+@cache
+def _joined_statement(name: str) -> Any:
+    """The statement of :func:`contributions` for an engine without positional GROUP BY, window
+    functions or joins of several tables in one SELECT (ClickHouse 18.16): the per-trace rows
+    (:attr:`Rollup.windowless`) joined to their traces' dimensions, grouped by name."""
+    rollup = ROLLUPS[name]
+    per_trace = (rollup.windowless or rollup.contributions)(IDS).subquery("per_trace")
+    cols = list(per_trace.c)
+    dims = (
+        select(t.id.label("dims_id"), *(d.label(f"dim_{i}") for i, d in enumerate(_trace_dims())))
+        .where(t.id.in_(IDS))
+        .subquery("dims")
+    )
+    group = [*(dims.c[f"dim_{i}"] for i in range(4)), *cols[1 : 2 + len(rollup.keys)]]
+    return (
+        select(*group, *_measures(rollup, per_trace))
+        .select_from(per_trace.join(dims, dims.c.dims_id == cols[0]))
+        .group_by(*group)
+    )
+
+
 def contributions(
     conn: Connection, rollup: Rollup, ids: Sequence[int]
 ) -> dict[tuple[Any, ...], list[int]]:
@@ -675,8 +728,11 @@ def contributions(
     # Per grain, which of (day, import, agent, model) it keeps: the spread below is the
     # import's innermost loop, written out (a generator per key cost a fifth of the upkeep).
     masks = [(int(g), *(bool(g & bit) for bit, _ in _DIMS)) for g in rollup.grains]
-    stmt = _contribution_statement(rollup.table.name)
-    for chunk in _chunks(ids):
+    if conn.dialect.name == "clickhouse":
+        stmt, size = _joined_statement(rollup.table.name), CLICKHOUSE_CHUNK
+    else:
+        stmt, size = _contribution_statement(rollup.table.name), CHUNK
+    for chunk in _chunks(ids, size):
         for row in conn.execute(stmt, {"ids": list(chunk)}):
             day, import_id, agent, model = row[0], row[1], row[2], row[3]
             rest = tuple(row[4:width])
@@ -769,7 +825,16 @@ def day_ranges(
 
 
 def _apply(conn: Connection, ids: Sequence[int], sign: int) -> None:
-    if not ids or not complete(conn):
+    if ids and complete(conn):
+        count(conn, ids, sign)
+
+
+def count(conn: Connection, ids: Sequence[int], sign: int) -> None:
+    """Add (``sign`` 1) or take away (-1) the contributions of the traces ``ids`` to every
+    rollup, whatever the state says: :func:`add` and :func:`subtract` once it said complete,
+    and a ClickHouse store's writer, which marks the rollups incomplete while it writes
+    (``db.clickhouse.rollups``)."""
+    if not ids:
         return
     ids = sorted(set(ids))
     counted: dict[str, dict[tuple[Any, ...], list[int]]] = {}
@@ -811,6 +876,10 @@ def _upsert(
         values = [(key, *row, *measures) for key, (row, measures) in keyed]
     else:
         values = [(key, *row, *(-m for m in measures)) for key, (row, measures) in keyed]
+    inserter = INSERTERS.get(conn.dialect.name)
+    if inserter is not None:
+        inserter(conn, name, columns, values)
+        return
     dialect.add_into(conn, name, columns, rollup.measures, values)
     if sign < 0:
         table = rollup.table
@@ -821,9 +890,7 @@ def _upsert(
 
 def complete(conn: Connection) -> bool:
     """Whether the rollups hold the whole store (see :class:`db.schema.RollupState`), but for
-    the :func:`pending` ones. Never on a ClickHouse store, which keeps none (:func:`counted`)."""
-    if conn.dialect.name == "clickhouse":
-        return False
+    the :func:`pending` ones."""
     return rollup_state.read(conn).complete
 
 
@@ -835,10 +902,7 @@ def pending_in(conn: Connection) -> list[str]:
 
 def counted(conn: Connection, table: str) -> bool:
     """Whether the rollup ``table`` holds the whole store (readers may use it): read once per
-    transaction (``db.rollups.state``). A ClickHouse store keeps none: its figures are aggregates
-    over the base tables (docs/clickhouse.md)."""
-    if conn.dialect.name == "clickhouse":
-        return False
+    transaction (``db.rollups.state``)."""
     state = rollup_state.read(conn)
     return state.complete and table not in state.pending
 
@@ -891,7 +955,11 @@ def rebuild(engine: Engine, *, chunk: int = 20_000, only: Sequence[str] | None =
     transaction; the traces counted.
 
     For recovery (``toollens rebuild-rollups``), for stores from before the rollups, and
-    (``only``) for a rollup a migration added to a store that has the others."""
+    (``only``) for a rollup a migration added to a store that has the others. A ClickHouse
+    store recounts every rollup its own way (``db.clickhouse.rollups.rebuild``)."""
+    recount = RECOUNTS.get(engine.dialect.name)
+    if recount is not None:
+        return recount(engine)
     chosen = (
         [ROLLUPS[name] for name in dict.fromkeys(only)]
         if only is not None
@@ -960,6 +1028,7 @@ __all__ = [
     "bucket_range",
     "complete",
     "contributions",
+    "count",
     "counted",
     "day_number",
     "derived",

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Table, case, func, literal, select
+from sqlalchemy import Connection, Table, and_, case, func, literal, or_, select
 
 from db.dialect import name_of
 from db.queries.common import total
@@ -37,6 +37,8 @@ from db.rollups.value_buckets import bucket_bounds, bucket_of
 
 #: Key ranges per statement (two parameters each: within SQLite's 32,766).
 RANGES_PER_STATEMENT = 4_000
+#: Key ranges per statement on ClickHouse, whose statements are text: within its 256 KiB.
+CLICKHOUSE_RANGES = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,10 +141,22 @@ def _exact_rows(
         for day in days[(tool, bucket)]
     )
     value = exact.c[rollups.ROLLUPS[exact.name].keys[0]].name
-    mark = "?" if name_of(conn) == "sqlite" else "%s"
+    clickhouse = conn.dialect.name == "clickhouse"
+    mark = "" if clickhouse else "?" if name_of(conn) == "sqlite" else "%s"
     out: dict[tuple[Any, int], dict[Any, int]] = {}
-    for i in range(0, len(ranges), RANGES_PER_STATEMENT):
-        part = ranges[i : i + RANGES_PER_STATEMENT]
+    step = CLICKHOUSE_RANGES if clickhouse else RANGES_PER_STATEMENT
+    for i in range(0, len(ranges), step):
+        part = ranges[i : i + step]
+        if clickhouse:
+            # No VALUES list to join on (18.16): the ranges as one condition, which ClickHouse
+            # reads as ranges of the primary key.
+            found = conn.execute(
+                select(exact.c.tool, exact.c[value], exact.c.n).where(
+                    or_(*(and_(exact.c.key >= low, exact.c.key < high) for low, high in part))
+                )
+            )
+            _add_rows(out, wanted, found)
+            continue
         listed = ", ".join([f"({mark}, {mark})"] * len(part))
         # Each range one look-up in the primary key: the planner loops over the listed ranges.
         sql = (
@@ -151,13 +165,20 @@ def _exact_rows(
             f"JOIN {exact.name} r ON r.key >= wanted.low AND r.key < wanted.high"
         )
         bound = tuple(edge for pair in part for edge in pair)
-        for tool, val, n in conn.exec_driver_sql(sql, bound):
-            key = (tool, bucket_of(val))
-            if key not in wanted:  # a tool sharing the hash
-                continue
-            values = out.setdefault(key, {})
-            values[val] = values.get(val, 0) + int(n)
+        _add_rows(out, wanted, conn.exec_driver_sql(sql, bound))
     return out
+
+
+def _add_rows(
+    out: dict[tuple[Any, int], dict[Any, int]], wanted: set[tuple[Any, int]], rows: Any
+) -> None:
+    """Count rows ``(tool, value, n)`` into ``out``, per wanted (tool, bucket)."""
+    for tool, val, n in rows:
+        key = (tool, bucket_of(val))
+        if key not in wanted:  # a tool sharing the hash
+            continue
+        values = out.setdefault(key, {})
+        values[val] = values.get(val, 0) + int(n)
 
 
 def _stand_ins(bucket: int, n: int, summed: int, sums: bool) -> list[tuple[Any, int]]:
