@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from db.bulk.stored import AGGREGATES, CORRECTION_FIELDS
+from db.clickhouse import rollups
 from db.clickhouse.client import Client, literal
 from db.clickhouse.dialect import client_of, layout_of
 from db.clickhouse.rows import StoredRows
@@ -119,7 +120,10 @@ def replace_derived(engine: Engine, batch: Sequence[tuple[int, TraceRows]]) -> i
         if not same:
             changed[trace_id] = {"rows": fresh, "figures": figures}
     if changed:
-        _write(client, layout, names, traces, changed, in_row)
+        # The rollups count each trace's latest version: the replaced one out, the new one in.
+        with rollups.changing(engine, list(changed)) as counted:
+            _write(client, layout, names, traces, changed, in_row)
+            counted.extend(changed)
     return len(changed)
 
 

@@ -232,7 +232,7 @@ class ClickHouseImportSession(ImportSession):
         month = _month(now)
         if self._next_id is None:
             self._next_id = self._first_free_trace_id()
-        written = self._highest_versions(
+        highest = self._highest_versions(
             plan.stored.id for plan in plans.values() if plan.stored is not None and plan.updates
         )
         traces = StoredRows("traces")
@@ -248,7 +248,7 @@ class ClickHouseImportSession(ImportSession):
                 self._next_id += 1
             elif plan.updates:
                 trace_id = plan.stored.id
-                version = max(plan.stored.version, written.get(trace_id, 0)) + len(plan.updates)
+                version = max(plan.stored.version, highest.get(trace_id, 0)) + len(plan.updates)
             else:
                 continue
             written.append(trace_id)
