@@ -39,7 +39,7 @@ from db.contract import rows as contract
 from db.rollups import upkeep as rollups
 from db.writes import search_index as search
 from db.writes.carry_over import carry_over, pair_map, read_reviews
-from db.writes.traces import TraceRows
+from db.writes.traces import TraceRows, renew_trace
 from db.writes.transaction import writing
 
 #: The most seqs :func:`raw_members` sends as an ``IN`` list.
@@ -169,13 +169,12 @@ def write_append(
         reviews = read_reviews(conn, trace_id) if _has_reviews(conn, trace_id) else None
         rollups.subtract(conn, [trace_id])
         added = [m for m in rows.messages if m.seq >= first_new_seq]
+        m = schema.MessageRow
         for message in rows.messages:
             if message.seq < first_new_seq:
                 conn.execute(
-                    update(schema.MessageRow)
-                    .where(
-                        schema.MessageRow.trace_id == trace_id, schema.MessageRow.seq == message.seq
-                    )
+                    update(m)
+                    .where(m.trace_id == trace_id, m.seq == message.seq)
                     .values(usage=message.usage)
                 )
         _insert(conn, "messages", trace_id, added)
@@ -183,16 +182,7 @@ def write_append(
         # call that got its result, a verdict that now has a next action), else all of them.
         if reviews is not None or not _update_derived(conn, base, rows):
             _rewrite_derived(conn, trace_id, rows)
-        conn.execute(
-            update(t)
-            .where(t.id == trace_id)
-            .values(
-                **rows.trace._asdict(),
-                import_id=import_id,
-                imported_at=now,
-                version=t.version + 1,
-            )
-        )
+        renew_trace(conn, trace_id, rows.trace, import_id, now, 1)
         conn.execute(
             insert(schema.TraceUpdate).values(
                 import_id=import_id,

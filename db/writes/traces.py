@@ -653,16 +653,27 @@ def _replace_traces(
     ):
         conn.execute(delete(model).where(model.trace_id.in_(ids)))
     for key, (trace_id, rows) in replaced.items():
-        conn.execute(
-            update(schema.TraceRow)
-            .where(schema.TraceRow.id == trace_id)
-            .values(
-                **rows.trace._asdict(),
-                import_id=import_id,
-                imported_at=now,
-                version=schema.TraceRow.version + len(plans[key].updates),
-            )
+        renew_trace(conn, trace_id, rows.trace, import_id, now, len(plans[key].updates))
+
+
+def renew_trace(
+    conn: Connection,
+    trace_id: int,
+    trace: contract.TraceRecord,
+    import_id: int,
+    now: datetime,
+    updates: int,
+) -> None:
+    """Give the stored trace ``trace_id`` the values of ``trace``, as imported by ``import_id``
+    at ``now``, its version ``updates`` past the stored one."""
+    t = schema.TraceRow
+    conn.execute(
+        update(t)
+        .where(t.id == trace_id)
+        .values(
+            **trace._asdict(), import_id=import_id, imported_at=now, version=t.version + updates
         )
+    )
 
 
 def _keep_batch_versions(
