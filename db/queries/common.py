@@ -115,19 +115,20 @@ def result_message() -> sa.ColumnElement[bool]:
     )
 
 
+def call_pair_key(seq: Any, index: Any) -> sa.ColumnElement[str]:
+    """The ``pair`` URL parameter of a call, as SQL: ``"<seq>:<index>"`` (its message's seq
+    and its index in the message)."""
+    return sa.cast(seq, sa.String) + sa.literal(":") + sa.cast(index, sa.String)
+
+
 def result_pair_key(results: Any = ToolResultRow) -> sa.ColumnElement[str]:
     """The ``pair`` URL parameter of a Tool Message, as SQL (``results``: ``tool_results`` or
     an alias of it).
 
     ``"<call seq>:<call index>"`` when the result answers a call, else ``"r<result seq>"``.
     """
-    paired = (
-        sa.cast(results.call_seq, sa.String)
-        + sa.literal(":")
-        + sa.cast(results.call_index, sa.String)
-    )
     return sa.case(
-        (results.call_seq.is_not(None), paired),
+        (results.call_seq.is_not(None), call_pair_key(results.call_seq, results.call_index)),
         else_=sa.literal("r") + sa.cast(results.message_seq, sa.String),
     )
 
