@@ -244,13 +244,14 @@ slow = widgets.with_links(state.query(slowest_calls, f, limit=10))
 widgets.trace_table(
     slow.assign(duration_ms=widgets.as_seconds(slow["duration_ms"])),
     key="slowest_calls",
-    column_order=("tool", "duration_ms", "duration_source", "status", "link", "trace"),
-    column_config={
-        "tool": st.column_config.TextColumn("Tool"),
-        "duration_ms": widgets.seconds_column("Duration"),
-        "duration_source": st.column_config.TextColumn("Measured by"),
-        "status": st.column_config.TextColumn("Status"),
-        "trace": st.column_config.TextColumn("Trace", width="medium"),
-        "link": widgets.link_column("Call"),
-    },
+    **widgets.columns(
+        {
+            "tool": st.column_config.TextColumn("Tool"),
+            "duration_ms": widgets.seconds_column("Duration"),
+            "duration_source": st.column_config.TextColumn("Measured by"),
+            "status": st.column_config.TextColumn("Status"),
+            "link": widgets.link_column("Call"),
+            "trace": st.column_config.TextColumn("Trace", width="medium"),
+        }
+    ),
 )

@@ -192,14 +192,15 @@ def _top_problems(
         else:
             picked = widgets.picked_row(
                 fingerprints,
-                column_order=("errors", "traces", "fingerprint"),
-                column_config={
-                    "fingerprint": st.column_config.TextColumn(
-                        "Error", help="tool + first line, ids and numbers masked"
-                    ),
-                    "errors": widgets.count_column("Errors"),
-                    "traces": widgets.count_column("Traces", help="traces it occurs in"),
-                },
+                **widgets.columns(
+                    {
+                        "errors": widgets.count_column("Errors"),
+                        "traces": widgets.count_column("Traces", help="traces it occurs in"),
+                        "fingerprint": st.column_config.TextColumn(
+                            "Error", help="tool + first line, ids and numbers masked"
+                        ),
+                    }
+                ),
                 key="top_errors",
             )
             if picked is not None:
