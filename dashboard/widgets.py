@@ -169,6 +169,12 @@ def picked_row(df: pd.DataFrame, *, key: str, **table: Any) -> pd.Series | None:
     return df.iloc[rows[0]] if rows else None
 
 
+def columns(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``column_order`` and ``column_config`` arguments of a table that shows the columns
+    of ``config`` and only them, in its order: each column named once, beside its settings."""
+    return {"column_order": tuple(config), "column_config": dict(config)}
+
+
 def trace_table(
     df: pd.DataFrame,
     *,

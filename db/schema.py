@@ -49,18 +49,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.expression import ColumnClause
 from sqlalchemy.types import TypeEngine
 
-from db.contract.vocabulary import (
-    CALL_KINDS,
-    DURATION_SOURCES,
-    FINDING_KINDS,
-    PAIR_STATES,
-    PAIRING_METHODS,
-    ROLES,
-    STATUS_SOURCES,
-    STATUSES,
-    TOKEN_COUNTS,
-    VERDICTS,
-)
+from db.contract import vocabulary
 from db.contract.widths import DIMENSION_WIDTHS, column_width
 
 #: Constraint names are stable across dialects, so migrations can refer to them.
@@ -324,7 +313,7 @@ class TraceRow(Base):
         Index("ix_traces_started_at", "started_at"),
         # A session's traces, and the sessions listed by their first trace's start.
         Index("ix_traces_session_id_started_at", "session_id", "started_at"),
-        _one_of("token_counts", TOKEN_COUNTS),
+        _one_of("token_counts", vocabulary.TOKEN_COUNTS),
     )
 
     id: ColumnClause[int] = column(Integer, primary_key=True)
@@ -381,7 +370,7 @@ class MessageRow(Base):
     __tablename__ = "messages"
     __table_args__ = (
         Index("ix_messages_trace_id_seq", "trace_id", "seq", unique=True),
-        _one_of("role", ROLES),
+        _one_of("role", vocabulary.ROLES),
     )
 
     id: ColumnClause[int] = column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
@@ -435,9 +424,9 @@ class ToolCallRow(Base):
             sqlite_where=text("ping_pong = 1"),
             postgresql_where=text("ping_pong"),
         ),
-        _one_of("pair_state", PAIR_STATES),
-        _one_of("pairing_method", PAIRING_METHODS),
-        _one_of("kind", CALL_KINDS),
+        _one_of("pair_state", vocabulary.PAIR_STATES),
+        _one_of("pairing_method", vocabulary.PAIRING_METHODS),
+        _one_of("kind", vocabulary.CALL_KINDS),
     )
 
     id: ColumnClause[int] = column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
@@ -580,13 +569,13 @@ class ToolResultRow(Base):
         ),
         # The closed sets of db.contract.vocabulary. error_type has no CHECK: a protocol-provided
         # error type is kept verbatim, so its set is open.
-        _one_of("status", STATUSES),
-        _one_of("status_source", STATUS_SOURCES),
-        _one_of("pair_state", PAIR_STATES),
-        _one_of("pairing_method", PAIRING_METHODS),
-        _one_of("verdict", VERDICTS),
-        _one_of("verdict_corrected", VERDICTS),
-        _one_of("duration_source", DURATION_SOURCES),
+        _one_of("status", vocabulary.STATUSES),
+        _one_of("status_source", vocabulary.STATUS_SOURCES),
+        _one_of("pair_state", vocabulary.PAIR_STATES),
+        _one_of("pairing_method", vocabulary.PAIRING_METHODS),
+        _one_of("verdict", vocabulary.VERDICTS),
+        _one_of("verdict_corrected", vocabulary.VERDICTS),
+        _one_of("duration_source", vocabulary.DURATION_SOURCES),
         # Per-tool duration percentiles read the tool's known durations in order.
         Index("ix_tool_results_tool_duration", "tool", "duration_ms"),
         # The overall nearest-rank percentiles read the ordered durations at a rank.
@@ -664,7 +653,7 @@ class FindingRow(Base):
     __tablename__ = "findings"
     __table_args__ = (
         Index("ix_findings_name_tool", "name", "tool"),
-        _one_of("name", FINDING_KINDS),
+        _one_of("name", vocabulary.FINDING_KINDS),
     )
 
     id: ColumnClause[int] = column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)

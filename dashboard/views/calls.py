@@ -226,39 +226,32 @@ st.dataframe(
     height=widgets.table_height(len(timing), max_rows=10),
     placeholder=widgets.EMPTY_CELL,
     key="tool_times",
-    column_order=(
-        "tool",
-        "p50_ms",
-        "p95_ms",
-        "max_ms",
-        "timed",
-        "missing",
-        "negative",
-        "from_spans",
+    **widgets.columns(
+        {
+            "tool": st.column_config.TextColumn("Tool"),
+            "p50_ms": widgets.seconds_column("p50"),
+            "p95_ms": widgets.seconds_column("p95"),
+            "max_ms": widgets.seconds_column("Max"),
+            "timed": widgets.count_column("Timed", help="results with a known time ≥ 0"),
+            "missing": widgets.count_column("No time"),
+            "negative": widgets.count_column("Negative", help="stamped before their call"),
+            "from_spans": widgets.count_column("From spans", help="timed by a tool span"),
+        }
     ),
-    column_config={
-        "tool": st.column_config.TextColumn("Tool"),
-        "p50_ms": widgets.seconds_column("p50"),
-        "p95_ms": widgets.seconds_column("p95"),
-        "max_ms": widgets.seconds_column("Max"),
-        "timed": widgets.count_column("Timed", help="results with a known time ≥ 0"),
-        "missing": widgets.count_column("No time"),
-        "negative": widgets.count_column("Negative", help="stamped before their call"),
-        "from_spans": widgets.count_column("From spans", help="timed by a tool span"),
-    },
 )
 st.markdown("**Slowest calls**")
 slow = widgets.with_links(state.query(slowest_calls, f, limit=10))
 widgets.trace_table(
     slow.assign(duration_ms=widgets.as_seconds(slow["duration_ms"])),
     key="slowest_calls",
-    column_order=("tool", "duration_ms", "duration_source", "status", "link", "trace"),
-    column_config={
-        "tool": st.column_config.TextColumn("Tool"),
-        "duration_ms": widgets.seconds_column("Duration"),
-        "duration_source": st.column_config.TextColumn("Measured by"),
-        "status": st.column_config.TextColumn("Status"),
-        "trace": st.column_config.TextColumn("Trace", width="medium"),
-        "link": widgets.link_column("Call"),
-    },
+    **widgets.columns(
+        {
+            "tool": st.column_config.TextColumn("Tool"),
+            "duration_ms": widgets.seconds_column("Duration"),
+            "duration_source": st.column_config.TextColumn("Measured by"),
+            "status": st.column_config.TextColumn("Status"),
+            "link": widgets.link_column("Call"),
+            "trace": st.column_config.TextColumn("Trace", width="medium"),
+        }
+    ),
 )

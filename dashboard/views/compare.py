@@ -265,14 +265,15 @@ else:
         widgets.with_links(comparison.new_schema_issues),
         key="new_schema",
         height=widgets.table_height(len(comparison.new_schema_issues), max_rows=8),
-        column_order=("tool", "issue", "n", "link", "trace"),
-        column_config={
-            "tool": st.column_config.TextColumn("Tool"),
-            "issue": st.column_config.TextColumn("Schema finding"),
-            "n": widgets.count_column("Calls"),
-            "link": widgets.link_column("First", help="open the first occurrence"),
-            "trace": None,
-        },
+        **widgets.columns(
+            {
+                "tool": st.column_config.TextColumn("Tool"),
+                "issue": st.column_config.TextColumn("Schema finding"),
+                "n": widgets.count_column("Calls"),
+                "link": widgets.link_column("First", help="open the first occurrence"),
+                "trace": None,
+            }
+        ),
     )
 
 st.subheader("Every metric, per tool")

@@ -147,15 +147,18 @@ def _groups(f: Filters, fingerprints_total: int, fingerprint: str | None) -> Non
     picked = widgets.picked_row(
         groups,
         key=f"fingerprints_{offset}_{generation}",
-        column_order=("tool", "error_type", "errors", "traces", "fingerprint", "example"),
-        column_config={
-            "traces": widgets.count_column("Traces", help="same error in N traces"),
-            "errors": widgets.count_column("Errors"),
-            "tool": st.column_config.TextColumn("Tool", width=widgets.TOOL_PX),
-            "error_type": st.column_config.TextColumn("Error type", width=widgets.ERROR_TYPE_PX),
-            "fingerprint": st.column_config.TextColumn("Fingerprint", width="medium"),
-            "example": st.column_config.TextColumn("Example (first occurrence)", width="large"),
-        },
+        **widgets.columns(
+            {
+                "tool": st.column_config.TextColumn("Tool", width=widgets.TOOL_PX),
+                "error_type": st.column_config.TextColumn(
+                    "Error type", width=widgets.ERROR_TYPE_PX
+                ),
+                "errors": widgets.count_column("Errors"),
+                "traces": widgets.count_column("Traces", help="same error in N traces"),
+                "fingerprint": st.column_config.TextColumn("Fingerprint", width="medium"),
+                "example": st.column_config.TextColumn("Example (first occurrence)", width="large"),
+            }
+        ),
     )
     if picked is not None:
         picked_group = str(picked["fingerprint"])

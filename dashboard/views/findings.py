@@ -51,19 +51,20 @@ else:
         found,
         key="findings_table",
         height=widgets.table_height(len(found), max_rows=20),
-        column_order=("title", "tool", "call_id", "message", "link", "trace"),
-        column_config={
-            "title": st.column_config.TextColumn("Trace title", width="medium"),
-            "tool": st.column_config.TextColumn("Tool"),
-            "call_id": st.column_config.TextColumn(
-                "Call", help="the call's tool_call_id (#seq.index without one)"
-            ),
-            "message": st.column_config.TextColumn(
-                "Message", width="large", help="what `toollens lint` prints for it"
-            ),
-            "link": widgets.link_column("Pair"),
-            "trace": st.column_config.TextColumn("Trace"),
-        },
+        **widgets.columns(
+            {
+                "title": st.column_config.TextColumn("Trace title", width="medium"),
+                "tool": st.column_config.TextColumn("Tool"),
+                "call_id": st.column_config.TextColumn(
+                    "Call", help="the call's tool_call_id (#seq.index without one)"
+                ),
+                "message": st.column_config.TextColumn(
+                    "Message", width="large", help="what `toollens lint` prints for it"
+                ),
+                "link": widgets.link_column("Pair"),
+                "trace": st.column_config.TextColumn("Trace"),
+            }
+        ),
     )
 
 st.subheader("Every finding kind")
@@ -72,13 +73,16 @@ st.dataframe(
     hide_index=True,
     height=widgets.table_height(len(counts), max_rows=len(counts)),
     placeholder=widgets.EMPTY_CELL,
-    column_order=("kind", "level", "occurrences", "traces", "tools", "description"),
-    column_config={
-        "kind": st.column_config.TextColumn("Kind", help="the name `toollens lint --ignore` takes"),
-        "level": st.column_config.TextColumn("Level"),
-        "occurrences": widgets.count_column("Occurrences"),
-        "traces": widgets.count_column("Traces", help="traces with at least one"),
-        "tools": widgets.count_column("Tools", help="tools with at least one"),
-        "description": st.column_config.TextColumn("Means", width="large"),
-    },
+    **widgets.columns(
+        {
+            "kind": st.column_config.TextColumn(
+                "Kind", help="the name `toollens lint --ignore` takes"
+            ),
+            "level": st.column_config.TextColumn("Level"),
+            "occurrences": widgets.count_column("Occurrences"),
+            "traces": widgets.count_column("Traces", help="traces with at least one"),
+            "tools": widgets.count_column("Tools", help="tools with at least one"),
+            "description": st.column_config.TextColumn("Means", width="large"),
+        }
+    ),
 )

@@ -125,28 +125,20 @@ if shown_import is not None:
             updates,
             hide_index=True,
             placeholder=widgets.EMPTY_CELL,
-            column_order=(
-                "display_id",
-                "source_file",
-                "old_messages",
-                "new_messages",
-                "messages_added",
-                "messages_removed",
-                "kept_version",
-                "at",
+            **widgets.columns(
+                {
+                    "display_id": st.column_config.TextColumn("Trace"),
+                    "source_file": st.column_config.TextColumn("New version from", width="large"),
+                    "old_messages": widgets.count_column("Messages before"),
+                    "new_messages": widgets.count_column("Messages after"),
+                    "messages_added": widgets.count_column("Added"),
+                    "messages_removed": widgets.count_column("Removed"),
+                    "kept_version": st.column_config.NumberColumn(
+                        "Version kept", format="%d", help="the replaced version, restorable"
+                    ),
+                    "at": st.column_config.DatetimeColumn("At (UTC)", format="YYYY-MM-DD HH:mm"),
+                }
             ),
-            column_config={
-                "display_id": st.column_config.TextColumn("Trace"),
-                "source_file": st.column_config.TextColumn("New version from", width="large"),
-                "old_messages": widgets.count_column("Messages before"),
-                "new_messages": widgets.count_column("Messages after"),
-                "messages_added": widgets.count_column("Added"),
-                "messages_removed": widgets.count_column("Removed"),
-                "kept_version": st.column_config.NumberColumn(
-                    "Version kept", format="%d", help="the replaced version, restorable"
-                ),
-                "at": st.column_config.DatetimeColumn("At (UTC)", format="YYYY-MM-DD HH:mm"),
-            },
         )
 
 deleting = import_by_id(import_id) if import_id is not None else None

@@ -136,13 +136,14 @@ def _ping_pong(f: Filters, ping_pong: int) -> None:
         widgets.trace_table(
             traces,
             key="ping_pong_table",
-            column_order=("tools", "calls", "link", "trace"),
-            column_config={
-                "tools": st.column_config.TextColumn("Tools", width="medium"),
-                "calls": widgets.count_column("Ping-pong calls"),
-                "trace": st.column_config.TextColumn("Trace", width="medium"),
-                "link": widgets.link_column("First call"),
-            },
+            **widgets.columns(
+                {
+                    "tools": st.column_config.TextColumn("Tools", width="medium"),
+                    "calls": widgets.count_column("Ping-pong calls"),
+                    "link": widgets.link_column("First call"),
+                    "trace": st.column_config.TextColumn("Trace", width="medium"),
+                }
+            ),
         )
 
 
@@ -178,32 +179,25 @@ def _streaks(f: Filters, sk: int, streaks: dict[str, int]) -> None:
             table.assign(wasted_ms=widgets.as_seconds(table["wasted_ms"])),
             key="streaks_table",
             height=widgets.table_height(len(table), max_rows=STREAK_PAGE),
-            column_order=(
-                "tool",
-                "fingerprint",
-                "error_type",
-                "length",
-                "wasted_tokens",
-                "wasted_ms",
-                "link",
-                "trace",
+            **widgets.columns(
+                {
+                    "tool": st.column_config.TextColumn("Tool"),
+                    "fingerprint": st.column_config.TextColumn(
+                        "Error", width=260, help="tool + first line, ids and numbers masked"
+                    ),
+                    "error_type": st.column_config.TextColumn("Error type"),
+                    "length": widgets.count_column("Calls", help="consecutive calls of the tool"),
+                    "wasted_tokens": widgets.count_column(
+                        "Wasted tokens",
+                        help="result + argument tokens of the calls after the first",
+                    ),
+                    "wasted_ms": widgets.seconds_column(
+                        "Wasted time", help="execution time of the calls after the first"
+                    ),
+                    "link": widgets.link_column("First call"),
+                    "trace": st.column_config.TextColumn("Trace", width="medium"),
+                }
             ),
-            column_config={
-                "tool": st.column_config.TextColumn("Tool"),
-                "fingerprint": st.column_config.TextColumn(
-                    "Error", width=260, help="tool + first line, ids and numbers masked"
-                ),
-                "error_type": st.column_config.TextColumn("Error type"),
-                "length": widgets.count_column("Calls", help="consecutive calls of the tool"),
-                "wasted_tokens": widgets.count_column(
-                    "Wasted tokens", help="result + argument tokens of the calls after the first"
-                ),
-                "wasted_ms": widgets.seconds_column(
-                    "Wasted time", help="execution time of the calls after the first"
-                ),
-                "trace": st.column_config.TextColumn("Trace", width="medium"),
-                "link": widgets.link_column("First call"),
-            },
         )
 
 

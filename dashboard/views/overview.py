@@ -192,14 +192,15 @@ def _top_problems(
         else:
             picked = widgets.picked_row(
                 fingerprints,
-                column_order=("errors", "traces", "fingerprint"),
-                column_config={
-                    "fingerprint": st.column_config.TextColumn(
-                        "Error", help="tool + first line, ids and numbers masked"
-                    ),
-                    "errors": widgets.count_column("Errors"),
-                    "traces": widgets.count_column("Traces", help="traces it occurs in"),
-                },
+                **widgets.columns(
+                    {
+                        "errors": widgets.count_column("Errors"),
+                        "traces": widgets.count_column("Traces", help="traces it occurs in"),
+                        "fingerprint": st.column_config.TextColumn(
+                            "Error", help="tool + first line, ids and numbers masked"
+                        ),
+                    }
+                ),
                 key="top_errors",
             )
             if picked is not None:
@@ -214,15 +215,18 @@ def _top_problems(
             picked = widgets.picked_row(
                 oversized,
                 key="top_oversized",
-                column_order=("tool", "over_budget", "results", "max_tokens"),
-                column_config={
-                    "tool": st.column_config.TextColumn("Tool", width=160),
-                    "over_budget": widgets.count_column("Over budget", help="results over budget"),
-                    "results": widgets.count_column("Results"),
-                    "max_tokens": widgets.count_column(
-                        "Largest", help="tokens of the biggest result"
-                    ),
-                },
+                **widgets.columns(
+                    {
+                        "tool": st.column_config.TextColumn("Tool", width=160),
+                        "over_budget": widgets.count_column(
+                            "Over budget", help="results over budget"
+                        ),
+                        "results": widgets.count_column("Results"),
+                        "max_tokens": widgets.count_column(
+                            "Largest", help="tokens of the biggest result"
+                        ),
+                    }
+                ),
             )
             if picked is not None:
                 tool = str(picked["tool"])
@@ -238,13 +242,14 @@ def _top_problems(
         else:
             picked = widgets.picked_row(
                 loops,
-                column_order=("trace", "tool", "calls"),
-                column_config={
-                    # Fixed text widths keep the count in view at 1,280 px.
-                    "trace": st.column_config.TextColumn("Trace", width=170),
-                    "tool": st.column_config.TextColumn("Tool", width=130),
-                    "calls": widgets.count_column("Calls", help="identical calls in the trace"),
-                },
+                **widgets.columns(
+                    {
+                        # Fixed text widths keep the count in view at 1,280 px.
+                        "trace": st.column_config.TextColumn("Trace", width=170),
+                        "tool": st.column_config.TextColumn("Tool", width=130),
+                        "calls": widgets.count_column("Calls", help="identical calls in the trace"),
+                    }
+                ),
                 key="top_loops",
             )
             if picked is not None:
@@ -269,16 +274,17 @@ def _top_problems(
                 # As tall as the loops table beside it; more findings scroll.
                 height=widgets.table_height(len(findings), max_rows=5),
                 key="top_findings",
-                column_order=("label", "count", "list"),
-                column_config={
-                    "label": st.column_config.TextColumn("Finding", width="medium"),
-                    "count": widgets.count_column("Count"),
-                    "list": st.column_config.LinkColumn(
-                        "Occurrences",
-                        help="every occurrence on the Findings page",
-                        display_text="list",
-                    ),
-                },
+                **widgets.columns(
+                    {
+                        "label": st.column_config.TextColumn("Finding", width="medium"),
+                        "count": widgets.count_column("Count"),
+                        "list": st.column_config.LinkColumn(
+                            "Occurrences",
+                            help="every occurrence on the Findings page",
+                            display_text="list",
+                        ),
+                    }
+                ),
             )
             if picked is not None:
                 kind = str(picked["finding"])
@@ -317,18 +323,21 @@ def _execution_time(f: Filters) -> None:
             hide_index=True,
             height=widgets.table_height(len(by_tool), max_rows=8),
             placeholder=widgets.EMPTY_CELL,
-            column_order=("tool", "p50_ms", "p95_ms", "max_ms", "timed", "missing", "negative"),
-            column_config={
-                "tool": st.column_config.TextColumn("Tool"),
-                "p50_ms": widgets.seconds_column("p50", help="nearest-rank median execution time"),
-                "p95_ms": widgets.seconds_column("p95", help="nearest-rank 95th percentile"),
-                "max_ms": widgets.seconds_column("Max"),
-                "timed": widgets.count_column("Timed", help="results with a known time ≥ 0"),
-                "missing": widgets.count_column("No time", help="results without a time"),
-                "negative": widgets.count_column(
-                    "Negative", help="results stamped before their call: left out"
-                ),
-            },
+            **widgets.columns(
+                {
+                    "tool": st.column_config.TextColumn("Tool"),
+                    "p50_ms": widgets.seconds_column(
+                        "p50", help="nearest-rank median execution time"
+                    ),
+                    "p95_ms": widgets.seconds_column("p95", help="nearest-rank 95th percentile"),
+                    "max_ms": widgets.seconds_column("Max"),
+                    "timed": widgets.count_column("Timed", help="results with a known time ≥ 0"),
+                    "missing": widgets.count_column("No time", help="results without a time"),
+                    "negative": widgets.count_column(
+                        "Negative", help="results stamped before their call: left out"
+                    ),
+                }
+            ),
         )
 
 
@@ -357,48 +366,41 @@ def _scorecard(f: Filters, k: int, budget: int, token_counts: pd.DataFrame) -> N
         card,
         key="scorecard",
         height=widgets.table_height(len(card), max_rows=20),
-        column_order=(
-            "tool",
-            "calls",
-            "error_pct",
-            "top_error_type",
-            "tokens",
-            "over_budget_pct",
-            "loop_calls",
-            "suggestion_pct",
-            "follow",
-            "findings",
-            "kinds",
+        **widgets.columns(
+            {
+                "tool": st.column_config.TextColumn("Tool"),
+                "calls": widgets.count_column(
+                    "Calls", help="results: the Tool Messages that came back"
+                ),
+                "error_pct": widgets.percent_column(
+                    "Error rate", help="error results of all results"
+                ),
+                "top_error_type": st.column_config.TextColumn("Top error type"),
+                "tokens": st.column_config.TextColumn(
+                    "Tokens p50 / p95",
+                    help="median and 95th percentile tokens of its Tool Messages",
+                    alignment="right",
+                ),
+                "over_budget_pct": widgets.percent_column(
+                    "Over budget", help=f"results over {budget:,} tokens"
+                ),
+                "loop_calls": widgets.count_column(
+                    "Loop calls", help=f"calls of a signature repeated {k}+ times in a trace"
+                ),
+                "suggestion_pct": widgets.percent_column(
+                    "With advice", help="share of the error results that carry a suggestion"
+                ),
+                "follow": st.column_config.TextColumn(
+                    "Advice followed", help="followed of followed + ignored"
+                ),
+                "findings": widgets.count_column("Findings", help="a name mismatch counts once"),
+                "kinds": st.column_config.TextColumn(
+                    "Findings per kind",
+                    width="medium",
+                    help="the Findings page lists each occurrence",
+                ),
+            }
         ),
-        column_config={
-            "tool": st.column_config.TextColumn("Tool"),
-            "calls": widgets.count_column(
-                "Calls", help="results: the Tool Messages that came back"
-            ),
-            "error_pct": widgets.percent_column("Error rate", help="error results of all results"),
-            "top_error_type": st.column_config.TextColumn("Top error type"),
-            "tokens": st.column_config.TextColumn(
-                "Tokens p50 / p95",
-                help="median and 95th percentile tokens of its Tool Messages",
-                alignment="right",
-            ),
-            "over_budget_pct": widgets.percent_column(
-                "Over budget", help=f"results over {budget:,} tokens"
-            ),
-            "loop_calls": widgets.count_column(
-                "Loop calls", help=f"calls of a signature repeated {k}+ times in a trace"
-            ),
-            "suggestion_pct": widgets.percent_column(
-                "With advice", help="share of the error results that carry a suggestion"
-            ),
-            "follow": st.column_config.TextColumn(
-                "Advice followed", help="followed of followed + ignored"
-            ),
-            "findings": widgets.count_column("Findings", help="a name mismatch counts once"),
-            "kinds": st.column_config.TextColumn(
-                "Findings per kind", width="medium", help="the Findings page lists each occurrence"
-            ),
-        },
     )
     if picked is not None:
         state.open_filtered(pages.CALLS, {"tool": str(picked["tool"])})

@@ -44,28 +44,20 @@ def _show_session(session: str) -> None:
         key="session_traces",
         height=widgets.table_height(len(traces), max_rows=20),
         # The link beside the title and no id column: every column fits 1,440 px.
-        column_order=(
-            "title",
-            "link",
-            "agent",
-            "started_at",
-            "messages",
-            "tool_calls",
-            "errors",
-            "problems",
+        **widgets.columns(
+            {
+                "title": st.column_config.TextColumn("Title", width="medium"),
+                "link": widgets.link_column("Trace", help="open this trace on the Trace page"),
+                "agent": st.column_config.TextColumn("Agent", width="small"),
+                "started_at": st.column_config.DatetimeColumn(
+                    "Started (UTC)", format="YYYY-MM-DD HH:mm:ss"
+                ),
+                "messages": widgets.count_column("Messages"),
+                "tool_calls": widgets.count_column("Tool calls"),
+                "errors": widgets.count_column("Errors"),
+                "problems": widgets.count_column("Problems"),
+            }
         ),
-        column_config={
-            "title": st.column_config.TextColumn("Title", width="medium"),
-            "agent": st.column_config.TextColumn("Agent", width="small"),
-            "started_at": st.column_config.DatetimeColumn(
-                "Started (UTC)", format="YYYY-MM-DD HH:mm:ss"
-            ),
-            "messages": widgets.count_column("Messages"),
-            "tool_calls": widgets.count_column("Tool calls"),
-            "errors": widgets.count_column("Errors"),
-            "problems": widgets.count_column("Problems"),
-            "link": widgets.link_column("Trace", help="open this trace on the Trace page"),
-        },
     )
 
 

@@ -129,8 +129,7 @@ def _follow_rate(f: Filters, key: str, title: str) -> None:
         rates.assign(follow_pct=widgets.as_percent(rates["follow_rate"])),
         hide_index=True,
         placeholder=widgets.EMPTY_CELL,
-        column_order=(key, *RATE_CONFIG),
-        column_config={key: st.column_config.TextColumn(title), **RATE_CONFIG},
+        **widgets.columns({key: st.column_config.TextColumn(title), **RATE_CONFIG}),
     )
 
 

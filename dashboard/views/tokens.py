@@ -147,21 +147,22 @@ def _biggest(f: Filters) -> None:
     widgets.trace_table(
         biggest,
         key="biggest_table",
-        column_order=("tokens", "tool", "status", "trace", "pair", "chars", "preview"),
-        column_config={
-            "tokens": st.column_config.ProgressColumn(
-                "Tokens",
-                format="%,d",
-                min_value=0,
-                max_value=int(biggest["tokens"].max()) if not biggest.empty else 1,
-            ),
-            "tool": st.column_config.TextColumn("Tool"),
-            "status": st.column_config.TextColumn("Status"),
-            "trace": st.column_config.TextColumn("Trace"),
-            "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
-            "chars": widgets.count_column("Chars"),
-            "preview": st.column_config.TextColumn("Start of the content", width="large"),
-        },
+        **widgets.columns(
+            {
+                "tokens": st.column_config.ProgressColumn(
+                    "Tokens",
+                    format="%,d",
+                    min_value=0,
+                    max_value=int(biggest["tokens"].max()) if not biggest.empty else 1,
+                ),
+                "tool": st.column_config.TextColumn("Tool"),
+                "status": st.column_config.TextColumn("Status"),
+                "trace": st.column_config.TextColumn("Trace"),
+                "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
+                "chars": widgets.count_column("Chars"),
+                "preview": st.column_config.TextColumn("Start of the content", width="large"),
+            }
+        ),
     )
 
 
@@ -209,26 +210,18 @@ def _costs(f: Filters) -> None:
         hide_index=True,
         key="cost_table",
         placeholder=widgets.EMPTY_CELL,
-        column_order=(
-            "tool",
-            "results",
-            "tokens_added",
-            "reread_tokens",
-            "reread_cached",
-            "later_calls",
-            "cost_usd",
-            "measured",
+        **widgets.columns(
+            {
+                "tool": st.column_config.TextColumn("Tool"),
+                "results": widgets.count_column("Results"),
+                "tokens_added": widgets.count_column("Tokens added"),
+                "reread_tokens": widgets.count_column("Tokens re-read"),
+                "reread_cached": widgets.count_column("Of them cached"),
+                "later_calls": widgets.count_column("Later calls", help="Summed over its results"),
+                "cost_usd": st.column_config.NumberColumn("Cost (USD)", format="$%.4f"),
+                "measured": widgets.count_column("Measured", help="Results measured from usage"),
+            }
         ),
-        column_config={
-            "tool": st.column_config.TextColumn("Tool"),
-            "results": widgets.count_column("Results"),
-            "tokens_added": widgets.count_column("Tokens added"),
-            "reread_tokens": widgets.count_column("Tokens re-read"),
-            "reread_cached": widgets.count_column("Of them cached"),
-            "later_calls": widgets.count_column("Later calls", help="Summed over its results"),
-            "cost_usd": st.column_config.NumberColumn("Cost (USD)", format="$%.4f"),
-            "measured": widgets.count_column("Measured", help="Results measured from usage"),
-        },
     )
     st.caption(
         f"The {TOP_RESULTS} most expensive Tool Messages (with a price). "
@@ -238,28 +231,19 @@ def _costs(f: Filters) -> None:
     widgets.trace_table(
         top,
         key="costliest_table",
-        column_order=(
-            "cost_usd",
-            "tool",
-            "tokens",
-            "later_calls",
-            "reread_tokens",
-            "reread_cached",
-            "trace",
-            "pair",
-            "preview",
+        **widgets.columns(
+            {
+                "cost_usd": st.column_config.NumberColumn("Cost (USD)", format="$%.4f"),
+                "tool": st.column_config.TextColumn("Tool"),
+                "tokens": widgets.count_column("Tokens"),
+                "later_calls": widgets.count_column("Later calls"),
+                "reread_tokens": widgets.count_column("Re-read"),
+                "reread_cached": widgets.count_column("Cached"),
+                "trace": st.column_config.TextColumn("Trace"),
+                "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
+                "preview": st.column_config.TextColumn("Start of the content", width="large"),
+            }
         ),
-        column_config={
-            "cost_usd": st.column_config.NumberColumn("Cost (USD)", format="$%.4f"),
-            "tool": st.column_config.TextColumn("Tool"),
-            "tokens": widgets.count_column("Tokens"),
-            "later_calls": widgets.count_column("Later calls"),
-            "reread_tokens": widgets.count_column("Re-read"),
-            "reread_cached": widgets.count_column("Cached"),
-            "trace": st.column_config.TextColumn("Trace"),
-            "pair": st.column_config.TextColumn("Pair", help="call seq:index, r = result"),
-            "preview": st.column_config.TextColumn("Start of the content", width="large"),
-        },
     )
 
 

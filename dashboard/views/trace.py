@@ -290,12 +290,15 @@ def _findings_table(findings: pd.DataFrame, trace: str, trace_id: int) -> None:
         ),
         key=key,
         height=widgets.table_height(len(findings), max_rows=8),
-        column_order=("name", "message", "tool"),
-        column_config={
-            "name": st.column_config.TextColumn("Finding", width="medium"),
-            "message": st.column_config.TextColumn("Message", help="the message's number (seq)"),
-            "tool": st.column_config.TextColumn("Tool"),
-        },
+        **widgets.columns(
+            {
+                "name": st.column_config.TextColumn("Finding", width="medium"),
+                "message": st.column_config.TextColumn(
+                    "Message", help="the message's number (seq)"
+                ),
+                "tool": st.column_config.TextColumn("Tool"),
+            }
+        ),
     )
     chosen = None if picked is None else str(picked["pair"])
     if trace_outline.changed(f"_{key}_seen", chosen) and chosen != state.selected_pair():
@@ -318,28 +321,21 @@ def _streaks_table(streaks: pd.DataFrame, sk: int, trace: str, trace_id: int) ->
         streaks.assign(wasted_ms=widgets.as_seconds(streaks["wasted_ms"])),
         key=key,
         height=widgets.table_height(len(streaks), max_rows=6),
-        column_order=(
-            "tool",
-            "length",
-            "fingerprint",
-            "pair",
-            "last",
-            "wasted_tokens",
-            "wasted_ms",
+        **widgets.columns(
+            {
+                "tool": st.column_config.TextColumn("Tool"),
+                "length": widgets.count_column("Calls"),
+                "fingerprint": st.column_config.TextColumn("Error", width="medium"),
+                "pair": st.column_config.TextColumn("First call"),
+                "last": st.column_config.TextColumn("Last call"),
+                "wasted_tokens": widgets.count_column(
+                    "Wasted tokens", help="result + argument tokens of the calls after the first"
+                ),
+                "wasted_ms": widgets.seconds_column(
+                    "Wasted time", help="execution time of the calls after the first"
+                ),
+            }
         ),
-        column_config={
-            "tool": st.column_config.TextColumn("Tool"),
-            "length": widgets.count_column("Calls"),
-            "fingerprint": st.column_config.TextColumn("Error", width="medium"),
-            "pair": st.column_config.TextColumn("First call"),
-            "last": st.column_config.TextColumn("Last call"),
-            "wasted_tokens": widgets.count_column(
-                "Wasted tokens", help="result + argument tokens of the calls after the first"
-            ),
-            "wasted_ms": widgets.seconds_column(
-                "Wasted time", help="execution time of the calls after the first"
-            ),
-        },
     )
     chosen = None if picked is None else str(picked["pair"])
     if trace_outline.changed(f"_{key}_seen", chosen) and chosen != state.selected_pair():
@@ -451,17 +447,18 @@ def _session_links(trace: dict[str, Any]) -> None:
                 hide_index=True,
                 height=widgets.table_height(len(others), max_rows=8),
                 placeholder=widgets.EMPTY_CELL,
-                column_order=("title", "started_at", "messages", "errors", "problems", "link"),
-                column_config={
-                    "title": st.column_config.TextColumn("Title", width="large"),
-                    "started_at": st.column_config.DatetimeColumn(
-                        "Started (UTC)", format="YYYY-MM-DD HH:mm"
-                    ),
-                    "messages": widgets.count_column("Messages"),
-                    "errors": widgets.count_column("Errors"),
-                    "problems": widgets.count_column("Problems"),
-                    "link": widgets.link_column("Trace", help="open this trace"),
-                },
+                **widgets.columns(
+                    {
+                        "title": st.column_config.TextColumn("Title", width="large"),
+                        "started_at": st.column_config.DatetimeColumn(
+                            "Started (UTC)", format="YYYY-MM-DD HH:mm"
+                        ),
+                        "messages": widgets.count_column("Messages"),
+                        "errors": widgets.count_column("Errors"),
+                        "problems": widgets.count_column("Problems"),
+                        "link": widgets.link_column("Trace", help="open this trace"),
+                    }
+                ),
             )
 
 

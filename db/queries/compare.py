@@ -14,9 +14,15 @@ from typing import cast as cast_type
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import ColumnElement, Engine, Select, String, and_, cast, func, literal, select
+from sqlalchemy import ColumnElement, Engine, Select, and_, func, literal, select
 
-from db.queries.common import effective_error_type, effective_verdict, labelled, total
+from db.queries.common import (
+    call_pair_key,
+    effective_error_type,
+    effective_verdict,
+    labelled,
+    total,
+)
 from db.queries.compare_stats import TOOL_COUNTS, Comparison, TraceSet, compare
 from db.queries.errors import result_pair_key, to_frame
 from db.queries.filters import Filters, trace_conditions
@@ -153,13 +159,6 @@ def _error_type() -> ColumnElement[str]:
     return func.coalesce(effective_error_type, literal("(unclassified)"))
 
 
-def _call_pair() -> ColumnElement[str]:
-    """A call's ``pair`` URL parameter (``"<seq>:<index>"``)."""
-    return (
-        cast(ToolCallRow.message_seq, String) + literal(":") + cast(ToolCallRow.call_index, String)
-    )
-
-
 def _fingerprints(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
     """Error fingerprints with their counts and the first occurrence (trace and pair)."""
     occurrence = func.row_number().over(
@@ -216,7 +215,7 @@ def _schema_issues(conn: Any, ids: Select[tuple[int]]) -> pd.DataFrame:
             ToolCallRow.tool_name.label("tool"),
             ToolCallRow.schema_issue.label("issue"),
             ToolCallRow.trace_id.label("trace_id"),
-            _call_pair().label("pair"),
+            call_pair_key(ToolCallRow.message_seq, ToolCallRow.call_index).label("pair"),
             occurrence.label("occurrence"),
             func.count()
             .over(partition_by=(ToolCallRow.tool_name, ToolCallRow.schema_issue))
@@ -290,7 +289,9 @@ def _first_schema_issues(conn: Any, ids: Select[tuple[int]], names: dict[int, st
             c.tool_name.label("tool"),
             c.schema_issue.label("issue"),
             func.count().label("n"),
-            *_firsts({"trace_id": c.trace_id, "pair": _call_pair()}, c.id),
+            *_firsts(
+                {"trace_id": c.trace_id, "pair": call_pair_key(c.message_seq, c.call_index)}, c.id
+            ),
         )
         .where(c.trace_id.in_(ids), c.schema_issue.is_not(None))
         .group_by(c.tool_name, c.schema_issue)

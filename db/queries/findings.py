@@ -15,12 +15,9 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
-    String,
     and_,
     case,
-    cast,
     func,
-    literal,
     select,
     tuple_,
 )
@@ -36,7 +33,7 @@ from db.catalogue import (
     finding_kind,
 )
 from db.contract.vocabulary import FINDING_KINDS, finding_level, finding_message
-from db.queries.common import TRACE, labelled, result_pair_key, to_frame
+from db.queries.common import TRACE, call_pair_key, labelled, result_pair_key, to_frame
 from db.queries.filters import NO_FILTERS, Filters, restrict_findings, restrict_rows
 from db.queries.planner import bounded_walks
 from db.schema import FindingRow, ToolCallRow, ToolResultRow, aliased
@@ -111,9 +108,7 @@ def _occurrences(page: Any) -> Any:
     call = aliased(ToolCallRow, name="call")
     result = aliased(ToolResultRow, name="result")
     answer = aliased(ToolResultRow, name="answer")
-    call_pair = (
-        cast(FindingRow.message_seq, String) + literal(":") + cast(FindingRow.call_index, String)
-    )
+    call_pair = call_pair_key(FindingRow.message_seq, FindingRow.call_index)
     result_pair = result_pair_key(result)
     return (
         select(

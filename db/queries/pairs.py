@@ -58,7 +58,13 @@ from db.catalogue import (
 )
 from db.contract.rows import PREVIEW_BREAKS, PREVIEW_CHARS
 from db.contract.vocabulary import CALL_KINDS, PAIR_STATES, STATUSES, VERDICTS
-from db.queries.common import effective_error_type, effective_verdict, labelled, unpaired_result
+from db.queries.common import (
+    call_pair_key,
+    effective_error_type,
+    effective_verdict,
+    labelled,
+    unpaired_result,
+)
 from db.queries.filters import NO_FILTERS, Filters, restrict_calls, restrict_results
 from db.schema import (
     FindingRow,
@@ -237,7 +243,7 @@ def _call_rows(
                 ToolCallRow.trace_id.label("trace_id"),
                 ToolCallRow.message_seq.label("seq"),
                 ToolCallRow.call_index.label("call_index"),
-                _call_address().label("pair"),
+                call_pair_key(ToolCallRow.message_seq, ToolCallRow.call_index).label("pair"),
                 ToolCallRow.timestamp.label("time"),
                 ToolCallRow.tool_call_id.label("call_id"),
                 ToolCallRow.tool_name.label("tool"),
@@ -287,13 +293,6 @@ def _result_fields() -> list[Any]:
             (r.reread_measured.is_(False), literal("estimate")),
         ).label("cost_basis"),
     ]
-
-
-def _call_address() -> ColumnElement[str]:
-    """A call's ``pair``: ``"<message seq>:<call index>"``."""
-    return (
-        cast(ToolCallRow.message_seq, String) + literal(":") + cast(ToolCallRow.call_index, String)
-    )
 
 
 def _lone_address() -> ColumnElement[str]:

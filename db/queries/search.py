@@ -18,20 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import (
-    Connection,
-    Engine,
-    Integer,
-    String,
-    and_,
-    case,
-    cast,
-    func,
-    literal,
-    null,
-    select,
-    union_all,
-)
+import sqlalchemy as sa
 
 from db.dialect import search_match, search_snippets, search_words
 from db.queries.common import result_pair_key
@@ -60,13 +47,13 @@ class SearchPage:
         return self.total > COUNT_CAP
 
 
-def _matches(conn: Connection, row: Any, words: list[str], seq: Any, call_index: Any) -> Any:
+def _matches(conn: sa.Connection, row: Any, words: list[str], seq: Any, call_index: Any) -> Any:
     """The rows of the table of ``row`` (a message or a call) that hold ``words``: their table,
     ``row_id``, ``trace_id``, ``seq`` and ``call_index``."""
     source, match = search_match(conn, row.__table__, words)
     return (
-        select(
-            literal(row.__tablename__).label("source"),
+        sa.select(
+            sa.literal(row.__tablename__).label("source"),
             row.id.label("row_id"),
             row.trace_id.label("trace_id"),
             seq.label("seq"),
@@ -77,8 +64,8 @@ def _matches(conn: Connection, row: Any, words: list[str], seq: Any, call_index:
     )
 
 
-def _message_hits(conn: Connection, words: list[str], f: Filters) -> Any:
-    stmt = _matches(conn, MessageRow, words, MessageRow.seq, cast(null(), Integer))
+def _message_hits(conn: sa.Connection, words: list[str], f: Filters) -> Any:
+    stmt = _matches(conn, MessageRow, words, MessageRow.seq, sa.cast(sa.null(), sa.Integer))
     if f.tool:
         # A message's tool is that of the call it answers: the tool filter keeps Tool
         # Messages of that tool. Joined only then: a common word matches most messages.
@@ -87,20 +74,23 @@ def _message_hits(conn: Connection, words: list[str], f: Filters) -> Any:
 
 
 def _answer() -> Any:
-    return and_(
+    return sa.and_(
         ToolResultRow.trace_id == MessageRow.trace_id, ToolResultRow.message_seq == MessageRow.seq
     )
 
 
-def _message_details(conn: Connection, ids: list[int]) -> dict[int, tuple[Any, ...]]:
+def _message_details(conn: sa.Connection, ids: list[int]) -> dict[int, tuple[Any, ...]]:
     """``{message id: (kind, role, tool, pair)}`` of the messages of one page."""
     stmt = (
-        select(
+        sa.select(
             MessageRow.id,
-            case((MessageRow.role == "tool", literal("result")), else_=literal("message")),
+            sa.case((MessageRow.role == "tool", sa.literal("result")), else_=sa.literal("message")),
             MessageRow.role,
             ToolResultRow.tool,
-            case((ToolResultRow.id.is_not(None), result_pair_key()), else_=cast(null(), String)),
+            sa.case(
+                (ToolResultRow.id.is_not(None), result_pair_key()),
+                else_=sa.cast(sa.null(), sa.String),
+            ),
         )
         .outerjoin(ToolResultRow, _answer())
         .where(MessageRow.id.in_(ids))
@@ -108,9 +98,9 @@ def _message_details(conn: Connection, ids: list[int]) -> dict[int, tuple[Any, .
     return {row[0]: tuple(row[1:]) for row in conn.execute(stmt)}
 
 
-def _call_details(conn: Connection, ids: list[int]) -> dict[int, tuple[Any, ...]]:
+def _call_details(conn: sa.Connection, ids: list[int]) -> dict[int, tuple[Any, ...]]:
     """``{call id: (kind, role, tool, pair)}`` of the calls of one page."""
-    stmt = select(
+    stmt = sa.select(
         ToolCallRow.id, ToolCallRow.tool_name, ToolCallRow.message_seq, ToolCallRow.call_index
     ).where(ToolCallRow.id.in_(ids))
     return {
@@ -119,7 +109,7 @@ def _call_details(conn: Connection, ids: list[int]) -> dict[int, tuple[Any, ...]
     }
 
 
-def _call_hits(conn: Connection, words: list[str], f: Filters) -> Any:
+def _call_hits(conn: sa.Connection, words: list[str], f: Filters) -> Any:
     stmt = _matches(conn, ToolCallRow, words, ToolCallRow.message_seq, ToolCallRow.call_index)
     return restrict_calls(stmt, f)
 
@@ -135,7 +125,7 @@ def _hit(row: Any, detail: tuple[Any, ...], snippet: str) -> tuple[Any, ...]:
 
 
 def search_content(
-    engine: Engine,
+    engine: sa.Engine,
     text: str,
     filters: Filters = NO_FILTERS,
     *,
@@ -149,20 +139,22 @@ def search_content(
         return SearchPage(pd.DataFrame(columns=list(HIT_COLUMNS)), 0)
     with engine.connect() as conn:
         parts = [_message_hits(conn, words, filters), _call_hits(conn, words, filters)]
-        hits = union_all(*parts).subquery("hits")
+        hits = sa.union_all(*parts).subquery("hits")
         total = conn.execute(
-            select(func.count()).select_from(select(hits.c.row_id).limit(COUNT_CAP + 1).subquery())
+            sa.select(sa.func.count()).select_from(
+                sa.select(hits.c.row_id).limit(COUNT_CAP + 1).subquery()
+            )
         ).scalar_one()
-        order = [hits.c.trace_id, hits.c.seq, func.coalesce(hits.c.call_index, -1)]
-        page = select(hits).order_by(*order).limit(limit).offset(offset).subquery("page")
+        order = [hits.c.trace_id, hits.c.seq, sa.func.coalesce(hits.c.call_index, -1)]
+        page = sa.select(hits).order_by(*order).limit(limit).offset(offset).subquery("page")
         rows = conn.execute(
-            select(
+            sa.select(
                 page,
                 TraceRow.display_id.label("trace"),
                 TraceRow.title.label("title"),
             )
             .join(TraceRow, TraceRow.id == page.c.trace_id)
-            .order_by(page.c.trace_id, page.c.seq, func.coalesce(page.c.call_index, -1))
+            .order_by(page.c.trace_id, page.c.seq, sa.func.coalesce(page.c.call_index, -1))
         ).all()
         # Details and snippets only for the rows shown: a common word matches most rows, and
         # cutting a snippet reads the whole text.

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine, String, cast, func, literal, select
+from sqlalchemy import Engine, func, select
 
-from db.queries.common import TRACE, to_frame
+from db.queries.common import TRACE, call_pair_key, to_frame
 from db.queries.filters import NO_FILTERS, Filters, restrict_rows
 from db.schema import ErrorStreakRow
 
@@ -49,10 +49,6 @@ def streak_totals(engine: Engine, k: int, filters: Filters = NO_FILTERS) -> dict
     }
 
 
-def _pair(seq: Any, index: Any) -> Any:
-    return cast(seq, String) + literal(":") + cast(index, String)
-
-
 def error_streaks(
     engine: Engine, k: int, filters: Filters = NO_FILTERS, *, limit: int = 50, offset: int = 0
 ) -> pd.DataFrame:
@@ -66,14 +62,14 @@ def error_streaks(
     stmt = (
         select(
             TRACE.display_id.label("trace"),
-            _pair(streaks.c.first_seq, streaks.c.first_index).label("pair"),
+            call_pair_key(streaks.c.first_seq, streaks.c.first_index).label("pair"),
             streaks.c.tool,
             streaks.c.error_type,
             streaks.c.fingerprint,
             streaks.c.length,
             streaks.c.wasted_tokens,
             streaks.c.wasted_ms,
-            _pair(streaks.c.last_seq, streaks.c.last_index).label("last"),
+            call_pair_key(streaks.c.last_seq, streaks.c.last_index).label("last"),
         )
         .join(TRACE, TRACE.id == streaks.c.trace_id)
         .order_by(
@@ -98,8 +94,8 @@ def trace_streaks(engine: Engine, trace_id: int, k: int) -> pd.DataFrame:
     """
     stmt = (
         select(
-            _pair(_S.first_seq, _S.first_index).label("pair"),
-            _pair(_S.last_seq, _S.last_index).label("last"),
+            call_pair_key(_S.first_seq, _S.first_index).label("pair"),
+            call_pair_key(_S.last_seq, _S.last_index).label("last"),
             _S.tool,
             _S.error_type,
             _S.fingerprint,

@@ -33,38 +33,20 @@ from sqlalchemy import (
     update,
 )
 
-from db import dialect
+from db import dialect, schema
 from db.bulk.stored import StoredTrace, load_traces
-from db.contract.rows import (
-    CHILD_COLUMNS,
-    JSON_COLUMNS,
-    FindingRecord,
-    MessageRecord,
-    ToolCallRecord,
-    ToolResultRecord,
-)
+from db.contract import rows as contract
 from db.rollups import upkeep as rollups
-from db.schema import (
-    AnnotationRow,
-    Base,
-    FindingRow,
-    ImportRun,
-    MessageRow,
-    ToolCallRow,
-    ToolResultRow,
-    TraceRow,
-    TraceUpdate,
-)
 from db.writes import search_index as search
 from db.writes.carry_over import carry_over, pair_map, read_reviews
-from db.writes.traces import TraceRows
+from db.writes.traces import TraceRows, renew_trace
 from db.writes.transaction import writing
 
 #: The most seqs :func:`raw_members` sends as an ``IN`` list.
 IN_LIST_MAX = 1000
 
 K = TypeVar("K")
-R = TypeVar("R", ToolCallRecord, ToolResultRecord)
+R = TypeVar("R", contract.ToolCallRecord, contract.ToolResultRecord)
 
 
 @dataclass(slots=True)
@@ -80,7 +62,7 @@ class AppendBase:
     #: The token encoding of the import that wrote it (its counts are reused).
     encoding: str
     #: Its findings, in stored order.
-    findings: list[FindingRecord]
+    findings: list[contract.FindingRecord]
     #: Each message's raw payload as stored (UTF-8 JSON text; ``None``: SQL NULL), in seq order.
     raw_json: list[bytes | None]
 
@@ -88,8 +70,8 @@ class AppendBase:
 def load_append_base(engine: Engine, format_name: str, source_file: str) -> AppendBase | None:
     """The one stored trace of ``format_name`` read from ``source_file``, with what extending
     it needs; ``None`` when the store holds none or several."""
-    t, i = cast(Table, TraceRow.__table__), cast(Table, ImportRun.__table__)
-    f = cast(Table, FindingRow.__table__)
+    t, i = cast(Table, schema.TraceRow.__table__), cast(Table, schema.ImportRun.__table__)
+    f = cast(Table, schema.FindingRow.__table__)
     with engine.connect() as conn:
         found = conn.execute(
             select(t.c.id, i.c.encoding)
@@ -101,9 +83,9 @@ def load_append_base(engine: Engine, format_name: str, source_file: str) -> Appe
             return None
         trace_id, encoding = found[0]
         findings = [
-            FindingRecord(*row)
+            contract.FindingRecord(*row)
             for row in conn.execute(
-                select(*[f.c[name] for name in FindingRecord._fields])
+                select(*[f.c[name] for name in contract.FindingRecord._fields])
                 .where(f.c.trace_id == trace_id)
                 .order_by(f.c.id)
             )
@@ -114,20 +96,22 @@ def load_append_base(engine: Engine, format_name: str, source_file: str) -> Appe
     return AppendBase(stored, encoding, findings, raw_json)
 
 
-def _messages(conn: Connection, trace_id: int) -> tuple[list[MessageRecord], list[bytes | None]]:
+def _messages(
+    conn: Connection, trace_id: int
+) -> tuple[list[contract.MessageRecord], list[bytes | None]]:
     """The messages of a trace (``raw`` left ``None``) and their payloads' stored JSON text."""
-    m = cast(Table, MessageRow.__table__)
-    fields = MessageRecord._fields[:-1]
-    assert MessageRecord._fields[-1] == "raw"
+    m = cast(Table, schema.MessageRow.__table__)
+    fields = contract.MessageRecord._fields[:-1]
+    assert contract.MessageRecord._fields[-1] == "raw"
     stmt = (
         select(*[m.c[name] for name in fields], dialect.json_bytes(conn, m.c.raw))
         .where(m.c.trace_id == trace_id)
         .order_by(m.c.seq)
     )
-    messages: list[MessageRecord] = []
+    messages: list[contract.MessageRecord] = []
     raw_json: list[bytes | None] = []
     for row in conn.execute(stmt):
-        messages.append(MessageRecord._make((*row[:-1], None)))
+        messages.append(contract.MessageRecord._make((*row[:-1], None)))
         raw_json.append(row[-1])
     return messages, raw_json
 
@@ -138,7 +122,7 @@ def raw_members(
     """The string values of the member ``key`` of the raw payloads of the trace's messages
     (those with ``seqs``, else all) by seq; payloads without it, or where it is no string, are
     left out. Only the members leave the database."""
-    m = cast(Table, MessageRow.__table__)
+    m = cast(Table, schema.MessageRow.__table__)
     stmt = select(m.c.seq, dialect.json_member(engine, m.c.raw, key)).where(
         m.c.trace_id == trace_id
     )
@@ -175,7 +159,7 @@ def write_append(
     trace_id = base.stored.id
     old = base.stored.trace
     now = datetime.now(UTC)
-    t = TraceRow
+    t = schema.TraceRow
     with writing(engine) as conn:
         current = conn.execute(
             select(t.content_hash, t.message_count).where(t.id == trace_id).with_for_update()
@@ -185,11 +169,12 @@ def write_append(
         reviews = read_reviews(conn, trace_id) if _has_reviews(conn, trace_id) else None
         rollups.subtract(conn, [trace_id])
         added = [m for m in rows.messages if m.seq >= first_new_seq]
+        m = schema.MessageRow
         for message in rows.messages:
             if message.seq < first_new_seq:
                 conn.execute(
-                    update(MessageRow)
-                    .where(MessageRow.trace_id == trace_id, MessageRow.seq == message.seq)
+                    update(m)
+                    .where(m.trace_id == trace_id, m.seq == message.seq)
                     .values(usage=message.usage)
                 )
         _insert(conn, "messages", trace_id, added)
@@ -197,18 +182,9 @@ def write_append(
         # call that got its result, a verdict that now has a next action), else all of them.
         if reviews is not None or not _update_derived(conn, base, rows):
             _rewrite_derived(conn, trace_id, rows)
+        renew_trace(conn, trace_id, rows.trace, import_id, now, 1)
         conn.execute(
-            update(t)
-            .where(t.id == trace_id)
-            .values(
-                **rows.trace._asdict(),
-                import_id=import_id,
-                imported_at=now,
-                version=t.version + 1,
-            )
-        )
-        conn.execute(
-            insert(TraceUpdate).values(
+            insert(schema.TraceUpdate).values(
                 import_id=import_id,
                 trace_id=trace_id,
                 source_file=rows.trace.source_file,
@@ -244,16 +220,16 @@ def _insert(conn: Connection, table: str, trace_id: int, rows: Sequence[tuple[An
         dialect.bulk_insert(
             conn,
             table,
-            ("trace_id", *CHILD_COLUMNS[table]),
+            ("trace_id", *contract.CHILD_COLUMNS[table]),
             [(trace_id, *row) for row in rows],
-            JSON_COLUMNS[table],
+            contract.JSON_COLUMNS[table],
         )
 
 
 def _rewrite_derived(conn: Connection, trace_id: int, rows: TraceRows) -> None:
     """Replace the trace's calls, results and findings by ``rows``'."""
     search.unindex_traces(conn, [trace_id], tables=("tool_calls",))
-    for model in (FindingRow, ToolResultRow, ToolCallRow):
+    for model in (schema.FindingRow, schema.ToolResultRow, schema.ToolCallRow):
         conn.execute(delete(model).where(model.trace_id == trace_id))
     for table in ("tool_calls", "tool_results", "findings"):
         _insert(conn, table, trace_id, rows.children(table))
@@ -282,7 +258,7 @@ def _update_derived(conn: Connection, base: AppendBase, rows: TraceRows) -> bool
     _insert(conn, "tool_results", trace_id, new_results)
     search.index_traces(conn, [trace_id], tables=("tool_calls",), from_seq=first_new_seq)
     gone = Counter(base.findings) - Counter(rows.findings)
-    f = cast(Table, FindingRow.__table__)
+    f = cast(Table, schema.FindingRow.__table__)
     for finding, times in gone.items():
         for _ in range(times):
             row_id = conn.execute(
@@ -300,11 +276,11 @@ def _update_derived(conn: Connection, base: AppendBase, rows: TraceRows) -> bool
     return True
 
 
-def _call_key(call: ToolCallRecord) -> tuple[int, int]:
+def _call_key(call: contract.ToolCallRecord) -> tuple[int, int]:
     return call.message_seq, call.call_index
 
 
-def _result_key(result: ToolResultRecord) -> int:
+def _result_key(result: contract.ToolResultRecord) -> int:
     return result.message_seq
 
 
@@ -342,8 +318,8 @@ def _update_rows(
     """Give the stored rows of ``table_name`` with the ``keys`` of ``rows`` their values."""
     if not rows:
         return
-    table = cast(Table, Base.metadata.tables[table_name])
-    columns = CHILD_COLUMNS[table_name]
+    table = cast(Table, schema.Base.metadata.tables[table_name])
+    columns = contract.CHILD_COLUMNS[table_name]
     stmt = (
         update(table)
         .where(
@@ -364,7 +340,7 @@ def _update_rows(
 
 def _has_reviews(conn: Connection, trace_id: int) -> bool:
     """Whether the trace has notes on pairs or corrected results (to carry over)."""
-    a, r = AnnotationRow, ToolResultRow
+    a, r = schema.AnnotationRow, schema.ToolResultRow
     notes = conn.execute(
         select(func.count()).where(a.trace_id == trace_id, a.message_seq.is_not(None))
     ).scalar_one()

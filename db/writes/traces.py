@@ -26,48 +26,27 @@ import psycopg
 from sqlalchemy import Connection, Engine, Table, delete, insert, select, update
 from sqlalchemy import exc as sa_exc
 
-from db import dialect
-from db.contract.rows import (
-    CHILD_COLUMNS,
-    JSON_COLUMNS,
-    ErrorStreakRecord,
-    FindingRecord,
-    MessageRecord,
-    ToolCallRecord,
-    ToolResultRecord,
-    TraceRecord,
-)
+from db import dialect, schema
+from db.contract import rows as contract
 from db.rollups import upkeep as rollups
-from db.schema import (
-    ErrorStreakRow,
-    FindingRow,
-    ImportFile,
-    ImportRun,
-    MessageRow,
-    RejectedRecord,
-    ToolCallRow,
-    ToolResultRow,
-    TraceRow,
-    TraceUpdate,
-)
 from db.writes import processes, versions
 from db.writes import search_index as search
 from db.writes.carry_over import Reviews, carry_over, new_pair_map, read_reviews
 from db.writes.transaction import writing
 
-TRACES = cast(Table, TraceRow.__table__)
+TRACES = cast(Table, schema.TraceRow.__table__)
 
 
 @dataclass(slots=True)
 class TraceRows:
     """Everything stored for one trace, as row contracts (built by ``ingest``)."""
 
-    trace: TraceRecord
-    messages: list[MessageRecord] = field(default_factory=list)
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    tool_results: list[ToolResultRecord] = field(default_factory=list)
-    findings: list[FindingRecord] = field(default_factory=list)
-    error_streaks: list[ErrorStreakRecord] = field(default_factory=list)
+    trace: contract.TraceRecord
+    messages: list[contract.MessageRecord] = field(default_factory=list)
+    tool_calls: list[contract.ToolCallRecord] = field(default_factory=list)
+    tool_results: list[contract.ToolResultRecord] = field(default_factory=list)
+    findings: list[contract.FindingRecord] = field(default_factory=list)
+    error_streaks: list[contract.ErrorStreakRecord] = field(default_factory=list)
 
     def children(self, table: str) -> list[tuple[Any, ...]]:
         """The child rows for ``table`` (one of :data:`db.contract.rows.CHILD_COLUMNS`)."""
@@ -84,7 +63,7 @@ def start_import(engine: Engine, *, origin: str, paths: Sequence[str], encoding:
     process = processes.current()
     with writing(engine) as conn:
         result = conn.execute(
-            insert(ImportRun)
+            insert(schema.ImportRun)
             .values(
                 started_at=datetime.now(UTC),
                 origin=origin,
@@ -95,7 +74,7 @@ def start_import(engine: Engine, *, origin: str, paths: Sequence[str], encoding:
                 pid=process.pid,
                 process_start=process.start,
             )
-            .returning(ImportRun.id)
+            .returning(schema.ImportRun.id)
         )
         return int(result.scalar_one())
 
@@ -108,8 +87,9 @@ def mark_gone_imports(engine: Engine) -> list[int]:
     """Mark ``interrupted`` every import still ``running`` whose process (on this host) is
     gone; the ids marked. What such an import wrote is kept; importing its files again
     completes it."""
-    running = select(ImportRun.id, ImportRun.host, ImportRun.pid, ImportRun.process_start).where(
-        ImportRun.state == "running", ImportRun.pid.is_not(None)
+    run = schema.ImportRun
+    running = select(run.id, run.host, run.pid, run.process_start).where(
+        run.state == "running", run.pid.is_not(None)
     )
     with engine.connect() as conn:
         rows = conn.execute(running).all()
@@ -121,8 +101,8 @@ def mark_gone_imports(engine: Engine) -> list[int]:
     if gone:
         with writing(engine) as conn:
             conn.execute(
-                update(ImportRun)
-                .where(ImportRun.id.in_(gone), ImportRun.state == "running")
+                update(run)
+                .where(run.id.in_(gone), run.state == "running")
                 .values(finished_at=datetime.now(UTC), state="interrupted", error=GONE_ERROR)
             )
     return gone
@@ -132,8 +112,8 @@ def finish_import(engine: Engine, import_id: int, **counts: Any) -> None:
     """Store the final counts of an import (``files``, ``traces_imported``, ``state`` …)."""
     with writing(engine) as conn:
         conn.execute(
-            update(ImportRun)
-            .where(ImportRun.id == import_id)
+            update(schema.ImportRun)
+            .where(schema.ImportRun.id == import_id)
             .values(finished_at=datetime.now(UTC), **counts)
         )
 
@@ -210,7 +190,7 @@ class StoredTrace:
 MessageKey = tuple[str, str, Any]
 
 
-def _message_keys(messages: Sequence[MessageRecord]) -> list[MessageKey]:
+def _message_keys(messages: Sequence[contract.MessageRecord]) -> list[MessageKey]:
     """``messages`` as :data:`MessageKey` (their text as every engine stores it)."""
     return [
         (m.role, dialect.storable_text(m.content), dialect.storable_json(m.raw)) for m in messages
@@ -307,7 +287,7 @@ def _lock_stored(conn: Connection, keys: Iterable[str]) -> dict[str, StoredTrace
 
 def _stored_messages(conn: Connection, trace_ids: Iterable[int]) -> dict[int, list[MessageKey]]:
     """The messages of stored traces as :data:`MessageKey`, in order."""
-    m = cast(Table, MessageRow.__table__).c
+    m = cast(Table, schema.MessageRow.__table__).c
     ids = sorted(set(trace_ids))
     out: dict[int, list[MessageKey]] = {trace_id: [] for trace_id in ids}
     for start in range(0, len(ids), _IN_CHUNK):
@@ -583,7 +563,11 @@ def _write_batch(
             ]
             if rows_out:
                 dialect.bulk_insert(
-                    conn, table, ("trace_id", *CHILD_COLUMNS[table]), rows_out, converted=True
+                    conn,
+                    table,
+                    ("trace_id", *contract.CHILD_COLUMNS[table]),
+                    rows_out,
+                    converted=True,
                 )
         for trace_id, rows in replaced.values():
             new_map = new_pair_map(rows.messages, rows.tool_calls, rows.tool_results)
@@ -604,14 +588,17 @@ def _driver_children(
     the import's critical path, which converting inside it would lengthen. The rows of a trace
     found unchanged are converted for nothing."""
     out: dict[str, tuple[Sequence[Sequence[Any]], list[int]]] = {}
-    for table, columns in CHILD_COLUMNS.items():
+    for table, columns in contract.CHILD_COLUMNS.items():
         flat: list[tuple[Any, ...]] = []
         starts = []
         for rows in batch:
             starts.append(len(flat))
             flat.extend(rows.children(table))
         starts.append(len(flat))
-        out[table] = (dialect.driver_rows(kind, columns, flat, JSON_COLUMNS[table]), starts)
+        out[table] = (
+            dialect.driver_rows(kind, columns, flat, contract.JSON_COLUMNS[table]),
+            starts,
+        )
     return out
 
 
@@ -657,19 +644,36 @@ def _replace_traces(
     ids = [trace_id for trace_id, _ in replaced.values()]
     # Out of the content search first: SQLite's index reads the text from the rows.
     search.unindex_traces(conn, ids)
-    for model in (ErrorStreakRow, FindingRow, ToolResultRow, ToolCallRow, MessageRow):
+    for model in (
+        schema.ErrorStreakRow,
+        schema.FindingRow,
+        schema.ToolResultRow,
+        schema.ToolCallRow,
+        schema.MessageRow,
+    ):
         conn.execute(delete(model).where(model.trace_id.in_(ids)))
     for key, (trace_id, rows) in replaced.items():
-        conn.execute(
-            update(TraceRow)
-            .where(TraceRow.id == trace_id)
-            .values(
-                **rows.trace._asdict(),
-                import_id=import_id,
-                imported_at=now,
-                version=TraceRow.version + len(plans[key].updates),
-            )
+        renew_trace(conn, trace_id, rows.trace, import_id, now, len(plans[key].updates))
+
+
+def renew_trace(
+    conn: Connection,
+    trace_id: int,
+    trace: contract.TraceRecord,
+    import_id: int,
+    now: datetime,
+    updates: int,
+) -> None:
+    """Give the stored trace ``trace_id`` the values of ``trace``, as imported by ``import_id``
+    at ``now``, its version ``updates`` past the stored one."""
+    t = schema.TraceRow
+    conn.execute(
+        update(t)
+        .where(t.id == trace_id)
+        .values(
+            **trace._asdict(), import_id=import_id, imported_at=now, version=t.version + updates
         )
+    )
 
 
 def _keep_batch_versions(
@@ -726,10 +730,10 @@ def _log_updates(
         for i, step in enumerate(plan.updates)
     ]
     if log:
-        conn.execute(insert(TraceUpdate), log)
+        conn.execute(insert(schema.TraceUpdate), log)
 
 
-REJECTED = cast(Table, RejectedRecord.__table__)
+REJECTED = cast(Table, schema.RejectedRecord.__table__)
 
 
 def rejected_key(source_file: str, byte_offset: int, raw: bytes) -> str:
@@ -761,4 +765,4 @@ def write_import_files(engine: Engine, import_id: int, files: Sequence[dict[str,
     if not files:
         return
     with writing(engine) as conn:
-        conn.execute(insert(ImportFile), [{**f, "import_id": import_id} for f in files])
+        conn.execute(insert(schema.ImportFile), [{**f, "import_id": import_id} for f in files])
