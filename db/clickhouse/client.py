@@ -10,6 +10,7 @@ written into them by :func:`literal`, the one place that quotes.
 from __future__ import annotations
 
 import abc
+import atexit
 import json
 import logging
 import math
@@ -255,12 +256,22 @@ def _chdb_session(path: str | None) -> Any:
 
         try:
             _CHDB["engine"] = session.Session(path) if path else session.Session()
+            atexit.register(_close_chdb)
         except Exception as exc:  # chdb raises its own RuntimeError subclasses
             raise ClickHouseError(
                 f"chdb at {path or '(in memory)'}: {_first_line(str(exc))} (chdb keeps a "
                 "store to the one process that opened it: is another process using it?)"
             ) from None
     return _CHDB["engine"]
+
+
+def _close_chdb() -> None:
+    """Close the process's engine while the interpreter still runs: left to chdb's own
+    teardown at exit, an engine over a folder whose rollup tables have parts to merge can
+    crash the process after its work is done (seen: `summary` printed whole, then SIGSEGV)."""
+    engine = _CHDB.pop("engine", None)
+    if engine is not None:
+        engine.close()
 
 
 def connect(target: ClickHouseTarget) -> Client:
