@@ -9,6 +9,7 @@ equal the rows ``toollens rebuild-rollups`` computes from scratch.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 import uuid
@@ -358,6 +359,18 @@ def test_the_grid_reads_rollups_where_it_can() -> None:
     assert used_dims(Filters(tool="t")) == rollups.Dim(0)
 
 
+#: The ClickHouse grid reads every figure twice (rollups, base tables) under five filters: 455
+#: reads, over 15 minutes on the 2-core machine the suite runs on (the base tables' views
+#: rebuild each trace's latest version per read). It runs when this variable is 1; the
+#: rollups' rows are compared with a recount on every run
+#: (``test_maintained_rollups_equal_a_rebuild_after_every_kind_of_change_on_clickhouse``).
+CLICKHOUSE_GRID_ENV = "TOOLLENS_CLICKHOUSE_GRID"
+
+
+@pytest.mark.skipif(
+    os.environ.get(CLICKHOUSE_GRID_ENV) != "1",
+    reason=f"the ClickHouse figure grid takes over 15 minutes: set {CLICKHOUSE_GRID_ENV}=1",
+)
 def test_every_figure_equals_the_base_tables_on_clickhouse(clickhouse_store: sa.Engine) -> None:
     with clickhouse_store.connect() as conn:
         assert rollups.complete(conn)
