@@ -22,7 +22,8 @@ FLAGGED = {
     },
     (None, "duration_s"): "better",
     # Shorter runs: every Tool Message is read again by fewer later model calls, the weather's
-    # and the flight search's too, and the notes are no longer read three times over.
+    # and the flight search's too, and the candidate reads the notes once where the baseline
+    # reads them three times.
     **{
         (tool, metric): "better"
         for tool in ("read_file", "search_flights", "get_weather", None)
