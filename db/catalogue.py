@@ -42,6 +42,7 @@ from sqlalchemy import (
     true,
 )
 
+from db import schema
 from db.contract.vocabulary import PAIR_STATES, STATUSES
 from db.queries.common import (
     COUNTED_FINDING,
@@ -65,26 +66,6 @@ from db.queries.filters import (
 )
 from db.queries.planner import grouping_key, restrict_calls_in_index, restrict_results_in_index
 from db.queries.time_buckets import BucketUnit, bucket_number, bucket_of, result_time, whole
-from db.schema import (
-    FindingRow,
-    RollupActivityDayRow,
-    RollupActivityRow,
-    RollupCallRow,
-    RollupDurationBucketRow,
-    RollupDurationRow,
-    RollupFindingRow,
-    RollupFingerprintRow,
-    RollupInputShareRow,
-    RollupResultRow,
-    RollupSignatureRow,
-    RollupSizeBucketRow,
-    RollupSizeRow,
-    RollupTraceRow,
-    ToolCallRow,
-    ToolResultRow,
-    TraceRow,
-    aliased,
-)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -276,7 +257,7 @@ def highest(dimension: Dimension, name: str | None = None) -> Measure:
 
 # --- Tool Messages ----------------------------------------------------------------------------
 
-r, rr = ToolResultRow, RollupResultRow
+r, rr = schema.ToolResultRow, schema.RollupResultRow
 _error = r.status == "error"
 
 
@@ -293,8 +274,8 @@ def _timing() -> Any:
 
 RESULTS = Source(
     "results",
-    base=ToolResultRow,
-    rollup=_table(RollupResultRow),
+    base=schema.ToolResultRow,
+    rollup=_table(schema.RollupResultRow),
     restrict=restrict_results,
     restrict_in_index=restrict_results_in_index,
     keys={
@@ -524,13 +505,13 @@ IMAGE_TOKENS = Measure(
 
 # --- Token sizes ------------------------------------------------------------------------------
 
-sr = RollupSizeRow
+sr = schema.RollupSizeRow
 
 #: Tool Messages by their token count (the rollup keeps one row per distinct count and tool).
 SIZES = Source(
     "sizes",
-    base=ToolResultRow,
-    rollup=_table(RollupSizeRow),
+    base=schema.ToolResultRow,
+    rollup=_table(schema.RollupSizeRow),
     restrict=restrict_results,
     restrict_in_index=restrict_results_in_index,
     keys={"tokens": r.tokens},
@@ -547,13 +528,13 @@ def over_budget(budget: int) -> Measure:
 
 # --- Input shares -----------------------------------------------------------------------------
 
-rs = RollupInputShareRow
+rs = schema.RollupInputShareRow
 
 #: Tool Messages whose trace reported the input tokens of the model call that read them.
 INPUT_SHARES = Source(
     "input_shares",
-    base=ToolResultRow,
-    rollup=_table(RollupInputShareRow),
+    base=schema.ToolResultRow,
+    rollup=_table(schema.RollupInputShareRow),
     restrict=restrict_results,
     restrict_in_index=restrict_results_in_index,
     where=(r.read_input_tokens > 0,),
@@ -567,12 +548,12 @@ INPUT_SHARE_RESULTS = Measure("results", INPUT_SHARES)
 
 # --- Tool calls -------------------------------------------------------------------------------
 
-c, cr = ToolCallRow, RollupCallRow
+c, cr = schema.ToolCallRow, schema.RollupCallRow
 
 CALLS = Source(
     "calls",
-    base=ToolCallRow,
-    rollup=_table(RollupCallRow),
+    base=schema.ToolCallRow,
+    rollup=_table(schema.RollupCallRow),
     restrict=restrict_calls,
     restrict_in_index=restrict_calls_in_index,
     keys={
@@ -638,12 +619,12 @@ def late_call_count(k: int) -> Measure:
 
 # --- Error fingerprints -----------------------------------------------------------------------
 
-fp = RollupFingerprintRow
+fp = schema.RollupFingerprintRow
 
 FINGERPRINTS = Source(
     "fingerprints",
-    base=ToolResultRow,
-    rollup=_table(RollupFingerprintRow),
+    base=schema.ToolResultRow,
+    rollup=_table(schema.RollupFingerprintRow),
     restrict=restrict_results_in_index,
     restrict_in_index=restrict_results_in_index,
     where=(_error, r.fingerprint.is_not(None)),
@@ -679,68 +660,74 @@ FINGERPRINT_COUNT = Measure(
 
 # --- Findings ---------------------------------------------------------------------------------
 
-fr = RollupFindingRow
+fr = schema.RollupFindingRow
 
 FINDINGS = Source(
     "findings",
-    base=FindingRow,
-    rollup=_table(RollupFindingRow),
+    base=schema.FindingRow,
+    rollup=_table(schema.RollupFindingRow),
     restrict=restrict_findings,
     restrict_in_index=restrict_findings,
     where=(COUNTED_FINDING,),
     indexed=True,
 )
-FINDING_TOOL = Dimension("tool", FINDINGS, FindingRow.tool, fr.tool, steer=True)
-FINDING_KIND = Dimension("kind", FINDINGS, FindingRow.name, fr.kind)
+FINDING_TOOL = Dimension("tool", FINDINGS, schema.FindingRow.tool, fr.tool, steer=True)
+FINDING_KIND = Dimension("kind", FINDINGS, schema.FindingRow.name, fr.kind)
 FINDINGS_N = Measure("n", FINDINGS)
-ON_A_TOOL = Condition("on a tool", FINDINGS, FindingRow.tool.is_not(None), fr.tool.is_not(None))
+ON_A_TOOL = Condition(
+    "on a tool", FINDINGS, schema.FindingRow.tool.is_not(None), fr.tool.is_not(None)
+)
 #: Traces with the kind: the rollup counts each trace once per kind (on its first tool), and
 #: once per tool and kind (read under a tool filter). Read by kind alone.
 FINDING_TRACES = Measure(
     "traces",
     FINDINGS,
     "distinct",
-    (FindingRow.trace_id, None),
+    (schema.FindingRow.trace_id, None),
     rollup=lambda f: total(fr.traces_tool if f.tool else fr.traces_kind),
     needs=FINDING_KIND,
 )
 #: Tools with a finding.
-FINDING_TOOLS = Measure("tools", FINDINGS, "distinct", (FindingRow.tool, fr.tool))
+FINDING_TOOLS = Measure("tools", FINDINGS, "distinct", (schema.FindingRow.tool, fr.tool))
 
 
 def finding_kind(kind: str) -> Condition:
     """Findings of ``kind``."""
-    return Condition(f"kind {kind}", FINDINGS, FindingRow.name == kind, fr.kind == kind)
+    return Condition(f"kind {kind}", FINDINGS, schema.FindingRow.name == kind, fr.kind == kind)
 
 
 # --- Traces -----------------------------------------------------------------------------------
 
-tr = RollupTraceRow
+tr = schema.RollupTraceRow
 
 TRACES = Source(
     "traces",
-    base=TraceRow,
-    rollup=_table(RollupTraceRow),
+    base=schema.TraceRow,
+    rollup=_table(schema.RollupTraceRow),
     restrict=restrict_traces,
     restrict_in_index=restrict_traces,
     every_trace_row=True,
 )
 TRACES_N = Measure("traces", TRACES, "count", rollup=lambda _f: func.sum(tr.n))
-TOTAL_TOKENS = Measure("total_tokens", TRACES, "sum", (TraceRow.total_tokens, tr.total_tokens))
+TOTAL_TOKENS = Measure(
+    "total_tokens", TRACES, "sum", (schema.TraceRow.total_tokens, tr.total_tokens)
+)
 TOOL_RESULT_TOKENS = Measure(
-    "tool_result_tokens", TRACES, "sum", (TraceRow.tool_result_tokens, tr.tool_result_tokens)
+    "tool_result_tokens", TRACES, "sum", (schema.TraceRow.tool_result_tokens, tr.tool_result_tokens)
 )
 #: How a trace's tokens were counted (``exact``, ``estimate``).
-TOKEN_COUNT_KIND = Dimension("token_counts", TRACES, TraceRow.token_counts, tr.token_counts)
+TOKEN_COUNT_KIND = Dimension("token_counts", TRACES, schema.TraceRow.token_counts, tr.token_counts)
 #: Traces that report tokens (the rollup's share bin is NULL for the others).
-HAS_TOKENS = Condition("tokens", TRACES, TraceRow.total_tokens > 0, tr.share_bin.is_not(None))
+HAS_TOKENS = Condition(
+    "tokens", TRACES, schema.TraceRow.total_tokens > 0, tr.share_bin.is_not(None)
+)
 
 
 def share_bin(bins: int) -> Dimension:
     """A trace's share of its tokens spent on tool results, in ``bins`` bins (a share of 1.0,
     or an inconsistent count above it, in the last): read under :data:`HAS_TOKENS`. The
     rollup keeps tenths."""
-    raw = (TraceRow.tool_result_tokens * bins) // TraceRow.total_tokens
+    raw = (schema.TraceRow.tool_result_tokens * bins) // schema.TraceRow.total_tokens
     return Dimension(
         "bin",
         TRACES,
@@ -754,15 +741,15 @@ MESSAGES = Measure(
     "messages",
     TRACES,
     "sum",
-    (TraceRow.message_count, tr.messages),
+    (schema.TraceRow.message_count, tr.messages),
     rollup=lambda _f: func.sum(tr.messages),
 )
 
 
 # --- Activity over time -----------------------------------------------------------------------
 
-ah, ad = RollupActivityRow, RollupActivityDayRow
-_HOURS, _DAYS = _table(RollupActivityRow), _table(RollupActivityDayRow)
+ah, ad = schema.RollupActivityRow, schema.RollupActivityDayRow
+_HOURS, _DAYS = _table(schema.RollupActivityRow), _table(schema.RollupActivityDayRow)
 
 
 def _per_activity(hours: Any, days: Any) -> PerRollup:
@@ -773,7 +760,7 @@ def _per_activity(hours: Any, days: Any) -> PerRollup:
 #: (derived from the hours) where that rollup is counted.
 ACTIVITY = Source(
     "activity",
-    base=_table(ToolResultRow).join(TRACE, TRACE.id == r.trace_id),
+    base=_table(schema.ToolResultRow).join(TRACE, TRACE.id == r.trace_id),
     rollup=_DAYS,
     also=(_HOURS,),
     restrict=restrict_results,
@@ -828,15 +815,15 @@ def time_bucket(unit: BucketUnit) -> Dimension:
 #: Timed Tool Messages (a known duration ≥ 0, ``db.queries.durations``), per exact duration.
 DURATIONS = Source(
     "durations",
-    base=ToolResultRow,
-    rollup=_table(RollupDurationRow),
+    base=schema.ToolResultRow,
+    rollup=_table(schema.RollupDurationRow),
     restrict=restrict_results,
     restrict_in_index=restrict_results_in_index,
     where=(r.duration_ms >= 0,),
     keys={"duration_ms": r.duration_ms},
 )
-DURATION_TOOL = Dimension("tool", DURATIONS, r.tool, RollupDurationRow.tool, steer=True)
-DURATION = Dimension("duration_ms", DURATIONS, r.duration_ms, RollupDurationRow.duration_ms)
+DURATION_TOOL = Dimension("tool", DURATIONS, r.tool, schema.RollupDurationRow.tool, steer=True)
+DURATION = Dimension("duration_ms", DURATIONS, r.duration_ms, schema.RollupDurationRow.duration_ms)
 SIZE = Dimension("tokens", SIZES, r.tokens, sr.tokens)
 
 
@@ -865,11 +852,13 @@ class Histogram:
         return self.value.source
 
 
-SIZE_HISTOGRAM = Histogram(SIZE, SIZE_TOOL, _table(RollupSizeBucketRow), sums=True, integral=True)
+SIZE_HISTOGRAM = Histogram(
+    SIZE, SIZE_TOOL, _table(schema.RollupSizeBucketRow), sums=True, integral=True
+)
 DURATION_HISTOGRAM = Histogram(
     DURATION,
     DURATION_TOOL,
-    _table(RollupDurationBucketRow),
+    _table(schema.RollupDurationBucketRow),
     sums=False,
     integral=False,
     indexed=True,
@@ -922,8 +911,8 @@ def loop_groups(k: int, filters: Filters) -> Select[Any]:
         ),
         filters,
     ).subquery()
-    call = aliased(ToolCallRow)
-    result = aliased(ToolResultRow)
+    call = schema.aliased(schema.ToolCallRow)
+    result = schema.aliased(schema.ToolResultRow)
     # One join per SELECT (the keys' calls, then the results answering them): the only form
     # ClickHouse 18.16 runs; SQLite and PostgreSQL flatten it into the one join.
     calls = (
@@ -974,7 +963,7 @@ class Loops:
     wasted_tokens: Measure
 
 
-sg = RollupSignatureRow
+sg = schema.RollupSignatureRow
 
 
 @cache
@@ -983,7 +972,7 @@ def loops_at(k: int) -> Loops:
     source = Source(
         f"loops at {k}",
         base=None,
-        rollup=_table(RollupSignatureRow),
+        rollup=_table(schema.RollupSignatureRow),
         restrict=_unrestricted,
         restrict_in_index=_unrestricted,
         rows=lambda f: loop_groups(k, f).subquery("loop_groups"),

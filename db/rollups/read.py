@@ -33,24 +33,10 @@ from sqlalchemy import (
     or_,
 )
 
+from db import schema
 from db.queries.filters import Filters
 from db.rollups import upkeep as rollups
 from db.rollups.upkeep import Dim
-from db.schema import (
-    RollupActivityDayRow,
-    RollupActivityRow,
-    RollupCallRow,
-    RollupDurationBucketRow,
-    RollupDurationRow,
-    RollupFindingRow,
-    RollupFingerprintRow,
-    RollupInputShareRow,
-    RollupResultRow,
-    RollupSignatureRow,
-    RollupSizeBucketRow,
-    RollupSizeRow,
-    RollupTraceRow,
-)
 
 
 def _table(model: Any) -> Table:
@@ -59,19 +45,19 @@ def _table(model: Any) -> Table:
 
 
 #: The rollup tables, for :func:`scope`.
-RESULTS = _table(RollupResultRow)
-SIZES = _table(RollupSizeRow)
-DURATIONS = _table(RollupDurationRow)
-SIZE_BUCKETS = _table(RollupSizeBucketRow)
-DURATION_BUCKETS = _table(RollupDurationBucketRow)
-CALLS = _table(RollupCallRow)
-SIGNATURES = _table(RollupSignatureRow)
-TRACES = _table(RollupTraceRow)
-FINDINGS = _table(RollupFindingRow)
-FINGERPRINTS = _table(RollupFingerprintRow)
-ACTIVITY = _table(RollupActivityRow)
-ACTIVITY_DAYS = _table(RollupActivityDayRow)
-INPUT_SHARES = _table(RollupInputShareRow)
+RESULTS = _table(schema.RollupResultRow)
+SIZES = _table(schema.RollupSizeRow)
+DURATIONS = _table(schema.RollupDurationRow)
+SIZE_BUCKETS = _table(schema.RollupSizeBucketRow)
+DURATION_BUCKETS = _table(schema.RollupDurationBucketRow)
+CALLS = _table(schema.RollupCallRow)
+SIGNATURES = _table(schema.RollupSignatureRow)
+TRACES = _table(schema.RollupTraceRow)
+FINDINGS = _table(schema.RollupFindingRow)
+FINGERPRINTS = _table(schema.RollupFingerprintRow)
+ACTIVITY = _table(schema.RollupActivityRow)
+ACTIVITY_DAYS = _table(schema.RollupActivityDayRow)
+INPUT_SHARES = _table(schema.RollupInputShareRow)
 
 _BASE_ONLY: ContextVar[bool] = ContextVar("toollens_base_tables_only", default=False)
 

@@ -53,34 +53,13 @@ from sqlalchemy import (
     union_all,
 )
 
-from db import catalogue, dialect
+from db import catalogue, dialect, schema
 from db.queries.common import (
     COUNTED_FINDING,
     effective_error_type,
 )
 from db.rollups import state as rollup_state
 from db.rollups import value_buckets
-from db.schema import (
-    FindingRow,
-    RollupActivityDayRow,
-    RollupActivityRow,
-    RollupCallRow,
-    RollupDurationBucketRow,
-    RollupDurationRow,
-    RollupFindingRow,
-    RollupFingerprintRow,
-    RollupInputShareRow,
-    RollupResultRow,
-    RollupSignatureRow,
-    RollupSizeBucketRow,
-    RollupSizeRow,
-    RollupState,
-    RollupTraceRow,
-    ToolCallRow,
-    ToolResultRow,
-    TraceRow,
-    aliased,
-)
 from db.writes.transaction import writing
 
 
@@ -129,7 +108,7 @@ RECOUNTS: dict[str, Callable[[Engine], int]] = {}
 KEY_CACHE_ROWS = 20_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-r, c, t = ToolResultRow, ToolCallRow, TraceRow
+r, c, t = schema.ToolResultRow, schema.ToolCallRow, schema.TraceRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +184,7 @@ _calls = _by_keys(catalogue.CALLS, c.tool_name)
 def _signatures(ids: Sequence[int] | None) -> Any:
     # One row per (trace, signature): its calls (occurrences are numbered 1 … n, so the count is
     # the highest), the errors among their results and the tokens of the repeats' results.
-    result = aliased(ToolResultRow)
+    result = schema.aliased(schema.ToolResultRow)
     per = (
         select(
             c.trace_id.label("trace_id"),
@@ -296,13 +275,13 @@ def _first_of(per: Any, partition: Sequence[str], by: str, *, windows: bool) -> 
 def _findings(ids: Sequence[int] | None, *, windows: bool = True) -> Any:
     per = (
         select(
-            FindingRow.trace_id.label("trace_id"),
-            FindingRow.tool.label("tool"),
-            FindingRow.name.label("kind"),
+            schema.FindingRow.trace_id.label("trace_id"),
+            schema.FindingRow.tool.label("tool"),
+            schema.FindingRow.name.label("kind"),
             func.count().label("n"),
         )
-        .where(_of(FindingRow.trace_id, ids), COUNTED_FINDING)
-        .group_by(FindingRow.trace_id, FindingRow.tool, FindingRow.name)
+        .where(_of(schema.FindingRow.trace_id, ids), COUNTED_FINDING)
+        .group_by(schema.FindingRow.trace_id, schema.FindingRow.tool, schema.FindingRow.name)
         .subquery()
     )
     # The kind's first tool in the trace (NULL first) carries the trace for the kind's total.
@@ -381,7 +360,7 @@ ROLLUPS: dict[str, Rollup] = {
     rollup.table.name: rollup
     for rollup in (
         Rollup(
-            _table(RollupResultRow),
+            _table(schema.RollupResultRow),
             GRAINS,
             tuple(catalogue.RESULTS.keys),
             tuple(catalogue.RESULT_SUMS),
@@ -389,7 +368,7 @@ ROLLUPS: dict[str, Rollup] = {
             additive=True,
         ),
         Rollup(
-            _table(RollupSizeRow),
+            _table(schema.RollupSizeRow),
             SINGLE_GRAINS,
             tuple(catalogue.SIZES.keys),
             ("n",),
@@ -398,7 +377,7 @@ ROLLUPS: dict[str, Rollup] = {
             additive=True,
         ),
         Rollup(
-            _table(RollupDurationRow),
+            _table(schema.RollupDurationRow),
             FILTER_GRAINS,
             ("duration_ms",),
             ("n",),
@@ -407,7 +386,7 @@ ROLLUPS: dict[str, Rollup] = {
             additive=True,
         ),
         Rollup(
-            _table(RollupSizeBucketRow),
+            _table(schema.RollupSizeBucketRow),
             (Dim.DAY, *BLOCK_GRAINS.values()),
             ("bucket",),
             ("n", "tokens"),
@@ -416,7 +395,7 @@ ROLLUPS: dict[str, Rollup] = {
             derive=_size_bucket,
         ),
         Rollup(
-            _table(RollupDurationBucketRow),
+            _table(schema.RollupDurationBucketRow),
             (Dim.DAY, *BLOCK_GRAINS.values()),
             ("bucket",),
             ("n",),
@@ -425,7 +404,7 @@ ROLLUPS: dict[str, Rollup] = {
             derive=_duration_bucket,
         ),
         Rollup(
-            _table(RollupCallRow),
+            _table(schema.RollupCallRow),
             GRAINS,
             tuple(catalogue.CALLS.keys),
             ("n",),
@@ -433,21 +412,21 @@ ROLLUPS: dict[str, Rollup] = {
             additive=True,
         ),
         Rollup(
-            _table(RollupSignatureRow),
+            _table(schema.RollupSignatureRow),
             GRAINS,
             ("occurrences",),
             ("n", "errors", "wasted_tokens"),
             _signatures,
         ),
         Rollup(
-            _table(RollupTraceRow),
+            _table(schema.RollupTraceRow),
             GRAINS,
             ("max_occurrence", "token_counts", "share_bin"),
             ("n", "messages", "total_tokens", "tool_result_tokens"),
             _traces,
         ),
         Rollup(
-            _table(RollupFindingRow),
+            _table(schema.RollupFindingRow),
             GRAINS,
             ("kind",),
             ("n", "traces_tool", "traces_kind"),
@@ -455,7 +434,7 @@ ROLLUPS: dict[str, Rollup] = {
             windowless=partial(_findings, windows=False),
         ),
         Rollup(
-            _table(RollupActivityRow),
+            _table(schema.RollupActivityRow),
             SINGLE_GRAINS,
             ("hour", "error", "error_type"),
             ("n", "tokens"),
@@ -463,7 +442,7 @@ ROLLUPS: dict[str, Rollup] = {
             additive=True,
         ),
         Rollup(
-            _table(RollupActivityDayRow),
+            _table(schema.RollupActivityDayRow),
             SINGLE_GRAINS,
             ("result_day", "error", "error_type"),
             ("n", "tokens"),
@@ -472,7 +451,7 @@ ROLLUPS: dict[str, Rollup] = {
             derive=_day_of_hour,
         ),
         Rollup(
-            _table(RollupInputShareRow),
+            _table(schema.RollupInputShareRow),
             GRAINS,
             tuple(catalogue.INPUT_SHARES.keys),
             ("n",),
@@ -480,7 +459,7 @@ ROLLUPS: dict[str, Rollup] = {
             additive=True,
         ),
         Rollup(
-            _table(RollupFingerprintRow),
+            _table(schema.RollupFingerprintRow),
             GRAINS,
             ("fingerprint", "error_type"),
             ("n", "traces"),
@@ -969,18 +948,18 @@ def rebuild(engine: Engine, *, chunk: int = 20_000, only: Sequence[str] | None =
         for rollup in chosen:
             conn.execute(delete(rollup.table))
         if only is None:
-            conn.execute(delete(RollupState))
+            conn.execute(delete(schema.RollupState))
             conn.execute(
-                _table(RollupState)
+                _table(schema.RollupState)
                 .insert()
                 .values(id=1, complete=True, rebuilt_at=datetime.now(UTC), pending=None)
             )
         else:
             left = [name for name in pending_in(conn) if name not in only]
             conn.execute(
-                _table(RollupState)
+                _table(schema.RollupState)
                 .update()
-                .where(RollupState.id == 1)
+                .where(schema.RollupState.id == 1)
                 .values(pending=" ".join(left) or None)
             )
         rollup_state.forget(conn)

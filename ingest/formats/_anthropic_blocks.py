@@ -32,20 +32,7 @@ import orjson
 
 from db.contract import exact_json
 from db.contract.vocabulary import CallKind
-from ingest.formats._common import (
-    ShapeError,
-    canonical_role,
-    json_call,
-    json_type,
-    opaque_message,
-    opaque_role,
-    optional_str,
-    parse_timestamp,
-    required_str,
-    text_of,
-    type_name,
-    unknown_fields,
-)
+from ingest.formats import _common
 from ingest.model import Message, ToolCall, ToolResult
 
 #: Result blocks of Anthropic's server tools (anthropic-sdk-python ``ContentBlock`` union).
@@ -106,8 +93,8 @@ def _block_fields(blocks: list[Any]) -> list[str]:
     found: list[str] = []
     for block in blocks:
         if isinstance(block, dict):
-            where = type_name(block.get("type")) if "type" in block else "text"
-            found.extend(unknown_fields(block, KNOWN_BLOCK_FIELDS, where))
+            where = _common.type_name(block.get("type")) if "type" in block else "text"
+            found.extend(_common.unknown_fields(block, KNOWN_BLOCK_FIELDS, where))
     return found
 
 
@@ -139,26 +126,28 @@ def convert_message(
     of an API message split over several lines; ``keep_usage=False`` drops usage repeated on
     such lines.
     """
-    role = canonical_role(msg.get("role"), f"{path}.role")
+    role = _common.canonical_role(msg.get("role"), f"{path}.role")
     usage = msg.get("usage") if keep_usage and isinstance(msg.get("usage"), dict) else None
     common: dict[str, Any] = {
         "seq": 0,
-        "timestamp": timestamp or parse_timestamp(msg.get("timestamp")),
-        "source_id": optional_str(msg.get("id"), f"{path}.id"),
+        "timestamp": timestamp or _common.parse_timestamp(msg.get("timestamp")),
+        "source_id": _common.optional_str(msg.get("id"), f"{path}.id"),
         "source_line": line,
     }
     content = msg.get("content")
     if not isinstance(content, list):
         if content is not None and not isinstance(content, str):
-            raise ShapeError(
-                f"{path}.content: expected a string or an array, got {json_type(content)}"
+            raise _common.ShapeError(
+                f"{path}.content: expected a string or an array, got {_common.json_type(content)}"
             )
-        message = Message(role=role, content=text_of(content), usage=usage, raw=wrap(msg), **common)
-        message.unknown_fields = unknown_fields(msg, KNOWN_MESSAGE_FIELDS, "message")
+        message = Message(
+            role=role, content=_common.text_of(content), usage=usage, raw=wrap(msg), **common
+        )
+        message.unknown_fields = _common.unknown_fields(msg, KNOWN_MESSAGE_FIELDS, "message")
         if role == "tool":
             message.tool_result = ToolResult(
-                tool_call_id=optional_str(msg.get("tool_call_id"), f"{path}.tool_call_id"),
-                name=optional_str(msg.get("name"), f"{path}.name"),
+                tool_call_id=_common.optional_str(msg.get("tool_call_id"), f"{path}.tool_call_id"),
+                name=_common.optional_str(msg.get("name"), f"{path}.name"),
             )
         return [message]
     results: list[tuple[int, dict[str, Any]]] = []
@@ -175,12 +164,14 @@ def convert_message(
         elif isinstance(block, dict | str):
             rest.append(block)
         else:
-            raise ShapeError(f"{path}.content[{index}]: expected an object, got {json_type(block)}")
+            raise _common.ShapeError(
+                f"{path}.content[{index}]: expected an object, got {_common.json_type(block)}"
+            )
     split = len(results) + len(answered) + (1 if rest else 0) + len(unknown) > 1
     messages = [
         Message(
             role="tool",
-            content=text_of(block.get("content")),
+            content=_common.text_of(block.get("content")),
             tool_result=_tool_result(block, f"{path}.content[{index}]"),
             raw=wrap({**msg, "content": [block]}) if split else wrap(msg),
             unknown_fields=_block_fields([block]),
@@ -192,7 +183,7 @@ def convert_message(
         messages.append(
             Message(
                 role=role,
-                content=text_of(rest),
+                content=_common.text_of(rest),
                 tool_calls=_tool_calls(content, path, first_call_index),
                 raw=wrap({**msg, "content": rest}) if split else wrap(msg),
                 unknown_fields=_block_fields(rest),
@@ -210,10 +201,10 @@ def convert_message(
         for index, block in answered
     ]
     for block in unknown:
-        opaque = opaque_message(
+        opaque = _common.opaque_message(
             block,
-            type_name(block.get("type")),
-            opaque_role(role),
+            _common.type_name(block.get("type")),
+            _common.opaque_role(role),
             line,
             raw=wrap({**msg, "content": [block]}) if split else wrap(msg),
         )
@@ -221,7 +212,7 @@ def convert_message(
         messages.append(opaque)
     if usage is not None:
         messages[0].usage = usage
-    fields = unknown_fields(msg, KNOWN_MESSAGE_FIELDS, "message")
+    fields = _common.unknown_fields(msg, KNOWN_MESSAGE_FIELDS, "message")
     if fields:
         messages[0].unknown_fields = [*fields, *messages[0].unknown_fields]
     return messages
@@ -253,10 +244,10 @@ def _tool_calls(content: list[Any], path: str, first_call_index: int) -> list[To
             continue
         block_path = f"{path}.content[{index}]"
         calls.append(
-            json_call(
+            _common.json_call(
                 first_call_index + len(calls),
-                optional_str(block.get("id"), f"{block_path}.id"),
-                required_str(block.get("name"), f"{block_path}.name"),
+                _common.optional_str(block.get("id"), f"{block_path}.id"),
+                _common.required_str(block.get("name"), f"{block_path}.name"),
                 block.get("input"),
                 CALL_BLOCK_KINDS[kind],
             )
@@ -265,14 +256,29 @@ def _tool_calls(content: list[Any], path: str, first_call_index: int) -> list[To
 
 
 def _tool_result(block: dict[str, Any], path: str) -> ToolResult:
+    return _flagged_result(
+        block,
+        path,
+        _common.optional_str(block.get("tool_use_id"), f"{path}.tool_use_id"),
+        name=_common.optional_str(block.get("name"), f"{path}.name"),
+    )
+
+
+def _flagged_result(
+    block: dict[str, Any], path: str, call_id: str | None, name: str | None = None
+) -> ToolResult:
+    """A result whose content is a string or an array of blocks and whose error flag, when
+    present, is the boolean ``is_error``."""
     content = block.get("content")
     if content is not None and not isinstance(content, str | list):
-        raise ShapeError(f"{path}.content: expected a string or an array, got {json_type(content)}")
+        raise _common.ShapeError(
+            f"{path}.content: expected a string or an array, got {_common.json_type(content)}"
+        )
     is_error = block.get("is_error")
     flagged = isinstance(is_error, bool)
     return ToolResult(
-        tool_call_id=optional_str(block.get("tool_use_id"), f"{path}.tool_use_id"),
-        name=optional_str(block.get("name"), f"{path}.name"),
+        tool_call_id=call_id,
+        name=name,
         explicit_error=is_error if flagged else None,
         explicit_source="is_error" if flagged else None,
     )
@@ -282,19 +288,9 @@ def _server_result(block: dict[str, Any], path: str) -> ToolResult:
     """A server tool's or MCP server's result: its call id, and its error flag (``is_error`` on
     MCP results; an error object as the content of a server result)."""
     content = block.get("content")
-    call_id = optional_str(block.get("tool_use_id"), f"{path}.tool_use_id")
+    call_id = _common.optional_str(block.get("tool_use_id"), f"{path}.tool_use_id")
     if block.get("type") == "mcp_tool_result":
-        if content is not None and not isinstance(content, str | list):
-            raise ShapeError(
-                f"{path}.content: expected a string or an array, got {json_type(content)}"
-            )
-        is_error = block.get("is_error")
-        flagged = isinstance(is_error, bool)
-        return ToolResult(
-            tool_call_id=call_id,
-            explicit_error=is_error if flagged else None,
-            explicit_source="is_error" if flagged else None,
-        )
+        return _flagged_result(block, path, call_id)
     kind = content.get("type") if isinstance(content, dict) else None
     failed = isinstance(kind, str) and kind.endswith("_error")
     return ToolResult(
@@ -307,7 +303,7 @@ def _server_result(block: dict[str, Any], path: str) -> ToolResult:
 def _server_result_text(content: Any) -> str:
     """What a server or MCP result says: its text parts, else its content as compact JSON
     (search hits, fetched documents, stdout / stderr, an error code)."""
-    text = text_of(content)
+    text = _common.text_of(content)
     if text or content is None or isinstance(content, str):
         return text
     return exact_json.dumps_bytes(content, orjson.OPT_NON_STR_KEYS).decode()

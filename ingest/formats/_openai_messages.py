@@ -9,24 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from db.contract.vocabulary import Role
-from ingest.formats._common import (
-    ROLE_MAP,
-    TEXT_PART_TYPES,
-    ShapeError,
-    canonical_role,
-    construct,
-    expect_list,
-    expect_object,
-    json_call,
-    opaque_message,
-    opaque_role,
-    optional_str,
-    parse_timestamp,
-    required_str,
-    text_of,
-    type_name,
-    unknown_fields,
-)
+from ingest.formats import _common
 from ingest.model import Message, ToolCall, ToolResult
 
 #: Message fields this module reads, or knows to be bookkeeping; another field carrying content
@@ -45,7 +28,15 @@ KNOWN_MESSAGE_FIELDS = frozenset(
 )  # fmt: skip
 #: Content part types of Chat Completions (text read; images, audio and files kept in raw).
 KNOWN_PART_TYPES = frozenset(
-    {*TEXT_PART_TYPES, "refusal", "image_url", "input_audio", "file", "image", "input_image"}
+    {
+        *_common.TEXT_PART_TYPES,
+        "refusal",
+        "image_url",
+        "input_audio",
+        "file",
+        "image",
+        "input_image",
+    }
 )
 
 
@@ -58,22 +49,22 @@ def convert_message(msg: dict[str, Any], path: str, line: int | None) -> list[Me
     counted as the unknown item ``role:<role>``; a missing role is still an error.
     """
     given = msg.get("role")
-    if given is not None and not (isinstance(given, str) and given in ROLE_MAP):
-        return [opaque_message(msg, f"role:{type_name(given)}", "assistant", line)]
-    role = canonical_role(given, f"{path}.role")
+    if given is not None and not (isinstance(given, str) and given in _common.ROLE_MAP):
+        return [_common.opaque_message(msg, f"role:{_common.type_name(given)}", "assistant", line)]
+    role = _common.canonical_role(given, f"{path}.role")
     usage = msg.get("usage")
     is_tool = role == "tool"
     # Read in the order the checks report errors: content, id, then the calls or the result.
-    content = text_of(msg.get("content"))
-    source_id = optional_str(msg.get("id"), f"{path}.id")
+    content = _common.text_of(msg.get("content"))
+    source_id = _common.optional_str(msg.get("id"), f"{path}.id")
     # Every value below is already checked by the readers above (role, strings, timestamp), so
     # the models are built without re-validation: this is the hottest loop of the import.
-    message = construct(
+    message = _common.construct(
         Message,
         seq=0,
         role=role,
         content=content,
-        timestamp=parse_timestamp(msg.get("timestamp")),
+        timestamp=_common.parse_timestamp(msg.get("timestamp")),
         tool_calls=[] if is_tool else tool_calls(msg, path),
         tool_result=_tool_result(msg, path) if is_tool else None,
         usage=dict(usage) if isinstance(usage, dict) else None,
@@ -82,7 +73,7 @@ def convert_message(msg: dict[str, Any], path: str, line: int | None) -> list[Me
         branch=None,
         branch_parent=None,
         raw=msg,
-        unknown_fields=unknown_fields(msg, KNOWN_MESSAGE_FIELDS, "message"),
+        unknown_fields=_common.unknown_fields(msg, KNOWN_MESSAGE_FIELDS, "message"),
     )
     return [message, *_unknown_parts(msg, role, line)]
 
@@ -93,7 +84,9 @@ def _unknown_parts(msg: dict[str, Any], role: Role, line: int | None) -> list[Me
     if not isinstance(content, list):
         return []
     return [
-        opaque_message(part, type_name(part["type"]), opaque_role(role), line)
+        _common.opaque_message(
+            part, _common.type_name(part["type"]), _common.opaque_role(role), line
+        )
         for part in content
         if isinstance(part, dict)
         and "type" in part
@@ -104,9 +97,9 @@ def _unknown_parts(msg: dict[str, Any], role: Role, line: int | None) -> list[Me
 def convert_messages(items: Any, path: str, line: int | None) -> list[Message]:
     """Every message of an OpenAI message list at ``path`` (seq still to be numbered)."""
     messages: list[Message] = []
-    for index, item in enumerate(expect_list(items, path)):
+    for index, item in enumerate(_common.expect_list(items, path)):
         item_path = f"{path}[{index}]"
-        messages.extend(convert_message(expect_object(item, item_path), item_path, line))
+        messages.extend(convert_message(_common.expect_object(item, item_path), item_path, line))
     return messages
 
 
@@ -115,12 +108,12 @@ def tool_calls(msg: dict[str, Any], path: str) -> list[ToolCall]:
     calls: list[ToolCall] = []
     listed = msg.get("tool_calls")
     if listed is not None:
-        for index, call in enumerate(expect_list(listed, f"{path}.tool_calls")):
+        for index, call in enumerate(_common.expect_list(listed, f"{path}.tool_calls")):
             call_path = f"{path}.tool_calls[{index}]"
-            calls.append(tool_call(expect_object(call, call_path), call_path, index))
+            calls.append(tool_call(_common.expect_object(call, call_path), call_path, index))
     legacy = msg.get("function_call")
     if legacy is not None:
-        spec = expect_object(legacy, f"{path}.function_call")
+        spec = _common.expect_object(legacy, f"{path}.function_call")
         calls.append(_function_call(spec, f"{path}.function_call", len(calls), call_id=None))
     return calls
 
@@ -128,54 +121,54 @@ def tool_calls(msg: dict[str, Any], path: str) -> list[ToolCall]:
 def tool_call(call: dict[str, Any], path: str, call_index: int) -> ToolCall:
     """One ``tool_calls`` entry: ``function`` (JSON-string or object arguments), ``custom``, or
     tau2's flat ``{"id", "name", "arguments", "requestor"}`` (no ``function`` object)."""
-    call_id = optional_str(call.get("id"), f"{path}.id")
+    call_id = _common.optional_str(call.get("id"), f"{path}.id")
     kind = call.get("type", "function")
     if kind == "function" and "function" not in call and "name" in call:
         # tau2-bench's ToolCall model: the name and arguments sit on the call itself.
         return _function_call(call, path, call_index, call_id)
     if kind == "function":
-        spec = expect_object(call.get("function"), f"{path}.function")
+        spec = _common.expect_object(call.get("function"), f"{path}.function")
         return _function_call(spec, f"{path}.function", call_index, call_id)
     if kind == "custom":
         # Custom tools take free text, not JSON: the text is the arguments, always valid.
-        spec = expect_object(call.get("custom"), f"{path}.custom")
-        text = optional_str(spec.get("input"), f"{path}.custom.input")
-        return construct(
+        spec = _common.expect_object(call.get("custom"), f"{path}.custom")
+        text = _common.optional_str(spec.get("input"), f"{path}.custom.input")
+        return _common.construct(
             ToolCall,
             call_index=call_index,
             tool_call_id=call_id,
-            name=required_str(spec.get("name"), f"{path}.custom.name"),
+            name=_common.required_str(spec.get("name"), f"{path}.custom.name"),
             arguments_raw=text,
             arguments=text,
             args_valid=True,
             args_error=None,
             kind="client",
         )
-    raise ShapeError(f"{path}.type: unknown tool call type {kind!r}")
+    raise _common.ShapeError(f"{path}.type: unknown tool call type {kind!r}")
 
 
 def _function_call(
     spec: dict[str, Any], path: str, call_index: int, call_id: str | None
 ) -> ToolCall:
-    name = required_str(spec.get("name"), f"{path}.name")
-    return json_call(call_index, call_id, name, spec.get("arguments"))
+    name = _common.required_str(spec.get("name"), f"{path}.name")
+    return _common.json_call(call_index, call_id, name, spec.get("arguments"))
 
 
 def _tool_result(msg: dict[str, Any], path: str) -> ToolResult:
-    call_id = optional_str(msg.get("tool_call_id"), f"{path}.tool_call_id")
+    call_id = _common.optional_str(msg.get("tool_call_id"), f"{path}.tool_call_id")
     if call_id is None and msg.get("tool_call_ids") is not None:
         # SWE-agent lists the ids; one observation answers one call, the first one.
-        ids = expect_list(msg["tool_call_ids"], f"{path}.tool_call_ids")
-        call_id = optional_str(ids[0], f"{path}.tool_call_ids[0]") if ids else None
+        ids = _common.expect_list(msg["tool_call_ids"], f"{path}.tool_call_ids")
+        call_id = _common.optional_str(ids[0], f"{path}.tool_call_ids[0]") if ids else None
     if call_id is None and msg.get("role") == "tool":
         # tau2 puts the id of the answered call in the tool message's own ``id``.
-        call_id = optional_str(msg.get("id"), f"{path}.id")
+        call_id = _common.optional_str(msg.get("id"), f"{path}.id")
     error = msg.get("error")
     flagged = isinstance(error, bool)
-    return construct(
+    return _common.construct(
         ToolResult,
         tool_call_id=call_id,
-        name=optional_str(msg.get("name"), f"{path}.name"),
+        name=_common.optional_str(msg.get("name"), f"{path}.name"),
         explicit_error=error if flagged else None,
         explicit_source="error" if flagged else None,
         duration_ms=None,

@@ -17,16 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingest.formats._common import (
-    ShapeError,
-    expect_list,
-    expect_object,
-    json_type,
-    make_trace,
-    optional_str,
-    parse_timestamp,
-    small_metadata,
-)
+from ingest.formats import _common
 from ingest.formats._record_loop import trace_per_record_format
 from ingest.formats._shapes import (
     SIGN,
@@ -47,7 +38,7 @@ _TRACE_FIELDS = {"id", "name", "timestamp", "tags", "input", "output", "observat
 
 
 def _observation(value: Any, path: str) -> SpanNode:
-    obs = expect_object(value, path)
+    obs = _common.expect_object(value, path)
     metadata = maybe_json(obs.get("metadata"))
     attrs = metadata.get("attributes") if isinstance(metadata, dict) else None
     kind, name, model, usage = (
@@ -58,12 +49,13 @@ def _observation(value: Any, path: str) -> SpanNode:
     )
     return SpanNode(
         raw=obs,
-        id=optional_str(obs.get("id"), f"{path}.id"),
-        parent=optional_str(obs.get("parentObservationId"), f"{path}.parentObservationId"),
+        id=_common.optional_str(obs.get("id"), f"{path}.id"),
+        parent=_common.optional_str(obs.get("parentObservationId"), f"{path}.parentObservationId"),
         type=kind if isinstance(kind, str) else "",
         name=name if isinstance(name, str) else "",
-        start=parse_timestamp(obs.get("startTime")),
-        end=parse_timestamp(obs.get("endTime")) or parse_timestamp(obs.get("startTime")),
+        start=_common.parse_timestamp(obs.get("startTime")),
+        end=_common.parse_timestamp(obs.get("endTime"))
+        or _common.parse_timestamp(obs.get("startTime")),
         attrs=attrs if isinstance(attrs, dict) else {},
         input=obs.get("input"),
         output=obs.get("output"),
@@ -77,19 +69,23 @@ def _observation(value: Any, path: str) -> SpanNode:
 def _export_trace(record: Record) -> Trace:
     value = record.value
     if not isinstance(value, dict):
-        raise ShapeError(f"expected a Langfuse trace export object, got {json_type(value)}")
+        raise _common.ShapeError(
+            f"expected a Langfuse trace export object, got {_common.json_type(value)}"
+        )
     if "trace" in value:
-        trace = expect_object(value["trace"], "trace")
+        trace = _common.expect_object(value["trace"], "trace")
         path = "observations"
-        items = expect_list(value.get("observations", []), "observations")
+        items = _common.expect_list(value.get("observations", []), "observations")
     elif "observations" in value:
         trace, path, items = (
             value,
             "observations",
-            expect_list(value["observations"], "observations"),
+            _common.expect_list(value["observations"], "observations"),
         )
     else:
-        raise ShapeError('no "trace" object and no "observations" (expected a Langfuse export)')
+        raise _common.ShapeError(
+            'no "trace" object and no "observations" (expected a Langfuse export)'
+        )
     observations = [_observation(item, f"{path}[{i}]") for i, item in enumerate(items)]
     conversation = span_conversation(observations)
     for message in conversation.messages:
@@ -98,19 +94,19 @@ def _export_trace(record: Record) -> Trace:
     name = trace.get("name")
     session = trace.get("sessionId")
     fields = {k: maybe_json(v) for k, v in trace.items() if k not in _TRACE_FIELDS}
-    return make_trace(
+    return _common.make_trace(
         conversation.messages,
         format=NAME,
         source_file=record.source_file,
         source_line=record.line,
-        external_id=optional_str(trace.get("id"), "trace.id"),
+        external_id=_common.optional_str(trace.get("id"), "trace.id"),
         session_id=session if isinstance(session, str) and session else None,
         agent=name if isinstance(name, str) and name else None,
         model=conversation.model,
-        started_at=parse_timestamp(trace.get("timestamp")),
+        started_at=_common.parse_timestamp(trace.get("timestamp")),
         tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
         tools=conversation.tools,
-        metadata=small_metadata({**fields, "observation_count": len(observations)}, set()),
+        metadata=_common.small_metadata({**fields, "observation_count": len(observations)}, set()),
     )
 
 

@@ -37,18 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ingest.formats import _openai_messages, langchain
-from ingest.formats._common import (
-    ShapeError,
-    expect_object,
-    json_call,
-    json_type,
-    make_trace,
-    optional_str,
-    parse_timestamp,
-    text_of,
-    tool_defs,
-)
+from ingest.formats import _common, _openai_messages, langchain
 from ingest.formats._shapes import (
     PLAIN,
     SIGN,
@@ -97,17 +86,17 @@ def _parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[T
             continue
         try:
             runs += _runs_of(record, record.value, "run")
-        except ShapeError as exc:
+        except _common.ShapeError as exc:
             yield record.reject("wrong_shape", str(exc))
     yield from _traces(runs, source_file)
 
 
 def _runs_of(record: Record, value: Any, path: str) -> list[_Run]:
     """The run of a record and, recursively, its ``child_runs``."""
-    run = expect_object(value, path)
-    run_id = optional_str(run.get("id"), f"{path}.id")
+    run = _common.expect_object(value, path)
+    run_id = _common.optional_str(run.get("id"), f"{path}.id")
     if run_id is None or not isinstance(run.get("run_type"), str):
-        raise ShapeError(f'{path}: not a LangSmith run (expected "id" and "run_type")')
+        raise _common.ShapeError(f'{path}: not a LangSmith run (expected "id" and "run_type")')
     order = run.get("dotted_order")
     start = run.get("start_time")
     found = [
@@ -115,8 +104,8 @@ def _runs_of(record: Record, value: Any, path: str) -> list[_Run]:
             record=record,
             value=run,
             id=run_id,
-            parent=optional_str(run.get("parent_run_id"), f"{path}.parent_run_id"),
-            trace=optional_str(run.get("trace_id"), f"{path}.trace_id"),
+            parent=_common.optional_str(run.get("parent_run_id"), f"{path}.parent_run_id"),
+            trace=_common.optional_str(run.get("trace_id"), f"{path}.trace_id"),
             order=order if isinstance(order, str) else _sortable_time(start),
         )
     ]
@@ -127,7 +116,7 @@ def _runs_of(record: Record, value: Any, path: str) -> list[_Run]:
 
 
 def _sortable_time(value: Any) -> str:
-    stamp = parse_timestamp(value)
+    stamp = _common.parse_timestamp(value)
     return stamp.isoformat() if stamp else ""
 
 
@@ -184,7 +173,7 @@ def _trace(
             continue
         try:
             prompt, answer = _llm_messages(run)
-        except ShapeError as exc:
+        except _common.ShapeError as exc:
             problems.append((run, f"run {run.id}: {exc}"))
             continue
         _continue(thread, prompt, answer, run)
@@ -205,7 +194,7 @@ def _trace(
     # A thread is named in the root run's metadata (the run's own ``session_id`` is its project).
     named = _obj(_obj(value, "extra"), "metadata")
     session = next((named[k] for k in _THREAD_KEYS if isinstance(named.get(k), str)), None)
-    return make_trace(
+    return _common.make_trace(
         thread.messages,
         format=NAME,
         source_file=source_file,
@@ -214,7 +203,7 @@ def _trace(
         session_id=session or None,
         agent=name if isinstance(name, str) else None,
         model=model,
-        started_at=parse_timestamp(value.get("start_time")),
+        started_at=_common.parse_timestamp(value.get("start_time")),
         tags=[t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
         tools=tools,
         metadata=metadata,
@@ -233,10 +222,12 @@ def _llm_messages(run: _Run) -> tuple[list[Message], list[Message]]:
         if isinstance(listed, list):
             for index, item in enumerate(listed):
                 path = f"inputs.messages[{index}]"
-                prompt += _message(expect_object(item, path), line, path)
+                prompt += _message(_common.expect_object(item, path), line, path)
         prompts = inputs.get("prompts")
         if not prompt and isinstance(prompts, list) and prompts:
-            prompt.append(Message(seq=0, role="user", content=text_of(prompts[0]), raw=prompts))
+            prompt.append(
+                Message(seq=0, role="user", content=_common.text_of(prompts[0]), raw=prompts)
+            )
     answer: list[Message] = []
     if isinstance(outputs, dict):
         generations = outputs.get("generations")
@@ -249,7 +240,7 @@ def _llm_messages(run: _Run) -> tuple[list[Message], list[Message]]:
         elif isinstance(first, dict) and isinstance(first.get("text"), str):
             answer = [Message(seq=0, role="assistant", content=first["text"], raw=first)]
         elif isinstance(choices, list) and choices and isinstance(choices[0], dict):
-            chosen = expect_object(choices[0].get("message"), "outputs.choices[0].message")
+            chosen = _common.expect_object(choices[0].get("message"), "outputs.choices[0].message")
             answer = _message(chosen, line, "outputs.choices[0].message")
         usage = outputs.get("usage_metadata", outputs.get("usage"))
         llm_output = outputs.get("llm_output")
@@ -257,8 +248,8 @@ def _llm_messages(run: _Run) -> tuple[list[Message], list[Message]]:
             usage = llm_output.get("token_usage")
         if answer and isinstance(usage, dict) and answer[0].usage is None:
             answer[0].usage = usage
-    start = parse_timestamp(run.value.get("start_time"))
-    end = parse_timestamp(run.value.get("end_time"))
+    start = _common.parse_timestamp(run.value.get("start_time"))
+    end = _common.parse_timestamp(run.value.get("end_time"))
     for sent in prompt:
         sent.timestamp = sent.timestamp or start
     for received in answer:
@@ -309,8 +300,8 @@ def _tools(run: dict[str, Any]) -> list[ToolDef]:
     extra = _obj(run, "extra")
     params = _obj(extra, "invocation_params")
     try:
-        return tool_defs(params.get("tools"), "extra.invocation_params.tools")
-    except ShapeError:
+        return _common.tool_defs(params.get("tools"), "extra.invocation_params.tools")
+    except _common.ShapeError:
         return []  # tool definitions are a nicety: an odd shape does not cost the trace
 
 
@@ -332,13 +323,13 @@ def _place_tool_run(thread: _Thread, run: _Run) -> None:
     )
     if existing is not None and existing.tool_result is not None:
         # The tool run knows when the tool answered; the prompt that sent it back is later.
-        existing.timestamp = parse_timestamp(value.get("end_time")) or existing.timestamp
+        existing.timestamp = _common.parse_timestamp(value.get("end_time")) or existing.timestamp
         if failed:
             existing.tool_result.explicit_error = True
             existing.tool_result.explicit_source = "error"
         return
-    start = parse_timestamp(value.get("start_time"))
-    end = parse_timestamp(value.get("end_time"))
+    start = _common.parse_timestamp(value.get("start_time"))
+    end = _common.parse_timestamp(value.get("end_time"))
     if call_id is None:
         # A run that failed has no output to carry its call id: its call is the first
         # unanswered call of the same name.
@@ -349,7 +340,7 @@ def _place_tool_run(thread: _Thread, run: _Run) -> None:
     if not (call_id and has_call):
         inputs = value.get("inputs")
         raw_args = inputs.get("input", inputs) if isinstance(inputs, dict) else inputs
-        call = json_call(0, call_id, name, raw_args)
+        call = _common.json_call(0, call_id, name, raw_args)
         placed.append(
             Message(seq=0, role="assistant", tool_calls=[call], timestamp=start, source_id=run.id)
         )
@@ -402,8 +393,8 @@ def _output_text(output: Any) -> str:
     if isinstance(output, dict):
         data = output.get("kwargs", output)
         if isinstance(data, dict) and "content" in data:
-            return text_of(data["content"])
-    return text_of(output)
+            return _common.text_of(data["content"])
+    return _common.text_of(output)
 
 
 def _position(thread: _Thread, start: datetime | None, call_id: str | None) -> int:
@@ -433,7 +424,7 @@ def shape(record: Any) -> Fit:
     if "run_type" not in record:
         return PLAIN  # a run cut before its run_type: it may be one
     if not isinstance(record["run_type"], str):
-        return Misfit(f'"run_type" is {json_type(record["run_type"])}, not a string')
+        return Misfit(f'"run_type" is {_common.json_type(record["run_type"])}, not a string')
     return SIGN
 
 

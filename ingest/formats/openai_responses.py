@@ -31,23 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ingest.formats._common import (
-    ShapeError,
-    canonical_role,
-    conversation_trace,
-    json_call,
-    json_type,
-    opaque_message,
-    opaque_role,
-    optional_str,
-    parse_timestamp,
-    required_str,
-    small_metadata,
-    text_of,
-    tool_defs,
-    type_name,
-    unknown_fields,
-)
+from ingest.formats import _common
 from ingest.formats._record_loop import MessageListFormat, message_list_format
 from ingest.formats._shapes import (
     RESPONSES_UNMODELLED_TYPES,
@@ -105,8 +89,8 @@ def _convert(item: dict[str, Any], path: str, line: int | None) -> list[_Draft]:
     drafts = _convert_item(item, path, line)
     kind = item.get("type")
     if kind is None or (isinstance(kind, str) and kind not in UNMODELLED_TYPES):
-        where = "message" if kind is None else type_name(kind)
-        fields = unknown_fields(item, KNOWN_ITEM_FIELDS, where)
+        where = "message" if kind is None else _common.type_name(kind)
+        fields = _common.unknown_fields(item, KNOWN_ITEM_FIELDS, where)
         for draft in drafts:
             if isinstance(draft, _TurnItem):
                 draft.unknown = fields
@@ -118,58 +102,62 @@ def _convert(item: dict[str, Any], path: str, line: int | None) -> list[_Draft]:
 def _convert_item(item: dict[str, Any], path: str, line: int | None) -> list[_Draft]:
     kind = item.get("type")
     if kind is None and "role" not in item:
-        raise ShapeError(f'{path}: item has neither "type" nor "role"')
+        raise _common.ShapeError(f'{path}: item has neither "type" nor "role"')
     if kind is None or kind == "message":
         return [_message(item, path, line)]
     if kind == "function_call":
-        call = json_call(
+        call = _common.json_call(
             0,
-            optional_str(item.get("call_id"), f"{path}.call_id"),
-            required_str(item.get("name"), f"{path}.name"),
+            _common.optional_str(item.get("call_id"), f"{path}.call_id"),
+            _common.required_str(item.get("name"), f"{path}.name"),
             item.get("arguments"),
         )
         return [_TurnItem(item, line, calls=[call])]
     if kind == "custom_tool_call":
         # Custom tools take free text, not JSON: the text is the arguments, always valid.
-        text = optional_str(item.get("input"), f"{path}.input")
+        text = _common.optional_str(item.get("input"), f"{path}.input")
         call = ToolCall(
             call_index=0,
-            tool_call_id=optional_str(item.get("call_id"), f"{path}.call_id"),
-            name=required_str(item.get("name"), f"{path}.name"),
+            tool_call_id=_common.optional_str(item.get("call_id"), f"{path}.call_id"),
+            name=_common.required_str(item.get("name"), f"{path}.name"),
             arguments_raw=text,
             arguments=text,
         )
         return [_TurnItem(item, line, calls=[call])]
     if kind in _OUTPUT_TYPES:
         result = ToolResult(
-            tool_call_id=optional_str(item.get("call_id"), f"{path}.call_id"),
-            name=optional_str(item.get("name"), f"{path}.name"),
+            tool_call_id=_common.optional_str(item.get("call_id"), f"{path}.call_id"),
+            name=_common.optional_str(item.get("name"), f"{path}.name"),
         )
         return [
             Message(
                 seq=0,
                 role="tool",
-                content=text_of(item.get("output")),
+                content=_common.text_of(item.get("output")),
                 tool_result=result,
-                source_id=optional_str(item.get("id"), f"{path}.id"),
+                source_id=_common.optional_str(item.get("id"), f"{path}.id"),
                 source_line=line,
                 raw=item,
             )
         ]
     if isinstance(kind, str) and kind in UNMODELLED_TYPES:
         return [_TurnItem(item, line)]
-    return [opaque_message(item, type_name(kind), opaque_role(item.get("role")), line)]
+    return [
+        _common.opaque_message(
+            item, _common.type_name(kind), _common.opaque_role(item.get("role")), line
+        )
+    ]
 
 
 def _message(item: dict[str, Any], path: str, line: int | None) -> _Draft:
-    role = canonical_role(item.get("role"), f"{path}.role")
+    role = _common.canonical_role(item.get("role"), f"{path}.role")
     if role == "tool":
-        raise ShapeError(
+        raise _common.ShapeError(
             f"{path}.role: {item['role']!r} is not a Responses message role "
             "(results are function_call_output items)"
         )
-    source_id = optional_str(item.get("id"), f"{path}.id")
-    text = text_of(item.get("content"))
+    source_id = _common.optional_str(item.get("id"), f"{path}.id")
+    text = _common.text_of(item.get("content"))
     if role == "assistant":
         return _TurnItem(item, line, text=text, source_id=source_id)
     return Message(seq=0, role=role, content=text, source_id=source_id, source_line=line, raw=item)
@@ -210,7 +198,7 @@ def _turn_message(turn: list[_TurnItem]) -> Message:
 def _container_trace(record: Record) -> Trace:
     obj: dict[str, Any] = record.value
     if "input" not in obj and "output" not in obj:
-        raise ShapeError('no item list (expected "input" or "output")')
+        raise _common.ShapeError('no item list (expected "input" or "output")')
     messages = _instructions(obj.get("instructions"), record.line)
     messages += _items(obj.get("input"), "input", record.line)
     output = _items(obj.get("output"), "output", record.line)
@@ -221,15 +209,15 @@ def _container_trace(record: Record) -> Trace:
         first_turn.usage = usage
         consumed.add("usage")
     model = obj.get("model")
-    return conversation_trace(
+    return _common.conversation_trace(
         messages + output,
         record,
         obj,
         format=NAME,
         model=model if isinstance(model, str) else None,
-        started_at=parse_timestamp(obj.get("created_at")),
-        tools=tool_defs(obj.get("tools"), "tools"),
-        metadata=small_metadata(obj, consumed),
+        started_at=_common.parse_timestamp(obj.get("created_at")),
+        tools=_common.tool_defs(obj.get("tools"), "tools"),
+        metadata=_common.small_metadata(obj, consumed),
     )
 
 
@@ -248,7 +236,9 @@ def _items(value: Any, path: str, line: int) -> list[Message]:
     if isinstance(value, str):
         return [Message(seq=0, role="user", content=value, source_line=line, raw={path: value})]
     if not isinstance(value, list):
-        raise ShapeError(f"{path}: expected a string or an array, got {json_type(value)}")
+        raise _common.ShapeError(
+            f"{path}: expected a string or an array, got {_common.json_type(value)}"
+        )
     return _READER.convert_list(value, path, line)
 
 
@@ -279,7 +269,7 @@ def shape(record: Any) -> Fit:
     if isinstance(record, list):
         return combine(responses_item(item) for item in record)
     if not isinstance(record, dict):
-        return Misfit(f"a record is a JSON {json_type(record)}, not an object")
+        return Misfit(f"a record is a JSON {_common.json_type(record)}, not an object")
     if record.get("object") == "response":
         return SIGN
     lists = [key for key in ("input", "output") if isinstance(record.get(key), list)]

@@ -46,18 +46,7 @@ from typing import Any
 
 import orjson
 
-from ingest.formats import _anthropic_blocks, _openai_messages, openai_responses
-from ingest.formats._common import (
-    ShapeError,
-    expect_list,
-    expect_object,
-    json_type,
-    make_trace,
-    optional_str,
-    parse_timestamp,
-    text_of,
-    tool_defs,
-)
+from ingest.formats import _anthropic_blocks, _common, _openai_messages, openai_responses
 from ingest.formats._request_history import Conversation, Interner, Request, conversations
 from ingest.formats._shapes import (
     SIGN,
@@ -109,7 +98,7 @@ def parse(records: Iterable[Record | Rejected], source_file: str) -> Iterator[Tr
             continue
         try:
             request, info = _read(record, len(requests))
-        except ShapeError as exc:
+        except _common.ShapeError as exc:
             yield record.reject("wrong_shape", str(exc))
             continue
         interner.intern(request)
@@ -130,7 +119,7 @@ def _trace(conversation: Conversation, logged: list[_Logged], source_file: str) 
     failed = sum(1 for info in logged if info.failed)
     if failed:
         metadata["failed_requests"] = failed
-    return make_trace(
+    return _common.make_trace(
         conversation.messages,
         format=NAME,
         source_file=source_file,
@@ -150,7 +139,9 @@ def _trace(conversation: Conversation, logged: list[_Logged], source_file: str) 
 def _read(record: Record, index: int) -> tuple[Request, _Logged]:
     obj = record.value
     if not isinstance(obj, dict):
-        raise ShapeError(f"expected an object (a logged request), got {json_type(obj)}")
+        raise _common.ShapeError(
+            f"expected an object (a logged request), got {_common.json_type(obj)}"
+        )
     line = record.line
     text_answer: list[Message] = []
     body: dict[str, Any] | None
@@ -169,7 +160,7 @@ def _read(record: Record, index: int) -> tuple[Request, _Logged]:
         else:
             response = _body(obj.get("response"), "response")
     if body is None:
-        raise ShapeError("request: missing (null)")
+        raise _common.ShapeError("request: missing (null)")
     dialect = _dialect(obj, body, response)
     if dialect == "responses":
         prompt, answer = _responses(body, response, line)
@@ -179,18 +170,18 @@ def _read(record: Record, index: int) -> tuple[Request, _Logged]:
         prompt, answer = _chat(body, response, line)
     started = _time((obj, body, response or {}), _START_KEYS)
     ended = _time((obj,), _END_KEYS) or started
-    response_id = optional_str(response.get("id"), "response.id") if response else None
+    response_id = _common.optional_str(response.get("id"), "response.id") if response else None
     request = Request(
         index=index,
         prompt=prompt,
         answer=answer or text_answer,
         conversation_id=_conversation_id(obj, body),
         response_id=response_id,
-        previous_response_id=optional_str(
+        previous_response_id=_common.optional_str(
             body.get("previous_response_id") or (response or {}).get("previous_response_id"),
             "previous_response_id",
         ),
-        label=response_id or optional_str(obj.get("id"), "id") or f"line {line}",
+        label=response_id or _common.optional_str(obj.get("id"), "id") or f"line {line}",
         started=started,
         ended=ended,
         source_line=line,
@@ -210,7 +201,7 @@ def _body(value: Any, path: str) -> dict[str, Any] | None:
         return None
     if isinstance(value, str):
         value = _json_string(value, path)
-    obj = expect_object(value, path)
+    obj = _common.expect_object(value, path)
     inner = obj.get("body")
     if isinstance(inner, str):
         inner = _json_string(inner, f"{path}.body")
@@ -235,7 +226,7 @@ def _json_string(text: str, path: str) -> Any:
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
-        raise ShapeError(f"{path}: a string that is not JSON") from None
+        raise _common.ShapeError(f"{path}: a string that is not JSON") from None
 
 
 def _dialect(obj: dict[str, Any], body: dict[str, Any], response: dict[str, Any] | None) -> str:
@@ -247,7 +238,7 @@ def _dialect(obj: dict[str, Any], body: dict[str, Any], response: dict[str, Any]
     if "input" in body or (response is not None and "output" in response):
         return "responses"
     if "messages" not in body:
-        raise ShapeError(
+        raise _common.ShapeError(
             'no prompt (expected "messages" or "input", in the record or its "request")'
         )
     if response is not None and response.get("type") == "message":
@@ -283,11 +274,11 @@ def _chat(
     choices = response.get("choices") if response is not None else None
     if response is None or choices is None:
         return prompt, []  # no response logged, or an error body
-    listed = expect_list(choices, "response.choices")
+    listed = _common.expect_list(choices, "response.choices")
     if not listed:
         return prompt, []
-    choice = expect_object(listed[0], "response.choices[0]")
-    message = expect_object(choice.get("message"), "response.choices[0].message")
+    choice = _common.expect_object(listed[0], "response.choices[0]")
+    message = _common.expect_object(choice.get("message"), "response.choices[0].message")
     answer = _openai_messages.convert_message(
         {"role": "assistant", **message}, "response.choices[0].message", line
     )
@@ -302,13 +293,17 @@ def _anthropic(
     system = body.get("system")
     if system is not None:
         if not isinstance(system, str | list):
-            raise ShapeError(f"system: expected a string or an array, got {json_type(system)}")
+            raise _common.ShapeError(
+                f"system: expected a string or an array, got {_common.json_type(system)}"
+            )
         prompt.append(
-            Message(seq=0, role="system", content=text_of(system), source_line=line, raw=system)
+            Message(
+                seq=0, role="system", content=_common.text_of(system), source_line=line, raw=system
+            )
         )
-    for index, item in enumerate(expect_list(body.get("messages"), "messages")):
+    for index, item in enumerate(_common.expect_list(body.get("messages"), "messages")):
         path = f"messages[{index}]"
-        prompt += _anthropic_blocks.convert_message(expect_object(item, path), path, line)
+        prompt += _anthropic_blocks.convert_message(_common.expect_object(item, path), path, line)
     if response is None or "content" not in response:
         return prompt, []  # no response logged, or an error body
     answer = _anthropic_blocks.convert_message({"role": "assistant", **response}, "response", line)
@@ -384,7 +379,7 @@ def _claude_code_session(user_id: str) -> str | None:
 def _time(places: tuple[dict[str, Any], ...], keys: tuple[str, ...]) -> datetime | None:
     for place in places:
         for key in keys:
-            stamp = parse_timestamp(place.get(key))
+            stamp = _common.parse_timestamp(place.get(key))
             if stamp is not None:
                 return stamp
     return None
@@ -403,9 +398,9 @@ def _model(
 def _tools(obj: dict[str, Any], body: dict[str, Any]) -> list[ToolDef]:
     parameters = obj.get("model_parameters")
     if body.get("tools") is not None:
-        return tool_defs(body["tools"], "tools")
+        return _common.tool_defs(body["tools"], "tools")
     if isinstance(parameters, dict) and parameters.get("tools") is not None:
-        return tool_defs(parameters["tools"], "model_parameters.tools")
+        return _common.tool_defs(parameters["tools"], "model_parameters.tools")
     return []
 
 
@@ -420,7 +415,7 @@ def shape(record: Any) -> Fit:
     LiteLLM payload (``call_type`` …), or a request body with ``messages`` / ``input`` and a
     parameter only requests have (``max_tokens`` …)."""
     if not isinstance(record, dict):
-        return Misfit(f"a record is a JSON {json_type(record)}, not an object")
+        return Misfit(f"a record is a JSON {_common.json_type(record)}, not an object")
     request = record.get("request")
     if isinstance(request, dict):
         if "contents" in request:
