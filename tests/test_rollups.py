@@ -58,7 +58,6 @@ from db.schema import (
 )
 from db.writes.corrections import correct_result
 from db.writes.deletion import delete_rows, import_by_id, traces_by_id
-from db.writes.traces import finish_import, start_import, write_traces
 from ingest.importing.pipeline import import_paths, import_traces
 from ingest.model import Message, ToolCall, ToolResult, Trace
 
@@ -187,32 +186,19 @@ def _grid(agent: str, model: str, tool: str) -> list[Filters]:
 
 
 def _write_generated(engine: sa.Engine, messages: int) -> None:
-    """The benchmark's generated traces (6 imports), written as ``make bench-ui`` writes them
-    (on ClickHouse through its import door, the store's one writer)."""
-    if engine.dialect.name == "clickhouse":
-        sessions = [
-            door.start_session(engine, origin="test", encoding=DEFAULT_ENCODING, paths=[f"gen-{i}"])
-            for i in range(6)
-        ]
-        weeks: dict[int, list[Any]] = {i: [] for i in range(6)}
-        for week, rows in StoreGenerator(5).traces(messages):
-            weeks[week].append(rows)
-        for week, batch in weeks.items():
-            for i in range(0, len(batch), 40):
-                sessions[week].write(batch[i : i + 40])
-            sessions[week].finish([], state="done")
-        return
-    ids = [
-        start_import(engine, origin="test", encoding=DEFAULT_ENCODING, paths=[f"gen-{i}"])
+    """The benchmark's generated traces (6 imports), written through the import door in
+    batches of 40 traces, as ``make bench-ui`` writes them."""
+    sessions = [
+        door.start_session(engine, origin="test", encoding=DEFAULT_ENCODING, paths=[f"gen-{i}"])
         for i in range(6)
     ]
-    batches: dict[int, list[Any]] = {i: [] for i in range(6)}
+    weeks: dict[int, list[Any]] = {i: [] for i in range(6)}
     for week, rows in StoreGenerator(5).traces(messages):
-        batches[week].append(rows)
-    for week, batch in batches.items():
+        weeks[week].append(rows)
+    for week, batch in weeks.items():
         for i in range(0, len(batch), 40):
-            write_traces(engine, ids[week], batch[i : i + 40])
-        finish_import(engine, ids[week], state="done")
+            sessions[week].write(batch[i : i + 40])
+        sessions[week].finish([], state="done")
 
 
 def _golden_inputs() -> list[Path]:
