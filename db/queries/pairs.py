@@ -14,7 +14,7 @@ A row's ``pair`` is its address in the trace, the ``pair`` URL parameter of the 
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import Any
@@ -264,15 +264,7 @@ def _call_rows(
     stmt = restrict_calls(stmt, f).where(*_result_conditions(q))
     if traces is not None:
         stmt = stmt.where(ToolCallRow.trace_id.between(*traces))
-    if q.finding:
-        stmt = stmt.where(_call_has_finding(q.finding))
-    if q.trace:
-        stmt = stmt.where(ToolCallRow.trace_id.in_(_traces_named(q)))
-    if q.pair_state:
-        stmt = stmt.where(ToolCallRow.pair_state == q.pair_state)
-    if q.kind:
-        stmt = stmt.where(ToolCallRow.kind == q.kind)
-    return stmt
+    return _narrowed(stmt, q, ToolCallRow, _call_has_finding, lambda kind: ToolCallRow.kind == kind)
 
 
 def _result_fields() -> list[Any]:
@@ -353,14 +345,27 @@ def _lone_result_rows(f: Filters, q: PairQuery, *, count: bool = False) -> Any:
             cast(null(), Integer).label("occurrence"),
         )
     stmt = restrict_results(stmt, f).where(unpaired_result, *_result_conditions(q))
+    # A result no call answers has no call kind.
+    return _narrowed(stmt, q, ToolResultRow, _result_has_finding, lambda _kind: false())
+
+
+def _narrowed(
+    stmt: Any,
+    q: PairQuery,
+    row: type[ToolCallRow] | type[ToolResultRow],
+    has_finding: Callable[[str], Any],
+    of_kind: Callable[[str], Any],
+) -> Any:
+    """``stmt`` (one part of the pairs table, read from ``row``'s table) narrowed by the
+    query's finding, trace, pair state and call kind."""
     if q.finding:
-        stmt = stmt.where(_result_has_finding(q.finding))
+        stmt = stmt.where(has_finding(q.finding))
     if q.trace:
-        stmt = stmt.where(ToolResultRow.trace_id.in_(_traces_named(q)))
+        stmt = stmt.where(row.trace_id.in_(_traces_named(q)))
     if q.pair_state:
-        stmt = stmt.where(ToolResultRow.pair_state == q.pair_state)
+        stmt = stmt.where(row.pair_state == q.pair_state)
     if q.kind:
-        stmt = stmt.where(false())  # a result no call answers has no call kind
+        stmt = stmt.where(of_kind(q.kind))
     return stmt
 
 
@@ -458,17 +463,10 @@ def _with_trace(rows: Any, query: PairQuery) -> Any:
     )
 
 
-def pair_table(
-    engine: Engine,
-    filters: Filters = NO_FILTERS,
-    query: PairQuery = ALL_PAIRS,
-    *,
-    limit: int = 100,
-    offset: int = 0,
-) -> pd.DataFrame:
-    """:func:`list_pairs` with only the :data:`PAIR_COLUMNS`: the page's downloads, the same
-    columns as ``toollens pairs``."""
-    return list_pairs(engine, filters, query, limit=limit, offset=offset)[list(PAIR_COLUMNS)]
+def pair_table(engine: Engine, filters: Filters, query: PairQuery, limit: int) -> pd.DataFrame:
+    """The first ``limit`` rows of :func:`list_pairs` with only the :data:`PAIR_COLUMNS`: the
+    page's downloads, the same columns as ``toollens pairs``."""
+    return list_pairs(engine, filters, query, limit=limit)[list(PAIR_COLUMNS)]
 
 
 def iter_pairs(
