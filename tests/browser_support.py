@@ -40,6 +40,8 @@ CHROMIUM_ARGS = (
     "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic",
 )  # fmt: skip
 VIEWPORT = {"width": 1400, "height": 900}
+#: What Streamlit draws for an exception or an error message.
+ERROR_BOXES = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 #: How long the ready condition must hold before a page counts as rendered.
 SETTLE_MS = 600
 SERVER_START_TIMEOUT_S = 60.0
@@ -114,6 +116,14 @@ def scenario_store(folder: Path, url: str) -> tuple[Any, int]:
     files = sorted(p for p in (folder / "traces").iterdir() if p.name != "ground_truth.json")
     engine = make_engine(url)
     return engine, import_paths(engine, files, origin="demo").traces
+
+
+def sqlite_scenarios(folder: Path) -> tuple[str, Any, int]:
+    """:func:`scenario_store` into a SQLite file in ``folder``: its URL, the engine and the
+    number of traces imported."""
+    url = f"sqlite:///{folder / 'demo.db'}"
+    engine, traces = scenario_store(folder, url)
+    return url, engine, traces
 
 
 def first_error_pair(engine: Any, *, with_verdict: bool = False) -> tuple[str, str]:
@@ -233,6 +243,15 @@ def new_context(browser: Any) -> Any:
     context = browser.new_context(viewport=VIEWPORT)
     context.add_init_script(READY_SCRIPT)
     return context
+
+
+def close_clean(context: Any, server: Server, *, page: Any = None) -> None:
+    """Close the browser context after checking that ``page`` (if given) shows no error box,
+    then check that the server logged no Python traceback."""
+    if page is not None:
+        assert page.locator(ERROR_BOXES).count() == 0
+    context.close()
+    assert "Traceback" not in server.log()
 
 
 def open_page(

@@ -17,17 +17,19 @@ import orjson
 import pytest
 import sqlalchemy as sa
 from browser_support import (
+    ERROR_BOXES,
     REPO,
     RequestRecorder,
     Server,
+    close_clean,
     first_error_pair,
     new_context,
     open_page,
     recording_http_server,
     save_screenshot,
-    scenario_store,
     section_url,
     serve_dashboard,
+    sqlite_scenarios,
 )
 
 from dashboard import pages
@@ -38,7 +40,6 @@ from ingest.scenarios.populations import BASELINE, CANDIDATE, generate_populatio
 pytestmark = pytest.mark.browser
 
 SCREENSHOTS = REPO / "test-artifacts" / "screenshots"
-ERROR_BOXES = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 
 # What the hostile-content test checks after each page: a script that ran, an element that
 # would run one, a link that would, and markup from the trace left in the DOM as markup.
@@ -92,8 +93,7 @@ def _assert_page_healthy(page: Any, title: str) -> None:
 def test_every_page_renders_without_an_error_box_and_a_shared_trace_link_opens_the_trace(
     browser: Any, tmp_path: Path
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'demo.db'}"
-    engine, traces = scenario_store(tmp_path, url)
+    url, engine, traces = sqlite_scenarios(tmp_path)
     assert traces == 60
     # A trace whose error carried advice the model then acted on (or not): the shared link
     # names the pair of that error.
@@ -125,8 +125,7 @@ def test_every_page_renders_without_an_error_box_and_a_shared_trace_link_opens_t
             "trace": [display_id],
             "pair": [pair],
         }
-        context.close()
-        assert "Traceback" not in server.log()
+        close_clean(context, server)
 
 
 def hostile_markup(tracker_port: int) -> str:
@@ -421,8 +420,7 @@ def test_the_page_of_a_long_trace_goes_into_the_link_and_the_link_opens_it(
         assert urllib.parse.parse_qs(urllib.parse.urlsplit(link).query) == {
             "trace": ["long-a"], "pair": ["60:0"], "mpage": ["6"],
         }  # fmt: skip
-        context.close()
-        assert "Traceback" not in server.log()
+        close_clean(context, server)
 
 
 def test_the_compare_page_shows_the_known_differences_and_a_typed_filter_goes_into_the_link(
@@ -533,5 +531,4 @@ def test_a_long_trace_steps_to_the_next_problem_highlighted_and_back_returns(
         page.reload()
         page.get_by_role("textbox", name="Your name").wait_for(timeout=30_000)
         assert page.get_by_role("textbox", name="Your name").input_value() == "ana"
-        context.close()
-        assert "Traceback" not in server.log()
+        close_clean(context, server)

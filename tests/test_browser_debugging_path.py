@@ -14,15 +14,17 @@ from typing import Any
 
 import pytest
 from browser_support import (
+    ERROR_BOXES,
     REPO,
     click_section,
     click_table_row,
+    close_clean,
     new_context,
     open_page,
     save_screenshot,
-    scenario_store,
     section_url,
     serve_dashboard,
+    sqlite_scenarios,
 )
 
 from dashboard import pages
@@ -36,7 +38,6 @@ from db.queries.traces import filter_choices, trace_markers
 pytestmark = pytest.mark.browser
 
 CAPTIONS = '[data-testid="stCaptionContainer"]'
-ERROR_BOXES = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 TIMEOUT_MS = 30_000
 SCREENSHOTS = REPO / "test-artifacts" / "screenshots"
 
@@ -53,8 +54,7 @@ def _heading(page: Any) -> list[str]:
 def test_overview_bar_to_the_list_to_a_pair_to_the_next_problem_to_search_and_back(
     browser: Any, tmp_path: Path
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'demo.db'}"
-    engine, traces = scenario_store(tmp_path, url)
+    url, engine, traces = sqlite_scenarios(tmp_path)
     assert traces == 60
     # The bar on top of "Errors by type" is the most frequent error type.
     top = error_type_counts(engine).iloc[0]
@@ -137,15 +137,13 @@ def test_overview_bar_to_the_list_to_a_pair_to_the_next_problem_to_search_and_ba
         assert page.url == problem_url
         here.first.wait_for(timeout=TIMEOUT_MS)
         assert _heading(page) == [pages.TRACE.title]
-        context.close()
-        assert "Traceback" not in server.log()
+        close_clean(context, server)
 
 
 def test_a_range_brushed_on_the_overview_time_series_becomes_the_since_until_filter(
     browser: Any, tmp_path: Path
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'demo.db'}"
-    engine, traces = scenario_store(tmp_path, url)
+    url, engine, traces = sqlite_scenarios(tmp_path)
     assert traces == 60
     engine.dispose()
     with serve_dashboard(url, tmp_path / "server.log") as server:
@@ -187,16 +185,13 @@ def test_a_range_brushed_on_the_overview_time_series_becomes_the_since_until_fil
             timeout=TIMEOUT_MS,
         )
         save_screenshot(page, SCREENSHOTS / "overview-brushed.png")
-        assert page.locator(ERROR_BOXES).count() == 0
-        context.close()
-        assert "Traceback" not in server.log()
+        close_clean(context, server, page=page)
 
 
 def test_a_tool_chosen_in_the_filters_popover_narrows_the_page_and_is_in_the_url(
     browser: Any, tmp_path: Path
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'demo.db'}"
-    engine, traces = scenario_store(tmp_path, url)
+    url, engine, traces = sqlite_scenarios(tmp_path)
     tool = str(filter_choices(engine)["tool"][0])
     picked = trace_set(engine, Filters(tool=tool)).traces
     assert 0 < len(picked) < traces
@@ -227,16 +222,13 @@ def test_a_tool_chosen_in_the_filters_popover_narrows_the_page_and_is_in_the_url
         )
         assert traces_shown.text_content() == str(len(picked))
         assert _query(page)["tool"] == [tool]
-        assert page.locator(ERROR_BOXES).count() == 0
-        context.close()
-        assert "Traceback" not in server.log()
+        close_clean(context, server, page=page)
 
 
 def test_a_section_opened_by_its_tab_goes_into_the_link_and_the_link_opens_it(
     browser: Any, tmp_path: Path
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'demo.db'}"
-    engine, _ = scenario_store(tmp_path, url)
+    url, engine, _ = sqlite_scenarios(tmp_path)
     engine.dispose()
     charts, tables = '[data-testid="stPlotlyChart"]', '[data-testid="stDataFrame"]'
     with serve_dashboard(url, tmp_path / "server.log") as server:

@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import REPO, new_context, open_page, save_screenshot, serve_dashboard
+from browser_support import (
+    ERROR_BOXES,
+    REPO,
+    new_context,
+    open_page,
+    save_screenshot,
+    serve_dashboard,
+)
 from test_json_folded import MARKUP, json_trace_file
 
 from dashboard import pages
@@ -30,7 +37,6 @@ pytestmark = pytest.mark.browser
 
 SESSION = "9034225e-c367-4ab6-b1eb-1f478a7ae27a"
 CAPTIONS = '[data-testid="stCaptionContainer"]'
-ERROR_BOXES = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 TIMEOUT_MS = 30_000
 SCREENSHOTS = REPO / "test-artifacts" / "screenshots"
 
