@@ -1,6 +1,6 @@
 """Rollups equal the base tables: every figure a page reads from the rollups is compared with the
-same figure computed from the base tables, for a grid of filters, on every engine (SQLite,
-PostgreSQL, the 2-shard ClickHouse cluster and chdb) — on a generated store with the golden
+same figure computed from the base tables, for a grid of filters, on SQLite and PostgreSQL (the
+ClickHouse engines in ``test_rollups_clickhouse``) — on a generated store with the golden
 cases (and the real data where present), and again after updates, an append, corrections (not
 on ClickHouse, which takes none) and deletions. The rollup rows the import maintained must also
 equal the rows ``toollens rebuild-rollups`` computes from scratch.
@@ -9,10 +9,8 @@ equal the rows ``toollens rebuild-rollups`` computes from scratch.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
-import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +19,6 @@ from typing import Any
 import pandas as pd
 import pytest
 import sqlalchemy as sa
-from conftest import CLICKHOUSE_CLUSTER, clickhouse_addresses, require_clickhouse
 from formats_helpers import GOLDEN_CASES
 
 from benchmarks.ui_store import StoreGenerator
@@ -214,36 +211,6 @@ def store(module_db_url: str) -> Iterator[sa.Engine]:
     engine.dispose()
 
 
-@pytest.fixture(scope="module", params=["cluster", "chdb"])
-def clickhouse_store(request: pytest.FixtureRequest) -> Iterator[sa.Engine]:
-    """:func:`store`'s traces in a ClickHouse store: a fresh database on the 2-shard cluster,
-    or in the in-process engine."""
-    database = f"t_{uuid.uuid4().hex[:12]}"
-    if request.param == "chdb":
-        chdb = request.getfixturevalue("chdb_session")
-        url = f"chdb://?database={database}"
-    else:
-        require_clickhouse()
-        servers = ",".join(f"{h}:{p}" for h, p in clickhouse_addresses())
-        url = f"clickhouse://{servers}/{database}?cluster={CLICKHOUSE_CLUSTER}"
-    engine = make_engine(url)
-    try:
-        _write_generated(engine, 4_000)
-        import_paths(engine, _golden_inputs(), workers=1)
-        yield engine
-    finally:
-        engine.dispose()
-        if request.param == "chdb":
-            chdb.query(f"DROP DATABASE IF EXISTS {database}")
-        else:
-            from clickhouse_driver import Client
-
-            for host, port in clickhouse_addresses():
-                client = Client(host=host, port=port)
-                client.execute(f"DROP DATABASE IF EXISTS {database}")
-                client.disconnect()
-
-
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, tuple):
         assert len(a) == len(b)
@@ -343,33 +310,6 @@ def test_the_grid_reads_rollups_where_it_can() -> None:
     assert used_dims(Filters(tag="x")) is None
     assert used_dims(Filters(start=DAY, model="m")) == rollups.Dim.DAY | rollups.Dim.MODEL
     assert used_dims(Filters(tool="t")) == rollups.Dim(0)
-
-
-#: The ClickHouse grid reads every figure twice (rollups, base tables) under five filters: 455
-#: reads, over 15 minutes on the 2-core machine the suite runs on (the base tables' views
-#: rebuild each trace's latest version per read). It runs when this variable is 1; the
-#: rollups' rows are compared with a recount on every run
-#: (``test_maintained_rollups_equal_a_rebuild_after_every_kind_of_change_on_clickhouse``).
-CLICKHOUSE_GRID_ENV = "TOOLLENS_CLICKHOUSE_GRID"
-
-
-@pytest.mark.skipif(
-    os.environ.get(CLICKHOUSE_GRID_ENV) != "1",
-    reason=f"the ClickHouse figure grid takes over 15 minutes: set {CLICKHOUSE_GRID_ENV}=1",
-)
-def test_every_figure_equals_the_base_tables_on_clickhouse(clickhouse_store: sa.Engine) -> None:
-    with clickhouse_store.connect() as conn:
-        assert rollups.complete(conn)
-        assert scope(conn, DURATIONS, Filters(model="x")) is not None
-    assert _check_grid(clickhouse_store) == len(CLICKHOUSE_GRID) * len(QUERIES)
-    assert _check_catalogue(clickhouse_store) == len(CLICKHOUSE_GRID) * 39
-    advised = suggestions.follow_rates(clickhouse_store)
-    assert list(advised["suggestions"]) == [10, 10, 9, 6, 5, 5, 5, 4, 4, 4, 3, 3, 3, 2, 1, 1, 1]
-    breakdown, sent = _with_statements(
-        clickhouse_store, lambda: suggestions.verdict_breakdown(clickhouse_store)
-    )
-    assert _reads(sent, "rollup_results") and not _reads(sent, "tool_results"), sent
-    assert breakdown.values.tolist() == BREAKDOWN
 
 
 def test_every_figure_equals_the_base_tables(store: sa.Engine) -> None:
@@ -644,6 +584,12 @@ def test_the_choices_and_the_count_read_the_rollups(store: sa.Engine) -> None:
 def test_maintained_rollups_equal_a_rebuild_after_every_kind_of_change(
     store: sa.Engine, tmp_path: Path
 ) -> None:
+    changes_keep_rollups_exact(store, tmp_path)
+
+
+def changes_keep_rollups_exact(store: sa.Engine, tmp_path: Path) -> None:
+    """An update, corrections (not on ClickHouse, which takes none) and deletions, each followed
+    by a comparison of the maintained rollups with a recount."""
     _maintained_equals_rebuilt(store)
     # An update: a golden case imported again with different content replaces its trace.
     case = _golden_inputs()[0]
@@ -666,13 +612,6 @@ def test_maintained_rollups_equal_a_rebuild_after_every_kind_of_change(
     assert traces.filter_choices(store)["agent"] == sorted(
         {a for a in _agents(store) if a is not None}
     )
-
-
-def test_maintained_rollups_equal_a_rebuild_after_every_kind_of_change_on_clickhouse(
-    clickhouse_store: sa.Engine, tmp_path: Path
-) -> None:
-    """An update and deletions (a ClickHouse store takes no corrections)."""
-    test_maintained_rollups_equal_a_rebuild_after_every_kind_of_change(clickhouse_store, tmp_path)
 
 
 def _corrected(store: sa.Engine) -> None:
