@@ -136,13 +136,6 @@ def main_options(
         os.environ[PASSWORD_ENV] = password
 
 
-#: What a command that does not work on a ClickHouse store says (docs/clickhouse.md).
-CLICKHOUSE_COMMANDS = (
-    "import, receive, summary, pairs, compare, export, reanalyze, rebuild-rollups, delete, "
-    "prune, vacuum, copy and serve do"
-)
-
-
 #: Why ``serve --otlp`` refuses a chdb store: the dashboard and the receiver are two processes,
 #: and chdb keeps a store to the one process that opened it.
 CHDB_OTLP_REFUSED = (
@@ -151,14 +144,12 @@ CHDB_OTLP_REFUSED = (
 )
 
 
-def _engine(  # type: ignore[no-untyped-def]
-    db: str | None, *, create: bool = False, clickhouse: bool = False
-):
-    """The store ``db`` names; a SQLite file that does not exist is an error (exit 2) unless
-    ``create`` (the commands that write traces), so that a mistyped ``--db`` never opens an
-    empty store; a store written by a newer ToolLens, or one that cannot be reached (no
-    server, no such database, a refused password), says so in one line (exit 2), and so does a
-    ClickHouse store for a command that does not work on one (``clickhouse`` False)."""
+def _engine(db: str | None, *, create: bool = False):  # type: ignore[no-untyped-def]
+    """The store ``db`` names (SQLite, PostgreSQL or ClickHouse); a SQLite file that does not
+    exist is an error (exit 2) unless ``create`` (the commands that write traces), so that a
+    mistyped ``--db`` never opens an empty store; a store written by a newer ToolLens, or one
+    that cannot be reached (no server, no such database, a refused password), says so in one
+    line (exit 2)."""
     from db.engine import StoreConnectionError, make_engine, missing_sqlite_file
     from db.migrate import NewerStoreError
 
@@ -175,12 +166,6 @@ def _engine(  # type: ignore[no-untyped-def]
         raise typer.Exit(2) from None
     except StoreConnectionError as exc:
         raise _usage_error(str(exc)) from None
-    if engine.dialect.name == "clickhouse" and not clickhouse:
-        engine.dispose()
-        raise _usage_error(
-            "this command does not work on a ClickHouse store yet "
-            f"({CLICKHOUSE_COMMANDS}; see docs/clickhouse.md)"
-        )
     return engine
 
 
@@ -320,7 +305,7 @@ def import_command(
         disable=not sys.stderr.isatty(),
         file=sys.stderr,
     )
-    engine = _engine(db, create=True, clickhouse=True)
+    engine = _engine(db, create=True)
     terminated: list[int] = []
     previous_handler = signal.signal(signal.SIGTERM, _interrupt_on_sigterm(terminated))
     try:
@@ -388,7 +373,7 @@ def summary_command(
     """Headline figures of the store: pairing, status, error types, tokens, loops, suggestions."""
     from db.queries.summary import summarize
 
-    data = summarize(_engine(db, clickhouse=True), loop_k=loop_k)
+    data = summarize(_engine(db), loop_k=loop_k)
     if as_json:
         typer.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
         return
@@ -406,7 +391,7 @@ def pairs_command(
     if out_format not in ("jsonl", "csv"):
         raise _usage_error(f"unknown output format {out_format!r}; use jsonl or csv")
     try:
-        _write_pairs(_engine(db, clickhouse=True), sys.stdout, out_format)
+        _write_pairs(_engine(db), sys.stdout, out_format)
     except OSError as exc:
         if not _reader_gone(exc):
             raise
@@ -470,9 +455,7 @@ def export_command(
     if out_format not in REPORT_FORMATS:
         raise _usage_error(f"unknown report format {out_format!r}; use md, html or json")
     try:
-        report = build_report(
-            _engine(db, clickhouse=True), trace_id, loop_k=loop_k, max_chars=max_chars
-        )
+        report = build_report(_engine(db), trace_id, loop_k=loop_k, max_chars=max_chars)
     except UnknownTraceError as exc:
         raise _usage_error(f"{exc}; `toollens pairs` lists the trace ids") from exc
     text = render(report, out_format)
@@ -590,7 +573,7 @@ def compare_command(
         except ValueError as exc:
             raise _usage_error(f"--fail-on: {exc}") from exc
     try:
-        comparison = compare_sets(_engine(db, clickhouse=True), base, cand, loop_k=loop_k)
+        comparison = compare_sets(_engine(db), base, cand, loop_k=loop_k)
     except FilterRefused as exc:
         raise _usage_error(f"filter: {exc}") from None
     failed = comparison.worse(gate) if gate else []
@@ -611,7 +594,7 @@ def reanalyze_command(db: DbOption = None, prices: PricesOption = None) -> None:
     from ingest.importing.reanalyze import reanalyze
 
     _use_prices(prices)
-    count = reanalyze(_engine(db, clickhouse=True))
+    count = reanalyze(_engine(db))
     typer.echo(f"reanalyzed {counted(count, 'trace')}")
 
 
@@ -678,7 +661,7 @@ def delete_command(
         except ValueError:
             raise _usage_error(f"--before: {before!r} is not a date (YYYY-MM-DD)") from None
         selection = imports_before(datetime(day.year, day.month, day.day, tzinfo=UTC))
-    _confirm_deletion(_engine(db, clickhouse=True), selection, yes)
+    _confirm_deletion(_engine(db), selection, yes)
 
 
 @app.command("prune")
@@ -695,7 +678,7 @@ def prune_command(
     from db.writes.deletion import imports_before
 
     cutoff = datetime.now(UTC) - timedelta(days=keep_days)
-    _confirm_deletion(_engine(db, clickhouse=True), imports_before(cutoff), yes)
+    _confirm_deletion(_engine(db), imports_before(cutoff), yes)
 
 
 @app.command("copy")
@@ -778,7 +761,7 @@ def vacuum_command(db: DbOption = None) -> None:
     from db.engine import display_url
     from db.session import Maintenance
 
-    engine = _engine(db, clickhouse=True)
+    engine = _engine(db)
     try:
         report = Maintenance(engine).vacuum()
     except VacuumRefused as exc:
@@ -811,7 +794,7 @@ def rebuild_rollups_command(db: DbOption = None) -> None:
     from db.engine import display_url
     from db.session import Maintenance
 
-    engine = _engine(db, clickhouse=True)
+    engine = _engine(db)
     started = time.perf_counter()
     traces = Maintenance(engine).rebuild_rollups()
     seconds = time.perf_counter() - started
@@ -875,7 +858,7 @@ def serve_command(
     url = resolve_url(db)
     if otlp and url.startswith("chdb:"):
         raise _usage_error(CHDB_OTLP_REFUSED)
-    _engine(url, clickhouse=True).dispose()  # migrate before the first page asks
+    _engine(url).dispose()  # migrate before the first page asks
     wanted = [("the dashboard", port, "--port")]
     if otlp:
         wanted.append(("the OTLP receiver", otlp_port, "--otlp-port"))
@@ -1016,7 +999,7 @@ def receive_command(
         store_workers=workers,
     )
     # An unreachable store fails before the banner.
-    engine = _engine(url, create=True, clickhouse=True)
+    engine = _engine(url, create=True)
     typer.echo(
         f"ToolLens OTLP receiver on http://{host}:{port}/v1/traces "
         f"(database: {display_url(url)}, spool: {settings.spool_dir})",

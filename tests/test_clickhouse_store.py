@@ -4,6 +4,7 @@ for a server that does not answer, and the SQL the catalogue's statements compil
 
 from __future__ import annotations
 
+import re
 import socket
 import uuid
 from pathlib import Path
@@ -140,24 +141,24 @@ def test_literals_are_quoted_so_the_engine_reads_the_same_text(chdb_session: Any
     assert found == (["v"], [(text,)])
 
 
-@pytest.mark.parametrize(
-    "args",
-    [["demo"]],
-)
-def test_a_command_not_built_for_clickhouse_says_so_in_one_line(
-    chdb_session: Any, args: list[str]
+def _without_seconds(line: str) -> str:
+    return re.sub(r" in [0-9.]+ s$", "", line.strip())
+
+
+def test_the_demo_fills_a_clickhouse_store_as_it_fills_sqlite(
+    clickhouse_db: str, tmp_path: Path
 ) -> None:
-    database = f"t_{uuid.uuid4().hex[:12]}"
-    try:
-        result = runner.invoke(app, [*args, "--db", f"chdb://?database={database}"])
-    finally:
-        chdb_session.query(f"DROP DATABASE IF EXISTS {database}")
-    assert result.exit_code == 2
-    assert result.output == (
-        "Error: this command does not work on a ClickHouse store yet (import, receive, summary, "
-        "pairs, compare, export, reanalyze, rebuild-rollups, delete, prune, vacuum, copy and "
-        "serve do; see docs/clickhouse.md)\n"
-    )
+    """``toollens demo`` on ClickHouse: the same import line and the same summary as on SQLite."""
+    sqlite = str(tmp_path / "demo.db")
+    outputs = []
+    for db in (sqlite, clickhouse_db):
+        made = runner.invoke(app, ["demo", "--db", db, "--out", str(tmp_path / "traces")])
+        assert made.exit_code == 0, made.output
+        summary = runner.invoke(app, ["summary", "--json", "--db", db])
+        assert summary.exit_code == 0, summary.output
+        outputs.append((_without_seconds(made.output), summary.output))
+    assert outputs[0][0] == ("3 files, 60 traces imported, 0 updated, 0 unchanged, 0 rejected")
+    assert outputs[1] == outputs[0]
 
 
 def test_copying_a_clickhouse_store_onto_itself_is_refused_in_one_line() -> None:
