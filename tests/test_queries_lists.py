@@ -112,6 +112,12 @@ def _lists(engine: sa.Engine) -> list[tuple[str, Callable[[Filters], pd.DataFram
         cases.append(
             (f"biggest {limit}", lambda f, n=limit: tokens.biggest_results(engine, f, limit=n))
         )
+        cases.append(
+            (
+                f"costliest {limit}",
+                lambda f, n=limit: tokens.most_expensive_results(engine, f, limit=n),
+            )
+        )
     for kind in _kinds(engine):
         for limit, offset in ((1, 0), (5, 3), (50, 0)):
             cases.append(
@@ -153,7 +159,7 @@ def test_the_walks_each_fill_pages_and_fall_back(
     statements: list[str] = []
 
     def log(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        if "walked" in statement:
+        if statement.startswith("SELECT walked."):  # a walk (not the count after it)
             statements.append(statement)
 
     monkeypatch.setattr(planner, "WALK_DIALECTS", ("sqlite", "postgresql"))
@@ -168,6 +174,30 @@ def test_the_walks_each_fill_pages_and_fall_back(
     finally:
         sa.event.remove(store, "before_cursor_execute", log)
     assert (short, both) == (1, 2)
+
+
+def test_a_walk_that_reaches_the_end_of_its_order_is_the_whole_answer(
+    store: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No Tool Message of the generated store has a price, so the first walk of the costliest
+    list reads to the end of the cost order: its answer (none) is final under every filter that
+    picks traces, and the plain statement, which would read every picked trace's results, never
+    runs."""
+    with store.connect() as conn:
+        priced = conn.execute(
+            sa.select(sa.func.count()).where(ToolResultRow.cost_nano_usd.is_not(None))
+        ).scalar_one()
+    assert priced == 0
+
+    def plain_statement(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the plain statement ran")
+
+    monkeypatch.setattr(planner, "WALK_DIALECTS", ("sqlite", "postgresql"))
+    monkeypatch.setattr(tokens, "restrict_results", plain_statement)
+    picking = [f for f in _filters(store) if f.model or f.agent or f.import_id]
+    assert len(picking) == 6
+    for f in picking:
+        assert tokens.most_expensive_results(store, f).empty
 
 
 @pytest.mark.parametrize("k", [2, 3, 5])

@@ -39,7 +39,16 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Integer, String, literal, select, type_coerce
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Integer,
+    String,
+    func,
+    literal,
+    select,
+    type_coerce,
+)
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.visitors import InternalTraversal
 
@@ -217,8 +226,8 @@ def walked_result_ids(
     """The ids of the first ``limit`` Tool Messages (those ``where`` holds for) that ``f`` picks,
     in the order of ``keys`` (``(column of tool_results, descending)``, the last one unique),
     off :func:`bounded_walks`: the first entries of that order (of ``f``'s tool), then the picked
-    traces' among them. ``None`` when no walk applies or none fills the page: the caller then
-    runs its plain statement."""
+    traces' among them, or all of them when a walk reached the end of that order. ``None`` when
+    no walk applies or none fills the page: the caller then runs its plain statement."""
     r = ToolResultRow
     for walk in bounded_walks(conn, limit, when=narrows_traces(f)):
         labelled = [column.label(f"k{i}") for i, (column, _) in enumerate(keys)]
@@ -242,5 +251,10 @@ def walked_result_ids(
         ).order_by(*order)
         found = list(conn.execute(ids.limit(limit)).scalars())
         if len(found) == limit:
+            return found
+        # A walk that read fewer entries than it could has read every one (a column few rows
+        # fill, e.g. the costs of a store without prices): what it found is all there is, and
+        # the plain statement would read every picked trace's rows to find no more.
+        if conn.execute(select(func.count()).select_from(first)).scalar_one() < walk:
             return found
     return None
