@@ -84,6 +84,7 @@ SLOW_MODULES = (
     "test_browser_landing",
     "test_browser_login",
     "test_browser_debugging_path",
+    "test_browser_timeline_sessions",
 )
 
 
