@@ -66,11 +66,12 @@ demo: venv
 serve: venv
 	$(BIN)/toollens serve --db $(DEMO_DB) --port $(PORT)
 
-# Not -q: the header says which PostgreSQL, browser and real data the run used or skipped.
-# Three workers on two cores: a third of the time a worker waits (a served page, a subprocess,
-# PostgreSQL), and a third worker fills it (four workers were slower: 10.7 min against 10.3).
+# Not -q: the header says which PostgreSQL, browser and real data the run used or skipped; the
+# 20 slowest tests are listed at the end (where the suite's time goes, in CI's log too).
+# Three workers on two cores: much of the time a worker waits (a served page, a subprocess, a
+# database server), and a third worker fills it (four were slower: 17.8 min against 16.5).
 test: venv
-	$(BIN)/python -m pytest -n 3 --dist loadfile
+	$(BIN)/python -m pytest -n 3 --dist loadfile --durations=20
 
 # The tests that need neither Chromium nor a PostgreSQL server (tests/conftest.py marks `pg`).
 test-fast: venv
