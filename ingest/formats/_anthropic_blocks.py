@@ -136,10 +136,7 @@ def convert_message(
     }
     content = msg.get("content")
     if not isinstance(content, list):
-        if content is not None and not isinstance(content, str):
-            raise _common.ShapeError(
-                f"{path}.content: expected a string or an array, got {_common.json_type(content)}"
-            )
+        _common.expect_text_or_list(content, f"{path}.content")
         message = Message(
             role=role, content=_common.text_of(content), usage=usage, raw=wrap(msg), **common
         )
@@ -269,11 +266,7 @@ def _flagged_result(
 ) -> ToolResult:
     """A result whose content is a string or an array of blocks and whose error flag, when
     present, is the boolean ``is_error``."""
-    content = block.get("content")
-    if content is not None and not isinstance(content, str | list):
-        raise _common.ShapeError(
-            f"{path}.content: expected a string or an array, got {_common.json_type(content)}"
-        )
+    _common.expect_text_or_list(block.get("content"), f"{path}.content")
     is_error = block.get("is_error")
     flagged = isinstance(is_error, bool)
     return ToolResult(

@@ -87,6 +87,14 @@ def expect_list(value: Any, path: str) -> list[Any]:
     return value
 
 
+def expect_text_or_list(value: Any, path: str) -> str | list[Any] | None:
+    """``value`` if it is absent (``None``), a string or a JSON array (text, or content blocks),
+    else a :class:`ShapeError` naming ``path``."""
+    if value is not None and not isinstance(value, str | list):
+        raise ShapeError(f"{path}: expected a string or an array, got {json_type(value)}")
+    return value
+
+
 def optional_str(value: Any, path: str) -> str | None:
     """A string field that may be absent; integer ids are accepted and kept as text."""
     if value is None or isinstance(value, str):

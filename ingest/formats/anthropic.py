@@ -22,6 +22,7 @@ from ingest.formats import _anthropic_blocks
 from ingest.formats._common import (
     ShapeError,
     conversation_trace,
+    expect_text_or_list,
     first_assistant_model,
     json_type,
     small_metadata,
@@ -55,9 +56,7 @@ def _container_trace(record: Record) -> Trace:
         raise ShapeError('no message list (expected "messages")')
     messages = _READER.convert_list(obj["messages"], "messages", record.line)
     system = obj.get("system")
-    if system is not None:
-        if not isinstance(system, str | list):
-            raise ShapeError(f"system: expected a string or an array, got {json_type(system)}")
+    if expect_text_or_list(system, "system") is not None:
         prompt = Message(
             seq=0, role="system", content=text_of(system), source_line=record.line, raw=system
         )

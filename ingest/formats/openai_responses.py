@@ -235,11 +235,7 @@ def _items(value: Any, path: str, line: int) -> list[Message]:
         return []
     if isinstance(value, str):
         return [Message(seq=0, role="user", content=value, source_line=line, raw={path: value})]
-    if not isinstance(value, list):
-        raise _common.ShapeError(
-            f"{path}: expected a string or an array, got {_common.json_type(value)}"
-        )
-    return _READER.convert_list(value, path, line)
+    return _READER.convert_list(_common.expect_text_or_list(value, path), path, line)
 
 
 def convert_items(value: Any, path: str, line: int) -> list[Message]:

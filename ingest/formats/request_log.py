@@ -291,11 +291,7 @@ def _anthropic(
 ) -> tuple[list[Message], list[Message]]:
     prompt: list[Message] = []
     system = body.get("system")
-    if system is not None:
-        if not isinstance(system, str | list):
-            raise _common.ShapeError(
-                f"system: expected a string or an array, got {_common.json_type(system)}"
-            )
+    if _common.expect_text_or_list(system, "system") is not None:
         prompt.append(
             Message(
                 seq=0, role="system", content=_common.text_of(system), source_line=line, raw=system
